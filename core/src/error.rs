@@ -1,0 +1,107 @@
+//! The one error type of every backend.
+//!
+//! Each variant names one WASI `filesystem/types.error-code`; the host maps
+//! them in one exhaustive `match`. Variants that describe *why* carry it
+//! (a corrupt pack says where and what), the rest are the errno alone.
+
+/// Result of a filesystem operation.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A filesystem error. Variant names follow WASI `error-code`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `no-entry` (ENOENT): the name or inode does not exist.
+    #[error("no such file or directory")]
+    NotFound,
+    /// `exist` (EEXIST): the name is already taken.
+    #[error("file exists")]
+    Exists,
+    /// `not-directory` (ENOTDIR): a directory was needed.
+    #[error("not a directory")]
+    NotDir,
+    /// `is-directory` (EISDIR): a non-directory was needed.
+    #[error("is a directory")]
+    IsDir,
+    /// `not-empty` (ENOTEMPTY): the directory still has entries.
+    #[error("directory not empty")]
+    NotEmpty,
+    /// `access` (EACCES): the handle lacks the right (read on a write-only
+    /// handle, a path escaping its root).
+    #[error("permission denied")]
+    Access,
+    /// `not-permitted` (EPERM): never allowed, whatever the rights (a hard
+    /// link to a directory).
+    #[error("operation not permitted")]
+    NotPermitted,
+    /// `read-only` (EROFS): the backend or mount is read-only.
+    #[error("read-only filesystem")]
+    ReadOnly,
+    /// `loop` (ELOOP): too many symlink hops, or a symlink where none may be.
+    #[error("too many levels of symbolic links")]
+    Loop,
+    /// `name-too-long` (ENAMETOOLONG): a name over [`MAX_NAME`] bytes or a
+    /// path over [`MAX_PATH`] bytes.
+    ///
+    /// [`MAX_NAME`]: crate::path::MAX_NAME
+    /// [`MAX_PATH`]: crate::path::MAX_PATH
+    #[error("file name too long")]
+    NameTooLong,
+    /// `insufficient-space` (ENOSPC): the backing store is full.
+    #[error("no space left on device")]
+    NoSpace,
+    /// `quota` (EDQUOT): a configured byte or inode limit would be exceeded.
+    #[error("quota exceeded")]
+    Quota,
+    /// `cross-device` (EXDEV): rename or link across mounts.
+    #[error("cross-device link")]
+    CrossDevice,
+    /// `invalid` (EINVAL): a malformed argument (NUL in a name, an empty
+    /// name, a directory renamed into its own subtree).
+    #[error("invalid argument")]
+    Invalid,
+    /// `file-too-large` (EFBIG): an offset or size past [`MAX_FILE_SIZE`].
+    ///
+    /// [`MAX_FILE_SIZE`]: crate::MAX_FILE_SIZE
+    #[error("file too large")]
+    FileTooLarge,
+    /// `bad-descriptor` (EBADF): the inode handle is stale or was never open.
+    #[error("bad file descriptor")]
+    BadDescriptor,
+    /// `too-many-links` (EMLINK): a link count would overflow.
+    #[error("too many links")]
+    TooManyLinks,
+    /// `unsupported` (ENOTSUP): the backend cannot do this at all.
+    #[error("operation not supported")]
+    Unsupported,
+    /// `io` (EIO): the backend failed; the message says how.
+    #[error("i/o error: {0}")]
+    Io(String),
+}
+
+impl Error {
+    /// The POSIX errno name, for messages and tests.
+    pub fn errno_name(&self) -> &'static str {
+        match self {
+            Error::NotFound => "ENOENT",
+            Error::Exists => "EEXIST",
+            Error::NotDir => "ENOTDIR",
+            Error::IsDir => "EISDIR",
+            Error::NotEmpty => "ENOTEMPTY",
+            Error::Access => "EACCES",
+            Error::NotPermitted => "EPERM",
+            Error::ReadOnly => "EROFS",
+            Error::Loop => "ELOOP",
+            Error::NameTooLong => "ENAMETOOLONG",
+            Error::NoSpace => "ENOSPC",
+            Error::Quota => "EDQUOT",
+            Error::CrossDevice => "EXDEV",
+            Error::Invalid => "EINVAL",
+            Error::FileTooLarge => "EFBIG",
+            Error::BadDescriptor => "EBADF",
+            Error::TooManyLinks => "EMLINK",
+            Error::Unsupported => "ENOTSUP",
+            Error::Io(_) => "EIO",
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! The backend trait.
+
+use crate::{DirEntry, Ino, Metadata, OpenOptions, Result, SetTime};
+
+/// A filesystem backend: mem, pack, overlay and dir all implement it.
+///
+/// It speaks inodes and single names, never paths: `dir` is an inode, `name`
+/// one validated component ([`validate_name`](crate::path::validate_name)).
+/// `..`, symlinks and mount points are resolved above it
+/// ([`resolve`](crate::resolve)). Every method is atomic: it either happens
+/// whole or fails and changes nothing.
+///
+/// Inode numbers stay valid until the inode is gone. An inode pinned by
+/// [`open`](Self::open) stays readable and writable after its last name is
+/// removed, until the matching [`close`](Self::close).
+pub trait FileSystem: Send + Sync {
+    /// The root directory.
+    fn root(&self) -> Ino;
+
+    /// The inode named `name` in directory `dir`.
+    fn lookup(&self, dir: Ino, name: &str) -> Result<Ino>;
+
+    /// An inode's metadata.
+    fn metadata(&self, ino: Ino) -> Result<Metadata>;
+
+    /// Opens `name` in `dir` as `opts` says — creating or truncating it —
+    /// and pins it until [`close`](Self::close). A symlink is never followed
+    /// here: opening one is `Loop`, as with `O_NOFOLLOW`.
+    fn open(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Ino>;
+
+    /// Pins an inode already known (a directory handle re-opened by number).
+    fn open_ino(&self, ino: Ino) -> Result<()>;
+
+    /// Releases one pin taken by `open` or `open_ino`.
+    fn close(&self, ino: Ino);
+
+    /// Reads from `offset` into `buf`; returns the count, 0 at or past the end.
+    fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize>;
+
+    /// Writes `data` at `offset`, extending the file (a gap reads as zeros).
+    fn write_at(&self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize>;
+
+    /// Writes `data` at the end of the file, atomically with finding the
+    /// end; returns the offset it was written at.
+    fn append(&self, ino: Ino, data: &[u8]) -> Result<u64>;
+
+    /// Truncates or extends (with zeros) to `len` bytes.
+    fn set_len(&self, ino: Ino, len: u64) -> Result<()>;
+
+    /// Up to `max` entries of `dir` in its stable order (byte order of
+    /// names), starting after the entry named `after`. The last name returned
+    /// is the cookie for the next call; entries added or removed between
+    /// calls neither repeat nor shift the others.
+    fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>>;
+
+    /// Creates directory `name` in `dir`.
+    fn mkdir(&self, dir: Ino, name: &str, mode: u32) -> Result<Ino>;
+
+    /// Removes the empty directory `name` from `dir`.
+    fn rmdir(&self, dir: Ino, name: &str) -> Result<()>;
+
+    /// Removes the non-directory `name` from `dir`.
+    fn unlink(&self, dir: Ino, name: &str) -> Result<()>;
+
+    /// Moves `from` in `from_dir` to `to` in `to_dir`, replacing a file or an
+    /// empty directory there, as POSIX `rename(2)`.
+    fn rename(&self, from_dir: Ino, from: &str, to_dir: Ino, to: &str) -> Result<()>;
+
+    /// Creates symlink `name` in `dir` pointing at `target` (stored verbatim).
+    fn symlink(&self, dir: Ino, name: &str, target: &str) -> Result<Ino>;
+
+    /// A symlink's target.
+    fn readlink(&self, ino: Ino) -> Result<String>;
+
+    /// Adds the name `name` in `dir` for the existing non-directory `ino`.
+    fn link(&self, ino: Ino, dir: Ino, name: &str) -> Result<()>;
+
+    /// Sets access and modification times.
+    fn set_times(&self, ino: Ino, atime: SetTime, mtime: SetTime) -> Result<()>;
+
+    /// Sets permission bits.
+    fn set_mode(&self, ino: Ino, mode: u32) -> Result<()>;
+
+    /// Makes an inode's data durable; a no-op where there is nothing under it.
+    fn sync(&self, _ino: Ino) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,63 @@
+//! # packfs-core
+//!
+//! The target-agnostic heart of PackFS, a virtual filesystem for WebAssembly:
+//!
+//! - [`FileSystem`]: the one object-safe backend trait, over inodes and
+//!   single names, with errors ([`Error`]) that map 1:1 onto WASI
+//!   `error-code`;
+//! - [`treap::Treap`]: the persistent ordered map every index is built on;
+//! - [`MemFs`]: the in-memory backend, with lock-free MVCC snapshot reads
+//!   ([`Snapshot`]), O(1) forks, quotas ([`mem::Limits`]) and atomic
+//!   multi-operation batches;
+//! - [`path`] and [`resolve`]: name validation and the path walk that
+//!   resolves `..` and symlinks *above* the backends, never past the root.
+//!
+//! ```text
+//!   host (WASI) / web (JS) / CLI
+//!              │ paths
+//!        resolve::resolve ── `..`, symlinks, containment
+//!              │ (dir inode, name)
+//!        dyn FileSystem ── MemFs · Snapshot · (pack, overlay, dir)
+//!              │
+//!        Tree = Treap<(dir, name) → ino> + Treap<ino → inode>
+//! ```
+//!
+//! What it does not do: no OS file I/O, no clock of its own on
+//! `wasm32-unknown-unknown` (pass a [`Clock`]), no permission checks per
+//! handle (the layer holding handles enforces read/write rights).
+//!
+//! ```
+//! use packfs_core::{resolve, FileSystem, MemFs, OpenOptions};
+//!
+//! let fs = MemFs::new();
+//! let root = fs.root();
+//! let etc = fs.mkdir(root, "etc", 0o755)?;
+//! let f = fs.open(etc, "motd", &OpenOptions::create())?;
+//! fs.write_at(f, 0, b"hi\n")?;
+//! fs.close(f);
+//! fs.symlink(root, "m", "etc/motd")?;
+//!
+//! let ino = resolve::resolve(&fs, root, "etc/../m", true)?;
+//! assert_eq!(ino, f);
+//! assert_eq!(resolve::resolve(&fs, root, "..", true), Err(packfs_core::Error::NotPermitted));
+//! # Ok::<(), packfs_core::Error>(())
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+mod error;
+mod fs;
+pub mod mem;
+mod meta;
+pub mod path;
+pub mod resolve;
+pub mod treap;
+
+pub use error::{Error, Result};
+pub use fs::FileSystem;
+pub use mem::{MemFs, Snapshot};
+pub use meta::{Clock, DirEntry, FileType, Ino, Metadata, OpenOptions, SetTime, Timestamp, system_clock};
+
+/// Largest file size and offset (POSIX `off_t` is signed 64-bit).
+pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;

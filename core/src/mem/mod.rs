@@ -1,0 +1,348 @@
+//! The in-memory backend: [`MemFs`], a writable filesystem with lock-free
+//! MVCC snapshot reads, and [`Snapshot`], a frozen version of one.
+//!
+//! Writers take one mutex, apply their change to a copy of the current
+//! [`Tree`] (O(1) to copy, O(log n) to change) and publish it with
+//! `ArcSwap::store`. Readers `load` the current tree and never block, never
+//! see half of a change.
+
+mod content;
+mod tree;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use arc_swap::ArcSwap;
+
+pub use tree::{Limits, ROOT, Tree, Usage};
+
+use crate::meta::system_clock;
+use crate::{Clock, DirEntry, Error, FileSystem, Ino, Metadata, OpenOptions, Result, SetTime, Timestamp};
+
+/// Open handles per inode. Only orphans (inodes with no name left) consult
+/// it: an orphan lives while it has pins.
+type Pins = HashMap<Ino, u32>;
+
+/// A writable in-memory filesystem.
+///
+/// ```
+/// use packfs_core::{FileSystem, MemFs, OpenOptions, mem::ROOT};
+///
+/// let fs = MemFs::new();
+/// let dir = fs.mkdir(ROOT, "docs", 0o755)?;
+/// let f = fs.open(dir, "a.txt", &OpenOptions::create())?;
+/// fs.write_at(f, 0, b"hello")?;
+/// let before = fs.snapshot(); // O(1), readable forever
+/// fs.write_at(f, 0, b"HELLO")?;
+/// fs.close(f);
+///
+/// let mut buf = [0; 5];
+/// before.read_at(f, 0, &mut buf)?;
+/// assert_eq!(&buf, b"hello");
+/// # Ok::<(), packfs_core::Error>(())
+/// ```
+pub struct MemFs {
+    current: ArcSwap<Tree>,
+    writer: Mutex<()>,
+    pins: Mutex<Pins>,
+    clock: Clock,
+}
+
+/// A frozen version of a [`MemFs`]: a value that reads the same forever,
+/// whatever happens to the filesystem it came from. Cloning is O(1).
+#[derive(Clone)]
+pub struct Snapshot(Arc<Tree>);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic inside an operation drops its unpublished copy, so the
+    // protected state is never half-changed: poisoning carries no meaning.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Default for MemFs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemFs {
+    /// An empty filesystem without limits, timestamps from the system clock.
+    pub fn new() -> Self {
+        Self::with_options(Limits::default(), system_clock())
+    }
+
+    /// An empty filesystem with these limits and clock.
+    pub fn with_options(limits: Limits, clock: Clock) -> Self {
+        let tree = Tree::new(clock(), limits);
+        Self::from_tree(tree, clock)
+    }
+
+    /// A writable filesystem starting from `snapshot`'s contents, in O(1)
+    /// (plus the reaping of inodes that were open-but-unlinked there).
+    pub fn fork(snapshot: &Snapshot) -> Self {
+        let mut tree = Tree::clone(&snapshot.0);
+        for ino in tree.orphans() {
+            tree.reap(ino);
+        }
+        Self::from_tree(tree, system_clock())
+    }
+
+    fn from_tree(tree: Tree, clock: Clock) -> Self {
+        MemFs { current: ArcSwap::from_pointee(tree), writer: Mutex::new(()), pins: Mutex::new(Pins::new()), clock }
+    }
+
+    /// Replaces the clock (the web build supplies `Date.now()`).
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
+    /// The current version, in O(1). It never changes.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot(self.current.load_full())
+    }
+
+    /// Current usage.
+    pub fn usage(&self) -> Usage {
+        self.current.load().usage()
+    }
+
+    /// Changes the limits; see [`Tree::set_limits`].
+    pub fn set_limits(&self, limits: Limits) {
+        // Cannot fail.
+        let _ = self.batch(|t, _| {
+            t.set_limits(limits);
+            Ok(())
+        });
+    }
+
+    /// Applies `f` to the tree as one atomic change: readers see all of it
+    /// or none of it, and an error discards all of it.
+    pub fn batch<T>(&self, f: impl FnOnce(&mut Tree, Timestamp) -> Result<T>) -> Result<T> {
+        self.commit(f, |_, _| {})
+    }
+
+    /// The one write path: copy, change, reap unpinned orphans, publish.
+    /// `pin` runs under the pin lock before publication, so nothing can
+    /// reap what it pins.
+    fn commit<T>(
+        &self,
+        f: impl FnOnce(&mut Tree, Timestamp) -> Result<T>,
+        pin: impl FnOnce(&T, &mut Pins),
+    ) -> Result<T> {
+        let _writer = lock(&self.writer);
+        let mut tree = Tree::clone(&self.current.load());
+        let out = f(&mut tree, (self.clock)())?;
+        let mut pins = lock(&self.pins);
+        pin(&out, &mut pins);
+        for ino in tree.orphans() {
+            if !pins.contains_key(&ino) {
+                tree.reap(ino);
+            }
+        }
+        self.current.store(Arc::new(tree));
+        Ok(out)
+    }
+
+    fn write(&self, f: impl FnOnce(&mut Tree, Timestamp) -> Result<()>) -> Result<()> {
+        self.commit(f, |_, _| {})
+    }
+}
+
+impl FileSystem for MemFs {
+    fn root(&self) -> Ino {
+        ROOT
+    }
+
+    fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
+        self.current.load().lookup(dir, name)
+    }
+
+    fn metadata(&self, ino: Ino) -> Result<Metadata> {
+        self.current.load().metadata(ino)
+    }
+
+    fn open(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Ino> {
+        let pin = |&ino: &Ino, pins: &mut Pins| *pins.entry(ino).or_default() += 1;
+        if opts.create || opts.truncate {
+            return self.commit(|t, now| t.open(dir, name, opts, now), pin);
+        }
+        // Under the pin lock no commit can publish, so the inode found here
+        // cannot be reaped before it is pinned.
+        let mut pins = lock(&self.pins);
+        let ino = self.current.load().open_existing(dir, name, opts)?.ok_or(Error::NotFound)?;
+        pin(&ino, &mut pins);
+        Ok(ino)
+    }
+
+    fn open_ino(&self, ino: Ino) -> Result<()> {
+        let mut pins = lock(&self.pins);
+        self.current.load().metadata(ino)?;
+        *pins.entry(ino).or_default() += 1;
+        Ok(())
+    }
+
+    fn close(&self, ino: Ino) {
+        {
+            let mut pins = lock(&self.pins);
+            let Some(count) = pins.get_mut(&ino) else { return };
+            *count -= 1;
+            if *count > 0 {
+                return;
+            }
+            pins.remove(&ino);
+        }
+        if self.current.load().is_orphan(ino) {
+            // The commit reaps it unless someone pinned it again meanwhile.
+            let _ = self.write(|_, _| Ok(()));
+        }
+    }
+
+    fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        self.current.load().read_at(ino, offset, buf)
+    }
+
+    fn write_at(&self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
+        self.commit(|t, now| t.write_at(ino, offset, data, now), |_, _| {})
+    }
+
+    fn append(&self, ino: Ino, data: &[u8]) -> Result<u64> {
+        self.commit(|t, now| t.append(ino, data, now), |_, _| {})
+    }
+
+    fn set_len(&self, ino: Ino, len: u64) -> Result<()> {
+        self.write(|t, now| t.set_len(ino, len, now))
+    }
+
+    fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
+        self.current.load().read_dir(dir, after, max)
+    }
+
+    fn mkdir(&self, dir: Ino, name: &str, mode: u32) -> Result<Ino> {
+        self.commit(|t, now| t.mkdir(dir, name, mode, now), |_, _| {})
+    }
+
+    fn rmdir(&self, dir: Ino, name: &str) -> Result<()> {
+        self.write(|t, now| t.rmdir(dir, name, now))
+    }
+
+    fn unlink(&self, dir: Ino, name: &str) -> Result<()> {
+        self.write(|t, now| t.unlink(dir, name, now))
+    }
+
+    fn rename(&self, from_dir: Ino, from: &str, to_dir: Ino, to: &str) -> Result<()> {
+        self.write(|t, now| t.rename(from_dir, from, to_dir, to, now))
+    }
+
+    fn symlink(&self, dir: Ino, name: &str, target: &str) -> Result<Ino> {
+        self.commit(|t, now| t.symlink(dir, name, target, now), |_, _| {})
+    }
+
+    fn readlink(&self, ino: Ino) -> Result<String> {
+        self.current.load().readlink(ino)
+    }
+
+    fn link(&self, ino: Ino, dir: Ino, name: &str) -> Result<()> {
+        self.write(|t, now| t.link(ino, dir, name, now))
+    }
+
+    fn set_times(&self, ino: Ino, atime: SetTime, mtime: SetTime) -> Result<()> {
+        self.write(|t, now| t.set_times(ino, atime, mtime, now))
+    }
+
+    fn set_mode(&self, ino: Ino, mode: u32) -> Result<()> {
+        self.write(|t, now| t.set_mode(ino, mode, now))
+    }
+}
+
+impl std::ops::Deref for Snapshot {
+    type Target = Tree;
+
+    fn deref(&self) -> &Tree {
+        &self.0
+    }
+}
+
+/// A snapshot is a read-only filesystem: every change is `ReadOnly`, and
+/// pins are unnecessary because nothing in it ever goes away.
+impl FileSystem for Snapshot {
+    fn root(&self) -> Ino {
+        ROOT
+    }
+
+    fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
+        self.0.lookup(dir, name)
+    }
+
+    fn metadata(&self, ino: Ino) -> Result<Metadata> {
+        self.0.metadata(ino)
+    }
+
+    fn open(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Ino> {
+        if opts.writes() || opts.create {
+            return Err(Error::ReadOnly);
+        }
+        self.0.open_existing(dir, name, opts)?.ok_or(Error::NotFound)
+    }
+
+    fn open_ino(&self, ino: Ino) -> Result<()> {
+        self.0.metadata(ino).map(|_| ())
+    }
+
+    fn close(&self, _ino: Ino) {}
+
+    fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        self.0.read_at(ino, offset, buf)
+    }
+
+    fn write_at(&self, _: Ino, _: u64, _: &[u8]) -> Result<usize> {
+        Err(Error::ReadOnly)
+    }
+
+    fn append(&self, _: Ino, _: &[u8]) -> Result<u64> {
+        Err(Error::ReadOnly)
+    }
+
+    fn set_len(&self, _: Ino, _: u64) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
+
+    fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
+        self.0.read_dir(dir, after, max)
+    }
+
+    fn mkdir(&self, _: Ino, _: &str, _: u32) -> Result<Ino> {
+        Err(Error::ReadOnly)
+    }
+
+    fn rmdir(&self, _: Ino, _: &str) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
+
+    fn unlink(&self, _: Ino, _: &str) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
+
+    fn rename(&self, _: Ino, _: &str, _: Ino, _: &str) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
+
+    fn symlink(&self, _: Ino, _: &str, _: &str) -> Result<Ino> {
+        Err(Error::ReadOnly)
+    }
+
+    fn readlink(&self, ino: Ino) -> Result<String> {
+        self.0.readlink(ino)
+    }
+
+    fn link(&self, _: Ino, _: Ino, _: &str) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
+
+    fn set_times(&self, _: Ino, _: SetTime, _: SetTime) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
+
+    fn set_mode(&self, _: Ino, _: u32) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
+}

@@ -1,0 +1,597 @@
+//! [`Tree`]: a whole filesystem as one persistent value.
+//!
+//! Two treaps hold it: `dirents` maps `(directory inode, name)` to the inode
+//! it names, so a directory's entries are one contiguous run in name order;
+//! `inodes` maps an inode number to its metadata and content. Cloning a tree
+//! is O(1); an operation copies O(log n) treap nodes and shares the rest with
+//! every other version, which is all a snapshot is.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use super::content::Content;
+use crate::path::{MAX_PATH, validate_name};
+use crate::treap::Treap;
+use crate::{DirEntry, Error, FileType, Ino, MAX_FILE_SIZE, Metadata, OpenOptions, Result, SetTime, Timestamp};
+
+/// The root directory's inode number.
+pub const ROOT: Ino = 1;
+
+/// Optional caps on one filesystem's size. An operation that would pass one
+/// fails with [`Error::Quota`] and changes nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Most bytes of file content and symlink targets, counted by length
+    /// (a sparse file counts whole).
+    pub max_bytes: Option<u64>,
+    /// Most inodes, the root included.
+    pub max_inodes: Option<u64>,
+}
+
+/// What a filesystem holds now, in the units of [`Limits`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Bytes of file content and symlink targets.
+    pub bytes: u64,
+    /// Inodes, the root included.
+    pub inodes: u64,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+struct DirKey {
+    dir: Ino,
+    name: Arc<str>,
+}
+
+impl DirKey {
+    fn cmp_to(&self, dir: Ino, name: &str) -> Ordering {
+        self.dir.cmp(&dir).then_with(|| (*self.name).cmp(name))
+    }
+}
+
+impl Ord for DirKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.cmp_to(other.dir, &other.name)
+    }
+}
+
+impl PartialOrd for DirKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+#[derive(Clone)]
+enum Data {
+    File(Content),
+    Dir { parent: Ino },
+    Symlink(Arc<str>),
+}
+
+#[derive(Clone)]
+struct Inode {
+    data: Data,
+    mode: u32,
+    nlink: u64,
+    atime: Timestamp,
+    mtime: Timestamp,
+    ctime: Timestamp,
+}
+
+impl Inode {
+    fn kind(&self) -> FileType {
+        match self.data {
+            Data::File(_) => FileType::File,
+            Data::Dir { .. } => FileType::Dir,
+            Data::Symlink(_) => FileType::Symlink,
+        }
+    }
+
+    /// Bytes this inode counts against [`Limits::max_bytes`].
+    fn bytes(&self) -> u64 {
+        match &self.data {
+            Data::File(c) => c.len(),
+            Data::Dir { .. } => 0,
+            Data::Symlink(t) => t.len() as u64,
+        }
+    }
+}
+
+/// A complete filesystem as a persistent value: every read and write
+/// operation of PackFS's in-memory backend, with no locking and no clock.
+/// [`MemFs`](super::MemFs) publishes versions of it; `batch` hands one out
+/// to apply several operations atomically.
+#[derive(Clone)]
+pub struct Tree {
+    dirents: Treap<DirKey, (Ino, FileType)>,
+    inodes: Treap<Ino, Inode>,
+    /// Inodes with no name left, kept while a handle has them open.
+    orphans: Treap<Ino, ()>,
+    next_ino: Ino,
+    usage: Usage,
+    limits: Limits,
+}
+
+impl Tree {
+    /// An empty tree: a root directory with mode `0o755`.
+    pub fn new(now: Timestamp, limits: Limits) -> Self {
+        let mut inodes = Treap::new();
+        let root =
+            Inode { data: Data::Dir { parent: ROOT }, mode: 0o755, nlink: 2, atime: now, mtime: now, ctime: now };
+        inodes.insert(ROOT, root);
+        Tree {
+            dirents: Treap::new(),
+            inodes,
+            orphans: Treap::new(),
+            next_ino: ROOT + 1,
+            usage: Usage { bytes: 0, inodes: 1 },
+            limits,
+        }
+    }
+
+    /// Current usage.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Replaces the limits; usage above a new limit stays, growth fails.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    // ---- reads -------------------------------------------------------------
+
+    fn inode(&self, ino: Ino) -> Result<&Inode> {
+        self.inodes.get(&ino).ok_or(Error::NotFound)
+    }
+
+    fn inode_mut(&mut self, ino: Ino) -> Result<&mut Inode> {
+        self.inodes.get_mut(&ino).ok_or(Error::NotFound)
+    }
+
+    fn check_dir(&self, dir: Ino) -> Result<()> {
+        match self.inode(dir)?.data {
+            Data::Dir { .. } => Ok(()),
+            _ => Err(Error::NotDir),
+        }
+    }
+
+    fn entry(&self, dir: Ino, name: &str) -> Option<(Ino, FileType)> {
+        self.dirents.get_with(|k| k.cmp_to(dir, name)).map(|(_, &v)| v)
+    }
+
+    fn is_empty_dir(&self, dir: Ino) -> bool {
+        self.dirents.iter_from(|k| k.dir >= dir).next().is_none_or(|(k, _)| k.dir != dir)
+    }
+
+    /// The inode named `name` in `dir`.
+    pub fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
+        validate_name(name)?;
+        self.check_dir(dir)?;
+        self.entry(dir, name).map(|(ino, _)| ino).ok_or(Error::NotFound)
+    }
+
+    /// The parent of directory `dir` (the root is its own parent).
+    pub fn parent(&self, dir: Ino) -> Result<Ino> {
+        match self.inode(dir)?.data {
+            Data::Dir { parent } => Ok(parent),
+            _ => Err(Error::NotDir),
+        }
+    }
+
+    /// An inode's metadata.
+    pub fn metadata(&self, ino: Ino) -> Result<Metadata> {
+        let i = self.inode(ino)?;
+        Ok(Metadata {
+            ino,
+            kind: i.kind(),
+            size: i.bytes(),
+            mode: i.mode,
+            nlink: i.nlink,
+            atime: i.atime,
+            mtime: i.mtime,
+            ctime: i.ctime,
+        })
+    }
+
+    /// Reads file content from `offset`.
+    pub fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        match &self.inode(ino)?.data {
+            Data::File(c) => Ok(c.read(offset, buf)),
+            Data::Dir { .. } => Err(Error::IsDir),
+            Data::Symlink(_) => Err(Error::Invalid),
+        }
+    }
+
+    /// A symlink's target.
+    pub fn readlink(&self, ino: Ino) -> Result<String> {
+        match &self.inode(ino)?.data {
+            Data::Symlink(t) => Ok(t.to_string()),
+            _ => Err(Error::Invalid),
+        }
+    }
+
+    /// Up to `max` entries of `dir` after the name `after`, in name order.
+    pub fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
+        self.check_dir(dir)?;
+        let start = |k: &DirKey| match after {
+            Some(a) => k.cmp_to(dir, a) == Ordering::Greater,
+            None => k.dir >= dir,
+        };
+        Ok(self
+            .dirents
+            .iter_from(start)
+            .take_while(|(k, _)| k.dir == dir)
+            .take(max)
+            .map(|(k, &(ino, kind))| DirEntry { name: k.name.clone(), ino, kind })
+            .collect())
+    }
+
+    /// Checks the open flags against an existing entry, without changing
+    /// anything: the read-only half of [`Tree::open`].
+    pub fn open_existing(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Option<Ino>> {
+        validate_name(name)?;
+        self.check_dir(dir)?;
+        if opts.create && opts.directory {
+            return Err(Error::Invalid);
+        }
+        let Some((ino, kind)) = self.entry(dir, name) else {
+            return if opts.create { Ok(None) } else { Err(Error::NotFound) };
+        };
+        if opts.create && opts.exclusive {
+            return Err(Error::Exists);
+        }
+        match kind {
+            FileType::Symlink => Err(Error::Loop),
+            FileType::Dir if opts.writes() => Err(Error::IsDir),
+            FileType::File if opts.directory => Err(Error::NotDir),
+            _ => Ok(Some(ino)),
+        }
+    }
+
+    // ---- writes ------------------------------------------------------------
+
+    fn charge_bytes(&mut self, old: u64, new: u64) -> Result<()> {
+        let bytes = self.usage.bytes - old + new;
+        if new > old && self.limits.max_bytes.is_some_and(|max| bytes > max) {
+            return Err(Error::Quota);
+        }
+        self.usage.bytes = bytes;
+        Ok(())
+    }
+
+    fn touch_dir(&mut self, dir: Ino, now: Timestamp) -> Result<()> {
+        let d = self.inode_mut(dir)?;
+        d.mtime = now;
+        d.ctime = now;
+        Ok(())
+    }
+
+    /// Adds a new inode named `name` in `dir`. Every check comes before the
+    /// first change, so a failure leaves the tree as it was.
+    fn create(&mut self, dir: Ino, name: &str, data: Data, mode: u32, now: Timestamp) -> Result<Ino> {
+        validate_name(name)?;
+        self.check_dir(dir)?;
+        if self.entry(dir, name).is_some() {
+            return Err(Error::Exists);
+        }
+        if self.limits.max_inodes.is_some_and(|max| self.usage.inodes >= max) {
+            return Err(Error::Quota);
+        }
+        let is_dir = matches!(data, Data::Dir { .. });
+        let inode =
+            Inode { data, mode: mode & 0o7777, nlink: if is_dir { 2 } else { 1 }, atime: now, mtime: now, ctime: now };
+        self.charge_bytes(0, inode.bytes())?;
+        let ino = self.next_ino;
+        self.next_ino += 1;
+        self.usage.inodes += 1;
+        let kind = inode.kind();
+        self.inodes.insert(ino, inode);
+        self.dirents.insert(DirKey { dir, name: name.into() }, (ino, kind));
+        if is_dir {
+            self.inode_mut(dir)?.nlink += 1;
+        }
+        self.touch_dir(dir, now)?;
+        Ok(ino)
+    }
+
+    /// Opens `name` in `dir`: creates it (`create`) or truncates it
+    /// (`truncate`) as the flags say. Returns the inode.
+    pub fn open(&mut self, dir: Ino, name: &str, opts: &OpenOptions, now: Timestamp) -> Result<Ino> {
+        match self.open_existing(dir, name, opts)? {
+            Some(ino) => {
+                if opts.truncate && self.metadata(ino)?.kind == FileType::File {
+                    self.set_len(ino, 0, now)?;
+                }
+                Ok(ino)
+            }
+            None => self.create(dir, name, Data::File(Content::default()), opts.mode, now),
+        }
+    }
+
+    /// Creates directory `name` in `dir`.
+    pub fn mkdir(&mut self, dir: Ino, name: &str, mode: u32, now: Timestamp) -> Result<Ino> {
+        self.create(dir, name, Data::Dir { parent: dir }, mode, now)
+    }
+
+    /// Creates symlink `name` in `dir` to `target`.
+    pub fn symlink(&mut self, dir: Ino, name: &str, target: &str, now: Timestamp) -> Result<Ino> {
+        if target.is_empty() {
+            return Err(Error::NotFound);
+        }
+        if target.len() > MAX_PATH {
+            return Err(Error::NameTooLong);
+        }
+        if target.contains('\0') {
+            return Err(Error::Invalid);
+        }
+        self.create(dir, name, Data::Symlink(target.into()), 0o777, now)
+    }
+
+    fn file_mut(&mut self, ino: Ino) -> Result<&mut Inode> {
+        let i = self.inode_mut(ino)?;
+        match i.data {
+            Data::File(_) => Ok(i),
+            Data::Dir { .. } => Err(Error::IsDir),
+            Data::Symlink(_) => Err(Error::Invalid),
+        }
+    }
+
+    /// Sets a file's length, cutting or extending with zeros.
+    pub fn set_len(&mut self, ino: Ino, len: u64, now: Timestamp) -> Result<()> {
+        if len > MAX_FILE_SIZE {
+            return Err(Error::FileTooLarge);
+        }
+        let old = self.file_mut(ino)?.bytes();
+        self.charge_bytes(old, len)?;
+        let i = self.file_mut(ino)?;
+        if let Data::File(c) = &mut i.data {
+            c.set_len(len);
+        }
+        i.mtime = now;
+        i.ctime = now;
+        Ok(())
+    }
+
+    /// Writes `data` at `offset`.
+    pub fn write_at(&mut self, ino: Ino, offset: u64, data: &[u8], now: Timestamp) -> Result<usize> {
+        let end = offset.checked_add(data.len() as u64).filter(|&e| e <= MAX_FILE_SIZE).ok_or(Error::FileTooLarge)?;
+        let old = self.file_mut(ino)?.bytes();
+        self.charge_bytes(old, old.max(end))?;
+        let i = self.file_mut(ino)?;
+        if let Data::File(c) = &mut i.data {
+            c.write(offset, data);
+        }
+        i.mtime = now;
+        i.ctime = now;
+        Ok(data.len())
+    }
+
+    /// Writes `data` at the end of the file; returns where it went.
+    pub fn append(&mut self, ino: Ino, data: &[u8], now: Timestamp) -> Result<u64> {
+        let offset = self.file_mut(ino)?.bytes();
+        self.write_at(ino, offset, data, now)?;
+        Ok(offset)
+    }
+
+    /// Drops one link of `ino`; an inode left with none becomes an orphan.
+    fn drop_link(&mut self, ino: Ino, now: Timestamp) -> Result<()> {
+        let i = self.inode_mut(ino)?;
+        i.nlink = if matches!(i.data, Data::Dir { .. }) { 0 } else { i.nlink - 1 };
+        i.ctime = now;
+        if i.nlink == 0 {
+            self.orphans.insert(ino, ());
+        }
+        Ok(())
+    }
+
+    /// Removes the non-directory `name` from `dir`.
+    pub fn unlink(&mut self, dir: Ino, name: &str, now: Timestamp) -> Result<()> {
+        validate_name(name)?;
+        self.check_dir(dir)?;
+        let (ino, kind) = self.entry(dir, name).ok_or(Error::NotFound)?;
+        if kind == FileType::Dir {
+            return Err(Error::IsDir);
+        }
+        self.dirents.remove_with(|k| k.cmp_to(dir, name));
+        self.touch_dir(dir, now)?;
+        self.drop_link(ino, now)
+    }
+
+    /// Removes the empty directory `name` from `dir`.
+    pub fn rmdir(&mut self, dir: Ino, name: &str, now: Timestamp) -> Result<()> {
+        validate_name(name)?;
+        self.check_dir(dir)?;
+        let (ino, kind) = self.entry(dir, name).ok_or(Error::NotFound)?;
+        if kind != FileType::Dir {
+            return Err(Error::NotDir);
+        }
+        if !self.is_empty_dir(ino) {
+            return Err(Error::NotEmpty);
+        }
+        self.dirents.remove_with(|k| k.cmp_to(dir, name));
+        self.inode_mut(dir)?.nlink -= 1;
+        self.touch_dir(dir, now)?;
+        self.drop_link(ino, now)
+    }
+
+    /// Adds name `name` in `dir` for the non-directory `ino`.
+    pub fn link(&mut self, ino: Ino, dir: Ino, name: &str, now: Timestamp) -> Result<()> {
+        validate_name(name)?;
+        let i = self.inode(ino)?;
+        if matches!(i.data, Data::Dir { .. }) {
+            return Err(Error::NotPermitted);
+        }
+        if i.nlink == 0 {
+            return Err(Error::NotFound);
+        }
+        if i.nlink >= u64::from(u32::MAX) {
+            return Err(Error::TooManyLinks);
+        }
+        let kind = i.kind();
+        self.check_dir(dir)?;
+        if self.entry(dir, name).is_some() {
+            return Err(Error::Exists);
+        }
+        self.dirents.insert(DirKey { dir, name: name.into() }, (ino, kind));
+        let i = self.inode_mut(ino)?;
+        i.nlink += 1;
+        i.ctime = now;
+        self.touch_dir(dir, now)
+    }
+
+    /// POSIX `rename(2)` of `from` in `from_dir` to `to` in `to_dir`.
+    pub fn rename(&mut self, from_dir: Ino, from: &str, to_dir: Ino, to: &str, now: Timestamp) -> Result<()> {
+        validate_name(from)?;
+        validate_name(to)?;
+        self.check_dir(from_dir)?;
+        self.check_dir(to_dir)?;
+        let (src, src_kind) = self.entry(from_dir, from).ok_or(Error::NotFound)?;
+        let replaced = self.entry(to_dir, to);
+        if let Some((dst, dst_kind)) = replaced {
+            if dst == src {
+                return Ok(()); // Two names of one inode: POSIX says do nothing.
+            }
+            match (src_kind == FileType::Dir, dst_kind == FileType::Dir) {
+                (true, false) => return Err(Error::NotDir),
+                (false, true) => return Err(Error::IsDir),
+                (true, true) if !self.is_empty_dir(dst) => return Err(Error::NotEmpty),
+                _ => {}
+            }
+        }
+        if src_kind == FileType::Dir {
+            // A directory may not move beneath itself: walk up from the target.
+            let mut d = to_dir;
+            loop {
+                if d == src {
+                    return Err(Error::Invalid);
+                }
+                let parent = self.parent(d)?;
+                if parent == d {
+                    break;
+                }
+                d = parent;
+            }
+        }
+        // Checks done; from here on nothing fails.
+        if let Some((dst, dst_kind)) = replaced {
+            self.dirents.remove_with(|k| k.cmp_to(to_dir, to));
+            if dst_kind == FileType::Dir {
+                self.inode_mut(to_dir)?.nlink -= 1;
+            }
+            self.drop_link(dst, now)?;
+        }
+        let (key, value) = self.dirents.remove_with(|k| k.cmp_to(from_dir, from)).ok_or(Error::NotFound)?;
+        let name = if from == to { key.name } else { to.into() };
+        self.dirents.insert(DirKey { dir: to_dir, name }, value);
+        if src_kind == FileType::Dir && from_dir != to_dir {
+            self.inode_mut(from_dir)?.nlink -= 1;
+            self.inode_mut(to_dir)?.nlink += 1;
+            if let Data::Dir { parent } = &mut self.inode_mut(src)?.data {
+                *parent = to_dir;
+            }
+        }
+        self.inode_mut(src)?.ctime = now;
+        self.touch_dir(from_dir, now)?;
+        self.touch_dir(to_dir, now)
+    }
+
+    /// Sets access and modification times; `now` fills [`SetTime::Now`].
+    pub fn set_times(&mut self, ino: Ino, atime: SetTime, mtime: SetTime, now: Timestamp) -> Result<()> {
+        let i = self.inode_mut(ino)?;
+        let pick = |t: SetTime, old: Timestamp| match t {
+            SetTime::Keep => old,
+            SetTime::Now => now,
+            SetTime::At(t) => t,
+        };
+        i.atime = pick(atime, i.atime);
+        i.mtime = pick(mtime, i.mtime);
+        i.ctime = now;
+        Ok(())
+    }
+
+    /// Sets permission bits.
+    pub fn set_mode(&mut self, ino: Ino, mode: u32, now: Timestamp) -> Result<()> {
+        let i = self.inode_mut(ino)?;
+        i.mode = mode & 0o7777;
+        i.ctime = now;
+        Ok(())
+    }
+
+    // ---- orphans -----------------------------------------------------------
+
+    /// Inodes with no name left (open somewhere, or not yet reaped).
+    pub fn orphans(&self) -> Vec<Ino> {
+        self.orphans.iter().map(|(&ino, _)| ino).collect()
+    }
+
+    /// True when `ino` has no name left.
+    pub fn is_orphan(&self, ino: Ino) -> bool {
+        self.orphans.get(&ino).is_some()
+    }
+
+    /// Frees an orphan: its inode and content go, and stop counting.
+    pub fn reap(&mut self, ino: Ino) {
+        if self.orphans.remove(&ino).is_some()
+            && let Some(i) = self.inodes.remove(&ino)
+        {
+            self.usage.bytes -= i.bytes();
+            self.usage.inodes -= 1;
+        }
+    }
+
+    // ---- consistency -------------------------------------------------------
+
+    /// Checks every structural invariant: entries point at live inodes,
+    /// directories' parents and link counts agree with the entries, orphans
+    /// are exactly the unnamed inodes, usage adds up. For tests and fuzzers;
+    /// O(n).
+    pub fn check_consistency(&self) -> std::result::Result<(), String> {
+        use std::collections::HashMap;
+        let mut names: HashMap<Ino, u64> = HashMap::new();
+        let mut subdirs: HashMap<Ino, u64> = HashMap::new();
+        for (k, &(ino, kind)) in self.dirents.iter() {
+            let i = self.inode(k.dir).map_err(|_| format!("entry {:?} in missing dir {}", k.name, k.dir))?;
+            if !matches!(i.data, Data::Dir { .. }) {
+                return Err(format!("entry {:?} in non-directory {}", k.name, k.dir));
+            }
+            let target = self.inode(ino).map_err(|_| format!("entry {:?} names missing inode {ino}", k.name))?;
+            if target.kind() != kind {
+                return Err(format!("entry {:?} caches the wrong type", k.name));
+            }
+            if let Data::Dir { parent } = target.data {
+                if parent != k.dir {
+                    return Err(format!("directory {ino} has parent {parent}, entry in {}", k.dir));
+                }
+                *subdirs.entry(k.dir).or_default() += 1;
+            }
+            *names.entry(ino).or_default() += 1;
+        }
+        let mut usage = Usage::default();
+        for (&ino, i) in self.inodes.iter() {
+            usage.bytes += i.bytes();
+            usage.inodes += 1;
+            let named = names.get(&ino).copied().unwrap_or(0);
+            let want = match i.data {
+                Data::Dir { .. } if ino == ROOT || named > 0 => 2 + subdirs.get(&ino).copied().unwrap_or(0),
+                Data::Dir { .. } => 0,
+                _ => named,
+            };
+            if i.nlink != want {
+                return Err(format!("inode {ino} nlink {} != {want}", i.nlink));
+            }
+            if (want == 0) != self.orphans.get(&ino).is_some() {
+                return Err(format!("inode {ino} orphan state wrong"));
+            }
+        }
+        if usage != self.usage {
+            return Err(format!("usage {:?} != counted {usage:?}", self.usage));
+        }
+        Ok(())
+    }
+}
