@@ -362,6 +362,9 @@ impl Tree {
     pub fn write_at(&mut self, ino: Ino, offset: u64, data: &[u8], now: Timestamp) -> Result<usize> {
         let end = offset.checked_add(data.len() as u64).filter(|&e| e <= MAX_FILE_SIZE).ok_or(Error::FileTooLarge)?;
         let old = self.file_mut(ino)?.bytes();
+        if data.is_empty() {
+            return Ok(0); // POSIX: a zero-length write changes nothing.
+        }
         self.charge_bytes(old, old.max(end))?;
         let i = self.file_mut(ino)?;
         if let Data::File(c) = &mut i.data {

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite, runnable on a fresh machine: installs what the tests
+# need when it is missing, then runs every test.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+need_target() {
+    rustup target list --installed | grep -qx "$1" || rustup target add "$1"
+}
+need_target wasm32-unknown-unknown
+
+# Every crate's tests: unit, property, model, concurrency, doc tests.
+cargo test --workspace --all-targets
+cargo test --workspace --doc
+
+# The core must never grow an OS dependency.
+cargo build -p packfs-core --target wasm32-unknown-unknown
