@@ -89,7 +89,7 @@ impl<'a, 'f> Walk<'a, 'f> {
 
     /// Takes every step but the last name; returns that name, if the path
     /// ends in one (`a/..` and `.` do not).
-    fn to_last(&mut self) -> Result<Option<Cow<'a, str>>> {
+    fn walk_to_last(&mut self) -> Result<Option<Cow<'a, str>>> {
         while let Some(step) = self.todo.pop() {
             match step {
                 Step::Up => self.up()?,
@@ -113,7 +113,7 @@ impl<'a, 'f> Walk<'a, 'f> {
 pub fn resolve(fs: &dyn FileSystem, root: Ino, path: &str, follow: bool) -> Result<Ino> {
     let (mut walk, trailing_slash) = Walk::new(fs, root, path)?;
     loop {
-        let Some(name) = walk.to_last()? else { return Ok(walk.dir()) };
+        let Some(name) = walk.walk_to_last()? else { return Ok(walk.dir()) };
         let ino = fs.lookup(walk.dir(), &name)?;
         match fs.metadata(ino)?.kind {
             FileType::Symlink if follow || trailing_slash => walk.splice(ino)?,
@@ -128,6 +128,6 @@ pub fn resolve(fs: &dyn FileSystem, root: Ino, path: &str, follow: bool) -> Resu
 /// followed). A path without a last name (`.`, `a/..`) is `Invalid`.
 pub fn resolve_parent<'a>(fs: &dyn FileSystem, root: Ino, path: &'a str) -> Result<Parent<'a>> {
     let (mut walk, trailing_slash) = Walk::new(fs, root, path)?;
-    let name = walk.to_last()?.ok_or(Error::Invalid)?;
+    let name = walk.walk_to_last()?.ok_or(Error::Invalid)?;
     Ok(Parent { dir: walk.dir(), name, trailing_slash })
 }

@@ -139,8 +139,7 @@ impl Content {
                 }
             }
         }
-        loop {
-            let Some((&start, ext)) = self.extents.iter_from(|&k| k >= from).next() else { break };
+        while let Some((&start, ext)) = self.extents.iter_from(|&k| k >= from).next() {
             if start >= to {
                 break;
             }
