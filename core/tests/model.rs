@@ -505,28 +505,56 @@ fn assert_same_tree(fs: &dyn FileSystem, model: &Model) {
     assert_eq!(got, want);
 }
 
+/// Runs `ops` on `fs` and the model side by side, comparing every result,
+/// the tree's invariants after each step, the final tree, and snapshots.
+fn run(fs: &MemFs, model: &mut Model, ops: &[Op]) -> std::result::Result<(), TestCaseError> {
+    let mut snaps = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        let want = model.apply(op);
+        let got = apply(fs, op);
+        prop_assert_eq!(&got, &want, "op #{}: {:?}", i, op);
+        if i % 50 == 0 {
+            snaps.push((fs.snapshot(), model.clone()));
+        }
+        fs.snapshot().check_consistency().map_err(TestCaseError::fail)?;
+    }
+    assert_same_tree(fs, model);
+    for (snap, m) in &snaps {
+        assert_same_tree(snap, m);
+    }
+    // Every handle was closed, so no orphan may survive.
+    prop_assert_eq!(fs.snapshot().orphans(), Vec::<Ino>::new());
+    Ok(())
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
     #[test]
     fn memfs_matches_model(ops in proptest::collection::vec(op(), 1..400)) {
-        let fs = MemFs::new();
+        run(&MemFs::new(), &mut Model::new(), &ops)?;
+    }
+
+    /// The same, on an overlay over a tree built by `pre`: lower entries are
+    /// read, changed (copy-up), renamed and removed through the upper, and
+    /// the lower never changes. (Hard links are kept out of the lower: the
+    /// overlay shows a lower file's names as separate files.)
+    #[test]
+    fn overlay_matches_model(
+        pre in proptest::collection::vec(op().prop_filter("no lower hard links", |o| !matches!(o, Op::Link { .. })), 1..200),
+        ops in proptest::collection::vec(op(), 1..300),
+    ) {
+        let base = MemFs::new();
         let mut model = Model::new();
-        let mut snaps = Vec::new();
-        for (i, op) in ops.iter().enumerate() {
-            let want = model.apply(op);
-            let got = apply(&fs, op);
-            prop_assert_eq!(&got, &want, "op #{}: {:?}", i, op);
-            if i % 50 == 0 {
-                snaps.push((fs.snapshot(), model.clone()));
-            }
-            fs.snapshot().check_consistency().map_err(TestCaseError::fail)?;
+        for op in &pre {
+            prop_assert_eq!(apply(&base, op), model.apply(op));
         }
-        assert_same_tree(&fs, &model);
-        for (snap, m) in &snaps {
-            assert_same_tree(snap, m);
-        }
-        // Every handle was closed, so no orphan may survive.
-        prop_assert_eq!(fs.snapshot().orphans(), Vec::<Ino>::new());
+        let lower_model = model.clone();
+        let lower: std::sync::Arc<dyn FileSystem> = std::sync::Arc::new(base.snapshot());
+        let fs = MemFs::overlay(lower.clone()).unwrap();
+        // A snapshot taken before anything was materialized reads through.
+        assert_same_tree(&fs.snapshot(), &lower_model);
+        run(&fs, &mut model, &ops)?;
+        assert_same_tree(&*lower, &lower_model);
     }
 }

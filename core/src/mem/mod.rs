@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use arc_swap::ArcSwap;
 
-pub use tree::{Limits, ROOT, Tree, Usage};
+pub use tree::{LOWER_TAG, Limits, ROOT, Tree, Usage};
 
 use crate::meta::system_clock;
 use crate::{Clock, DirEntry, Error, FileSystem, Ino, Metadata, OpenOptions, Result, SetTime, Timestamp};
@@ -87,6 +87,21 @@ impl MemFs {
         Self::from_tree(tree, system_clock())
     }
 
+    /// An overlay: a writable, empty upper over the read-only `lower`. Reads
+    /// see the lower until an entry is changed; changes stay here. A lower
+    /// directory's entries are copied in (as references) the first time it
+    /// is looked into, a lower file's bytes on its first write.
+    pub fn overlay(lower: Arc<dyn FileSystem>) -> Result<Self> {
+        Self::overlay_with_options(lower, Limits::default(), system_clock())
+    }
+
+    /// [`MemFs::overlay`] with limits (on the upper's own bytes and inodes)
+    /// and a clock.
+    pub fn overlay_with_options(lower: Arc<dyn FileSystem>, limits: Limits, clock: Clock) -> Result<Self> {
+        let tree = Tree::overlay(lower, clock(), limits)?;
+        Ok(Self::from_tree(tree, clock))
+    }
+
     fn from_tree(tree: Tree, clock: Clock) -> Self {
         MemFs { current: ArcSwap::from_pointee(tree), writer: Mutex::new(()), pins: Mutex::new(Pins::new()), clock }
     }
@@ -146,6 +161,16 @@ impl MemFs {
     fn write(&self, f: impl FnOnce(&mut Tree, Timestamp) -> Result<()>) -> Result<()> {
         self.commit(f, |_, _| {})
     }
+
+    /// Makes sure an overlay directory's entries are here before a read
+    /// hands out their inode numbers: the one time a read takes the writer
+    /// lock, once per lower directory.
+    fn materialized(&self, dir: Ino) -> Result<()> {
+        if self.current.load().needs_materialize(dir) {
+            self.write(|t, _| t.materialize(dir))?;
+        }
+        Ok(())
+    }
 }
 
 impl FileSystem for MemFs {
@@ -154,6 +179,7 @@ impl FileSystem for MemFs {
     }
 
     fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
+        self.materialized(dir)?;
         self.current.load().lookup(dir, name)
     }
 
@@ -162,6 +188,7 @@ impl FileSystem for MemFs {
     }
 
     fn open(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Ino> {
+        self.materialized(dir)?;
         let pin = |&ino: &Ino, pins: &mut Pins| *pins.entry(ino).or_default() += 1;
         if opts.create || opts.truncate {
             return self.commit(|t, now| t.open(dir, name, opts, now), pin);
@@ -214,6 +241,7 @@ impl FileSystem for MemFs {
     }
 
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
+        self.materialized(dir)?;
         self.current.load().read_dir(dir, after, max)
     }
 

@@ -5,6 +5,17 @@
 //! `inodes` maps an inode number to its metadata and content. Cloning a tree
 //! is O(1); an operation copies O(log n) treap nodes and shares the rest with
 //! every other version, which is all a snapshot is.
+//!
+//! A tree may sit over a read-only *lower* filesystem (an overlay). Its
+//! directories then start out as references to lower directories and are
+//! *materialized* — their entries copied in as references — the first time
+//! an operation needs them; a lower file's bytes are copied up on its first
+//! write, once. Deleting or renaming a lower entry is then an ordinary
+//! change of the upper tree: no whiteouts, no opaque markers, and a
+//! directory's merged listing is simply its own. Lower-origin inodes are
+//! numbered [`LOWER_TAG`]` | lower ino`, the same before and after
+//! materialization, so a snapshot can read unmaterialized parts straight
+//! from the lower with the numbers a live tree would give them.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -12,10 +23,18 @@ use std::sync::Arc;
 use super::content::Content;
 use crate::path::{MAX_PATH, validate_name};
 use crate::treap::Treap;
-use crate::{DirEntry, Error, FileType, Ino, MAX_FILE_SIZE, Metadata, OpenOptions, Result, SetTime, Timestamp};
+use crate::{
+    DirEntry, Error, FileSystem, FileType, Ino, MAX_FILE_SIZE, Metadata, OpenOptions, Result, SetTime, Timestamp,
+};
 
 /// The root directory's inode number.
 pub const ROOT: Ino = 1;
+
+/// Set in the number of every inode that came from the lower filesystem.
+pub const LOWER_TAG: Ino = 1 << 63;
+
+/// Lower entries materialized per `read_dir` call.
+const MATERIALIZE_PAGE: usize = 1024;
 
 /// Optional caps on one filesystem's size. An operation that would pass one
 /// fails with [`Error::Quota`] and changes nothing.
@@ -64,7 +83,16 @@ impl PartialOrd for DirKey {
 #[derive(Clone)]
 enum Data {
     File(Content),
-    Dir { parent: Ino },
+    /// A lower file whose bytes have not been copied up.
+    Lower {
+        ino: Ino,
+        size: u64,
+    },
+    /// `lower`: the lower directory whose entries are not materialized yet.
+    Dir {
+        parent: Ino,
+        lower: Option<Ino>,
+    },
     Symlink(Arc<str>),
 }
 
@@ -81,20 +109,35 @@ struct Inode {
 impl Inode {
     fn kind(&self) -> FileType {
         match self.data {
-            Data::File(_) => FileType::File,
+            Data::File(_) | Data::Lower { .. } => FileType::File,
             Data::Dir { .. } => FileType::Dir,
             Data::Symlink(_) => FileType::Symlink,
         }
     }
 
-    /// Bytes this inode counts against [`Limits::max_bytes`].
-    fn bytes(&self) -> u64 {
+    fn size(&self) -> u64 {
         match &self.data {
             Data::File(c) => c.len(),
+            Data::Lower { size, .. } => *size,
             Data::Dir { .. } => 0,
             Data::Symlink(t) => t.len() as u64,
         }
     }
+
+    /// Bytes this inode counts against [`Limits::max_bytes`]: what the upper
+    /// layer holds, not what it borrows from the lower.
+    fn bytes(&self, ino: Ino) -> u64 {
+        match &self.data {
+            Data::File(c) => c.len(),
+            Data::Symlink(t) if ino & LOWER_TAG == 0 => t.len() as u64,
+            _ => 0,
+        }
+    }
+}
+
+/// Inodes counted against [`Limits::max_inodes`]: those born in the upper.
+fn counted(ino: Ino) -> bool {
+    ino & LOWER_TAG == 0
 }
 
 /// A complete filesystem as a persistent value: every read and write
@@ -110,14 +153,24 @@ pub struct Tree {
     next_ino: Ino,
     usage: Usage,
     limits: Limits,
+    lower: Option<Arc<dyn FileSystem>>,
+    /// Lower inodes materialized so far: one missing from `inodes` is gone,
+    /// not unmaterialized.
+    seen: Treap<Ino, ()>,
 }
 
 impl Tree {
     /// An empty tree: a root directory with mode `0o755`.
     pub fn new(now: Timestamp, limits: Limits) -> Self {
         let mut inodes = Treap::new();
-        let root =
-            Inode { data: Data::Dir { parent: ROOT }, mode: 0o755, nlink: 2, atime: now, mtime: now, ctime: now };
+        let root = Inode {
+            data: Data::Dir { parent: ROOT, lower: None },
+            mode: 0o755,
+            nlink: 2,
+            atime: now,
+            mtime: now,
+            ctime: now,
+        };
         inodes.insert(ROOT, root);
         Tree {
             dirents: Treap::new(),
@@ -126,7 +179,23 @@ impl Tree {
             next_ino: ROOT + 1,
             usage: Usage { bytes: 0, inodes: 1 },
             limits,
+            lower: None,
+            seen: Treap::new(),
         }
+    }
+
+    /// An empty upper over `lower`: every lower entry shows through until
+    /// changed, and no change ever reaches `lower`.
+    pub fn overlay(lower: Arc<dyn FileSystem>, now: Timestamp, limits: Limits) -> Result<Self> {
+        let lower_root = lower.root();
+        let md = lower.metadata(lower_root)?;
+        let mut tree = Tree::new(now, limits);
+        let root = tree.inode_mut(ROOT)?;
+        root.data = Data::Dir { parent: ROOT, lower: Some(lower_root) };
+        (root.mode, root.nlink, root.atime, root.mtime, root.ctime) = (md.mode, md.nlink, md.atime, md.mtime, md.ctime);
+        tree.seen.insert(lower_root, ());
+        tree.lower = Some(lower);
+        Ok(tree)
     }
 
     /// Current usage.
@@ -154,43 +223,76 @@ impl Tree {
         self.inodes.get_mut(&ino).ok_or(Error::NotFound)
     }
 
-    fn check_dir(&self, dir: Ino) -> Result<()> {
-        match self.inode(dir)?.data {
-            Data::Dir { .. } => Ok(()),
-            _ => Err(Error::NotDir),
+    /// The lower filesystem, for an inode that only it holds: one tagged as
+    /// lower-origin and never materialized here.
+    fn lower_only(&self, ino: Ino) -> Option<(&dyn FileSystem, Ino)> {
+        let lower = self.lower.as_deref()?;
+        let lino = ino & !LOWER_TAG;
+        (ino & LOWER_TAG != 0 && self.seen.get(&lino).is_none()).then_some((lower, lino))
+    }
+
+    /// Where `dir`'s entries live: here (`None`) or in a lower directory.
+    fn dir_source(&self, dir: Ino) -> Result<Option<(&dyn FileSystem, Ino)>> {
+        match self.inodes.get(&dir) {
+            Some(Inode { data: Data::Dir { lower: Some(l), .. }, .. }) => Ok(Some((self.lower()?, *l))),
+            Some(Inode { data: Data::Dir { lower: None, .. }, .. }) => Ok(None),
+            Some(_) => Err(Error::NotDir),
+            None => self.lower_only(dir).map(Some).ok_or(Error::NotFound),
         }
     }
 
+    fn lower(&self) -> Result<&dyn FileSystem> {
+        self.lower.as_deref().ok_or_else(|| Error::Io("lower-backed inode without a lower filesystem".into()))
+    }
+
+    /// The entry `name` in an upper (materialized) directory.
     fn entry(&self, dir: Ino, name: &str) -> Option<(Ino, FileType)> {
         self.dirents.get_with(|k| k.cmp_to(dir, name)).map(|(_, &v)| v)
     }
 
-    fn is_empty_dir(&self, dir: Ino) -> bool {
-        self.dirents.iter_from(|k| k.dir >= dir).next().is_none_or(|(k, _)| k.dir != dir)
+    /// The entry `name` in `dir`, wherever the directory's entries live.
+    fn find(&self, dir: Ino, name: &str) -> Result<Option<(Ino, FileType)>> {
+        match self.dir_source(dir)? {
+            None => Ok(self.entry(dir, name)),
+            Some((lower, ldir)) => match lower.lookup(ldir, name) {
+                Ok(ino) => Ok(Some((ino | LOWER_TAG, lower.metadata(ino)?.kind))),
+                Err(Error::NotFound) => Ok(None),
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    fn is_empty_dir(&self, dir: Ino) -> Result<bool> {
+        Ok(match self.dir_source(dir)? {
+            None => self.dirents.iter_from(|k| k.dir >= dir).next().is_none_or(|(k, _)| k.dir != dir),
+            Some((lower, ldir)) => lower.read_dir(ldir, None, 1)?.is_empty(),
+        })
     }
 
     /// The inode named `name` in `dir`.
     pub fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
         validate_name(name)?;
-        self.check_dir(dir)?;
-        self.entry(dir, name).map(|(ino, _)| ino).ok_or(Error::NotFound)
+        self.find(dir, name)?.map(|(ino, _)| ino).ok_or(Error::NotFound)
     }
 
     /// The parent of directory `dir` (the root is its own parent).
     pub fn parent(&self, dir: Ino) -> Result<Ino> {
         match self.inode(dir)?.data {
-            Data::Dir { parent } => Ok(parent),
+            Data::Dir { parent, .. } => Ok(parent),
             _ => Err(Error::NotDir),
         }
     }
 
     /// An inode's metadata.
     pub fn metadata(&self, ino: Ino) -> Result<Metadata> {
-        let i = self.inode(ino)?;
+        let Some(i) = self.inodes.get(&ino) else {
+            let (lower, lino) = self.lower_only(ino).ok_or(Error::NotFound)?;
+            return Ok(Metadata { ino, ..lower.metadata(lino)? });
+        };
         Ok(Metadata {
             ino,
             kind: i.kind(),
-            size: i.bytes(),
+            size: i.size(),
             mode: i.mode,
             nlink: i.nlink,
             atime: i.atime,
@@ -201,8 +303,13 @@ impl Tree {
 
     /// Reads file content from `offset`.
     pub fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        match &self.inode(ino)?.data {
+        let Some(i) = self.inodes.get(&ino) else {
+            let (lower, lino) = self.lower_only(ino).ok_or(Error::NotFound)?;
+            return lower.read_at(lino, offset, buf);
+        };
+        match &i.data {
             Data::File(c) => Ok(c.read(offset, buf)),
+            Data::Lower { ino, .. } => self.lower()?.read_at(*ino, offset, buf),
             Data::Dir { .. } => Err(Error::IsDir),
             Data::Symlink(_) => Err(Error::Invalid),
         }
@@ -210,7 +317,11 @@ impl Tree {
 
     /// A symlink's target.
     pub fn readlink(&self, ino: Ino) -> Result<String> {
-        match &self.inode(ino)?.data {
+        let Some(i) = self.inodes.get(&ino) else {
+            let (lower, lino) = self.lower_only(ino).ok_or(Error::NotFound)?;
+            return lower.readlink(lino);
+        };
+        match &i.data {
             Data::Symlink(t) => Ok(t.to_string()),
             _ => Err(Error::Invalid),
         }
@@ -218,7 +329,13 @@ impl Tree {
 
     /// Up to `max` entries of `dir` after the name `after`, in name order.
     pub fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
-        self.check_dir(dir)?;
+        if let Some((lower, ldir)) = self.dir_source(dir)? {
+            let mut entries = lower.read_dir(ldir, after, max)?;
+            for e in &mut entries {
+                e.ino |= LOWER_TAG;
+            }
+            return Ok(entries);
+        }
         let start = |k: &DirKey| match after {
             Some(a) => k.cmp_to(dir, a) == Ordering::Greater,
             None => k.dir >= dir,
@@ -236,11 +353,10 @@ impl Tree {
     /// anything: the read-only half of [`Tree::open`].
     pub fn open_existing(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Option<Ino>> {
         validate_name(name)?;
-        self.check_dir(dir)?;
         if opts.create && opts.directory {
             return Err(Error::Invalid);
         }
-        let Some((ino, kind)) = self.entry(dir, name) else {
+        let Some((ino, kind)) = self.find(dir, name)? else {
             return if opts.create { Ok(None) } else { Err(Error::NotFound) };
         };
         if opts.create && opts.exclusive {
@@ -265,6 +381,73 @@ impl Tree {
         Ok(())
     }
 
+    /// True when `dir` is a directory whose entries are still the lower's.
+    pub fn needs_materialize(&self, dir: Ino) -> bool {
+        matches!(self.inodes.get(&dir), Some(Inode { data: Data::Dir { lower: Some(_), .. }, .. }))
+    }
+
+    /// Copies the entries of a lower-backed directory in, as references to
+    /// lower inodes (no file bytes are read). A no-op for upper directories.
+    pub fn materialize(&mut self, dir: Ino) -> Result<()> {
+        let ldir = match self.inode(dir)?.data {
+            Data::Dir { lower: Some(l), .. } => l,
+            Data::Dir { lower: None, .. } => return Ok(()),
+            _ => return Err(Error::NotDir),
+        };
+        let lower = self.lower()?;
+        let mut children = Vec::new();
+        let mut after: Option<Arc<str>> = None;
+        loop {
+            let page = lower.read_dir(ldir, after.as_deref(), MATERIALIZE_PAGE)?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.name.clone());
+            for e in page {
+                let md = lower.metadata(e.ino)?;
+                let data = match md.kind {
+                    FileType::File => Data::Lower { ino: e.ino, size: md.size },
+                    FileType::Dir => Data::Dir { parent: dir, lower: Some(e.ino) },
+                    FileType::Symlink => Data::Symlink(lower.readlink(e.ino)?.into()),
+                };
+                let nlink = if md.kind == FileType::Dir { md.nlink.max(2) } else { 1 };
+                let inode = Inode { data, mode: md.mode, nlink, atime: md.atime, mtime: md.mtime, ctime: md.ctime };
+                children.push((e.name, e.ino, inode));
+            }
+        }
+        let subdirs = children.iter().filter(|(_, _, i)| i.kind() == FileType::Dir).count() as u64;
+        for (name, lino, inode) in children {
+            let ino = lino | LOWER_TAG;
+            self.seen.insert(lino, ());
+            self.dirents.insert(DirKey { dir, name }, (ino, inode.kind()));
+            self.inodes.insert(ino, inode);
+        }
+        let parent = self.parent(dir)?;
+        let d = self.inode_mut(dir)?;
+        d.data = Data::Dir { parent, lower: None };
+        d.nlink = 2 + subdirs;
+        Ok(())
+    }
+
+    /// Copies a lower file's bytes up, once, before its first change.
+    fn copy_up(&mut self, ino: Ino) -> Result<()> {
+        let Some(Inode { data: Data::Lower { ino: lino, size }, .. }) = self.inodes.get(&ino) else { return Ok(()) };
+        let (lino, size) = (*lino, *size);
+        self.charge_bytes(0, size)?;
+        let lower = self.lower()?;
+        let mut content = Content::default();
+        let mut buf = vec![0; size.min(1 << 20) as usize];
+        let mut offset = 0;
+        while offset < size {
+            let n = lower.read_at(lino, offset, &mut buf)?;
+            if n == 0 {
+                return Err(Error::Io(format!("lower file {lino} ended at {offset} of {size} bytes")));
+            }
+            content.write(offset, &buf[..n]);
+            offset += n as u64;
+        }
+        self.inode_mut(ino)?.data = Data::File(content);
+        Ok(())
+    }
+
     fn touch_dir(&mut self, dir: Ino, now: Timestamp) -> Result<()> {
         let d = self.inode_mut(dir)?;
         d.mtime = now;
@@ -276,7 +459,7 @@ impl Tree {
     /// first change, so a failure leaves the tree as it was.
     fn create(&mut self, dir: Ino, name: &str, data: Data, mode: u32, now: Timestamp) -> Result<Ino> {
         validate_name(name)?;
-        self.check_dir(dir)?;
+        self.materialize(dir)?;
         if self.entry(dir, name).is_some() {
             return Err(Error::Exists);
         }
@@ -284,10 +467,14 @@ impl Tree {
             return Err(Error::Quota);
         }
         let is_dir = matches!(data, Data::Dir { .. });
+        // Upper-born inodes never carry the lower tag.
+        if self.next_ino & LOWER_TAG != 0 {
+            return Err(Error::NoSpace);
+        }
         let inode =
             Inode { data, mode: mode & 0o7777, nlink: if is_dir { 2 } else { 1 }, atime: now, mtime: now, ctime: now };
-        self.charge_bytes(0, inode.bytes())?;
         let ino = self.next_ino;
+        self.charge_bytes(0, inode.bytes(ino))?;
         self.next_ino += 1;
         self.usage.inodes += 1;
         let kind = inode.kind();
@@ -303,6 +490,7 @@ impl Tree {
     /// Opens `name` in `dir`: creates it (`create`) or truncates it
     /// (`truncate`) as the flags say. Returns the inode.
     pub fn open(&mut self, dir: Ino, name: &str, opts: &OpenOptions, now: Timestamp) -> Result<Ino> {
+        self.materialize(dir)?;
         match self.open_existing(dir, name, opts)? {
             Some(ino) => {
                 if opts.truncate && self.metadata(ino)?.kind == FileType::File {
@@ -316,7 +504,7 @@ impl Tree {
 
     /// Creates directory `name` in `dir`.
     pub fn mkdir(&mut self, dir: Ino, name: &str, mode: u32, now: Timestamp) -> Result<Ino> {
-        self.create(dir, name, Data::Dir { parent: dir }, mode, now)
+        self.create(dir, name, Data::Dir { parent: dir, lower: None }, mode, now)
     }
 
     /// Creates symlink `name` in `dir` to `target`.
@@ -333,10 +521,13 @@ impl Tree {
         self.create(dir, name, Data::Symlink(target.into()), 0o777, now)
     }
 
+    /// A file's inode, its bytes copied up so they can change.
     fn file_mut(&mut self, ino: Ino) -> Result<&mut Inode> {
+        self.copy_up(ino)?;
         let i = self.inode_mut(ino)?;
         match i.data {
             Data::File(_) => Ok(i),
+            Data::Lower { .. } => Err(Error::Io("copy-up left a lower file".into())),
             Data::Dir { .. } => Err(Error::IsDir),
             Data::Symlink(_) => Err(Error::Invalid),
         }
@@ -347,7 +538,7 @@ impl Tree {
         if len > MAX_FILE_SIZE {
             return Err(Error::FileTooLarge);
         }
-        let old = self.file_mut(ino)?.bytes();
+        let old = self.file_mut(ino)?.size();
         self.charge_bytes(old, len)?;
         let i = self.file_mut(ino)?;
         if let Data::File(c) = &mut i.data {
@@ -361,7 +552,7 @@ impl Tree {
     /// Writes `data` at `offset`.
     pub fn write_at(&mut self, ino: Ino, offset: u64, data: &[u8], now: Timestamp) -> Result<usize> {
         let end = offset.checked_add(data.len() as u64).filter(|&e| e <= MAX_FILE_SIZE).ok_or(Error::FileTooLarge)?;
-        let old = self.file_mut(ino)?.bytes();
+        let old = self.file_mut(ino)?.size();
         if data.is_empty() {
             return Ok(0); // POSIX: a zero-length write changes nothing.
         }
@@ -377,7 +568,7 @@ impl Tree {
 
     /// Writes `data` at the end of the file; returns where it went.
     pub fn append(&mut self, ino: Ino, data: &[u8], now: Timestamp) -> Result<u64> {
-        let offset = self.file_mut(ino)?.bytes();
+        let offset = self.file_mut(ino)?.size();
         self.write_at(ino, offset, data, now)?;
         Ok(offset)
     }
@@ -396,7 +587,7 @@ impl Tree {
     /// Removes the non-directory `name` from `dir`.
     pub fn unlink(&mut self, dir: Ino, name: &str, now: Timestamp) -> Result<()> {
         validate_name(name)?;
-        self.check_dir(dir)?;
+        self.materialize(dir)?;
         let (ino, kind) = self.entry(dir, name).ok_or(Error::NotFound)?;
         if kind == FileType::Dir {
             return Err(Error::IsDir);
@@ -409,12 +600,12 @@ impl Tree {
     /// Removes the empty directory `name` from `dir`.
     pub fn rmdir(&mut self, dir: Ino, name: &str, now: Timestamp) -> Result<()> {
         validate_name(name)?;
-        self.check_dir(dir)?;
+        self.materialize(dir)?;
         let (ino, kind) = self.entry(dir, name).ok_or(Error::NotFound)?;
         if kind != FileType::Dir {
             return Err(Error::NotDir);
         }
-        if !self.is_empty_dir(ino) {
+        if !self.is_empty_dir(ino)? {
             return Err(Error::NotEmpty);
         }
         self.dirents.remove_with(|k| k.cmp_to(dir, name));
@@ -437,7 +628,7 @@ impl Tree {
             return Err(Error::TooManyLinks);
         }
         let kind = i.kind();
-        self.check_dir(dir)?;
+        self.materialize(dir)?;
         if self.entry(dir, name).is_some() {
             return Err(Error::Exists);
         }
@@ -452,8 +643,8 @@ impl Tree {
     pub fn rename(&mut self, from_dir: Ino, from: &str, to_dir: Ino, to: &str, now: Timestamp) -> Result<()> {
         validate_name(from)?;
         validate_name(to)?;
-        self.check_dir(from_dir)?;
-        self.check_dir(to_dir)?;
+        self.materialize(from_dir)?;
+        self.materialize(to_dir)?;
         let (src, src_kind) = self.entry(from_dir, from).ok_or(Error::NotFound)?;
         let replaced = self.entry(to_dir, to);
         if let Some((dst, dst_kind)) = replaced {
@@ -463,7 +654,7 @@ impl Tree {
             match (src_kind == FileType::Dir, dst_kind == FileType::Dir) {
                 (true, false) => return Err(Error::NotDir),
                 (false, true) => return Err(Error::IsDir),
-                (true, true) if !self.is_empty_dir(dst) => return Err(Error::NotEmpty),
+                (true, true) if !self.is_empty_dir(dst)? => return Err(Error::NotEmpty),
                 _ => {}
             }
         }
@@ -495,7 +686,7 @@ impl Tree {
         if src_kind == FileType::Dir && from_dir != to_dir {
             self.inode_mut(from_dir)?.nlink -= 1;
             self.inode_mut(to_dir)?.nlink += 1;
-            if let Data::Dir { parent } = &mut self.inode_mut(src)?.data {
+            if let Data::Dir { parent, .. } = &mut self.inode_mut(src)?.data {
                 *parent = to_dir;
             }
         }
@@ -543,8 +734,8 @@ impl Tree {
         if self.orphans.remove(&ino).is_some()
             && let Some(i) = self.inodes.remove(&ino)
         {
-            self.usage.bytes -= i.bytes();
-            self.usage.inodes -= 1;
+            self.usage.bytes -= i.bytes(ino);
+            self.usage.inodes -= u64::from(counted(ino));
         }
     }
 
@@ -567,7 +758,7 @@ impl Tree {
             if target.kind() != kind {
                 return Err(format!("entry {:?} caches the wrong type", k.name));
             }
-            if let Data::Dir { parent } = target.data {
+            if let Data::Dir { parent, .. } = target.data {
                 if parent != k.dir {
                     return Err(format!("directory {ino} has parent {parent}, entry in {}", k.dir));
                 }
@@ -577,10 +768,11 @@ impl Tree {
         }
         let mut usage = Usage::default();
         for (&ino, i) in self.inodes.iter() {
-            usage.bytes += i.bytes();
-            usage.inodes += 1;
+            usage.bytes += i.bytes(ino);
+            usage.inodes += u64::from(counted(ino));
             let named = names.get(&ino).copied().unwrap_or(0);
             let want = match i.data {
+                Data::Dir { lower: Some(_), .. } if named > 0 || ino == ROOT => i.nlink,
                 Data::Dir { .. } if ino == ROOT || named > 0 => 2 + subdirs.get(&ino).copied().unwrap_or(0),
                 Data::Dir { .. } => 0,
                 _ => named,

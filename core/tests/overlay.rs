@@ -1,0 +1,236 @@
+//! Overlay behaviour the model test cannot see: what reaches the lower, when
+//! bytes are copied, and inode identity across materialization.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use packfs_core::mem::{LOWER_TAG, Limits, ROOT};
+use packfs_core::resolve::resolve;
+use packfs_core::{DirEntry, Error, FileSystem, Ino, MemFs, Metadata, OpenOptions, Result, SetTime, Snapshot};
+
+/// A lower filesystem that counts the bytes read from it.
+struct Counting {
+    inner: Snapshot,
+    bytes_read: AtomicUsize,
+}
+
+impl FileSystem for Counting {
+    fn root(&self) -> Ino {
+        self.inner.root()
+    }
+    fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
+        self.inner.lookup(dir, name)
+    }
+    fn metadata(&self, ino: Ino) -> Result<Metadata> {
+        self.inner.metadata(ino)
+    }
+    fn open(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Ino> {
+        self.inner.open(dir, name, opts)
+    }
+    fn open_ino(&self, ino: Ino) -> Result<()> {
+        self.inner.open_ino(ino)
+    }
+    fn close(&self, ino: Ino) {
+        self.inner.close(ino)
+    }
+    fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let n = self.inner.read_at(ino, offset, buf)?;
+        self.bytes_read.fetch_add(n, Ordering::Relaxed);
+        Ok(n)
+    }
+    fn write_at(&self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
+        self.inner.write_at(ino, offset, data)
+    }
+    fn append(&self, ino: Ino, data: &[u8]) -> Result<u64> {
+        self.inner.append(ino, data)
+    }
+    fn set_len(&self, ino: Ino, len: u64) -> Result<()> {
+        self.inner.set_len(ino, len)
+    }
+    fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
+        self.inner.read_dir(dir, after, max)
+    }
+    fn mkdir(&self, dir: Ino, name: &str, mode: u32) -> Result<Ino> {
+        self.inner.mkdir(dir, name, mode)
+    }
+    fn rmdir(&self, dir: Ino, name: &str) -> Result<()> {
+        self.inner.rmdir(dir, name)
+    }
+    fn unlink(&self, dir: Ino, name: &str) -> Result<()> {
+        self.inner.unlink(dir, name)
+    }
+    fn rename(&self, a: Ino, b: &str, c: Ino, d: &str) -> Result<()> {
+        self.inner.rename(a, b, c, d)
+    }
+    fn symlink(&self, dir: Ino, name: &str, target: &str) -> Result<Ino> {
+        self.inner.symlink(dir, name, target)
+    }
+    fn readlink(&self, ino: Ino) -> Result<String> {
+        self.inner.readlink(ino)
+    }
+    fn link(&self, ino: Ino, dir: Ino, name: &str) -> Result<()> {
+        self.inner.link(ino, dir, name)
+    }
+    fn set_times(&self, ino: Ino, a: SetTime, m: SetTime) -> Result<()> {
+        self.inner.set_times(ino, a, m)
+    }
+    fn set_mode(&self, ino: Ino, mode: u32) -> Result<()> {
+        self.inner.set_mode(ino, mode)
+    }
+}
+
+fn put(fs: &dyn FileSystem, path: &str, data: &[u8]) {
+    let (dir, name) =
+        path.rsplit_once('/').map_or((fs.root(), path), |(d, n)| (resolve(fs, fs.root(), d, true).unwrap(), n));
+    let f = fs.open(dir, name, &OpenOptions::create()).unwrap();
+    fs.write_at(f, 0, data).unwrap();
+    fs.close(f);
+}
+
+fn get(fs: &dyn FileSystem, path: &str) -> Result<Vec<u8>> {
+    let ino = resolve(fs, fs.root(), path, true)?;
+    let mut buf = vec![0; fs.metadata(ino)?.size as usize];
+    fs.read_at(ino, 0, &mut buf)?;
+    Ok(buf)
+}
+
+fn names(fs: &dyn FileSystem, path: &str) -> Vec<String> {
+    let dir = resolve(fs, fs.root(), path, true).unwrap();
+    fs.read_dir(dir, None, usize::MAX).unwrap().iter().map(|e| e.name.to_string()).collect()
+}
+
+/// A lower tree: big.bin (3 MiB), etc/{a,b}, src/deep/x, empty/.
+fn lower() -> Arc<Counting> {
+    let base = MemFs::new();
+    put(&base, "big.bin", &vec![7; 3 << 20]);
+    for d in ["etc", "src", "src/deep", "empty"] {
+        let (parent, name) = d.rsplit_once('/').unwrap_or(("", d));
+        let p = if parent.is_empty() { ROOT } else { resolve(&base, ROOT, parent, true).unwrap() };
+        base.mkdir(p, name, 0o755).unwrap();
+    }
+    put(&base, "etc/a", b"lower a");
+    put(&base, "etc/b", b"lower b");
+    put(&base, "src/deep/x", b"x");
+    Arc::new(Counting { inner: base.snapshot(), bytes_read: AtomicUsize::new(0) })
+}
+
+#[test]
+fn copy_up_happens_once_per_file() {
+    let low = lower();
+    let fs = MemFs::overlay(low.clone()).unwrap();
+    let big = resolve(&fs, ROOT, "big.bin", true).unwrap();
+    assert_eq!(big & LOWER_TAG, LOWER_TAG);
+    assert_eq!(low.bytes_read.load(Ordering::Relaxed), 0, "looking is free");
+    for i in 0..100u64 {
+        fs.write_at(big, i * 4096, b"upper").unwrap();
+    }
+    assert_eq!(low.bytes_read.load(Ordering::Relaxed), 3 << 20, "copied up exactly once");
+    assert_eq!(resolve(&fs, ROOT, "big.bin", true), Ok(big), "identity survives copy-up");
+    let mut buf = [0; 6];
+    fs.read_at(big, 4096, &mut buf).unwrap();
+    assert_eq!(&buf, b"upper\x07");
+    assert_eq!(get(&*low, "big.bin").unwrap(), vec![7; 3 << 20], "the lower never changes");
+    // Metadata-only changes need no copy-up.
+    let a = resolve(&fs, ROOT, "etc/a", true).unwrap();
+    let before = low.bytes_read.load(Ordering::Relaxed);
+    fs.set_mode(a, 0o600).unwrap();
+    assert_eq!(fs.metadata(a).unwrap().mode, 0o600);
+    assert_eq!(low.bytes_read.load(Ordering::Relaxed), before);
+}
+
+#[test]
+fn listings_merge_without_duplicates() {
+    let fs = MemFs::overlay(lower()).unwrap();
+    put(&fs, "etc/c", b"upper c");
+    put(&fs, "etc/a", b"upper a");
+    assert_eq!(names(&fs, "etc"), ["a", "b", "c"]);
+    assert_eq!(get(&fs, "etc/a").unwrap(), b"upper a");
+    assert_eq!(get(&fs, "etc/b").unwrap(), b"lower b");
+    fs.unlink(resolve(&fs, ROOT, "etc", true).unwrap(), "b").unwrap();
+    assert_eq!(names(&fs, "etc"), ["a", "c"]);
+    assert_eq!(names(&fs, "."), ["big.bin", "empty", "etc", "src"]);
+}
+
+#[test]
+fn removed_lower_entries_stay_removed() {
+    let fs = MemFs::overlay(lower()).unwrap();
+    let etc = resolve(&fs, ROOT, "etc", true).unwrap();
+    let a = fs.lookup(etc, "a").unwrap();
+    fs.unlink(etc, "a").unwrap();
+    assert_eq!(fs.lookup(etc, "a"), Err(Error::NotFound));
+    assert_eq!(fs.metadata(a), Err(Error::NotFound), "a stale number must not reach the lower");
+    assert_eq!(fs.read_at(a, 0, &mut [0; 4]), Err(Error::NotFound));
+    let deep = resolve(&fs, ROOT, "src/deep", true).unwrap();
+    fs.unlink(deep, "x").unwrap();
+    fs.rmdir(resolve(&fs, ROOT, "src", true).unwrap(), "deep").unwrap();
+    assert_eq!(fs.read_dir(deep, None, 10), Err(Error::NotFound));
+}
+
+#[test]
+fn rmdir_sees_lower_entries() {
+    let fs = MemFs::overlay(lower()).unwrap();
+    assert_eq!(fs.rmdir(ROOT, "src"), Err(Error::NotEmpty));
+    fs.rmdir(ROOT, "empty").unwrap();
+    assert_eq!(names(&fs, "."), ["big.bin", "etc", "src"]);
+}
+
+#[test]
+fn renaming_a_lower_directory_moves_its_subtree() {
+    let fs = MemFs::overlay(lower()).unwrap();
+    fs.rename(ROOT, "src", ROOT, "moved").unwrap();
+    assert_eq!(get(&fs, "moved/deep/x").unwrap(), b"x");
+    assert_eq!(get(&fs, "src/deep/x"), Err(Error::NotFound));
+    // Onto an empty lower directory, and not into its own subtree.
+    fs.rename(ROOT, "moved", ROOT, "empty").unwrap();
+    assert_eq!(names(&fs, "empty"), ["deep"]);
+    let deep = resolve(&fs, ROOT, "empty/deep", true).unwrap();
+    assert_eq!(fs.rename(ROOT, "empty", deep, "loop"), Err(Error::Invalid));
+    fs.snapshot().check_consistency().unwrap();
+}
+
+#[test]
+fn open_lower_file_outlives_its_name() {
+    let fs = MemFs::overlay(lower()).unwrap();
+    let etc = resolve(&fs, ROOT, "etc", true).unwrap();
+    let h = fs.open(etc, "a", &OpenOptions { write: true, ..OpenOptions::default() }).unwrap();
+    fs.unlink(etc, "a").unwrap();
+    fs.append(h, b"!").unwrap();
+    let mut buf = [0; 8];
+    assert_eq!(fs.read_at(h, 0, &mut buf), Ok(8));
+    assert_eq!(&buf, b"lower a!");
+    fs.close(h);
+    assert_eq!(fs.metadata(h), Err(Error::NotFound));
+}
+
+#[test]
+fn quota_counts_only_the_upper() {
+    let limits = Limits { max_bytes: Some(1 << 20), max_inodes: Some(3) };
+    let fs = MemFs::overlay_with_options(lower(), limits, packfs_core::system_clock()).unwrap();
+    assert_eq!(names(&fs, "etc").len(), 2, "materializing costs no quota");
+    assert_eq!(fs.usage().inodes, 1);
+    let big = resolve(&fs, ROOT, "big.bin", true).unwrap();
+    assert_eq!(fs.write_at(big, 0, b"x"), Err(Error::Quota), "copy-up of 3 MiB exceeds 1 MiB");
+    assert_eq!(get(&fs, "big.bin").unwrap()[0], 7);
+    let a = resolve(&fs, ROOT, "etc/a", true).unwrap();
+    fs.write_at(a, 0, b"A").unwrap();
+    assert_eq!(fs.usage().bytes, 7);
+    put(&fs, "n1", b"");
+    put(&fs, "n2", b"");
+    assert_eq!(fs.mkdir(ROOT, "n3", 0o755), Err(Error::Quota));
+}
+
+#[test]
+fn snapshots_and_forks_of_an_overlay() {
+    let fs = MemFs::overlay(lower()).unwrap();
+    put(&fs, "etc/a", b"v1");
+    let snap = fs.snapshot();
+    put(&fs, "etc/a", b"v2");
+    assert_eq!(get(&snap, "etc/a").unwrap(), b"v1");
+    // Parts never materialized in the live tree read through in the snapshot.
+    assert_eq!(get(&snap, "src/deep/x").unwrap(), b"x");
+    let fork = MemFs::fork(&snap);
+    put(&fork, "src/deep/x", b"forked");
+    assert_eq!(get(&fork, "src/deep/x").unwrap(), b"forked");
+    assert_eq!(get(&fs, "src/deep/x").unwrap(), b"x");
+    assert_eq!(get(&fork, "etc/a").unwrap(), b"v1");
+}
