@@ -71,6 +71,10 @@ pub enum Error {
     /// `too-many-links` (EMLINK): a link count would overflow.
     #[error("too many links")]
     TooManyLinks,
+    /// `busy` (EBUSY): a mount point is in use (unmounting a mount with
+    /// mounts inside it, renaming or removing a mount point).
+    #[error("device or resource busy")]
+    Busy,
     /// `unsupported` (ENOTSUP): the backend cannot do this at all.
     #[error("operation not supported")]
     Unsupported,
@@ -100,6 +104,7 @@ impl Error {
             Error::FileTooLarge => "EFBIG",
             Error::BadDescriptor => "EBADF",
             Error::TooManyLinks => "EMLINK",
+            Error::Busy => "EBUSY",
             Error::Unsupported => "ENOTSUP",
             Error::Io(_) => "EIO",
         }

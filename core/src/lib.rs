@@ -50,6 +50,7 @@ mod error;
 mod fs;
 pub mod mem;
 mod meta;
+pub mod mount;
 pub mod path;
 pub mod resolve;
 pub mod treap;

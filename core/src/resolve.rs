@@ -1,10 +1,14 @@
-//! Path resolution above the backend: `..` and symlinks.
+//! Path resolution above the backend: `..`, symlinks and mount points.
 //!
-//! A walk starts at a directory inode, its *root*, and never leaves it: `..`
-//! at the root, an absolute path and an absolute symlink target are all
+//! A walk starts at a directory, its *root*, and never leaves it: `..` at
+//! the root, an absolute path and an absolute symlink target are all
 //! [`Error::NotPermitted`] (the error wasmtime-wasi gives for a path that
 //! escapes its preopen). Symlinks are followed at most [`MAX_SYMLINK_HOPS`]
 //! times per walk; one more is [`Error::Loop`].
+//!
+//! The walk is written once, over [`Space`]: a single filesystem is one
+//! space, a [`MountTable`](crate::mount::MountTable) another, whose `step`
+//! crosses into a mount where one covers the name.
 
 use std::borrow::Cow;
 
@@ -14,11 +18,39 @@ use crate::{Error, FileSystem, FileType, Ino, Result};
 /// Most symlinks one walk follows (Linux's `MAXSYMLINKS`).
 pub const MAX_SYMLINK_HOPS: usize = 40;
 
+/// A place in a [`Space`]: which filesystem (0 for a lone one), which inode.
+pub type At = (u32, Ino);
+
+/// What a walk needs from the namespace it walks.
+pub(crate) trait Space {
+    /// The node named `name` in directory `dir`.
+    fn step(&self, dir: At, name: &str) -> Result<At>;
+    /// The type of the node.
+    fn kind(&self, at: At) -> Result<FileType>;
+    /// A symlink's target.
+    fn readlink(&self, at: At) -> Result<String>;
+}
+
+/// One filesystem on its own.
+struct Single<'f>(&'f dyn FileSystem);
+
+impl Space for Single<'_> {
+    fn step(&self, (_, dir): At, name: &str) -> Result<At> {
+        Ok((0, self.0.lookup(dir, name)?))
+    }
+    fn kind(&self, (_, ino): At) -> Result<FileType> {
+        Ok(self.0.metadata(ino)?.kind)
+    }
+    fn readlink(&self, (_, ino): At) -> Result<String> {
+        self.0.readlink(ino)
+    }
+}
+
 /// The directory holding a path's last component, and that component.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Parent<'a> {
+pub struct Parent<'a, D = Ino> {
     /// The directory.
-    pub dir: Ino,
+    pub dir: D,
     /// The last component, a valid name.
     pub name: Cow<'a, str>,
     /// The path ended in `/`: the entry must be (or become) a directory.
@@ -30,17 +62,18 @@ enum Step<'a> {
     Name(Cow<'a, str>),
 }
 
-struct Walk<'a, 'f> {
-    fs: &'f dyn FileSystem,
+pub(crate) struct Walk<'a, 's, S: Space> {
+    space: &'s S,
     /// Directories from the root down to the current one.
-    stack: Vec<Ino>,
+    stack: Vec<At>,
     /// Steps still to take, the next one last.
     todo: Vec<Step<'a>>,
     hops: usize,
+    trailing_slash: bool,
 }
 
-impl<'a, 'f> Walk<'a, 'f> {
-    fn new(fs: &'f dyn FileSystem, root: Ino, path: &'a str) -> Result<(Self, bool)> {
+impl<'a, 's, S: Space> Walk<'a, 's, S> {
+    pub(crate) fn new(space: &'s S, root: At, path: &'a str) -> Result<Self> {
         let c = components(path)?;
         if c.absolute {
             return Err(Error::NotPermitted);
@@ -49,10 +82,10 @@ impl<'a, 'f> Walk<'a, 'f> {
             Component::Parent => Step::Up,
             Component::Name(n) => Step::Name(Cow::Borrowed(n)),
         });
-        Ok((Walk { fs, stack: vec![root], todo: todo.collect(), hops: 0 }, c.trailing_slash))
+        Ok(Walk { space, stack: vec![root], todo: todo.collect(), hops: 0, trailing_slash: c.trailing_slash })
     }
 
-    fn dir(&self) -> Ino {
+    fn dir(&self) -> At {
         self.stack[self.stack.len() - 1]
     }
 
@@ -64,19 +97,16 @@ impl<'a, 'f> Walk<'a, 'f> {
         Ok(())
     }
 
-    /// Replaces the symlink `ino` by its target's steps.
-    fn splice(&mut self, ino: Ino) -> Result<()> {
+    /// Replaces the symlink `at` by its target's steps.
+    fn splice(&mut self, at: At) -> Result<()> {
         self.hops += 1;
         if self.hops > MAX_SYMLINK_HOPS {
             return Err(Error::Loop);
         }
-        let target = self.fs.readlink(ino)?;
+        let target = self.space.readlink(at)?;
         let c = components(&target)?;
         if c.absolute {
             return Err(Error::NotPermitted);
-        }
-        if c.trailing_slash && c.parts.is_empty() {
-            return Ok(());
         }
         for part in c.parts.iter().rev() {
             self.todo.push(match *part {
@@ -95,10 +125,10 @@ impl<'a, 'f> Walk<'a, 'f> {
                 Step::Up => self.up()?,
                 Step::Name(name) if self.todo.is_empty() => return Ok(Some(name)),
                 Step::Name(name) => {
-                    let ino = self.fs.lookup(self.dir(), &name)?;
-                    match self.fs.metadata(ino)?.kind {
-                        FileType::Dir => self.stack.push(ino),
-                        FileType::Symlink => self.splice(ino)?,
+                    let at = self.space.step(self.dir(), &name)?;
+                    match self.space.kind(at)? {
+                        FileType::Dir => self.stack.push(at),
+                        FileType::Symlink => self.splice(at)?,
                         FileType::File => return Err(Error::NotDir),
                     }
                 }
@@ -106,28 +136,37 @@ impl<'a, 'f> Walk<'a, 'f> {
         }
         Ok(None)
     }
+
+    /// The node the whole path names.
+    pub(crate) fn resolve(mut self, follow: bool) -> Result<At> {
+        loop {
+            let Some(name) = self.walk_to_last()? else { return Ok(self.dir()) };
+            let at = self.space.step(self.dir(), &name)?;
+            match self.space.kind(at)? {
+                FileType::Symlink if follow || self.trailing_slash => self.splice(at)?,
+                FileType::File if self.trailing_slash => return Err(Error::NotDir),
+                _ => return Ok(at),
+            }
+        }
+    }
+
+    /// The directory holding the last name, and the name.
+    pub(crate) fn resolve_parent(mut self) -> Result<Parent<'a, At>> {
+        let name = self.walk_to_last()?.ok_or(Error::Invalid)?;
+        Ok(Parent { dir: self.dir(), name, trailing_slash: self.trailing_slash })
+    }
 }
 
 /// The inode `path` names, relative to `root`, following a symlink in the
 /// last component when `follow` is set (always when the path ends in `/`).
 pub fn resolve(fs: &dyn FileSystem, root: Ino, path: &str, follow: bool) -> Result<Ino> {
-    let (mut walk, trailing_slash) = Walk::new(fs, root, path)?;
-    loop {
-        let Some(name) = walk.walk_to_last()? else { return Ok(walk.dir()) };
-        let ino = fs.lookup(walk.dir(), &name)?;
-        match fs.metadata(ino)?.kind {
-            FileType::Symlink if follow || trailing_slash => walk.splice(ino)?,
-            FileType::File if trailing_slash => return Err(Error::NotDir),
-            _ => return Ok(ino),
-        }
-    }
+    Walk::new(&Single(fs), (0, root), path)?.resolve(follow).map(|(_, ino)| ino)
 }
 
 /// The directory holding `path`'s last component, and that name, for
 /// operations that create, remove or rename it (the last component is never
 /// followed). A path without a last name (`.`, `a/..`) is `Invalid`.
 pub fn resolve_parent<'a>(fs: &dyn FileSystem, root: Ino, path: &'a str) -> Result<Parent<'a>> {
-    let (mut walk, trailing_slash) = Walk::new(fs, root, path)?;
-    let name = walk.walk_to_last()?.ok_or(Error::Invalid)?;
-    Ok(Parent { dir: walk.dir(), name, trailing_slash })
+    let p = Walk::new(&Single(fs), (0, root), path)?.resolve_parent()?;
+    Ok(Parent { dir: p.dir.1, name: p.name, trailing_slash: p.trailing_slash })
 }

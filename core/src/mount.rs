@@ -1,0 +1,342 @@
+//! The mount table: which filesystem answers for which directory.
+//!
+//! A mount covers one name in one directory of another mount: the key is
+//! `(parent mount, directory inode, name)`, so a walk checks for a mount at
+//! each step with one O(log m) treap search — dispatch costs O(depth ×
+//! log m), never O(m) — and a mount follows its directory when that is
+//! renamed, as a Linux mount does. The covered name need not exist below:
+//! mounting `/tmp` on a pack without `tmp` makes it appear.
+//!
+//! The table is a persistent value published with `ArcSwap`: mount and
+//! unmount copy O(log m) nodes and readers never block.
+
+use std::cmp::Ordering;
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+
+use crate::resolve::{At, Parent, Space, Walk};
+use crate::treap::Treap;
+use crate::{DirEntry, Error, FileSystem, FileType, Ino, Result};
+
+/// A mount's number in its table; the root mount is 0.
+pub type MountId = u32;
+
+#[derive(Clone)]
+struct Mount {
+    fs: Arc<dyn FileSystem>,
+    read_only: bool,
+    /// Where it is mounted: `(parent mount, directory, name)`; `None` for the root.
+    point: Option<PointKey>,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+struct PointKey {
+    mount: MountId,
+    dir: Ino,
+    name: Arc<str>,
+}
+
+impl PointKey {
+    fn cmp_to(&self, mount: MountId, dir: Ino, name: &str) -> Ordering {
+        (self.mount, self.dir).cmp(&(mount, dir)).then_with(|| (*self.name).cmp(name))
+    }
+}
+
+impl Ord for PointKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.cmp_to(other.mount, other.dir, &other.name)
+    }
+}
+
+impl PartialOrd for PointKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+#[derive(Clone)]
+struct State {
+    mounts: Treap<MountId, Mount>,
+    points: Treap<PointKey, MountId>,
+    next_id: MountId,
+}
+
+impl State {
+    fn mount(&self, id: MountId) -> Result<&Mount> {
+        self.mounts.get(&id).ok_or(Error::NotFound)
+    }
+
+    fn covering(&self, mount: MountId, dir: Ino, name: &str) -> Option<MountId> {
+        self.points.get_with(|k| k.cmp_to(mount, dir, name)).map(|(_, &id)| id)
+    }
+
+    fn node(&self, (mount, ino): At) -> Result<Node> {
+        let m = self.mount(mount)?;
+        Ok(Node { mount, fs: m.fs.clone(), ino, read_only: m.read_only })
+    }
+}
+
+impl Space for State {
+    fn step(&self, (mount, dir): At, name: &str) -> Result<At> {
+        match self.covering(mount, dir, name) {
+            Some(id) => Ok((id, self.mount(id)?.fs.root())),
+            None => Ok((mount, self.mount(mount)?.fs.lookup(dir, name)?)),
+        }
+    }
+
+    fn kind(&self, (mount, ino): At) -> Result<FileType> {
+        Ok(self.mount(mount)?.fs.metadata(ino)?.kind)
+    }
+
+    fn readlink(&self, (mount, ino): At) -> Result<String> {
+        self.mount(mount)?.fs.readlink(ino)
+    }
+}
+
+/// A resolved place: the filesystem that holds it and the inode there.
+#[derive(Clone)]
+pub struct Node {
+    /// The mount it is in.
+    pub mount: MountId,
+    /// That mount's filesystem.
+    pub fs: Arc<dyn FileSystem>,
+    /// The inode within `fs`.
+    pub ino: Ino,
+    /// The mount is read-only: the caller refuses changes with `ReadOnly`.
+    pub read_only: bool,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node").field("mount", &self.mount).field("ino", &self.ino).finish()
+    }
+}
+
+impl Node {
+    fn at(&self) -> At {
+        (self.mount, self.ino)
+    }
+
+    /// Fails with `ReadOnly` on a read-only mount.
+    pub fn writable(&self) -> Result<&Self> {
+        if self.read_only { Err(Error::ReadOnly) } else { Ok(self) }
+    }
+}
+
+/// Filesystems mounted into one namespace.
+///
+/// ```
+/// use std::sync::Arc;
+/// use packfs_core::{FileSystem, MemFs, OpenOptions, mount::MountTable};
+///
+/// let table = MountTable::new(Arc::new(MemFs::new()), false);
+/// table.mount("/tmp", Arc::new(MemFs::new()), false)?;
+/// let root = table.root();
+/// let tmp = table.resolve(&root, "tmp", true)?;
+/// assert_eq!(tmp.mount, 1);
+/// let f = tmp.fs.open(tmp.ino, "x", &OpenOptions::create())?;
+/// tmp.fs.close(f);
+/// assert!(table.resolve(&root, "tmp/x", true).is_ok());
+/// # Ok::<(), packfs_core::Error>(())
+/// ```
+pub struct MountTable {
+    state: ArcSwap<State>,
+    writer: Mutex<()>,
+}
+
+impl MountTable {
+    /// A namespace whose root is `root`'s root directory.
+    pub fn new(root: Arc<dyn FileSystem>, read_only: bool) -> Self {
+        let mut mounts = Treap::new();
+        mounts.insert(0, Mount { fs: root, read_only, point: None });
+        MountTable {
+            state: ArcSwap::from_pointee(State { mounts, points: Treap::new(), next_id: 1 }),
+            writer: Mutex::new(()),
+        }
+    }
+
+    /// The root of the namespace.
+    pub fn root(&self) -> Node {
+        let state = self.state.load();
+        let root = state.mount(0).expect("the root mount is never removed");
+        Node { mount: 0, fs: root.fs.clone(), ino: root.fs.root(), read_only: root.read_only }
+    }
+
+    /// Number of mounts, the root included.
+    pub fn len(&self) -> usize {
+        self.state.load().mounts.len()
+    }
+
+    /// Always false: the root mount is always there.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    fn change<T>(&self, f: impl FnOnce(&mut State) -> Result<T>) -> Result<T> {
+        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = State::clone(&self.state.load());
+        let out = f(&mut state)?;
+        self.state.store(Arc::new(state));
+        Ok(out)
+    }
+
+    /// Where the absolute `path` would be mounted: its parent directory and
+    /// last name, found by walking the namespace from the root.
+    fn point(state: &State, path: &str) -> Result<PointKey> {
+        let relative = path.strip_prefix('/').ok_or(Error::Invalid)?;
+        if relative.split('/').all(|c| c.is_empty() || c == ".") {
+            return Err(Error::Invalid); // the root mount is fixed
+        }
+        let root = state.mount(0)?.fs.root();
+        let p = Walk::new(state, (0, root), relative)?.resolve_parent()?;
+        Ok(PointKey { mount: p.dir.0, dir: p.dir.1, name: p.name.into() })
+    }
+
+    /// Mounts `fs` at the absolute `path`. Its parent directory must exist;
+    /// the name itself need not, but if it does it must be a directory.
+    pub fn mount(&self, path: &str, fs: Arc<dyn FileSystem>, read_only: bool) -> Result<MountId> {
+        self.change(|state| {
+            let key = Self::point(state, path)?;
+            if state.covering(key.mount, key.dir, &key.name).is_some() {
+                return Err(Error::Exists);
+            }
+            let parent = state.mount(key.mount)?;
+            match parent.fs.lookup(key.dir, &key.name) {
+                Ok(ino) if parent.fs.metadata(ino)?.kind != FileType::Dir => return Err(Error::NotDir),
+                Ok(_) | Err(Error::NotFound) => {}
+                Err(e) => return Err(e),
+            }
+            let id = state.next_id;
+            state.next_id = id.checked_add(1).ok_or(Error::NoSpace)?;
+            state.points.insert(key.clone(), id);
+            state.mounts.insert(id, Mount { fs, read_only, point: Some(key) });
+            Ok(id)
+        })
+    }
+
+    /// Unmounts what is mounted at `path`, returning its filesystem. A mount
+    /// with mounts inside it is `Busy`; a path with no mount is `Invalid`.
+    pub fn unmount(&self, path: &str) -> Result<Arc<dyn FileSystem>> {
+        self.change(|state| {
+            let key = Self::point(state, path)?;
+            let id = state.covering(key.mount, key.dir, &key.name).ok_or(Error::Invalid)?;
+            if state.points.iter_from(|k| k.mount >= id).next().is_some_and(|(k, _)| k.mount == id) {
+                return Err(Error::Busy);
+            }
+            state.points.remove(&key);
+            let m = state.mounts.remove(&id).ok_or(Error::Invalid)?;
+            Ok(m.fs)
+        })
+    }
+
+    /// The node `path` names, walking from `from` (which is also the walk's
+    /// root: `..` above it is `NotPermitted`).
+    pub fn resolve(&self, from: &Node, path: &str, follow: bool) -> Result<Node> {
+        let state = self.state.load();
+        let at = Walk::new(&**state, from.at(), path)?.resolve(follow)?;
+        state.node(at)
+    }
+
+    /// The directory holding `path`'s last name, and the name (never
+    /// followed, never crossed into a mount).
+    pub fn resolve_parent<'a>(&self, from: &Node, path: &'a str) -> Result<Parent<'a, Node>> {
+        let state = self.state.load();
+        let p = Walk::new(&**state, from.at(), path)?.resolve_parent()?;
+        Ok(Parent { dir: state.node(p.dir)?, name: p.name, trailing_slash: p.trailing_slash })
+    }
+
+    /// The node named `name` in `dir`, crossing into a mount that covers it.
+    pub fn lookup(&self, dir: &Node, name: &str) -> Result<Node> {
+        let state = self.state.load();
+        state.node(state.step(dir.at(), name)?)
+    }
+
+    /// True when a mount covers `name` in `dir`: such a name may not be
+    /// removed or renamed (`Busy`).
+    pub fn is_mount_point(&self, dir: &Node, name: &str) -> bool {
+        self.state.load().covering(dir.mount, dir.ino, name).is_some()
+    }
+
+    /// Up to `max` entries of `dir` after `after`, with the names mounts
+    /// cover merged in (as directories, shadowing what they cover).
+    pub fn read_dir(&self, dir: &Node, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
+        let state = self.state.load();
+        let below = dir.fs.read_dir(dir.ino, after, max)?;
+        let start = |k: &PointKey| match after {
+            Some(a) => k.cmp_to(dir.mount, dir.ino, a) == Ordering::Greater,
+            None => (k.mount, k.dir) >= (dir.mount, dir.ino),
+        };
+        let mut covered = Vec::new();
+        for (k, &id) in state.points.iter_from(start).take_while(|(k, _)| (k.mount, k.dir) == (dir.mount, dir.ino)) {
+            if covered.len() == max {
+                break;
+            }
+            covered.push(DirEntry { name: k.name.clone(), ino: state.mount(id)?.fs.root(), kind: FileType::Dir });
+        }
+        // Merge the two sorted runs; a covered name shadows the entry below.
+        let (mut below, mut covered) = (below.into_iter().peekable(), covered.into_iter().peekable());
+        let mut out = Vec::new();
+        while out.len() < max {
+            let next = match (below.peek(), covered.peek()) {
+                (None, None) => break,
+                (Some(b), Some(c)) if c.name <= b.name => {
+                    if c.name == b.name {
+                        below.next();
+                    }
+                    covered.next()
+                }
+                (Some(_), _) => below.next(),
+                (None, Some(_)) => covered.next(),
+            };
+            out.extend(next);
+        }
+        Ok(out)
+    }
+
+    fn not_mount_point(&self, dir: &Node, name: &str) -> Result<()> {
+        if self.is_mount_point(dir, name) { Err(Error::Busy) } else { Ok(()) }
+    }
+
+    /// Renames within one mount: across mounts is `CrossDevice`, a mount
+    /// point (either side) is `Busy`, a read-only mount `ReadOnly`.
+    pub fn rename(&self, from: &Node, from_name: &str, to: &Node, to_name: &str) -> Result<()> {
+        if from.mount != to.mount {
+            return Err(Error::CrossDevice);
+        }
+        from.writable()?;
+        self.not_mount_point(from, from_name)?;
+        self.not_mount_point(to, to_name)?;
+        from.fs.rename(from.ino, from_name, to.ino, to_name)
+    }
+
+    /// Adds name `name` in `dir` for `target`, within one mount.
+    pub fn link(&self, target: &Node, dir: &Node, name: &str) -> Result<()> {
+        if target.mount != dir.mount {
+            return Err(Error::CrossDevice);
+        }
+        dir.writable()?;
+        self.not_mount_point(dir, name)?;
+        dir.fs.link(target.ino, dir.ino, name)
+    }
+
+    /// Removes the non-directory `name` from `dir`.
+    pub fn unlink(&self, dir: &Node, name: &str) -> Result<()> {
+        dir.writable()?;
+        self.not_mount_point(dir, name)?;
+        dir.fs.unlink(dir.ino, name)
+    }
+
+    /// Removes the empty directory `name` from `dir`.
+    pub fn rmdir(&self, dir: &Node, name: &str) -> Result<()> {
+        dir.writable()?;
+        self.not_mount_point(dir, name)?;
+        dir.fs.rmdir(dir.ino, name)
+    }
+
+    /// Every mount point but the root's: `(mount id, parent mount, name)`.
+    pub fn mounts(&self) -> Vec<(MountId, MountId, Arc<str>)> {
+        let state = self.state.load();
+        state.mounts.iter().filter_map(|(&id, m)| m.point.as_ref().map(|p| (id, p.mount, p.name.clone()))).collect()
+    }
+}

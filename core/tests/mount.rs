@@ -1,0 +1,160 @@
+//! The mount table: dispatch, nesting, containment, listings, and changes
+//! while readers walk.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use packfs_core::mount::{MountTable, Node};
+use packfs_core::{Error, FileSystem, MemFs, OpenOptions};
+
+fn put(node: &Node, name: &str, data: &[u8]) {
+    let f = node.fs.open(node.ino, name, &OpenOptions::create()).unwrap();
+    node.fs.write_at(f, 0, data).unwrap();
+    node.fs.close(f);
+}
+
+fn get(t: &MountTable, path: &str) -> Result<Vec<u8>, Error> {
+    let n = t.resolve(&t.root(), path, true)?;
+    let mut buf = vec![0; n.fs.metadata(n.ino)?.size as usize];
+    n.fs.read_at(n.ino, 0, &mut buf)?;
+    Ok(buf)
+}
+
+fn names(t: &MountTable, path: &str) -> Vec<String> {
+    let n = t.resolve(&t.root(), path, true).unwrap();
+    t.read_dir(&n, None, usize::MAX).unwrap().iter().map(|e| e.name.to_string()).collect()
+}
+
+/// Root: a/ (with file "f" and dir "b/"), "z" file. Mounts: /a/b, /a/b/c, /tmp.
+fn table() -> MountTable {
+    let root = MemFs::new();
+    let a = root.mkdir(root.root(), "a", 0o755).unwrap();
+    root.mkdir(a, "b", 0o755).unwrap();
+    let t = MountTable::new(Arc::new(root), false);
+    put(&t.resolve(&t.root(), "a", true).unwrap(), "f", b"root:a/f");
+    put(&t.root(), "z", b"root:z");
+    t.mount("/a/b", Arc::new(MemFs::new()), false).unwrap();
+    put(&t.resolve(&t.root(), "a/b", true).unwrap(), "g", b"ab:g");
+    t.mount("/a/b/c", Arc::new(MemFs::new()), false).unwrap();
+    put(&t.resolve(&t.root(), "a/b/c", true).unwrap(), "h", b"abc:h");
+    t.mount("/tmp", Arc::new(MemFs::new()), true).unwrap();
+    t
+}
+
+#[test]
+fn dispatch_picks_the_deepest_mount() {
+    let t = table();
+    assert_eq!(get(&t, "a/f").unwrap(), b"root:a/f");
+    assert_eq!(get(&t, "a/b/g").unwrap(), b"ab:g");
+    assert_eq!(get(&t, "a/b/c/h").unwrap(), b"abc:h");
+    assert_eq!(t.resolve(&t.root(), "a/b/c", true).unwrap().mount, 2);
+    // `..` walks back out of a mount into its parent.
+    assert_eq!(get(&t, "a/b/c/../../f").unwrap(), b"root:a/f");
+    assert_eq!(get(&t, "a/b/c/../g").unwrap(), b"ab:g");
+    assert_eq!(t.resolve(&t.root(), "a/b/c/../../../..", true).map(|_| ()), Err(Error::NotPermitted));
+}
+
+#[test]
+fn mount_points_appear_in_listings() {
+    let t = table();
+    assert_eq!(names(&t, "."), ["a", "tmp", "z"], "tmp does not exist below, yet is listed");
+    assert_eq!(names(&t, "a"), ["b", "f"], "b is listed once, as the mount");
+    assert_eq!(names(&t, "a/b"), ["c", "g"]);
+    // Paging through with a cookie merges the same way.
+    let root = t.root();
+    let mut all = Vec::new();
+    loop {
+        let page = t.read_dir(&root, all.last().map(|s: &String| s.as_str()), 1).unwrap();
+        let Some(e) = page.first() else { break };
+        all.push(e.name.to_string());
+    }
+    assert_eq!(all, ["a", "tmp", "z"]);
+}
+
+#[test]
+fn symlinks_cross_mounts_but_never_the_root() {
+    let t = table();
+    let ab = t.resolve(&t.root(), "a/b", true).unwrap();
+    ab.fs.symlink(ab.ino, "up", "../f").unwrap();
+    ab.fs.symlink(ab.ino, "out", "../../..").unwrap();
+    assert_eq!(get(&t, "a/b/up").unwrap(), b"root:a/f");
+    assert_eq!(get(&t, "a/b/out").map(|_| ()), Err(Error::NotPermitted));
+    // Walks started inside a mount are contained by where they start.
+    assert_eq!(t.resolve(&ab, "up", true).map(|_| ()), Err(Error::NotPermitted));
+    assert_eq!(t.resolve(&ab, "c/h", true).map(|n| n.mount), Ok(2));
+}
+
+#[test]
+fn mount_errors() {
+    let t = table();
+    assert_eq!(t.mount("/a/b", Arc::new(MemFs::new()), false), Err(Error::Exists));
+    assert_eq!(t.mount("/z", Arc::new(MemFs::new()), false), Err(Error::NotDir));
+    assert_eq!(t.mount("/nope/x", Arc::new(MemFs::new()), false), Err(Error::NotFound));
+    assert_eq!(t.mount("relative", Arc::new(MemFs::new()), false), Err(Error::Invalid));
+    assert_eq!(t.mount("/", Arc::new(MemFs::new()), false), Err(Error::Invalid));
+    assert_eq!(t.unmount("/a").map(|_| ()), Err(Error::Invalid), "not a mount point");
+    assert_eq!(t.unmount("/a/b").map(|_| ()), Err(Error::Busy), "/a/b/c is inside");
+    t.unmount("/a/b/c").unwrap();
+    t.unmount("/a/b").unwrap();
+    assert_eq!(names(&t, "a/b"), Vec::<String>::new(), "the directory below shows again");
+    assert_eq!(t.len(), 2);
+}
+
+#[test]
+fn changes_respect_mount_boundaries() {
+    let t = table();
+    let root = t.root();
+    let a = t.resolve(&root, "a", true).unwrap();
+    let ab = t.resolve(&root, "a/b", true).unwrap();
+    let tmp = t.resolve(&root, "tmp", true).unwrap();
+    assert_eq!(t.rename(&a, "f", &ab, "f"), Err(Error::CrossDevice));
+    let f = t.resolve(&root, "a/f", true).unwrap();
+    assert_eq!(t.link(&f, &ab, "f"), Err(Error::CrossDevice));
+    assert_eq!(t.rename(&a, "b", &a, "b2"), Err(Error::Busy));
+    assert_eq!(t.rmdir(&a, "b"), Err(Error::Busy));
+    assert_eq!(t.unlink(&tmp, "x"), Err(Error::ReadOnly));
+    t.rename(&a, "f", &root, "f2").unwrap();
+    assert_eq!(get(&t, "f2").unwrap(), b"root:a/f");
+    t.link(&f, &a, "again").unwrap();
+    t.unlink(&a, "again").unwrap();
+}
+
+#[test]
+fn a_mount_follows_its_directory() {
+    let root = MemFs::new();
+    root.mkdir(root.root(), "d", 0o755).unwrap();
+    let root = Arc::new(root);
+    let t = MountTable::new(root.clone(), false);
+    t.mount("/d/m", Arc::new(MemFs::new()), false).unwrap();
+    root.rename(root.root(), "d", root.root(), "e").unwrap();
+    assert_eq!(t.resolve(&t.root(), "e/m", true).unwrap().mount, 1);
+    assert_eq!(t.resolve(&t.root(), "d/m", true).map(|_| ()), Err(Error::NotFound));
+}
+
+#[test]
+fn readers_walk_while_mounts_change() {
+    let t = Arc::new(table());
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (t, done) = (t.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut walks = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                // Either the mount is there (and holds "h") or it is not (and
+                // the name is missing below): never anything in between.
+                match get(&t, "a/b/c/h") {
+                    Ok(data) => assert_eq!(data, b"abc:h"),
+                    Err(e) => assert_eq!(e, Error::NotFound),
+                }
+                walks += 1;
+            }
+            walks
+        })
+    };
+    for _ in 0..2_000 {
+        let fs: Arc<dyn FileSystem> = t.unmount("/a/b/c").unwrap();
+        t.mount("/a/b/c", fs, false).unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    assert!(reader.join().unwrap() > 0);
+}
