@@ -58,7 +58,9 @@ impl PartialOrd for PointKey {
 #[derive(Clone)]
 struct State {
     mounts: Treap<MountId, Mount>,
-    points: Treap<PointKey, MountId>,
+    /// Each mount point and what covers it (the mount's id and filesystem,
+    /// kept here too so that a walk crossing it needs one search, not two).
+    points: Treap<PointKey, (MountId, Arc<dyn FileSystem>)>,
     next_id: MountId,
 }
 
@@ -67,8 +69,8 @@ impl State {
         self.mounts.get(&id).ok_or(Error::NotFound)
     }
 
-    fn covering(&self, mount: MountId, dir: Ino, name: &str) -> Option<MountId> {
-        self.points.get_with(|k| k.cmp_to(mount, dir, name)).map(|(_, &id)| id)
+    fn covering(&self, mount: MountId, dir: Ino, name: &str) -> Option<&(MountId, Arc<dyn FileSystem>)> {
+        self.points.get_with(|k| k.cmp_to(mount, dir, name)).map(|(_, v)| v)
     }
 
     fn node(&self, (mount, ino): At) -> Result<Node> {
@@ -78,15 +80,13 @@ impl State {
 }
 
 impl Space for State {
-    fn step(&self, (mount, dir): At, name: &str) -> Result<At> {
-        match self.covering(mount, dir, name) {
-            Some(id) => Ok((id, self.mount(id)?.fs.root())),
-            None => Ok((mount, self.mount(mount)?.fs.lookup(dir, name)?)),
+    fn step(&self, (mount, dir): At, name: &str) -> Result<(At, FileType)> {
+        if let Some((id, fs)) = self.covering(mount, dir, name) {
+            return Ok(((*id, fs.root()), FileType::Dir));
         }
-    }
-
-    fn kind(&self, (mount, ino): At) -> Result<FileType> {
-        Ok(self.mount(mount)?.fs.metadata(ino)?.kind)
+        let fs = &self.mount(mount)?.fs;
+        let ino = fs.lookup(dir, name)?;
+        Ok(((mount, ino), fs.metadata(ino)?.kind))
     }
 
     fn readlink(&self, (mount, ino): At) -> Result<String> {
@@ -209,7 +209,7 @@ impl MountTable {
             }
             let id = state.next_id;
             state.next_id = id.checked_add(1).ok_or(Error::NoSpace)?;
-            state.points.insert(key.clone(), id);
+            state.points.insert(key.clone(), (id, fs.clone()));
             state.mounts.insert(id, Mount { fs, read_only, point: Some(key) });
             Ok(id)
         })
@@ -220,7 +220,7 @@ impl MountTable {
     pub fn unmount(&self, path: &str) -> Result<Arc<dyn FileSystem>> {
         self.change(|state| {
             let key = Self::point(state, path)?;
-            let id = state.covering(key.mount, key.dir, &key.name).ok_or(Error::Invalid)?;
+            let id = state.covering(key.mount, key.dir, &key.name).ok_or(Error::Invalid)?.0;
             if state.points.iter_from(|k| k.mount >= id).next().is_some_and(|(k, _)| k.mount == id) {
                 return Err(Error::Busy);
             }
@@ -249,7 +249,7 @@ impl MountTable {
     /// The node named `name` in `dir`, crossing into a mount that covers it.
     pub fn lookup(&self, dir: &Node, name: &str) -> Result<Node> {
         let state = self.state.load();
-        state.node(state.step(dir.at(), name)?)
+        state.node(state.step(dir.at(), name)?.0)
     }
 
     /// True when a mount covers `name` in `dir`: such a name may not be
@@ -268,11 +268,12 @@ impl MountTable {
             None => (k.mount, k.dir) >= (dir.mount, dir.ino),
         };
         let mut covered = Vec::new();
-        for (k, &id) in state.points.iter_from(start).take_while(|(k, _)| (k.mount, k.dir) == (dir.mount, dir.ino)) {
+        for (k, (_, fs)) in state.points.iter_from(start).take_while(|(k, _)| (k.mount, k.dir) == (dir.mount, dir.ino))
+        {
             if covered.len() == max {
                 break;
             }
-            covered.push(DirEntry { name: k.name.clone(), ino: state.mount(id)?.fs.root(), kind: FileType::Dir });
+            covered.push(DirEntry { name: k.name.clone(), ino: fs.root(), kind: FileType::Dir });
         }
         // Merge the two sorted runs; a covered name shadows the entry below.
         let (mut below, mut covered) = (below.into_iter().peekable(), covered.into_iter().peekable());

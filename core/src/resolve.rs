@@ -23,10 +23,8 @@ pub type At = (u32, Ino);
 
 /// What a walk needs from the namespace it walks.
 pub(crate) trait Space {
-    /// The node named `name` in directory `dir`.
-    fn step(&self, dir: At, name: &str) -> Result<At>;
-    /// The type of the node.
-    fn kind(&self, at: At) -> Result<FileType>;
+    /// The node named `name` in directory `dir`, and its type.
+    fn step(&self, dir: At, name: &str) -> Result<(At, FileType)>;
     /// A symlink's target.
     fn readlink(&self, at: At) -> Result<String>;
 }
@@ -35,11 +33,9 @@ pub(crate) trait Space {
 struct Single<'f>(&'f dyn FileSystem);
 
 impl Space for Single<'_> {
-    fn step(&self, (_, dir): At, name: &str) -> Result<At> {
-        Ok((0, self.0.lookup(dir, name)?))
-    }
-    fn kind(&self, (_, ino): At) -> Result<FileType> {
-        Ok(self.0.metadata(ino)?.kind)
+    fn step(&self, (_, dir): At, name: &str) -> Result<(At, FileType)> {
+        let ino = self.0.lookup(dir, name)?;
+        Ok(((0, ino), self.0.metadata(ino)?.kind))
     }
     fn readlink(&self, (_, ino): At) -> Result<String> {
         self.0.readlink(ino)
@@ -125,8 +121,8 @@ impl<'a, 's, S: Space> Walk<'a, 's, S> {
                 Step::Up => self.up()?,
                 Step::Name(name) if self.todo.is_empty() => return Ok(Some(name)),
                 Step::Name(name) => {
-                    let at = self.space.step(self.dir(), &name)?;
-                    match self.space.kind(at)? {
+                    let (at, kind) = self.space.step(self.dir(), &name)?;
+                    match kind {
                         FileType::Dir => self.stack.push(at),
                         FileType::Symlink => self.splice(at)?,
                         FileType::File => return Err(Error::NotDir),
@@ -141,8 +137,8 @@ impl<'a, 's, S: Space> Walk<'a, 's, S> {
     pub(crate) fn resolve(mut self, follow: bool) -> Result<At> {
         loop {
             let Some(name) = self.walk_to_last()? else { return Ok(self.dir()) };
-            let at = self.space.step(self.dir(), &name)?;
-            match self.space.kind(at)? {
+            let (at, kind) = self.space.step(self.dir(), &name)?;
+            match kind {
                 FileType::Symlink if follow || self.trailing_slash => self.splice(at)?,
                 FileType::File if self.trailing_slash => return Err(Error::NotDir),
                 _ => return Ok(at),

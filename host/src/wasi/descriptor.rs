@@ -1,0 +1,515 @@
+//! The version-independent model of a WASI descriptor over a PackFS
+//! [`FileSystem`]: what a descriptor is and what each operation on it may
+//! do. Every permission check lives here and nowhere else; the WASI adapter
+//! (`types.rs`) only looks descriptors up and converts values.
+//!
+//! Behaviour follows wasmtime-wasi on a real directory (the oracle the guest
+//! tests compare against), which follows POSIX through cap-std:
+//!
+//! - a path walk never leaves the descriptor it starts from: `..` above it,
+//!   an absolute path or an absolute symlink target is `NotPermitted`;
+//! - a read-only preopen refuses every change with `NotPermitted`, and so
+//!   does every descriptor opened under it;
+//! - reading a descriptor not opened for reading, or writing one not opened
+//!   for writing, is `BadDescriptor` (POSIX `EBADF`); `set-size` on one not
+//!   opened for writing is `Invalid` (Linux `ftruncate`);
+//! - the access mode of a *directory* descriptor gates nothing (POSIX:
+//!   `mkdirat` works through an `O_RDONLY` directory), so `mutate-directory`
+//!   is reported but only the preopen's [`Access`] is enforced.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use packfs_core::resolve::{MAX_SYMLINK_HOPS, Parent, resolve, resolve_parent};
+use packfs_core::{Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime};
+
+use super::streams::{DirStream, FileReader, FileWriter};
+
+/// What a preopen, and everything opened under it, may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Read files, list directories, stat; change nothing.
+    ReadOnly,
+    /// Everything the backend allows.
+    ReadWrite,
+}
+
+/// An inode pinned open in its filesystem until the last descriptor or
+/// stream holding it goes: an unlinked file stays readable meanwhile.
+pub(crate) struct Node {
+    pub(crate) fs: Arc<dyn FileSystem>,
+    pub(crate) ino: Ino,
+}
+
+impl Node {
+    fn open(fs: &Arc<dyn FileSystem>, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Arc<Node>> {
+        let ino = fs.open(dir, name, opts)?;
+        Ok(Arc::new(Node { fs: Arc::clone(fs), ino }))
+    }
+
+    pub(crate) fn pin(fs: &Arc<dyn FileSystem>, ino: Ino) -> Result<Arc<Node>> {
+        fs.open_ino(ino)?;
+        Ok(Arc::new(Node { fs: Arc::clone(fs), ino }))
+    }
+
+    /// A number telling filesystems apart: the backend's address, stable
+    /// while any descriptor holds it.
+    fn device(&self) -> u64 {
+        Arc::as_ptr(&self.fs).cast::<()>() as usize as u64
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.fs.close(self.ino);
+    }
+}
+
+/// `open-at`'s `open-flags`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct OpenFlags {
+    pub(crate) create: bool,
+    pub(crate) directory: bool,
+    pub(crate) exclusive: bool,
+    pub(crate) truncate: bool,
+}
+
+/// A descriptor's `descriptor-flags`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Flags {
+    pub(crate) read: bool,
+    pub(crate) write: bool,
+    pub(crate) mutate_directory: bool,
+    /// `file-integrity-sync`, `data-integrity-sync`, `requested-write-sync`
+    /// as asked; any of them makes every write followed by a `sync`.
+    pub(crate) file_sync: bool,
+    pub(crate) data_sync: bool,
+    pub(crate) read_sync: bool,
+}
+
+impl Flags {
+    fn syncs(&self) -> bool {
+        self.file_sync || self.data_sync
+    }
+}
+
+/// A directory or regular file open in a PackFS filesystem: the
+/// `wasi:filesystem/types.descriptor` resource.
+pub struct Descriptor {
+    node: Arc<Node>,
+    is_dir: bool,
+    access: Access,
+    flags: Flags,
+}
+
+/// Where a path leads, for operations that create or remove its last name.
+enum Target<'a> {
+    /// A name in a directory (it may or may not exist).
+    Entry(Parent<'a>),
+    /// No last name: `.` or `a/..` — an existing directory itself.
+    Dir(Ino),
+}
+
+impl Descriptor {
+    /// A preopen: the root directory of `fs`.
+    pub(crate) fn preopen(fs: &Arc<dyn FileSystem>, access: Access) -> Result<Descriptor> {
+        let node = Node::pin(fs, fs.root())?;
+        let mutate = access == Access::ReadWrite;
+        let flags = Flags { read: true, mutate_directory: mutate, ..Flags::default() };
+        Ok(Descriptor { node, is_dir: true, access, flags })
+    }
+
+    fn fs(&self) -> &dyn FileSystem {
+        &*self.node.fs
+    }
+
+    /// The directory inode, for `*-at` operations.
+    fn dir(&self) -> Result<Ino> {
+        if self.is_dir { Ok(self.node.ino) } else { Err(Error::NotDir) }
+    }
+
+    /// The file inode, for file-only operations (wasi-testsuite expects
+    /// `bad-descriptor` on a directory).
+    fn file(&self) -> Result<Ino> {
+        if self.is_dir { Err(Error::BadDescriptor) } else { Ok(self.node.ino) }
+    }
+
+    /// The one check before any change to the tree or to an inode.
+    fn may_change(&self) -> Result<()> {
+        match self.access {
+            Access::ReadWrite => Ok(()),
+            Access::ReadOnly => Err(Error::NotPermitted),
+        }
+    }
+
+    fn readable_file(&self) -> Result<Ino> {
+        let ino = self.file()?;
+        if self.flags.read { Ok(ino) } else { Err(Error::BadDescriptor) }
+    }
+
+    fn writable_file(&self) -> Result<Ino> {
+        let ino = self.file()?;
+        self.may_change()?;
+        if self.flags.write { Ok(ino) } else { Err(Error::BadDescriptor) }
+    }
+
+    fn locate<'a>(&self, path: &'a str) -> Result<Target<'a>> {
+        let root = self.dir()?;
+        match resolve_parent(self.fs(), root, path) {
+            Ok(parent) => Ok(Target::Entry(parent)),
+            // No last name (or a NUL, which `resolve` reports again).
+            Err(Error::Invalid) => resolve(self.fs(), root, path, true).map(Target::Dir),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn resolve(&self, path: &str, follow: bool) -> Result<Ino> {
+        resolve(self.fs(), self.dir()?, path, follow)
+    }
+
+    /// The kind of what `dir`/`name` holds, if anything.
+    fn kind_at(&self, dir: Ino, name: &str) -> Result<Option<(Ino, FileType)>> {
+        match self.fs().lookup(dir, name) {
+            Ok(ino) => Ok(Some((ino, self.fs().metadata(ino)?.kind))),
+            Err(Error::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A new name's target: `.` names an existing directory, and `name/`
+    /// cannot be a new non-directory (Linux: `EEXIST` if it exists, else
+    /// `ENOENT`).
+    fn new_entry<'a>(&self, path: &'a str) -> Result<Parent<'a>> {
+        match self.locate(path)? {
+            Target::Dir(_) => Err(Error::Exists),
+            Target::Entry(p) if p.trailing_slash => match self.kind_at(p.dir, &p.name)? {
+                Some(_) => Err(Error::Exists),
+                None => Err(Error::NotFound),
+            },
+            Target::Entry(p) => Ok(p),
+        }
+    }
+
+    fn same_fs(&self, other: &Descriptor) -> bool {
+        Arc::ptr_eq(&self.node.fs, &other.node.fs)
+    }
+
+    // --- operations on the descriptor itself -------------------------------
+
+    pub(crate) fn is_dir(&self) -> bool {
+        self.is_dir
+    }
+
+    pub(crate) fn flags(&self) -> Flags {
+        self.flags
+    }
+
+    pub(crate) fn stat(&self) -> Result<Metadata> {
+        self.fs().metadata(self.node.ino)
+    }
+
+    pub(crate) fn set_times(&self, atime: SetTime, mtime: SetTime) -> Result<()> {
+        self.may_change()?;
+        self.fs().set_times(self.node.ino, atime, mtime)
+    }
+
+    pub(crate) fn set_size(&self, size: u64) -> Result<()> {
+        let ino = self.file()?;
+        self.may_change()?;
+        if !self.flags.write {
+            return Err(Error::Invalid);
+        }
+        self.fs().set_len(ino, size)?;
+        self.synced(ino)
+    }
+
+    /// Reads up to `len` bytes at `offset`; `len` is capped by the caller.
+    pub(crate) fn read(&self, len: usize, offset: u64) -> Result<Vec<u8>> {
+        let ino = self.readable_file()?;
+        let mut buf = vec![0; len];
+        let n = self.fs().read_at(ino, offset, &mut buf)?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+
+    pub(crate) fn write(&self, data: &[u8], offset: u64) -> Result<usize> {
+        let ino = self.writable_file()?;
+        let n = self.fs().write_at(ino, offset, data)?;
+        self.synced(ino)?;
+        Ok(n)
+    }
+
+    fn synced(&self, ino: Ino) -> Result<()> {
+        if self.flags.syncs() { self.fs().sync(ino) } else { Ok(()) }
+    }
+
+    /// `advise` is a hint; PackFS has no page cache to steer.
+    pub(crate) fn advise(&self) -> Result<()> {
+        self.file().map(|_| ())
+    }
+
+    pub(crate) fn sync(&self) -> Result<()> {
+        self.fs().sync(self.node.ino)
+    }
+
+    pub(crate) fn read_via_stream(&self, offset: u64) -> Result<FileReader> {
+        if self.is_dir {
+            return Err(Error::IsDir);
+        }
+        self.readable_file()?;
+        Ok(FileReader::new(Arc::clone(&self.node), offset))
+    }
+
+    pub(crate) fn write_via_stream(&self, offset: u64) -> Result<FileWriter> {
+        self.writable_file()?;
+        Ok(FileWriter::at(Arc::clone(&self.node), offset, self.flags.syncs()))
+    }
+
+    pub(crate) fn append_via_stream(&self) -> Result<FileWriter> {
+        self.writable_file()?;
+        Ok(FileWriter::append(Arc::clone(&self.node), self.flags.syncs()))
+    }
+
+    pub(crate) fn read_directory(&self) -> Result<DirStream> {
+        self.dir()?;
+        Ok(DirStream::new(Arc::clone(&self.node)))
+    }
+
+    pub(crate) fn is_same_object(&self, other: &Descriptor) -> bool {
+        self.same_fs(other) && self.node.ino == other.node.ino
+    }
+
+    pub(crate) fn metadata_hash(&self) -> (u64, u64) {
+        metadata_hash(self.node.device(), self.node.ino)
+    }
+
+    // --- operations on paths under a directory -----------------------------
+
+    pub(crate) fn stat_at(&self, follow: bool, path: &str) -> Result<Metadata> {
+        let ino = self.resolve(path, follow)?;
+        self.fs().metadata(ino)
+    }
+
+    pub(crate) fn metadata_hash_at(&self, follow: bool, path: &str) -> Result<(u64, u64)> {
+        let ino = self.resolve(path, follow)?;
+        Ok(metadata_hash(self.node.device(), ino))
+    }
+
+    pub(crate) fn set_times_at(&self, follow: bool, path: &str, atime: SetTime, mtime: SetTime) -> Result<()> {
+        self.dir()?;
+        self.may_change()?;
+        let ino = self.resolve(path, follow)?;
+        self.fs().set_times(ino, atime, mtime)
+    }
+
+    pub(crate) fn create_directory_at(&self, path: &str) -> Result<()> {
+        self.dir()?;
+        self.may_change()?;
+        match self.locate(path)? {
+            Target::Dir(_) => Err(Error::Exists),
+            Target::Entry(p) => self.fs().mkdir(p.dir, &p.name, 0o755).map(|_| ()),
+        }
+    }
+
+    pub(crate) fn remove_directory_at(&self, path: &str) -> Result<()> {
+        self.dir()?;
+        self.may_change()?;
+        match self.locate(path)? {
+            // rmdir(".") is EINVAL on Linux.
+            Target::Dir(_) => Err(Error::Invalid),
+            Target::Entry(p) => self.fs().rmdir(p.dir, &p.name),
+        }
+    }
+
+    pub(crate) fn unlink_file_at(&self, path: &str) -> Result<()> {
+        self.dir()?;
+        self.may_change()?;
+        match self.locate(path)? {
+            Target::Dir(_) => Err(Error::IsDir),
+            // `x/` names a directory (or a symlink to one): EISDIR, else ENOTDIR.
+            Target::Entry(p) if p.trailing_slash => match self.fs().metadata(self.resolve(path, true)?)?.kind {
+                FileType::Dir => Err(Error::IsDir),
+                _ => Err(Error::NotDir),
+            },
+            Target::Entry(p) => self.fs().unlink(p.dir, &p.name),
+        }
+    }
+
+    pub(crate) fn symlink_at(&self, target: &str, path: &str) -> Result<()> {
+        self.dir()?;
+        self.may_change()?;
+        // An absolute target could never be followed inside the sandbox;
+        // cap-std refuses to create one.
+        if target.starts_with('/') {
+            return Err(Error::NotPermitted);
+        }
+        let p = self.new_entry(path)?;
+        self.fs().symlink(p.dir, &p.name, target).map(|_| ())
+    }
+
+    pub(crate) fn readlink_at(&self, path: &str) -> Result<String> {
+        let ino = self.resolve(path, false)?;
+        let target = self.fs().readlink(ino)?;
+        // A backend may hold one (a pack built from a host tree); reading it
+        // is refused as cap-std does, since no walk could follow it.
+        if target.starts_with('/') {
+            return Err(Error::NotPermitted);
+        }
+        Ok(target)
+    }
+
+    /// `link-at`. Unlike wasmtime-wasi (which returns `invalid`), following
+    /// a symlink in `old-path` is supported, as `linkat(AT_SYMLINK_FOLLOW)`.
+    pub(crate) fn link_at(&self, follow: bool, old: &str, new_dir: &Descriptor, new: &str) -> Result<()> {
+        self.dir()?;
+        new_dir.dir()?;
+        self.may_change()?;
+        new_dir.may_change()?;
+        if !self.same_fs(new_dir) {
+            return Err(Error::CrossDevice);
+        }
+        let ino = self.resolve(old, follow)?;
+        let p = new_dir.new_entry(new)?;
+        self.fs().link(ino, p.dir, &p.name)
+    }
+
+    pub(crate) fn rename_at(&self, old: &str, new_dir: &Descriptor, new: &str) -> Result<()> {
+        self.dir()?;
+        new_dir.dir()?;
+        self.may_change()?;
+        new_dir.may_change()?;
+        if !self.same_fs(new_dir) {
+            return Err(Error::CrossDevice);
+        }
+        // Renaming `.` or onto `.` is EBUSY/EINVAL on Linux.
+        let (Target::Entry(from), Target::Entry(to)) = (self.locate(old)?, new_dir.locate(new)?) else {
+            return Err(Error::Invalid);
+        };
+        if from.trailing_slash || to.trailing_slash {
+            let (_, kind) = self.kind_at(from.dir, &from.name)?.ok_or(Error::NotFound)?;
+            if kind != FileType::Dir {
+                return Err(Error::NotDir);
+            }
+        }
+        self.fs().rename(from.dir, &from.name, to.dir, &to.name)
+    }
+
+    /// `open-at`, with open(2)'s rules as wasmtime-wasi applies them:
+    /// `create` and `truncate` imply write access; asking for neither read
+    /// nor write opens for reading; `directory` excludes `create`,
+    /// `exclusive` and `truncate`.
+    pub(crate) fn open_at(&self, follow: bool, path: &str, open: OpenFlags, flags: Flags) -> Result<Descriptor> {
+        self.dir()?;
+        let write = open.create || open.truncate || flags.write;
+        let read = flags.read || !flags.write;
+        if open.directory && (open.create || open.exclusive || open.truncate) {
+            return Err(Error::Invalid);
+        }
+        if write {
+            self.may_change()?;
+        }
+        let opts = OpenOptions {
+            read,
+            write,
+            append: false,
+            create: open.create,
+            exclusive: open.exclusive,
+            truncate: open.truncate,
+            directory: open.directory,
+            mode: 0o644,
+        };
+        let node = self.open_node(path, follow, &opts)?;
+        let is_dir = self.fs().metadata(node.ino)?.kind == FileType::Dir;
+        let flags = Flags {
+            read,
+            write,
+            mutate_directory: is_dir && flags.mutate_directory && self.access == Access::ReadWrite,
+            ..flags
+        };
+        Ok(Descriptor { node, is_dir, access: self.access, flags })
+    }
+
+    /// Opens what `path` names, following a symlink in the last component
+    /// when `follow` says so (or the path ends in `/`), by splicing its
+    /// target into the path and walking again from this descriptor.
+    fn open_node(&self, path: &str, follow: bool, opts: &OpenOptions) -> Result<Arc<Node>> {
+        let fs = &self.node.fs;
+        let mut path = Cow::Borrowed(path);
+        for _ in 0..=MAX_SYMLINK_HOPS {
+            let p = match self.locate(&path)? {
+                // `.`: open(2) refuses O_CREAT or writing on a directory.
+                Target::Dir(_) if opts.create || opts.writes() => return Err(Error::IsDir),
+                Target::Dir(ino) => return Node::pin(fs, ino),
+                Target::Entry(p) => p,
+            };
+            if follow || p.trailing_slash {
+                match self.kind_at(p.dir, &p.name)? {
+                    Some(_) if opts.create && opts.exclusive => return Err(Error::Exists),
+                    Some((ino, FileType::Symlink)) => {
+                        let target = fs.readlink(ino)?;
+                        path = Cow::Owned(splice(&path, &target)?);
+                        continue;
+                    }
+                    Some((_, FileType::File)) if p.trailing_slash => return Err(Error::NotDir),
+                    None if p.trailing_slash && opts.create => return Err(Error::IsDir),
+                    _ => {}
+                }
+            }
+            return Node::open(fs, p.dir, &p.name, opts);
+        }
+        Err(Error::Loop)
+    }
+}
+
+/// `path` with its last component replaced by a symlink's `target`.
+fn splice(path: &str, target: &str) -> Result<String> {
+    if target.starts_with('/') {
+        return Err(Error::NotPermitted);
+    }
+    let trailing = path.ends_with('/') || path.ends_with("/.");
+    let mut last = path;
+    while let Some(s) = last.strip_suffix('/').or_else(|| last.strip_suffix("/.")) {
+        last = s;
+    }
+    let dir = last.rfind('/').map_or("", |i| &last[..=i]);
+    Ok(format!("{dir}{target}{}", if trailing { "/" } else { "" }))
+}
+
+/// `metadata-hash`: a bijective mix of the inode number keyed by the
+/// device, so no two inodes of one filesystem collide. The p1 adapter calls
+/// it once per directory entry, so it must be cheap.
+fn metadata_hash(device: u64, ino: Ino) -> (u64, u64) {
+    let lower = mix(ino ^ mix(device));
+    (lower, mix(lower ^ 0x9e37_79b9_7f4a_7c15))
+}
+
+/// The splitmix64 finalizer: a bijection on u64.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splice_replaces_last_component() {
+        assert_eq!(splice("l", "t").unwrap(), "t");
+        assert_eq!(splice("a/b/l", "../t").unwrap(), "a/b/../t");
+        assert_eq!(splice("a/l/", "d").unwrap(), "a/d/");
+        assert_eq!(splice("a/l/.", "d").unwrap(), "a/d/");
+        assert_eq!(splice("a//l", "d").unwrap(), "a//d");
+        assert_eq!(splice("a/l", "/etc"), Err(Error::NotPermitted));
+    }
+
+    #[test]
+    fn hash_is_injective_per_device() {
+        let mut seen = std::collections::HashSet::new();
+        for ino in 0..10_000 {
+            assert!(seen.insert(metadata_hash(7, ino).0));
+        }
+        assert_ne!(metadata_hash(1, 5), metadata_hash(2, 5));
+    }
+}

@@ -1,0 +1,182 @@
+//! `wasi:filesystem` 0.2 served from PackFS.
+//!
+//! wasmtime-wasi has no pluggable filesystem, so PackFS brings its own
+//! implementation of the two filesystem interfaces and links everything else
+//! (io, clocks, random, cli, sockets) from wasmtime-wasi, one interface at a
+//! time. Both share one [`ResourceTable`]: streams PackFS creates are
+//! wasmtime-wasi's `DynInputStream`/`DynOutputStream`, polled and read by its
+//! `wasi:io` implementation.
+//!
+//! - [`descriptor`]: the model — what a descriptor is, every permission check;
+//! - [`types`]: the thin `wasi:filesystem/types` adapter over the model;
+//! - [`streams`]: file streams and directory listings;
+//! - [`preopens`]: the preopen table ([`PackFsCtx`]) and `get-directories`;
+//! - [`errors`]: `packfs_core::Error` → WASI `error-code`, in one match.
+
+mod descriptor;
+mod errors;
+mod preopens;
+mod streams;
+mod types;
+
+use wasmtime::component::{HasData, Linker, ResourceTable};
+use wasmtime_wasi::WasiView;
+
+pub use descriptor::{Access, Descriptor};
+pub use errors::{FsError, error_code};
+pub use preopens::{PackFsCtx, PackFsCtxBuilder};
+pub use streams::DirStream;
+
+/// Generated bindings for `wasi:filesystem/{types,preopens}` (WIT copied
+/// from wasmtime-wasi 48, package version 0.2.12; guests importing
+/// 0.2.0..=0.2.12 link against it by semver).
+#[allow(missing_docs, reason = "generated; the WIT documents it")]
+pub mod bindings {
+    wasmtime::component::bindgen!({
+        path: "wit",
+        world: "packfs:host/filesystem",
+        imports: { default: trappable },
+        trappable_error_type: {
+            "wasi:filesystem/types.error-code" => crate::wasi::FsError,
+        },
+        with: {
+            "wasi:io": wasmtime_wasi::p2::bindings::io,
+            "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
+            "wasi:filesystem/types.descriptor": crate::wasi::Descriptor,
+            "wasi:filesystem/types.directory-entry-stream": crate::wasi::DirStream,
+        },
+        // The wasi:io resources are wasmtime-wasi's async ones.
+        require_store_data_send: true,
+    });
+
+    pub use self::wasi::filesystem::{preopens, types};
+}
+
+/// What the filesystem host functions borrow from the store: the preopen
+/// table and the resource table shared with wasmtime-wasi.
+pub struct PackFsCtxView<'a> {
+    /// The preopens.
+    pub ctx: &'a mut PackFsCtx,
+    /// The table holding descriptors, streams and every other WASI resource.
+    pub table: &'a mut ResourceTable,
+}
+
+/// A store's data that can lend a [`PackFsCtxView`].
+///
+/// Implement it next to [`wasmtime_wasi::WasiView`], returning the *same*
+/// `ResourceTable` from both.
+pub trait PackFsView: Send {
+    /// Borrows the PackFS context and the resource table.
+    fn packfs(&mut self) -> PackFsCtxView<'_>;
+}
+
+/// The [`HasData`] marker for PackFS's filesystem host functions.
+pub struct PackFs;
+
+impl HasData for PackFs {
+    type Data<'a> = PackFsCtxView<'a>;
+}
+
+/// `HasData` for wasmtime-wasi's `wasi:io`, whose host state is the table.
+struct HasTable;
+
+impl HasData for HasTable {
+    type Data<'a> = &'a mut ResourceTable;
+}
+
+/// Adds `wasi:filesystem/types` and `wasi:filesystem/preopens`, served by
+/// PackFS, to `linker` — and nothing else.
+///
+/// For plugin hosts that build their own WASI linker: link every other
+/// interface yourself (wasmtime-wasi's per-interface `add_to_linker`
+/// functions, sync or async) but **not** wasmtime-wasi's filesystem, then
+/// call this. The filesystem functions are synchronous (PackFS never blocks
+/// on the host), so they serve sync and async stores alike.
+///
+/// ```
+/// use packfs_host::wasi::{PackFsCtx, PackFsCtxView, PackFsView};
+/// use wasmtime::component::{Linker, ResourceTable};
+///
+/// struct Plugin { fs: PackFsCtx, table: ResourceTable }
+/// impl PackFsView for Plugin {
+///     fn packfs(&mut self) -> PackFsCtxView<'_> {
+///         PackFsCtxView { ctx: &mut self.fs, table: &mut self.table }
+///     }
+/// }
+///
+/// let engine = wasmtime::Engine::default();
+/// let mut linker = Linker::<Plugin>::new(&engine);
+/// packfs_host::wasi::add_filesystem_to_linker(&mut linker)?;
+/// # Ok::<(), wasmtime::Error>(())
+/// ```
+pub fn add_filesystem_to_linker<T: PackFsView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    bindings::types::add_to_linker::<T, PackFs>(linker, T::packfs)?;
+    bindings::preopens::add_to_linker::<T, PackFs>(linker, T::packfs)?;
+    Ok(())
+}
+
+/// Adds all of `wasi:cli/imports` to `linker`: wasmtime-wasi's synchronous
+/// io, clocks, random, cli and sockets, and PackFS's filesystem.
+///
+/// The store's data must lend both views over one shared `ResourceTable`.
+/// Preopens configured on the `WasiCtx` are ignored: the filesystem is
+/// PackFS's, configured with [`PackFsCtx`].
+pub fn add_to_linker_sync<T: WasiView + PackFsView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::p2::bindings::sync;
+    let l = linker;
+    wasmtime_wasi::p2::bindings::io::error::add_to_linker::<T, HasTable>(l, |t| t.ctx().table)?;
+    sync::io::poll::add_to_linker::<T, HasTable>(l, |t| t.ctx().table)?;
+    sync::io::streams::add_to_linker::<T, HasTable>(l, |t| t.ctx().table)?;
+    add_nonblocking(l)?;
+    sync::sockets::tcp::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sync::sockets::udp::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sync::sockets::udp_create_socket::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    add_filesystem_to_linker(l)
+}
+
+/// As [`add_to_linker_sync`], with wasmtime-wasi's async io and sockets, for
+/// stores of an engine with async support.
+pub fn add_to_linker_async<T: WasiView + PackFsView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::p2::bindings::{io, sockets};
+    let l = linker;
+    io::error::add_to_linker::<T, HasTable>(l, |t| t.ctx().table)?;
+    io::poll::add_to_linker::<T, HasTable>(l, |t| t.ctx().table)?;
+    io::streams::add_to_linker::<T, HasTable>(l, |t| t.ctx().table)?;
+    add_nonblocking(l)?;
+    sockets::tcp::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sockets::udp::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sockets::udp_create_socket::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    add_filesystem_to_linker(l)
+}
+
+use wasmtime_wasi::cli::{WasiCli, WasiCliView as _};
+use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView as _};
+use wasmtime_wasi::random::{WasiRandom, WasiRandomView as _};
+use wasmtime_wasi::sockets::{WasiSockets, WasiSocketsView as _};
+
+/// The interfaces whose wasmtime-wasi bindings are the same for sync and
+/// async stores (wasmtime-wasi's own `add_nonblocking_to_linker`, minus
+/// its filesystem).
+fn add_nonblocking<T: WasiView + 'static>(l: &mut Linker<T>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::p2::bindings::{cli, clocks, random, sockets};
+    clocks::wall_clock::add_to_linker::<T, WasiClocks>(l, T::clocks)?;
+    clocks::monotonic_clock::add_to_linker::<T, WasiClocks>(l, T::clocks)?;
+    random::random::add_to_linker::<T, WasiRandom>(l, T::random)?;
+    random::insecure::add_to_linker::<T, WasiRandom>(l, T::random)?;
+    random::insecure_seed::add_to_linker::<T, WasiRandom>(l, T::random)?;
+    cli::exit::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::environment::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::stdin::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::stdout::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::stderr::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::terminal_input::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::terminal_output::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::terminal_stdin::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::terminal_stdout::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    cli::terminal_stderr::add_to_linker::<T, WasiCli>(l, T::cli)?;
+    sockets::tcp_create_socket::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sockets::instance_network::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sockets::network::add_to_linker::<T, WasiSockets>(l, &Default::default(), T::sockets)?;
+    sockets::ip_name_lookup::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    Ok(())
+}

@@ -1,0 +1,108 @@
+//! The preopen table and `wasi:filesystem/preopens`.
+
+use std::sync::Arc;
+
+use packfs_core::FileSystem;
+use wasmtime::component::Resource;
+use wasmtime::error::Context as _;
+
+use super::PackFsCtxView;
+use super::bindings::preopens;
+use super::descriptor::{Access, Descriptor};
+
+/// One guest-visible directory.
+#[derive(Clone)]
+struct Preopen {
+    guest_path: String,
+    fs: Arc<dyn FileSystem>,
+    access: Access,
+}
+
+/// The PackFS side of a guest's WASI state: which filesystems the guest
+/// sees, where, and with what [`Access`].
+///
+/// Any [`FileSystem`] serves: a [`MemFs`](packfs_core::MemFs), a read-only
+/// [`Snapshot`](packfs_core::Snapshot), a pack, an overlay, a mount table.
+/// Preopening one filesystem at two paths shows the same tree twice.
+#[derive(Clone, Default)]
+pub struct PackFsCtx {
+    preopens: Vec<Preopen>,
+}
+
+impl PackFsCtx {
+    /// Starts an empty preopen table.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use packfs_core::{FileSystem, MemFs};
+    /// use packfs_host::wasi::PackFsCtx;
+    ///
+    /// let work = Arc::new(MemFs::new());
+    /// let assets = Arc::new(work.snapshot());
+    /// let ctx = PackFsCtx::builder()
+    ///     .preopen("/work", work.clone())
+    ///     .preopen_read_only("/assets", assets)
+    ///     .build();
+    /// assert_eq!(ctx.guest_paths().collect::<Vec<_>>(), ["/work", "/assets"]);
+    /// ```
+    pub fn builder() -> PackFsCtxBuilder {
+        PackFsCtxBuilder::default()
+    }
+
+    /// The guest paths of the preopens, in the order the guest sees them.
+    pub fn guest_paths(&self) -> impl Iterator<Item = &str> {
+        self.preopens.iter().map(|p| p.guest_path.as_str())
+    }
+}
+
+/// Builds a [`PackFsCtx`].
+#[derive(Default)]
+pub struct PackFsCtxBuilder {
+    preopens: Vec<Preopen>,
+}
+
+impl PackFsCtxBuilder {
+    /// Shows the root of `fs` to the guest at `guest_path`, read-write (as
+    /// far as `fs` itself allows: a snapshot still answers `read-only`).
+    pub fn preopen(&mut self, guest_path: impl Into<String>, fs: Arc<dyn FileSystem>) -> &mut Self {
+        self.preopen_with(guest_path, fs, Access::ReadWrite)
+    }
+
+    /// Shows the root of `fs` at `guest_path`; every change through it is
+    /// refused with `not-permitted`, as wasmtime-wasi does for a read-only
+    /// preopen.
+    pub fn preopen_read_only(&mut self, guest_path: impl Into<String>, fs: Arc<dyn FileSystem>) -> &mut Self {
+        self.preopen_with(guest_path, fs, Access::ReadOnly)
+    }
+
+    /// Shows the root of `fs` at `guest_path` with the given access.
+    pub fn preopen_with(
+        &mut self,
+        guest_path: impl Into<String>,
+        fs: Arc<dyn FileSystem>,
+        access: Access,
+    ) -> &mut Self {
+        self.preopens.push(Preopen { guest_path: guest_path.into(), fs, access });
+        self
+    }
+
+    /// The finished table.
+    pub fn build(&mut self) -> PackFsCtx {
+        PackFsCtx { preopens: std::mem::take(&mut self.preopens) }
+    }
+}
+
+impl preopens::Host for PackFsCtxView<'_> {
+    fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
+        let mut out = Vec::with_capacity(self.ctx.preopens.len());
+        for p in &self.ctx.preopens {
+            // Pinning a root fails only if the backend itself is broken:
+            // nothing the guest could handle, so it traps.
+            let d = Descriptor::preopen(&p.fs, p.access)
+                .map_err(wasmtime::Error::new)
+                .with_context(|| format!("opening preopen {}", p.guest_path))?;
+            out.push((self.table.push(d)?, p.guest_path.clone()));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,180 @@
+//! File streams (`read-via-stream`, `write-via-stream`, `append-via-stream`)
+//! and directory listings (`read-directory`).
+//!
+//! PackFS never waits on the host, so every stream is always ready and each
+//! call does its I/O on the spot. Stream rules from `wasi:io`: end of file
+//! is [`StreamError::Closed`] (an empty read means "not ready yet", and
+//! `blocking-read` traps after ten of those); a failure is
+//! [`StreamError::LastOperationFailed`] carrying the `packfs_core::Error`,
+//! which `filesystem-error-code` downcasts back, and closes the stream.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use packfs_core::{DirEntry, Result};
+use wasmtime_wasi::async_trait;
+use wasmtime_wasi::p2::{InputStream, OutputStream, Pollable, StreamError, StreamResult};
+
+use super::descriptor::Node;
+
+/// Most bytes one stream call reads or accepts: bounds the host memory a
+/// guest can make one call allocate.
+pub(crate) const MAX_IO_CHUNK: usize = 1 << 20;
+
+/// Directory entries fetched from the backend per batch.
+const DIR_BATCH: usize = 256;
+
+fn failed(e: packfs_core::Error) -> StreamError {
+    StreamError::LastOperationFailed(wasmtime::Error::new(e))
+}
+
+/// A file read from a position onwards.
+pub(crate) struct FileReader {
+    node: Arc<Node>,
+    position: u64,
+    closed: bool,
+}
+
+impl FileReader {
+    pub(crate) fn new(node: Arc<Node>, position: u64) -> Self {
+        FileReader { node, position, closed: false }
+    }
+}
+
+#[async_trait]
+impl Pollable for FileReader {
+    async fn ready(&mut self) {}
+}
+
+impl InputStream for FileReader {
+    fn read(&mut self, size: usize) -> StreamResult<Bytes> {
+        if self.closed {
+            return Err(StreamError::Closed);
+        }
+        if size == 0 {
+            return Ok(Bytes::new());
+        }
+        let mut buf = BytesMut::zeroed(size.min(MAX_IO_CHUNK));
+        let n = match self.node.fs.read_at(self.node.ino, self.position, &mut buf) {
+            Ok(0) => {
+                self.closed = true;
+                return Err(StreamError::Closed);
+            }
+            Ok(n) => n,
+            Err(e) => {
+                self.closed = true;
+                return Err(failed(e));
+            }
+        };
+        buf.truncate(n);
+        self.position += n as u64;
+        Ok(buf.freeze())
+    }
+}
+
+/// Where a [`FileWriter`] writes.
+enum Mode {
+    At(u64),
+    Append,
+}
+
+/// A file written from a position onwards, or appended to.
+pub(crate) struct FileWriter {
+    node: Arc<Node>,
+    mode: Mode,
+    /// Sync after every write (the descriptor asked for integrity sync).
+    sync: bool,
+    closed: bool,
+}
+
+impl FileWriter {
+    pub(crate) fn at(node: Arc<Node>, position: u64, sync: bool) -> Self {
+        FileWriter { node, mode: Mode::At(position), sync, closed: false }
+    }
+
+    pub(crate) fn append(node: Arc<Node>, sync: bool) -> Self {
+        FileWriter { node, mode: Mode::Append, sync, closed: false }
+    }
+
+    fn write_all(&mut self, data: &[u8]) -> Result<()> {
+        let (fs, ino) = (&self.node.fs, self.node.ino);
+        match &mut self.mode {
+            Mode::At(position) => {
+                let mut rest = data;
+                while !rest.is_empty() {
+                    let n = fs.write_at(ino, *position, rest)?;
+                    if n == 0 {
+                        return Err(packfs_core::Error::Io("backend wrote nothing".into()));
+                    }
+                    *position += n as u64;
+                    rest = &rest[n..];
+                }
+            }
+            Mode::Append => {
+                fs.append(ino, data)?;
+            }
+        }
+        if self.sync { fs.sync(ino) } else { Ok(()) }
+    }
+
+    fn open(&self) -> StreamResult<()> {
+        if self.closed { Err(StreamError::Closed) } else { Ok(()) }
+    }
+}
+
+#[async_trait]
+impl Pollable for FileWriter {
+    async fn ready(&mut self) {}
+}
+
+impl OutputStream for FileWriter {
+    fn write(&mut self, bytes: Bytes) -> StreamResult<()> {
+        self.open()?;
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.write_all(&bytes).map_err(|e| {
+            self.closed = true;
+            failed(e)
+        })
+    }
+
+    fn flush(&mut self) -> StreamResult<()> {
+        self.open()
+    }
+
+    fn check_write(&mut self) -> StreamResult<usize> {
+        self.open()?;
+        Ok(MAX_IO_CHUNK)
+    }
+}
+
+/// A directory's entries in the backend's stable order, fetched in batches
+/// and resumed by name: entries added or removed meanwhile neither repeat
+/// nor shift the rest. The `directory-entry-stream` resource.
+pub struct DirStream {
+    node: Arc<Node>,
+    /// The name to resume after; `None` before the first batch.
+    after: Option<Arc<str>>,
+    batch: VecDeque<DirEntry>,
+    done: bool,
+}
+
+impl DirStream {
+    pub(crate) fn new(node: Arc<Node>) -> Self {
+        DirStream { node, after: None, batch: VecDeque::new(), done: false }
+    }
+
+    pub(crate) fn next_entry(&mut self) -> Result<Option<DirEntry>> {
+        if self.batch.is_empty() && !self.done {
+            let entries = self.node.fs.read_dir(self.node.ino, self.after.as_deref(), DIR_BATCH)?;
+            self.done = entries.len() < DIR_BATCH;
+            if let Some(last) = entries.last() {
+                self.after = Some(Arc::clone(&last.name));
+            }
+            self.batch = entries.into();
+        }
+        Ok(self.batch.pop_front())
+    }
+}
