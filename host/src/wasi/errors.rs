@@ -54,11 +54,15 @@ pub fn error_code(e: &Error) -> ErrorCode {
         Error::BadDescriptor => ErrorCode::BadDescriptor,
         Error::TooManyLinks => ErrorCode::TooManyLinks,
         Error::Unsupported => ErrorCode::Unsupported,
+        Error::Busy => ErrorCode::Busy,
         Error::Io(_) => ErrorCode::Io,
-        Error::Corrupt(_) => ErrorCode::Io,
-        Error::UnsupportedVersion { .. } => ErrorCode::Unsupported,
-        // `Error` is `#[non_exhaustive]`, so this arm is required outside
-        // core; a variant added there lands here until mapped above.
-        _ => ErrorCode::Io,
+        // `Error` is `#[non_exhaustive]`, so a wildcard is required outside
+        // core. Variants not named above (a pack's `Corrupt`, `EIO`, and
+        // `UnsupportedVersion`, `ENOTSUP`) fall back on core's own
+        // exhaustive errno mapping.
+        other => match other.errno_name() {
+            "ENOTSUP" => ErrorCode::Unsupported,
+            _ => ErrorCode::Io,
+        },
     }
 }
