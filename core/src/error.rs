@@ -81,6 +81,18 @@ pub enum Error {
     /// `io` (EIO): the backend failed; the message says how.
     #[error("i/o error: {0}")]
     Io(String),
+    /// `io` (EIO): a pack failed a check; the payload says where and which.
+    #[error("{0}")]
+    Corrupt(crate::pack::CorruptPack),
+    /// `unsupported` (ENOTSUP): a pack of a format version, or needing a
+    /// feature flag, this reader does not know.
+    #[error("unsupported pack format version {version} (incompatible flags {incompat_flags:#x})")]
+    UnsupportedVersion {
+        /// The pack's format version.
+        version: u32,
+        /// The pack's incompatible-feature flags.
+        incompat_flags: u32,
+    },
 }
 
 impl Error {
@@ -106,7 +118,8 @@ impl Error {
             Error::TooManyLinks => "EMLINK",
             Error::Busy => "EBUSY",
             Error::Unsupported => "ENOTSUP",
-            Error::Io(_) => "EIO",
+            Error::Io(_) | Error::Corrupt(_) => "EIO",
+            Error::UnsupportedVersion { .. } => "ENOTSUP",
         }
     }
 }

@@ -51,6 +51,7 @@ mod fs;
 pub mod mem;
 mod meta;
 pub mod mount;
+pub mod pack;
 pub mod path;
 pub mod resolve;
 pub mod treap;

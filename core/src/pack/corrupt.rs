@@ -1,0 +1,193 @@
+//! [`CorruptPack`]: what is wrong with a pack, and where.
+//!
+//! Every check a reader makes on untrusted bytes fails with one of these: the
+//! byte offset of the structure that failed and a [`CorruptKind`] naming the
+//! check, with the expected and actual values where there are two. It
+//! travels inside [`Error::Corrupt`](crate::Error::Corrupt) (errno `EIO`).
+
+use std::fmt;
+
+/// A pack failed a check: `kind` says which, `offset` is the absolute byte
+/// offset in the pack of the structure (header, record, blob) that failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorruptPack {
+    /// Byte offset in the pack of the structure that failed the check.
+    pub offset: u64,
+    /// The check that failed.
+    pub kind: CorruptKind,
+}
+
+impl CorruptPack {
+    pub(crate) fn new(offset: u64, kind: CorruptKind) -> Self {
+        CorruptPack { offset, kind }
+    }
+}
+
+impl fmt::Display for CorruptPack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "corrupt pack at byte {}: {}", self.offset, self.kind)
+    }
+}
+
+/// Which structure of a pack failed which check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Structure {
+    /// The fixed header at offset 0.
+    Header,
+    /// The fixed trailer at the end.
+    Trailer,
+    /// The index region (inode, dirent, blob and string tables).
+    Index,
+    /// One record of the inode table.
+    Inode,
+    /// One record of the dirent table.
+    Dirent,
+    /// One record of the blob table.
+    BlobRecord,
+    /// The bytes of one blob in the data section.
+    Blob,
+}
+
+impl fmt::Display for Structure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Structure::Header => "header",
+            Structure::Trailer => "trailer",
+            Structure::Index => "index",
+            Structure::Inode => "inode record",
+            Structure::Dirent => "dirent record",
+            Structure::BlobRecord => "blob record",
+            Structure::Blob => "blob",
+        })
+    }
+}
+
+/// The check a pack failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CorruptKind {
+    /// The bytes are shorter than the structure being read.
+    Truncated {
+        /// Bytes the structure needs.
+        needed: u64,
+        /// Bytes that were there.
+        available: u64,
+    },
+    /// The magic number is wrong: this is not a pack (or not its header or
+    /// trailer).
+    BadMagic(Structure),
+    /// A checksum does not match the bytes it covers.
+    Checksum {
+        /// What the checksum covers.
+        of: Structure,
+        /// The checksum stored in the pack.
+        expected: u64,
+        /// The checksum of the bytes as they are.
+        actual: u64,
+    },
+    /// A field holds a value the format does not allow.
+    BadField {
+        /// The structure holding the field.
+        of: Structure,
+        /// The field's name as the spec (`docs/pack-format.md`) spells it.
+        field: &'static str,
+        /// The value found.
+        value: u64,
+    },
+    /// A range (offset, length) points outside the region it must lie in,
+    /// or its end overflows.
+    OutOfBounds {
+        /// The structure holding the range.
+        of: Structure,
+        /// The field's name as the spec spells it.
+        field: &'static str,
+        /// Start of the range.
+        start: u64,
+        /// Length of the range.
+        len: u64,
+        /// End of the region it must lie in.
+        limit: u64,
+    },
+    /// The header and trailer disagree on the format version.
+    VersionMismatch {
+        /// The header's version.
+        header: u32,
+        /// The trailer's version.
+        trailer: u32,
+    },
+    /// The trailer's `pack_len` is not the length of the bytes.
+    LengthMismatch {
+        /// `pack_len` from the trailer.
+        expected: u64,
+        /// The length of the bytes.
+        actual: u64,
+    },
+    /// A name or symlink target is not valid UTF-8, or not a valid name.
+    BadName,
+    /// A directory's entries are not in strictly increasing byte order of
+    /// their names (out of order, or a name twice).
+    Unsorted,
+    /// The directories' entry runs do not tile the dirent table in order.
+    BadRun {
+        /// Where the run should start (after the last run: the table's end).
+        expected: u64,
+        /// Where it starts (after the last run: where that run ended).
+        actual: u64,
+    },
+    /// The tree's shape is wrong: a directory named twice or never, a
+    /// directory named by an entry before it (which could make a cycle), a
+    /// parent pointer that disagrees with the entries, an inode no entry
+    /// names, or the root named by an entry.
+    BadTree {
+        /// The inode index at fault.
+        inode: u64,
+    },
+    /// A stored link count disagrees with the entries.
+    LinkCount {
+        /// The inode index.
+        inode: u64,
+        /// `nlink` as stored.
+        expected: u64,
+        /// The count the entries give.
+        actual: u64,
+    },
+}
+
+impl fmt::Display for CorruptKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            CorruptKind::Truncated { needed, available } => {
+                write!(f, "truncated: needs {needed} bytes, {available} available")
+            }
+            CorruptKind::BadMagic(s) => write!(f, "bad {s} magic"),
+            CorruptKind::Checksum { of, expected, actual } => {
+                write!(f, "{of} checksum mismatch: stored {expected:#018x}, computed {actual:#018x}")
+            }
+            CorruptKind::BadField { of, field, value } => write!(f, "{of} field {field} has invalid value {value}"),
+            CorruptKind::OutOfBounds { of, field, start, len, limit } => {
+                write!(f, "{of} field {field}: range {start}+{len} exceeds {limit}")
+            }
+            CorruptKind::VersionMismatch { header, trailer } => {
+                write!(f, "header version {header} != trailer version {trailer}")
+            }
+            CorruptKind::LengthMismatch { expected, actual } => {
+                write!(f, "trailer says {expected} bytes, pack has {actual}")
+            }
+            CorruptKind::BadName => f.write_str("invalid name or symlink target"),
+            CorruptKind::Unsorted => f.write_str("directory entries not strictly sorted"),
+            CorruptKind::BadRun { expected, actual } => {
+                write!(f, "directory run starts at entry {actual}, expected {expected}")
+            }
+            CorruptKind::BadTree { inode } => write!(f, "malformed tree at inode index {inode}"),
+            CorruptKind::LinkCount { inode, expected, actual } => {
+                write!(f, "inode index {inode} stores nlink {expected}, entries give {actual}")
+            }
+        }
+    }
+}
+
+impl From<CorruptPack> for crate::Error {
+    fn from(c: CorruptPack) -> Self {
+        crate::Error::Corrupt(c)
+    }
+}

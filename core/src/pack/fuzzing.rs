@@ -1,0 +1,99 @@
+//! Helpers shared by the mutation test and the `fuzz/` targets. Not part
+//! of the stable API.
+
+use std::collections::VecDeque;
+
+use super::blob::checksum;
+use super::header::HEADER_LEN;
+use super::reader::{PackFs, ReadOptions};
+use super::trailer::TRAILER_LEN;
+use crate::{FileSystem, FileType};
+
+fn put_u64(bytes: &mut [u8], at: usize, v: u64) {
+    if let Some(dst) = bytes.get_mut(at..at + 8) {
+        dst.copy_from_slice(&v.to_le_bytes());
+    }
+}
+
+fn get_u64(bytes: &[u8], at: usize) -> Option<u64> {
+    bytes.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+}
+
+/// Rewrites the header checksum, the trailer's `pack_len`, the index
+/// checksum (when the trailer's `index_offset` is in range) and the trailer
+/// checksum of possibly mutated pack bytes, so that the mutation reaches
+/// the structural checks behind them.
+pub fn reseal(bytes: &mut [u8]) {
+    let len = bytes.len();
+    if len >= HEADER_LEN as usize {
+        let sum = checksum(&bytes[..56]);
+        put_u64(bytes, 56, sum);
+    }
+    let Some(t) = len.checked_sub(TRAILER_LEN as usize).filter(|&t| t >= HEADER_LEN as usize) else { return };
+    put_u64(bytes, t + 16, len as u64);
+    if let Some(index) = get_u64(bytes, t + 40).and_then(|o| usize::try_from(o).ok()).filter(|&o| o <= t) {
+        let sum = checksum(&bytes[index..t]);
+        put_u64(bytes, t + 48, sum);
+    }
+    let sum = checksum(&bytes[t..t + 120]);
+    put_u64(bytes, t + 120, sum);
+}
+
+/// Opens `bytes` as a pack both ways (with and without checking blobs on
+/// read) and, when it opens, walks every directory (in pages, resuming from
+/// cookies), looks every name up again, reads every file (`read_at` in
+/// pieces and `file_bytes`), reads every symlink and verifies. It panics
+/// only if the reader contradicts itself on a pack that opened; any error
+/// is fine. Returns whether the pack opened.
+pub fn exercise(bytes: &[u8]) -> bool {
+    let mut opened = false;
+    for opts in [ReadOptions::new(), ReadOptions::new().verify_on_read(true)] {
+        let Ok(fs) = PackFs::open_with(bytes, opts) else { continue };
+        opened = true;
+        let mut queue = VecDeque::from([fs.root()]);
+        let mut visited = 0u64;
+        while let Some(dir) = queue.pop_front() {
+            visited += 1;
+            assert!(visited <= fs.info().inodes, "walk visits a directory twice");
+            let mut after: Option<std::sync::Arc<str>> = None;
+            while let Ok(page) = fs.read_dir(dir, after.as_deref(), 3) {
+                let Some(last) = page.last() else { break };
+                after = Some(last.name.clone());
+                for e in page {
+                    assert_eq!(fs.lookup(dir, &e.name), Ok(e.ino), "lookup disagrees with read_dir");
+                    let Ok(meta) = fs.metadata(e.ino) else { continue };
+                    assert_eq!(meta.kind, e.kind);
+                    match e.kind {
+                        FileType::Dir => queue.push_back(e.ino),
+                        FileType::Symlink => {
+                            if let Ok(t) = fs.readlink(e.ino) {
+                                assert_eq!(t.len() as u64, meta.size);
+                            }
+                        }
+                        FileType::File => read_file(&fs, e.ino, meta.size),
+                    }
+                }
+            }
+        }
+        let _ = fs.verify();
+    }
+    opened
+}
+
+fn read_file(fs: &PackFs<&[u8]>, ino: u64, size: u64) {
+    let whole = fs.file_bytes(ino);
+    let mut buf = [0u8; 4096];
+    let mut pos = 0u64;
+    let mut read = Vec::new();
+    while let Ok(n) = fs.read_at(ino, pos, &mut buf) {
+        if n == 0 {
+            break;
+        }
+        read.extend_from_slice(&buf[..n]);
+        pos += n as u64;
+    }
+    if let Ok(whole) = whole {
+        assert_eq!(whole.len() as u64, size);
+        assert_eq!(read, whole, "read_at disagrees with file_bytes");
+    }
+}

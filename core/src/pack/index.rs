@@ -1,0 +1,404 @@
+//! [`Index`]: a pack's tables, checked once at open, then read in place.
+//!
+//! Opening checks the header, the trailer and its geometry, the index
+//! checksum, and then the whole structure in one pass over the tables — time
+//! and memory proportional to the index (entries), never to the data:
+//!
+//! - every blob record lies inside the data section, aligned, in order,
+//!   without overlap;
+//! - every file names an existing blob of exactly its size; every symlink
+//!   target lies in the string pool and is valid;
+//! - the directories' entry runs tile the dirent table in inode order, each
+//!   run's names valid and strictly increasing;
+//! - every entry names an inode other than the root; a directory is named by
+//!   exactly one entry, of a directory *before* it, which is its `parent`
+//!   (so following parents strictly decreases the index and ends at the
+//!   root: no cycle can exist, and every inode is reachable);
+//! - every inode other than the root is named at least once; link counts
+//!   agree with the entries.
+//!
+//! After that, accessors still check every offset they use (they return
+//! [`CorruptPack`] rather than trust the pass above), but they cannot fail on
+//! a pack that opened.
+
+use super::blob::{self, BlobRecord};
+use super::corrupt::{CorruptKind, CorruptPack, Structure};
+use super::cursor::{bad_field, range, slice};
+use super::dirent::{self, DirentRecord};
+use super::header::Header;
+use super::inode::{self, Body, InodeRecord};
+use super::trailer::{Table, Trailer};
+use crate::Error;
+use crate::path::validate_name;
+
+/// The checked geometry of one pack. It holds no bytes: every accessor takes
+/// the pack's bytes, which must be the ones it was opened on.
+#[derive(Debug, Clone)]
+pub(crate) struct Index {
+    pub(crate) header: Header,
+    pub(crate) trailer: Trailer,
+}
+
+/// Absolute offset of record `i` of `table`, for error reports only
+/// (saturating: a report never overflows).
+fn at(table: Table, len: u64, i: u64) -> u64 {
+    table.offset.saturating_add(i.saturating_mul(len))
+}
+
+fn record(pack: &[u8], table: Table, len: u64, i: u64, of: Structure) -> Result<(&[u8], u64), CorruptPack> {
+    let bad = || {
+        CorruptPack::new(
+            table.offset,
+            CorruptKind::OutOfBounds { of, field: "index", start: i, len: 1, limit: table.count },
+        )
+    };
+    if i >= table.count {
+        return Err(bad());
+    }
+    let at = i.checked_mul(len).and_then(|o| o.checked_add(table.offset)).ok_or_else(bad)?;
+    Ok((slice(pack, of, "index", at, len, at)?, at))
+}
+
+impl Index {
+    /// Opens `pack`: header, trailer, index checksum, structure.
+    pub(crate) fn open(pack: &[u8]) -> Result<Index, Error> {
+        let header = Header::decode(pack)?;
+        let trailer = Trailer::decode(pack, &header)?;
+        let index = Index { header, trailer };
+        index.check_checksum(pack)?;
+        index.check_structure(pack)?;
+        Ok(index)
+    }
+
+    /// Number of inodes.
+    pub(crate) fn inode_count(&self) -> u64 {
+        self.trailer.inodes.count
+    }
+
+    /// Number of blobs.
+    pub(crate) fn blob_count(&self) -> u64 {
+        self.trailer.blobs.count
+    }
+
+    /// Checks the index checksum.
+    pub(crate) fn check_checksum(&self, pack: &[u8]) -> Result<(), CorruptPack> {
+        let t = &self.trailer;
+        let end = Trailer::offset_in(pack.len() as u64)?;
+        let len = end.checked_sub(t.index_offset).ok_or(CorruptPack::new(
+            end,
+            CorruptKind::OutOfBounds {
+                of: Structure::Trailer,
+                field: "index_offset",
+                start: t.index_offset,
+                len: 0,
+                limit: end,
+            },
+        ))?;
+        let region = slice(pack, Structure::Index, "index_offset", t.index_offset, len, end)?;
+        let actual = blob::checksum(region);
+        if actual != t.index_checksum {
+            let kind = CorruptKind::Checksum { of: Structure::Index, expected: t.index_checksum, actual };
+            return Err(CorruptPack::new(t.index_offset, kind));
+        }
+        Ok(())
+    }
+
+    /// Inode record `i`.
+    pub(crate) fn inode(&self, pack: &[u8], i: u64) -> Result<InodeRecord, CorruptPack> {
+        let (bytes, at) = record(pack, self.trailer.inodes, inode::RECORD_LEN, i, Structure::Inode)?;
+        InodeRecord::decode(bytes, at)
+    }
+
+    /// Dirent record `j`.
+    pub(crate) fn dirent(&self, pack: &[u8], j: u64) -> Result<DirentRecord, CorruptPack> {
+        let (bytes, at) = record(pack, self.trailer.dirents, dirent::RECORD_LEN, j, Structure::Dirent)?;
+        DirentRecord::decode(bytes, at)
+    }
+
+    /// Blob record `k`.
+    pub(crate) fn blob(&self, pack: &[u8], k: u64) -> Result<BlobRecord, CorruptPack> {
+        let (bytes, at) = record(pack, self.trailer.blobs, blob::RECORD_LEN, k, Structure::BlobRecord)?;
+        BlobRecord::decode(bytes, at)
+    }
+
+    /// `len` bytes at `offset` in the string pool, as UTF-8.
+    fn string<'a>(
+        &self,
+        pack: &'a [u8],
+        offset: u64,
+        len: u64,
+        of: Structure,
+        at: u64,
+    ) -> Result<&'a str, CorruptPack> {
+        let t = &self.trailer;
+        range(of, "string", offset, len, 0, t.strings_len, at)?;
+        // Cannot overflow: strings_offset + strings_len was checked.
+        let start = t.strings_offset.checked_add(offset).ok_or(CorruptPack::new(at, CorruptKind::BadName))?;
+        let bytes = slice(pack, of, "string", start, len, at)?;
+        std::str::from_utf8(bytes).map_err(|_| CorruptPack::new(at, CorruptKind::BadName))
+    }
+
+    /// A dirent's name.
+    pub(crate) fn name<'a>(&self, pack: &'a [u8], d: &DirentRecord) -> Result<&'a str, CorruptPack> {
+        self.string(pack, d.name_offset, d.name_len.into(), Structure::Dirent, d.name_offset)
+    }
+
+    /// A symlink's target (`None` for other kinds).
+    pub(crate) fn target<'a>(&self, pack: &'a [u8], r: &InodeRecord) -> Result<Option<&'a str>, CorruptPack> {
+        match r.body {
+            Body::Symlink { target } => self.string(pack, target, r.size, Structure::Inode, target).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// A blob's bytes, unchecked against its checksum.
+    pub(crate) fn blob_bytes<'a>(&self, pack: &'a [u8], b: &BlobRecord) -> Result<&'a [u8], CorruptPack> {
+        slice(pack, Structure::Blob, "offset", b.offset, b.len, b.offset)
+    }
+
+    /// Binary search for `name` in the run `first..first + count`: the
+    /// position of the first name not below `name`, and the dirent there if
+    /// its name is `name`.
+    pub(crate) fn search(
+        &self,
+        pack: &[u8],
+        first: u64,
+        count: u64,
+        name: &str,
+    ) -> Result<(u64, Option<DirentRecord>), CorruptPack> {
+        let (mut lo, mut hi) = (first, first.checked_add(count).ok_or(CorruptPack::new(first, CorruptKind::Unsorted))?);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let d = self.dirent(pack, mid)?;
+            match self.name(pack, &d)?.as_bytes().cmp(name.as_bytes()) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Equal => return Ok((mid, Some(d))),
+                std::cmp::Ordering::Greater => hi = mid,
+            }
+        }
+        Ok((lo, None))
+    }
+
+    /// The one structural pass described in the module doc.
+    fn check_structure(&self, pack: &[u8]) -> Result<(), CorruptPack> {
+        let t = &self.trailer;
+        // Cannot overflow: Trailer::decode checked it.
+        let data_end = t.data_offset.saturating_add(t.data_len);
+        let align = self.header.align();
+        let mut prev_end = t.data_offset;
+        for k in 0..t.blobs.count {
+            let b = self.blob(pack, k)?;
+            let at = at(t.blobs, blob::RECORD_LEN, k);
+            if !b.offset.is_multiple_of(align) {
+                return Err(bad_field(at, Structure::BlobRecord, "offset", b.offset));
+            }
+            prev_end = range(Structure::BlobRecord, "offset", b.offset, b.len, prev_end, data_end, at)?;
+        }
+
+        // Names per inode. Bounded by the pack's size: each inode is 48 bytes of it.
+        let count = usize::try_from(t.inodes.count)
+            .map_err(|_| bad_field(0, Structure::Trailer, "inode_count", t.inodes.count))?;
+        let mut names = vec![0u32; count];
+        let mut next_run = 0u64;
+        for i in 0..t.inodes.count {
+            let at = at(t.inodes, inode::RECORD_LEN, i);
+            let r = self.inode(pack, i)?;
+            if i == 0 && r.kind() != crate::FileType::Dir {
+                return Err(CorruptPack::new(at, CorruptKind::BadTree { inode: 0 }));
+            }
+            match r.body {
+                Body::File { blob } => {
+                    if blob >= t.blobs.count {
+                        return Err(bad_field(at, Structure::Inode, "data", blob));
+                    }
+                    if self.blob(pack, blob)?.len != r.size {
+                        return Err(bad_field(at, Structure::Inode, "size", r.size));
+                    }
+                }
+                Body::Symlink { .. } => {
+                    let target = self.target(pack, &r)?.unwrap_or_default();
+                    if target.contains('\0') {
+                        return Err(CorruptPack::new(at, CorruptKind::BadName));
+                    }
+                }
+                Body::Dir { first, count, parent } => {
+                    // The root is its own parent; any other directory's comes before it.
+                    let parent_ok = if i == 0 { parent == 0 } else { u64::from(parent) < i };
+                    if !parent_ok {
+                        return Err(CorruptPack::new(at, CorruptKind::BadTree { inode: i }));
+                    }
+                    if first != next_run {
+                        return Err(CorruptPack::new(at, CorruptKind::BadRun { expected: next_run, actual: first }));
+                    }
+                    next_run = range(Structure::Inode, "data", first, count.into(), 0, t.dirents.count, at)?;
+                    let subdirs = self.check_run(pack, i, first, count.into(), &mut names)?;
+                    let want = subdirs.saturating_add(2);
+                    if u64::from(r.nlink) != want {
+                        let kind = CorruptKind::LinkCount { inode: i, expected: r.nlink.into(), actual: want };
+                        return Err(CorruptPack::new(at, kind));
+                    }
+                }
+            }
+        }
+        if next_run != t.dirents.count {
+            return Err(CorruptPack::new(
+                t.dirents.offset,
+                CorruptKind::BadRun { expected: t.dirents.count, actual: next_run },
+            ));
+        }
+        for (i, &n) in names.iter().enumerate().skip(1) {
+            let i = i as u64;
+            let at = at(t.inodes, inode::RECORD_LEN, i);
+            if n == 0 {
+                return Err(CorruptPack::new(at, CorruptKind::BadTree { inode: i }));
+            }
+            let r = self.inode(pack, i)?;
+            if r.kind() != crate::FileType::Dir && r.nlink != n {
+                let kind = CorruptKind::LinkCount { inode: i, expected: r.nlink.into(), actual: n.into() };
+                return Err(CorruptPack::new(at, kind));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks directory `dir`'s run of entries; counts names per inode in
+    /// `names`; returns the number of subdirectories.
+    fn check_run(&self, pack: &[u8], dir: u64, first: u64, count: u64, names: &mut [u32]) -> Result<u64, CorruptPack> {
+        let t = &self.trailer;
+        let mut prev: Option<&str> = None;
+        let mut subdirs = 0u64;
+        for j in first..first.saturating_add(count) {
+            let at = at(t.dirents, dirent::RECORD_LEN, j);
+            let d = self.dirent(pack, j)?;
+            let name = self.name(pack, &d).map_err(|e| CorruptPack::new(at, e.kind))?;
+            if validate_name(name).is_err() {
+                return Err(CorruptPack::new(at, CorruptKind::BadName));
+            }
+            if prev.is_some_and(|p| p.as_bytes() >= name.as_bytes()) {
+                return Err(CorruptPack::new(at, CorruptKind::Unsorted));
+            }
+            prev = Some(name);
+            let target = u64::from(d.inode);
+            let slot = usize::try_from(d.inode).ok().filter(|_| target != 0).and_then(|n| names.get_mut(n));
+            let Some(slot) = slot else { return Err(bad_field(at, Structure::Dirent, "inode", target)) };
+            *slot = slot.saturating_add(1);
+            let named = *slot;
+            if let Body::Dir { parent, .. } = self.inode(pack, target)?.body {
+                if target <= dir || named > 1 || u64::from(parent) != dir {
+                    return Err(CorruptPack::new(at, CorruptKind::BadTree { inode: target }));
+                }
+                subdirs += 1;
+            }
+        }
+        Ok(subdirs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FileSystem, MemFs, OpenOptions};
+
+    /// A pack of `/a/` (holding `f`), `/b/`, `/h` (a hard link to `a/f`)
+    /// and `/l -> a/f`. Breadth-first: inodes root 0, a 1, b 2, h 3, l 4;
+    /// dirents a, b, h, l (root's run), then f -> 3 (a's run).
+    fn sample() -> Vec<u8> {
+        let fs = MemFs::new();
+        let a = fs.mkdir(fs.root(), "a", 0o755).unwrap();
+        fs.mkdir(fs.root(), "b", 0o755).unwrap();
+        let f = fs.open(a, "f", &OpenOptions::create()).unwrap();
+        fs.write_at(f, 0, b"content").unwrap();
+        fs.link(f, fs.root(), "h").unwrap();
+        fs.symlink(fs.root(), "l", "a/f").unwrap();
+        let mut out = Vec::new();
+        super::super::write_pack(&fs.snapshot(), &mut out).unwrap();
+        out
+    }
+
+    /// Opens `sample()` with `(table, record, field offset, value, width)`
+    /// written over it, checksums recomputed.
+    fn kind_after(edits: &[(char, u64, usize, u64, usize)]) -> CorruptKind {
+        let mut b = sample();
+        let index = Index::open(&b).unwrap();
+        let t = index.trailer;
+        for &(table, i, field, value, width) in edits {
+            let (base, len) = match table {
+                'i' => (t.inodes.offset, inode::RECORD_LEN),
+                'd' => (t.dirents.offset, dirent::RECORD_LEN),
+                _ => (t.blobs.offset, blob::RECORD_LEN),
+            };
+            let at = (base + i * len) as usize + field;
+            b[at..at + width].copy_from_slice(&value.to_le_bytes()[..width]);
+        }
+        super::super::fuzzing::reseal(&mut b);
+        match Index::open(&b) {
+            Err(Error::Corrupt(c)) => c.kind,
+            other => panic!("{edits:?} gave {:?}", other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn index_sample_opens() {
+        let b = sample();
+        let index = Index::open(&b).unwrap();
+        assert_eq!((index.inode_count(), index.trailer.dirents.count, index.blob_count()), (5, 5, 1));
+        assert_eq!(index.inode(&b, 3).unwrap().nlink, 2);
+        let (_, f) = index.search(&b, 4, 1, "f").unwrap();
+        assert_eq!(f.map(|d| d.inode), Some(3));
+    }
+
+    #[test]
+    fn index_rejects_a_malformed_tree() {
+        let tree = |i| CorruptKind::BadTree { inode: i };
+        // Directory `a` named twice (by `a` and by `b`).
+        assert_eq!(kind_after(&[('d', 1, 12, 1, 4)]), tree(1));
+        // A parent that does not come first: the start of a possible cycle.
+        assert_eq!(kind_after(&[('i', 1, 44, 2, 4)]), tree(1));
+        assert_eq!(kind_after(&[('i', 1, 44, 1, 4)]), tree(1));
+        // The root's parent is itself.
+        assert_eq!(kind_after(&[('i', 0, 44, 3, 4)]), tree(0));
+        // The root named by an entry, an inode past the table.
+        let bad_inode = |v| CorruptKind::BadField { of: Structure::Dirent, field: "inode", value: v };
+        assert_eq!(kind_after(&[('d', 2, 12, 0, 4)]), bad_inode(0));
+        assert_eq!(kind_after(&[('d', 3, 12, 99, 4)]), bad_inode(99));
+        // The symlink left unnamed (its name points at the file, whose link
+        // count is raised to match).
+        assert_eq!(kind_after(&[('d', 3, 12, 3, 4), ('i', 3, 20, 3, 4)]), tree(4));
+        // The root is not a directory.
+        assert_eq!(kind_after(&[('i', 0, 0, 1, 1)]), tree(0));
+    }
+
+    #[test]
+    fn index_rejects_bad_runs_names_and_counts() {
+        // Names out of order: `a` and `b` swapped.
+        let b_name = {
+            let b = sample();
+            let index = Index::open(&b).unwrap();
+            index.dirent(&b, 1).unwrap().name_offset
+        };
+        assert_eq!(kind_after(&[('d', 0, 0, b_name, 8)]), CorruptKind::Unsorted);
+        // A name that is not a valid name.
+        assert_eq!(kind_after(&[('d', 0, 8, 0, 2)]), CorruptKind::BadName);
+        assert!(matches!(kind_after(&[('d', 0, 0, u64::MAX, 8)]), CorruptKind::OutOfBounds { .. }));
+        // Runs that do not tile the table.
+        assert_eq!(kind_after(&[('i', 1, 32, 0, 8)]), CorruptKind::BadRun { expected: 4, actual: 0 });
+        assert_eq!(kind_after(&[('i', 0, 40, 3, 4)]), CorruptKind::BadRun { expected: 3, actual: 4 });
+        assert_eq!(kind_after(&[('i', 0, 40, 5, 4)]), CorruptKind::Unsorted);
+        assert!(matches!(kind_after(&[('i', 2, 40, 1, 4)]), CorruptKind::OutOfBounds { .. }));
+        // Link counts.
+        let links = |i, e, a| CorruptKind::LinkCount { inode: i, expected: e, actual: a };
+        assert_eq!(kind_after(&[('i', 3, 20, 1, 4)]), links(3, 1, 2));
+        assert_eq!(kind_after(&[('i', 0, 20, 5, 4)]), links(0, 5, 4));
+    }
+
+    #[test]
+    fn index_rejects_bad_blobs_and_targets() {
+        let field = |of, field, value| CorruptKind::BadField { of, field, value };
+        assert_eq!(kind_after(&[('i', 3, 32, 50, 8)]), field(Structure::Inode, "data", 50));
+        assert_eq!(kind_after(&[('i', 3, 24, 999, 8)]), field(Structure::Inode, "size", 999));
+        assert!(matches!(kind_after(&[('i', 4, 32, 1 << 40, 8)]), CorruptKind::OutOfBounds { .. }));
+        assert_eq!(kind_after(&[('b', 0, 0, 65, 8)]), field(Structure::BlobRecord, "offset", 65));
+        assert!(matches!(kind_after(&[('b', 0, 8, 1 << 20, 8)]), CorruptKind::OutOfBounds { .. }));
+        assert!(matches!(kind_after(&[('b', 0, 0, 0, 8)]), CorruptKind::OutOfBounds { .. }));
+    }
+}

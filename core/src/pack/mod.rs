@@ -1,0 +1,51 @@
+//! The pack format: a read-only, random-access, checksummed archive of a
+//! whole tree, and its writer, reader and verifier. The normative spec is
+//! `docs/pack-format.md`; each on-disk structure has its own module here,
+//! opening with its byte layout.
+//!
+//! ```text
+//!  0        64                                   index_offset          len-128   len
+//!  ┌────────┬──────────────────────────────────────┬──────────────────────┬─────────┐
+//!  │ header │ data: blobs, each aligned, checksum'd │ inodes·dirents·blobs │ trailer │
+//!  │        │                                      │ ·strings (checksum'd)│         │
+//!  └────────┴──────────────────────────────────────┴──────────────────────┴─────────┘
+//! ```
+//!
+//! - Writing ([`PackOptions`], [`write_pack`]) streams: the header, then the
+//!   data as the walk meets it, then the index and the trailer. Memory is
+//!   O(entries); the output is never sought. Equal contents share a blob
+//!   only after a byte-by-byte comparison.
+//! - Reading ([`PackFs`]) works in place over any [`ByteSource`]. Opening
+//!   checks the header, trailer, index checksum and structure — O(entries),
+//!   never O(data) — so a corrupt or hostile pack is an [`Error::Corrupt`]
+//!   (or [`Error::UnsupportedVersion`]), never a panic.
+//! - [`PackFs::verify`] also checks every blob; [`ReadOptions`] can check
+//!   each blob on its first read.
+//!
+//! What it does not do: write files or publish them atomically (core has no
+//! OS I/O; the host does), compress, or change a pack in place.
+//!
+//! [`Error::Corrupt`]: crate::Error::Corrupt
+//! [`Error::UnsupportedVersion`]: crate::Error::UnsupportedVersion
+
+mod blob;
+mod corrupt;
+mod cursor;
+mod dirent;
+#[doc(hidden)]
+pub mod fuzzing;
+mod header;
+mod index;
+mod inode;
+mod reader;
+mod trailer;
+mod verify;
+mod writer;
+
+pub use corrupt::{CorruptKind, CorruptPack, Structure};
+pub use reader::{ByteSource, PackFs, PackInfo, ReadOptions};
+pub use verify::{BadEntry, VerifyReport};
+pub use writer::{PackOptions, PackStats, WriteError, write_pack};
+
+/// The format version this crate writes and reads.
+pub const FORMAT_VERSION: u32 = 1;

@@ -1,0 +1,371 @@
+//! The reader: [`PackFs`], a read-only [`FileSystem`] over a pack's bytes,
+//! wherever they are ([`ByteSource`]).
+//!
+//! Opening checks the header, trailer, index checksum and index structure
+//! ([`Index`]) — time proportional to the number of entries, not to the
+//! data. Inode number `i + 1` is inode record `i`, so the root is 1 and
+//! numbers never change. A lookup is a binary search in the directory's run
+//! of entries; `read_dir` resumes after its cookie with another; `read_at`
+//! copies out of the blob and [`PackFs::file_bytes`] lends it without a copy.
+//! Every change is [`Error::ReadOnly`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::corrupt::CorruptPack;
+use super::index::Index;
+use super::inode::{Body, InodeRecord};
+use crate::path::validate_name;
+use crate::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime};
+
+/// Where a pack's bytes live: memory, a mapped file (the host), bytes
+/// fetched by a browser (the web build). Reads borrow from it, zero-copy.
+pub trait ByteSource: Send + Sync {
+    /// The whole pack.
+    fn bytes(&self) -> &[u8];
+}
+
+impl ByteSource for [u8] {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+impl ByteSource for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+impl<T: ByteSource + ?Sized> ByteSource for &T {
+    fn bytes(&self) -> &[u8] {
+        (**self).bytes()
+    }
+}
+
+impl<T: ByteSource + ?Sized> ByteSource for Box<T> {
+    fn bytes(&self) -> &[u8] {
+        (**self).bytes()
+    }
+}
+
+impl<T: ByteSource + ?Sized> ByteSource for Arc<T> {
+    fn bytes(&self) -> &[u8] {
+        (**self).bytes()
+    }
+}
+
+/// How to open a pack.
+///
+/// ```
+/// use packfs_core::pack::{PackFs, ReadOptions, write_pack};
+/// use packfs_core::MemFs;
+///
+/// let mut bytes = Vec::new();
+/// write_pack(&MemFs::new().snapshot(), &mut bytes)?;
+/// // Check each blob against its checksum the first time it is read.
+/// let pack = PackFs::open_with(bytes, ReadOptions::new().verify_on_read(true))?;
+/// assert!(pack.verify()?.is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    verify_on_read: bool,
+}
+
+impl ReadOptions {
+    /// Blobs are read unchecked (the index is always checked at open).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Checks each blob against its checksum on its first read (by
+    /// `read_at` or `file_bytes`) and remembers that it passed; a blob that
+    /// fails is [`Error::Corrupt`] on every read.
+    pub fn verify_on_read(mut self, on: bool) -> Self {
+        self.verify_on_read = on;
+        self
+    }
+}
+
+/// One bit per blob: set once the blob has passed its checksum. Lock-free;
+/// two threads reading one new blob may both check it, harmlessly.
+pub(crate) struct Verified(Box<[AtomicU64]>);
+
+impl Verified {
+    /// Bits for `blobs` blobs. `blobs * 24` bytes of blob records lie in the
+    /// pack, so this is at most 1/192 of its size.
+    fn new(blobs: u64) -> Self {
+        let words = blobs.div_ceil(64) as usize;
+        Verified((0..words).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    fn get(&self, k: u64) -> bool {
+        let word = self.0.get((k / 64) as usize).map_or(0, |w| w.load(Ordering::Acquire));
+        word & (1 << (k % 64)) != 0
+    }
+
+    pub(crate) fn set(&self, k: u64) {
+        if let Some(w) = self.0.get((k / 64) as usize) {
+            w.fetch_or(1 << (k % 64), Ordering::Release);
+        }
+    }
+}
+
+/// A read-only filesystem over a pack.
+///
+/// ```
+/// use packfs_core::pack::{PackFs, write_pack};
+/// use packfs_core::{Error, FileSystem, MemFs, OpenOptions};
+///
+/// let fs = MemFs::new();
+/// let docs = fs.mkdir(fs.root(), "docs", 0o755)?;
+/// fs.symlink(fs.root(), "d", "docs")?;
+/// let mut bytes = Vec::new();
+/// write_pack(&fs.snapshot(), &mut bytes)?;
+///
+/// let pack = PackFs::open(bytes)?;
+/// let d = pack.lookup(pack.root(), "d")?;
+/// assert_eq!(pack.readlink(d)?, "docs");
+/// assert_eq!(pack.mkdir(pack.root(), "x", 0o755), Err(Error::ReadOnly));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct PackFs<S> {
+    source: S,
+    pub(crate) index: Index,
+    pub(crate) verified: Option<Verified>,
+}
+
+impl<S: ByteSource> std::fmt::Debug for PackFs<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PackFs").field("info", &self.info()).field("verify_on_read", &self.verified.is_some()).finish()
+    }
+}
+
+/// Summary of an open pack, from its header and trailer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackInfo {
+    /// Format version.
+    pub version: u32,
+    /// Blob alignment in bytes.
+    pub align: u64,
+    /// Inodes, the root included.
+    pub inodes: u64,
+    /// Names.
+    pub dirents: u64,
+    /// Distinct contents.
+    pub blobs: u64,
+    /// Bytes of the data section.
+    pub data_len: u64,
+    /// Bytes of the whole pack.
+    pub pack_len: u64,
+}
+
+impl<S: ByteSource> PackFs<S> {
+    /// Opens the pack in `source`, checking its header, trailer and index.
+    pub fn open(source: S) -> Result<Self> {
+        Self::open_with(source, ReadOptions::new())
+    }
+
+    /// Opens the pack in `source` as `options` say.
+    pub fn open_with(source: S, options: ReadOptions) -> Result<Self> {
+        let index = Index::open(source.bytes())?;
+        let verified = options.verify_on_read.then(|| Verified::new(index.blob_count()));
+        Ok(PackFs { source, index, verified })
+    }
+
+    /// The bytes' owner.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// Gives the bytes' owner back.
+    pub fn into_source(self) -> S {
+        self.source
+    }
+
+    /// What the pack holds.
+    pub fn info(&self) -> PackInfo {
+        let t = &self.index.trailer;
+        PackInfo {
+            version: self.index.header.version,
+            align: self.index.header.align(),
+            inodes: t.inodes.count,
+            dirents: t.dirents.count,
+            blobs: t.blobs.count,
+            data_len: t.data_len,
+            pack_len: t.pack_len,
+        }
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        self.source.bytes()
+    }
+
+    /// The record of inode number `ino`; `NotFound` for a number the pack
+    /// does not have.
+    pub(crate) fn record(&self, ino: Ino) -> Result<InodeRecord> {
+        let i = ino.checked_sub(1).filter(|&i| i < self.index.inode_count()).ok_or(Error::NotFound)?;
+        Ok(self.index.inode(self.bytes(), i)?)
+    }
+
+    /// Blob `k`'s bytes, checked against its checksum on first use when
+    /// the pack was opened with [`ReadOptions::verify_on_read`].
+    fn blob(&self, k: u64) -> Result<&[u8], CorruptPack> {
+        let pack = self.bytes();
+        let b = self.index.blob(pack, k)?;
+        let bytes = self.index.blob_bytes(pack, &b)?;
+        if let Some(v) = &self.verified
+            && !v.get(k)
+        {
+            b.check(bytes)?;
+            v.set(k);
+        }
+        Ok(bytes)
+    }
+
+    /// A file's whole content, borrowed from the pack without a copy (from
+    /// the mapping, when the source is a mapped file).
+    pub fn file_bytes(&self, ino: Ino) -> Result<&[u8]> {
+        match self.record(ino)?.body {
+            Body::File { blob } => Ok(self.blob(blob)?),
+            Body::Dir { .. } => Err(Error::IsDir),
+            Body::Symlink { .. } => Err(Error::Invalid),
+        }
+    }
+
+    /// The entry `name` in directory `dir`: (inode index, record).
+    fn entry(&self, dir: Ino, name: &str) -> Result<(u64, InodeRecord)> {
+        validate_name(name)?;
+        let Body::Dir { first, count, .. } = self.record(dir)?.body else { return Err(Error::NotDir) };
+        let pack = self.bytes();
+        let (_, found) = self.index.search(pack, first, count.into(), name)?;
+        let d = found.ok_or(Error::NotFound)?;
+        let i = u64::from(d.inode);
+        Ok((i, self.index.inode(pack, i)?))
+    }
+}
+
+impl<S: ByteSource> FileSystem for PackFs<S> {
+    fn root(&self) -> Ino {
+        1
+    }
+
+    fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
+        self.entry(dir, name).map(|(i, _)| i + 1)
+    }
+
+    fn metadata(&self, ino: Ino) -> Result<Metadata> {
+        let r = self.record(ino)?;
+        Ok(Metadata {
+            ino,
+            kind: r.kind(),
+            size: r.size,
+            mode: r.mode,
+            nlink: r.nlink.into(),
+            atime: r.mtime,
+            mtime: r.mtime,
+            ctime: r.mtime,
+        })
+    }
+
+    fn open(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Ino> {
+        if opts.writes() || opts.create {
+            return Err(Error::ReadOnly);
+        }
+        let (i, r) = self.entry(dir, name)?;
+        match r.kind() {
+            FileType::Symlink => Err(Error::Loop),
+            FileType::File if opts.directory => Err(Error::NotDir),
+            _ => Ok(i + 1),
+        }
+    }
+
+    fn open_ino(&self, ino: Ino) -> Result<()> {
+        self.record(ino).map(|_| ())
+    }
+
+    fn close(&self, _ino: Ino) {}
+
+    fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let bytes = self.file_bytes(ino)?;
+        let Some(rest) = usize::try_from(offset).ok().and_then(|o| bytes.get(o..)) else { return Ok(0) };
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        Ok(n)
+    }
+
+    fn write_at(&self, _: Ino, _: u64, _: &[u8]) -> Result<usize> {
+        Err(Error::ReadOnly)
+    }
+
+    fn append(&self, _: Ino, _: &[u8]) -> Result<u64> {
+        Err(Error::ReadOnly)
+    }
+
+    fn set_len(&self, _: Ino, _: u64) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
+
+    fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
+        let Body::Dir { first, count, .. } = self.record(dir)?.body else { return Err(Error::NotDir) };
+        let pack = self.bytes();
+        let end = first.saturating_add(count.into());
+        let start = match after {
+            None => first,
+            Some(a) => match self.index.search(pack, first, count.into(), a)? {
+                (j, Some(_)) => j + 1,
+                (j, None) => j,
+            },
+        };
+        let n = usize::try_from(end.saturating_sub(start)).unwrap_or(usize::MAX).min(max);
+        let mut out = Vec::with_capacity(n);
+        for j in start..start + n as u64 {
+            let d = self.index.dirent(pack, j)?;
+            let i = u64::from(d.inode);
+            let kind = self.index.inode(pack, i)?.kind();
+            out.push(DirEntry { name: self.index.name(pack, &d)?.into(), ino: i + 1, kind });
+        }
+        Ok(out)
+    }
+
+    fn mkdir(&self, _: Ino, _: &str, _: u32) -> Result<Ino> {
+        Err(Error::ReadOnly)
+    }
+
+    fn rmdir(&self, _: Ino, _: &str) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
+
+    fn unlink(&self, _: Ino, _: &str) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
+
+    fn rename(&self, _: Ino, _: &str, _: Ino, _: &str) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
+
+    fn symlink(&self, _: Ino, _: &str, _: &str) -> Result<Ino> {
+        Err(Error::ReadOnly)
+    }
+
+    fn readlink(&self, ino: Ino) -> Result<String> {
+        let r = self.record(ino)?;
+        match self.index.target(self.bytes(), &r)? {
+            Some(t) => Ok(t.to_owned()),
+            None => Err(Error::Invalid),
+        }
+    }
+
+    fn link(&self, _: Ino, _: Ino, _: &str) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
+
+    fn set_times(&self, _: Ino, _: SetTime, _: SetTime) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
+
+    fn set_mode(&self, _: Ino, _: u32) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
+}

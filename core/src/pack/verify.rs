@@ -1,0 +1,148 @@
+//! [`PackFs::verify`]: every check a pack has, blobs included, with a list
+//! of the entries whose content is bad.
+
+use super::corrupt::CorruptPack;
+use super::index::Index;
+use super::inode::Body;
+use super::reader::{ByteSource, PackFs};
+use crate::path::MAX_PATH;
+use crate::{Ino, Result};
+
+/// What [`PackFs::verify`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Blobs checked.
+    pub blobs: u64,
+    /// Bytes of blob content checked.
+    pub bytes: u64,
+    /// Entries whose content failed its checksum, in walk order (a bad blob
+    /// shared by several names is reported under each).
+    pub bad: Vec<BadEntry>,
+}
+
+impl VerifyReport {
+    /// True when nothing is bad.
+    pub fn is_ok(&self) -> bool {
+        self.bad.is_empty()
+    }
+}
+
+/// A file whose content failed its checksum.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadEntry {
+    /// Its path from the root, `/`-separated, without a leading `/` (the
+    /// last [`MAX_PATH`] bytes of it, after `…/`, if longer). Empty for a
+    /// blob no entry names.
+    pub path: String,
+    /// Its inode number (`None` for a blob no entry names).
+    pub ino: Option<Ino>,
+    /// The failed check: [`CorruptKind::Checksum`](super::CorruptKind::Checksum)
+    /// at the blob's offset.
+    pub error: CorruptPack,
+}
+
+/// The last `MAX_PATH` bytes of `path`, cut at a character boundary.
+fn tail(path: &str) -> String {
+    if path.len() <= MAX_PATH {
+        return path.to_owned();
+    }
+    let mut cut = path.len() - MAX_PATH;
+    while !path.is_char_boundary(cut) {
+        cut += 1;
+    }
+    format!("…/{}", &path[cut..])
+}
+
+impl<S: ByteSource> PackFs<S> {
+    /// Checks everything: the header, trailer, index checksum and structure
+    /// again (an error there is returned as `Err`), then every blob against
+    /// its checksum (failures are listed in the report). Blobs that pass are
+    /// remembered by [`verify_on_read`](super::ReadOptions::verify_on_read).
+    /// Time O(pack size); memory O(entries) at most, and no recursion.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        let pack = self.bytes();
+        let index = Index::open(pack)?;
+        let mut report = VerifyReport::default();
+        let mut bad: Vec<(u64, CorruptPack)> = Vec::new();
+        for k in 0..index.blob_count() {
+            let b = index.blob(pack, k)?;
+            report.blobs += 1;
+            report.bytes += b.len;
+            match b.check(index.blob_bytes(pack, &b)?) {
+                Ok(()) => {
+                    if let Some(v) = &self.verified {
+                        v.set(k);
+                    }
+                }
+                Err(e) => bad.push((k, e)),
+            }
+        }
+        if !bad.is_empty() {
+            self.name_bad_blobs(&index, &bad, &mut report)?;
+        }
+        Ok(report)
+    }
+
+    /// Walks the tree depth-first with an explicit stack (depth is not
+    /// bounded by anything but the pack) and one shared path buffer, and
+    /// reports every name of a file whose blob is in `bad` (sorted by blob).
+    fn name_bad_blobs(&self, index: &Index, bad: &[(u64, CorruptPack)], report: &mut VerifyReport) -> Result<()> {
+        let pack = self.bytes();
+        let mut named = vec![false; bad.len()];
+        let mut path = String::new();
+        // (next dirent, end of run, path length to restore when done)
+        let mut stack: Vec<(u64, u64, usize)> = Vec::new();
+        if let Body::Dir { first, count, .. } = index.inode(pack, 0)?.body {
+            stack.push((first, first.saturating_add(count.into()), 0));
+        }
+        while let Some(top) = stack.last_mut() {
+            let (j, end, restore) = *top;
+            if j >= end {
+                path.truncate(restore);
+                stack.pop();
+                continue;
+            }
+            top.0 += 1;
+            let d = index.dirent(pack, j)?;
+            let name = index.name(pack, &d)?;
+            let i = u64::from(d.inode);
+            let len = path.len();
+            match index.inode(pack, i)?.body {
+                Body::Dir { first, count, .. } => {
+                    if !path.is_empty() {
+                        path.push('/');
+                    }
+                    path.push_str(name);
+                    stack.push((first, first.saturating_add(count.into()), len));
+                }
+                Body::File { blob } => {
+                    if let Ok(b) = bad.binary_search_by_key(&blob, |(k, _)| *k) {
+                        let full = if path.is_empty() { name.to_owned() } else { format!("{path}/{name}") };
+                        report.bad.push(BadEntry { path: tail(&full), ino: Some(i + 1), error: bad[b].1.clone() });
+                        named[b] = true;
+                    }
+                }
+                Body::Symlink { .. } => {}
+            }
+        }
+        for (b, (_, e)) in bad.iter().enumerate() {
+            if !named[b] {
+                report.bad.push(BadEntry { path: String::new(), ino: None, error: e.clone() });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_paths_are_cut_at_char_boundaries() {
+        assert_eq!(tail("a/b"), "a/b");
+        let long = "é".repeat(MAX_PATH);
+        let t = tail(&long);
+        assert!(t.starts_with("…/") && t.len() <= MAX_PATH + "…/".len());
+    }
+}

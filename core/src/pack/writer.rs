@@ -1,0 +1,535 @@
+//! The writer: any [`FileSystem`] to a pack, streamed to a
+//! [`std::io::Write`].
+//!
+//! One breadth-first walk from the root visits every directory in the order
+//! its inode gets its index, so writing its entries (names sorted) in walk
+//! order *is* the dirent table's (parent, name) order. File contents are
+//! written to the data section as the walk meets them; the index (inode,
+//! dirent, blob and string tables) is kept in memory and written after the
+//! data, then the trailer. Memory is O(index) plus two 64 KiB buffers,
+//! never O(data), and the output is never sought.
+//!
+//! Duplicate contents are stored once. A blob's dedup key is (hash, length)
+//! with the [`PackOptions::dedup_hasher`]; a key match is only a candidate:
+//! the writer re-reads the candidate's bytes from the source (the data
+//! already written cannot be read back from a `Write`) and shares the blob
+//! only if every byte is equal.
+//!
+//! The source should not change while it is packed: pack a [`Snapshot`]
+//! (`MemFs::snapshot()`, O(1)), not a live [`MemFs`]. A change the writer
+//! notices (a file shorter than its size, bytes that no longer match their
+//! first read or their checksum) is [`WriteError::SourceChanged`].
+//!
+//! [`Snapshot`]: crate::Snapshot
+//! [`MemFs`]: crate::MemFs
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasher, Hasher};
+use std::io::{BufWriter, Write};
+
+use xxhash_rust::xxh3::{Xxh3Default, Xxh3DefaultBuilder};
+
+use super::FORMAT_VERSION;
+use super::blob::BlobRecord;
+use super::dirent::DirentRecord;
+use super::header::{ALIGN_LOG2, HEADER_LEN, Header};
+use super::inode::{Body, InodeRecord};
+use super::trailer::{MAX_COUNT, TRAILER_LEN, Table, Trailer};
+use crate::path::{MAX_PATH, validate_name};
+use crate::{DirEntry, Error, FileSystem, FileType, Ino, Timestamp};
+
+/// Bytes read from the source at a time; files up to this size are read once.
+const CHUNK: usize = 64 * 1024;
+/// Entries asked for per `read_dir` call.
+const DIR_PAGE: usize = 1024;
+
+/// Why a pack could not be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// Reading the source filesystem failed.
+    #[error("reading the source: {0}")]
+    Source(#[from] Error),
+    /// Writing the output failed.
+    #[error("writing the pack: {0}")]
+    Output(#[from] std::io::Error),
+    /// The source changed while it was packed: pack a snapshot.
+    #[error("inode {ino} changed while it was packed (pack a snapshot)")]
+    SourceChanged {
+        /// The source inode that changed.
+        ino: Ino,
+    },
+    /// The source is not a valid tree: what a well-behaved backend never
+    /// returns (a directory reachable twice, a name twice in a directory,
+    /// a bad name or symlink target, a `read_dir` that does not advance).
+    #[error("the source is not a valid tree at inode {ino}: {what}")]
+    BadSource {
+        /// The source inode at fault.
+        ino: Ino,
+        /// What is wrong.
+        what: &'static str,
+    },
+    /// The alignment asked for is not a power of two from 8 to 65536.
+    #[error("blob alignment {0} is not a power of two from 8 to 65536")]
+    BadAlignment(u64),
+    /// More inodes, names or blobs than one pack holds (2^32 - 1 each).
+    #[error("too many {0} for one pack")]
+    TooMany(&'static str),
+}
+
+impl From<WriteError> for Error {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::Source(e) => e,
+            WriteError::BadAlignment(_) => Error::Invalid,
+            e => Error::Io(e.to_string()),
+        }
+    }
+}
+
+/// What a written pack holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PackStats {
+    /// Inodes (files, directories, symlinks), the root included.
+    pub inodes: u64,
+    /// Names (directory entries).
+    pub dirents: u64,
+    /// Distinct contents stored.
+    pub blobs: u64,
+    /// Bytes of file content, counting each inode once.
+    pub file_bytes: u64,
+    /// Bytes of content stored in blobs, after dedup.
+    pub blob_bytes: u64,
+    /// Length of the pack.
+    pub pack_len: u64,
+}
+
+/// How to write a pack; [`write`](Self::write) writes one.
+///
+/// `H` is the hasher that finds dedup candidates (xxh3 by default). It
+/// decides only which blobs are compared byte by byte, never which are
+/// shared, so a weak or even constant hasher costs time, not correctness.
+///
+/// ```
+/// use packfs_core::pack::{PackFs, PackOptions};
+/// use packfs_core::{FileSystem, MemFs, OpenOptions};
+///
+/// let fs = MemFs::new();
+/// let f = fs.open(fs.root(), "a.txt", &OpenOptions::create())?;
+/// fs.write_at(f, 0, b"hello")?;
+/// fs.close(f);
+///
+/// // Pack a snapshot: writers may go on meanwhile.
+/// let mut bytes = Vec::new();
+/// let stats = PackOptions::new().align(4096).write(&fs.snapshot(), &mut bytes)?;
+/// assert_eq!(stats.pack_len, bytes.len() as u64);
+///
+/// let pack = PackFs::open(bytes)?;
+/// let ino = pack.lookup(pack.root(), "a.txt")?;
+/// assert_eq!(pack.file_bytes(ino)?, b"hello"); // zero-copy, 4096-aligned
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct PackOptions<H = Xxh3DefaultBuilder> {
+    align: u64,
+    hasher: H,
+}
+
+impl Default for PackOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PackOptions {
+    /// 8-byte blob alignment, xxh3 dedup hashing.
+    pub fn new() -> Self {
+        PackOptions { align: 8, hasher: Xxh3DefaultBuilder }
+    }
+}
+
+impl<H: BuildHasher> PackOptions<H> {
+    /// Aligns every blob to `bytes`, a power of two from 8 to 65536 (4096
+    /// lets a host map blobs page by page). Checked by [`write`](Self::write).
+    pub fn align(mut self, bytes: u64) -> Self {
+        self.align = bytes;
+        self
+    }
+
+    /// Finds dedup candidates with `hasher` instead of xxh3. It must hash a
+    /// byte stream the same however it is split into `write` calls (xxh3's
+    /// and SipHash's streaming hashers do), or some duplicates go unnoticed.
+    pub fn dedup_hasher<H2: BuildHasher>(self, hasher: H2) -> PackOptions<H2> {
+        PackOptions { align: self.align, hasher }
+    }
+
+    /// Writes `fs`, from its root, as a pack to `out`. The same tree always
+    /// gives the same bytes. Pass a snapshot, not a filesystem that is being
+    /// written to.
+    pub fn write<W: Write>(&self, fs: &dyn FileSystem, out: W) -> Result<PackStats, WriteError> {
+        if !self.align.is_power_of_two() || !ALIGN_LOG2.contains(&self.align.trailing_zeros()) {
+            return Err(WriteError::BadAlignment(self.align));
+        }
+        let mut w = Writer::new(fs, &self.hasher, out, self.align);
+        w.out.write(&Header::encode(&Header {
+            version: FORMAT_VERSION,
+            incompat_flags: 0,
+            compat_flags: 0,
+            align_log2: self.align.trailing_zeros(),
+        }))?;
+        w.walk()?;
+        w.finish()
+    }
+}
+
+/// Writes `fs` as a pack with the default [`PackOptions`].
+pub fn write_pack<W: Write>(fs: &dyn FileSystem, out: W) -> Result<PackStats, WriteError> {
+    PackOptions::new().write(fs, out)
+}
+
+/// The output, counting its position and hashing the index as it passes.
+struct Out<W: Write> {
+    inner: BufWriter<W>,
+    pos: u64,
+    hash: Option<Xxh3Default>,
+}
+
+impl<W: Write> Out<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.inner.write_all(bytes)?;
+        if let Some(h) = &mut self.hash {
+            h.update(bytes);
+        }
+        self.pos += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Writes zeros up to the next multiple of `align` (a power of two).
+    fn pad(&mut self, align: u64) -> std::io::Result<()> {
+        const ZEROS: [u8; 4096] = [0; 4096];
+        let mut n = self.pos.wrapping_neg() & (align - 1);
+        while n > 0 {
+            let k = n.min(ZEROS.len() as u64);
+            self.write(&ZEROS[..k as usize])?;
+            n -= k;
+        }
+        Ok(())
+    }
+}
+
+struct Writer<'a, H, W: Write> {
+    fs: &'a dyn FileSystem,
+    hasher: &'a H,
+    out: Out<W>,
+    align: u64,
+    inodes: Vec<InodeRecord>,
+    /// Source inode of each pack inode, for error reports.
+    inode_source: Vec<Ino>,
+    dirents: Vec<DirentRecord>,
+    blobs: Vec<BlobRecord>,
+    strings: Vec<u8>,
+    /// A source inode holding each blob's bytes, to compare candidates with.
+    blob_source: Vec<Ino>,
+    /// (dedup hash, length) -> blobs with that key.
+    candidates: HashMap<(u64, u64), Vec<u32>>,
+    /// Source inode -> pack inode, for non-directories (hard links).
+    by_source: HashMap<Ino, u32>,
+    dirs_seen: HashSet<Ino>,
+    own: Vec<u8>,
+    other: Vec<u8>,
+    stats: PackStats,
+}
+
+impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
+    fn new(fs: &'a dyn FileSystem, hasher: &'a H, out: W, align: u64) -> Self {
+        Writer {
+            fs,
+            hasher,
+            out: Out { inner: BufWriter::with_capacity(CHUNK, out), pos: 0, hash: None },
+            align,
+            inodes: Vec::new(),
+            inode_source: Vec::new(),
+            dirents: Vec::new(),
+            blobs: Vec::new(),
+            strings: Vec::new(),
+            blob_source: Vec::new(),
+            candidates: HashMap::new(),
+            by_source: HashMap::new(),
+            dirs_seen: HashSet::new(),
+            own: vec![0; CHUNK],
+            other: vec![0; CHUNK],
+            stats: PackStats::default(),
+        }
+    }
+
+    /// Adds an inode record; returns its index.
+    fn push_inode(&mut self, src: Ino, record: InodeRecord) -> Result<u32, WriteError> {
+        let i = u32::try_from(self.inodes.len()).ok().filter(|&i| u64::from(i) < MAX_COUNT);
+        let i = i.ok_or(WriteError::TooMany("inodes"))?;
+        self.inodes.push(record);
+        self.inode_source.push(src);
+        Ok(i)
+    }
+
+    /// Appends `s` to the string pool; returns its offset.
+    fn push_string(&mut self, s: &str) -> u64 {
+        let at = self.strings.len() as u64;
+        self.strings.extend_from_slice(s.as_bytes());
+        at
+    }
+
+    /// Breadth-first from the root: each directory's entries, sorted.
+    fn walk(&mut self) -> Result<(), WriteError> {
+        let root = self.fs.root();
+        let meta = self.fs.metadata(root)?;
+        if meta.kind != FileType::Dir {
+            return Err(Error::NotDir.into());
+        }
+        let dir = Body::Dir { first: 0, count: 0, parent: 0 };
+        let mtime = Timestamp::new(meta.mtime.secs, meta.mtime.nanos);
+        self.push_inode(root, InodeRecord { body: dir, mode: meta.mode & 0o7777, mtime, nlink: 0, size: 0 })?;
+        self.dirs_seen.insert(root);
+        let mut queue = VecDeque::from([(root, 0u32)]);
+        while let Some((src, index)) = queue.pop_front() {
+            let first = self.dirents.len() as u64;
+            let entries = self.entries(src)?;
+            let count = u32::try_from(entries.len()).map_err(|_| WriteError::TooMany("names"))?;
+            for e in entries {
+                let child = match self.by_source.get(&e.ino) {
+                    Some(&i) => i,
+                    None => self.add_inode(e.ino, index, &mut queue)?,
+                };
+                if self.dirents.len() as u64 >= MAX_COUNT {
+                    return Err(WriteError::TooMany("names"));
+                }
+                let name_offset = self.push_string(&e.name);
+                // validate_name bounded the length by 255.
+                self.dirents.push(DirentRecord { name_offset, name_len: e.name.len() as u16, inode: child });
+            }
+            if let Body::Dir { first: f, count: c, .. } = &mut self.inodes[index as usize].body {
+                (*f, *c) = (first, count);
+            }
+        }
+        Ok(())
+    }
+
+    /// All entries of source directory `dir`, in byte order of names, checked.
+    fn entries(&self, dir: Ino) -> Result<Vec<DirEntry>, WriteError> {
+        let mut all: Vec<DirEntry> = Vec::new();
+        loop {
+            let after = all.last().map(|e| e.name.clone());
+            let page = self.fs.read_dir(dir, after.as_deref(), DIR_PAGE)?;
+            if page.is_empty() {
+                break;
+            }
+            if let (Some(a), Some(e)) = (&after, page.first())
+                && e.name <= *a
+            {
+                return Err(WriteError::BadSource { ino: dir, what: "read_dir does not advance" });
+            }
+            all.extend(page);
+        }
+        for e in &all {
+            validate_name(&e.name).map_err(|_| WriteError::BadSource { ino: dir, what: "invalid name" })?;
+        }
+        all.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        if all.windows(2).any(|w| w[0].name == w[1].name) {
+            return Err(WriteError::BadSource { ino: dir, what: "a name twice in one directory" });
+        }
+        Ok(all)
+    }
+
+    /// Adds the inode a new source inode becomes, named in pack directory
+    /// `parent`; queues directories.
+    fn add_inode(&mut self, src: Ino, parent: u32, queue: &mut VecDeque<(Ino, u32)>) -> Result<u32, WriteError> {
+        let meta = self.fs.metadata(src)?;
+        let (mode, mtime) = (meta.mode & 0o7777, Timestamp::new(meta.mtime.secs, meta.mtime.nanos));
+        let record = |body, size| InodeRecord { body, mode, mtime, nlink: 0, size };
+        match meta.kind {
+            FileType::Dir => {
+                if !self.dirs_seen.insert(src) {
+                    return Err(WriteError::BadSource { ino: src, what: "a directory reachable twice" });
+                }
+                let i = self.push_inode(src, record(Body::Dir { first: 0, count: 0, parent }, 0))?;
+                queue.push_back((src, i));
+                Ok(i)
+            }
+            FileType::File => {
+                let (blob, size) = self.add_blob(src, meta.size)?;
+                self.stats.file_bytes += size;
+                let i = self.push_inode(src, record(Body::File { blob: blob.into() }, size))?;
+                self.by_source.insert(src, i);
+                Ok(i)
+            }
+            FileType::Symlink => {
+                let target = self.fs.readlink(src)?;
+                if target.is_empty() || target.len() > MAX_PATH || target.contains('\0') {
+                    return Err(WriteError::BadSource { ino: src, what: "invalid symlink target" });
+                }
+                let at = self.push_string(&target);
+                let i = self.push_inode(src, record(Body::Symlink { target: at }, target.len() as u64))?;
+                self.by_source.insert(src, i);
+                Ok(i)
+            }
+        }
+    }
+
+    /// Fills `buf` from `ino` at `offset`; short content means it changed.
+    fn read_exact(fs: &dyn FileSystem, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<(), WriteError> {
+        let mut done = 0;
+        while done < buf.len() {
+            let n = fs.read_at(ino, offset + done as u64, &mut buf[done..])?;
+            if n == 0 {
+                return Err(WriteError::SourceChanged { ino });
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Stores the content of source file `src` (`size` bytes) as a blob, or
+    /// finds a byte-identical one; returns the blob index and the size.
+    fn add_blob(&mut self, src: Ino, size: u64) -> Result<(u32, u64), WriteError> {
+        // First read: dedup key and checksum. A file of one chunk stays in `own`.
+        let mut key = self.hasher.build_hasher();
+        let mut sum = Xxh3Default::new();
+        let mut off = 0;
+        while off < size {
+            let n = (size - off).min(CHUNK as u64) as usize;
+            Self::read_exact(self.fs, src, off, &mut self.own[..n])?;
+            key.write(&self.own[..n]);
+            sum.update(&self.own[..n]);
+            off += n as u64;
+        }
+        let key = (key.finish(), size);
+        let checksum = sum.digest();
+        let candidates = self.candidates.get(&key).map_or(0, Vec::len);
+        for n in 0..candidates {
+            let c = self.candidates[&key][n];
+            if self.same_content(c, src, size)? {
+                return Ok((c, size));
+            }
+        }
+        let k = u32::try_from(self.blobs.len()).ok().filter(|&k| u64::from(k) < MAX_COUNT);
+        let k = k.ok_or(WriteError::TooMany("blobs"))?;
+        self.out.pad(self.align)?;
+        let offset = self.out.pos;
+        if size <= CHUNK as u64 {
+            self.out.write(&self.own[..size as usize])?;
+        } else {
+            // Second read, for writing: it must match the first.
+            let mut again = Xxh3Default::new();
+            let mut off = 0;
+            while off < size {
+                let n = (size - off).min(CHUNK as u64) as usize;
+                Self::read_exact(self.fs, src, off, &mut self.own[..n])?;
+                again.update(&self.own[..n]);
+                self.out.write(&self.own[..n])?;
+                off += n as u64;
+            }
+            if again.digest() != checksum {
+                return Err(WriteError::SourceChanged { ino: src });
+            }
+        }
+        self.blobs.push(BlobRecord { offset, len: size, checksum });
+        self.blob_source.push(src);
+        self.candidates.entry(key).or_default().push(k);
+        self.stats.blob_bytes += size;
+        Ok((k, size))
+    }
+
+    /// True when blob `c` holds exactly the `size` bytes of source file
+    /// `src`, compared byte by byte: the blob's source is re-read, and
+    /// re-checked against the blob's checksum so that a source changed
+    /// since the blob was written cannot pass for it.
+    fn same_content(&mut self, c: u32, src: Ino, size: u64) -> Result<bool, WriteError> {
+        let blob = self.blobs[c as usize];
+        let other = self.blob_source[c as usize];
+        if blob.len != size {
+            return Ok(false);
+        }
+        let one_chunk = size <= CHUNK as u64;
+        let mut sum = Xxh3Default::new();
+        let mut off = 0;
+        while off < size {
+            let n = (size - off).min(CHUNK as u64) as usize;
+            if !one_chunk {
+                Self::read_exact(self.fs, src, off, &mut self.own[..n])?;
+            }
+            Self::read_exact(self.fs, other, off, &mut self.other[..n])?;
+            if self.own[..n] != self.other[..n] {
+                return Ok(false);
+            }
+            sum.update(&self.other[..n]);
+            off += n as u64;
+        }
+        if sum.digest() != blob.checksum {
+            return Err(WriteError::SourceChanged { ino: other });
+        }
+        Ok(true)
+    }
+
+    /// Link counts, then the index and the trailer.
+    fn finish(mut self) -> Result<PackStats, WriteError> {
+        let data_len = self.out.pos - HEADER_LEN;
+        let mut names = vec![0u32; self.inodes.len()];
+        for d in &self.dirents {
+            names[d.inode as usize] += 1;
+        }
+        let kinds: Vec<FileType> = self.inodes.iter().map(InodeRecord::kind).collect();
+        for (i, inode) in self.inodes.iter_mut().enumerate() {
+            let nlink = match inode.body {
+                Body::Dir { first, count, .. } => {
+                    let run = &self.dirents[first as usize..first as usize + count as usize];
+                    run.iter().filter(|d| kinds[d.inode as usize] == FileType::Dir).count() + 2
+                }
+                _ => names[i] as usize,
+            };
+            let too_many = || WriteError::BadSource { ino: self.inode_source[i], what: "too many links" };
+            inode.nlink = u32::try_from(nlink).map_err(|_| too_many())?;
+        }
+
+        self.out.pad(8)?;
+        let index_offset = self.out.pos;
+        self.out.hash = Some(Xxh3Default::new());
+        let table = |offset: u64, count: usize| Table { offset, count: count as u64 };
+        let inodes = table(self.out.pos, self.inodes.len());
+        for r in &self.inodes {
+            self.out.write(&r.encode())?;
+        }
+        let dirents = table(self.out.pos, self.dirents.len());
+        for r in &self.dirents {
+            self.out.write(&r.encode())?;
+        }
+        let blobs = table(self.out.pos, self.blobs.len());
+        for r in &self.blobs {
+            self.out.write(&r.encode())?;
+        }
+        let strings_offset = self.out.pos;
+        self.out.write(&self.strings)?;
+        self.out.pad(8)?; // The trailer starts at a multiple of 8.
+        let index_checksum = self.out.hash.take().map_or(0, |h| h.digest());
+        let trailer = Trailer {
+            version: FORMAT_VERSION,
+            pack_len: self.out.pos + TRAILER_LEN,
+            data_offset: HEADER_LEN,
+            data_len,
+            index_offset,
+            index_checksum,
+            inodes,
+            dirents,
+            blobs,
+            strings_offset,
+            strings_len: self.strings.len() as u64,
+        };
+        self.out.write(&trailer.encode())?;
+        self.out.inner.flush()?;
+        Ok(PackStats {
+            inodes: inodes.count,
+            dirents: dirents.count,
+            blobs: blobs.count,
+            pack_len: self.out.pos,
+            ..self.stats
+        })
+    }
+}

@@ -1,0 +1,8 @@
+//! The pack format end to end: round trips, determinism, dedup, the reader
+//! as a `FileSystem`, integrity checks, hostile bytes, and the golden pack.
+
+mod common;
+mod pack_golden;
+mod pack_mutation;
+mod pack_reader;
+mod pack_roundtrip;

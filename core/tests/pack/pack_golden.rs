@@ -1,0 +1,152 @@
+//! Format stability: `core/tests/data/golden-v1.pack` was written by the
+//! version-1 writer from `golden_tree()`. The reader must read it and the
+//! writer must reproduce it byte for byte; a change to either is a format
+//! change (a new version, and a new golden pack beside this one).
+//!
+//! A second, independent reader, written from `docs/pack-format.md` alone,
+//! decodes the same pack, so the spec and the code cannot drift apart.
+//!
+//! To regenerate after a deliberate format change:
+//! `PACKFS_BLESS=1 cargo test -p packfs-core pack_golden`.
+
+use std::collections::BTreeMap;
+
+use packfs_core::pack::{PackFs, PackOptions};
+use packfs_core::{FileSystem, MemFs, SetTime, Timestamp};
+
+use crate::common::*;
+
+const GOLDEN: &[u8] = include_bytes!("../data/golden-v1.pack");
+
+fn golden_tree() -> MemFs {
+    let fs = fixed_fs();
+    let t = |s| SetTime::At(Timestamp::new(s, 123_456_789));
+    let docs = fs.mkdir(fs.root(), "docs", 0o755).unwrap();
+    let readme = write_file(&fs, docs, "README", b"PackFS golden pack, version 1.\n");
+    fs.set_mode(readme, 0o644).unwrap();
+    fs.set_times(readme, SetTime::Keep, t(1_600_000_000)).unwrap();
+    let copy = write_file(&fs, fs.root(), "copy", b"PackFS golden pack, version 1.\n");
+    fs.set_times(copy, SetTime::Keep, t(1_600_000_001)).unwrap();
+    let empty = write_file(&fs, fs.root(), "empty", b"");
+    fs.set_times(empty, SetTime::Keep, t(2)).unwrap();
+    let run = write_file(&fs, fs.root(), "run.sh", b"#!/bin/sh\necho hi\n");
+    fs.set_mode(run, 0o755).unwrap();
+    fs.set_times(run, SetTime::Keep, t(3)).unwrap();
+    fs.link(run, docs, "run-link").unwrap();
+    let link = fs.symlink(fs.root(), "latest", "docs/README").unwrap();
+    fs.set_times(link, SetTime::Keep, t(4)).unwrap();
+    fs.set_times(docs, SetTime::Keep, t(5)).unwrap();
+    fs.set_times(fs.root(), SetTime::Keep, t(6)).unwrap();
+    fs
+}
+
+fn golden_bytes() -> Vec<u8> {
+    let mut out = Vec::new();
+    PackOptions::new().align(16).write(&golden_tree().snapshot(), &mut out).unwrap();
+    out
+}
+
+#[test]
+fn pack_golden_v1_writer_reproduces_it() {
+    let bytes = golden_bytes();
+    if std::env::var_os("PACKFS_BLESS").is_some() {
+        std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.pack"), &bytes).unwrap();
+    }
+    assert!(bytes == GOLDEN, "the writer no longer writes the golden pack: the format changed");
+}
+
+#[test]
+fn pack_golden_v1_reader_reads_it() {
+    let p = PackFs::open(GOLDEN).unwrap();
+    assert_same_tree(&golden_tree(), &p);
+    assert!(p.verify().unwrap().is_ok());
+    let info = p.info();
+    assert_eq!((info.version, info.align, info.inodes, info.dirents, info.blobs), (1, 16, 7, 7, 3));
+    let run = p.lookup(1, "run.sh").unwrap();
+    let m = p.metadata(run).unwrap();
+    assert_eq!((m.mode, m.nlink, m.mtime), (0o755, 2, Timestamp::new(3, 123_456_789)));
+    assert_eq!(p.readlink(p.lookup(1, "latest").unwrap()).unwrap(), "docs/README");
+}
+
+// ---- a second reader, from the spec alone ------------------------------------
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes(b[at..at + 2].try_into().unwrap())
+}
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+#[test]
+fn pack_golden_v1_matches_the_spec() {
+    let b = GOLDEN;
+    let xxh = xxhash_rust::xxh3::xxh3_64;
+    // Header.
+    assert_eq!(&b[0..8], b"\x89PACKFS\n");
+    assert_eq!(u32_at(b, 8), 1);
+    assert_eq!(u64_at(b, 56), xxh(&b[..56]));
+    let align = 1u64 << u32_at(b, 20);
+    // Trailer.
+    let t = b.len() - 128;
+    assert_eq!(&b[t..t + 8], b"\x89PACKEND");
+    assert_eq!(u64_at(b, t + 120), xxh(&b[t..t + 120]));
+    assert_eq!(u64_at(b, t + 16), b.len() as u64);
+    let index = u64_at(b, t + 40) as usize;
+    assert_eq!(u64_at(b, t + 48), xxh(&b[index..t]));
+    let field = |i: usize| u64_at(b, t + 56 + 8 * i) as usize;
+    let (inodes, n_inodes, dirents, n_dirents, blobs, n_blobs, strings) =
+        (field(0), field(1), field(2), field(3), field(4), field(5), field(6));
+    let string = |off: u64, len: usize| std::str::from_utf8(&b[strings + off as usize..][..len]).unwrap();
+    // Walk every path and collect (path -> (kind, mode, mtime, nlink, content or target)).
+    let mut seen = BTreeMap::new();
+    let mut stack = vec![(0usize, String::new())];
+    while let Some((dir, path)) = stack.pop() {
+        let r = inodes + 48 * dir;
+        assert_eq!(b[r], 2);
+        let (first, count) = (u64_at(b, r + 32) as usize, u32_at(b, r + 40) as usize);
+        for j in first..first + count {
+            let d = dirents + 16 * j;
+            let name = string(u64_at(b, d), u16_at(b, d + 8).into());
+            let ino = u32_at(b, d + 12) as usize;
+            let r = inodes + 48 * ino;
+            let p = if path.is_empty() { name.to_string() } else { format!("{path}/{name}") };
+            let size = u64_at(b, r + 24);
+            let body = match b[r] {
+                1 => {
+                    let k = blobs + 24 * u64_at(b, r + 32) as usize;
+                    let (off, len) = (u64_at(b, k) as usize, u64_at(b, k + 8) as usize);
+                    assert_eq!(off as u64 % align, 0);
+                    assert_eq!(len as u64, size);
+                    assert_eq!(u64_at(b, k + 16), xxh(&b[off..off + len]));
+                    String::from_utf8(b[off..off + len].to_vec()).unwrap()
+                }
+                2 => {
+                    assert_eq!(u32_at(b, r + 44) as usize, dir);
+                    stack.push((ino, p.clone()));
+                    String::new()
+                }
+                3 => string(u64_at(b, r + 32), size as usize).to_string(),
+                k => panic!("kind {k}"),
+            };
+            let mtime = (u64_at(b, r + 8), u32_at(b, r + 16));
+            seen.insert(p, (b[r], u32_at(b, r + 4), mtime, u32_at(b, r + 20), body));
+        }
+    }
+    assert_eq!((n_inodes, n_dirents, n_blobs), (7, 7, 3));
+    let m = 123_456_789;
+    let readme = "PackFS golden pack, version 1.\n".to_string();
+    let script = "#!/bin/sh\necho hi\n".to_string();
+    let want = BTreeMap::from([
+        ("copy".to_string(), (1, 0o644, (1_600_000_001, m), 1, readme.clone())),
+        ("docs".to_string(), (2, 0o755, (5, m), 2, String::new())),
+        ("docs/README".to_string(), (1, 0o644, (1_600_000_000, m), 1, readme)),
+        ("docs/run-link".to_string(), (1, 0o755, (3, m), 2, script.clone())),
+        ("empty".to_string(), (1, 0o644, (2, m), 1, String::new())),
+        ("latest".to_string(), (3, 0o777, (4, m), 1, "docs/README".to_string())),
+        ("run.sh".to_string(), (1, 0o755, (3, m), 2, script)),
+    ]);
+    assert_eq!(seen, want);
+}
