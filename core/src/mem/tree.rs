@@ -408,7 +408,9 @@ impl Tree {
                     FileType::Dir => Data::Dir { parent: dir, lower: Some(e.ino) },
                     FileType::Symlink => Data::Symlink(lower.readlink(e.ino)?.into()),
                 };
-                let nlink = if md.kind == FileType::Dir { md.nlink.max(2) } else { 1 };
+                // A lower file's count includes its names in directories not
+                // materialized yet: they are still its names.
+                let nlink = if md.kind == FileType::Dir { md.nlink.max(2) } else { md.nlink.max(1) };
                 let inode = Inode { data, mode: md.mode, nlink, atime: md.atime, mtime: md.mtime, ctime: md.ctime };
                 children.push((e.name, e.ino, inode));
             }
@@ -416,6 +418,15 @@ impl Tree {
         let subdirs = children.iter().filter(|(_, _, i)| i.kind() == FileType::Dir).count() as u64;
         for (name, lino, inode) in children {
             let ino = lino | LOWER_TAG;
+            if self.seen.get(&lino).is_some() {
+                // Another name of a lower hard link, materialized before: it
+                // names that inode (already counted in its nlink). If the
+                // inode is gone, every name of it was removed, this one too.
+                if self.inodes.get(&ino).is_some() {
+                    self.dirents.insert(DirKey { dir, name }, (ino, inode.kind()));
+                }
+                continue;
+            }
             self.seen.insert(lino, ());
             self.dirents.insert(DirKey { dir, name }, (ino, inode.kind()));
             self.inodes.insert(ino, inode);
@@ -775,6 +786,8 @@ impl Tree {
                 Data::Dir { lower: Some(_), .. } if named > 0 || ino == ROOT => i.nlink,
                 Data::Dir { .. } if ino == ROOT || named > 0 => 2 + subdirs.get(&ino).copied().unwrap_or(0),
                 Data::Dir { .. } => 0,
+                // A lower file may still have names in unmaterialized directories.
+                _ if !counted(ino) && i.nlink > named => i.nlink,
                 _ => named,
             };
             if i.nlink != want {

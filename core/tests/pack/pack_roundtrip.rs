@@ -325,10 +325,8 @@ fn pack_writer_reports_output_errors() {
 fn pack_compacts_an_overlay_over_a_pack() {
     // The compaction cycle: pack -> PackFs -> writable overlay -> changes ->
     // snapshot -> new pack, which holds the overlay's view.
-    // Without hard links: the overlay gives each name of a lower hard link
-    // its own nlink-1 inode (a known overlay limitation, not the pack's).
     for seed in [5, 6] {
-        let base = random_tree_with(seed, 60, true, false);
+        let base = random_tree_with(seed, 60, true, true);
         let lower: std::sync::Arc<dyn FileSystem> = std::sync::Arc::new(open(pack_bytes(&base)));
         let over = MemFs::overlay(lower).unwrap();
         let root = over.root();
