@@ -180,3 +180,6 @@ fn add_nonblocking<T: WasiView + 'static>(l: &mut Linker<T>) -> wasmtime::Result
     sockets::ip_name_lookup::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

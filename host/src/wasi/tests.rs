@@ -1,0 +1,335 @@
+//! The `wasi:filesystem/types` functions called directly, as a guest's
+//! bindings would, for behaviour `std::fs` guests cannot reach: exact error
+//! codes, flags, hashes, stream end and error reporting, batching.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use packfs_core::mem::Limits;
+use packfs_core::{FileSystem, MemFs, system_clock};
+use wasmtime::component::{Resource, ResourceTable};
+use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, StreamError};
+
+use super::bindings::preopens::Host as _;
+use super::bindings::types::{
+    DescriptorFlags as DF, DescriptorType, ErrorCode, Host as _, HostDescriptor as D, HostDirectoryEntryStream as _,
+    NewTimestamp, OpenFlags as OF, PathFlags as PF,
+};
+use super::{Descriptor, FsError, PackFsCtx, PackFsCtxView};
+
+struct Guest {
+    ctx: PackFsCtx,
+    table: ResourceTable,
+}
+
+impl Guest {
+    fn new(ctx: PackFsCtx) -> Self {
+        Guest { ctx, table: ResourceTable::new() }
+    }
+
+    fn view(&mut self) -> PackFsCtxView<'_> {
+        PackFsCtxView { ctx: &mut self.ctx, table: &mut self.table }
+    }
+
+    /// The preopens, as borrowed handles.
+    fn preopens(&mut self) -> Vec<Resource<Descriptor>> {
+        self.view().get_directories().unwrap().into_iter().map(|(d, _)| d).collect()
+    }
+}
+
+/// A second handle to the same resource (the bindings pass handles by value).
+fn b<T: 'static>(r: &Resource<T>) -> Resource<T> {
+    Resource::new_borrow(r.rep())
+}
+
+fn code<T: std::fmt::Debug>(r: Result<T, FsError>) -> ErrorCode {
+    match r {
+        Err(FsError::Code(c)) => c,
+        other => panic!("expected an error code, got {other:?}"),
+    }
+}
+
+fn rw(fs: Arc<dyn FileSystem>) -> Guest {
+    Guest::new(PackFsCtx::builder().preopen("/", fs).build())
+}
+
+const CREATE: OF = OF::CREATE;
+
+fn open(g: &mut Guest, dir: &Resource<Descriptor>, path: &str, o: OF, f: DF) -> Result<Resource<Descriptor>, FsError> {
+    g.view().open_at(b(dir), PF::empty(), path.into(), o, f)
+}
+
+fn write_file(g: &mut Guest, dir: &Resource<Descriptor>, path: &str, data: &[u8]) {
+    let fd = open(g, dir, path, CREATE | OF::TRUNCATE, DF::WRITE).unwrap();
+    assert_eq!(g.view().write(b(&fd), data.to_vec(), 0).unwrap(), data.len() as u64);
+}
+
+#[test]
+fn preopen_flags_follow_access() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let mut g = Guest::new(PackFsCtx::builder().preopen("/rw", fs.clone()).preopen_read_only("/ro", fs).build());
+    let dirs = g.view().get_directories().unwrap();
+    assert_eq!(dirs.iter().map(|(_, p)| p.as_str()).collect::<Vec<_>>(), ["/rw", "/ro"]);
+    let (rw, ro) = (b(&dirs[0].0), b(&dirs[1].0));
+    assert_eq!(g.view().get_flags(b(&rw)).unwrap(), DF::READ | DF::MUTATE_DIRECTORY);
+    assert_eq!(g.view().get_flags(b(&ro)).unwrap(), DF::READ);
+    assert_eq!(g.view().get_type(b(&ro)).unwrap(), DescriptorType::Directory);
+    // Same filesystem at two paths: the same objects.
+    assert!(g.view().is_same_object(b(&rw), b(&ro)).unwrap());
+    assert_eq!(code(open(&mut g, &ro, "x", CREATE, DF::WRITE)), ErrorCode::NotPermitted);
+    assert_eq!(code(g.view().create_directory_at(b(&ro), "d".into())), ErrorCode::NotPermitted);
+    write_file(&mut g, &rw, "f", b"data");
+    let f = open(&mut g, &ro, "f", OF::empty(), DF::READ).unwrap();
+    assert_eq!(g.view().read(b(&f), 10, 0).unwrap(), (b"data".to_vec(), false));
+    assert_eq!(code(g.view().set_times(b(&f), NewTimestamp::Now, NewTimestamp::NoChange)), ErrorCode::NotPermitted);
+}
+
+#[test]
+fn open_flags() {
+    let mut g = rw(Arc::new(MemFs::new()));
+    let root = g.preopens().remove(0);
+    write_file(&mut g, &root, "f", b"hello");
+    g.view().create_directory_at(b(&root), "d".into()).unwrap();
+    let o = |g: &mut Guest, p: &str, o: OF, f: DF| open(g, &root, p, o, f).map(|_| ());
+    assert_eq!(code(o(&mut g, "d", OF::DIRECTORY | CREATE, DF::READ)), ErrorCode::Invalid);
+    assert_eq!(code(o(&mut g, "d", OF::DIRECTORY | OF::TRUNCATE, DF::READ)), ErrorCode::Invalid);
+    assert_eq!(code(o(&mut g, "f", CREATE | OF::EXCLUSIVE, DF::WRITE)), ErrorCode::Exist);
+    assert_eq!(code(o(&mut g, "f", OF::DIRECTORY, DF::READ)), ErrorCode::NotDirectory);
+    assert_eq!(code(o(&mut g, "d", OF::empty(), DF::WRITE)), ErrorCode::IsDirectory);
+    assert_eq!(code(o(&mut g, "d", CREATE, DF::READ)), ErrorCode::IsDirectory);
+    assert_eq!(code(o(&mut g, ".", CREATE, DF::READ)), ErrorCode::IsDirectory);
+    assert_eq!(code(o(&mut g, "missing", OF::empty(), DF::READ)), ErrorCode::NoEntry);
+    assert_eq!(code(o(&mut g, "f/", OF::empty(), DF::READ)), ErrorCode::NotDirectory);
+    assert_eq!(code(o(&mut g, "new/", CREATE, DF::WRITE)), ErrorCode::IsDirectory);
+    assert_eq!(code(o(&mut g, "", OF::empty(), DF::READ)), ErrorCode::NoEntry);
+    assert_eq!(code(o(&mut g, "a\0b", OF::empty(), DF::READ)), ErrorCode::Invalid);
+    assert_eq!(code(o(&mut g, &"n".repeat(256), CREATE, DF::WRITE)), ErrorCode::NameTooLong);
+    // `create` and `truncate` imply write access; neither read nor write reads.
+    let f = open(&mut g, &root, "f", OF::TRUNCATE, DF::READ).unwrap();
+    assert_eq!(g.view().get_flags(b(&f)).unwrap(), DF::READ | DF::WRITE);
+    let f = open(&mut g, &root, "f", OF::empty(), DF::empty()).unwrap();
+    assert_eq!(g.view().get_flags(b(&f)).unwrap(), DF::READ);
+    assert_eq!(g.view().get_type(b(&f)).unwrap(), DescriptorType::RegularFile);
+    // Sync requests are honoured (PackFS syncs after each write) and reported.
+    let f = open(&mut g, &root, "s", CREATE, DF::WRITE | DF::FILE_INTEGRITY_SYNC).unwrap();
+    assert_eq!(g.view().get_flags(b(&f)).unwrap(), DF::WRITE | DF::FILE_INTEGRITY_SYNC);
+    assert_eq!(g.view().write(b(&f), b"x".to_vec(), 0).unwrap(), 1);
+    // A directory opened through the preopen may mutate only if it asked.
+    let d = open(&mut g, &root, "d", OF::DIRECTORY, DF::READ | DF::MUTATE_DIRECTORY).unwrap();
+    assert_eq!(g.view().get_flags(b(&d)).unwrap(), DF::READ | DF::MUTATE_DIRECTORY);
+}
+
+#[test]
+fn symlinks_and_containment() {
+    let mut g = rw(Arc::new(MemFs::new()));
+    let root = g.preopens().remove(0);
+    g.view().create_directory_at(b(&root), "sub".into()).unwrap();
+    write_file(&mut g, &root, "sub/f", b"in sub");
+    g.view().symlink_at(b(&root), "sub/f".into(), "l".into()).unwrap();
+    g.view().symlink_at(b(&root), "missing".into(), "dangling".into()).unwrap();
+    assert_eq!(code(g.view().symlink_at(b(&root), "/etc".into(), "abs".into())), ErrorCode::NotPermitted);
+    assert_eq!(g.view().readlink_at(b(&root), "l".into()).unwrap(), "sub/f");
+    assert_eq!(code(g.view().readlink_at(b(&root), "sub".into())), ErrorCode::Invalid);
+
+    // Without symlink-follow the last component is not followed.
+    assert_eq!(code(open(&mut g, &root, "l", OF::empty(), DF::READ)), ErrorCode::Loop);
+    let st = g.view().stat_at(b(&root), PF::empty(), "l".into()).unwrap();
+    assert_eq!((st.type_, st.size), (DescriptorType::SymbolicLink, 5));
+    let f = g.view().open_at(b(&root), PF::SYMLINK_FOLLOW, "l".into(), OF::empty(), DF::READ).unwrap();
+    assert_eq!(g.view().read(b(&f), 100, 0).unwrap().0, b"in sub");
+    // Creating through a dangling symlink creates its target, as open(2) does.
+    let f = g.view().open_at(b(&root), PF::SYMLINK_FOLLOW, "dangling".into(), CREATE, DF::WRITE).unwrap();
+    g.view().write(b(&f), b"made".to_vec(), 0).unwrap();
+    assert_eq!(g.view().stat_at(b(&root), PF::empty(), "missing".into()).unwrap().size, 4);
+    let excl = g.view().open_at(b(&root), PF::SYMLINK_FOLLOW, "dangling".into(), CREATE | OF::EXCLUSIVE, DF::WRITE);
+    assert_eq!(code(excl), ErrorCode::Exist);
+
+    // Every descriptor is its own sandbox root.
+    let sub = open(&mut g, &root, "sub", OF::DIRECTORY, DF::READ).unwrap();
+    assert_eq!(code(open(&mut g, &sub, "../l", OF::empty(), DF::READ)), ErrorCode::NotPermitted);
+    assert_eq!(code(open(&mut g, &root, "../x", OF::empty(), DF::READ)), ErrorCode::NotPermitted);
+    assert_eq!(code(open(&mut g, &root, "/sub/f", OF::empty(), DF::READ)), ErrorCode::NotPermitted);
+    g.view().symlink_at(b(&sub), "../sub/f".into(), "up".into()).unwrap();
+    let up = g.view().open_at(b(&sub), PF::SYMLINK_FOLLOW, "up".into(), OF::empty(), DF::READ);
+    assert_eq!(code(up), ErrorCode::NotPermitted);
+    let up = g.view().open_at(b(&root), PF::SYMLINK_FOLLOW, "sub/up".into(), OF::empty(), DF::READ);
+    assert!(up.is_ok(), "from the root, sub/../sub/f stays inside");
+
+    // `*-at` on a file descriptor.
+    let f = open(&mut g, &root, "sub/f", OF::empty(), DF::READ).unwrap();
+    assert_eq!(code(g.view().stat_at(b(&f), PF::empty(), "x".into())), ErrorCode::NotDirectory);
+    // A loop.
+    g.view().symlink_at(b(&root), "b".into(), "a".into()).unwrap();
+    g.view().symlink_at(b(&root), "a".into(), "b".into()).unwrap();
+    assert_eq!(
+        code(g.view().open_at(b(&root), PF::SYMLINK_FOLLOW, "a".into(), OF::empty(), DF::READ)),
+        ErrorCode::Loop
+    );
+}
+
+#[test]
+fn access_modes() {
+    let mut g = rw(Arc::new(MemFs::new()));
+    let root = g.preopens().remove(0);
+    write_file(&mut g, &root, "f", b"12345");
+    let wo = open(&mut g, &root, "f", OF::empty(), DF::WRITE).unwrap();
+    let ro = open(&mut g, &root, "f", OF::empty(), DF::READ).unwrap();
+    assert_eq!(code(g.view().read(b(&wo), 1, 0)), ErrorCode::BadDescriptor);
+    assert_eq!(code(g.view().read_via_stream(b(&wo), 0)), ErrorCode::BadDescriptor);
+    assert_eq!(code(g.view().write(b(&ro), vec![1], 0)), ErrorCode::BadDescriptor);
+    assert_eq!(code(g.view().write_via_stream(b(&ro), 0)), ErrorCode::BadDescriptor);
+    assert_eq!(code(g.view().append_via_stream(b(&ro))), ErrorCode::BadDescriptor);
+    assert_eq!(code(g.view().set_size(b(&ro), 0)), ErrorCode::Invalid);
+    g.view().set_size(b(&wo), 2).unwrap();
+    assert_eq!(g.view().stat(b(&ro)).unwrap().size, 2);
+    // File-only operations on a directory.
+    assert_eq!(code(g.view().read(b(&root), 1, 0)), ErrorCode::BadDescriptor);
+    assert_eq!(code(g.view().read_via_stream(b(&root), 0)), ErrorCode::IsDirectory);
+    assert_eq!(code(g.view().set_size(b(&root), 0)), ErrorCode::BadDescriptor);
+    assert_eq!(code(g.view().read_directory(b(&ro))), ErrorCode::NotDirectory);
+}
+
+#[test]
+fn streams_end_and_fail_as_wasi_io_says() {
+    let fs = Arc::new(MemFs::with_options(Limits { max_bytes: Some(10), max_inodes: None }, system_clock()));
+    let mut g = rw(fs);
+    let root = g.preopens().remove(0);
+    let f = open(&mut g, &root, "f", CREATE, DF::READ | DF::WRITE).unwrap();
+
+    let w = g.view().write_via_stream(b(&f), 2).unwrap();
+    let out: &mut DynOutputStream = g.table.get_mut(&w).unwrap();
+    assert!(out.check_write().unwrap() > 0);
+    out.write(Bytes::from_static(b"abc")).unwrap();
+    out.write(Bytes::from_static(b"de")).unwrap();
+    let a = g.view().append_via_stream(b(&f)).unwrap();
+    g.table.get_mut(&a).unwrap().write(Bytes::from_static(b"!")).unwrap();
+    assert_eq!(g.view().read(b(&f), 100, 0).unwrap(), (b"\0\0abcde!".to_vec(), false));
+    assert_eq!(g.view().read(b(&f), 100, 8).unwrap(), (vec![], true));
+
+    let r = g.view().read_via_stream(b(&f), 5).unwrap();
+    let input: &mut DynInputStream = g.table.get_mut(&r).unwrap();
+    assert_eq!(&input.read(2).unwrap()[..], b"de");
+    assert_eq!(&input.read(0).unwrap()[..], b"");
+    assert_eq!(&input.read(100).unwrap()[..], b"!");
+    assert!(matches!(input.read(100), Err(StreamError::Closed)));
+
+    // Over the quota: the write fails, the stream closes, and the error
+    // resource tells which error-code it was.
+    let out: &mut DynOutputStream = g.table.get_mut(&w).unwrap();
+    let err = match out.write(Bytes::from_static(b"0123456789")) {
+        Err(StreamError::LastOperationFailed(e)) => e,
+        other => panic!("{other:?}"),
+    };
+    assert!(matches!(out.check_write(), Err(StreamError::Closed)));
+    let err = g.table.push(err).unwrap();
+    assert_eq!(g.view().filesystem_error_code(err).unwrap(), Some(ErrorCode::Quota));
+    let other = g.table.push(wasmtime::Error::msg("not a filesystem error")).unwrap();
+    assert_eq!(g.view().filesystem_error_code(other).unwrap(), None);
+}
+
+#[test]
+fn directory_listing_batches_and_resumes_by_name() {
+    let mut g = rw(Arc::new(MemFs::new()));
+    let root = g.preopens().remove(0);
+    g.view().create_directory_at(b(&root), "d".into()).unwrap();
+    for i in 0..600 {
+        write_file(&mut g, &root, &format!("d/f{i:03}"), b"");
+    }
+    g.view().create_directory_at(b(&root), "d/sub".into()).unwrap();
+    let d = open(&mut g, &root, "d", OF::DIRECTORY, DF::READ).unwrap();
+    let s = g.view().read_directory(b(&d)).unwrap();
+    let mut names = Vec::new();
+    while let Some(e) = g.view().read_directory_entry(b(&s)).unwrap() {
+        // Removing what was already listed shifts nothing still to come.
+        if names.len() % 3 == 0 && e.type_ == DescriptorType::RegularFile {
+            g.view().unlink_file_at(b(&d), e.name.clone()).unwrap();
+        }
+        names.push((e.name, e.type_));
+    }
+    assert_eq!(names.len(), 601);
+    assert!(names.windows(2).all(|w| w[0].0 < w[1].0), "stable byte order");
+    assert_eq!(names[600], ("sub".to_string(), DescriptorType::Directory));
+    assert!(g.view().read_directory_entry(b(&s)).unwrap().is_none());
+}
+
+#[test]
+fn hashes_identify_objects() {
+    let mut g = rw(Arc::new(MemFs::new()));
+    let root = g.preopens().remove(0);
+    write_file(&mut g, &root, "a", b"");
+    write_file(&mut g, &root, "b", b"");
+    g.view().link_at(b(&root), PF::empty(), "a".into(), b(&root), "a2".into()).unwrap();
+    let a = open(&mut g, &root, "a", OF::empty(), DF::READ).unwrap();
+    let hash = |h: super::bindings::types::MetadataHashValue| (h.lower, h.upper);
+    let ha = hash(g.view().metadata_hash(b(&a)).unwrap());
+    let at = |g: &mut Guest, p: &str| hash(g.view().metadata_hash_at(b(&root), PF::empty(), p.into()).unwrap());
+    assert_eq!(at(&mut g, "a"), ha);
+    assert_eq!(at(&mut g, "a2"), ha);
+    assert_ne!(at(&mut g, "b"), ha);
+    assert_eq!(at(&mut g, "."), hash(g.view().metadata_hash(b(&root)).unwrap()));
+    let a2 = open(&mut g, &root, "a2", OF::empty(), DF::READ).unwrap();
+    assert!(g.view().is_same_object(b(&a), b(&a2)).unwrap());
+    assert!(!g.view().is_same_object(b(&a), b(&root)).unwrap());
+    assert_eq!(g.view().stat(b(&a)).unwrap().link_count, 2);
+}
+
+#[test]
+fn links_renames_and_removal() {
+    let (x, y): (Arc<dyn FileSystem>, Arc<dyn FileSystem>) = (Arc::new(MemFs::new()), Arc::new(MemFs::new()));
+    let mut g = Guest::new(PackFsCtx::builder().preopen("/x", x).preopen("/y", y).build());
+    let p = g.preopens();
+    let (x, y) = (&p[0], &p[1]);
+    write_file(&mut g, x, "f", b"f");
+    g.view().symlink_at(b(x), "f".into(), "l".into()).unwrap();
+    // Across filesystems.
+    assert_eq!(code(g.view().rename_at(b(x), "f".into(), b(y), "f".into())), ErrorCode::CrossDevice);
+    assert_eq!(code(g.view().link_at(b(x), PF::empty(), "f".into(), b(y), "f".into())), ErrorCode::CrossDevice);
+    // link-at follows a symlink when asked (wasmtime-wasi: invalid).
+    g.view().link_at(b(x), PF::SYMLINK_FOLLOW, "l".into(), b(x), "hard".into()).unwrap();
+    assert_eq!(g.view().stat_at(b(x), PF::empty(), "hard".into()).unwrap().type_, DescriptorType::RegularFile);
+    g.view().link_at(b(x), PF::empty(), "l".into(), b(x), "hardlink".into()).unwrap();
+    assert_eq!(g.view().stat_at(b(x), PF::empty(), "hardlink".into()).unwrap().type_, DescriptorType::SymbolicLink);
+    // `.` and trailing slashes.
+    assert_eq!(code(g.view().create_directory_at(b(x), ".".into())), ErrorCode::Exist);
+    assert_eq!(code(g.view().unlink_file_at(b(x), ".".into())), ErrorCode::IsDirectory);
+    assert_eq!(code(g.view().remove_directory_at(b(x), ".".into())), ErrorCode::Invalid);
+    assert_eq!(code(g.view().unlink_file_at(b(x), "f/".into())), ErrorCode::NotDirectory);
+    assert_eq!(code(g.view().rename_at(b(x), "f/".into(), b(x), "g".into())), ErrorCode::NotDirectory);
+    assert_eq!(code(g.view().symlink_at(b(x), "t".into(), "f/".into())), ErrorCode::Exist);
+    assert_eq!(code(g.view().symlink_at(b(x), "t".into(), "n/".into())), ErrorCode::NoEntry);
+    g.view().create_directory_at(b(x), "d/".into()).unwrap();
+    assert_eq!(code(g.view().unlink_file_at(b(x), "d/".into())), ErrorCode::IsDirectory);
+    g.view().rename_at(b(x), "d/".into(), b(x), "e/".into()).unwrap();
+    g.view().remove_directory_at(b(x), "e/".into()).unwrap();
+    assert_eq!(code(g.view().link_at(b(x), PF::empty(), ".".into(), b(x), "dirlink".into())), ErrorCode::NotPermitted);
+}
+
+#[test]
+fn unlinked_file_lives_until_its_last_handle() {
+    let fs = Arc::new(MemFs::new());
+    let mut g = rw(fs.clone());
+    let root = g.preopens().remove(0);
+    let base = fs.usage().inodes;
+    let f = open(&mut g, &root, "f", CREATE, DF::READ | DF::WRITE).unwrap();
+    let r = g.view().read_via_stream(b(&f), 0).unwrap();
+    g.view().write(b(&f), b"kept".to_vec(), 0).unwrap();
+    g.view().unlink_file_at(b(&root), "f".into()).unwrap();
+    assert_eq!(fs.usage().inodes, base + 1);
+    D::drop(&mut g.view(), f).unwrap();
+    // The stream still pins it.
+    assert_eq!(&g.table.get_mut(&r).unwrap().read(10).unwrap()[..], b"kept");
+    g.table.delete(r).unwrap();
+    assert_eq!(fs.usage().inodes, base);
+}
+
+#[test]
+fn snapshot_preopen_is_read_only_by_nature() {
+    let fs = MemFs::new();
+    let f = fs.open(fs.root(), "f", &packfs_core::OpenOptions::create()).unwrap();
+    fs.close(f);
+    let mut g = rw(Arc::new(fs.snapshot()));
+    let root = g.preopens().remove(0);
+    assert_eq!(code(open(&mut g, &root, "f", OF::empty(), DF::WRITE)), ErrorCode::ReadOnly);
+    assert_eq!(code(g.view().create_directory_at(b(&root), "d".into())), ErrorCode::ReadOnly);
+    assert!(open(&mut g, &root, "f", OF::empty(), DF::READ).is_ok());
+}
