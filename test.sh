@@ -8,6 +8,9 @@ need_target() {
     rustup target list --installed | grep -qx "$1" || rustup target add "$1"
 }
 need_target wasm32-unknown-unknown
+# Guest programs (guest-tests/), built by host/tests/guests.rs.
+need_target wasm32-wasip1
+need_target wasm32-wasip2
 
 # Every crate's tests: unit, property, model, concurrency, doc tests.
 cargo test --workspace --all-targets
