@@ -26,7 +26,9 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod mmap;
 pub mod p1;
+pub mod publish;
 mod run;
 pub mod wasi;
 

@@ -65,8 +65,8 @@ pub struct Runner {
 }
 
 impl Runner {
-    /// A runner on `engine` (synchronous: the engine must not have async
-    /// support enabled), without a compilation cache.
+    /// A runner on `engine`, driving guests synchronously, without a
+    /// compilation cache.
     pub fn new(engine: &Engine) -> wasmtime::Result<Runner> {
         let mut linker = Linker::new(engine);
         crate::wasi::add_to_linker_sync(&mut linker)?;

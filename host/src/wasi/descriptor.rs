@@ -16,6 +16,8 @@
 //! - the access mode of a *directory* descriptor gates nothing (POSIX:
 //!   `mkdirat` works through an `O_RDONLY` directory), so `mutate-directory`
 //!   is reported but only the preopen's [`Access`] is enforced.
+//!
+//! Deliberate differences from wasmtime-wasi are listed in `wasi/mod.rs`.
 
 use std::borrow::Cow;
 use std::sync::Arc;

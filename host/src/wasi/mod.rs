@@ -7,11 +7,33 @@
 //! wasmtime-wasi's `DynInputStream`/`DynOutputStream`, polled and read by its
 //! `wasi:io` implementation.
 //!
-//! - [`descriptor`]: the model — what a descriptor is, every permission check;
-//! - [`types`]: the thin `wasi:filesystem/types` adapter over the model;
-//! - [`streams`]: file streams and directory listings;
-//! - [`preopens`]: the preopen table ([`PackFsCtx`]) and `get-directories`;
-//! - [`errors`]: `packfs_core::Error` → WASI `error-code`, in one match.
+//! - `descriptor`: the model — what a [`Descriptor`] is, every permission
+//!   check, behaviour as wasmtime-wasi on a real directory (the oracle of the
+//!   guest tests);
+//! - `types`: the thin `wasi:filesystem/types` adapter over the model;
+//! - `streams`: file streams and directory listings ([`DirStream`]);
+//! - `preopens`: the preopen table ([`PackFsCtx`]) and `get-directories`;
+//! - `errors`: `packfs_core::Error` → WASI `error-code`, in one match
+//!   ([`error_code`]).
+//!
+//! Deliberate differences from wasmtime-wasi, each where it falls short of
+//! the WASI spec or POSIX:
+//!
+//! - `read-via-stream`/`write-via-stream`/`append-via-stream` on a
+//!   descriptor lacking the access fail at once with `bad-descriptor`;
+//!   wasmtime-wasi opens the stream and fails its first use (wasi-libc p2
+//!   then reports `EIO` instead of `EBADF`);
+//! - the sync `descriptor-flags` are accepted instead of refused with
+//!   `unsupported`: `file-integrity-sync` and `data-integrity-sync` make a
+//!   `sync` follow every write; `requested-write-sync` (reads) needs
+//!   nothing, as reads never see unsynced data;
+//! - `link-at` follows a symlink in `old-path` when asked, as
+//!   `linkat(AT_SYMLINK_FOLLOW)`, instead of refusing with `invalid`;
+//! - a directory opened with `mutate-directory` under a writable preopen
+//!   reports it in `get-flags`.
+//!
+//! Nothing here returns `unsupported` of its own accord: only a backend
+//! that cannot do an operation does.
 
 mod descriptor;
 mod errors;

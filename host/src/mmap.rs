@@ -1,0 +1,226 @@
+//! Packs read in place from a memory-mapped file.
+//!
+//! [`MappedFile`] maps a whole file read-only and is a [`ByteSource`], so a
+//! [`PackFs`] over it reads straight from the page cache:
+//! [`PackFs::file_bytes`] lends a blob without a copy, and opening touches
+//! only the header, the index and the trailer (see `docs/pack-format.md`,
+//! "Reading a pack"), never the data. [`open_pack`] does both.
+//!
+//! A mapped pack assumes its file is never changed in place while it is
+//! mapped — see [`MappedFile::open`]. PackFS itself never does: packs are
+//! written once, to a new file, and published by an atomic rename over the
+//! old name, which leaves a mapping of the old file intact.
+//!
+//! ```no_run
+//! use packfs_core::FileSystem;
+//! use packfs_host::mmap::open_pack;
+//!
+//! let pack = open_pack("assets.pack")?;
+//! let ino = packfs_core::resolve::resolve(&pack, pack.root(), "css/site.css", true)?;
+//! let css: &[u8] = pack.file_bytes(ino)?; // borrowed from the mapping
+//! # let _ = css;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use packfs_core::pack::{ByteSource, PackFs, ReadOptions};
+
+/// A whole file, mapped read-only.
+pub struct MappedFile {
+    map: memmap2::Mmap,
+}
+
+impl MappedFile {
+    /// Maps the regular file at `path`, read-only.
+    ///
+    /// The file must not be truncated or written in place while the
+    /// mapping lives: the bytes would change under readers that checked
+    /// them, and a read of a page past a truncated end kills the process
+    /// with `SIGBUS`. Replace a file by renaming a new one over it (as
+    /// PackFS publishes packs) — a mapping keeps the old file's pages.
+    pub fn open(path: impl AsRef<Path>) -> io::Result<MappedFile> {
+        let file = File::open(path)?;
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+        }
+        // SAFETY: `Mmap::map` is unsafe because the mapped bytes are handed
+        // out as `&[u8]`, which Rust assumes cannot change, while the file
+        // under them could be written or truncated by anyone holding it
+        // open for writing (a truncation turns reads past the new end into
+        // SIGBUS). The mapping is read-only and private to this process
+        // (we opened the file read-only and never write through it), so
+        // only another writer of the file could break this. PackFS is not
+        // one: packs are never modified in place — a new pack is written to
+        // a fresh file and published by an atomic rename, which gives the
+        // path a new inode and leaves this mapping's inode and pages
+        // untouched. A third party writing the pack file in place is
+        // outside what we can guard against (no OS offers a mapping immune
+        // to truncation); `open`'s documentation states the requirement.
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        Ok(MappedFile { map })
+    }
+
+    /// Length of the file, in bytes.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether the file is empty.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+impl ByteSource for MappedFile {
+    fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+}
+
+impl std::fmt::Debug for MappedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedFile").field("len", &self.map.len()).finish()
+    }
+}
+
+/// A pack mapped from a file.
+pub type MappedPack = PackFs<MappedFile>;
+
+/// Why a mapped pack could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenPackError {
+    /// The file could not be opened or mapped.
+    #[error("mapping {}: {source}", path.display())]
+    Io {
+        /// The pack's path.
+        path: PathBuf,
+        /// What the OS said.
+        source: io::Error,
+    },
+    /// The file is not a pack this reader can read: corrupt, truncated or
+    /// of an unsupported version ([`packfs_core::Error::Corrupt`] or
+    /// [`packfs_core::Error::UnsupportedVersion`]).
+    #[error("{}: {source}", path.display())]
+    Pack {
+        /// The pack's path.
+        path: PathBuf,
+        /// The reader's error.
+        source: packfs_core::Error,
+    },
+}
+
+/// Maps the pack at `path` and opens it, checking its header, trailer and
+/// index (time proportional to its entries, not its data). The file must
+/// not be changed in place while the pack is open ([`MappedFile::open`]).
+pub fn open_pack(path: impl AsRef<Path>) -> Result<MappedPack, OpenPackError> {
+    open_pack_with(path, ReadOptions::new())
+}
+
+/// [`open_pack`] with [`ReadOptions`] (e.g. checking each blob on its first
+/// read).
+pub fn open_pack_with(path: impl AsRef<Path>, options: ReadOptions) -> Result<MappedPack, OpenPackError> {
+    let path = path.as_ref();
+    let file = MappedFile::open(path).map_err(|source| OpenPackError::Io { path: path.to_owned(), source })?;
+    PackFs::open_with(file, options).map_err(|source| OpenPackError::Pack { path: path.to_owned(), source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use packfs_core::pack::PackOptions;
+    use packfs_core::{Error, FileSystem, MemFs, OpenOptions, resolve};
+
+    /// A pack of `docs/a.txt`, `docs/b.txt` (same bytes: one blob) and
+    /// `big.bin`, written to a file in `dir`.
+    fn write_pack_file(dir: &Path) -> PathBuf {
+        let fs = MemFs::new();
+        let docs = fs.mkdir(fs.root(), "docs", 0o755).unwrap();
+        for (d, name, data) in
+            [(docs, "a.txt", &b"hello"[..]), (docs, "b.txt", b"hello"), (fs.root(), "big.bin", &[7u8; 100_000])]
+        {
+            let f = fs.open(d, name, &OpenOptions::create()).unwrap();
+            fs.write_at(f, 0, data).unwrap();
+            fs.close(f);
+        }
+        let path = dir.join("t.pack");
+        let file = File::create(&path).unwrap();
+        PackOptions::new().align(4096).write(&fs.snapshot(), file).unwrap();
+        path
+    }
+
+    #[test]
+    fn reads_a_mapped_pack_without_copying() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_pack_file(dir.path());
+        let pack = open_pack(&path).unwrap();
+        assert_eq!(pack.source().len() as u64, std::fs::metadata(&path).unwrap().len());
+        assert_eq!(pack.info().blobs, 2);
+
+        let a = resolve::resolve(&pack, pack.root(), "docs/a.txt", true).unwrap();
+        let bytes = pack.file_bytes(a).unwrap();
+        assert_eq!(bytes, b"hello");
+        // Zero-copy: the slice lies inside the mapping, on a 4096 boundary.
+        let map = pack.source().bytes().as_ptr_range();
+        assert!(map.contains(&bytes.as_ptr()));
+        assert_eq!(bytes.as_ptr() as usize % 4096, 0);
+
+        let b = resolve::resolve(&pack, pack.root(), "docs/b.txt", true).unwrap();
+        assert_eq!(pack.file_bytes(b).unwrap().as_ptr(), bytes.as_ptr(), "dedup: one blob");
+        let big = pack.lookup(pack.root(), "big.bin").unwrap();
+        assert_eq!(pack.file_bytes(big).unwrap(), &[7u8; 100_000][..]);
+        assert_eq!(pack.mkdir(pack.root(), "x", 0o755), Err(Error::ReadOnly));
+        assert!(pack.verify().unwrap().is_ok());
+    }
+
+    #[test]
+    fn verify_on_read_catches_a_bad_blob() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_pack_file(dir.path());
+        // Flip a byte of the first blob ("hello" at offset 4096): the index
+        // is intact, so the pack opens; the blob fails its checksum.
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[4096] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+
+        let pack = open_pack(&path).unwrap();
+        assert!(!pack.verify().unwrap().is_ok());
+        let pack = open_pack_with(&path, ReadOptions::new().verify_on_read(true)).unwrap();
+        let a = resolve::resolve(&pack, pack.root(), "docs/a.txt", true).unwrap();
+        assert!(matches!(pack.file_bytes(a), Err(Error::Corrupt(_))));
+    }
+
+    #[test]
+    fn bad_files_are_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.pack");
+        match open_pack(&missing) {
+            Err(OpenPackError::Io { path, source }) => {
+                assert_eq!(path, missing);
+                assert_eq!(source.kind(), io::ErrorKind::NotFound);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(open_pack(dir.path()), Err(OpenPackError::Io { .. })), "a directory");
+
+        for bytes in [&b""[..], b"not a pack at all", &[0u8; 4096]] {
+            let path = dir.path().join("bad.pack");
+            std::fs::write(&path, bytes).unwrap();
+            match open_pack(&path) {
+                Err(OpenPackError::Pack { source: Error::Corrupt(_), .. }) => {}
+                other => panic!("{} bytes: {other:?}", bytes.len()),
+            }
+        }
+
+        // A truncated pack: the trailer is gone.
+        let path = write_pack_file(dir.path());
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        let err = open_pack(&path).unwrap_err();
+        assert!(matches!(err, OpenPackError::Pack { source: Error::Corrupt(_), .. }));
+        assert!(err.to_string().contains("t.pack"), "{err}");
+    }
+}
