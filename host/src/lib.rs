@@ -29,6 +29,7 @@
 pub mod mmap;
 pub mod p1;
 pub mod publish;
+pub mod publish;
 mod run;
 pub mod wasi;
 
