@@ -29,7 +29,6 @@
 pub mod mmap;
 pub mod p1;
 pub mod publish;
-pub mod publish;
 mod run;
 pub mod wasi;
 
