@@ -2,7 +2,7 @@
 //! whole version, never half of a change, and never blocks on the writer.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 
 use packfs_core::mem::ROOT;
@@ -23,12 +23,14 @@ fn paired_writes_are_seen_together() {
         })
         .unwrap();
     let done = Arc::new(AtomicBool::new(false));
+    let progress = Arc::new(AtomicU64::new(0));
     let readers: Vec<_> = (0..3)
         .map(|_| {
-            let (fs, done) = (fs.clone(), done.clone());
+            let (fs, done, progress) = (fs.clone(), done.clone(), progress.clone());
             thread::spawn(move || {
                 let (mut reads, mut last) = (0u64, 0u64);
                 while !done.load(Ordering::Relaxed) {
+                    progress.fetch_add(1, Ordering::Relaxed);
                     let snap = fs.snapshot();
                     let (mut x, mut y) = ([0u8; 8], [0u8; 8]);
                     snap.read_at(a, 0, &mut x).unwrap();
@@ -43,7 +45,10 @@ fn paired_writes_are_seen_together() {
             })
         })
         .collect();
-    for i in 1..=5_000u64 {
+    // Keep writing until the readers have read a good while alongside.
+    let mut i = 0u64;
+    while i < 5_000 || progress.load(Ordering::Relaxed) < 3_000 {
+        i += 1;
         fs.batch(|t, now| {
             t.write_at(a, 0, &i.to_le_bytes(), now)?;
             t.write_at(b, 0, &i.to_le_bytes(), now)
@@ -69,12 +74,14 @@ fn directory_listings_are_consistent() {
         fs.close(f);
     }
     let done = Arc::new(AtomicBool::new(false));
+    let progress = Arc::new(AtomicU64::new(0));
     let readers: Vec<_> = (0..3)
         .map(|_| {
-            let (fs, done) = (fs.clone(), done.clone());
+            let (fs, done, progress) = (fs.clone(), done.clone(), progress.clone());
             thread::spawn(move || {
                 let mut listings = 0u64;
                 while !done.load(Ordering::Relaxed) {
+                    progress.fetch_add(1, Ordering::Relaxed);
                     let snap = fs.snapshot();
                     let entries = snap.read_dir(d, None, usize::MAX).unwrap();
                     assert_eq!(entries.len(), 100);
@@ -89,16 +96,17 @@ fn directory_listings_are_consistent() {
             })
         })
         .collect();
-    for round in 0..3_000u32 {
+    let mut round = 0u32;
+    while round < 3_000 || progress.load(Ordering::Relaxed) < 1_000 {
+        round += 1;
+        // Entry i is named f{i} or g{i}; switch it to the other name.
         let i = round % 100;
-        let (from, to) = (format!("f{i}"), format!("g{i}"));
+        let old = ["f", "g"].iter().map(|p| format!("{p}{i}")).find(|n| fs.lookup(d, n).is_ok()).unwrap();
+        let new = if old.starts_with('f') { format!("g{i}") } else { format!("f{i}") };
         if round % 2 == 0 {
-            let (from, to) = if (round / 100) % 2 == 0 { (&from, &to) } else { (&to, &from) };
-            fs.rename(d, from, d, to).unwrap();
+            fs.rename(d, &old, d, &new).unwrap();
         } else {
             // Unlink one name and create another in one atomic batch.
-            let old = ["f", "g"].iter().map(|p| format!("{p}{i}")).find(|n| fs.lookup(d, n).is_ok()).unwrap();
-            let new = if old.starts_with('f') { format!("g{i}") } else { format!("f{i}") };
             fs.batch(|t, now| {
                 t.unlink(d, &old, now)?;
                 let f = t.open(d, &new, &OpenOptions::create_new(), now)?;

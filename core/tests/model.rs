@@ -528,7 +528,7 @@ fn run(fs: &MemFs, model: &mut Model, ops: &[Op]) -> std::result::Result<(), Tes
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
     fn memfs_matches_model(ops in proptest::collection::vec(op(), 1..400)) {

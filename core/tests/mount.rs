@@ -2,7 +2,7 @@
 //! while readers walk.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use packfs_core::mount::{MountTable, Node};
 use packfs_core::{Error, FileSystem, MemFs, OpenOptions};
@@ -135,8 +135,9 @@ fn a_mount_follows_its_directory() {
 fn readers_walk_while_mounts_change() {
     let t = Arc::new(table());
     let done = Arc::new(AtomicBool::new(false));
+    let walked = Arc::new(AtomicU64::new(0));
     let reader = {
-        let (t, done) = (t.clone(), done.clone());
+        let (t, done, walked) = (t.clone(), done.clone(), walked.clone());
         std::thread::spawn(move || {
             let mut walks = 0u64;
             while !done.load(Ordering::Relaxed) {
@@ -147,11 +148,15 @@ fn readers_walk_while_mounts_change() {
                     Err(e) => assert_eq!(e, Error::NotFound),
                 }
                 walks += 1;
+                walked.store(walks, Ordering::Relaxed);
             }
             walks
         })
     };
-    for _ in 0..2_000 {
+    // Keep changing until the reader has walked a good while alongside.
+    let mut changes = 0;
+    while changes < 2_000 || walked.load(Ordering::Relaxed) < 2_000 {
+        changes += 1;
         let fs: Arc<dyn FileSystem> = t.unmount("/a/b/c").unwrap();
         t.mount("/a/b/c", fs, false).unwrap();
     }
