@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use packfs_core::{FileSystem, MemFs, OpenOptions};
+use packfs_core::{FileSystem, FileType, MemFs, OpenOptions};
 use packfs_host::wasi::{PackFsCtx, PackFsCtxView, PackFsView};
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{Engine, Store};
@@ -103,12 +103,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("guest returned {outcome:?}");
 
     // What the guest wrote is in memory, not on disk.
-    let mut listing = work.read_dir(work.root(), None, 100)?.into_iter().map(|e| e.name.to_string());
-    if let Some(name) = listing.next() {
-        let ino = work.lookup(work.root(), &name)?;
-        let mut buf = vec![0; work.metadata(ino)?.size as usize];
-        let n = work.read_at(ino, 0, &mut buf)?;
-        println!("/work/{name}: {:?}", String::from_utf8_lossy(&buf[..n]));
+    for entry in work.read_dir(work.root(), None, 100)? {
+        if entry.kind != FileType::File {
+            continue;
+        }
+        let mut buf = vec![0; work.metadata(entry.ino)?.size as usize];
+        let n = work.read_at(entry.ino, 0, &mut buf)?;
+        println!("/work/{}: {:?}", entry.name, String::from_utf8_lossy(&buf[..n]));
     }
     Ok(())
 }

@@ -37,56 +37,72 @@ const DIFFERENCES: &[(&str, &str, &str)] = &[
     ("files", "write read-only", "As above, for write-via-stream on a descriptor not opened for writing."),
 ];
 
-/// Generates one test per guest and target, and the list of guests that the
-/// `every_guest_has_a_test` test checks against `guest-tests/src/bin`.
+/// Generates one test per guest and target, and the lists of guests that
+/// `every_guest_has_a_test` checks against `guest-tests/src/bin/*.rs` and
+/// `guest-tests/c/*.c`.
 macro_rules! guest_tests {
-    ($($name:ident),* $(,)?) => {
-        const GUESTS: &[&str] = &[$(stringify!($name)),*];
+    (rust: [$($rust:ident),* $(,)?], c: [$($c:ident),* $(,)?] $(,)?) => {
+        const RUST_GUESTS: &[&str] = &[$(stringify!($rust)),*];
+        const C_GUESTS: &[&str] = &[$(stringify!($c)),*];
         $(
-            mod $name {
+            mod $rust {
                 #[test]
                 fn p1() {
-                    super::check(stringify!($name), super::Target::P1);
+                    super::check(stringify!($rust), super::Target::P1);
                 }
                 #[test]
                 fn p2() {
-                    super::check(stringify!($name), super::Target::P2);
+                    super::check(stringify!($rust), super::Target::P2);
+                }
+            }
+        )*
+        $(
+            mod $c {
+                #[test]
+                fn p1() {
+                    super::check(stringify!($c), super::Target::C);
                 }
             }
         )*
     };
 }
 
-guest_tests!(files, dirs, links, meta, readonly);
+guest_tests! {
+    rust: [files, dirs, links, meta, readonly],
+    c: [c_stdio, c_dirs],
+}
 
-#[test]
-fn every_guest_has_a_test() {
-    let dir = workspace().join("guest-tests/src/bin");
+fn sources(dir: &str, ext: &str) -> Vec<String> {
+    let dir = workspace().join(dir);
     let mut found: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     found.sort();
-    let mut listed: Vec<String> = GUESTS.iter().map(|s| s.to_string()).collect();
-    listed.sort();
-    assert_eq!(found, listed, "every guest program in guest-tests/src/bin needs a guest_tests! entry");
+    found
+}
+
+#[test]
+fn every_guest_has_a_test() {
+    let sorted = |l: &[&str]| {
+        let mut v: Vec<String> = l.iter().map(|s| s.to_string()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(sources("guest-tests/src/bin", "rs"), sorted(RUST_GUESTS), "a Rust guest lacks a guest_tests! entry");
+    assert_eq!(sources("guest-tests/c", "c"), sorted(C_GUESTS), "a C guest lacks a guest_tests! entry");
 }
 
 #[derive(Clone, Copy, Debug)]
 enum Target {
+    /// Rust, wasm32-wasip1.
     P1,
+    /// Rust, wasm32-wasip2.
     P2,
-}
-
-impl Target {
-    fn triple(self) -> &'static str {
-        match self {
-            Target::P1 => "wasm32-wasip1",
-            Target::P2 => "wasm32-wasip2",
-        }
-    }
+    /// C with wasi-libc (Debian's, p1 only).
+    C,
 }
 
 fn workspace() -> PathBuf {
@@ -97,8 +113,8 @@ fn guest_target_dir() -> PathBuf {
     workspace().join("target/guest-tests")
 }
 
-/// Builds every guest for both targets, once per test process.
-fn guest_wasm(name: &str, target: Target) -> Vec<u8> {
+/// Builds every Rust guest for both targets, once per test process.
+fn build_rust_guests() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -118,7 +134,43 @@ fn guest_wasm(name: &str, target: Target) -> Vec<u8> {
             "building guest-tests failed (is `rustup target add wasm32-wasip1 wasm32-wasip2` done?)"
         );
     });
-    let path = guest_target_dir().join(target.triple()).join("release").join(format!("{name}.wasm"));
+}
+
+/// Builds every C guest with clang and wasi-libc, once per test process.
+/// `$WASI_CC` overrides the compiler (default `clang`).
+fn build_c_guests() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let cc = std::env::var("WASI_CC").unwrap_or_else(|_| "clang".into());
+        let out = guest_target_dir().join("c");
+        std::fs::create_dir_all(&out).unwrap();
+        for name in C_GUESTS {
+            let src = workspace().join("guest-tests/c").join(format!("{name}.c"));
+            let status = Command::new(&cc)
+                .args(["--target=wasm32-wasi", "-O2", "-Wall", "-Werror", "-o"])
+                .arg(out.join(format!("{name}.wasm")))
+                .arg(&src)
+                .status()
+                .unwrap_or_else(|e| {
+                    panic!("running {cc}: {e} (C guests need: apt-get install clang lld wasi-libc libclang-rt-14-dev-wasm32)")
+                });
+            assert!(status.success(), "compiling {} failed", src.display());
+        }
+    });
+}
+
+fn guest_wasm(name: &str, target: Target) -> Vec<u8> {
+    let path = match target {
+        Target::P1 | Target::P2 => {
+            build_rust_guests();
+            let triple = if let Target::P1 = target { "wasm32-wasip1" } else { "wasm32-wasip2" };
+            guest_target_dir().join(triple).join("release").join(format!("{name}.wasm"))
+        }
+        Target::C => {
+            build_c_guests();
+            guest_target_dir().join("c").join(format!("{name}.wasm"))
+        }
+    };
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -178,7 +230,11 @@ fn run_packfs(name: &str, target: Target) -> Run {
     let wasi = wasi_ctx(&mut WasiCtx::builder(), &out, &err, name);
     let runner = Runner::new(engine()).unwrap();
     let status = runner.run(&component(name, target), wasi, fs).unwrap_or_else(|e| {
-        panic!("{name} ({target:?}) on PackFS trapped: {e:?}\nstderr:\n{}", String::from_utf8_lossy(&err.contents()))
+        panic!(
+            "{name} ({target:?}) on PackFS trapped: {e:?}\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.contents()),
+            String::from_utf8_lossy(&err.contents())
+        )
     });
     collect(status, out, err)
 }
