@@ -45,6 +45,7 @@ fn open_flags() {
     );
     fs.symlink(ROOT, "l", "f").unwrap();
     assert_eq!(fs.open(ROOT, "l", &OpenOptions::read()), Err(Error::Loop));
+    assert_eq!(fs.open(ROOT, "l", &OpenOptions::directory()), Err(Error::NotDir), "as Linux: O_DIRECTORY first");
     assert_eq!(fs.open(f, "x", &OpenOptions::read()), Err(Error::NotDir));
     // Created files take the requested mode.
     let m = fs.open(ROOT, "m", &OpenOptions { mode: 0o600, ..OpenOptions::create() }).unwrap();

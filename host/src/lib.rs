@@ -26,6 +26,7 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod dir;
 pub mod mmap;
 pub mod p1;
 pub mod publish;

@@ -363,6 +363,8 @@ impl Tree {
             return Err(Error::Exists);
         }
         match kind {
+            // As Linux's O_NOFOLLOW: O_DIRECTORY is checked first.
+            FileType::Symlink if opts.directory => Err(Error::NotDir),
             FileType::Symlink => Err(Error::Loop),
             FileType::Dir if opts.writes() => Err(Error::IsDir),
             FileType::File if opts.directory => Err(Error::NotDir),

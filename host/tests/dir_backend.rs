@@ -1,0 +1,225 @@
+//! The host-directory backend: every operation, and a battery of escape
+//! attempts — each must fail with its typed error and leave everything
+//! outside the directory unread and unwritten.
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+use packfs_core::resolve::{resolve, resolve_parent};
+use packfs_core::{Error, FileSystem, FileType, OpenOptions, SetTime, Timestamp};
+use packfs_host::dir::DirFs;
+
+/// `outside/` holds a secret; `root/` is what the backend serves.
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    outside: std::path::PathBuf,
+    root: std::path::PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tmp.path().join("outside");
+    let root = tmp.path().join("root");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(outside.join("secret"), b"SECRET").unwrap();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    std::fs::write(root.join("sub/inner"), b"inner").unwrap();
+    Fixture { _tmp: tmp, outside, root }
+}
+
+/// The outside directory, exactly as the fixture made it.
+fn assert_outside_untouched(f: &Fixture) {
+    let mut names: Vec<_> = std::fs::read_dir(&f.outside).unwrap().map(|e| e.unwrap().file_name()).collect();
+    names.sort();
+    assert_eq!(names, ["secret"]);
+    assert_eq!(std::fs::read(f.outside.join("secret")).unwrap(), b"SECRET");
+    let md = std::fs::metadata(f.outside.join("secret")).unwrap();
+    assert_eq!(md.len(), 6);
+}
+
+fn read(fs: &dyn FileSystem, path: &str) -> Result<Vec<u8>, Error> {
+    let ino = resolve(fs, fs.root(), path, true)?;
+    let mut buf = vec![0; fs.metadata(ino)?.size as usize];
+    let n = fs.read_at(ino, 0, &mut buf)?;
+    buf.truncate(n);
+    Ok(buf)
+}
+
+#[test]
+fn operations() {
+    let f = fixture();
+    let fs = DirFs::open(&f.root, false).unwrap();
+    let root = fs.root();
+    let sub = fs.lookup(root, "sub").unwrap();
+    assert_eq!(fs.metadata(sub).unwrap().kind, FileType::Dir);
+    assert_eq!(read(&fs, "sub/inner").unwrap(), b"inner");
+
+    let h = fs.open(root, "new", &OpenOptions::create_new()).unwrap();
+    assert_eq!(fs.open(root, "new", &OpenOptions::create_new()), Err(Error::Exists));
+    fs.write_at(h, 2, b"ab").unwrap();
+    assert_eq!(fs.append(h, b"cd"), Ok(4));
+    assert_eq!(std::fs::read(f.root.join("new")).unwrap(), b"\0\0abcd");
+    fs.set_len(h, 3).unwrap();
+    assert_eq!(fs.metadata(h).unwrap().size, 3);
+    // Unlinked while open: still readable and writable through the handle.
+    fs.unlink(root, "new").unwrap();
+    fs.write_at(h, 0, b"Z").unwrap();
+    let mut buf = [0; 3];
+    assert_eq!(fs.read_at(h, 0, &mut buf), Ok(3));
+    assert_eq!(&buf, b"Z\0a");
+    fs.close(h);
+    assert_eq!(fs.metadata(h), Err(Error::NotFound));
+
+    let d = fs.mkdir(root, "d", 0o750).unwrap();
+    assert_eq!(fs.metadata(d).unwrap().mode, 0o750);
+    assert_eq!(fs.mkdir(root, "d", 0o755), Err(Error::Exists));
+    fs.close(fs.open(d, "f", &OpenOptions::create()).unwrap());
+    assert_eq!(fs.rmdir(root, "d"), Err(Error::NotEmpty));
+    assert_eq!(fs.unlink(root, "d"), Err(Error::IsDir));
+    let names: Vec<_> = fs.read_dir(root, None, 10).unwrap().into_iter().map(|e| e.name.to_string()).collect();
+    assert_eq!(names, ["d", "sub"]);
+    assert_eq!(fs.read_dir(root, Some("d"), 10).unwrap()[0].name.as_ref(), "sub");
+
+    // Rename moves what the backend remembers: the old inode numbers still work.
+    let inner = resolve(&fs, root, "sub/inner", true).unwrap();
+    fs.rename(root, "sub", d, "moved").unwrap();
+    assert_eq!(fs.read_at(inner, 0, &mut [0; 5]), Ok(5));
+    assert_eq!(read(&fs, "d/moved/inner").unwrap(), b"inner");
+
+    let l = fs.symlink(root, "l", "d/moved/inner").unwrap();
+    assert_eq!(fs.readlink(l).unwrap(), "d/moved/inner");
+    assert_eq!(read(&fs, "l").unwrap(), b"inner");
+    assert_eq!(fs.open(root, "l", &OpenOptions::read()), Err(Error::Loop), "final symlinks are never followed");
+
+    fs.link(inner, root, "hard").unwrap();
+    assert_eq!(fs.metadata(inner).unwrap().nlink, 2);
+    assert_eq!(fs.link(d, root, "dirlink"), Err(Error::NotPermitted));
+
+    let t = Timestamp::new(1_000_000, 5);
+    fs.set_times(inner, SetTime::At(t), SetTime::At(t)).unwrap();
+    let md = fs.metadata(inner).unwrap();
+    assert_eq!((md.atime, md.mtime), (t, t));
+    fs.set_mode(inner, 0o600).unwrap();
+    assert_eq!(fs.metadata(inner).unwrap().mode, 0o600);
+    fs.set_times(l, SetTime::At(t), SetTime::Keep).unwrap();
+    assert_eq!(fs.metadata(inner).unwrap().atime, t);
+    fs.sync(inner).unwrap();
+}
+
+#[test]
+fn read_only_refuses_every_change() {
+    let f = fixture();
+    let fs = DirFs::open(&f.root, true).unwrap();
+    let root = fs.root();
+    let inner = resolve(&fs, root, "sub/inner", true).unwrap();
+    assert_eq!(read(&fs, "sub/inner").unwrap(), b"inner");
+    assert_eq!(fs.open(root, "x", &OpenOptions::create()), Err(Error::ReadOnly));
+    assert_eq!(fs.open(root, "sub", &OpenOptions { write: true, ..OpenOptions::default() }), Err(Error::ReadOnly));
+    assert_eq!(fs.write_at(inner, 0, b"x"), Err(Error::ReadOnly));
+    assert_eq!(fs.set_len(inner, 0), Err(Error::ReadOnly));
+    assert_eq!(fs.mkdir(root, "x", 0o755), Err(Error::ReadOnly));
+    assert_eq!(fs.unlink(root, "sub"), Err(Error::ReadOnly));
+    assert_eq!(fs.rename(root, "sub", root, "x"), Err(Error::ReadOnly));
+    assert_eq!(fs.set_mode(inner, 0o777), Err(Error::ReadOnly));
+    assert_eq!(std::fs::read(f.root.join("sub/inner")).unwrap(), b"inner");
+}
+
+#[test]
+fn escape_attempts() {
+    let f = fixture();
+    symlink(f.outside.join("secret"), f.root.join("abs")).unwrap();
+    symlink("../outside/secret", f.root.join("rel")).unwrap();
+    symlink("../outside", f.root.join("reldir")).unwrap();
+    symlink(&f.outside, f.root.join("absdir")).unwrap();
+    symlink("../outside/new", f.root.join("dangling")).unwrap();
+    symlink("loop2", f.root.join("loop1")).unwrap();
+    symlink("loop1", f.root.join("loop2")).unwrap();
+    // A hard link planted by the host to an outside file is that file: the
+    // guest can read it (as with any host tool), but never make one.
+    let fs = DirFs::open(&f.root, false).unwrap();
+    let root = fs.root();
+
+    for path in ["..", "../outside/secret", "sub/../../outside/secret", "abs", "rel", "reldir/secret", "absdir/secret"]
+    {
+        assert_eq!(read(&fs, path), Err(Error::NotPermitted), "{path}");
+    }
+    assert_eq!(read(&fs, "/etc/passwd"), Err(Error::NotPermitted));
+    assert_eq!(read(&fs, "loop1"), Err(Error::Loop));
+    // Opening a symlink itself never follows it, for reading or creating.
+    for name in ["abs", "rel", "dangling"] {
+        assert_eq!(fs.open(root, name, &OpenOptions::read()), Err(Error::Loop), "{name}");
+        assert_eq!(fs.open(root, name, &OpenOptions::create()), Err(Error::Loop), "{name}");
+    }
+    assert_eq!(fs.open(root, "reldir", &OpenOptions::directory()), Err(Error::NotDir));
+    // Creating through a directory symlink: refused before reaching the kernel.
+    assert_eq!(resolve_parent(&fs, root, "reldir/x").map(|_| ()), Err(Error::NotPermitted));
+    // Names the backend is handed directly are single components.
+    for bad in ["..", ".", "a/b", "../outside", "x\0y"] {
+        assert_eq!(fs.lookup(root, bad), Err(Error::Invalid), "{bad:?}");
+        assert_eq!(fs.mkdir(root, bad, 0o755), Err(Error::Invalid), "{bad:?}");
+    }
+    assert_eq!(fs.mkdir(root, &"n".repeat(256), 0o755), Err(Error::NameTooLong));
+    let deep = "d/".repeat(2100);
+    assert_eq!(read(&fs, &deep), Err(Error::NameTooLong));
+    // No absolute symlink may be planted for the host to trip over later.
+    assert_eq!(fs.symlink(root, "evil", "/etc/passwd"), Err(Error::NotPermitted));
+    // Hard links can only name inodes the guest already reached inside.
+    assert_eq!(resolve(&fs, root, "rel", true), Err(Error::NotPermitted));
+    assert_outside_untouched(&f);
+}
+
+#[test]
+fn symlink_swapped_in_mid_walk() {
+    let f = fixture();
+    std::fs::create_dir(f.root.join("sub/deeper")).unwrap();
+    std::fs::write(f.root.join("sub/deeper/file"), b"mine").unwrap();
+    let fs = DirFs::open(&f.root, false).unwrap();
+    let root = fs.root();
+    // The guest holds directory handles and a file deep inside `sub`...
+    let sub = fs.lookup(root, "sub").unwrap();
+    let deeper = fs.lookup(sub, "deeper").unwrap();
+    let file = fs.lookup(deeper, "file").unwrap();
+    // ...when another process swaps `sub` for a symlink to the outside,
+    // where a look-alike tree waits.
+    std::fs::create_dir(f.outside.join("deeper")).unwrap();
+    std::fs::write(f.outside.join("deeper/file"), b"SECRET").unwrap();
+    std::fs::rename(f.root.join("sub"), f.root.join("sub.old")).unwrap();
+    symlink("../outside", f.root.join("sub")).unwrap();
+    // Walking through the swapped component is an escape the kernel stops.
+    assert_eq!(fs.lookup(deeper, "file"), Err(Error::NotPermitted));
+    assert_eq!(fs.read_dir(deeper, None, 10), Err(Error::NotPermitted));
+    assert_eq!(fs.open(deeper, "file", &OpenOptions::read()), Err(Error::NotPermitted));
+    assert_eq!(fs.open(deeper, "planted", &OpenOptions::create()), Err(Error::NotPermitted));
+    assert_eq!(fs.mkdir(deeper, "planted", 0o755), Err(Error::NotPermitted));
+    assert_eq!(fs.symlink(deeper, "planted", "x"), Err(Error::NotPermitted));
+    assert_eq!(fs.unlink(deeper, "file"), Err(Error::NotPermitted));
+    assert_eq!(fs.rename(root, "sub.old", deeper, "planted"), Err(Error::NotPermitted));
+    assert_eq!(fs.read_at(file, 0, &mut [0; 8]), Err(Error::NotPermitted));
+    assert_eq!(fs.write_at(file, 0, b"pwned"), Err(Error::NotPermitted));
+    assert_eq!(fs.set_mode(file, 0o777), Err(Error::NotPermitted));
+    // The swapped component itself is no longer the directory held: gone.
+    assert_eq!(fs.lookup(sub, "deeper"), Err(Error::NotFound));
+    assert_eq!(fs.mkdir(sub, "planted", 0o755), Err(Error::NotFound));
+    // An absolute symlink swapped in fails the same way.
+    std::fs::remove_file(f.root.join("sub")).unwrap();
+    symlink(&f.outside, f.root.join("sub")).unwrap();
+    assert_eq!(fs.lookup(deeper, "file"), Err(Error::NotPermitted));
+    // A directory swapped for a look-alike is not the one the guest held.
+    std::fs::remove_file(f.root.join("sub")).unwrap();
+    std::fs::create_dir_all(f.root.join("sub/deeper")).unwrap();
+    std::fs::write(f.root.join("sub/deeper/file"), b"impostor").unwrap();
+    assert_eq!(fs.read_dir(deeper, None, 10), Err(Error::NotFound));
+    assert_eq!(fs.read_at(file, 0, &mut [0; 8]), Err(Error::NotFound));
+    // Outside, only what the other process put there, untouched.
+    assert_eq!(std::fs::read(f.outside.join("deeper/file")).unwrap(), b"SECRET");
+    let planted: Vec<_> = std::fs::read_dir(f.outside.join("deeper")).unwrap().collect();
+    assert_eq!(planted.len(), 1);
+    std::fs::remove_dir_all(f.outside.join("deeper")).unwrap();
+    assert_outside_untouched(&f);
+}
+
+#[test]
+fn cannot_start_outside() {
+    assert!(DirFs::open(Path::new("/definitely/not/here"), false).is_err());
+}
