@@ -1,5 +1,6 @@
-//! Guest programs (`guest-tests/`, built for wasm32-wasip1 and
-//! wasm32-wasip2) run twice: on PackFS, and on wasmtime-wasi's own
+//! Guest programs (`guest-tests/`: Rust built for wasm32-wasip1 and
+//! wasm32-wasip2, C built with wasi-libc) run on each PackFS backend
+//! ([`BACKENDS`]: a `MemFs`, an overlay) and on wasmtime-wasi's own
 //! filesystem over a real temporary directory — the oracle. Their
 //! transcripts (one line per operation: result or error kind and errno)
 //! must be identical, except for the deliberate differences listed in
@@ -8,9 +9,11 @@
 //! p1 guests run through the preview1 adapter in both cases, so the
 //! comparison is of the two `wasi:filesystem` implementations.
 //!
-//! The guests are built once per test run, with cargo, into
+//! The guests are built once per test run — Rust with cargo into
 //! `target/guest-tests` (a target dir of its own, so the outer `cargo test`
-//! holding the main one does not block it).
+//! holding the main one does not block it), C with `clang
+//! --target=wasm32-wasi` — and compiled components are cached in
+//! `target/guest-tests/components`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -212,8 +215,20 @@ fn collect(status: i32, out: MemoryOutputPipe, err: MemoryOutputPipe) -> Run {
     }
 }
 
-fn run_packfs(name: &str, target: Target) -> Run {
-    let root: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+/// The PackFS backends every guest runs on.
+#[derive(Clone, Copy, Debug)]
+enum Backend {
+    /// A `MemFs`.
+    Mem,
+    /// A `MemFs` overlay over a snapshot (empty for `/`, the seeded tree
+    /// for `/ro`): reads come from below, changes copy up.
+    Overlay,
+}
+
+const BACKENDS: [Backend; 2] = [Backend::Mem, Backend::Overlay];
+
+/// The tree `/ro` shows.
+fn seeded() -> MemFs {
     let ro = MemFs::new();
     let sub = ro.mkdir(ro.root(), "sub", 0o755).unwrap();
     for (path, data) in RO_FILES {
@@ -225,13 +240,24 @@ fn run_packfs(name: &str, target: Target) -> Run {
         ro.write_at(ino, 0, data.as_bytes()).unwrap();
         ro.close(ino);
     }
-    let fs = PackFsCtx::builder().preopen("/", root).preopen_read_only("/ro", Arc::new(ro)).build();
+    ro
+}
+
+fn run_packfs(name: &str, target: Target, backend: Backend) -> Run {
+    let (root, ro): (Arc<dyn FileSystem>, Arc<dyn FileSystem>) = match backend {
+        Backend::Mem => (Arc::new(MemFs::new()), Arc::new(seeded())),
+        Backend::Overlay => (
+            Arc::new(MemFs::overlay(Arc::new(MemFs::new().snapshot())).unwrap()),
+            Arc::new(MemFs::overlay(Arc::new(seeded().snapshot())).unwrap()),
+        ),
+    };
+    let fs = PackFsCtx::builder().preopen("/", root).preopen_read_only("/ro", ro).build();
     let (out, err) = pipes();
     let wasi = wasi_ctx(&mut WasiCtx::builder(), &out, &err, name);
     let runner = Runner::new(engine()).unwrap();
     let status = runner.run(&component(name, target), wasi, fs).unwrap_or_else(|e| {
         panic!(
-            "{name} ({target:?}) on PackFS trapped: {e:?}\nstdout:\n{}\nstderr:\n{}",
+            "{name} ({target:?}) on PackFS {backend:?} trapped: {e:?}\nstdout:\n{}\nstderr:\n{}",
             String::from_utf8_lossy(&out.contents()),
             String::from_utf8_lossy(&err.contents())
         )
@@ -283,21 +309,26 @@ fn label(line: &str) -> &str {
 }
 
 fn check(name: &str, target: Target) {
-    let ours = run_packfs(name, target);
     let oracle = run_oracle(name, target);
-    for (who, run) in [("PackFS", &ours), ("oracle", &oracle)] {
-        assert_eq!(run.status, 0, "{name} ({target:?}) on {who} exited {}\nstderr:\n{}", run.status, run.stderr);
-        assert!(run.stdout.ends_with("done\n"), "{name} ({target:?}) on {who} did not finish:\n{}", run.stdout);
-    }
-    println!("--- {name} ({target:?}) on PackFS ---\n{}", ours.stdout);
-    let (a, b): (Vec<&str>, Vec<&str>) = (ours.stdout.lines().collect(), oracle.stdout.lines().collect());
     assert_eq!(
-        a.len(),
-        b.len(),
-        "{name} ({target:?}): transcripts differ in length\nPackFS:\n{}\noracle:\n{}",
-        ours.stdout,
-        oracle.stdout
+        oracle.status, 0,
+        "{name} ({target:?}) on the oracle exited {}\nstderr:\n{}",
+        oracle.status, oracle.stderr
     );
+    assert!(oracle.stdout.ends_with("done\n"), "{name} ({target:?}) on the oracle did not finish:\n{}", oracle.stdout);
+    for backend in BACKENDS {
+        let ours = run_packfs(name, target, backend);
+        let who = format!("{name} ({target:?}) on PackFS {backend:?}");
+        assert_eq!(ours.status, 0, "{who} exited {}\nstderr:\n{}", ours.status, ours.stderr);
+        assert!(ours.stdout.ends_with("done\n"), "{who} did not finish:\n{}", ours.stdout);
+        println!("--- {who} ---\n{}", ours.stdout);
+        compare(&who, name, &ours.stdout, &oracle.stdout);
+    }
+}
+
+fn compare(who: &str, name: &str, ours: &str, oracle: &str) {
+    let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), oracle.lines().collect());
+    assert_eq!(a.len(), b.len(), "{who}: transcripts differ in length\nPackFS:\n{ours}\noracle:\n{oracle}");
     let mut diffs = Vec::new();
     for (x, y) in a.iter().zip(&b) {
         if x == y {
@@ -308,10 +339,5 @@ fn check(name: &str, target: Target) {
             diffs.push(format!("  PackFS: {x}\n  oracle: {y}"));
         }
     }
-    assert!(
-        diffs.is_empty(),
-        "{name} ({target:?}): {} lines differ from the oracle:\n{}",
-        diffs.len(),
-        diffs.join("\n")
-    );
+    assert!(diffs.is_empty(), "{who}: {} lines differ from the oracle:\n{}", diffs.len(), diffs.join("\n"));
 }
