@@ -48,6 +48,7 @@
 
 mod error;
 mod fs;
+pub mod journal;
 pub mod mem;
 mod meta;
 pub mod mount;

@@ -103,7 +103,7 @@ fn directory_listings_are_consistent() {
         let i = round % 100;
         let old = ["f", "g"].iter().map(|p| format!("{p}{i}")).find(|n| fs.lookup(d, n).is_ok()).unwrap();
         let new = if old.starts_with('f') { format!("g{i}") } else { format!("f{i}") };
-        if round % 2 == 0 {
+        if round.is_multiple_of(2) {
             fs.rename(d, &old, d, &new).unwrap();
         } else {
             // Unlink one name and create another in one atomic batch.

@@ -7,6 +7,7 @@
 //! see half of a change.
 
 mod content;
+mod op;
 mod tree;
 
 use std::collections::HashMap;
@@ -14,8 +15,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use arc_swap::ArcSwap;
 
+pub use op::Op;
 pub use tree::{LOWER_TAG, Limits, ROOT, Tree, Usage};
 
+use crate::journal::{self, Sink};
 use crate::meta::system_clock;
 use crate::{Clock, DirEntry, Error, FileSystem, Ino, Metadata, OpenOptions, Result, SetTime, Timestamp};
 
@@ -46,6 +49,7 @@ pub struct MemFs {
     writer: Mutex<()>,
     pins: Mutex<Pins>,
     clock: Clock,
+    journal: Option<Arc<dyn Sink>>,
 }
 
 /// A frozen version of a [`MemFs`]: a value that reads the same forever,
@@ -103,7 +107,19 @@ impl MemFs {
     }
 
     fn from_tree(tree: Tree, clock: Clock) -> Self {
-        MemFs { current: ArcSwap::from_pointee(tree), writer: Mutex::new(()), pins: Mutex::new(Pins::new()), clock }
+        MemFs {
+            current: ArcSwap::from_pointee(tree),
+            writer: Mutex::new(()),
+            pins: Mutex::new(Pins::new()),
+            clock,
+            journal: None,
+        }
+    }
+
+    /// A filesystem holding `tree` (typically replayed from a journal) whose
+    /// every change is recorded in `sink` before it is acknowledged.
+    pub fn journaled(tree: Tree, sink: Arc<dyn Sink>, clock: Clock) -> Self {
+        MemFs { journal: Some(sink), ..Self::from_tree(tree, clock) }
     }
 
     /// Replaces the clock (the web build supplies `Date.now()`).
@@ -131,9 +147,57 @@ impl MemFs {
     }
 
     /// Applies `f` to the tree as one atomic change: readers see all of it
-    /// or none of it, and an error discards all of it.
+    /// or none of it, and an error discards all of it. A journaled
+    /// filesystem records single operations only: `Unsupported` there.
     pub fn batch<T>(&self, f: impl FnOnce(&mut Tree, Timestamp) -> Result<T>) -> Result<T> {
+        if self.journal.is_some() {
+            return Err(Error::Unsupported);
+        }
         self.commit(f, |_, _| {})
+    }
+
+    /// The write path of every `FileSystem` change: apply `op` to a copy,
+    /// journal it, publish (pinning the result inode when `pin`), and, with
+    /// group commit, wait for durability before acknowledging.
+    fn apply(&self, op: Op<'_>, pin: bool) -> Result<u64> {
+        let writer = lock(&self.writer);
+        let mut tree = Tree::clone(&self.current.load());
+        let now = (self.clock)();
+        let out = op.apply(&mut tree, now)?;
+        let mut pending = None;
+        if let Some(sink) = &self.journal {
+            let mut record = Vec::new();
+            journal::encode(&op, now, &mut record)?;
+            let seq = sink.append(&record)?;
+            if sink.durable_before_visible() {
+                sink.sync(seq)?;
+            } else {
+                pending = Some((sink, seq));
+            }
+        }
+        self.publish(tree, |pins| {
+            if pin {
+                *pins.entry(out).or_default() += 1;
+            }
+        });
+        drop(writer);
+        if let Some((sink, seq)) = pending {
+            sink.sync(seq)?;
+        }
+        Ok(out)
+    }
+
+    /// Reaps unpinned orphans and publishes `tree`; `pin` runs first, under
+    /// the pin lock, so nothing can reap what it pins.
+    fn publish(&self, mut tree: Tree, pin: impl FnOnce(&mut Pins)) {
+        let mut pins = lock(&self.pins);
+        pin(&mut pins);
+        for ino in tree.orphans() {
+            if !pins.contains_key(&ino) {
+                tree.reap(ino);
+            }
+        }
+        self.current.store(Arc::new(tree));
     }
 
     /// The one write path: copy, change, reap unpinned orphans, publish.
@@ -147,14 +211,7 @@ impl MemFs {
         let _writer = lock(&self.writer);
         let mut tree = Tree::clone(&self.current.load());
         let out = f(&mut tree, (self.clock)())?;
-        let mut pins = lock(&self.pins);
-        pin(&out, &mut pins);
-        for ino in tree.orphans() {
-            if !pins.contains_key(&ino) {
-                tree.reap(ino);
-            }
-        }
-        self.current.store(Arc::new(tree));
+        self.publish(tree, |pins| pin(&out, pins));
         Ok(out)
     }
 
@@ -189,15 +246,14 @@ impl FileSystem for MemFs {
 
     fn open(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Ino> {
         self.materialized(dir)?;
-        let pin = |&ino: &Ino, pins: &mut Pins| *pins.entry(ino).or_default() += 1;
         if opts.create || opts.truncate {
-            return self.commit(|t, now| t.open(dir, name, opts, now), pin);
+            return self.apply(Op::Open { dir, name, opts: *opts }, true);
         }
-        // Under the pin lock no commit can publish, so the inode found here
+        // Under the pin lock nothing can publish, so the inode found here
         // cannot be reaped before it is pinned.
         let mut pins = lock(&self.pins);
         let ino = self.current.load().open_existing(dir, name, opts)?.ok_or(Error::NotFound)?;
-        pin(&ino, &mut pins);
+        *pins.entry(ino).or_default() += 1;
         Ok(ino)
     }
 
@@ -229,15 +285,15 @@ impl FileSystem for MemFs {
     }
 
     fn write_at(&self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
-        self.commit(|t, now| t.write_at(ino, offset, data, now), |_, _| {})
+        self.apply(Op::WriteAt { ino, offset, data }, false).map(|n| n as usize)
     }
 
     fn append(&self, ino: Ino, data: &[u8]) -> Result<u64> {
-        self.commit(|t, now| t.append(ino, data, now), |_, _| {})
+        self.apply(Op::Append { ino, data }, false)
     }
 
     fn set_len(&self, ino: Ino, len: u64) -> Result<()> {
-        self.write(|t, now| t.set_len(ino, len, now))
+        self.apply(Op::SetLen { ino, len }, false).map(|_| ())
     }
 
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
@@ -246,23 +302,23 @@ impl FileSystem for MemFs {
     }
 
     fn mkdir(&self, dir: Ino, name: &str, mode: u32) -> Result<Ino> {
-        self.commit(|t, now| t.mkdir(dir, name, mode, now), |_, _| {})
+        self.apply(Op::Mkdir { dir, name, mode }, false)
     }
 
     fn rmdir(&self, dir: Ino, name: &str) -> Result<()> {
-        self.write(|t, now| t.rmdir(dir, name, now))
+        self.apply(Op::Rmdir { dir, name }, false).map(|_| ())
     }
 
     fn unlink(&self, dir: Ino, name: &str) -> Result<()> {
-        self.write(|t, now| t.unlink(dir, name, now))
+        self.apply(Op::Unlink { dir, name }, false).map(|_| ())
     }
 
     fn rename(&self, from_dir: Ino, from: &str, to_dir: Ino, to: &str) -> Result<()> {
-        self.write(|t, now| t.rename(from_dir, from, to_dir, to, now))
+        self.apply(Op::Rename { from_dir, from, to_dir, to }, false).map(|_| ())
     }
 
     fn symlink(&self, dir: Ino, name: &str, target: &str) -> Result<Ino> {
-        self.commit(|t, now| t.symlink(dir, name, target, now), |_, _| {})
+        self.apply(Op::Symlink { dir, name, target }, false)
     }
 
     fn readlink(&self, ino: Ino) -> Result<String> {
@@ -270,15 +326,21 @@ impl FileSystem for MemFs {
     }
 
     fn link(&self, ino: Ino, dir: Ino, name: &str) -> Result<()> {
-        self.write(|t, now| t.link(ino, dir, name, now))
+        self.apply(Op::Link { ino, dir, name }, false).map(|_| ())
     }
 
     fn set_times(&self, ino: Ino, atime: SetTime, mtime: SetTime) -> Result<()> {
-        self.write(|t, now| t.set_times(ino, atime, mtime, now))
+        self.apply(Op::SetTimes { ino, atime, mtime }, false).map(|_| ())
     }
 
     fn set_mode(&self, ino: Ino, mode: u32) -> Result<()> {
-        self.write(|t, now| t.set_mode(ino, mode, now))
+        self.apply(Op::SetMode { ino, mode }, false).map(|_| ())
+    }
+}
+
+impl From<Tree> for Snapshot {
+    fn from(tree: Tree) -> Self {
+        Snapshot(Arc::new(tree))
     }
 }
 
