@@ -1,0 +1,111 @@
+//! `packfs diff A.pack B.pack`: the paths added (`+`), removed (`-`) and
+//! changed (`~`, with what changed: kind, content, mode, target) from A to
+//! B, in path order; directories end in `/`. Exit 0 when there are none, 1
+//! when there are (as diff(1)). Modification times and hard-link structure
+//! are not compared.
+
+use std::collections::BTreeMap;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use packfs_core::{FileSystem, FileType, Ino};
+use packfs_host::mmap::MappedPack;
+
+use crate::common::{open_pack, walk};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The old pack.
+    a: PathBuf,
+    /// The new pack.
+    b: PathBuf,
+}
+
+/// What is compared of one entry.
+struct Node {
+    ino: Ino,
+    kind: FileType,
+    mode: u32,
+    size: u64,
+}
+
+/// Every path of `pack`, sorted.
+fn entries(pack: &MappedPack, shown: &str) -> Result<BTreeMap<String, Node>> {
+    let mut all = BTreeMap::new();
+    walk(pack, pack.root(), "", |path, e, m| {
+        all.insert(path.to_owned(), Node { ino: e.ino, kind: m.kind, mode: m.mode, size: m.size });
+        Ok(())
+    })
+    .with_context(|| shown.to_owned())?;
+    Ok(all)
+}
+
+fn display(path: &str, kind: FileType) -> String {
+    if kind == FileType::Dir { format!("{path}/") } else { path.to_owned() }
+}
+
+/// What differs between `x` (in `a`) and `y` (in `b`), if anything.
+fn changes(a: &MappedPack, x: &Node, b: &MappedPack, y: &Node) -> Result<Vec<&'static str>> {
+    let mut what = Vec::new();
+    if x.kind != y.kind {
+        what.push("kind");
+    } else if x.kind == FileType::File && (x.size != y.size || a.file_bytes(x.ino)? != b.file_bytes(y.ino)?) {
+        what.push("content");
+    } else if x.kind == FileType::Symlink && a.readlink(x.ino)? != b.readlink(y.ino)? {
+        what.push("target");
+    }
+    if x.mode != y.mode {
+        what.push("mode");
+    }
+    Ok(what)
+}
+
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
+    let (shown_a, shown_b) = (args.a.display().to_string(), args.b.display().to_string());
+    let a = open_pack(&args.a, true)?;
+    let b = open_pack(&args.b, true)?;
+    let (old, new) = (entries(&a, &shown_a)?, entries(&b, &shown_b)?);
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut differ = false;
+    let (mut i, mut j) = (old.iter().peekable(), new.iter().peekable());
+    loop {
+        let line = match (i.peek(), j.peek()) {
+            (None, None) => break,
+            (Some((p, x)), Some((q, _))) if p < q => {
+                let line = format!("- {}", display(p, x.kind));
+                i.next();
+                line
+            }
+            (Some((p, x)), None) => {
+                let line = format!("- {}", display(p, x.kind));
+                i.next();
+                line
+            }
+            (Some((p, _)), Some((q, y))) if q < p => {
+                let line = format!("+ {}", display(q, y.kind));
+                j.next();
+                line
+            }
+            (None, Some((q, y))) => {
+                let line = format!("+ {}", display(q, y.kind));
+                j.next();
+                line
+            }
+            (Some(&(p, x)), Some(&(_, y))) => {
+                i.next();
+                j.next();
+                let what = changes(&a, x, &b, y).with_context(|| format!("comparing {p}"))?;
+                if what.is_empty() {
+                    continue;
+                }
+                format!("~ {}: {}", display(p, y.kind), what.join(", "))
+            }
+        };
+        differ = true;
+        writeln!(out, "{line}")?;
+    }
+    out.flush()?;
+    Ok(if differ { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}

@@ -1,0 +1,66 @@
+//! `packfs info PACK`: header, format version, counts, sizes, dedup ratio.
+//! Reads the index only, never the data.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use packfs_core::pack::ByteSource;
+use packfs_core::{FileSystem, FileType};
+
+use crate::common::{bytes, open_pack, walk};
+
+/// Header and trailer, in bytes (docs/pack-format.md §3, §10).
+const FIXED: u64 = 64 + 128;
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The pack.
+    pack: PathBuf,
+}
+
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
+    let pack = open_pack(&args.pack, false)?;
+    let info = pack.info();
+    let base = pack.source().bytes().as_ptr() as usize;
+    let (mut files, mut dirs, mut symlinks, mut file_bytes, mut stored) = (0u64, 1u64, 0u64, 0u64, 0u64);
+    let mut seen_inodes = HashSet::new();
+    // A blob is known by where it starts: blobs never overlap, so two files
+    // share content exactly when their (non-empty) bytes start at one place.
+    let mut seen_blobs = HashSet::new();
+    walk(&pack, pack.root(), "", |_, e, meta| {
+        if !seen_inodes.insert(e.ino) {
+            return Ok(()); // another name of a hard-linked inode
+        }
+        match meta.kind {
+            FileType::Dir => dirs += 1,
+            FileType::Symlink => symlinks += 1,
+            FileType::File => {
+                files += 1;
+                file_bytes += meta.size;
+                let blob = pack.file_bytes(e.ino)?;
+                if !blob.is_empty() && seen_blobs.insert(blob.as_ptr() as usize - base) {
+                    stored += blob.len() as u64;
+                }
+            }
+        }
+        Ok(())
+    })
+    .with_context(|| format!("{}", args.pack.display()))?;
+
+    let saved = file_bytes - stored;
+    let ratio = if stored == 0 { 1.0 } else { file_bytes as f64 / stored as f64 };
+    println!("pack:     {}", args.pack.display());
+    println!("format:   version {}, blobs aligned to {} bytes", info.version, info.align);
+    println!("size:     {}", bytes(info.pack_len));
+    println!("  data:   {}", bytes(info.data_len));
+    println!("  index:  {}", bytes(info.pack_len.saturating_sub(info.data_len + FIXED)));
+    println!("entries:  {} names, {} inodes", info.dirents, info.inodes);
+    println!("  files:  {files}");
+    println!("  dirs:   {dirs}");
+    println!("  links:  {symlinks} symlinks, {} extra hard-link names", info.dirents + 1 - info.inodes);
+    println!("content:  {} in files, {} stored in {} blobs", bytes(file_bytes), bytes(stored), info.blobs);
+    println!("dedup:    ratio {ratio:.2}, {} saved", bytes(saved));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,103 @@
+//! `packfs`: build, inspect, verify, unpack and compare PackFS packs.
+//!
+//! One module per subcommand, each with its `Args` (clap) and its `run`;
+//! adding a subcommand is one module, one [`Command`] variant and one arm in
+//! [`main`]. What the modules share is in [`common`]; `pack` reads its
+//! source through the `--exclude` filter in [`exclude`].
+//!
+//! Exit status: 0 on success; 1 when the answer is "no" (`verify` found
+//! damage, `diff` found differences); 2 for an error (a missing file, a
+//! corrupt pack, a wrong argument), printed as one line on stderr,
+//! `packfs: <context>: <cause>`.
+
+mod cat;
+mod common;
+mod diff;
+mod exclude;
+mod info;
+mod ls;
+mod pack;
+mod stat;
+mod unpack;
+mod verify;
+
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::{Parser, Subcommand};
+
+/// Build, inspect, verify, unpack and compare PackFS packs.
+#[derive(Debug, Parser)]
+#[command(name = "packfs", version, propagate_version = true)]
+#[command(after_help = "Exit status: 0 success, 1 damage or differences found (verify, diff), 2 error.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Build a pack from a host directory.
+    Pack(pack::Args),
+    /// List a directory of a pack.
+    Ls(ls::Args),
+    /// Write files of a pack to stdout.
+    Cat(cat::Args),
+    /// Show an entry's metadata.
+    Stat(stat::Args),
+    /// Show a pack's header, counts, sizes and dedup ratio.
+    Info(info::Args),
+    /// Check every checksum of a pack.
+    Verify(verify::Args),
+    /// Extract a pack into a host directory.
+    Unpack(unpack::Args),
+    /// List the paths added, removed and changed from one pack to another.
+    Diff(diff::Args),
+}
+
+/// Exit status of an error (clap uses it for argument errors too).
+const ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if e.use_stderr() && e.kind() != ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprintln!("packfs: {}", one_line(&e));
+            return ExitCode::from(ERROR);
+        }
+        Err(e) => e.exit(), // --help, --version
+    };
+    let result = match cli.command {
+        Command::Pack(args) => pack::run(args),
+        Command::Ls(args) => ls::run(args),
+        Command::Cat(args) => cat::run(args),
+        Command::Stat(args) => stat::run(args),
+        Command::Info(args) => info::run(args),
+        Command::Verify(args) => verify::run(args),
+        Command::Unpack(args) => unpack::run(args),
+        Command::Diff(args) => diff::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        // A reader that went away (`packfs cat x | head`) is not an error.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("packfs: {e:#}");
+            ExitCode::from(ERROR)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+/// A usage error as one line: clap's message up to its blank line (which
+/// starts the usage and the hint to try `--help`), without its `error: `.
+fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let message = text.split("\n\n").next().unwrap_or_default();
+    let words: Vec<&str> = message.split_whitespace().collect();
+    let line = words.join(" ");
+    format!("{} (see --help)", line.strip_prefix("error: ").unwrap_or(&line))
+}

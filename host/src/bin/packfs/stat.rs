@@ -1,0 +1,37 @@
+//! `packfs stat PACK PATH`: one entry's metadata.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use packfs_core::{FileSystem, FileType};
+
+use crate::common::{find, format_time, kind_name, mode_string, open_pack};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The pack.
+    pack: PathBuf,
+    /// The entry, from the pack's root.
+    path: String,
+    /// Follow a symlink in the last component (report its target's metadata).
+    #[arg(short = 'L', long)]
+    dereference: bool,
+}
+
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
+    let pack = open_pack(&args.pack, false)?;
+    let ino = find(&pack, &args.path, args.dereference).with_context(|| format!("{}", args.pack.display()))?;
+    let m = pack.metadata(ino)?;
+    println!("  path: {}", args.path);
+    println!("  type: {}", kind_name(m.kind));
+    println!("  size: {}", m.size);
+    println!("  mode: {:04o} ({})", m.mode, mode_string(m.kind, m.mode));
+    println!(" links: {}", m.nlink);
+    println!(" inode: {}", m.ino);
+    println!(" mtime: {}.{:09} UTC ({} s)", format_time(m.mtime), m.mtime.nanos, m.mtime.secs);
+    if m.kind == FileType::Symlink {
+        println!("target: {}", pack.readlink(ino)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,297 @@
+//! `packfs unpack PACK DIR`: a pack's tree into a host directory — files
+//! with their modes and modification times, directories, symlinks, hard
+//! links.
+//!
+//! Everything is written through [`DirFs`]: one validated name at a time,
+//! relative to a directory opened with `openat2` `RESOLVE_BENEATH`, never
+//! following a symlink, so no name in the pack and no symlink already in DIR
+//! can lead a write outside DIR. Without `--force`, nothing is written when
+//! any entry already exists (a directory may already exist as a directory).
+//! Each blob is checked against its checksum before it is written.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use packfs_core::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, SetTime};
+use packfs_host::dir::DirFs;
+use packfs_host::mmap::MappedPack;
+
+use crate::common::{bytes, join, list, open_pack};
+
+/// Bytes written per `write_at`, so the progress bar moves on big files.
+const CHUNK: usize = 1 << 20;
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The pack.
+    pack: PathBuf,
+    /// The directory to extract into; created if missing.
+    dir: PathBuf,
+    /// Replace files and symlinks that already exist (a directory in the
+    /// way of a file is still an error). Without it, nothing is written when
+    /// any entry exists (directories may exist as directories).
+    #[arg(short, long)]
+    force: bool,
+}
+
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
+    let pack = open_pack(&args.pack, true)?;
+    // Check every blob before writing anything: a damaged pack leaves DIR
+    // untouched. Blobs that pass are remembered, so none is hashed twice.
+    let report = pack.verify().with_context(|| format!("{}", args.pack.display()))?;
+    if let Some(bad) = report.bad.first() {
+        bail!(
+            "{}: {}: {} (damaged entries: {}; nothing extracted)",
+            args.pack.display(),
+            bad.path,
+            bad.error,
+            report.bad.len()
+        );
+    }
+    let shown = args.dir.display();
+    let created = match std::fs::symlink_metadata(&args.dir) {
+        Ok(m) if m.is_dir() => false,
+        Ok(_) => bail!("{shown}: not a directory"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(&args.dir).with_context(|| format!("creating {shown}"))?;
+            true
+        }
+        Err(e) => return Err(e).with_context(|| format!("{shown}")),
+    };
+    let dest = DirFs::open(&args.dir, false).with_context(|| format!("{shown}"))?;
+    let mut u = Unpack { pack: &pack, dest: &dest, dir: &args.dir, force: args.force, counts: Counts::default() };
+    if !args.force {
+        u.refuse_overwrites()?;
+    }
+
+    let progress = ProgressBar::new_spinner(); // on stderr, drawn only on a terminal
+    progress.set_style(
+        ProgressStyle::with_template("{spinner} unpacking: {binary_bytes} written ({binary_bytes_per_sec})")
+            .expect("a valid template"),
+    );
+    progress.enable_steady_tick(Duration::from_millis(100));
+    let done = u.extract(&progress, created);
+    progress.finish_and_clear();
+    let skipped = done.with_context(|| format!("unpacking {} into {shown}", args.pack.display()))?;
+
+    let c = &u.counts;
+    println!(
+        "{shown}: {} files, {} directories, {} symlinks, {} hard links; {}",
+        c.files,
+        c.dirs,
+        c.symlinks,
+        c.links,
+        bytes(c.bytes)
+    );
+    if !skipped.is_empty() {
+        for (path, target) in &skipped {
+            eprintln!("packfs: {}: symlink to absolute path {target:?} not extracted", args.dir.join(path).display());
+        }
+        bail!("{shown}: {} symlinks with absolute targets were not extracted", skipped.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    files: u64,
+    dirs: u64,
+    symlinks: u64,
+    links: u64,
+    bytes: u64,
+}
+
+struct Unpack<'a> {
+    pack: &'a MappedPack,
+    dest: &'a DirFs,
+    dir: &'a Path,
+    force: bool,
+    counts: Counts,
+}
+
+/// A directory being extracted: its remaining entries, where it goes, its path.
+struct Frame {
+    entries: std::vec::IntoIter<DirEntry>,
+    /// The destination directory, if it exists.
+    dest: Option<Ino>,
+    path: String,
+}
+
+impl Unpack<'_> {
+    fn shown(&self, path: &str) -> String {
+        self.dir.join(path).display().to_string()
+    }
+
+    /// What `name` in destination directory `dir` is now, if anything.
+    fn existing(&self, dir: Ino, name: &str) -> Result<Option<(Ino, FileType)>> {
+        match self.dest.lookup(dir, name) {
+            Ok(ino) => Ok(Some((ino, self.dest.metadata(ino)?.kind))),
+            Err(Error::NotFound) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Fails, before anything is written, if an entry of the pack already
+    /// exists in the destination (other than a directory as a directory).
+    fn refuse_overwrites(&self) -> Result<()> {
+        let (mut first, mut more) = (None, 0u64);
+        let root = Frame {
+            entries: list(self.pack, self.pack.root())?.into_iter(),
+            dest: Some(self.dest.root()),
+            path: String::new(),
+        };
+        let mut stack = vec![root];
+        while let Some(f) = stack.last_mut() {
+            let Some(e) = f.entries.next() else {
+                stack.pop();
+                continue;
+            };
+            let path = join(&f.path, &e.name);
+            let found = match f.dest {
+                Some(dir) => self.existing(dir, &e.name).with_context(|| self.shown(&path))?,
+                None => None,
+            };
+            let dest = match found {
+                Some((ino, FileType::Dir)) if e.kind == FileType::Dir => Some(ino),
+                Some(_) => {
+                    if first.is_none() {
+                        first = Some(path.clone());
+                    } else {
+                        more += 1;
+                    }
+                    None
+                }
+                None => None,
+            };
+            if e.kind == FileType::Dir {
+                stack.push(Frame { entries: list(self.pack, e.ino)?.into_iter(), dest, path });
+            }
+        }
+        match first {
+            None => Ok(()),
+            Some(p) if more == 0 => bail!("{} already exists (--force replaces it)", self.shown(&p)),
+            Some(p) => bail!("{} and {more} more already exist (--force replaces them)", self.shown(&p)),
+        }
+    }
+
+    /// Extracts everything; returns the symlinks not made because their
+    /// targets are absolute (`DirFs` refuses them), as (path, target).
+    fn extract(&mut self, progress: &ProgressBar, created: bool) -> Result<Vec<(String, String)>> {
+        let mut skipped = Vec::new();
+        // Directories get their modes and times last, deepest first: adding
+        // entries changes a directory's mtime, and a read-only mode would
+        // stop us adding them.
+        let mut dirs: Vec<(Ino, Metadata)> = Vec::new();
+        // Pack inode -> destination inode, for names of hard-linked inodes.
+        let mut linked: HashMap<Ino, Ino> = HashMap::new();
+        let root = self.pack.root();
+        let mut stack = vec![Frame {
+            entries: list(self.pack, root)?.into_iter(),
+            dest: Some(self.dest.root()),
+            path: String::new(),
+        }];
+        while let Some(f) = stack.last_mut() {
+            let Some(e) = f.entries.next() else {
+                stack.pop();
+                continue;
+            };
+            let path = join(&f.path, &e.name);
+            let parent = f.dest.unwrap_or(self.dest.root()); // always Some here
+            let meta = self.pack.metadata(e.ino)?;
+            let made = self.entry(parent, &e, &meta, &mut linked, progress).with_context(|| self.shown(&path))?;
+            match made {
+                Made::Dir(ino) => {
+                    dirs.push((ino, meta));
+                    stack.push(Frame { entries: list(self.pack, e.ino)?.into_iter(), dest: Some(ino), path });
+                }
+                Made::Other => {}
+                Made::Skipped(target) => skipped.push((path, target)),
+            }
+        }
+        if created {
+            dirs.insert(0, (self.dest.root(), self.pack.metadata(root)?));
+        }
+        for (ino, meta) in dirs.iter().rev() {
+            self.dest.set_mode(*ino, meta.mode)?;
+            self.dest.set_times(*ino, SetTime::At(meta.mtime), SetTime::At(meta.mtime))?;
+        }
+        Ok(skipped)
+    }
+
+    /// Makes the entry `e` (metadata `meta`) in destination directory `parent`.
+    fn entry(
+        &mut self,
+        parent: Ino,
+        e: &DirEntry,
+        meta: &Metadata,
+        linked: &mut HashMap<Ino, Ino>,
+        progress: &ProgressBar,
+    ) -> Result<Made> {
+        let name = &*e.name;
+        let existing = self.existing(parent, name)?;
+        match (existing, meta.kind) {
+            (Some((ino, FileType::Dir)), FileType::Dir) => {
+                self.counts.dirs += 1;
+                return Ok(Made::Dir(ino));
+            }
+            (Some((_, FileType::Dir)), _) => bail!("a directory is in the way"),
+            (Some(_), _) if !self.force => bail!("already exists (--force replaces it)"),
+            (Some(_), _) => self.dest.unlink(parent, name)?,
+            (None, _) => {}
+        }
+        if meta.kind == FileType::Dir {
+            self.counts.dirs += 1;
+            return Ok(Made::Dir(self.dest.mkdir(parent, name, 0o700)?));
+        }
+        if let Some(&first) = linked.get(&e.ino) {
+            self.dest.link(first, parent, name)?;
+            self.counts.links += 1;
+            return Ok(Made::Other);
+        }
+        let ino = if meta.kind == FileType::Symlink {
+            let target = self.pack.readlink(e.ino)?;
+            if target.starts_with('/') {
+                return Ok(Made::Skipped(target));
+            }
+            let ino = self.dest.symlink(parent, name, &target)?;
+            self.counts.symlinks += 1;
+            ino
+        } else {
+            let data = self.pack.file_bytes(e.ino)?; // checked against its checksum
+            let create = OpenOptions { read: false, mode: 0o600, ..OpenOptions::create_new() };
+            let ino = self.dest.open(parent, name, &create)?;
+            let written = (|| {
+                for (k, chunk) in data.chunks(CHUNK).enumerate() {
+                    self.dest.write_at(ino, (k * CHUNK) as u64, chunk)?;
+                    progress.inc(chunk.len() as u64);
+                }
+                self.dest.set_mode(ino, meta.mode)
+            })();
+            self.dest.close(ino);
+            written?;
+            self.counts.files += 1;
+            self.counts.bytes += data.len() as u64;
+            ino
+        };
+        // A symlink's own mtime (utimensat without following).
+        self.dest.set_times(ino, SetTime::At(meta.mtime), SetTime::At(meta.mtime))?;
+        if meta.nlink > 1 {
+            linked.insert(e.ino, ino);
+        }
+        Ok(Made::Other)
+    }
+}
+
+/// What [`Unpack::entry`] did.
+enum Made {
+    /// Made (or found) this directory.
+    Dir(Ino),
+    /// Made a file, a symlink or a link.
+    Other,
+    /// Did not make a symlink to this absolute target.
+    Skipped(String),
+}

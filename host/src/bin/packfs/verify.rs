@@ -1,0 +1,47 @@
+//! `packfs verify PACK`: every check a pack has — header, trailer, index
+//! and each blob's checksum. Exit 0 when whole; 1, with the list of bad
+//! entries, when not.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use packfs_host::mmap::{OpenPackError, open_pack};
+
+use crate::common::{bytes, open_error};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The pack.
+    pack: PathBuf,
+}
+
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
+    let shown = args.pack.display();
+    let pack = match open_pack(&args.pack) {
+        Ok(p) => p,
+        // A damaged header or index is a "no", like a damaged blob.
+        Err(OpenPackError::Pack { source, .. }) => {
+            eprintln!("packfs: {shown}: {source}");
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(e) => return Err(open_error(e)),
+    };
+    let report = match pack.verify() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("packfs: {shown}: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    if report.is_ok() {
+        println!("{shown}: ok, {} blobs, {} checked", report.blobs, bytes(report.bytes));
+        return Ok(ExitCode::SUCCESS);
+    }
+    for bad in &report.bad {
+        let path = if bad.path.is_empty() { "(a blob no entry names)" } else { &bad.path };
+        println!("{path}: {}", bad.error);
+    }
+    eprintln!("packfs: {shown}: damaged entries: {} ({} blobs checked)", report.bad.len(), report.blobs);
+    Ok(ExitCode::FAILURE)
+}
