@@ -35,7 +35,7 @@ pub(crate) fn find(fs: &dyn FileSystem, path: &str, follow: bool) -> Result<Ino>
     if rel.is_empty() {
         return Ok(fs.root());
     }
-    resolve::resolve(fs, fs.root(), rel, follow).with_context(|| format!("{path}"))
+    resolve::resolve(fs, fs.root(), rel, follow).with_context(|| path.to_owned())
 }
 
 /// Every entry of directory `dir`, in the backend's order (byte order of
