@@ -3,7 +3,8 @@
 //! this module encodes, decodes and replays, with no I/O of its own.
 //!
 //! ```text
-//! header  "PACKFSJ1" (8 bytes) | generation: u64
+//! header  "PACKFSJ1" (8 bytes) | generation: u64 | created secs: u64
+//!         | created nanos: u32 | reserved: u32 (0)
 //! record  len: u32 | xxh3-64(payload): u64 | payload (len bytes)
 //! payload secs: u64 | nanos: u32 | tag: u8 | fields of the op
 //! fields  integers little-endian; names and bytes as len: u32 | bytes
@@ -22,23 +23,43 @@ use crate::{Error, OpenOptions, Result, SetTime, Timestamp};
 /// Magic number opening every journal file.
 pub const MAGIC: [u8; 8] = *b"PACKFSJ1";
 /// Bytes of the header.
-pub const HEADER_LEN: usize = 16;
+pub const HEADER_LEN: usize = 32;
 /// Bytes before a record's payload.
 const RECORD_HEAD: usize = 12;
 
-/// The header of a journal for checkpoint `generation`.
-pub fn header(generation: u64) -> [u8; HEADER_LEN] {
-    let mut h = [0; HEADER_LEN];
-    h[..8].copy_from_slice(&MAGIC);
-    h[8..].copy_from_slice(&generation.to_le_bytes());
-    h
+/// A journal's header: which checkpoint it continues, and when the empty
+/// tree it starts from was made (the root's timestamps, when there is no
+/// checkpoint pack to take them from).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// The checkpoint generation this log applies to.
+    pub generation: u64,
+    /// When the starting tree was created.
+    pub created: Timestamp,
 }
 
-/// The generation a journal belongs to, from its header.
-pub fn read_header(log: &[u8]) -> Result<u64> {
-    match log.get(..HEADER_LEN) {
-        Some(h) if h[..8] == MAGIC => Ok(u64::from_le_bytes(h[8..16].try_into().map_err(|_| Error::Invalid)?)),
-        _ => Err(Error::Io("not a PackFS journal (bad header)".into())),
+impl Header {
+    /// The header's bytes.
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut h = [0; HEADER_LEN];
+        h[..8].copy_from_slice(&MAGIC);
+        h[8..16].copy_from_slice(&self.generation.to_le_bytes());
+        h[16..24].copy_from_slice(&self.created.secs.to_le_bytes());
+        h[24..28].copy_from_slice(&self.created.nanos.to_le_bytes());
+        h
+    }
+
+    /// Reads the header at the start of `log`.
+    pub fn decode(log: &[u8]) -> Result<Self> {
+        let mut r = Reader(log);
+        let bad = || Error::Io("not a PackFS journal (bad header)".into());
+        if r.take(8) != Some(&MAGIC[..]) {
+            return Err(bad());
+        }
+        let generation = r.u64().ok_or_else(bad)?;
+        let created = Timestamp { secs: r.u64().ok_or_else(bad)?, nanos: r.u32().ok_or_else(bad)?.min(999_999_999) };
+        r.u32().ok_or_else(bad)?;
+        Ok(Header { generation, created })
     }
 }
 
@@ -410,8 +431,11 @@ mod tests {
 
     #[test]
     fn headers() {
-        assert_eq!(read_header(&header(42)), Ok(42));
-        assert!(read_header(b"PACKFSJ2\0\0\0\0\0\0\0\0").is_err());
-        assert!(read_header(b"short").is_err());
+        let h = Header { generation: 42, created: Timestamp::new(7, 8) };
+        assert_eq!(Header::decode(&h.encode()), Ok(h));
+        let mut bad = h.encode();
+        bad[7] = b'2';
+        assert!(Header::decode(&bad).is_err());
+        assert!(Header::decode(&h.encode()[..HEADER_LEN - 1]).is_err());
     }
 }

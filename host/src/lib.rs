@@ -27,6 +27,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod dir;
+pub mod journal;
 pub mod mmap;
 pub mod p1;
 pub mod publish;

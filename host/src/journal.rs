@@ -1,0 +1,382 @@
+//! A durable in-memory tree: a [`MemFs`] whose every change is appended to
+//! a write-ahead log on disk before it is acknowledged, and replayed when
+//! the directory is opened again.
+//!
+//! A journal directory holds at most one checkpoint and one log:
+//!
+//! ```text
+//! DIR/base-G.pack     the tree at checkpoint G (absent for G = 0)
+//! DIR/journal-G.log   changes since then (format: packfs_core::journal)
+//! ```
+//!
+//! Opening picks the highest `G` with its pack (or 0), mounts the tree as
+//! an overlay over that pack, replays `journal-G.log`, cuts a torn tail off
+//! it, and removes every file of another generation. A checkpoint writes
+//! `base-(G+1).pack` and an empty `journal-(G+1).log`, each atomically, in
+//! that order: a crash between them leaves a new pack with no log, which
+//! opens as the pack alone — exactly the checkpointed tree.
+//!
+//! Durability: with [`SyncPolicy::EveryOp`] (the default) each change is
+//! fdatasynced before it is published; with [`SyncPolicy::GroupCommit`] it
+//! is published first and acknowledged once a sync covers it, so
+//! concurrent writers share one fdatasync.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use anyhow::{Context, Result, bail};
+use packfs_core::journal::{HEADER_LEN, Header, Sink, replay};
+use packfs_core::mem::{Limits, Tree};
+use packfs_core::pack::write_pack;
+use packfs_core::{Clock, Error, MemFs, system_clock};
+
+use crate::mmap::open_pack;
+use crate::publish::write_atomic;
+
+/// When a change becomes durable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// fdatasync each change before anyone sees it.
+    #[default]
+    EveryOp,
+    /// Publish, then acknowledge once an fdatasync shared with concurrent
+    /// writers covers the change.
+    GroupCommit,
+}
+
+/// An open journal directory and the filesystem it keeps durable.
+pub struct Journal {
+    dir: PathBuf,
+    generation: u64,
+    fs: Arc<MemFs>,
+    log: Arc<LogFile>,
+    policy: SyncPolicy,
+    limits: Limits,
+}
+
+fn base_path(dir: &Path, g: u64) -> PathBuf {
+    dir.join(format!("base-{g}.pack"))
+}
+
+fn log_path(dir: &Path, g: u64) -> PathBuf {
+    dir.join(format!("journal-{g}.log"))
+}
+
+/// The generation in a journal directory's file name, and whether it is
+/// the pack (`true`) or the log.
+fn parse_name(name: &str) -> Option<(u64, bool)> {
+    if let Some(g) = name.strip_prefix("base-").and_then(|n| n.strip_suffix(".pack")) {
+        return Some((g.parse().ok()?, true));
+    }
+    let g = name.strip_prefix("journal-")?.strip_suffix(".log")?;
+    Some((g.parse().ok()?, false))
+}
+
+/// What a journal directory holds, read without changing anything on disk.
+struct Loaded {
+    generation: u64,
+    /// The checkpoint with the log replayed onto it.
+    tree: Tree,
+    /// The log, open for writing, and the length of its good part.
+    log: Option<(File, u64)>,
+}
+
+fn load(dir: &Path, limits: Limits, clock: &Clock) -> Result<Loaded> {
+    let mut generation = 0;
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let name = entry?.file_name();
+        if let Some((g, true)) = name.to_str().and_then(parse_name) {
+            generation = generation.max(g);
+        }
+    }
+    let mut tree = if generation == 0 {
+        None
+    } else {
+        let path = base_path(dir, generation);
+        let pack = open_pack(&path).with_context(|| format!("opening checkpoint {}", path.display()))?;
+        Some(Tree::overlay(Arc::new(pack), clock(), limits).context("mounting the checkpoint")?)
+    };
+    let path = log_path(dir, generation);
+    let log = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Ok(Loaded { generation, tree: tree.unwrap_or_else(|| Tree::new(clock(), limits)), log: None });
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let header = Header::decode(&log).with_context(|| format!("{}", path.display()))?;
+    if header.generation != generation {
+        bail!("{}: log of generation {} where {generation} was expected", path.display(), header.generation);
+    }
+    let mut tree = tree.take().unwrap_or_else(|| Tree::new(header.created, limits));
+    let replayed = replay(&mut tree, &log[HEADER_LEN..]).with_context(|| format!("replaying {}", path.display()))?;
+    let file = File::options().write(true).open(&path).with_context(|| format!("opening {}", path.display()))?;
+    Ok(Loaded { generation, tree, log: Some((file, HEADER_LEN as u64 + replayed.valid_len)) })
+}
+
+impl Journal {
+    /// Opens (creating when missing) the journal directory `dir`.
+    pub fn open(dir: &Path, policy: SyncPolicy, limits: Limits) -> Result<Journal> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let clock = system_clock();
+        let Loaded { generation, mut tree, log } = load(dir, limits, &clock)?;
+        let (file, len) = match log {
+            Some((file, valid)) => {
+                // Cut a torn or damaged tail: appends go right after the last good record.
+                if file.metadata()?.len() != valid {
+                    file.set_len(valid).context("cutting the journal's torn tail")?;
+                    file.sync_all()?;
+                }
+                (file, valid)
+            }
+            None => {
+                let header = Header { generation, created: clock() };
+                let path = log_path(dir, generation);
+                write_atomic(&path, |f| f.write_all(&header.encode()))
+                    .with_context(|| format!("creating {}", path.display()))?;
+                if generation == 0 {
+                    // Replay will start from an empty tree made at `created`.
+                    tree = Tree::new(header.created, limits);
+                }
+                (File::options().write(true).open(&path)?, HEADER_LEN as u64)
+            }
+        };
+        remove_other_generations(dir, generation)?;
+        let log = Arc::new(LogFile::new(file, len, policy));
+        let fs = Arc::new(MemFs::journaled(tree, log.clone(), clock));
+        Ok(Journal { dir: dir.to_path_buf(), generation, fs, log, policy, limits })
+    }
+
+    /// Reads the tree a journal directory describes, changing nothing on
+    /// disk (for `packfs compact`).
+    pub fn read(dir: &Path) -> Result<packfs_core::Snapshot> {
+        Ok(packfs_core::Snapshot::from(load(dir, Limits::default(), &system_clock())?.tree))
+    }
+
+    /// The journaled filesystem.
+    pub fn fs(&self) -> &Arc<MemFs> {
+        &self.fs
+    }
+
+    /// The current checkpoint generation.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Compacts the tree into a new checkpoint pack and starts an empty
+    /// log; returns the journal to use from now on. The filesystem before
+    /// the checkpoint refuses further changes (`Io`): its handles belong to
+    /// the old generation.
+    pub fn checkpoint(self) -> Result<Journal> {
+        let next = self.generation + 1;
+        let base = base_path(&self.dir, next);
+        self.log.close();
+        write_atomic(&base, |f| {
+            let mut out = io::BufWriter::new(f);
+            write_pack(&self.fs.snapshot(), &mut out).map_err(io::Error::other)?;
+            out.flush()
+        })
+        .with_context(|| format!("writing checkpoint {}", base.display()))?;
+        let header = Header { generation: next, created: system_clock()() };
+        let log = log_path(&self.dir, next);
+        write_atomic(&log, |f| f.write_all(&header.encode())).with_context(|| format!("creating {}", log.display()))?;
+        Journal::open(&self.dir, self.policy, self.limits)
+    }
+}
+
+fn remove_other_generations(dir: &Path, keep: u64) -> Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if let Some((g, _)) = entry.file_name().to_str().and_then(parse_name)
+            && g != keep
+        {
+            std::fs::remove_file(entry.path()).with_context(|| format!("removing {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The log file as a [`Sink`]: positional appends, and fdatasyncs shared
+/// between waiting writers.
+struct LogFile {
+    file: File,
+    policy: SyncPolicy,
+    append: Mutex<AppendState>,
+    /// Sequence number of the last record appended.
+    appended: AtomicU64,
+    synced: Mutex<SyncState>,
+    synced_cv: Condvar,
+}
+
+struct AppendState {
+    len: u64,
+    seq: u64,
+    /// Set when a failed append could not be undone, or after a checkpoint.
+    closed: Option<&'static str>,
+}
+
+struct SyncState {
+    synced: u64,
+    syncing: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl LogFile {
+    fn new(file: File, len: u64, policy: SyncPolicy) -> Self {
+        LogFile {
+            file,
+            policy,
+            append: Mutex::new(AppendState { len, seq: 0, closed: None }),
+            appended: AtomicU64::new(0),
+            synced: Mutex::new(SyncState { synced: 0, syncing: false }),
+            synced_cv: Condvar::new(),
+        }
+    }
+
+    fn close(&self) {
+        lock(&self.append).closed = Some("the journal was checkpointed: reopen it");
+    }
+}
+
+impl Sink for LogFile {
+    fn append(&self, record: &[u8]) -> packfs_core::Result<u64> {
+        let mut st = lock(&self.append);
+        if let Some(why) = st.closed {
+            return Err(Error::Io(why.into()));
+        }
+        if let Err(e) = self.file.write_all_at(record, st.len) {
+            // A record half on disk would end replay early and hide every
+            // later one: take it back, or take no more.
+            if self.file.set_len(st.len).is_err() {
+                st.closed = Some("a failed journal append could not be undone");
+            }
+            return Err(Error::Io(format!("journal append: {e}")));
+        }
+        st.len += record.len() as u64;
+        st.seq += 1;
+        self.appended.store(st.seq, Ordering::Release);
+        Ok(st.seq)
+    }
+
+    fn sync(&self, seq: u64) -> packfs_core::Result<()> {
+        let mut st = lock(&self.synced);
+        loop {
+            if st.synced >= seq {
+                return Ok(());
+            }
+            if st.syncing {
+                st = self.synced_cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            // Lead: one fdatasync for everything appended so far.
+            st.syncing = true;
+            let target = self.appended.load(Ordering::Acquire);
+            drop(st);
+            let result = self.file.sync_data();
+            st = lock(&self.synced);
+            st.syncing = false;
+            if result.is_ok() {
+                st.synced = st.synced.max(target);
+            }
+            self.synced_cv.notify_all();
+            result.map_err(|e| Error::Io(format!("journal sync: {e}")))?;
+        }
+    }
+
+    fn durable_before_visible(&self) -> bool {
+        self.policy == SyncPolicy::EveryOp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use packfs_core::{FileSystem, OpenOptions};
+
+    fn put(fs: &MemFs, name: &str, data: &[u8]) {
+        let f = fs.open(fs.root(), name, &OpenOptions::create()).unwrap();
+        fs.write_at(f, 0, data).unwrap();
+        fs.close(f);
+    }
+
+    fn get(fs: &dyn FileSystem, name: &str) -> Vec<u8> {
+        let ino = fs.lookup(fs.root(), name).unwrap();
+        let mut buf = vec![0; fs.metadata(ino).unwrap().size as usize];
+        fs.read_at(ino, 0, &mut buf).unwrap();
+        buf
+    }
+
+    #[test]
+    fn reopen_replays_and_checkpoint_compacts() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+        put(j.fs(), "a", b"one");
+        let created = j.fs().metadata(1).unwrap().mtime;
+        drop(j);
+        let j = Journal::open(dir.path(), SyncPolicy::GroupCommit, Limits::default()).unwrap();
+        assert_eq!(get(&**j.fs(), "a"), b"one");
+        assert_eq!(j.fs().metadata(1).unwrap().mtime, created, "replay restores times too");
+        let old = j.fs().clone();
+        let j = j.checkpoint().unwrap();
+        assert_eq!(j.generation(), 1);
+        assert!(old.mkdir(old.root(), "lost", 0o755).is_err(), "the old generation takes no changes");
+        put(j.fs(), "b", b"two");
+        drop(j);
+        let mut names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        assert_eq!(names, ["base-1.pack", "journal-1.log"]);
+        let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+        assert_eq!(get(&**j.fs(), "a"), b"one");
+        assert_eq!(get(&**j.fs(), "b"), b"two");
+        assert_eq!(get(&Journal::read(dir.path()).unwrap(), "b"), b"two");
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_and_appends_continue_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+        put(j.fs(), "a", b"kept");
+        drop(j);
+        let log = log_path(dir.path(), 0);
+        let whole = std::fs::metadata(&log).unwrap().len();
+        // Half a record of garbage, as a crash mid-append leaves it.
+        let mut f = File::options().append(true).open(&log).unwrap();
+        f.write_all(&[0x30, 0, 0, 0, 1, 2, 3]).unwrap();
+        drop(f);
+        let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+        assert_eq!(std::fs::metadata(&log).unwrap().len(), whole);
+        put(j.fs(), "b", b"after");
+        drop(j);
+        let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+        assert_eq!((get(&**j.fs(), "a"), get(&**j.fs(), "b")), (b"kept".to_vec(), b"after".to_vec()));
+    }
+
+    #[test]
+    fn group_commit_shares_syncs_between_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path(), SyncPolicy::GroupCommit, Limits::default()).unwrap();
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let fs = j.fs().clone();
+                std::thread::spawn(move || {
+                    for i in 0..50 {
+                        fs.mkdir(fs.root(), &format!("t{t}-{i}"), 0o755).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        drop(j);
+        let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+        assert_eq!(j.fs().read_dir(j.fs().root(), None, 1000).unwrap().len(), 200);
+    }
+}
