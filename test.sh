@@ -12,6 +12,17 @@ need_target wasm32-unknown-unknown
 need_target wasm32-wasip1
 need_target wasm32-wasip2
 
+# C guests: Debian's clang + wasi-libc build wasm32-wasi (p1) modules.
+sudo=""
+[ "$(id -u)" = 0 ] || sudo=sudo
+need_deb() {
+    dpkg -s "$@" >/dev/null 2>&1 || {
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@"
+    }
+}
+need_deb clang lld wasi-libc libclang-rt-14-dev-wasm32
+
 # Every crate's tests: unit, property, model, concurrency, doc tests.
 cargo test --workspace --all-targets
 cargo test --workspace --doc

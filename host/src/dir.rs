@@ -41,8 +41,12 @@ pub struct DirFs {
     open: Mutex<HashMap<Ino, Vec<Pinned>>>,
 }
 
-/// An fd held for an open handle, and whether it may write.
-type Pinned = (Arc<OwnedFd>, bool);
+/// An fd held for an open handle, and what it may do.
+struct Pinned {
+    fd: Arc<OwnedFd>,
+    read: bool,
+    write: bool,
+}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -155,12 +159,12 @@ impl DirFs {
         Ok((fd, path))
     }
 
-    /// A pinned fd of `ino` (writable if asked), else a fresh one.
+    /// A pinned fd of `ino` that can read (or write), else a fresh one.
     fn data_fd(&self, ino: Ino, write: bool) -> Result<Arc<OwnedFd>> {
         if let Some(fds) = lock(&self.open).get(&ino)
-            && let Some((fd, _)) = fds.iter().find(|(_, w)| *w || !write)
+            && let Some(p) = fds.iter().find(|p| if write { p.write } else { p.read })
         {
-            return Ok(fd.clone());
+            return Ok(p.fd.clone());
         }
         let flags = if write { OFlags::WRONLY } else { OFlags::RDONLY };
         let fd = self.open_beneath(&self.path_of(ino)?, flags)?;
@@ -199,9 +203,9 @@ impl FileSystem for DirFs {
 
     fn metadata(&self, ino: Ino) -> Result<Metadata> {
         if let Some(fds) = lock(&self.open).get(&ino)
-            && let Some((fd, _)) = fds.first()
+            && let Some(p) = fds.first()
         {
-            return metadata(ino, &rustix::fs::fstat(&**fd).map_err(errno)?);
+            return metadata(ino, &rustix::fs::fstat(&*p.fd).map_err(errno)?);
         }
         metadata(ino, &self.node(ino)?.1)
     }
@@ -216,11 +220,9 @@ impl FileSystem for DirFs {
         }
         let (dfd, path) = self.dir_fd(dir)?;
         let write = opts.write || opts.append || opts.truncate;
-        let mut flags = match (opts.read, write) {
-            (_, false) => OFlags::RDONLY,
-            (true, true) => OFlags::RDWR,
-            (false, true) => OFlags::WRONLY,
-        };
+        // A writer opens read-write where the mode allows, so that its fd
+        // can also serve reads through other handles of the same inode.
+        let mut flags = if write { OFlags::RDWR } else { OFlags::RDONLY };
         flags |= OFlags::NOFOLLOW | OFlags::CLOEXEC;
         for (on, flag) in [
             (opts.create, OFlags::CREATE),
@@ -232,10 +234,17 @@ impl FileSystem for DirFs {
                 flags |= flag;
             }
         }
-        let fd = rustix::fs::openat(&dfd, name, flags, Mode::from_raw_mode(opts.mode & 0o7777)).map_err(errno)?;
+        let mode = Mode::from_raw_mode(opts.mode & 0o7777);
+        let (fd, read) = match rustix::fs::openat(&dfd, name, flags, mode) {
+            Err(Errno::ACCESS | Errno::ISDIR) if write && !opts.read => {
+                let flags = (flags - OFlags::RDWR) | OFlags::WRONLY;
+                (rustix::fs::openat(&dfd, name, flags, mode).map_err(errno)?, false)
+            }
+            r => (r.map_err(errno)?, true),
+        };
         let ino = rustix::fs::fstat(&fd).map_err(errno)?.st_ino;
         self.remember(ino, path.join(name));
-        lock(&self.open).entry(ino).or_default().push((Arc::new(fd), write));
+        lock(&self.open).entry(ino).or_default().push(Pinned { fd: Arc::new(fd), read, write });
         Ok(ino)
     }
 
@@ -244,15 +253,15 @@ impl FileSystem for DirFs {
         if rustix::fs::fstat(&fd).map_err(errno)?.st_ino != ino {
             return Err(Error::NotFound);
         }
-        lock(&self.open).entry(ino).or_default().push((Arc::new(fd), false));
+        lock(&self.open).entry(ino).or_default().push(Pinned { fd: Arc::new(fd), read: false, write: false });
         Ok(())
     }
 
     fn close(&self, ino: Ino) {
         let mut open = lock(&self.open);
         if let Some(fds) = open.get_mut(&ino) {
-            // Keep writable fds longest: a remaining handle may still write.
-            let i = fds.iter().position(|(_, w)| !w).unwrap_or(fds.len() - 1);
+            // Keep the most capable fds longest: a remaining handle may need them.
+            let i = fds.iter().position(|p| !p.write).unwrap_or(fds.len() - 1);
             fds.remove(i);
             if fds.is_empty() {
                 open.remove(&ino);

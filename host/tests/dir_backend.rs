@@ -107,6 +107,35 @@ fn operations() {
     fs.sync(inner).unwrap();
 }
 
+/// Reads go through an fd that can read, whatever other handles of the
+/// inode hold (a write-only handle, a directory-style pin).
+#[test]
+fn reads_while_a_writer_is_open() {
+    let f = fixture();
+    let fs = DirFs::open(&f.root, false).unwrap();
+    let root = fs.root();
+    let w = fs
+        .open(root, "log", &OpenOptions { read: false, write: true, create: true, ..OpenOptions::default() })
+        .unwrap();
+    fs.open_ino(w).unwrap();
+    fs.write_at(w, 0, b"written").unwrap();
+    let mut buf = [0; 7];
+    assert_eq!(fs.read_at(w, 0, &mut buf), Ok(7));
+    assert_eq!(&buf, b"written");
+    let r = fs.open(root, "log", &OpenOptions::read()).unwrap();
+    fs.unlink(root, "log").unwrap();
+    assert_eq!(fs.read_at(r, 0, &mut buf), Ok(7), "an unlinked file reads through its open fds");
+    fs.close(w);
+    fs.close(w);
+    fs.close(r);
+    // A file whose mode forbids reading still opens write-only.
+    std::fs::write(f.root.join("wo"), b"").unwrap();
+    std::fs::set_permissions(f.root.join("wo"), std::os::unix::fs::PermissionsExt::from_mode(0o200)).unwrap();
+    let wo = fs.open(root, "wo", &OpenOptions { read: false, write: true, ..OpenOptions::default() }).unwrap();
+    fs.write_at(wo, 0, b"x").unwrap();
+    fs.close(wo);
+}
+
 #[test]
 fn read_only_refuses_every_change() {
     let f = fixture();

@@ -231,11 +231,8 @@ enum Backend {
 
 const BACKENDS: [Backend; 2] = [Backend::Mem, Backend::Overlay];
 
-/// Every guest on `DirFs`. Ignored until `DirFs` reads through a readable
-/// fd: it may pick a pinned write-only or `O_PATH` fd of the inode and fail
-/// with EBADF (a read while a writer is open; seen in files and links).
+/// Every guest on `DirFs`.
 #[test]
-#[ignore = "DirFs reads through a pinned write-only/O_PATH fd (EBADF); run with --ignored"]
 fn dir_backend() {
     for name in RUST_GUESTS {
         check_on(name, Target::P1, &[Backend::Dir]);
