@@ -529,10 +529,19 @@ fn unpack_never_writes_outside_its_directory() {
     let abs = f.pack("abs.pack", &[]);
     let r = packfs(["unpack", p(&abs), p(&f.path("out2"))]);
     assert_eq!(r.code, 2, "{r:?}");
-    assert!(r.stderr.contains("abs: symlink to absolute path \"/etc/passwd\" not extracted"), "{r:?}");
-    assert!(r.stderr.lines().last().unwrap().starts_with("packfs: "), "{r:?}");
+    assert!(r.stderr.contains("abs: symlink to absolute path \"/etc/passwd\" left out"), "{r:?}");
+    let last = r.stderr.lines().last().unwrap();
+    assert!(last.starts_with("packfs: ") && last.contains("--absolute-symlinks"), "{r:?}");
     assert!(std::fs::symlink_metadata(f.path("out2/abs")).is_err());
     assert_eq!(std::fs::read(f.path("out2/docs/a.txt")).unwrap(), b"hello\n");
+    // Asked for, it is made — a symlink, nothing followed — in its place.
+    symlink("/nonexistent/absolute", f.path("src/docs/sub/abs2")).unwrap();
+    let abs = f.pack("abs.pack", &[]);
+    ok(["unpack", "--absolute-symlinks", p(&abs), p(&f.path("out3"))]);
+    assert_eq!(std::fs::read_link(f.path("out3/abs")).unwrap(), Path::new("/etc/passwd"));
+    assert_eq!(std::fs::read_link(f.path("out3/docs/sub/abs2")).unwrap(), Path::new("/nonexistent/absolute"));
+    let (want, got) = (snapshot(&f.path("src")), snapshot(&f.path("out3")));
+    assert_eq!(want, got, "the whole tree, absolute symlinks and their mtimes included");
 }
 
 #[test]

@@ -8,8 +8,14 @@
 //! can lead a write outside DIR. Without `--force`, nothing is written when
 //! any entry already exists (a directory may already exist as a directory).
 //! Each blob is checked against its checksum before it is written.
+//!
+//! `DirFs` refuses to make a symlink with an absolute target (it could
+//! lead other tools out of the tree). Such symlinks are reported and not
+//! made, unless `--absolute-symlinks` asks for them: they are then made
+//! here, in a parent opened beneath DIR the same way, and never followed.
 
 use std::collections::HashMap;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -19,6 +25,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use packfs_core::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, SetTime};
 use packfs_host::dir::DirFs;
 use packfs_host::mmap::MappedPack;
+use rustix::fs::{Mode, OFlags, ResolveFlags};
 
 use crate::common::{bytes, join, list, open_pack};
 
@@ -36,7 +43,18 @@ pub(crate) struct Args {
     /// any entry exists (directories may exist as directories).
     #[arg(short, long)]
     force: bool,
+    /// Also make symlinks whose targets are absolute paths (by default they
+    /// are reported and left out: they point outside DIR).
+    #[arg(long)]
+    absolute_symlinks: bool,
 }
+
+/// How many left-out symlinks are named one by one.
+const NAMED: usize = 5;
+
+/// `openat2` containment, as in `DirFs`: nothing above DIR, no absolute or
+/// magic links, no other mounts.
+const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS).union(ResolveFlags::NO_XDEV);
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let pack = open_pack(&args.pack, true)?;
@@ -63,7 +81,14 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         Err(e) => return Err(e).with_context(|| format!("{shown}")),
     };
     let dest = DirFs::open(&args.dir, false).with_context(|| format!("{shown}"))?;
-    let mut u = Unpack { pack: &pack, dest: &dest, dir: &args.dir, force: args.force, counts: Counts::default() };
+    let absolute = if args.absolute_symlinks {
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        Some(rustix::fs::open(&args.dir, flags, Mode::empty()).with_context(|| format!("{shown}"))?)
+    } else {
+        None
+    };
+    let mut u =
+        Unpack { pack: &pack, dest: &dest, dir: &args.dir, force: args.force, absolute, counts: Counts::default() };
     if !args.force {
         u.refuse_overwrites()?;
     }
@@ -88,10 +113,14 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         bytes(c.bytes)
     );
     if !skipped.is_empty() {
-        for (path, target) in &skipped {
-            eprintln!("packfs: {}: symlink to absolute path {target:?} not extracted", args.dir.join(path).display());
+        for (path, target) in skipped.iter().take(NAMED) {
+            eprintln!("packfs: {}: symlink to absolute path {target:?} left out", args.dir.join(path).display());
         }
-        bail!("{shown}: {} symlinks with absolute targets were not extracted", skipped.len());
+        bail!(
+            "{shown}: {} symlinks with absolute targets left out{} (--absolute-symlinks makes them)",
+            skipped.len(),
+            if skipped.len() > NAMED { format!(", {} not named above", skipped.len() - NAMED) } else { String::new() }
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -110,6 +139,8 @@ struct Unpack<'a> {
     dest: &'a DirFs,
     dir: &'a Path,
     force: bool,
+    /// DIR, when symlinks with absolute targets are to be made.
+    absolute: Option<OwnedFd>,
     counts: Counts,
 }
 
@@ -201,8 +232,11 @@ impl Unpack<'_> {
             };
             let path = join(&f.path, &e.name);
             let parent = f.dest.unwrap_or(self.dest.root()); // always Some here
+            let parent_path = f.path.clone();
             let meta = self.pack.metadata(e.ino)?;
-            let made = self.entry(parent, &e, &meta, &mut linked, progress).with_context(|| self.shown(&path))?;
+            let made = self
+                .entry((parent, &parent_path), &e, &meta, &mut linked, progress)
+                .with_context(|| self.shown(&path))?;
             match made {
                 Made::Dir(ino) => {
                     dirs.push((ino, meta));
@@ -222,10 +256,11 @@ impl Unpack<'_> {
         Ok(skipped)
     }
 
-    /// Makes the entry `e` (metadata `meta`) in destination directory `parent`.
+    /// Makes the entry `e` (metadata `meta`) in destination directory
+    /// `parent` (at `parent_path` from DIR).
     fn entry(
         &mut self,
-        parent: Ino,
+        (parent, parent_path): (Ino, &str),
         e: &DirEntry,
         meta: &Metadata,
         linked: &mut HashMap<Ino, Ino>,
@@ -254,10 +289,17 @@ impl Unpack<'_> {
         }
         let ino = if meta.kind == FileType::Symlink {
             let target = self.pack.readlink(e.ino)?;
-            if target.starts_with('/') {
-                return Ok(Made::Skipped(target));
-            }
-            let ino = self.dest.symlink(parent, name, &target)?;
+            let ino = match &self.absolute {
+                Some(dir) if target.starts_with('/') => {
+                    let at = if parent_path.is_empty() { "." } else { parent_path };
+                    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                    let parent_fd = rustix::fs::openat2(dir, at, flags, Mode::empty(), BENEATH)?;
+                    rustix::fs::symlinkat(&*target, &parent_fd, name)?;
+                    self.dest.lookup(parent, name)?
+                }
+                None if target.starts_with('/') => return Ok(Made::Skipped(target)),
+                _ => self.dest.symlink(parent, name, &target)?,
+            };
             self.counts.symlinks += 1;
             ino
         } else {
