@@ -59,7 +59,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     println!("entries:  {} names, {} inodes", info.dirents, info.inodes);
     println!("  files:  {files}");
     println!("  dirs:   {dirs}");
-    println!("  links:  {symlinks} symlinks, {} extra hard-link names", info.dirents + 1 - info.inodes);
+    println!("  links:  {symlinks} symlinks, {} extra hard-link names", (info.dirents + 1).saturating_sub(info.inodes));
     println!("content:  {} in files, {} stored in {} blobs", bytes(file_bytes), bytes(stored), info.blobs);
     println!("dedup:    ratio {ratio:.2}, {} saved", bytes(saved));
     Ok(ExitCode::SUCCESS)
