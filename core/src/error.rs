@@ -8,8 +8,11 @@
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A filesystem error. Variant names follow WASI `error-code`.
+///
+/// Deliberately not `#[non_exhaustive]`: the host's mapping onto WASI
+/// `error-code` is one exhaustive `match`, so a new variant cannot be added
+/// without deciding what a guest sees.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// `no-entry` (ENOENT): the name or inode does not exist.
     #[error("no such file or directory")]

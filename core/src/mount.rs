@@ -9,6 +9,12 @@
 //!
 //! The table is a persistent value published with `ArcSwap`: mount and
 //! unmount copy O(log m) nodes and readers never block.
+//!
+//! A table is itself a [`FileSystem`]: its inode numbers carry the mount id
+//! above the backend's number ([`INO_BITS`]), so a whole namespace can be
+//! handed to anything that takes one filesystem (a WASI preopen, a pack
+//! writer). Renames and links across mounts are `CrossDevice`, changes on a
+//! read-only mount `ReadOnly`, removing or renaming a mount point `Busy`.
 
 use std::cmp::Ordering;
 use std::sync::{Arc, Mutex};
@@ -21,6 +27,24 @@ use crate::{DirEntry, Error, FileSystem, FileType, Ino, Result};
 
 /// A mount's number in its table; the root mount is 0.
 pub type MountId = u32;
+
+/// Bits of a backend's inode number in a table's inode numbers; the mount
+/// id takes the 16 above. A backend number that does not fit is `Io`.
+pub const INO_BITS: u32 = 48;
+
+/// Most mounts one table holds (ids are 16 bits).
+pub const MAX_MOUNTS: MountId = 1 << (64 - INO_BITS);
+
+fn join((mount, ino): At) -> Result<Ino> {
+    if ino >> INO_BITS != 0 {
+        return Err(Error::Io(format!("inode number {ino:#x} of mount {mount} needs more than {INO_BITS} bits")));
+    }
+    Ok(u64::from(mount) << INO_BITS | ino)
+}
+
+fn split(ino: Ino) -> At {
+    ((ino >> INO_BITS) as MountId, ino & ((1 << INO_BITS) - 1))
+}
 
 #[derive(Clone)]
 struct Mount {
@@ -208,7 +232,10 @@ impl MountTable {
                 Err(e) => return Err(e),
             }
             let id = state.next_id;
-            state.next_id = id.checked_add(1).ok_or(Error::NoSpace)?;
+            if id >= MAX_MOUNTS {
+                return Err(Error::NoSpace);
+            }
+            state.next_id = id + 1;
             state.points.insert(key.clone(), (id, fs.clone()));
             state.mounts.insert(id, Mount { fs, read_only, point: Some(key) });
             Ok(id)
@@ -339,5 +366,154 @@ impl MountTable {
     pub fn mounts(&self) -> Vec<(MountId, MountId, Arc<str>)> {
         let state = self.state.load();
         state.mounts.iter().filter_map(|(&id, m)| m.point.as_ref().map(|p| (id, p.mount, p.name.clone()))).collect()
+    }
+}
+
+impl MountTable {
+    fn node_of(&self, ino: Ino) -> Result<Node> {
+        self.state.load().node(split(ino))
+    }
+
+    fn writable_node(&self, ino: Ino) -> Result<Node> {
+        let node = self.node_of(ino)?;
+        node.writable()?;
+        Ok(node)
+    }
+
+    fn same_mount(a: Ino, b: Ino) -> Result<()> {
+        if split(a).0 != split(b).0 { Err(Error::CrossDevice) } else { Ok(()) }
+    }
+}
+
+/// The whole namespace as one filesystem; see the module doc.
+impl FileSystem for MountTable {
+    fn root(&self) -> Ino {
+        let root = self.root();
+        u64::from(root.mount) << INO_BITS | (root.ino & ((1 << INO_BITS) - 1))
+    }
+
+    fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
+        join(self.state.load().step(split(dir), name)?.0)
+    }
+
+    fn metadata(&self, ino: Ino) -> Result<crate::Metadata> {
+        let node = self.node_of(ino)?;
+        Ok(crate::Metadata { ino, ..node.fs.metadata(node.ino)? })
+    }
+
+    fn open(&self, dir: Ino, name: &str, opts: &crate::OpenOptions) -> Result<Ino> {
+        let state = self.state.load();
+        let (mount, d) = split(dir);
+        if let Some((id, fs)) = state.covering(mount, d, name) {
+            // The name is a mount point: opening it opens the mounted root.
+            if opts.create && opts.exclusive {
+                return Err(Error::Exists);
+            }
+            if opts.writes() {
+                return Err(Error::IsDir);
+            }
+            fs.open_ino(fs.root())?;
+            return join((*id, fs.root()));
+        }
+        let node = state.node((mount, d))?;
+        if opts.writes() || opts.create {
+            node.writable()?;
+        }
+        let ino = node.fs.open(d, name, opts)?;
+        join((mount, ino)).inspect_err(|_| node.fs.close(ino))
+    }
+
+    fn open_ino(&self, ino: Ino) -> Result<()> {
+        let node = self.node_of(ino)?;
+        node.fs.open_ino(node.ino)
+    }
+
+    fn close(&self, ino: Ino) {
+        if let Ok(node) = self.node_of(ino) {
+            node.fs.close(node.ino);
+        }
+    }
+
+    fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let node = self.node_of(ino)?;
+        node.fs.read_at(node.ino, offset, buf)
+    }
+
+    fn write_at(&self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
+        let node = self.writable_node(ino)?;
+        node.fs.write_at(node.ino, offset, data)
+    }
+
+    fn append(&self, ino: Ino, data: &[u8]) -> Result<u64> {
+        let node = self.writable_node(ino)?;
+        node.fs.append(node.ino, data)
+    }
+
+    fn set_len(&self, ino: Ino, len: u64) -> Result<()> {
+        let node = self.writable_node(ino)?;
+        node.fs.set_len(node.ino, len)
+    }
+
+    fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
+        let node = self.node_of(dir)?;
+        let mut entries = MountTable::read_dir(self, &node, after, max)?;
+        let state = self.state.load();
+        for e in &mut entries {
+            let mount = match state.covering(node.mount, node.ino, &e.name) {
+                Some((id, _)) => *id,
+                None => node.mount,
+            };
+            e.ino = join((mount, e.ino))?;
+        }
+        Ok(entries)
+    }
+
+    fn mkdir(&self, dir: Ino, name: &str, mode: u32) -> Result<Ino> {
+        let node = self.writable_node(dir)?;
+        self.not_mount_point(&node, name).map_err(|_| Error::Exists)?;
+        join((node.mount, node.fs.mkdir(node.ino, name, mode)?))
+    }
+
+    fn rmdir(&self, dir: Ino, name: &str) -> Result<()> {
+        MountTable::rmdir(self, &self.node_of(dir)?, name)
+    }
+
+    fn unlink(&self, dir: Ino, name: &str) -> Result<()> {
+        MountTable::unlink(self, &self.node_of(dir)?, name)
+    }
+
+    fn rename(&self, from_dir: Ino, from: &str, to_dir: Ino, to: &str) -> Result<()> {
+        MountTable::rename(self, &self.node_of(from_dir)?, from, &self.node_of(to_dir)?, to)
+    }
+
+    fn symlink(&self, dir: Ino, name: &str, target: &str) -> Result<Ino> {
+        let node = self.writable_node(dir)?;
+        self.not_mount_point(&node, name).map_err(|_| Error::Exists)?;
+        join((node.mount, node.fs.symlink(node.ino, name, target)?))
+    }
+
+    fn readlink(&self, ino: Ino) -> Result<String> {
+        let node = self.node_of(ino)?;
+        node.fs.readlink(node.ino)
+    }
+
+    fn link(&self, ino: Ino, dir: Ino, name: &str) -> Result<()> {
+        Self::same_mount(ino, dir)?;
+        MountTable::link(self, &self.node_of(ino)?, &self.node_of(dir)?, name)
+    }
+
+    fn set_times(&self, ino: Ino, atime: crate::SetTime, mtime: crate::SetTime) -> Result<()> {
+        let node = self.writable_node(ino)?;
+        node.fs.set_times(node.ino, atime, mtime)
+    }
+
+    fn set_mode(&self, ino: Ino, mode: u32) -> Result<()> {
+        let node = self.writable_node(ino)?;
+        node.fs.set_mode(node.ino, mode)
+    }
+
+    fn sync(&self, ino: Ino) -> Result<()> {
+        let node = self.node_of(ino)?;
+        node.fs.sync(node.ino)
     }
 }

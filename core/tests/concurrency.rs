@@ -56,9 +56,8 @@ fn paired_writes_are_seen_together() {
         .unwrap();
     }
     done.store(true, Ordering::Relaxed);
-    for r in readers {
-        assert!(r.join().unwrap() > 0);
-    }
+    let total: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+    assert!(total >= 1_000, "readers barely ran alongside the writer");
 }
 
 /// A writer keeps exactly 100 entries in a directory by replacing one name
@@ -116,9 +115,8 @@ fn directory_listings_are_consistent() {
         }
     }
     done.store(true, Ordering::Relaxed);
-    for r in readers {
-        assert!(r.join().unwrap() > 0);
-    }
+    let total: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+    assert!(total >= 1_000, "readers barely ran alongside the writer");
     fs.snapshot().check_consistency().unwrap();
 }
 

@@ -163,3 +163,62 @@ fn readers_walk_while_mounts_change() {
     done.store(true, Ordering::Relaxed);
     assert!(reader.join().unwrap() > 0);
 }
+
+/// The table as one `FileSystem`: paths resolve across mounts with the same
+/// walker as any backend, inode numbers carry the mount, and the boundary
+/// rules hold through the trait.
+#[test]
+fn the_table_is_a_filesystem() {
+    use packfs_core::mount::INO_BITS;
+    use packfs_core::resolve::resolve;
+    let t = table();
+    let fs: &dyn FileSystem = &t;
+    let root = fs.root();
+    let h = resolve(fs, root, "a/b/c/h", true).unwrap();
+    assert_eq!(h >> INO_BITS, 2, "the mount id rides above the backend's number");
+    let mut buf = [0; 5];
+    assert_eq!(fs.read_at(h, 0, &mut buf), Ok(5));
+    assert_eq!(&buf, b"abc:h");
+    assert_eq!(fs.metadata(h).unwrap().ino, h);
+    assert_eq!(resolve(fs, root, "a/b/c/../../f", true).map(|i| i >> INO_BITS), Ok(0));
+    // Listings carry the right mount in every number.
+    let a = resolve(fs, root, "a", true).unwrap();
+    let entries = fs.read_dir(a, None, 10).unwrap();
+    assert_eq!(entries.iter().map(|e| (&*e.name, e.ino >> INO_BITS)).collect::<Vec<_>>(), [("b", 1), ("f", 0)]);
+    assert_eq!(entries[0].ino, resolve(fs, root, "a/b", true).unwrap());
+    // Opening a mount point opens the mounted root; creating over it fails.
+    assert_eq!(fs.open(a, "b", &OpenOptions::directory()), Ok(entries[0].ino));
+    fs.close(entries[0].ino);
+    assert_eq!(fs.open(a, "b", &OpenOptions::create_new()), Err(Error::Exists));
+    assert_eq!(fs.mkdir(a, "b", 0o755), Err(Error::Exists));
+    // Changes: across mounts, on read-only mounts, of mount points.
+    let ab = entries[0].ino;
+    assert_eq!(fs.rename(a, "f", ab, "f"), Err(Error::CrossDevice));
+    let f = fs.lookup(a, "f").unwrap();
+    assert_eq!(fs.link(f, ab, "f"), Err(Error::CrossDevice));
+    assert_eq!(fs.rmdir(a, "b"), Err(Error::Busy));
+    let tmp = fs.lookup(root, "tmp").unwrap();
+    assert_eq!(fs.open(tmp, "x", &OpenOptions::create()), Err(Error::ReadOnly));
+    assert_eq!(fs.mkdir(tmp, "x", 0o755), Err(Error::ReadOnly));
+    // Ordinary changes inside a mount go through.
+    let g = fs.open(ab, "new", &OpenOptions::create_new()).unwrap();
+    fs.write_at(g, 0, b"via table").unwrap();
+    fs.close(g);
+    assert_eq!(get(&t, "a/b/new").unwrap(), b"via table");
+    fs.rename(ab, "new", ab, "renamed").unwrap();
+    assert!(resolve(fs, root, "a/b/renamed", true).is_ok());
+}
+
+/// A pack writer walking a table writes the namespace as the guest sees it.
+#[test]
+fn a_table_compacts_into_one_pack() {
+    use packfs_core::pack::{PackFs, write_pack};
+    let t = table();
+    let mut bytes = Vec::new();
+    write_pack(&t, &mut bytes).unwrap();
+    let pack = PackFs::open(bytes).unwrap();
+    let ino = packfs_core::resolve::resolve(&pack, pack.root(), "a/b/c/h", true).unwrap();
+    let mut buf = [0; 5];
+    pack.read_at(ino, 0, &mut buf).unwrap();
+    assert_eq!(&buf, b"abc:h");
+}

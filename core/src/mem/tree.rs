@@ -31,7 +31,9 @@ use crate::{
 pub const ROOT: Ino = 1;
 
 /// Set in the number of every inode that came from the lower filesystem.
-pub const LOWER_TAG: Ino = 1 << 63;
+/// Inode numbers stay below 2^48 so that a mount table can carry its mount
+/// id above them ([`crate::mount::INO_BITS`]).
+pub const LOWER_TAG: Ino = 1 << 47;
 
 /// Lower entries materialized per `read_dir` call.
 const MATERIALIZE_PAGE: usize = 1024;
@@ -133,6 +135,16 @@ impl Inode {
             _ => 0,
         }
     }
+}
+
+/// The number a lower inode has here. An overlay's own numbers carry the
+/// tag, so an overlay cannot be the lower of another (nor can anything with
+/// numbers of 2^47 and above): `Unsupported`.
+fn tag(lino: Ino) -> Result<Ino> {
+    if lino >= LOWER_TAG {
+        return Err(Error::Unsupported);
+    }
+    Ok(lino | LOWER_TAG)
 }
 
 /// Inodes counted against [`Limits::max_inodes`]: those born in the upper.
@@ -255,7 +267,7 @@ impl Tree {
         match self.dir_source(dir)? {
             None => Ok(self.entry(dir, name)),
             Some((lower, ldir)) => match lower.lookup(ldir, name) {
-                Ok(ino) => Ok(Some((ino | LOWER_TAG, lower.metadata(ino)?.kind))),
+                Ok(ino) => Ok(Some((tag(ino)?, lower.metadata(ino)?.kind))),
                 Err(Error::NotFound) => Ok(None),
                 Err(e) => Err(e),
             },
@@ -332,7 +344,7 @@ impl Tree {
         if let Some((lower, ldir)) = self.dir_source(dir)? {
             let mut entries = lower.read_dir(ldir, after, max)?;
             for e in &mut entries {
-                e.ino |= LOWER_TAG;
+                e.ino = tag(e.ino)?;
             }
             return Ok(entries);
         }
@@ -419,7 +431,7 @@ impl Tree {
         }
         let subdirs = children.iter().filter(|(_, _, i)| i.kind() == FileType::Dir).count() as u64;
         for (name, lino, inode) in children {
-            let ino = lino | LOWER_TAG;
+            let ino = tag(lino)?;
             if self.seen.get(&lino).is_some() {
                 // Another name of a lower hard link, materialized before: it
                 // names that inode (already counted in its nlink). If the

@@ -55,14 +55,7 @@ pub fn error_code(e: &Error) -> ErrorCode {
         Error::TooManyLinks => ErrorCode::TooManyLinks,
         Error::Unsupported => ErrorCode::Unsupported,
         Error::Busy => ErrorCode::Busy,
-        Error::Io(_) => ErrorCode::Io,
-        // `Error` is `#[non_exhaustive]`, so a wildcard is required outside
-        // core. Variants not named above (a pack's `Corrupt`, `EIO`, and
-        // `UnsupportedVersion`, `ENOTSUP`) fall back on core's own
-        // exhaustive errno mapping.
-        other => match other.errno_name() {
-            "ENOTSUP" => ErrorCode::Unsupported,
-            _ => ErrorCode::Io,
-        },
+        Error::Io(_) | Error::Corrupt(_) => ErrorCode::Io,
+        Error::UnsupportedVersion { .. } => ErrorCode::Unsupported,
     }
 }
