@@ -8,7 +8,13 @@
 //! - [`treap::Treap`]: the persistent ordered map every index is built on;
 //! - [`MemFs`]: the in-memory backend, with lock-free MVCC snapshot reads
 //!   ([`Snapshot`]), O(1) forks, quotas ([`mem::Limits`]) and atomic
-//!   multi-operation batches;
+//!   multi-operation batches — and, over a read-only lower filesystem, the
+//!   overlay ([`MemFs::overlay`]);
+//! - [`pack`]: the read-only random-access archive format: a streaming,
+//!   deduplicating writer (compaction of any tree) and a zero-copy reader;
+//! - [`mount`]: the mount table, itself a `FileSystem`;
+//! - [`journal`]: the write-ahead log format that makes a `MemFs` durable
+//!   (the host writes the file);
 //! - [`path`] and [`resolve`]: name validation and the path walk that
 //!   resolves `..` and symlinks *above* the backends, never past the root.
 //!
@@ -17,8 +23,9 @@
 //!              │ paths
 //!        resolve::resolve ── `..`, symlinks, containment
 //!              │ (dir inode, name)
-//!        dyn FileSystem ── MemFs · Snapshot · (pack, overlay, dir)
-//!              │
+//!        dyn FileSystem ── MountTable ─┬─ MemFs · Snapshot · overlay
+//!              │                       ├─ PackFs (pack bytes, mmap, fetch)
+//!              │                       └─ (host: DirFs)
 //!        Tree = Treap<(dir, name) → ino> + Treap<ino → inode>
 //! ```
 //!
