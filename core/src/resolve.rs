@@ -6,7 +6,7 @@
 //! escapes its preopen). Symlinks are followed at most [`MAX_SYMLINK_HOPS`]
 //! times per walk; one more is [`Error::Loop`].
 //!
-//! The walk is written once, over [`Space`]: a single filesystem is one
+//! The walk is written once, over a `Space`: a single filesystem is one
 //! space, a [`MountTable`](crate::mount::MountTable) another, whose `step`
 //! crosses into a mount where one covers the name.
 
@@ -18,7 +18,7 @@ use crate::{Error, FileSystem, FileType, Ino, Result};
 /// Most symlinks one walk follows (Linux's `MAXSYMLINKS`).
 pub const MAX_SYMLINK_HOPS: usize = 40;
 
-/// A place in a [`Space`]: which filesystem (0 for a lone one), which inode.
+/// A place in a namespace: which filesystem (0 for a lone one), which inode.
 pub type At = (u32, Ino);
 
 /// What a walk needs from the namespace it walks.
