@@ -180,10 +180,15 @@ mod tests {
     fn verify_on_read_catches_a_bad_blob() {
         let dir = tempfile::tempdir().unwrap();
         let path = write_pack_file(dir.path());
-        // Flip a byte of the first blob ("hello" at offset 4096): the index
-        // is intact, so the pack opens; the blob fails its checksum.
+        // Flip a byte of docs/a.txt's blob: the index is intact, so the
+        // pack opens, and the blob fails its checksum.
+        let at = {
+            let pack = open_pack(&path).unwrap();
+            let a = resolve::resolve(&pack, pack.root(), "docs/a.txt", true).unwrap();
+            pack.file_bytes(a).unwrap().as_ptr() as usize - pack.source().bytes().as_ptr() as usize
+        };
         let mut bytes = std::fs::read(&path).unwrap();
-        bytes[4096] ^= 1;
+        bytes[at] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
 
         let pack = open_pack(&path).unwrap();
