@@ -1,6 +1,6 @@
 //! Guest programs (`guest-tests/`: Rust built for wasm32-wasip1 and
 //! wasm32-wasip2, C built with wasi-libc) run on each PackFS backend
-//! ([`BACKENDS`]: a `MemFs`, an overlay) and on wasmtime-wasi's own
+//! ([`BACKENDS`]: a `MemFs`, an overlay, a mapped pack) and on wasmtime-wasi's own
 //! filesystem over a real temporary directory — the oracle. Their
 //! transcripts (one line per operation: result or error kind and errno)
 //! must be identical, except for the deliberate differences listed in
@@ -9,19 +9,22 @@
 //! p1 guests run through the preview1 adapter in both cases, so the
 //! comparison is of the two `wasi:filesystem` implementations.
 //!
-//! The guests are built once per test run — Rust with cargo into
-//! `target/guest-tests` (a target dir of its own, so the outer `cargo test`
-//! holding the main one does not block it), C with `clang
-//! --target=wasm32-wasi` — and compiled components are cached in
-//! `target/guest-tests/components`.
+//! The guests are built once per test run (`support`) and compiled
+//! components are cached in `target/guest-tests/components`.
+//!
+//! [`TOOLS`] are guests that are not transcripts to compare: programs for
+//! `packfs run`'s tests and the README's demo.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
+
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
+use packfs_core::pack::write_pack;
 use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_host::Runner;
 use packfs_host::dir::DirFs;
+use packfs_host::mmap::open_pack;
 use packfs_host::p1::ComponentCache;
 use packfs_host::wasi::PackFsCtx;
 use wasmtime::component::{Component, Linker, ResourceTable};
@@ -41,9 +44,13 @@ const DIFFERENCES: &[(&str, &str, &str)] = &[
     ("files", "write read-only", "As above, for write-via-stream on a descriptor not opened for writing."),
 ];
 
+/// Rust guests that are not compared with the oracle: `toolbox` (driven by
+/// `cli_run.rs`) and `demo` (the README's demo).
+const TOOLS: &[&str] = &["demo", "toolbox"];
+
 /// Generates one test per guest and target, and the lists of guests that
-/// `every_guest_has_a_test` checks against `guest-tests/src/bin/*.rs` and
-/// `guest-tests/c/*.c`.
+/// `every_guest_has_a_test` checks against `guest-tests/src/bin/*.rs` (less
+/// [`TOOLS`]) and `guest-tests/c/*.c`.
 macro_rules! guest_tests {
     (rust: [$($rust:ident),* $(,)?], c: [$($c:ident),* $(,)?] $(,)?) => {
         const RUST_GUESTS: &[&str] = &[$(stringify!($rust)),*];
@@ -77,7 +84,7 @@ guest_tests! {
 }
 
 fn sources(dir: &str, ext: &str) -> Vec<String> {
-    let dir = workspace().join(dir);
+    let dir = support::workspace().join(dir);
     let mut found: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -95,7 +102,9 @@ fn every_guest_has_a_test() {
         v.sort();
         v
     };
-    assert_eq!(sources("guest-tests/src/bin", "rs"), sorted(RUST_GUESTS), "a Rust guest lacks a guest_tests! entry");
+    let mut rust = sources("guest-tests/src/bin", "rs");
+    rust.retain(|n| !TOOLS.contains(&n.as_str()));
+    assert_eq!(rust, sorted(RUST_GUESTS), "a Rust guest lacks a guest_tests! entry");
     assert_eq!(sources("guest-tests/c", "c"), sorted(C_GUESTS), "a C guest lacks a guest_tests! entry");
 }
 
@@ -109,71 +118,11 @@ enum Target {
     C,
 }
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("host/ has a parent").to_path_buf()
-}
-
-fn guest_target_dir() -> PathBuf {
-    workspace().join("target/guest-tests")
-}
-
-/// Builds every Rust guest for both targets, once per test process.
-fn build_rust_guests() {
-    static BUILT: OnceLock<()> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--release", "--target", "wasm32-wasip1", "--target", "wasm32-wasip2"])
-            .arg("--manifest-path")
-            .arg(workspace().join("guest-tests/Cargo.toml"))
-            .arg("--target-dir")
-            .arg(guest_target_dir())
-            // Flags meant for the host build must not leak into the guests'.
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .status()
-            .expect("running cargo to build the guests");
-        assert!(
-            status.success(),
-            "building guest-tests failed (is `rustup target add wasm32-wasip1 wasm32-wasip2` done?)"
-        );
-    });
-}
-
-/// Builds every C guest with clang and wasi-libc, once per test process.
-/// `$WASI_CC` overrides the compiler (default `clang`).
-fn build_c_guests() {
-    static BUILT: OnceLock<()> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let cc = std::env::var("WASI_CC").unwrap_or_else(|_| "clang".into());
-        let out = guest_target_dir().join("c");
-        std::fs::create_dir_all(&out).unwrap();
-        for name in C_GUESTS {
-            let src = workspace().join("guest-tests/c").join(format!("{name}.c"));
-            let status = Command::new(&cc)
-                .args(["--target=wasm32-wasi", "-O2", "-Wall", "-Werror", "-o"])
-                .arg(out.join(format!("{name}.wasm")))
-                .arg(&src)
-                .status()
-                .unwrap_or_else(|e| {
-                    panic!("running {cc}: {e} (C guests need: apt-get install clang lld wasi-libc libclang-rt-14-dev-wasm32)")
-                });
-            assert!(status.success(), "compiling {} failed", src.display());
-        }
-    });
-}
-
 fn guest_wasm(name: &str, target: Target) -> Vec<u8> {
     let path = match target {
-        Target::P1 | Target::P2 => {
-            build_rust_guests();
-            let triple = if let Target::P1 = target { "wasm32-wasip1" } else { "wasm32-wasip2" };
-            guest_target_dir().join(triple).join("release").join(format!("{name}.wasm"))
-        }
-        Target::C => {
-            build_c_guests();
-            guest_target_dir().join("c").join(format!("{name}.wasm"))
-        }
+        Target::P1 => support::rust_guest(name, "wasm32-wasip1"),
+        Target::P2 => support::rust_guest(name, "wasm32-wasip2"),
+        Target::C => support::c_guest(name, C_GUESTS),
     };
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -184,7 +133,7 @@ fn engine() -> &'static Engine {
 }
 
 fn component(name: &str, target: Target) -> Component {
-    let cache = ComponentCache::new(guest_target_dir().join("components")).expect("cache dir");
+    let cache = ComponentCache::new(support::component_cache_dir()).expect("cache dir");
     let (component, _) = packfs_host::p1::load(engine(), &guest_wasm(name, target), Some(&cache))
         .unwrap_or_else(|e| panic!("loading {name} ({target:?}): {e}"));
     component
@@ -224,12 +173,16 @@ enum Backend {
     /// A `MemFs` overlay over a snapshot (empty for `/`, the seeded tree
     /// for `/ro`): reads come from below, changes copy up.
     Overlay,
+    /// Mapped packs of the starting trees: `/` an overlay over the pack of
+    /// an empty tree, `/ro` (which the guests only read) the pack of the
+    /// seeded tree itself.
+    Pack,
     /// `DirFs` over temporary host directories: the same disk as the
     /// oracle, through PackFS's WASI layer instead of wasmtime-wasi's.
     Dir,
 }
 
-const BACKENDS: [Backend; 2] = [Backend::Mem, Backend::Overlay];
+const BACKENDS: [Backend; 3] = [Backend::Mem, Backend::Overlay, Backend::Pack];
 
 /// Every guest on `DirFs`.
 #[test]
@@ -259,14 +212,25 @@ fn seeded() -> MemFs {
     ro
 }
 
+/// `fs` written as a pack into `dir` and mapped from there.
+fn mapped_pack(fs: &dyn FileSystem, dir: &Path, name: &str) -> Arc<dyn FileSystem> {
+    let path = dir.join(name);
+    write_pack(fs, std::fs::File::create(&path).unwrap()).unwrap();
+    Arc::new(open_pack(&path).unwrap())
+}
+
 fn run_packfs(name: &str, target: Target, backend: Backend) -> Run {
-    // Kept until the run ends: the Dir backend's trees.
+    // Kept until the run ends: the Dir backend's trees, the Pack backend's packs.
     let (root_dir, ro_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (root, ro): (Arc<dyn FileSystem>, Arc<dyn FileSystem>) = match backend {
         Backend::Mem => (Arc::new(MemFs::new()), Arc::new(seeded())),
         Backend::Overlay => (
             Arc::new(MemFs::overlay(Arc::new(MemFs::new().snapshot())).unwrap()),
             Arc::new(MemFs::overlay(Arc::new(seeded().snapshot())).unwrap()),
+        ),
+        Backend::Pack => (
+            Arc::new(MemFs::overlay(mapped_pack(&MemFs::new().snapshot(), ro_dir.path(), "root.pack")).unwrap()),
+            mapped_pack(&seeded().snapshot(), ro_dir.path(), "ro.pack"),
         ),
         Backend::Dir => {
             seed_dir(ro_dir.path());

@@ -1,4 +1,5 @@
-//! `packfs`: build, inspect, verify, unpack and compare PackFS packs.
+//! `packfs`: build, inspect, verify, unpack and compare PackFS packs;
+//! compact a journal into one; run a WASI guest on a namespace of mounts.
 //!
 //! One module per subcommand, each with its `Args` (clap) and its `run`;
 //! adding a subcommand is one module, one [`Command`] variant and one arm in
@@ -8,15 +9,17 @@
 //! Exit status: 0 on success; 1 when the answer is "no" (`verify` found
 //! damage, `diff` found differences); 2 for an error (a missing file, a
 //! corrupt pack, a wrong argument), printed as one line on stderr,
-//! `packfs: <context>: <cause>`.
+//! `packfs: <context>: <cause>`. `run` exits with the guest's status.
 
 mod cat;
 mod common;
+mod compact;
 mod diff;
 mod exclude;
 mod info;
 mod ls;
 mod pack;
+mod run;
 mod stat;
 mod unpack;
 mod verify;
@@ -26,10 +29,11 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 
-/// Build, inspect, verify, unpack and compare PackFS packs.
+/// Build, inspect, verify, unpack and compare PackFS packs; run WASI guests on them.
 #[derive(Debug, Parser)]
 #[command(name = "packfs", version, propagate_version = true)]
-#[command(after_help = "Exit status: 0 success, 1 damage or differences found (verify, diff), 2 error.")]
+#[command(after_help = "Exit status: 0 success, 1 damage or differences found (verify, diff), 2 error; \
+    `run` exits with the guest's status.")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -53,6 +57,10 @@ enum Command {
     Unpack(unpack::Args),
     /// List the paths added, removed and changed from one pack to another.
     Diff(diff::Args),
+    /// Write the tree a journal directory holds as a pack.
+    Compact(compact::Args),
+    /// Run a WASI guest on packs, in-memory trees, host directories and journals.
+    Run(run::Args),
 }
 
 /// Exit status of an error (clap uses it for argument errors too).
@@ -76,6 +84,8 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify::run(args),
         Command::Unpack(args) => unpack::run(args),
         Command::Diff(args) => diff::run(args),
+        Command::Compact(args) => compact::run(args),
+        Command::Run(args) => run::run(args),
     };
     match result {
         Ok(code) => code,

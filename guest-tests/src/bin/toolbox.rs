@@ -1,0 +1,98 @@
+//! A scriptable guest for `packfs run`'s tests: its arguments are a list of
+//! commands, run in order. The first failure prints `toolbox: COMMAND:
+//! ERROR` on stderr and exits 1, as a shell under `set -e` would.
+//!
+//! ```text
+//! cat PATH          the file's contents to stdout
+//! write PATH TEXT   create or replace a file
+//! append PATH TEXT  append to a file (created when missing)
+//! mkdir PATH        create a directory and its missing parents
+//! rm PATH           remove a file
+//! ls PATH           the directory's names, sorted, one a line
+//! echo WORD         WORD and a newline to stdout
+//! argv0             the program name the guest was given
+//! env NAME          the variable's value, or `<unset>`
+//! stdin PATH        copy stdin into a file
+//! stderr TEXT       TEXT and a newline to stderr
+//! exit N            exit with status N at once
+//! trap              hit an `unreachable` instruction
+//! ```
+//!
+//! Not compared with the oracle (`host/tests/guests.rs` lists it as a tool).
+
+use std::io::{self, Read, Write};
+use std::{env, fs, process};
+
+use packfs_guests::describe;
+
+fn main() {
+    let args: Vec<String> = env::args().collect();
+    let mut rest = &args[1.min(args.len())..];
+    while let Some((cmd, tail)) = rest.split_first() {
+        let arity = match cmd.as_str() {
+            "argv0" | "trap" => 0,
+            "write" | "append" => 2,
+            _ => 1,
+        };
+        if tail.len() < arity {
+            fail(cmd, "missing argument");
+        }
+        let (operands, next) = tail.split_at(arity);
+        if let Err(e) = command(cmd, operands, &args[0]) {
+            let shown = std::iter::once(cmd.as_str()).chain(operands.first().map(String::as_str));
+            fail(&shown.collect::<Vec<_>>().join(" "), &describe(&e));
+        }
+        rest = next;
+    }
+}
+
+fn command(cmd: &str, a: &[String], argv0: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    match cmd {
+        "cat" => out.write_all(&fs::read(&a[0])?),
+        "write" => fs::write(&a[0], &a[1]),
+        "append" => fs::OpenOptions::new().append(true).create(true).open(&a[0])?.write_all(a[1].as_bytes()),
+        "mkdir" => fs::create_dir_all(&a[0]),
+        "rm" => fs::remove_file(&a[0]),
+        "ls" => {
+            let mut names = fs::read_dir(&a[0])?
+                .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+                .collect::<io::Result<Vec<_>>>()?;
+            names.sort();
+            names.iter().try_for_each(|n| writeln!(out, "{n}"))
+        }
+        "echo" => writeln!(out, "{}", a[0]),
+        "argv0" => writeln!(out, "{argv0}"),
+        "env" => writeln!(out, "{}", env::var(&a[0]).unwrap_or_else(|_| "<unset>".into())),
+        "stdin" => {
+            let mut data = Vec::new();
+            io::stdin().read_to_end(&mut data)?;
+            fs::write(&a[0], data)
+        }
+        "stderr" => writeln!(io::stderr(), "{}", a[0]),
+        "exit" => {
+            out.flush()?;
+            process::exit(a[0].parse().unwrap_or_else(|_| fail("exit", "not a number")))
+        }
+        "trap" => {
+            out.flush()?;
+            trap()
+        }
+        _ => fail(cmd, "unknown command"),
+    }
+}
+
+#[cfg(target_family = "wasm")]
+fn trap() -> ! {
+    core::arch::wasm32::unreachable()
+}
+
+#[cfg(not(target_family = "wasm"))]
+fn trap() -> ! {
+    process::abort()
+}
+
+fn fail(what: &str, why: &str) -> ! {
+    eprintln!("toolbox: {what}: {why}");
+    process::exit(1)
+}

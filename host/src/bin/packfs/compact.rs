@@ -1,0 +1,39 @@
+//! `packfs compact JOURNAL_DIR -o OUT.pack`: the tree a journal directory
+//! holds (its checkpoint with its log replayed, a torn tail ignored) as a
+//! pack, published atomically. The journal is read, never changed: this is
+//! safe to run on a copy, or on a journal no process has open.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use packfs_core::pack::write_pack;
+use packfs_host::journal::Journal;
+use packfs_host::publish::write_atomic;
+
+use crate::common::bytes;
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The journal directory (`packfs run --mount P=journal:DIR` writes one).
+    journal: PathBuf,
+    /// Where to write the pack; an existing file is replaced atomically.
+    #[arg(short, long, value_name = "OUT.pack")]
+    output: PathBuf,
+}
+
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
+    let shown = args.journal.display();
+    // `Journal::read` would take any directory for an empty journal.
+    let meta = std::fs::metadata(&args.journal).with_context(|| format!("{shown}"))?;
+    if !meta.is_dir() {
+        bail!("{shown}: not a directory");
+    }
+    let tree = Journal::read(&args.journal).with_context(|| format!("{shown}"))?;
+    let stats = write_atomic(&args.output, |file| write_pack(&tree, file).map_err(std::io::Error::other))
+        .with_context(|| format!("compacting {shown} into {}", args.output.display()))?;
+    println!("{}: {} entries ({} inodes)", args.output.display(), stats.dirents, stats.inodes);
+    println!("  content: {}", bytes(stats.file_bytes));
+    println!("  pack:    {}", bytes(stats.pack_len));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,429 @@
+//! `packfs run [--mount GUEST_PATH=SOURCE]... [--env K=V]... [--save PATH]
+//! MODULE.wasm [ARGS]...`: run a WASI command guest on a namespace of
+//! PackFS mounts.
+//!
+//! Each `--mount` puts a filesystem ([`Source`]) at a guest path. The
+//! mounts form one [`MountTable`] — the `/` mount its root (an empty
+//! in-memory tree when none is given), the others mounted shallowest first,
+//! so they may nest — preopened at `/` for the guest. Mount points need not
+//! exist: missing directories on the way to one are created, as `mkdir -p`
+//! would, where the mount holding them is writable.
+//!
+//! The guest gets the arguments after MODULE (its `argv[0]` is MODULE as
+//! given), the `--env` variables and nothing of the host's environment,
+//! and this process's stdin, stdout and stderr. Its exit status becomes
+//! packfs's. `--save` then writes the namespace as the guest left it —
+//! every mount, as the guest saw it — to a pack, published atomically.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, anyhow, bail};
+use packfs_core::mem::Limits;
+use packfs_core::mount::MountTable;
+use packfs_core::pack::{PackStats, write_pack};
+use packfs_core::path::validate_name;
+use packfs_core::{Error, FileSystem, FileType, MemFs, resolve};
+use packfs_host::Runner;
+use packfs_host::dir::DirFs;
+use packfs_host::journal::{Journal, SyncPolicy};
+use packfs_host::p1::ComponentCache;
+use packfs_host::publish::write_atomic;
+use packfs_host::wasi::PackFsCtx;
+
+use crate::common::{bytes, open_pack};
+
+/// Exit status when the guest traps, as wasmtime's own command gives
+/// (128 + SIGABRT).
+const TRAPPED: u8 = 134;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "SOURCE is one of:\n  \
+    PACK          a pack file, read-only\n  \
+    PACK+mem      an in-memory overlay over a pack: reads from the pack, changes in memory\n  \
+    mem           an empty in-memory tree\n  \
+    dir:PATH      a host directory, read-write\n  \
+    dir-ro:PATH   a host directory, read-only\n  \
+    journal:DIR   an in-memory tree kept durable by a write-ahead log in DIR (created when missing)\n\
+    Write ./mem (or any path with a `/`) for a pack file named like a keyword.\n\n\
+    Exit status: the guest's (0-255; 1 for a status outside that range); 134 if it traps; \
+    2 if packfs fails (a bad argument, a missing file, a failed --save).")]
+pub(crate) struct Args {
+    /// Mount SOURCE at GUEST_PATH (repeatable; mounts may nest). Without a
+    /// mount at `/`, the root is an empty in-memory tree.
+    #[arg(long = "mount", value_name = "GUEST_PATH=SOURCE")]
+    mounts: Vec<MountSpec>,
+    /// Set a variable in the guest's environment (repeatable); the guest
+    /// sees no other.
+    #[arg(long = "env", value_name = "K=V", value_parser = parse_env)]
+    env: Vec<(String, String)>,
+    /// When the guest exits (with any status), write the whole namespace as
+    /// it left it to a pack at PATH, atomically. Not after a trap.
+    #[arg(long, value_name = "PATH")]
+    save: Option<PathBuf>,
+    /// Compile the guest afresh instead of using the cache of compiled
+    /// guests ($PACKFS_CACHE_DIR, else $XDG_CACHE_HOME/packfs, else
+    /// ~/.cache/packfs).
+    #[arg(long)]
+    no_cache: bool,
+    /// The guest — a WASI p1 module or a p2 component — and its arguments.
+    /// Everything after MODULE goes to the guest.
+    #[arg(value_name = "MODULE.wasm [ARGS]", required = true, num_args = 1.., trailing_var_arg = true,
+          allow_hyphen_values = true)]
+    command: Vec<OsString>,
+}
+
+/// Where a mount's filesystem comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// `mem`: an empty in-memory tree.
+    Mem,
+    /// `PACK`: a pack file, mapped, read-only.
+    Pack(PathBuf),
+    /// `PACK+mem`: an in-memory overlay over a pack.
+    PackOverlay(PathBuf),
+    /// `dir:PATH`, `dir-ro:PATH`: a host directory.
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// Every change refused (`dir-ro:`).
+        read_only: bool,
+    },
+    /// `journal:DIR`: a durable in-memory tree ([`Journal`]).
+    Journal(PathBuf),
+}
+
+impl FromStr for Source {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let path = |kind: &str, p: &str| {
+            if p.is_empty() { Err(format!("`{kind}` needs a path")) } else { Ok(PathBuf::from(p)) }
+        };
+        Ok(if s == "mem" {
+            Source::Mem
+        } else if let Some(p) = s.strip_prefix("dir:") {
+            Source::Dir { path: path("dir:", p)?, read_only: false }
+        } else if let Some(p) = s.strip_prefix("dir-ro:") {
+            Source::Dir { path: path("dir-ro:", p)?, read_only: true }
+        } else if let Some(p) = s.strip_prefix("journal:") {
+            Source::Journal(path("journal:", p)?)
+        } else if let Some(p) = s.strip_suffix("+mem") {
+            Source::PackOverlay(path("PACK+mem", p)?)
+        } else if s.is_empty() {
+            return Err("empty SOURCE (a pack, PACK+mem, mem, dir:PATH, dir-ro:PATH or journal:DIR)".into());
+        } else {
+            Source::Pack(PathBuf::from(s))
+        })
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Mem => write!(f, "mem"),
+            Source::Pack(p) => write!(f, "{}", p.display()),
+            Source::PackOverlay(p) => write!(f, "{}+mem", p.display()),
+            Source::Dir { path, read_only: false } => write!(f, "dir:{}", path.display()),
+            Source::Dir { path, read_only: true } => write!(f, "dir-ro:{}", path.display()),
+            Source::Journal(p) => write!(f, "journal:{}", p.display()),
+        }
+    }
+}
+
+/// One `--mount GUEST_PATH=SOURCE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MountSpec {
+    /// Normalized: `/`, or `/a/b` (no empty, `.` or `..` component, no
+    /// trailing `/`).
+    guest_path: String,
+    source: Source,
+}
+
+impl MountSpec {
+    /// Components below the root: 0 for `/`.
+    fn depth(&self) -> usize {
+        self.guest_path.split('/').filter(|c| !c.is_empty()).count()
+    }
+}
+
+impl FromStr for MountSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (guest, source) = s.split_once('=').ok_or("expected GUEST_PATH=SOURCE")?;
+        Ok(MountSpec { guest_path: guest_path(guest)?, source: source.parse()? })
+    }
+}
+
+/// An absolute guest path, normalized: `//a/b/` is `/a/b`.
+fn guest_path(s: &str) -> Result<String, String> {
+    if !s.starts_with('/') {
+        return Err(format!("guest path `{s}` is not absolute"));
+    }
+    let mut out = String::new();
+    for c in s.split('/').filter(|c| !c.is_empty()) {
+        if c == "." || c == ".." {
+            return Err(format!("guest path `{s}` has a `{c}` component"));
+        }
+        validate_name(c).map_err(|e| format!("guest path `{s}`: {e}"))?;
+        out.push('/');
+        out.push_str(c);
+    }
+    Ok(if out.is_empty() { "/".into() } else { out })
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, _)) if k.is_empty() => Err("empty variable name".into()),
+        Some((k, v)) => Ok((k.into(), v.into())),
+        None => Err("expected K=V".into()),
+    }
+}
+
+/// An opened mount: its filesystem, and what must live as long as it.
+struct Opened {
+    fs: Arc<dyn FileSystem>,
+    read_only: bool,
+    /// The journal writing `fs`'s changes to disk.
+    _journal: Option<Journal>,
+}
+
+fn open_source(source: &Source) -> Result<Opened> {
+    let plain = |fs: Arc<dyn FileSystem>, read_only| Opened { fs, read_only, _journal: None };
+    Ok(match source {
+        Source::Mem => plain(Arc::new(MemFs::new()), false),
+        Source::Pack(path) => plain(Arc::new(open_pack(path, true)?), true),
+        Source::PackOverlay(path) => {
+            let pack = Arc::new(open_pack(path, true)?);
+            let overlay = MemFs::overlay(pack).with_context(|| format!("{}: mounting an overlay", path.display()))?;
+            plain(Arc::new(overlay), false)
+        }
+        Source::Dir { path, read_only } => {
+            let shown = path.display();
+            let meta = std::fs::metadata(path).with_context(|| format!("{shown}"))?;
+            if !meta.is_dir() {
+                bail!("{shown}: not a directory");
+            }
+            plain(Arc::new(DirFs::open(path, *read_only).with_context(|| format!("{shown}"))?), *read_only)
+        }
+        Source::Journal(dir) => {
+            let journal = Journal::open(dir, SyncPolicy::EveryOp, Limits::default())
+                .with_context(|| format!("journal {}", dir.display()))?;
+            Opened { fs: journal.fs().clone(), read_only: false, _journal: Some(journal) }
+        }
+    })
+}
+
+/// The guest's namespace: every mount in one table.
+struct Namespace {
+    table: Arc<MountTable>,
+    _opened: Vec<Opened>,
+}
+
+impl Namespace {
+    fn build(specs: &[MountSpec]) -> Result<Namespace> {
+        let mut specs: Vec<&MountSpec> = specs.iter().collect();
+        // Shallowest first, so that a mount's parent is in place before it;
+        // stable, so equal depths keep the command line's order.
+        specs.sort_by_key(|s| s.depth());
+        if let Some(w) = specs.windows(2).find(|w| w[0].guest_path == w[1].guest_path) {
+            bail!("--mount {}: mounted twice", w[0].guest_path);
+        }
+        let root_spec = MountSpec { guest_path: "/".into(), source: Source::Mem };
+        let (root_spec, rest) = match specs.split_first() {
+            Some((first, rest)) if first.depth() == 0 => (*first, rest),
+            _ => (&root_spec, &specs[..]),
+        };
+        let context = |s: &MountSpec| format!("--mount {}={}", s.guest_path, s.source);
+        let root = open_source(&root_spec.source).with_context(|| context(root_spec))?;
+        let table = Arc::new(MountTable::new(root.fs.clone(), root.read_only));
+        let mut opened = vec![root];
+        for spec in rest {
+            let mount = open_source(&spec.source).with_context(|| context(spec))?;
+            make_parents(&table, &spec.guest_path).with_context(|| context(spec))?;
+            table.mount(&spec.guest_path, mount.fs.clone(), mount.read_only).with_context(|| context(spec))?;
+            opened.push(mount);
+        }
+        Ok(Namespace { table, _opened: opened })
+    }
+}
+
+/// Creates the missing directories above mount point `path`, as `mkdir -p`.
+fn make_parents(table: &MountTable, path: &str) -> Result<()> {
+    let fs: &dyn FileSystem = table;
+    let names: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    for i in 1..names.len() {
+        let above = names[..i].join("/");
+        match resolve::resolve(fs, fs.root(), &above, true) {
+            Ok(ino) if fs.metadata(ino)?.kind == FileType::Dir => {}
+            Ok(_) => bail!("/{above}: {}", Error::NotDir),
+            Err(Error::NotFound) => {
+                let parent = resolve::resolve_parent(fs, fs.root(), &above)?;
+                fs.mkdir(parent.dir, &parent.name, 0o755).with_context(|| format!("creating /{above}"))?;
+            }
+            Err(e) => return Err(e).with_context(|| format!("/{above}")),
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
+    let mut command = args.command.into_iter();
+    let module = PathBuf::from(command.next().context("no MODULE given")?);
+    let mut argv = vec![utf8(module.clone().into_os_string(), "MODULE")?];
+    for arg in command {
+        argv.push(utf8(arg, "a guest argument")?);
+    }
+    let shown = module.display();
+    let wasm = std::fs::read(&module).with_context(|| format!("{shown}"))?;
+    let namespace = Namespace::build(&args.mounts)?;
+
+    let engine = wasmtime::Engine::default();
+    let mut runner = Runner::new(&engine).map_err(|e| anyhow!("setting up wasmtime: {e}"))?;
+    if !args.no_cache {
+        // A cache that cannot be used only costs time.
+        if let Some(cache) = ComponentCache::default_dir().and_then(|d| ComponentCache::new(d).ok()) {
+            runner = runner.with_cache(cache);
+        }
+    }
+    let guest = runner.load(&wasm).map_err(|e| anyhow!("{}", one_line(&e.to_string())).context(shown.to_string()))?;
+
+    let mut wasi = wasmtime_wasi::WasiCtx::builder();
+    wasi.inherit_stdio().args(&argv).envs(&args.env);
+    let fs = PackFsCtx::builder().preopen("/", namespace.table.clone()).build();
+    let status = match runner.run(&guest, wasi.build(), fs) {
+        Ok(status) => status,
+        Err(e) => {
+            let why = match e.downcast_ref::<wasmtime::Trap>() {
+                Some(trap) => trap.to_string(),
+                None => one_line(&format!("{e:?}")),
+            };
+            eprintln!("packfs: {shown}: the guest trapped: {why}");
+            return Ok(ExitCode::from(TRAPPED));
+        }
+    };
+    if let Some(out) = &args.save {
+        let stats = save(&namespace.table, out).with_context(|| format!("saving to {}", out.display()))?;
+        eprintln!(
+            "saved {}: {} entries, {} of file content, {} pack",
+            out.display(),
+            stats.dirents,
+            bytes(stats.file_bytes),
+            bytes(stats.pack_len)
+        );
+    }
+    Ok(ExitCode::from(u8::try_from(status).unwrap_or(1)))
+}
+
+fn utf8(s: OsString, what: &str) -> Result<String> {
+    s.into_string().map_err(|s| anyhow!("{}: {what} must be UTF-8", Path::new(&s).display()))
+}
+
+/// Writes the namespace as a pack to `out`, atomically.
+fn save(table: &MountTable, out: &Path) -> Result<PackStats> {
+    // The guest has exited: nothing changes the namespace while it is walked.
+    Ok(write_atomic(out, |file| write_pack(table, file).map_err(std::io::Error::other))?)
+}
+
+/// A possibly multi-line message (wasmtime's) as one line.
+fn one_line(s: &str) -> String {
+    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn src(s: &str) -> Result<Source, String> {
+        s.parse()
+    }
+
+    #[test]
+    fn sources() {
+        assert_eq!(src("mem"), Ok(Source::Mem));
+        assert_eq!(src("app.pack"), Ok(Source::Pack("app.pack".into())));
+        assert_eq!(src("./mem"), Ok(Source::Pack("./mem".into())));
+        assert_eq!(src("/x/app.pack+mem"), Ok(Source::PackOverlay("/x/app.pack".into())));
+        assert_eq!(src("dir:/srv/data"), Ok(Source::Dir { path: "/srv/data".into(), read_only: false }));
+        assert_eq!(src("dir-ro:rel/d"), Ok(Source::Dir { path: "rel/d".into(), read_only: true }));
+        assert_eq!(src("journal:state"), Ok(Source::Journal("state".into())));
+        // Only the prefix is a keyword.
+        assert_eq!(src("dir:a=b:c"), Ok(Source::Dir { path: "a=b:c".into(), read_only: false }));
+        assert_eq!(src("journal:x+mem"), Ok(Source::Journal("x+mem".into())));
+        for bad in ["", "dir:", "dir-ro:", "journal:", "+mem"] {
+            assert!(src(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn sources_display_as_parsed() {
+        for s in ["mem", "a.pack", "a.pack+mem", "dir:d", "dir-ro:d", "journal:j"] {
+            assert_eq!(src(s).unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
+    fn mount_specs() {
+        let spec = |s: &str| s.parse::<MountSpec>();
+        assert_eq!(
+            spec("/=app.pack+mem"),
+            Ok(MountSpec { guest_path: "/".into(), source: Source::PackOverlay("app.pack".into()) })
+        );
+        assert_eq!(spec("//tmp/=mem").unwrap().guest_path, "/tmp");
+        assert_eq!(spec("/a//b/=mem").unwrap().guest_path, "/a/b");
+        assert_eq!(spec("/a/./b=mem").map(|s| s.guest_path), Err("guest path `/a/./b` has a `.` component".into()));
+        assert_eq!(spec("/d=dir:x=y").unwrap().source, Source::Dir { path: "x=y".into(), read_only: false });
+        assert_eq!(spec("/a/b/c=mem").unwrap().depth(), 3);
+        assert_eq!(spec("/=mem").unwrap().depth(), 0);
+        for bad in ["mem", "tmp=mem", "/tmp", "/tmp=", "/../x=mem", "=mem", "/a\0b=mem"] {
+            assert!(spec(bad).is_err(), "{bad:?}");
+        }
+        let long = format!("/{}=mem", "n".repeat(300));
+        assert!(spec(&long).is_err());
+    }
+
+    #[test]
+    fn env_pairs() {
+        assert_eq!(parse_env("K=V"), Ok(("K".into(), "V".into())));
+        assert_eq!(parse_env("K="), Ok(("K".into(), "".into())));
+        assert_eq!(parse_env("K=a=b"), Ok(("K".into(), "a=b".into())));
+        assert!(parse_env("K").is_err());
+        assert!(parse_env("=V").is_err());
+    }
+
+    #[test]
+    fn one_line_messages() {
+        assert_eq!(
+            one_line("error while executing:\n    0: f\n\nCaused by:\n  trap"),
+            "error while executing:; 0: f; Caused by:; trap"
+        );
+    }
+
+    fn names(table: &MountTable, path: &str) -> Vec<String> {
+        let fs: &dyn FileSystem = table;
+        let dir = if path.is_empty() { fs.root() } else { resolve::resolve(fs, fs.root(), path, true).unwrap() };
+        fs.read_dir(dir, None, 100).unwrap().into_iter().map(|e| e.name.to_string()).collect()
+    }
+
+    #[test]
+    fn nested_mounts_in_any_order() {
+        let specs: Vec<MountSpec> = ["/a/b/c=mem", "/a=mem", "/x/y=mem"].iter().map(|s| s.parse().unwrap()).collect();
+        let ns = Namespace::build(&specs).unwrap();
+        assert_eq!(ns.table.len(), 4);
+        assert_eq!(names(&ns.table, ""), ["a", "x"]); // /a mounted, /x made in the default root
+        assert_eq!(names(&ns.table, "a"), ["b"]); // made inside the /a mount
+        assert_eq!(names(&ns.table, "a/b"), ["c"]);
+    }
+
+    #[test]
+    fn a_mount_twice_is_refused() {
+        let specs: Vec<MountSpec> = ["/t=mem", "/t/=mem"].iter().map(|s| s.parse().unwrap()).collect();
+        let e = Namespace::build(&specs).err().unwrap();
+        assert_eq!(e.to_string(), "--mount /t: mounted twice");
+    }
+}

@@ -1,0 +1,435 @@
+//! `packfs run` and `packfs compact`, driven as a user drives them: the
+//! built binary, a guest from `guest-tests/` (`toolbox`, whose arguments
+//! are commands; `demo`; a C guest), real files, exit codes and output.
+//!
+//! Every SOURCE kind, nested mounts, arguments, environment, stdin, exit
+//! status, traps, `--save` round trips (run, save, then `ls`/`cat` the
+//! saved pack), a journal surviving from one run to the next and compacted,
+//! and the errors: a missing module, pack or directory, bad `--mount`
+//! specs, a mount point that cannot be made.
+
+mod support;
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// What one run printed and how it ended.
+#[derive(Debug)]
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// `packfs ARGS`, with `stdin` as its standard input, the tests' shared
+/// cache of compiled guests and a working directory of the test's own.
+fn packfs_in<S: AsRef<OsStr>>(cwd: &Path, args: impl IntoIterator<Item = S>, stdin: &[u8]) -> Out {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_packfs"))
+        .args(args)
+        .current_dir(cwd)
+        .env("PACKFS_CACHE_DIR", support::component_cache_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs packfs");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin).unwrap();
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    Out {
+        code: out.status.code().expect("exits, not killed"),
+        stdout: String::from_utf8(out.stdout).expect("UTF-8 stdout"),
+        stderr: String::from_utf8(out.stderr).expect("UTF-8 stderr"),
+    }
+}
+
+/// A test's working directory holding `app.pack`, packed from `tree/`:
+///
+/// ```text
+/// data/a.txt        "alpha beta\ngamma\n"
+/// data/sub/b.txt    "one two three\n"
+/// etc/motd          "hello from the pack\n"
+/// ```
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        std::fs::create_dir_all(tree.join("data/sub")).unwrap();
+        std::fs::create_dir_all(tree.join("etc")).unwrap();
+        std::fs::write(tree.join("data/a.txt"), "alpha beta\ngamma\n").unwrap();
+        std::fs::write(tree.join("data/sub/b.txt"), "one two three\n").unwrap();
+        std::fs::write(tree.join("etc/motd"), "hello from the pack\n").unwrap();
+        let f = Fixture { dir };
+        f.ok(["pack", "tree", "-o", "app.pack"]);
+        f
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+
+    fn packfs<S: AsRef<OsStr>>(&self, args: impl IntoIterator<Item = S>) -> Out {
+        packfs_in(self.dir.path(), args, b"")
+    }
+
+    /// `packfs ARGS` must exit 0; returns its stdout.
+    fn ok<S: AsRef<OsStr>>(&self, args: impl IntoIterator<Item = S>) -> String {
+        let out = self.packfs(args);
+        assert_eq!(out.code, 0, "{out:?}");
+        out.stdout
+    }
+
+    /// `packfs run MOUNTS... toolbox.wasm COMMANDS...` (p1).
+    fn toolbox(&self, mounts: &[&str], commands: &[&str]) -> Out {
+        self.run_guest(&toolbox(P1), mounts, commands)
+    }
+
+    fn run_guest(&self, guest: &Path, options: &[&str], args: &[&str]) -> Out {
+        let mut argv: Vec<&OsStr> = vec!["run".as_ref()];
+        argv.extend(options.iter().map(OsStr::new));
+        argv.push(guest.as_os_str());
+        argv.extend(args.iter().map(OsStr::new));
+        self.packfs(argv)
+    }
+}
+
+const P1: &str = "wasm32-wasip1";
+const P2: &str = "wasm32-wasip2";
+
+fn toolbox(triple: &str) -> PathBuf {
+    support::rust_guest("toolbox", triple)
+}
+
+/// The run must exit 0; returns its stdout.
+#[track_caller]
+fn success(out: Out) -> String {
+    assert_eq!(out.code, 0, "{out:?}");
+    out.stdout
+}
+
+/// `packfs` itself must fail: exit 2, one line `packfs: ...` holding every
+/// one of `needles`.
+#[track_caller]
+fn refused(out: Out, needles: &[&str]) {
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "one line: {out:?}");
+    assert!(out.stderr.starts_with("packfs: "), "{out:?}");
+    for n in needles {
+        assert!(out.stderr.contains(n), "{n:?} in {out:?}");
+    }
+}
+
+/// The guest must fail a command: exit 1, toolbox's message on stderr.
+#[track_caller]
+fn guest_failed(out: Out, needle: &str) {
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains(needle), "{needle:?} in {out:?}");
+}
+
+#[test]
+fn default_root_is_an_empty_writable_tree() {
+    let f = Fixture::new();
+    let out =
+        success(f.toolbox(&[], &["ls", "/", "mkdir", "/a/b", "write", "/a/b/f", "x", "cat", "/a/b/f", "ls", "/"]));
+    assert_eq!(out, "xa\n");
+}
+
+#[test]
+fn mem_source() {
+    let f = Fixture::new();
+    let out = success(f.toolbox(&["--mount", "/=mem"], &["write", "/f", "in memory", "cat", "/f"]));
+    assert_eq!(out, "in memory");
+}
+
+#[test]
+fn pack_source_is_read_only() {
+    let f = Fixture::new();
+    let out = success(f.toolbox(&["--mount", "/=app.pack"], &["ls", "/", "ls", "/data", "cat", "/etc/motd"]));
+    assert_eq!(out, "data\netc\na.txt\nsub\nhello from the pack\n");
+    guest_failed(f.toolbox(&["--mount", "/=app.pack"], &["write", "/new", "x"]), "write /new: ReadOnlyFilesystem");
+    guest_failed(f.toolbox(&["--mount", "/=app.pack"], &["rm", "/etc/motd"]), "rm /etc/motd: ReadOnlyFilesystem");
+    guest_failed(f.toolbox(&["--mount", "/=app.pack"], &["cat", "/missing"]), "cat /missing: NotFound");
+}
+
+#[test]
+fn pack_overlay_source_takes_changes_in_memory() {
+    let f = Fixture::new();
+    let before = std::fs::read(f.path("app.pack")).unwrap();
+    let out = success(f.toolbox(
+        &["--mount", "/=app.pack+mem"],
+        &[
+            "append",
+            "/etc/motd",
+            "changed\n",
+            "rm",
+            "/data/a.txt",
+            "write",
+            "/new",
+            "n\n",
+            "cat",
+            "/etc/motd",
+            "ls",
+            "/data",
+            "cat",
+            "/new",
+        ],
+    ));
+    assert_eq!(out, "hello from the pack\nchanged\nsub\nn\n");
+    assert_eq!(std::fs::read(f.path("app.pack")).unwrap(), before, "the pack is never written");
+    // Each run starts from the pack again.
+    assert_eq!(success(f.toolbox(&["--mount", "/=app.pack+mem"], &["cat", "/etc/motd"])), "hello from the pack\n");
+}
+
+#[test]
+fn dir_sources() {
+    let f = Fixture::new();
+    let out = success(
+        f.toolbox(&["--mount", "/host=dir:tree"], &["cat", "/host/etc/motd", "write", "/host/out.txt", "written"]),
+    );
+    assert_eq!(out, "hello from the pack\n");
+    assert_eq!(std::fs::read_to_string(f.path("tree/out.txt")).unwrap(), "written", "lands on the host");
+
+    let out = success(f.toolbox(&["--mount", "/host=dir-ro:tree"], &["cat", "/host/out.txt"]));
+    assert_eq!(out, "written");
+    guest_failed(f.toolbox(&["--mount", "/host=dir-ro:tree"], &["write", "/host/x", "x"]), "ReadOnlyFilesystem");
+    guest_failed(f.toolbox(&["--mount", "/host=dir-ro:tree"], &["rm", "/host/out.txt"]), "ReadOnlyFilesystem");
+    assert!(!f.path("tree/x").exists());
+    assert!(f.path("tree/out.txt").exists());
+}
+
+#[test]
+fn journal_keeps_the_first_runs_writes() {
+    let f = Fixture::new();
+    let mount = ["--mount", "/state=journal:j"];
+    success(f.toolbox(&mount, &["mkdir", "/state/d", "write", "/state/d/count", "1", "write", "/state/gone", "x"]));
+    assert!(f.path("j").is_dir(), "created when missing");
+    let out =
+        success(f.toolbox(&mount, &["cat", "/state/d/count", "rm", "/state/gone", "append", "/state/d/count", "2"]));
+    assert_eq!(out, "1");
+    assert_eq!(success(f.toolbox(&mount, &["cat", "/state/d/count", "ls", "/state"])), "12d\n");
+
+    // compact: the journal's tree as a pack, the journal untouched.
+    let listing = std::fs::read_dir(f.path("j")).unwrap().count();
+    let report = f.ok(["compact", "j", "-o", "state.pack"]);
+    assert!(report.starts_with("state.pack: 2 entries"), "{report}");
+    assert_eq!(f.ok(["cat", "state.pack", "d/count"]), "12");
+    assert_eq!(f.ok(["ls", "state.pack"]), "d\n");
+    assert_eq!(std::fs::read_dir(f.path("j")).unwrap().count(), listing);
+    assert_eq!(success(f.toolbox(&mount, &["cat", "/state/d/count"])), "12");
+}
+
+#[test]
+fn nested_mounts() {
+    let f = Fixture::new();
+    let mounts = [
+        "--mount",
+        "/tmp=mem",
+        "--mount",
+        "/=app.pack+mem",
+        "--mount",
+        "/data/deep/er=mem",
+        "--mount",
+        "/data/ro=app.pack",
+        "--mount",
+        "/tmp/host=dir:tree",
+    ];
+    let out = success(f.toolbox(
+        &mounts,
+        &[
+            "ls",
+            "/",
+            "ls",
+            "/data",
+            "ls",
+            "/data/ro",
+            "cat",
+            "/data/ro/etc/motd",
+            "write",
+            "/tmp/t",
+            "t",
+            "write",
+            "/data/deep/er/e",
+            "e",
+            "cat",
+            "/tmp/host/data/a.txt",
+            "ls",
+            "/data/deep/er",
+        ],
+    ));
+    assert_eq!(
+        out,
+        "data\netc\ntmp\n\
+         a.txt\ndeep\nro\nsub\n\
+         data\netc\n\
+         hello from the pack\n\
+         alpha beta\ngamma\n\
+         e\n"
+    );
+    // A read-only mount inside a writable one, and a writable one inside
+    // a read-only one.
+    guest_failed(f.toolbox(&mounts, &["write", "/data/ro/x", "x"]), "ReadOnlyFilesystem");
+    let mounts = ["--mount", "/=app.pack", "--mount", "/etc/scratch=mem"];
+    assert_eq!(success(f.toolbox(&mounts, &["write", "/etc/scratch/s", "s", "cat", "/etc/scratch/s"])), "s");
+    guest_failed(f.toolbox(&mounts, &["write", "/etc/x", "x"]), "ReadOnlyFilesystem");
+}
+
+#[test]
+fn arguments_environment_and_stdin_pass_through() {
+    let f = Fixture::new();
+    let guest = toolbox(P1);
+    let out = success(f.run_guest(
+        &guest,
+        &["--env", "GREETING=hi there", "--env", "EQ=a=b", "--env", "EMPTY="],
+        &[
+            "argv0",
+            "echo",
+            "--not-an-option",
+            "echo",
+            "two words",
+            "env",
+            "GREETING",
+            "env",
+            "EQ",
+            "env",
+            "EMPTY",
+            "env",
+            "HOME",
+        ],
+    ));
+    assert_eq!(out, format!("{}\n--not-an-option\ntwo words\nhi there\na=b\n\n<unset>\n", guest.display()));
+
+    let out = packfs_in(
+        f.dir.path(),
+        [OsStr::new("run"), guest.as_os_str(), "stdin".as_ref(), "/in".as_ref(), "cat".as_ref(), "/in".as_ref()],
+        b"from stdin\n\0binary",
+    );
+    assert_eq!(success(out), "from stdin\n\0binary");
+
+    let out = f.toolbox(&[], &["stderr", "to stderr", "echo", "to stdout"]);
+    assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("to stdout\n", "to stderr\n"));
+}
+
+#[test]
+fn exit_status_passes_through() {
+    let f = Fixture::new();
+    // The preview1 adapter turns `proc_exit(n)` into `exit(result)`, which
+    // carries success or failure only.
+    for (code, status) in [("0", 0), ("1", 1), ("3", 1), ("255", 1)] {
+        let out = f.toolbox(&[], &["echo", "before", "exit", code, "echo", "never"]);
+        assert_eq!(out.code, status, "{out:?}");
+        assert_eq!(out.stdout, "before\n");
+    }
+    // A p2 component built with wasi-libc exits through `exit(result)`,
+    // which carries success or failure only.
+    let out = f.run_guest(&toolbox(P2), &[], &["exit", "5"]);
+    assert_eq!(out.code, 1, "{out:?}");
+}
+
+#[test]
+fn a_trap_is_status_134_and_saves_nothing() {
+    let f = Fixture::new();
+    let out = f.toolbox(&["--save", "never.pack"], &["write", "/f", "x", "echo", "before", "trap"]);
+    assert_eq!(out.code, 134, "{out:?}");
+    assert_eq!(out.stdout, "before\n");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+    assert!(
+        out.stderr.starts_with("packfs: ") && out.stderr.contains("trapped") && out.stderr.contains("unreachable"),
+        "{out:?}"
+    );
+    assert!(!f.path("never.pack").exists());
+}
+
+#[test]
+fn save_round_trip() {
+    let f = Fixture::new();
+    let out = f.run_guest(
+        &support::rust_guest("demo", P1),
+        &["--mount", "/=app.pack+mem", "--mount", "/scratch=mem", "--save", "saved.pack"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let report = "  lines   words     bytes  file\n      \
+                  2       3        17  /data/a.txt\n      \
+                  1       3        14  /data/sub/b.txt\n      \
+                  3       6        31  total (2 files)\n";
+    assert_eq!(out.stdout, format!("{report}report written to /out/report.txt\n"));
+    assert!(out.stderr.starts_with("saved saved.pack: "), "{out:?}");
+
+    // The whole namespace as the guest left it: the pack's files, the new
+    // report, the (empty) mount at /scratch.
+    let listing = f.ok(["ls", "-R", "saved.pack"]);
+    assert_eq!(listing, "data\ndata/a.txt\ndata/sub\ndata/sub/b.txt\netc\netc/motd\nout\nout/report.txt\nscratch\n");
+    assert_eq!(f.ok(["cat", "saved.pack", "out/report.txt"]), report);
+    assert_eq!(f.ok(["cat", "saved.pack", "etc/motd"]), "hello from the pack\n");
+    f.ok(["verify", "saved.pack"]);
+
+    // Saved over the pack it runs on: the mapping keeps the old file, the
+    // name gets the new one.
+    let out =
+        f.toolbox(&["--mount", "/=app.pack+mem", "--save", "app.pack"], &["rm", "/etc/motd", "write", "/v2", "2"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(f.ok(["ls", "-R", "app.pack"]), "data\ndata/a.txt\ndata/sub\ndata/sub/b.txt\netc\nv2\n");
+
+    // A guest that fails is still saved: its status comes after.
+    let out = f.toolbox(&["--save", "failed.pack"], &["write", "/partial", "p", "cat", "/missing"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(f.ok(["cat", "failed.pack", "partial"]), "p");
+}
+
+#[test]
+fn p2_component_and_c_guest() {
+    let f = Fixture::new();
+    let out = success(f.run_guest(
+        &toolbox(P2),
+        &["--mount", "/=app.pack+mem"],
+        &["write", "/w", "p2", "cat", "/w", "cat", "/etc/motd"],
+    ));
+    assert_eq!(out, "p2hello from the pack\n");
+    // A wasi-libc C program (stdio, POSIX fds) on the default root.
+    let out = success(f.run_guest(&support::c_guest("c_stdio", &["c_stdio"]), &[], &[]));
+    assert!(out.ends_with("done\n"), "{out}");
+}
+
+#[test]
+fn errors_are_one_line() {
+    let f = Fixture::new();
+    let guest = toolbox(P1);
+    let g = guest.to_str().unwrap();
+    std::fs::write(f.path("not.wasm"), "not wasm at all").unwrap();
+    std::fs::write(f.path("not.pack"), "not a pack").unwrap();
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["run", "missing.wasm"], &["missing.wasm", "No such file"]),
+        (&["run", "not.wasm"], &["not.wasm", "not a WebAssembly"]),
+        (&["run"], &["MODULE.wasm"]),
+        (&["run", "--mount", "tmp=mem", g], &["--mount", "not absolute"]),
+        (&["run", "--mount", "/tmp", g], &["--mount", "GUEST_PATH=SOURCE"]),
+        (&["run", "--mount", "/tmp=", g], &["--mount", "empty SOURCE"]),
+        (&["run", "--mount", "/a/../b=mem", g], &["--mount", "`..`"]),
+        (&["run", "--mount", "/t=dir:", g], &["--mount", "needs a path"]),
+        (&["run", "--mount", "/=missing.pack", g], &["--mount /=missing.pack", "missing.pack", "No such file"]),
+        (&["run", "--mount", "/=missing.pack+mem", g], &["missing.pack", "No such file"]),
+        (&["run", "--mount", "/=not.pack", g], &["not.pack"]),
+        (&["run", "--mount", "/d=dir:missing", g], &["missing", "No such file"]),
+        (&["run", "--mount", "/d=dir:app.pack", g], &["app.pack", "not a directory"]),
+        (&["run", "--mount", "/t=mem", "--mount", "/t/=mem", g], &["/t", "mounted twice"]),
+        (&["run", "--mount", "/=app.pack", "--mount", "/etc/motd/x=mem", g], &["/etc/motd", "not a directory"]),
+        (&["run", "--mount", "/=app.pack", "--mount", "/new/x=mem", g], &["creating /new", "read-only"]),
+        (&["run", "--env", "NOEQUALS", g], &["--env", "K=V"]),
+        (&["compact", "missing", "-o", "x.pack"], &["missing", "No such file"]),
+        (&["compact", "app.pack", "-o", "x.pack"], &["app.pack", "not a directory"]),
+        (&["compact", "tree"], &["--output"]),
+    ];
+    for (args, needles) in cases {
+        refused(f.packfs(*args), needles);
+    }
+    assert!(!f.path("x.pack").exists());
+    // A failed save: the guest ran, its status is lost to packfs's error.
+    refused(f.toolbox(&["--save", "no/such/dir/out.pack"], &["write", "/f", "x"]), &["saving to no/such/dir/out.pack"]);
+}
