@@ -6,11 +6,18 @@
 //! Adapting and compiling costs tens of milliseconds to seconds per module,
 //! so the result can be cached on disk ([`ComponentCache`]), keyed by a
 //! SHA-256 of the input, the adapter and the engine's compatibility hash.
+//!
+//! Exit statuses: the preview1 adapter turns `proc_exit(n)` into
+//! `wasi:cli/exit.exit(result)`, which says only success or failure. So a
+//! module's `proc_exit` import is served instead by a one-function adapter
+//! of our own ([`exit_adapter`]) calling `exit-with-code(n)`, and a host
+//! sees the status the program passed to `exit` (as POSIX, modulo 256).
 
 use std::fs;
 use std::hash::{Hash, Hasher};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
 use wasi_preview1_component_adapter_provider::{
@@ -21,7 +28,7 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 /// Bumped whenever what is cached, or how it is keyed, changes.
-const CACHE_FORMAT: &[u8] = b"packfs-component-cache-v1";
+const CACHE_FORMAT: &[u8] = b"packfs-component-cache-v2";
 /// Length of the SHA-256 trailer that checks a cache file before use.
 const DIGEST_LEN: usize = 32;
 
@@ -60,17 +67,121 @@ pub enum CacheStatus {
 
 /// Wraps a WASI p1 core module into a component, with the command adapter
 /// if it exports `_start`, else the reactor adapter.
+/// A module's `proc_exit` import is served by [`exit_adapter`] instead.
 pub fn module_to_component(module: &[u8]) -> Result<Vec<u8>, LoadError> {
     let adapter = if exports_start(module)? {
         WASI_SNAPSHOT_PREVIEW1_COMMAND_ADAPTER
     } else {
         WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER
     };
-    wit_component::ComponentEncoder::default()
-        .module(module)
+    let redirected = redirect_proc_exit(module).map_err(LoadError::Adapt)?;
+    let mut encoder = wit_component::ComponentEncoder::default()
+        .module(redirected.as_deref().unwrap_or(module))
         .and_then(|e| e.adapter(WASI_SNAPSHOT_PREVIEW1_ADAPTER_NAME, adapter))
-        .and_then(|e| e.validate(true).encode())
-        .map_err(LoadError::Adapt)
+        .map_err(LoadError::Adapt)?;
+    if redirected.is_some() {
+        encoder = encoder.adapter(EXIT_ADAPTER_NAME, exit_adapter()).map_err(LoadError::Adapt)?;
+    }
+    encoder.validate(true).encode().map_err(LoadError::Adapt)
+}
+
+/// The import module name `proc_exit` is moved to.
+const EXIT_ADAPTER_NAME: &str = "packfs:proc-exit";
+
+/// `wasi:cli/exit` as wasmtime-wasi 48 defines it (`exit-with-code` is
+/// stable since 0.2.12), and the world of [`exit_adapter`].
+const EXIT_WIT: &str = r#"
+package wasi:cli@0.2.12;
+
+@since(version = 0.2.0)
+interface exit {
+  @since(version = 0.2.0)
+  exit: func(status: result);
+
+  @since(version = 0.2.12)
+  exit-with-code: func(status-code: u8);
+}
+
+world proc-exit-adapter {
+  import exit;
+}
+"#;
+
+/// An adapter module exporting `proc_exit(code)` as
+/// `wasi:cli/exit.exit-with-code(code)` (a `u8`: the code modulo 256, as a
+/// POSIX exit status).
+///
+/// ```text
+/// (module
+///   (import "wasi:cli/exit@0.2.12" "exit-with-code" (func $exit (param i32)))
+///   (func (export "proc_exit") (param i32)
+///     local.get 0  call $exit  unreachable)
+///   (@custom "component-type" ...))    ;; the world above
+/// ```
+pub fn exit_adapter() -> &'static [u8] {
+    static ADAPTER: OnceLock<Vec<u8>> = OnceLock::new();
+    ADAPTER.get_or_init(|| {
+        use wasm_encoder::{
+            CodeSection, ExportKind, ExportSection, Function, FunctionSection, ImportSection, Instruction, Module,
+            TypeSection, ValType,
+        };
+        let mut types = TypeSection::new();
+        types.ty().function([ValType::I32], []);
+        let mut imports = ImportSection::new();
+        imports.import("wasi:cli/exit@0.2.12", "exit-with-code", wasm_encoder::EntityType::Function(0));
+        let mut functions = FunctionSection::new();
+        functions.function(0);
+        let mut exports = ExportSection::new();
+        exports.export("proc_exit", ExportKind::Func, 1);
+        let mut body = Function::new([]);
+        body.instruction(&Instruction::LocalGet(0)).instruction(&Instruction::Call(0));
+        body.instruction(&Instruction::Unreachable).instruction(&Instruction::End);
+        let mut code = CodeSection::new();
+        code.function(&body);
+        let mut module = Module::new();
+        module.section(&types).section(&imports).section(&functions).section(&exports).section(&code);
+        let mut bytes = module.finish();
+
+        let mut resolve = wit_parser::Resolve::default();
+        let world = resolve
+            .push_str("exit.wit", EXIT_WIT)
+            .and_then(|pkg| resolve.select_world(&[pkg], Some("proc-exit-adapter")))
+            .expect("EXIT_WIT is valid WIT");
+        wit_component::embed_component_metadata(&mut bytes, &resolve, world, wit_component::StringEncoding::UTF8)
+            .expect("EXIT_WIT's world encodes");
+        bytes
+    })
+}
+
+/// `module` with its `wasi_snapshot_preview1.proc_exit` import moved to
+/// [`EXIT_ADAPTER_NAME`]; `None` when it has no such import. Every other
+/// section is copied byte for byte.
+fn redirect_proc_exit(module: &[u8]) -> anyhow::Result<Option<Vec<u8>>> {
+    use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
+    let is_proc_exit =
+        |i: &wasmparser::Import<'_>| i.module == WASI_SNAPSHOT_PREVIEW1_ADAPTER_NAME && i.name == "proc_exit";
+    let mut out = wasm_encoder::Module::new();
+    let mut found = false;
+    for payload in Parser::new(0).parse_all(module) {
+        let payload = payload?;
+        if let Payload::ImportSection(reader) = &payload {
+            let mut imports = wasm_encoder::ImportSection::new();
+            for import in reader.clone().into_imports() {
+                let import = import?;
+                let ty = RoundtripReencoder.entity_type(import.ty)?;
+                if is_proc_exit(&import) {
+                    found = true;
+                    imports.import(EXIT_ADAPTER_NAME, import.name, ty);
+                } else {
+                    imports.import(import.module, import.name, ty);
+                }
+            }
+            out.section(&imports);
+        } else if let Some((id, range)) = payload.as_section() {
+            out.section(&wasm_encoder::RawSection { id, data: &module[range] });
+        }
+    }
+    Ok(found.then(|| out.finish()))
 }
 
 fn exports_start(module: &[u8]) -> Result<bool, LoadError> {

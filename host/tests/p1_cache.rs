@@ -8,8 +8,8 @@ use packfs_host::p1::{self, CacheStatus, ComponentCache, LoadError};
 use packfs_host::wasi::PackFsCtx;
 use wasmtime::Engine;
 
-/// A p1 command that creates `/made` through the preopen and exits 7 —
-/// which `wasi:cli/exit` 0.2 carries as plain failure: status 1.
+/// A p1 command that creates `/made` through the preopen and exits 7 (its
+/// `proc_exit` served by `p1::exit_adapter`, so the host sees 7).
 const MODULE: &str = r#"
 (module
   (import "wasi_snapshot_preview1" "path_open"
@@ -35,7 +35,7 @@ fn p1_module_runs_through_the_adapter() {
     let fs = Arc::new(MemFs::new());
     let ctx = PackFsCtx::builder().preopen("/", fs.clone()).build();
     let status = runner.run(&guest, wasmtime_wasi::WasiCtx::builder().build(), ctx).unwrap();
-    assert_eq!(status, 1);
+    assert_eq!(status, 7);
     assert!(fs.lookup(fs.root(), "made").is_ok());
 }
 
@@ -79,4 +79,29 @@ fn bad_input_is_a_typed_error() {
     // A module importing something the adapter cannot provide.
     let bad = wat::parse_str(r#"(module (import "env" "nope" (func)) (memory (export "memory") 1))"#).unwrap();
     assert!(matches!(p1::load(&engine, &bad, None), Err(LoadError::Adapt(_))));
+}
+
+/// Every status `proc_exit` can give, modulo 256 as a POSIX exit status; a
+/// module that never imports `proc_exit` loads unchanged.
+#[test]
+fn proc_exit_status_reaches_the_host() {
+    let runner = Runner::new(&Engine::default()).unwrap();
+    let run = |wat: &str| {
+        let guest = runner.load(&wat::parse_str(wat).unwrap()).unwrap();
+        runner.run(&guest, wasmtime_wasi::WasiCtx::builder().build(), PackFsCtx::builder().build()).unwrap()
+    };
+    for (code, status) in [(0, 0), (1, 1), (42, 42), (255, 255), (256, 0), (-1, 255)] {
+        let wat = format!(
+            r#"(module
+                 (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+                 (memory (export "memory") 1)
+                 (func (export "_start") (call $exit (i32.const {code}))))"#
+        );
+        assert_eq!(run(&wat), status, "proc_exit({code})");
+    }
+    let no_exit = r#"(module
+        (import "wasi_snapshot_preview1" "sched_yield" (func $y (result i32)))
+        (memory (export "memory") 1)
+        (func (export "_start") (drop (call $y))))"#;
+    assert_eq!(run(no_exit), 0);
 }

@@ -49,9 +49,10 @@ const TRAPPED: u8 = 134;
     dir:PATH      a host directory, read-write\n  \
     dir-ro:PATH   a host directory, read-only\n  \
     journal:DIR   an in-memory tree kept durable by a write-ahead log in DIR (created when missing)\n\
-    Write ./mem (or any path with a `/`) for a pack file named like a keyword.\n\n\
-    Exit status: the guest's (0-255; 1 for a status outside that range); 134 if it traps; \
-    2 if packfs fails (a bad argument, a missing file, a failed --save).")]
+    Prefix ./ to a pack file named like a keyword: ./mem, ./dir:x.\n\n\
+    Exit status: the guest's (a p1 module's exit code; a p2 component's 0 or 1 unless it exits \
+    with wasi:cli/exit.exit-with-code); 134 if it traps; 2 if packfs fails (a bad argument, a missing \
+    file, a failed --save).")]
 pub(crate) struct Args {
     /// Mount SOURCE at GUEST_PATH (repeatable; mounts may nest). Without a
     /// mount at `/`, the root is an empty in-memory tree.
