@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the browser package: web/pkg/packfs_web.{js,d.ts} + packfs_web_bg.wasm.
+#
+#   web/build.sh            release build (what the demo page and tests use)
+#   web/build.sh --debug    debug build
+#
+# Installs what is missing first: the wasm32-unknown-unknown target, and
+# wasm-bindgen-cli at exactly the version of the wasm-bindgen crate pinned
+# in web/Cargo.toml (the two must match).
+set -euo pipefail
+web="$(cd "$(dirname "$0")" && pwd)"
+root="$(dirname "$web")"
+cd "$root"
+
+profile=release
+[ "${1:-}" = "--debug" ] && profile=debug
+
+# The pinned version: `wasm-bindgen = "=X.Y.Z"` in web/Cargo.toml.
+version="$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)".*/\1/p' web/Cargo.toml)"
+[ -n "$version" ] || { echo "build.sh: no pinned wasm-bindgen version in web/Cargo.toml" >&2; exit 2; }
+
+rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$version" ]; then
+    # Not --locked: the CLI's own lock file does not build here (DESIGN.md).
+    cargo install wasm-bindgen-cli --version "$version"
+fi
+
+flags=()
+[ "$profile" = release ] && flags+=(--release)
+cargo build -p packfs-web --target wasm32-unknown-unknown "${flags[@]}"
+wasm-bindgen --target web --out-dir web/pkg \
+    "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$profile/packfs_web.wasm"
+echo "built web/pkg ($profile, wasm-bindgen $version)"

@@ -1,0 +1,68 @@
+//! Errors as JavaScript sees them: an `Error` whose `code` names the WASI
+//! `error-code` (`"no-entry"`, `"exist"`, `"quota"`, ...) and whose `errno`
+//! names the POSIX one (`"ENOENT"`, ...).
+
+use packfs_core::Error;
+use wasm_bindgen::JsValue;
+
+/// The WASI `filesystem/types.error-code` name of an error.
+pub fn code(e: &Error) -> &'static str {
+    match e {
+        Error::NotFound => "no-entry",
+        Error::Exists => "exist",
+        Error::NotDir => "not-directory",
+        Error::IsDir => "is-directory",
+        Error::NotEmpty => "not-empty",
+        Error::Access => "access",
+        Error::NotPermitted => "not-permitted",
+        Error::ReadOnly => "read-only",
+        Error::Loop => "loop",
+        Error::NameTooLong => "name-too-long",
+        Error::NoSpace => "insufficient-space",
+        Error::Quota => "quota",
+        Error::CrossDevice => "cross-device",
+        Error::Invalid => "invalid",
+        Error::FileTooLarge => "file-too-large",
+        Error::BadDescriptor => "bad-descriptor",
+        Error::TooManyLinks => "too-many-links",
+        Error::Busy => "busy",
+        Error::Unsupported | Error::UnsupportedVersion { .. } => "unsupported",
+        Error::Io(_) | Error::Corrupt(_) => "io",
+    }
+}
+
+/// The message of a thrown error: `code: what[: path]`.
+pub fn message(e: &Error, path: Option<&str>) -> String {
+    match path {
+        Some(p) => format!("{}: {e}: {p}", code(e)),
+        None => format!("{}: {e}", code(e)),
+    }
+}
+
+/// A JavaScript `Error` with `code` and `errno` properties.
+pub fn js_error(code: &str, errno: &str, message: &str) -> JsValue {
+    let err = js_sys::Error::new(message);
+    // Setting a property on a fresh Error object cannot fail.
+    let _ = js_sys::Reflect::set(&err, &"code".into(), &code.into());
+    let _ = js_sys::Reflect::set(&err, &"errno".into(), &errno.into());
+    err.into()
+}
+
+/// `e` as a JavaScript `Error`, naming `path` when there is one.
+pub fn to_js(e: &Error, path: Option<&str>) -> JsValue {
+    js_error(code(e), e.errno_name(), &message(e, path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_wasi_names() {
+        assert_eq!(code(&Error::NotFound), "no-entry");
+        assert_eq!(code(&Error::Quota), "quota");
+        assert_eq!(code(&Error::Io("x".into())), "io");
+        assert_eq!(message(&Error::NotDir, Some("a/b")), "not-directory: not a directory: a/b");
+        assert_eq!(message(&Error::ReadOnly, None), "read-only: read-only filesystem");
+    }
+}

@@ -1,0 +1,251 @@
+//! Opening a pack by URL with HTTP Range requests, and fetching its blobs
+//! as reads ask for them.
+//!
+//! Opening takes three requests at most, none proportional to the data:
+//!
+//! 1. the last 64 KiB (`Range: bytes=-65536`): the trailer, which says where
+//!    the index region is, the pack's length (from `Content-Range`), and
+//!    often the whole index of a small pack;
+//! 2. the header (`bytes=0-63`) and
+//! 3. whatever of the index region the first request did not cover,
+//!
+//! the last two at the same time. The core then checks the header, trailer
+//! and index as it does for any pack. A blob is fetched on the first read
+//! that needs it ([`Remote::run`]); adjacent wanted blobs are fetched in one
+//! request. A server that ignores `Range` and answers `200` with the whole
+//! pack is fine too: the pack is then simply complete.
+//!
+//! Cross-origin packs need CORS with `Range` allowed and `Content-Range`
+//! exposed (`Access-Control-Expose-Headers: Content-Range`).
+
+use std::cell::Cell;
+use std::sync::Arc;
+
+use js_sys::{Promise, Uint8Array};
+use packfs_core::pack::{PackFs, ReadOptions};
+use packfs_core::{Error, Result};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{Headers, Request, RequestInit, Response};
+
+use crate::lazy::{Geometry, HEADER_LEN, LazyPack, Sparse, TRAILER_LEN, Want};
+
+/// Bytes asked for from the end of the pack by the first request.
+const TAIL: u64 = 64 * 1024;
+
+#[wasm_bindgen]
+extern "C" {
+    /// The global `fetch`, in a window or a worker alike.
+    #[wasm_bindgen(js_name = fetch)]
+    fn global_fetch(request: &Request) -> Promise;
+}
+
+/// A pack at a URL, and what fetching it has cost so far.
+pub struct Remote {
+    /// The pack.
+    pub pack: Arc<LazyPack>,
+    url: String,
+    fetched: Cell<u64>,
+    requests: Cell<u32>,
+}
+
+/// One response: status, `Content-Range` (start, end inclusive, total) for a
+/// 206, body.
+struct Reply {
+    status: u16,
+    range: Option<(u64, u64, u64)>,
+    body: Vec<u8>,
+}
+
+fn io(url: &str, what: impl std::fmt::Display) -> Error {
+    Error::Io(format!("{url}: {what}"))
+}
+
+fn js_text(v: &JsValue) -> String {
+    v.as_string()
+        .or_else(|| v.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())))
+        .unwrap_or_else(|| format!("{v:?}"))
+}
+
+/// `bytes A-B/TOTAL`.
+fn parse_content_range(s: &str) -> Option<(u64, u64, u64)> {
+    let rest = s.trim().strip_prefix("bytes ")?;
+    let (span, total) = rest.split_once('/')?;
+    let (a, b) = span.split_once('-')?;
+    let (a, b, total) = (a.trim().parse().ok()?, b.trim().parse().ok()?, total.trim().parse().ok()?);
+    (a <= b && b < total).then_some((a, b, total))
+}
+
+/// Starts a GET of `url`, with `range` as the `Range` header; the future
+/// runs once awaited, but the request is already on its way.
+fn start(url: &str, range: Option<&str>) -> Result<JsFuture> {
+    let headers = Headers::new().map_err(|e| io(url, js_text(&e)))?;
+    if let Some(r) = range {
+        headers.set("Range", r).map_err(|e| io(url, js_text(&e)))?;
+    }
+    let init = RequestInit::new();
+    init.set_method("GET");
+    init.set_headers(&headers);
+    let req = Request::new_with_str_and_init(url, &init).map_err(|e| io(url, js_text(&e)))?;
+    Ok(JsFuture::from(global_fetch(&req)))
+}
+
+async fn finish(url: &str, pending: JsFuture) -> Result<Reply> {
+    let resp: Response = pending.await.map_err(|e| io(url, js_text(&e)))?.unchecked_into();
+    let status = resp.status();
+    let range = resp.headers().get("Content-Range").ok().flatten().as_deref().and_then(parse_content_range);
+    let buf = resp.array_buffer().map_err(|e| io(url, js_text(&e)))?;
+    let buf = JsFuture::from(buf).await.map_err(|e| io(url, js_text(&e)))?;
+    Ok(Reply { status, range, body: Uint8Array::new(&buf).to_vec() })
+}
+
+impl Remote {
+    fn count(&self, reply: &Reply) {
+        self.fetched.set(self.fetched.get() + reply.body.len() as u64);
+        self.requests.set(self.requests.get() + 1);
+    }
+
+    /// Opens the pack at `url`, fetching its header, index and trailer.
+    pub async fn open(url: String, options: ReadOptions) -> Result<Remote> {
+        let (mut fetched, mut requests) = (0u64, 0u32);
+        let mut tally = |r: &Reply| {
+            fetched += r.body.len() as u64;
+            requests += 1;
+        };
+        let tail = finish(&url, start(&url, Some(&format!("bytes=-{TAIL}")))?).await?;
+        tally(&tail);
+        let (tail_start, total) = match (tail.status, tail.range) {
+            // No Range support: this is the whole pack.
+            (200, _) => (0, tail.body.len() as u64),
+            (206, Some((a, b, total))) if b + 1 == total && b - a + 1 == tail.body.len() as u64 => (a, total),
+            (206, _) => return Err(io(&url, "partial response without a usable Content-Range (CORS must expose it)")),
+            (s, _) => return Err(io(&url, format!("HTTP {s}"))),
+        };
+        if tail_start == 0 {
+            let pack = LazyPack::complete(tail.body, options)?;
+            let remote = Remote { pack: Arc::new(pack), url, fetched: Cell::new(0), requests: Cell::new(0) };
+            remote.fetched.set(fetched);
+            remote.requests.set(requests);
+            return Ok(remote);
+        }
+        let sparse = Sparse::zeroed(total)?;
+        // SAFETY: `sparse` is ours alone until it is handed to the pack below.
+        unsafe { sparse.fill(tail_start, &tail.body)? };
+        let trailer = tail.body.get(tail.body.len().saturating_sub(TRAILER_LEN as usize)..).unwrap_or_default();
+        let geo = Geometry::from_trailer(trailer).filter(|g| g.pack_len == total);
+        let header = start(&url, Some(&format!("bytes=0-{}", HEADER_LEN.min(tail_start) - 1)))?;
+        let index = match geo {
+            Some(g) if g.index_offset < tail_start => {
+                Some((g.index_offset, start(&url, Some(&format!("bytes={}-{}", g.index_offset, tail_start - 1)))?))
+            }
+            _ => None,
+        };
+        for (at, pending) in [(0, header)].into_iter().chain(index) {
+            let r = finish(&url, pending).await?;
+            tally(&r);
+            match (r.status, r.range) {
+                (206, Some((a, _, t))) if a == at && t == total && at + r.body.len() as u64 <= tail_start => {
+                    // SAFETY: as above.
+                    unsafe { sparse.fill(at, &r.body)? };
+                }
+                (s, _) => return Err(io(&url, format!("HTTP {s} to a Range request at {at}"))),
+            }
+        }
+        let Some(geo) = geo else {
+            // Not a pack (or a damaged one): let the core say what is wrong.
+            return Err(PackFs::open(sparse).err().unwrap_or_else(|| io(&url, "unreadable trailer")));
+        };
+        let pack = LazyPack::partial(sparse, geo, options)?;
+        Ok(Remote { pack: Arc::new(pack), url, fetched: Cell::new(fetched), requests: Cell::new(requests) })
+    }
+
+    /// The pack's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Body bytes received so far.
+    pub fn bytes_fetched(&self) -> u64 {
+        self.fetched.get()
+    }
+
+    /// Requests made so far.
+    pub fn requests(&self) -> u32 {
+        self.requests.get()
+    }
+
+    /// Fetches the ranges `wants` (all at once) and stores them.
+    async fn fetch(&self, wants: Vec<Want>) -> Result<()> {
+        let mut pending = Vec::with_capacity(wants.len());
+        for w in wants {
+            pending.push((w, start(&self.url, Some(&format!("bytes={}-{}", w.start, w.end - 1)))?));
+        }
+        for (w, p) in pending {
+            let r = finish(&self.url, p).await?;
+            self.count(&r);
+            let geo = self.pack.geometry();
+            match (r.status, r.range) {
+                (206, Some((a, b, t))) if a == w.start && b + 1 == w.end && t == geo.pack_len => {
+                    // SAFETY: this crate calls into a `LazyPack` only
+                    // synchronously on the one JavaScript thread (wasm32
+                    // without threads), and those calls return owned data: no
+                    // slice of the buffer is alive across this `await`ed
+                    // point, and nothing else runs during `fill`.
+                    unsafe { self.pack.fill(&w, &r.body)? };
+                }
+                (200, _) if r.body.len() as u64 == geo.pack_len => {
+                    // The server ignored the range: take all of the data.
+                    let everything = self.pack.missing();
+                    for m in everything {
+                        let part = r.body.get(m.start as usize..m.end as usize).ok_or(Error::Invalid)?;
+                        // SAFETY: as above.
+                        unsafe { self.pack.fill(&m, part)? };
+                    }
+                }
+                (s, _) => return Err(io(&self.url, format!("HTTP {s} to a Range request at {}", w.start))),
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `op`; while it fails for want of blobs, fetches them and runs it
+    /// again. Each round fetches at least one new blob, so this ends.
+    pub async fn run<T>(&self, mut op: impl FnMut() -> Result<T>) -> Result<T> {
+        loop {
+            self.pack.take_wanted();
+            match op() {
+                Err(e) if self.pack.has_wanted() => {
+                    let wants = self.pack.take_wanted();
+                    if wants.is_empty() {
+                        return Err(e);
+                    }
+                    self.fetch(wants).await?;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// Fetches every blob not here yet (adjacent ones in one request).
+    pub async fn load_all(&self) -> Result<()> {
+        let missing = self.pack.missing();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        self.fetch(missing).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_ranges_parse() {
+        assert_eq!(parse_content_range("bytes 0-63/1000"), Some((0, 63, 1000)));
+        assert_eq!(parse_content_range("bytes 936-999/1000"), Some((936, 999, 1000)));
+        assert_eq!(parse_content_range("bytes 0-63/*"), None);
+        assert_eq!(parse_content_range("bytes 9-3/10"), None);
+        assert_eq!(parse_content_range("bytes 0-10/10"), None);
+    }
+}

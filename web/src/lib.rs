@@ -1,0 +1,664 @@
+//! # packfs-web
+//!
+//! PackFS in the browser: the in-memory and pack backends and the overlay of
+//! `packfs-core`, bound to JavaScript with wasm-bindgen.
+//!
+//! ```js
+//! import init, { MemFs, Pack, Overlay } from "./pkg/packfs_web.js";
+//! await init();
+//! const pack = await Pack.fromUrl("assets.pack"); // index only; blobs on read
+//! const text = new TextDecoder().decode(await pack.readFile("docs/readme.md"));
+//! const fs = new Overlay(pack, { maxBytes: 1 << 20 });
+//! await fs.writeFile("notes.txt", "changed");
+//! const bytes = await fs.compact(); // a new pack, as a Uint8Array
+//! ```
+//!
+//! Three classes share one set of path methods ([`fs_methods!`]): `MemFs`
+//! (writable, in memory), `Pack` (read-only; from bytes, or from a URL by
+//! HTTP Range requests, fetching each file's bytes on its first read) and
+//! `Overlay` (a `MemFs` over a `Pack`: changes stay in memory). Methods that
+//! may need bytes still on the network return promises (`readFile`,
+//! `writeFile`, `compact`, `verify`); the rest answer at once from the
+//! index. Errors are `Error`s with `code` (the WASI `error-code` name, see
+//! [`error`]) and `errno`.
+//!
+//! The Rust side: [`ops`] holds the path operations (host-tested), [`lazy`]
+//! the pack whose bytes arrive piece by piece, [`fetch`] the HTTP side.
+
+pub mod error;
+pub mod fetch;
+pub mod lazy;
+pub mod ops;
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use js_sys::{Array, Object, Reflect, Uint8Array};
+use packfs_core::mem::Limits;
+use packfs_core::pack::{ReadOptions, VerifyReport};
+use packfs_core::{Clock, FileType, MemFs as CoreMemFs, Metadata, Timestamp};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use crate::error::{js_error, to_js};
+use crate::fetch::Remote;
+use crate::lazy::LazyPack;
+use crate::ops::Backend;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &'static str = r#"
+/** What an entry is. */
+export type FileKind = "file" | "dir" | "symlink";
+
+/** One entry of `readdir`. */
+export interface DirEntry {
+  name: string;
+  kind: FileKind;
+  /** Bytes of content (a symlink: of its target; a directory: 0). */
+  size: number;
+}
+
+/** What `stat` and `lstat` return. Times are milliseconds since the epoch. */
+export interface Stats {
+  kind: FileKind;
+  size: number;
+  /** Permission bits, e.g. 0o644. */
+  mode: number;
+  nlink: number;
+  ino: number;
+  mtimeMs: number;
+  atimeMs: number;
+  ctimeMs: number;
+}
+
+/** Limits of a writable filesystem (`MemFs`, the upper of an `Overlay`). */
+export interface FsOptions {
+  /** Most bytes of file content and symlink targets. */
+  maxBytes?: number;
+  /** Most inodes, the root included. */
+  maxInodes?: number;
+}
+
+/** How to open a pack. */
+export interface PackOptions {
+  /** Check each file's checksum on its first read (default: true for
+   *  `fromUrl`, false for `fromBytes`). */
+  verifyOnRead?: boolean;
+}
+
+export interface MkdirOptions {
+  /** Create missing parents; an existing directory is no error. */
+  recursive?: boolean;
+}
+
+/** Current size of a writable filesystem, in the units of `FsOptions`. */
+export interface Usage {
+  bytes: number;
+  inodes: number;
+}
+
+/** A pack's header and trailer. */
+export interface PackInfo {
+  version: number;
+  /** Blob alignment in bytes. */
+  align: number;
+  inodes: number;
+  dirents: number;
+  /** Distinct contents. */
+  blobs: number;
+  dataLen: number;
+  packLen: number;
+}
+
+/** What `verify` found. */
+export interface VerifyReport {
+  ok: boolean;
+  /** Blobs checked. */
+  blobs: number;
+  /** Bytes checked. */
+  bytes: number;
+  /** Files whose content fails its checksum. */
+  bad: { path: string; error: string }[];
+}
+
+/** The WASI `error-code` names carried by thrown errors' `code`. */
+export type ErrorCode =
+  | "no-entry" | "exist" | "not-directory" | "is-directory" | "not-empty"
+  | "access" | "not-permitted" | "read-only" | "loop" | "name-too-long"
+  | "insufficient-space" | "quota" | "cross-device" | "invalid"
+  | "file-too-large" | "bad-descriptor" | "too-many-links" | "busy"
+  | "unsupported" | "io" | "would-block";
+
+/** Every method throws (or rejects with) one of these. */
+export interface PackFsError extends Error {
+  code: ErrorCode;
+  /** The POSIX name, e.g. "ENOENT". */
+  errno: string;
+}
+"#;
+
+type JsResult<T> = Result<T, JsValue>;
+
+/// The clock of writable filesystems: `Date.now()` in the browser (the core
+/// has none on wasm32-unknown-unknown), the system clock elsewhere.
+fn clock() -> Clock {
+    #[cfg(target_arch = "wasm32")]
+    {
+        Arc::new(|| {
+            let ms = js_sys::Date::now().max(0.0);
+            Timestamp::new((ms / 1000.0) as u64, ((ms % 1000.0) * 1e6) as u32)
+        })
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        packfs_core::system_clock()
+    }
+}
+
+fn ms(t: Timestamp) -> f64 {
+    t.secs as f64 * 1000.0 + f64::from(t.nanos) / 1e6
+}
+
+fn set(o: &Object, k: &str, v: impl Into<JsValue>) {
+    // Setting a property on a plain fresh object cannot fail.
+    let _ = Reflect::set(o, &k.into(), &v.into());
+}
+
+fn kind_name(k: FileType) -> &'static str {
+    match k {
+        FileType::File => "file",
+        FileType::Dir => "dir",
+        FileType::Symlink => "symlink",
+    }
+}
+
+fn stats(md: &Metadata) -> JsValue {
+    let o = Object::new();
+    set(&o, "kind", kind_name(md.kind));
+    set(&o, "size", md.size as f64);
+    set(&o, "mode", md.mode);
+    set(&o, "nlink", md.nlink as f64);
+    set(&o, "ino", md.ino as f64);
+    set(&o, "mtimeMs", ms(md.mtime));
+    set(&o, "atimeMs", ms(md.atime));
+    set(&o, "ctimeMs", ms(md.ctime));
+    o.into()
+}
+
+fn report(r: &VerifyReport) -> JsValue {
+    let o = Object::new();
+    set(&o, "ok", r.is_ok());
+    set(&o, "blobs", r.blobs as f64);
+    set(&o, "bytes", r.bytes as f64);
+    let bad = Array::new();
+    for b in &r.bad {
+        let e = Object::new();
+        set(&e, "path", b.path.as_str());
+        set(&e, "error", b.error.to_string());
+        bad.push(&e);
+    }
+    set(&o, "bad", bad);
+    o.into()
+}
+
+/// A number option, if present: a non-negative integer.
+fn opt_u64(options: &Option<JsValue>, key: &str) -> JsResult<Option<u64>> {
+    let Some(o) = options.as_ref().filter(|o| o.is_object()) else { return Ok(None) };
+    let v = Reflect::get(o, &key.into())?;
+    if v.is_undefined() || v.is_null() {
+        return Ok(None);
+    }
+    match v.as_f64() {
+        Some(n) if n >= 0.0 && n.fract() == 0.0 && n <= 2f64.powi(53) => Ok(Some(n as u64)),
+        _ => Err(js_error("invalid", "EINVAL", &format!("invalid: option {key} must be a non-negative integer"))),
+    }
+}
+
+fn opt_bool(options: &Option<JsValue>, key: &str) -> JsResult<Option<bool>> {
+    let Some(o) = options.as_ref().filter(|o| o.is_object()) else { return Ok(None) };
+    Ok(Reflect::get(o, &key.into())?.as_bool())
+}
+
+fn limits(options: &Option<JsValue>) -> JsResult<Limits> {
+    Ok(Limits { max_bytes: opt_u64(options, "maxBytes")?, max_inodes: opt_u64(options, "maxInodes")? })
+}
+
+fn read_options(options: &Option<JsValue>, default: bool) -> JsResult<ReadOptions> {
+    Ok(ReadOptions::new().verify_on_read(opt_bool(options, "verifyOnRead")?.unwrap_or(default)))
+}
+
+/// `data` as bytes: a `Uint8Array` (or any `ArrayBufferView`/`ArrayBuffer`)
+/// or a string (UTF-8).
+fn bytes_of(data: &JsValue) -> JsResult<Vec<u8>> {
+    if let Some(s) = data.as_string() {
+        return Ok(s.into_bytes());
+    }
+    if data.is_instance_of::<Uint8Array>() || data.is_instance_of::<js_sys::ArrayBuffer>() {
+        return Ok(Uint8Array::new(data).to_vec());
+    }
+    if let Some(view) = data.dyn_ref::<js_sys::DataView>() {
+        return Ok(Uint8Array::new_with_byte_offset_and_length(
+            &view.buffer(),
+            view.byte_offset() as u32,
+            view.byte_length() as u32,
+        )
+        .to_vec());
+    }
+    Err(js_error("invalid", "EINVAL", "invalid: data must be a Uint8Array, an ArrayBuffer or a string"))
+}
+
+/// What every class holds: the filesystem, and the remote pack whose bytes
+/// it may still need (the pack itself, or an overlay's lower).
+#[derive(Clone)]
+struct Inner {
+    backend: Backend,
+    remote: Option<Rc<Remote>>,
+}
+
+impl Inner {
+    fn fs(&self) -> &dyn packfs_core::FileSystem {
+        self.backend.fs()
+    }
+
+    /// Runs a synchronous operation that may read pack content: a read of
+    /// content not fetched yet is `would-block` (use the async method).
+    fn now<T>(&self, path: Option<&str>, op: impl FnOnce() -> packfs_core::Result<T>) -> JsResult<T> {
+        op().map_err(|e| match &self.remote {
+            Some(r) if r.pack.has_wanted() => {
+                r.pack.take_wanted();
+                let msg = format!(
+                    "would-block: pack content not loaded yet{}",
+                    path.map(|p| format!(": {p}")).unwrap_or_default()
+                );
+                js_error("would-block", "EAGAIN", &msg)
+            }
+            _ => to_js(&e, path),
+        })
+    }
+
+    /// Runs an operation that may read pack content, fetching what it needs.
+    async fn fetching<T>(&self, path: Option<&str>, op: impl FnMut() -> packfs_core::Result<T>) -> JsResult<T> {
+        match &self.remote {
+            None => self.now(path, op),
+            Some(r) => r.run(op).await.map_err(|e| to_js(&e, path)),
+        }
+    }
+
+    async fn load_all(&self) -> JsResult<()> {
+        if let Some(r) = &self.remote {
+            r.load_all().await.map_err(|e| to_js(&e, None))?;
+        }
+        Ok(())
+    }
+
+    fn read_file(&self, path: String) -> js_sys::Promise {
+        let this = self.clone();
+        future_to_promise(async move {
+            let bytes = this.fetching(Some(&path), || ops::read_file(this.fs(), &path)).await?;
+            Ok(Uint8Array::from(&bytes[..]).into())
+        })
+    }
+
+    fn read_file_sync(&self, path: &str) -> JsResult<Uint8Array> {
+        let bytes = self.now(Some(path), || ops::read_file(self.fs(), path))?;
+        Ok(Uint8Array::from(&bytes[..]))
+    }
+
+    fn write_file(&self, path: String, data: JsValue) -> js_sys::Promise {
+        let this = self.clone();
+        let data = bytes_of(&data);
+        future_to_promise(async move {
+            let data = data?;
+            this.fetching(Some(&path), || ops::write_file(&this.backend, &path, &data)).await?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    fn write_file_sync(&self, path: &str, data: &JsValue) -> JsResult<()> {
+        let data = bytes_of(data)?;
+        self.now(Some(path), || ops::write_file(&self.backend, path, &data))
+    }
+
+    fn mkdir(&self, path: &str, options: &Option<JsValue>) -> JsResult<()> {
+        let recursive = opt_bool(options, "recursive")?.unwrap_or(false);
+        ops::mkdir(self.fs(), path, recursive).map_err(|e| to_js(&e, Some(path)))
+    }
+
+    fn readdir(&self, path: &str) -> JsResult<Array> {
+        let entries = ops::readdir(self.fs(), path).map_err(|e| to_js(&e, Some(path)))?;
+        let out = Array::new();
+        for e in entries {
+            let o = Object::new();
+            set(&o, "name", e.name);
+            set(&o, "kind", kind_name(e.kind));
+            set(&o, "size", e.size as f64);
+            out.push(&o);
+        }
+        Ok(out)
+    }
+
+    fn stat(&self, path: &str, follow: bool) -> JsResult<JsValue> {
+        ops::stat(self.fs(), path, follow).map(|md| stats(&md)).map_err(|e| to_js(&e, Some(path)))
+    }
+
+    fn exists(&self, path: &str) -> bool {
+        ops::lookup(self.fs(), path, true).is_ok()
+    }
+
+    fn unlink(&self, path: &str) -> JsResult<()> {
+        ops::unlink(self.fs(), path).map_err(|e| to_js(&e, Some(path)))
+    }
+
+    fn rmdir(&self, path: &str) -> JsResult<()> {
+        ops::rmdir(self.fs(), path).map_err(|e| to_js(&e, Some(path)))
+    }
+
+    fn rename(&self, from: &str, to: &str) -> JsResult<()> {
+        ops::rename(self.fs(), from, to).map_err(|e| to_js(&e, Some(&format!("{from} -> {to}"))))
+    }
+
+    fn symlink(&self, target: &str, path: &str) -> JsResult<()> {
+        ops::symlink(self.fs(), target, path).map_err(|e| to_js(&e, Some(path)))
+    }
+
+    fn readlink(&self, path: &str) -> JsResult<String> {
+        ops::readlink(self.fs(), path).map_err(|e| to_js(&e, Some(path)))
+    }
+
+    fn compact(&self) -> js_sys::Promise {
+        let this = self.clone();
+        future_to_promise(async move {
+            this.load_all().await?;
+            let bytes = this.fetching(None, || ops::compact(&this.backend)).await?;
+            Ok(Uint8Array::from(&bytes[..]).into())
+        })
+    }
+}
+
+/// The path methods every class has, written once. (wasm-bindgen has no
+/// inheritance; this stamps the same methods onto each class.)
+macro_rules! fs_methods {
+    ($class:ident) => {
+        #[wasm_bindgen]
+        impl $class {
+            /// A file's content. Fetches it first when it is still on the
+            /// network (a pack opened by URL).
+            #[wasm_bindgen(js_name = readFile, unchecked_return_type = "Promise<Uint8Array>")]
+            pub fn read_file(&self, path: String) -> js_sys::Promise {
+                self.inner.read_file(path)
+            }
+
+            /// A file's content, now; `would-block` when it is still on the
+            /// network.
+            #[wasm_bindgen(js_name = readFileSync)]
+            pub fn read_file_sync(&self, path: &str) -> JsResult<Uint8Array> {
+                self.inner.read_file_sync(path)
+            }
+
+            /// Replaces (or creates) a file, atomically. A string is written
+            /// as UTF-8. `read-only` on a pack.
+            #[wasm_bindgen(js_name = writeFile, unchecked_return_type = "Promise<void>")]
+            pub fn write_file(
+                &self,
+                path: String,
+                #[wasm_bindgen(unchecked_param_type = "Uint8Array | string")] data: JsValue,
+            ) -> js_sys::Promise {
+                self.inner.write_file(path, data)
+            }
+
+            /// `writeFile`, now; `would-block` when replacing a file of an
+            /// overlay whose bytes are still on the network.
+            #[wasm_bindgen(js_name = writeFileSync)]
+            pub fn write_file_sync(
+                &self,
+                path: &str,
+                #[wasm_bindgen(unchecked_param_type = "Uint8Array | string")] data: JsValue,
+            ) -> JsResult<()> {
+                self.inner.write_file_sync(path, &data)
+            }
+
+            /// Creates a directory (`{ recursive: true }`: and its parents).
+            pub fn mkdir(
+                &self,
+                path: &str,
+                #[wasm_bindgen(unchecked_optional_param_type = "MkdirOptions")] options: Option<JsValue>,
+            ) -> JsResult<()> {
+                self.inner.mkdir(path, &options)
+            }
+
+            /// A directory's entries, in name order.
+            #[wasm_bindgen(unchecked_return_type = "DirEntry[]")]
+            pub fn readdir(&self, path: &str) -> JsResult<Array> {
+                self.inner.readdir(path)
+            }
+
+            /// Metadata, following symlinks.
+            #[wasm_bindgen(unchecked_return_type = "Stats")]
+            pub fn stat(&self, path: &str) -> JsResult<JsValue> {
+                self.inner.stat(path, true)
+            }
+
+            /// Metadata of a symlink itself.
+            #[wasm_bindgen(unchecked_return_type = "Stats")]
+            pub fn lstat(&self, path: &str) -> JsResult<JsValue> {
+                self.inner.stat(path, false)
+            }
+
+            /// True when `path` names something (following symlinks).
+            pub fn exists(&self, path: &str) -> bool {
+                self.inner.exists(path)
+            }
+
+            /// Removes a file or symlink.
+            pub fn unlink(&self, path: &str) -> JsResult<()> {
+                self.inner.unlink(path)
+            }
+
+            /// Removes an empty directory.
+            pub fn rmdir(&self, path: &str) -> JsResult<()> {
+                self.inner.rmdir(path)
+            }
+
+            /// Moves `from` to `to`, replacing a file or empty directory there.
+            pub fn rename(&self, from: &str, to: &str) -> JsResult<()> {
+                self.inner.rename(from, to)
+            }
+
+            /// Creates a symlink at `path` pointing at `target`.
+            pub fn symlink(&self, target: &str, path: &str) -> JsResult<()> {
+                self.inner.symlink(target, path)
+            }
+
+            /// A symlink's target.
+            pub fn readlink(&self, path: &str) -> JsResult<String> {
+                self.inner.readlink(path)
+            }
+
+            /// The whole tree as a new pack (deduplicated, checksummed).
+            #[wasm_bindgen(unchecked_return_type = "Promise<Uint8Array>")]
+            pub fn compact(&self) -> js_sys::Promise {
+                self.inner.compact()
+            }
+        }
+    };
+}
+
+/// A writable in-memory filesystem.
+#[wasm_bindgen]
+pub struct MemFs {
+    inner: Inner,
+    mem: Arc<CoreMemFs>,
+}
+
+#[wasm_bindgen]
+impl MemFs {
+    /// An empty filesystem, with optional quotas.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        #[wasm_bindgen(unchecked_optional_param_type = "FsOptions")] options: Option<JsValue>,
+    ) -> JsResult<MemFs> {
+        let mem = Arc::new(CoreMemFs::with_options(limits(&options)?, clock()));
+        Ok(MemFs { inner: Inner { backend: Backend::Mem(mem.clone()), remote: None }, mem })
+    }
+
+    /// Bytes and inodes in use.
+    #[wasm_bindgen(unchecked_return_type = "Usage")]
+    pub fn usage(&self) -> JsValue {
+        usage(&self.mem)
+    }
+}
+
+fn usage(m: &CoreMemFs) -> JsValue {
+    let u = m.usage();
+    let o = Object::new();
+    set(&o, "bytes", u.bytes as f64);
+    set(&o, "inodes", u.inodes as f64);
+    o.into()
+}
+
+/// A read-only pack.
+#[wasm_bindgen]
+pub struct Pack {
+    inner: Inner,
+    pack: Arc<LazyPack>,
+}
+
+#[wasm_bindgen]
+impl Pack {
+    /// Opens the pack in `bytes` (copied). Checks the header, trailer and
+    /// index; throws `io` for a damaged pack, `unsupported` for an unknown
+    /// version.
+    #[wasm_bindgen(js_name = fromBytes)]
+    pub fn from_bytes(
+        bytes: &Uint8Array,
+        #[wasm_bindgen(unchecked_optional_param_type = "PackOptions")] options: Option<JsValue>,
+    ) -> JsResult<Pack> {
+        let pack = LazyPack::complete(bytes.to_vec(), read_options(&options, false)?).map_err(|e| to_js(&e, None))?;
+        let pack = Arc::new(pack);
+        Ok(Pack { inner: Inner { backend: Backend::Pack(pack.clone()), remote: None }, pack })
+    }
+
+    /// Opens the pack at `url` with HTTP Range requests: the header, index
+    /// and trailer now (kilobytes, whatever the pack's size), each file's
+    /// bytes on its first read.
+    #[wasm_bindgen(js_name = fromUrl, unchecked_return_type = "Promise<Pack>")]
+    pub fn from_url(
+        url: String,
+        #[wasm_bindgen(unchecked_optional_param_type = "PackOptions")] options: Option<JsValue>,
+    ) -> js_sys::Promise {
+        future_to_promise(async move {
+            let opts = read_options(&options, true)?;
+            let remote = Remote::open(url.clone(), opts).await.map_err(|e| to_js(&e, Some(&url)))?;
+            let pack = remote.pack.clone();
+            Ok(Pack { inner: Inner { backend: Backend::Pack(pack.clone()), remote: Some(Rc::new(remote)) }, pack }
+                .into())
+        })
+    }
+
+    /// Header and trailer facts.
+    #[wasm_bindgen(unchecked_return_type = "PackInfo")]
+    pub fn info(&self) -> JsValue {
+        let i = self.pack.info();
+        let o = Object::new();
+        set(&o, "version", i.version);
+        set(&o, "align", i.align as f64);
+        set(&o, "inodes", i.inodes as f64);
+        set(&o, "dirents", i.dirents as f64);
+        set(&o, "blobs", i.blobs as f64);
+        set(&o, "dataLen", i.data_len as f64);
+        set(&o, "packLen", i.pack_len as f64);
+        o.into()
+    }
+
+    /// Checks every checksum (fetching the whole pack first if it came
+    /// from a URL). Damaged files are listed; a damaged index rejects.
+    #[wasm_bindgen(unchecked_return_type = "Promise<VerifyReport>")]
+    pub fn verify(&self) -> js_sys::Promise {
+        verify(self.inner.clone(), self.pack.clone())
+    }
+
+    /// Fetches every byte not fetched yet.
+    #[wasm_bindgen(js_name = loadAll, unchecked_return_type = "Promise<void>")]
+    pub fn load_all(&self) -> js_sys::Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            inner.load_all().await?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// True once every byte is here.
+    #[wasm_bindgen(getter, js_name = isComplete)]
+    pub fn is_complete(&self) -> bool {
+        self.pack.is_complete()
+    }
+
+    /// Bytes received from the network so far (0 for `fromBytes`).
+    #[wasm_bindgen(getter, js_name = bytesFetched)]
+    pub fn bytes_fetched(&self) -> f64 {
+        self.inner.remote.as_ref().map_or(0.0, |r| r.bytes_fetched() as f64)
+    }
+
+    /// HTTP requests made so far (0 for `fromBytes`).
+    #[wasm_bindgen(getter)]
+    pub fn requests(&self) -> u32 {
+        self.inner.remote.as_ref().map_or(0, |r| r.requests())
+    }
+
+    /// The URL it was opened from, if any.
+    #[wasm_bindgen(getter)]
+    pub fn url(&self) -> Option<String> {
+        self.inner.remote.as_ref().map(|r| r.url().to_owned())
+    }
+}
+
+fn verify(inner: Inner, pack: Arc<LazyPack>) -> js_sys::Promise {
+    future_to_promise(async move {
+        inner.load_all().await?;
+        let r = pack.verify().map_err(|e| to_js(&e, None))?;
+        Ok(report(&r))
+    })
+}
+
+/// A writable in-memory filesystem over a pack: reads see the pack until a
+/// path is changed; changes stay here (the pack is never modified).
+#[wasm_bindgen]
+pub struct Overlay {
+    inner: Inner,
+    mem: Arc<CoreMemFs>,
+    lower: Arc<LazyPack>,
+    lower_inner: Inner,
+}
+
+#[wasm_bindgen]
+impl Overlay {
+    /// An empty upper over `lower`, with optional quotas on what the upper
+    /// holds.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        lower: &Pack,
+        #[wasm_bindgen(unchecked_optional_param_type = "FsOptions")] options: Option<JsValue>,
+    ) -> JsResult<Overlay> {
+        let mem = CoreMemFs::overlay_with_options(lower.pack.clone(), limits(&options)?, clock())
+            .map_err(|e| to_js(&e, None))?;
+        let mem = Arc::new(mem);
+        let inner = Inner { backend: Backend::Mem(mem.clone()), remote: lower.inner.remote.clone() };
+        Ok(Overlay { inner, mem, lower: lower.pack.clone(), lower_inner: lower.inner.clone() })
+    }
+
+    /// Bytes and inodes the upper holds (what the pack holds is free).
+    #[wasm_bindgen(unchecked_return_type = "Usage")]
+    pub fn usage(&self) -> JsValue {
+        usage(&self.mem)
+    }
+
+    /// Verifies the pack under the overlay.
+    #[wasm_bindgen(unchecked_return_type = "Promise<VerifyReport>")]
+    pub fn verify(&self) -> js_sys::Promise {
+        verify(self.lower_inner.clone(), self.lower.clone())
+    }
+}
+
+fs_methods!(MemFs);
+fs_methods!(Pack);
+fs_methods!(Overlay);

@@ -1,0 +1,284 @@
+//! The path operations behind the JavaScript API, in plain Rust over
+//! [`FileSystem`] (so they are tested on the host too).
+//!
+//! Paths are relative to the filesystem's root; a leading `/` is accepted
+//! and means the same. `..` and symlinks are resolved by
+//! `packfs_core::resolve`, never above the root.
+
+use std::sync::Arc;
+
+use packfs_core::pack::write_pack;
+use packfs_core::resolve::{resolve, resolve_parent};
+use packfs_core::{Error, FileSystem, FileType, Ino, MemFs, Metadata, OpenOptions, Result};
+
+/// A filesystem the API works on.
+#[derive(Clone)]
+pub enum Backend {
+    /// A writable in-memory filesystem, or an overlay (a `MemFs` over a pack).
+    Mem(Arc<MemFs>),
+    /// A read-only pack.
+    Pack(Arc<crate::lazy::LazyPack>),
+}
+
+impl Backend {
+    /// The filesystem as the trait.
+    pub fn fs(&self) -> &dyn FileSystem {
+        match self {
+            Backend::Mem(m) => &**m,
+            Backend::Pack(p) => &**p,
+        }
+    }
+}
+
+/// `path` as the core's walk takes it: relative, `.` for the root.
+fn rel(path: &str) -> &str {
+    let p = path.trim_start_matches('/');
+    if p.is_empty() { "." } else { p }
+}
+
+/// The inode `path` names, following symlinks when `follow`.
+pub fn lookup(fs: &dyn FileSystem, path: &str, follow: bool) -> Result<Ino> {
+    resolve(fs, fs.root(), rel(path), follow)
+}
+
+/// A file's whole content.
+pub fn read_file(fs: &dyn FileSystem, path: &str) -> Result<Vec<u8>> {
+    let ino = lookup(fs, path, true)?;
+    let md = fs.metadata(ino)?;
+    match md.kind {
+        FileType::Dir => return Err(Error::IsDir),
+        FileType::Symlink => return Err(Error::Loop),
+        FileType::File => {}
+    }
+    let size = usize::try_from(md.size).map_err(|_| Error::FileTooLarge)?;
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(size).map_err(|_| Error::NoSpace)?;
+    buf.resize(size, 0);
+    let mut filled = 0;
+    while filled < size {
+        let n = fs.read_at(ino, filled as u64, &mut buf[filled..])?;
+        if n == 0 {
+            break;
+        }
+        filled += n;
+    }
+    buf.truncate(filled);
+    Ok(buf)
+}
+
+/// Replaces a file's content (creating it), atomically: readers see the old
+/// content or the new, and a failure (a quota) leaves the old. A symlink at
+/// `path` is followed to an existing file.
+pub fn write_file(b: &Backend, path: &str, data: &[u8]) -> Result<()> {
+    let Backend::Mem(m) = b else {
+        // A pack: find the error the path deserves, else read-only.
+        let fs = b.fs();
+        return match lookup(fs, path, true) {
+            Ok(ino) if fs.metadata(ino)?.kind == FileType::Dir => Err(Error::IsDir),
+            Ok(_) => Err(Error::ReadOnly),
+            Err(Error::NotFound) => resolve_parent(fs, fs.root(), rel(path)).and(Err(Error::ReadOnly)),
+            Err(e) => Err(e),
+        };
+    };
+    match lookup(&**m, path, true) {
+        Ok(ino) => {
+            if m.metadata(ino)?.kind == FileType::Dir {
+                return Err(Error::IsDir);
+            }
+            m.batch(|t, now| {
+                t.set_len(ino, 0, now)?;
+                t.write_at(ino, 0, data, now)?;
+                Ok(())
+            })
+        }
+        Err(Error::NotFound) => {
+            let p = resolve_parent(&**m, m.root(), rel(path))?;
+            if p.trailing_slash {
+                return Err(Error::IsDir);
+            }
+            m.batch(|t, now| {
+                let ino = t.open(p.dir, &p.name, &OpenOptions::create_new(), now)?;
+                t.write_at(ino, 0, data, now)?;
+                Ok(())
+            })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates a directory; with `recursive`, its missing parents too, and an
+/// existing directory is no error.
+pub fn mkdir(fs: &dyn FileSystem, path: &str, recursive: bool) -> Result<()> {
+    if !recursive {
+        let p = resolve_parent(fs, fs.root(), rel(path))?;
+        return fs.mkdir(p.dir, &p.name, 0o755).map(|_| ());
+    }
+    let mut prefix = String::new();
+    for part in rel(path).split('/').filter(|s| !s.is_empty() && *s != ".") {
+        if !prefix.is_empty() {
+            prefix.push('/');
+        }
+        prefix.push_str(part);
+        if part == ".." {
+            lookup(fs, &prefix, true)?;
+            continue;
+        }
+        match lookup(fs, &prefix, true) {
+            Ok(ino) if fs.metadata(ino)?.kind == FileType::Dir => {}
+            Ok(_) => return Err(Error::NotDir),
+            Err(Error::NotFound) => {
+                let p = resolve_parent(fs, fs.root(), &prefix)?;
+                fs.mkdir(p.dir, &p.name, 0o755)?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// One entry of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Its name.
+    pub name: String,
+    /// File, directory or symlink.
+    pub kind: FileType,
+    /// Bytes: content, symlink target; 0 for a directory.
+    pub size: u64,
+}
+
+/// A directory's entries, in name order.
+pub fn readdir(fs: &dyn FileSystem, path: &str) -> Result<Vec<Entry>> {
+    let dir = lookup(fs, path, true)?;
+    let mut out = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = fs.read_dir(dir, after.as_deref(), 1024)?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.name.to_string());
+        for e in page {
+            let size = fs.metadata(e.ino)?.size;
+            out.push(Entry { name: e.name.to_string(), kind: e.kind, size });
+        }
+    }
+    Ok(out)
+}
+
+/// Metadata of what `path` names (of a symlink itself unless `follow`).
+pub fn stat(fs: &dyn FileSystem, path: &str, follow: bool) -> Result<Metadata> {
+    fs.metadata(lookup(fs, path, follow)?)
+}
+
+/// Removes a non-directory.
+pub fn unlink(fs: &dyn FileSystem, path: &str) -> Result<()> {
+    let p = resolve_parent(fs, fs.root(), rel(path))?;
+    fs.unlink(p.dir, &p.name)
+}
+
+/// Removes an empty directory.
+pub fn rmdir(fs: &dyn FileSystem, path: &str) -> Result<()> {
+    let p = resolve_parent(fs, fs.root(), rel(path))?;
+    fs.rmdir(p.dir, &p.name)
+}
+
+/// Moves `from` to `to`, replacing a file or an empty directory there.
+pub fn rename(fs: &dyn FileSystem, from: &str, to: &str) -> Result<()> {
+    let f = resolve_parent(fs, fs.root(), rel(from))?;
+    let t = resolve_parent(fs, fs.root(), rel(to))?;
+    fs.rename(f.dir, &f.name, t.dir, &t.name)
+}
+
+/// Creates a symlink at `path` pointing at `target` (stored verbatim).
+pub fn symlink(fs: &dyn FileSystem, target: &str, path: &str) -> Result<()> {
+    let p = resolve_parent(fs, fs.root(), rel(path))?;
+    fs.symlink(p.dir, &p.name, target).map(|_| ())
+}
+
+/// A symlink's target.
+pub fn readlink(fs: &dyn FileSystem, path: &str) -> Result<String> {
+    fs.readlink(lookup(fs, path, false)?)
+}
+
+/// The whole tree as pack bytes (of a snapshot, for an in-memory one).
+pub fn compact(b: &Backend) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    match b {
+        Backend::Mem(m) => write_pack(&m.snapshot(), &mut out)?,
+        Backend::Pack(p) => write_pack(&**p, &mut out)?,
+    };
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lazy::LazyPack;
+    use packfs_core::mem::Limits;
+    use packfs_core::pack::ReadOptions;
+    use packfs_core::system_clock;
+
+    fn mem() -> Backend {
+        Backend::Mem(Arc::new(MemFs::new()))
+    }
+
+    #[test]
+    fn files_directories_and_links() {
+        let b = mem();
+        let fs = b.fs();
+        mkdir(fs, "/docs/a/b", true).unwrap();
+        mkdir(fs, "docs/a/b", true).unwrap();
+        assert_eq!(mkdir(fs, "docs/a", false), Err(Error::Exists));
+        assert_eq!(mkdir(fs, "x/y", false), Err(Error::NotFound));
+        write_file(&b, "/docs/readme.txt", b"hello").unwrap();
+        write_file(&b, "docs/readme.txt", b"hi").unwrap();
+        assert_eq!(read_file(fs, "docs/readme.txt").unwrap(), b"hi");
+        assert_eq!(read_file(fs, "docs"), Err(Error::IsDir));
+        assert_eq!(write_file(&b, "docs", b""), Err(Error::IsDir));
+        assert_eq!(write_file(&b, "nope/x", b""), Err(Error::NotFound));
+        assert_eq!(mkdir(fs, "docs/readme.txt/z", true), Err(Error::NotDir));
+        symlink(fs, "docs/readme.txt", "link").unwrap();
+        assert_eq!(readlink(fs, "link").unwrap(), "docs/readme.txt");
+        write_file(&b, "link", b"through").unwrap();
+        assert_eq!(read_file(fs, "docs/readme.txt").unwrap(), b"through");
+        assert_eq!(stat(fs, "link", false).unwrap().kind, FileType::Symlink);
+        assert_eq!(stat(fs, "link", true).unwrap().size, 7);
+        let names: Vec<_> = readdir(fs, "/").unwrap().into_iter().map(|e| (e.name, e.kind, e.size)).collect();
+        assert_eq!(names, [("docs".into(), FileType::Dir, 0), ("link".into(), FileType::Symlink, 15)]);
+        rename(fs, "docs/readme.txt", "docs/a/moved").unwrap();
+        assert_eq!(read_file(fs, "link"), Err(Error::NotFound));
+        assert_eq!(rmdir(fs, "docs/a"), Err(Error::NotEmpty));
+        unlink(fs, "docs/a/moved").unwrap();
+        rmdir(fs, "docs/a/b").unwrap();
+        rmdir(fs, "docs/a").unwrap();
+        assert_eq!(read_file(fs, "../etc/passwd"), Err(Error::NotPermitted));
+        assert_eq!(readdir(fs, "docs").unwrap(), []);
+    }
+
+    #[test]
+    fn quota_errors_change_nothing() {
+        let m = MemFs::with_options(Limits { max_bytes: Some(10), max_inodes: Some(3) }, system_clock());
+        let b = Backend::Mem(Arc::new(m));
+        write_file(&b, "a", b"12345").unwrap();
+        assert_eq!(write_file(&b, "a", b"12345678901"), Err(Error::Quota));
+        assert_eq!(read_file(b.fs(), "a").unwrap(), b"12345");
+        write_file(&b, "b", b"").unwrap();
+        assert_eq!(write_file(&b, "c", b""), Err(Error::Quota));
+        assert_eq!(read_file(b.fs(), "c"), Err(Error::NotFound));
+    }
+
+    #[test]
+    fn compact_round_trips_and_packs_are_read_only() {
+        let b = mem();
+        mkdir(b.fs(), "d", false).unwrap();
+        write_file(&b, "d/f", b"data").unwrap();
+        symlink(b.fs(), "d/f", "l").unwrap();
+        let bytes = compact(&b).unwrap();
+        let p = Backend::Pack(Arc::new(LazyPack::complete(bytes.clone(), ReadOptions::new()).unwrap()));
+        assert_eq!(read_file(p.fs(), "l").unwrap(), b"data");
+        assert_eq!(write_file(&p, "d/f", b"x"), Err(Error::ReadOnly));
+        assert_eq!(write_file(&p, "d/new", b"x"), Err(Error::ReadOnly));
+        assert_eq!(write_file(&p, "nope/new", b"x"), Err(Error::NotFound));
+        assert_eq!(mkdir(p.fs(), "e", false), Err(Error::ReadOnly));
+        assert_eq!(compact(&p).unwrap(), bytes);
+    }
+}

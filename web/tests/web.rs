@@ -1,0 +1,226 @@
+//! The JavaScript-facing API, run in headless Chromium by
+//! wasm-bindgen-test (see web/test.sh). Every value crossing into or out of
+//! the API is a real JS value; errors are checked by their `code`.
+
+#![cfg(target_arch = "wasm32")]
+
+use js_sys::{Array, Reflect, Uint8Array};
+use packfs_web::{MemFs, Overlay, Pack};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+fn get(v: &JsValue, k: &str) -> JsValue {
+    Reflect::get(v, &k.into()).unwrap()
+}
+
+fn code(err: JsValue) -> String {
+    assert!(err.is_instance_of::<js_sys::Error>(), "not an Error: {err:?}");
+    get(&err, "code").as_string().unwrap()
+}
+
+async fn wait(p: js_sys::Promise) -> Result<JsValue, JsValue> {
+    JsFuture::from(p).await
+}
+
+async fn read(fs_read: js_sys::Promise) -> Vec<u8> {
+    wait(fs_read).await.unwrap().unchecked_into::<Uint8Array>().to_vec()
+}
+
+fn opts(pairs: &[(&str, JsValue)]) -> Option<JsValue> {
+    let o = js_sys::Object::new();
+    for (k, v) in pairs {
+        Reflect::set(&o, &(*k).into(), v).unwrap();
+    }
+    Some(o.into())
+}
+
+fn names(list: Array) -> Vec<String> {
+    list.iter().map(|e| get(&e, "name").as_string().unwrap()).collect()
+}
+
+/// A small tree: docs/readme.md, docs/big.bin (100 KB), link -> docs/readme.md.
+async fn sample() -> Vec<u8> {
+    let fs = MemFs::new(None).unwrap();
+    fs.mkdir("docs", None).unwrap();
+    fs.write_file_sync("docs/readme.md", "# hello".into()).unwrap();
+    let big: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    fs.write_file_sync("docs/big.bin", Uint8Array::from(&big[..]).into()).unwrap();
+    fs.symlink("docs/readme.md", "link").unwrap();
+    read(fs.compact()).await
+}
+
+#[wasm_bindgen_test]
+async fn memfs_paths_and_errors() {
+    let fs = MemFs::new(None).unwrap();
+    fs.mkdir("/a/b/c", opts(&[("recursive", true.into())])).unwrap();
+    wait(fs.write_file("/a/b/file.txt".into(), "héllo".into())).await.unwrap();
+    assert_eq!(read(fs.read_file("a/b/file.txt".into())).await, "héllo".as_bytes());
+    assert_eq!(fs.read_file_sync("a/b/file.txt").unwrap().to_vec(), "héllo".as_bytes());
+    let list = fs.readdir("a/b").unwrap();
+    assert_eq!(names(list.clone()), ["c", "file.txt"]);
+    assert_eq!(get(&list.get(0), "kind").as_string().unwrap(), "dir");
+    assert_eq!(get(&list.get(1), "size").as_f64().unwrap(), 6.0);
+    let st = fs.stat("a/b/file.txt").unwrap();
+    assert_eq!(get(&st, "kind").as_string().unwrap(), "file");
+    assert_eq!(get(&st, "mode").as_f64().unwrap(), f64::from(0o644));
+    // The clock is Date.now(), not the epoch.
+    assert!(get(&st, "mtimeMs").as_f64().unwrap() > 1.6e12);
+    fs.symlink("b/file.txt", "a/l").unwrap();
+    assert_eq!(fs.readlink("a/l").unwrap(), "b/file.txt");
+    assert_eq!(get(&fs.lstat("a/l").unwrap(), "kind").as_string().unwrap(), "symlink");
+    assert!(fs.exists("a/l") && !fs.exists("a/nope"));
+    fs.rename("a/b/file.txt", "a/moved").unwrap();
+
+    assert_eq!(code(wait(fs.read_file("a/b/file.txt".into())).await.unwrap_err()), "no-entry");
+    assert_eq!(code(fs.read_file_sync("a/nope").unwrap_err()), "no-entry");
+    assert_eq!(code(fs.mkdir("a", None).unwrap_err()), "exist");
+    assert_eq!(code(fs.readdir("a/moved").unwrap_err()), "not-directory");
+    assert_eq!(code(fs.rmdir("a/b").unwrap_err()), "not-empty");
+    assert_eq!(code(fs.unlink("a/b").unwrap_err()), "is-directory");
+    assert_eq!(code(fs.read_file_sync("../x").unwrap_err()), "not-permitted");
+    assert_eq!(code(fs.write_file_sync("a/b", "x".into()).unwrap_err()), "is-directory");
+    assert_eq!(code(fs.write_file_sync("a/x", JsValue::from(5)).unwrap_err()), "invalid");
+    let err = fs.read_file_sync("a/nope").unwrap_err();
+    assert_eq!(get(&err, "errno").as_string().unwrap(), "ENOENT");
+    let msg = String::from(err.unchecked_into::<js_sys::Error>().message());
+    assert!(msg.contains("a/nope"), "{msg}");
+    assert_eq!(code(MemFs::new(opts(&[("maxBytes", (-1).into())])).err().unwrap()), "invalid");
+}
+
+#[wasm_bindgen_test]
+async fn quotas_refuse_and_keep_the_old_content() {
+    let fs = MemFs::new(opts(&[("maxBytes", 10.into()), ("maxInodes", 3.into())])).unwrap();
+    fs.write_file_sync("a", "12345".into()).unwrap();
+    assert_eq!(code(wait(fs.write_file("a".into(), "this is too long".into())).await.unwrap_err()), "quota");
+    assert_eq!(fs.read_file_sync("a").unwrap().to_vec(), b"12345");
+    fs.mkdir("d", None).unwrap();
+    assert_eq!(code(fs.mkdir("e", None).unwrap_err()), "quota");
+    let u = fs.usage();
+    assert_eq!((get(&u, "bytes").as_f64(), get(&u, "inodes").as_f64()), (Some(5.0), Some(3.0)));
+}
+
+#[wasm_bindgen_test]
+async fn packs_from_bytes_read_verify_and_refuse_writes() {
+    let bytes = sample().await;
+    let pack = Pack::from_bytes(&Uint8Array::from(&bytes[..]), None).unwrap();
+    assert_eq!(names(pack.readdir("/").unwrap()), ["docs", "link"]);
+    assert_eq!(read(pack.read_file("link".into())).await, b"# hello");
+    assert_eq!(pack.read_file_sync("docs/big.bin").unwrap().length(), 100_000);
+    assert_eq!(code(pack.write_file_sync("docs/readme.md", "x".into()).unwrap_err()), "read-only");
+    assert_eq!(code(pack.mkdir("x", None).unwrap_err()), "read-only");
+    assert_eq!(code(pack.unlink("link").unwrap_err()), "read-only");
+    let info = pack.info();
+    assert_eq!(get(&info, "packLen").as_f64().unwrap(), bytes.len() as f64);
+    assert_eq!(get(&info, "inodes").as_f64().unwrap(), 5.0);
+    let report = wait(pack.verify()).await.unwrap();
+    assert_eq!(get(&report, "ok"), JsValue::TRUE);
+    assert_eq!(get(&report, "blobs").as_f64().unwrap(), 2.0);
+    // Compacting a pack gives the same bytes back (the writer is deterministic).
+    assert_eq!(read(pack.compact()).await, bytes);
+    assert!(pack.is_complete());
+    assert_eq!(pack.bytes_fetched(), 0.0);
+}
+
+#[wasm_bindgen_test]
+async fn corrupt_packs_are_errors_not_crashes() {
+    let bytes = sample().await;
+    // Not a pack at all, an empty one, a truncated one.
+    for bad in [&b"hello, world"[..], &[], &bytes[..bytes.len() - 1]] {
+        assert_eq!(code(Pack::from_bytes(&Uint8Array::from(bad), None).err().unwrap()), "io");
+    }
+    // A flipped index byte: the index checksum catches it at open.
+    let mut index_flip = bytes.clone();
+    let n = index_flip.len();
+    index_flip[n - 200] ^= 0x40;
+    let err = Pack::from_bytes(&Uint8Array::from(&index_flip[..]), None).err().unwrap();
+    let msg = String::from(err.clone().unchecked_into::<js_sys::Error>().message());
+    assert_eq!(code(err), "io", "{msg}");
+    // A flipped content byte: open succeeds, verify names the file, and a
+    // checked read refuses it.
+    let mut data_flip = bytes.clone();
+    let at = bytes.windows(7).position(|w| w == b"# hello").unwrap();
+    data_flip[at] = b'!';
+    let pack = Pack::from_bytes(&Uint8Array::from(&data_flip[..]), None).unwrap();
+    let report = wait(pack.verify()).await.unwrap();
+    assert_eq!(get(&report, "ok"), JsValue::FALSE);
+    let bad: Array = get(&report, "bad").unchecked_into();
+    assert_eq!(get(&bad.get(0), "path").as_string().unwrap(), "docs/readme.md");
+    let checked = Pack::from_bytes(&Uint8Array::from(&data_flip[..]), opts(&[("verifyOnRead", true.into())])).unwrap();
+    assert_eq!(code(wait(checked.read_file("docs/readme.md".into())).await.unwrap_err()), "io");
+    assert_eq!(read(checked.read_file("docs/big.bin".into())).await.len(), 100_000);
+}
+
+#[wasm_bindgen_test]
+async fn overlays_change_memory_never_the_pack() {
+    let bytes = sample().await;
+    let pack = Pack::from_bytes(&Uint8Array::from(&bytes[..]), None).unwrap();
+    let fs = Overlay::new(&pack, opts(&[("maxBytes", 1000.into())])).unwrap();
+    wait(fs.write_file("docs/readme.md".into(), "# changed".into())).await.unwrap();
+    fs.write_file_sync("new.txt", "new".into()).unwrap();
+    fs.unlink("link").unwrap();
+    fs.rename("docs/big.bin", "big.bin").unwrap();
+    assert_eq!(names(fs.readdir("").unwrap()), ["big.bin", "docs", "new.txt"]);
+    assert_eq!(read(fs.read_file("docs/readme.md".into())).await, b"# changed");
+    assert_eq!(read(pack.read_file("link".into())).await, b"# hello");
+    // The quota counts the upper's bytes only: 100 KB of pack content is free.
+    assert_eq!(code(fs.write_file_sync("x", Uint8Array::new_with_length(2000).into()).unwrap_err()), "quota");
+    assert_eq!(get(&fs.usage(), "bytes").as_f64().unwrap(), 12.0);
+    assert_eq!(get(&wait(fs.verify()).await.unwrap(), "ok"), JsValue::TRUE);
+    let out = read(fs.compact()).await;
+    let back = Pack::from_bytes(&Uint8Array::from(&out[..]), None).unwrap();
+    assert_eq!(names(back.readdir("/").unwrap()), ["big.bin", "docs", "new.txt"]);
+    assert_eq!(read(back.read_file("docs/readme.md".into())).await, b"# changed");
+    assert_eq!(read(back.read_file("big.bin".into())).await.len(), 100_000);
+}
+
+/// A blob: URL for `bytes`; Chromium answers Range requests on those.
+fn blob_url(bytes: &[u8]) -> String {
+    let parts = Array::of1(&Uint8Array::from(bytes));
+    let blob = web_sys::Blob::new_with_u8_array_sequence(&parts).unwrap();
+    web_sys::Url::create_object_url_with_blob(&blob).unwrap()
+}
+
+#[wasm_bindgen_test]
+async fn packs_from_urls_fetch_content_on_demand() {
+    // Over 64 KiB, so the first request does not cover the whole pack.
+    let bytes = sample().await;
+    assert!(bytes.len() > 100_000);
+    let url = blob_url(&bytes);
+    let pack: Pack = wait(Pack::from_url(url.clone(), None)).await.unwrap().unchecked_into_pack();
+    assert!(!pack.is_complete());
+    let opened = pack.bytes_fetched();
+    assert!(opened < 70_000.0, "opening fetched {opened} bytes");
+    assert_eq!(pack.url().unwrap(), url);
+    assert_eq!(names(pack.readdir("docs").unwrap()), ["big.bin", "readme.md"]);
+    // Not here yet: the sync read says so; the async one fetches it.
+    assert_eq!(code(pack.read_file_sync("docs/big.bin").unwrap_err()), "would-block");
+    let before = pack.requests();
+    assert_eq!(read(pack.read_file("docs/big.bin".into())).await.len(), 100_000);
+    assert_eq!(pack.requests(), before + 1);
+    assert_eq!(pack.read_file_sync("docs/big.bin").unwrap().length(), 100_000);
+    // An overlay over it fetches through the pack.
+    let fs = Overlay::new(&pack, None).unwrap();
+    assert_eq!(read(fs.read_file("link".into())).await, b"# hello");
+    assert_eq!(get(&wait(pack.verify()).await.unwrap(), "ok"), JsValue::TRUE);
+    assert!(pack.is_complete());
+    assert_eq!(read(pack.compact()).await, bytes);
+    // A URL that is not a pack is an error.
+    let junk = blob_url(&[0u8; 300]);
+    assert_eq!(code(wait(Pack::from_url(junk, None)).await.unwrap_err()), "io");
+    assert_eq!(code(wait(Pack::from_url("http://127.0.0.1:9/none.pack".into(), None)).await.unwrap_err()), "io");
+}
+
+trait IntoPack {
+    fn unchecked_into_pack(self) -> Pack;
+}
+
+impl IntoPack for JsValue {
+    /// A `Pack` handed back through a promise arrives as its JS wrapper.
+    fn unchecked_into_pack(self) -> Pack {
+        use wasm_bindgen::convert::TryFromJsValue;
+        Pack::try_from_js_value(self).unwrap()
+    }
+}
