@@ -180,7 +180,7 @@ fn guest_path(s: &str) -> Result<String, String> {
 
 fn parse_env(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
-        Some((k, _)) if k.is_empty() => Err("empty variable name".into()),
+        Some(("", _)) => Err("empty variable name".into()),
         Some((k, v)) => Ok((k.into(), v.into())),
         None => Err("expected K=V".into()),
     }
@@ -229,9 +229,9 @@ struct Namespace {
 impl Namespace {
     fn build(specs: &[MountSpec]) -> Result<Namespace> {
         let mut specs: Vec<&MountSpec> = specs.iter().collect();
-        // Shallowest first, so that a mount's parent is in place before it;
-        // stable, so equal depths keep the command line's order.
-        specs.sort_by_key(|s| s.depth());
+        // Shallowest first, so that a mount's parent is in place before it
+        // (and a path given twice is found next to itself).
+        specs.sort_by(|a, b| (a.depth(), &a.guest_path).cmp(&(b.depth(), &b.guest_path)));
         if let Some(w) = specs.windows(2).find(|w| w[0].guest_path == w[1].guest_path) {
             bail!("--mount {}: mounted twice", w[0].guest_path);
         }
@@ -423,7 +423,7 @@ mod tests {
 
     #[test]
     fn a_mount_twice_is_refused() {
-        let specs: Vec<MountSpec> = ["/t=mem", "/t/=mem"].iter().map(|s| s.parse().unwrap()).collect();
+        let specs: Vec<MountSpec> = ["/t=mem", "/u=mem", "/t/=mem"].iter().map(|s| s.parse().unwrap()).collect();
         let e = Namespace::build(&specs).err().unwrap();
         assert_eq!(e.to_string(), "--mount /t: mounted twice");
     }
