@@ -29,3 +29,6 @@ cargo test --workspace --doc
 
 # The core must never grow an OS dependency.
 cargo build -p packfs-core --target wasm32-unknown-unknown
+
+# The browser build: API tests and the demo page in headless Chromium.
+web/test.sh

@@ -1,0 +1,117 @@
+// Range laziness, measured by the server: opening a multi-megabyte pack by
+// URL transfers kilobytes (its tail: trailer and index, and its header);
+// reading a file transfers about that file's size, once; an overlay reads
+// through the same fetches; verifying fetches the rest exactly once.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+
+import { startServer } from "./server.mjs";
+import { launch, newPage } from "./browser.mjs";
+import { bigFiles, packOf } from "./fixtures.mjs";
+
+const PATH = "/fixtures/big.pack";
+let server, browser, files, pack;
+
+before(async () => {
+  files = bigFiles(); // 400 files of 20-22 KB, ~8.4 MB
+  pack = await packOf(files);
+  server = await startServer({ files: { [PATH]: pack } });
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+// A copy: the server keeps counting into its own object.
+const served = () => structuredClone(server.stats.get(PATH) ?? { requests: 0, bytes: 0, ranges: [] });
+
+test("a multi-megabyte pack opens with kilobytes and reads file by file", async (ctx) => {
+  assert.ok(pack.length > 8_000_000, `pack is ${pack.length} bytes`);
+  const { page, context, errors } = await newPage(browser);
+  await page.goto(`${server.url}/www/`);
+  await page.waitForSelector("body[data-ready=true]");
+  // The page's module is initialized: use its exports directly (window.t
+  // holds the objects between evaluations).
+  await page.evaluate(async (url) => {
+    const m = await import("/pkg/packfs_web.js");
+    window.t = { m, pack: await m.Pack.fromUrl(url) };
+  }, PATH);
+
+  const opened = served();
+  assert.ok(opened.bytes < 80 * 1024, `opening transferred ${opened.bytes} bytes`);
+  assert.ok(opened.bytes * 100 < pack.length, "opening transferred over 1% of the pack");
+  assert.ok(opened.requests <= 3, `${opened.requests} requests`);
+  assert.equal(await page.evaluate(() => t.pack.bytesFetched), opened.bytes);
+  ctx.diagnostic(`opening a ${pack.length}-byte pack: ${opened.bytes} bytes in ${opened.requests} requests`);
+
+  // Listing everything needs no content.
+  const listed = await page.evaluate(() => t.pack.readdir("d07").length);
+  assert.equal(listed, 20);
+  assert.equal(served().bytes, opened.bytes);
+
+  // One file: about its own size, in one request.
+  const name = "d07/f00107.bin";
+  const size = files[name].length;
+  const got = await page.evaluate(async (p) => Array.from(await t.pack.readFile(p)), name);
+  assert.deepEqual(Buffer.from(got), files[name]);
+  const one = served().bytes - opened.bytes;
+  assert.ok(one >= size && one <= size + 4096, `reading ${size} bytes transferred ${one}`);
+  assert.equal(served().requests, opened.requests + 1);
+  ctx.diagnostic(`reading a ${size}-byte file: ${one} bytes`);
+
+  // Again: nothing more.
+  await page.evaluate(async (p) => void (await t.pack.readFile(p)), name);
+  assert.equal(served().bytes - opened.bytes, one);
+
+  // Ten more files through an overlay over the pack, and one written there.
+  const ten = Object.keys(files).slice(200, 210);
+  const before = served().bytes;
+  const lens = await page.evaluate(async (ps) => {
+    t.fs = new t.m.Overlay(t.pack);
+    const out = [];
+    for (const p of ps) out.push((await t.fs.readFile(p)).length);
+    await t.fs.writeFile("d00/new.txt", "upper");
+    return out;
+  }, ten);
+  const want = ten.map((p) => files[p].length);
+  assert.deepEqual(lens, want);
+  const sum = want.reduce((a, b) => a + b, 0);
+  const tenBytes = served().bytes - before;
+  assert.ok(tenBytes >= sum && tenBytes <= sum + 10 * 4096, `reading ${sum} bytes transferred ${tenBytes}`);
+
+  // Verifying fetches the rest, each byte once at most.
+  const ok = await page.evaluate(async () => (await t.pack.verify()).ok);
+  assert.equal(ok, true);
+  const total = served().bytes;
+  assert.ok(total <= pack.length + 64 * 1024, `transferred ${total} bytes of a ${pack.length}-byte pack`);
+  const ranges = served().ranges.slice(opened.requests).sort((a, b) => a[0] - b[0]);
+  for (let i = 1; i < ranges.length; i++) {
+    assert.ok(ranges[i][0] >= ranges[i - 1][1], `ranges ${ranges[i - 1]} and ${ranges[i]} overlap`);
+  }
+  assert.equal(await page.evaluate(() => t.pack.isComplete), true);
+  assert.equal(await page.evaluate(() => t.fs.readFileSync("d00/new.txt").length), 5);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test("the sync read of content still on the network is would-block", async () => {
+  server.reset();
+  const { page, context } = await newPage(browser);
+  await page.goto(`${server.url}/www/`);
+  await page.waitForSelector("body[data-ready=true]");
+  const code = await page.evaluate(async (url) => {
+    const m = await import("/pkg/packfs_web.js");
+    const p = await m.Pack.fromUrl(url);
+    try {
+      p.readFileSync("d01/f00001.bin");
+      return "no error";
+    } catch (e) {
+      return `${e.code} ${e.errno}`;
+    }
+  }, PATH);
+  assert.equal(code, "would-block EAGAIN");
+  await context.close();
+});

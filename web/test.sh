@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Every test of packfs-web, runnable on a fresh machine. Installs what is
+# missing first (never a downloaded browser):
+#   - the wasm32-unknown-unknown target and wasm-bindgen-cli at the version
+#     pinned in web/Cargo.toml (web/build.sh),
+#   - Debian's chromium and chromium-driver (apt-get),
+#   - web/node_modules from the committed package-lock.json (npm ci).
+# Then runs:
+#   1. the crate's unit tests on the host,
+#   2. the API tests in headless Chromium (wasm-bindgen-test, chromedriver),
+#   3. the end-to-end tests of the demo page and the Range-laziness tests
+#      (node --test, playwright-core driving /usr/bin/chromium, pages served
+#      by web/e2e/server.mjs on 127.0.0.1). Screenshots: web/e2e/artifacts/.
+set -euo pipefail
+web="$(cd "$(dirname "$0")" && pwd)"
+cd "$web/.."
+
+sudo=""
+[ "$(id -u)" = 0 ] || sudo=sudo
+if ! [ -x /usr/bin/chromium ] || ! [ -x /usr/bin/chromedriver ]; then
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium chromium-driver
+fi
+
+# Installs the target and the pinned wasm-bindgen-cli if missing; builds web/pkg.
+web/build.sh
+
+# node_modules as package-lock.json says (npm ls fails on anything missing
+# or different).
+if ! (cd web && npm ls --all >/dev/null 2>&1); then
+    (cd web && npm ci --no-audit --no-fund)
+fi
+
+echo "== packfs-web: unit tests (host)"
+cargo test -p packfs-web
+
+echo "== packfs-web: API tests in headless Chromium (wasm-bindgen-test)"
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" \
+    cargo test -p packfs-web --target wasm32-unknown-unknown
+
+echo "== packfs-web: demo page and Range laziness in headless Chromium (playwright-core)"
+(cd web && node --test --test-concurrency=1 e2e/)
