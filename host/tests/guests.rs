@@ -45,8 +45,9 @@ const DIFFERENCES: &[(&str, &str, &str)] = &[
 ];
 
 /// Rust guests that are not compared with the oracle: `toolbox` (driven by
-/// `cli_run.rs`) and `demo` (the README's demo).
-const TOOLS: &[&str] = &["demo", "toolbox"];
+/// `cli_run.rs`), `demo` (the README's demo) and `bench_workload` (timed by
+/// `bench/benches/guest.rs`).
+const TOOLS: &[&str] = &["bench_workload", "demo", "toolbox"];
 
 /// Generates one test per guest and target, and the lists of guests that
 /// `every_guest_has_a_test` checks against `guest-tests/src/bin/*.rs` (less

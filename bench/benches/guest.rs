@@ -1,0 +1,478 @@
+//! One guest workload (`guest-tests/src/bin/bench_workload.rs`: 20,000
+//! small files created, read, stat'ed, listed and unlinked; a 64 MiB file
+//! written and read in 64 KiB pieces) run on PackFS — `MemFs`, an overlay
+//! over a mapped pack, the mapped pack itself — and on wasmtime-wasi's own
+//! filesystem over real directories (`/tmp` and `/dev/shm`), for wasm32-wasip1
+//! and wasm32-wasip2, in one process.
+//!
+//! ```sh
+//! cargo bench -p packfs-bench --bench guest
+//! ```
+//!
+//! Every phase is timed inside the guest (`std::time::Instant`, the WASI
+//! monotonic clock), so compiling, instantiating and the host's set-up are
+//! outside the figures; guests are compiled once. Each configuration runs
+//! `GUEST_BENCH_RUNS` times (default 3), interleaved with the others so that
+//! a burst of noise hits all alike; the tables show medians, with the spread
+//! (half the max-min range, relative to the median). Ratios are the
+//! baseline's time over the backend's: above 1 means PackFS is faster.
+//!
+//! p1 guests run on PackFS through the preview1 adapter. Their baselines are
+//! wasmtime-wasi through the same adapter (`wasi-*`: the same guest
+//! component, so the comparison is of the two filesystems) and wasmtime-wasi's
+//! native preview1 (`wasi-p1-*`: what `wasmtime run` does with a core module).
+//!
+//! The pack is read-only: on it, and on the overlay's lower layer, the
+//! guest runs only its read phases (`ro`) over a pack holding the same files
+//! the other runs create. Those are compared with the baselines' read phases,
+//! which read back the files they just wrote (hot in the page cache).
+//!
+//! The baselines run with `allow_blocking_current_thread(true)`, as a
+//! synchronous embedding should (file I/O on the calling thread, not
+//! through tokio's `spawn_blocking`): the stronger baseline.
+//!
+//! Environment: `GUEST_BENCH_N` (small files, default 20000),
+//! `GUEST_BENCH_RUNS`, `GUEST_BENCH_ONLY` (comma-separated substrings of
+//! `target/backend` to keep, e.g. `p2/mem,p2/wasi-tmp`),
+//! `GUEST_BENCH_WASI_SPAWN_BLOCKING` (set: wasmtime-wasi's default,
+//! `spawn_blocking` for file I/O), `GUEST_BENCH_OUT` (also write the
+//! tables to this file).
+
+#[path = "../../host/tests/support/mod.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use packfs_core::pack::write_pack;
+use packfs_core::{FileSystem, MemFs, OpenOptions};
+use packfs_host::GuestState;
+use packfs_host::mmap::open_pack;
+use packfs_host::p1::ComponentCache;
+use packfs_host::wasi::PackFsCtx;
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Engine, Module, Store};
+use wasmtime_wasi::p1::WasiP1Ctx;
+use wasmtime_wasi::p2::bindings::sync::CommandPre;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+const SMALL: usize = 128;
+const CHUNK: usize = 64 << 10;
+const BIG: usize = 64 << 20;
+const PHASES: [&str; 7] = ["create", "read", "stat", "readdir", "unlink", "write", "bigread"];
+/// Phases held to the metadata target (>= 3x); the rest to the bulk one.
+const METADATA: [&str; 5] = ["create", "read", "stat", "readdir", "unlink"];
+const META_TARGET: f64 = 3.0;
+const BULK_TARGET: f64 = 1.0;
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Target {
+    P1,
+    P2,
+}
+
+impl Target {
+    fn name(self) -> &'static str {
+        match self {
+            Target::P1 => "p1",
+            Target::P2 => "p2",
+        }
+    }
+    fn triple(self) -> &'static str {
+        match self {
+            Target::P1 => "wasm32-wasip1",
+            Target::P2 => "wasm32-wasip2",
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Backend {
+    /// A fresh `MemFs` at `/`.
+    Mem,
+    /// A fresh overlay over the mapped pack at `/`; the workload runs in a
+    /// new directory (`/new`), so every file it makes is the upper layer's.
+    Overlay,
+    /// The same overlay, the read phases on the pack's files (`/work`).
+    OverlayLower,
+    /// The mapped pack at `/`, read-only: the read phases.
+    Pack,
+    /// wasmtime-wasi, a fresh directory on `/tmp`.
+    WasiTmp,
+    /// wasmtime-wasi, a fresh directory on `/dev/shm` (tmpfs).
+    WasiShm,
+    /// wasmtime-wasi's native preview1 (no adapter), on `/tmp`. p1 only.
+    WasiP1Tmp,
+    /// As above, on `/dev/shm`.
+    WasiP1Shm,
+}
+
+use Backend::*;
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Mem => "mem",
+            Overlay => "overlay",
+            OverlayLower => "overlay-lower",
+            Pack => "pack",
+            WasiTmp => "wasi-tmp",
+            WasiShm => "wasi-shm",
+            WasiP1Tmp => "wasi-p1-tmp",
+            WasiP1Shm => "wasi-p1-shm",
+        }
+    }
+    /// The guest's PHASES and ROOT arguments.
+    fn workload(self) -> (&'static str, &'static str) {
+        match self {
+            Overlay => ("all", "/new"),
+            OverlayLower | Pack => ("ro", "/work"),
+            _ => ("all", "/work"),
+        }
+    }
+    fn is_baseline(self) -> bool {
+        matches!(self, WasiTmp | WasiShm | WasiP1Tmp | WasiP1Shm)
+    }
+    fn host_dir(self) -> &'static str {
+        match self {
+            WasiShm | WasiP1Shm => "/dev/shm",
+            _ => "/tmp",
+        }
+    }
+}
+
+const PACKFS: [Backend; 4] = [Mem, Overlay, OverlayLower, Pack];
+
+fn backends(target: Target) -> Vec<Backend> {
+    let mut v = vec![Mem, Overlay, OverlayLower, Pack, WasiTmp, WasiShm];
+    if target == Target::P1 {
+        v.extend([WasiP1Tmp, WasiP1Shm]);
+    }
+    v
+}
+
+fn baselines(target: Target) -> Vec<Backend> {
+    backends(target).into_iter().filter(|b| b.is_baseline()).collect()
+}
+
+struct OracleState {
+    ctx: WasiCtx,
+    table: ResourceTable,
+}
+
+impl WasiView for OracleState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.ctx, table: &mut self.table }
+    }
+}
+
+/// A guest compiled and pre-instantiated for each way of running it.
+struct Guest {
+    packfs: CommandPre<GuestState>,
+    oracle: CommandPre<OracleState>,
+    /// wasmtime-wasi's native preview1 (p1 only).
+    native: Option<wasmtime::InstancePre<WasiP1Ctx>>,
+}
+
+fn load(engine: &Engine, target: Target) -> Guest {
+    let path = support::rust_guest("bench_workload", target.triple());
+    let wasm = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let cache = ComponentCache::new(support::component_cache_dir()).expect("component cache dir");
+    let (component, _): (Component, _) =
+        packfs_host::p1::load(engine, &wasm, Some(&cache)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+
+    let mut linker = Linker::<GuestState>::new(engine);
+    packfs_host::wasi::add_to_linker_sync(&mut linker).unwrap();
+    let packfs = CommandPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
+
+    let mut linker = Linker::<OracleState>::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).unwrap();
+    let oracle = CommandPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
+
+    let native = (target == Target::P1).then(|| {
+        let module = Module::new(engine, &wasm).unwrap();
+        let mut linker = wasmtime::Linker::<WasiP1Ctx>::new(engine);
+        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s| s).unwrap();
+        linker.instantiate_pre(&module).unwrap()
+    });
+    Guest { packfs, oracle, native }
+}
+
+fn small(i: usize) -> [u8; SMALL] {
+    let mut buf = [b'.'; SMALL];
+    buf[..5].copy_from_slice(format!("{i:05}").as_bytes());
+    buf
+}
+
+/// The tree the `create` and `write` phases make, under `/work`, as a pack
+/// in `dir`, mapped.
+fn build_pack(dir: &Path, n: usize) -> Arc<dyn FileSystem> {
+    let fs = MemFs::new();
+    let work = fs.mkdir(fs.root(), "work", 0o755).unwrap();
+    let d = fs.mkdir(work, "d", 0o755).unwrap();
+    for i in 0..n {
+        let ino = fs.open(d, &format!("f{i:05}"), &OpenOptions::create()).unwrap();
+        fs.write_at(ino, 0, &small(i)).unwrap();
+        fs.close(ino);
+    }
+    let big = fs.open(work, "big", &OpenOptions::create()).unwrap();
+    let mut chunk = vec![0xa5u8; CHUNK];
+    for k in 0..BIG / CHUNK {
+        chunk[..8].copy_from_slice(&(k as u64).to_le_bytes());
+        fs.write_at(big, (k * CHUNK) as u64, &chunk).unwrap();
+    }
+    fs.close(big);
+    let path = dir.join("work.pack");
+    write_pack(&fs.snapshot(), std::fs::File::create(&path).unwrap()).unwrap();
+    Arc::new(open_pack(&path).unwrap())
+}
+
+/// One phase as the guest reported it.
+type Phases = BTreeMap<String, (u64, u64)>;
+
+/// How a run is set up, beyond the backend.
+struct Setup<'a> {
+    engine: &'a Engine,
+    /// The mapped pack of the prepared tree.
+    pack: &'a Arc<dyn FileSystem>,
+    /// wasmtime-wasi's `allow_blocking_current_thread`.
+    wasi_blocking: bool,
+}
+
+/// Runs the guest once (`phases`: its PHASES argument, or the backend's
+/// workload); returns its phases.
+fn run(guest: &Guest, backend: Backend, setup: &Setup, n: usize, phases: Option<&str>) -> Phases {
+    let (engine, pack) = (setup.engine, setup.pack);
+    let (workload, root) = backend.workload();
+    let phases = phases.unwrap_or(workload);
+    let args = ["bench_workload".to_string(), phases.to_string(), n.to_string(), root.to_string()];
+    let (out, err) = (MemoryOutputPipe::new(1 << 16), MemoryOutputPipe::new(1 << 16));
+    let mut b = WasiCtxBuilder::new();
+    b.stdout(out.clone()).stderr(err.clone()).args(&args);
+    // Sync embeddings (`wasmtime run` among them) let wasmtime-wasi do its
+    // file I/O on the calling thread rather than through tokio's
+    // spawn_blocking; PackFS's filesystem ignores the setting.
+    b.allow_blocking_current_thread(setup.wasi_blocking);
+    // Kept until the run ends.
+    let host_dir;
+    let status = match backend {
+        Mem | Overlay | OverlayLower | Pack => {
+            let mut fs = PackFsCtx::builder();
+            match backend {
+                Mem => fs.preopen("/", Arc::new(MemFs::new())),
+                Pack => fs.preopen_read_only("/", pack.clone()),
+                _ => fs.preopen("/", Arc::new(MemFs::overlay(pack.clone()).unwrap())),
+            };
+            let mut store = Store::new(engine, GuestState::new(b.build(), fs.build()));
+            let command = guest.packfs.instantiate(&mut store).unwrap();
+            exit_status(command.wasi_cli_run().call_run(&mut store))
+        }
+        WasiTmp | WasiShm => {
+            host_dir = tempfile::tempdir_in(backend.host_dir()).unwrap();
+            b.preopened_dir(host_dir.path(), "/", FsPerms::ReadWrite).unwrap();
+            let mut store = Store::new(engine, OracleState { ctx: b.build(), table: ResourceTable::new() });
+            let command = guest.oracle.instantiate(&mut store).unwrap();
+            exit_status(command.wasi_cli_run().call_run(&mut store))
+        }
+        WasiP1Tmp | WasiP1Shm => {
+            host_dir = tempfile::tempdir_in(backend.host_dir()).unwrap();
+            b.preopened_dir(host_dir.path(), "/", FsPerms::ReadWrite).unwrap();
+            let mut store = Store::new(engine, b.build_p1());
+            let pre = guest.native.as_ref().expect("p1 guests only");
+            let instance = pre.instantiate(&mut store).unwrap();
+            let start = instance.get_typed_func::<(), ()>(&mut store, "_start").unwrap();
+            match start.call(&mut store, ()) {
+                Ok(()) => 0,
+                Err(e) => e.downcast_ref::<I32Exit>().map(|x| x.0).unwrap_or_else(|| panic!("trap: {e:?}")),
+            }
+        }
+    };
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.contents()).into_owned(), out_str(&err));
+    assert!(status == 0 && stdout.ends_with("done\n"), "{} exited {status}\n{stdout}{stderr}", backend.name());
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 4 && f[0] == "phase")
+                .then(|| (f[1].to_string(), (f[2].parse().unwrap(), f[3].parse().unwrap())))
+        })
+        .collect()
+}
+
+fn out_str(p: &MemoryOutputPipe) -> String {
+    String::from_utf8_lossy(&p.contents()).into_owned()
+}
+
+fn exit_status(r: wasmtime::Result<Result<(), ()>>) -> i32 {
+    match r {
+        Ok(Ok(())) => 0,
+        Ok(Err(())) => 1,
+        Err(e) => e.downcast_ref::<I32Exit>().map(|x| x.0).unwrap_or_else(|| panic!("trap: {e:?}")),
+    }
+}
+
+fn median(v: &mut [u64]) -> f64 {
+    v.sort_unstable();
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 { v[m] as f64 } else { (v[m - 1] + v[m]) as f64 / 2.0 }
+}
+
+/// Median time, relative spread, and operation count of each phase.
+struct Stat {
+    median: f64,
+    spread: f64,
+    ops: u64,
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn main() {
+    let n: usize = std::env::var("GUEST_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
+    let runs: usize = std::env::var("GUEST_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    let only: Vec<String> = std::env::var("GUEST_BENCH_ONLY")
+        .map(|v| v.split(',').filter(|s| !s.is_empty()).map(String::from).collect())
+        .unwrap_or_default();
+    let keep = |t: Target, b: Backend| {
+        let name = format!("{}/{}", t.name(), b.name());
+        only.is_empty() || only.iter().any(|o| name.contains(o.as_str()))
+    };
+    let started = Instant::now();
+    let load_before = loadavg();
+
+    support::build_rust_guests();
+    let engine = Engine::default();
+    let targets = [Target::P1, Target::P2];
+    let t = Instant::now();
+    let guests: Vec<Guest> = targets.iter().map(|&t| load(&engine, t)).collect();
+    eprintln!("guests compiled in {:.1} s", t.elapsed().as_secs_f64());
+    let pack_dir = tempfile::tempdir_in("/tmp").unwrap();
+    let t = Instant::now();
+    let pack = build_pack(pack_dir.path(), n);
+    eprintln!("pack of {n} files + 64 MiB built and mapped in {:.1} s", t.elapsed().as_secs_f64());
+    let wasi_blocking = std::env::var_os("GUEST_BENCH_WASI_SPAWN_BLOCKING").is_none();
+    let setup = Setup { engine: &engine, pack: &pack, wasi_blocking };
+
+    // Warm-up, untimed: each configuration's small-file phases on a few files
+    // (first-touch page faults, lazily initialised state, the pack's pages).
+    let warm = n.min(500);
+    for (&target, guest) in targets.iter().zip(&guests) {
+        for backend in backends(target).into_iter().filter(|&b| keep(target, b)) {
+            let phases = if backend.workload().0 == "ro" { "read,stat" } else { "create,read,stat,readdir,unlink" };
+            run(guest, backend, &setup, warm, Some(phases));
+        }
+    }
+
+    let mut samples: BTreeMap<(Target, Backend, String), (Vec<u64>, u64)> = BTreeMap::new();
+    for rep in 0..runs {
+        for (&target, guest) in targets.iter().zip(&guests) {
+            for backend in backends(target).into_iter().filter(|&b| keep(target, b)) {
+                let t = Instant::now();
+                let phases = run(guest, backend, &setup, n, None);
+                eprintln!(
+                    "run {}/{runs} {}/{}: {:.2} s",
+                    rep + 1,
+                    target.name(),
+                    backend.name(),
+                    t.elapsed().as_secs_f64()
+                );
+                for (phase, (ns, ops)) in phases {
+                    let e = samples.entry((target, backend, phase)).or_insert_with(|| (Vec::new(), ops));
+                    e.0.push(ns);
+                }
+            }
+        }
+    }
+    let stats: BTreeMap<(Target, Backend, String), Stat> = samples
+        .into_iter()
+        .map(|(k, (mut v, ops))| {
+            let (lo, hi) = (*v.iter().min().unwrap() as f64, *v.iter().max().unwrap() as f64);
+            let median = median(&mut v);
+            (k, Stat { median, spread: (hi - lo) / 2.0 / median, ops })
+        })
+        .collect();
+
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "N = {n} small files of {SMALL} B; big file {} MiB in {} KiB pieces; {runs} runs per configuration, medians.",
+        BIG >> 20,
+        CHUNK >> 10
+    );
+    let _ = writeln!(
+        md,
+        "Load average before / after: {load_before} / {}; whole run {:.0} s.",
+        loadavg(),
+        started.elapsed().as_secs_f64()
+    );
+    let _ = writeln!(
+        md,
+        "wasmtime-wasi allow_blocking_current_thread: {wasi_blocking} (GUEST_BENCH_WASI_SPAWN_BLOCKING {}).\n",
+        if wasi_blocking { "unset" } else { "set" }
+    );
+    for &target in &targets {
+        let cols: Vec<Backend> = backends(target).into_iter().filter(|&b| keep(target, b)).collect();
+        if cols.is_empty() {
+            continue;
+        }
+        let _ = writeln!(md, "### {}: time per phase (median, ± half the range)\n", target.name());
+        let _ = writeln!(md, "| phase | {} |", cols.iter().map(|b| b.name()).collect::<Vec<_>>().join(" | "));
+        let _ = writeln!(md, "|---|{}", "---:|".repeat(cols.len()));
+        for phase in PHASES {
+            let mut row = format!("| {phase} |");
+            for &b in &cols {
+                match stats.get(&(target, b, phase.to_string())) {
+                    Some(s) => {
+                        let per = if METADATA.contains(&phase) {
+                            format!("{:.2} µs/op", s.median / s.ops as f64 / 1e3)
+                        } else {
+                            format!("{:.0} MiB/s", (BIG >> 20) as f64 / (s.median / 1e9))
+                        };
+                        let _ = write!(row, " {:.1} ms ({per}) ±{:.0}% |", s.median / 1e6, s.spread * 100.0);
+                    }
+                    None => row.push_str(" — |"),
+                }
+            }
+            let _ = writeln!(md, "{row}");
+        }
+        let _ = writeln!(md);
+        let packfs: Vec<Backend> = PACKFS.into_iter().filter(|&b| keep(target, b)).collect();
+        for base in baselines(target).into_iter().filter(|&b| keep(target, b)) {
+            let _ = writeln!(
+                md,
+                "### {}: speed-up over {} (its time / PackFS's; target {META_TARGET}x metadata, {BULK_TARGET}x bulk)\n",
+                target.name(),
+                base.name()
+            );
+            let _ = writeln!(md, "| phase | {} |", packfs.iter().map(|b| b.name()).collect::<Vec<_>>().join(" | "));
+            let _ = writeln!(md, "|---|{}", "---:|".repeat(packfs.len()));
+            for phase in PHASES {
+                let goal = if METADATA.contains(&phase) { META_TARGET } else { BULK_TARGET };
+                let mut row = format!("| {phase} |");
+                for &b in &packfs {
+                    let key = |b| (target, b, phase.to_string());
+                    match (stats.get(&key(base)), stats.get(&key(b))) {
+                        (Some(x), Some(y)) => {
+                            let r = x.median / y.median;
+                            let _ = write!(row, " {r:.2}x {} |", if r >= goal { "met" } else { "**not met**" });
+                        }
+                        _ => row.push_str(" — |"),
+                    }
+                }
+                let _ = writeln!(md, "{row}");
+            }
+            let _ = writeln!(md);
+        }
+    }
+    print!("{md}");
+    if let Ok(path) = std::env::var("GUEST_BENCH_OUT") {
+        std::fs::write(&path, &md).unwrap_or_else(|e| panic!("{path}: {e}"));
+    }
+}
