@@ -1,6 +1,6 @@
 //! The backend trait.
 
-use crate::{DirEntry, Ino, Metadata, OpenOptions, Result, SetTime};
+use crate::{DirEntry, Error, Ino, Metadata, OpenOptions, Result, SetTime};
 
 /// A filesystem backend: mem, pack, overlay and dir all implement it.
 ///
@@ -13,6 +13,9 @@ use crate::{DirEntry, Ino, Metadata, OpenOptions, Result, SetTime};
 /// Inode numbers stay valid until the inode is gone. An inode pinned by
 /// [`open`](Self::open) stays readable and writable after its last name is
 /// removed, until the matching [`close`](Self::close).
+///
+/// Every method that changes the tree defaults to `Err(ReadOnly)`: a
+/// read-only backend (a pack, a snapshot) implements only the reads.
 pub trait FileSystem: Send + Sync {
     /// The root directory.
     fn root(&self) -> Ino;
@@ -38,14 +41,20 @@ pub trait FileSystem: Send + Sync {
     fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize>;
 
     /// Writes `data` at `offset`, extending the file (a gap reads as zeros).
-    fn write_at(&self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize>;
+    fn write_at(&self, _ino: Ino, _offset: u64, _data: &[u8]) -> Result<usize> {
+        Err(Error::ReadOnly)
+    }
 
     /// Writes `data` at the end of the file, atomically with finding the
     /// end; returns the offset it was written at.
-    fn append(&self, ino: Ino, data: &[u8]) -> Result<u64>;
+    fn append(&self, _ino: Ino, _data: &[u8]) -> Result<u64> {
+        Err(Error::ReadOnly)
+    }
 
     /// Truncates or extends (with zeros) to `len` bytes.
-    fn set_len(&self, ino: Ino, len: u64) -> Result<()>;
+    fn set_len(&self, _ino: Ino, _len: u64) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
 
     /// Up to `max` entries of `dir` in its stable order (byte order of
     /// names), starting after the entry named `after`. The last name returned
@@ -54,32 +63,48 @@ pub trait FileSystem: Send + Sync {
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>>;
 
     /// Creates directory `name` in `dir`.
-    fn mkdir(&self, dir: Ino, name: &str, mode: u32) -> Result<Ino>;
+    fn mkdir(&self, _dir: Ino, _name: &str, _mode: u32) -> Result<Ino> {
+        Err(Error::ReadOnly)
+    }
 
     /// Removes the empty directory `name` from `dir`.
-    fn rmdir(&self, dir: Ino, name: &str) -> Result<()>;
+    fn rmdir(&self, _dir: Ino, _name: &str) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
 
     /// Removes the non-directory `name` from `dir`.
-    fn unlink(&self, dir: Ino, name: &str) -> Result<()>;
+    fn unlink(&self, _dir: Ino, _name: &str) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
 
     /// Moves `from` in `from_dir` to `to` in `to_dir`, replacing a file or an
     /// empty directory there, as POSIX `rename(2)`.
-    fn rename(&self, from_dir: Ino, from: &str, to_dir: Ino, to: &str) -> Result<()>;
+    fn rename(&self, _from_dir: Ino, _from: &str, _to_dir: Ino, _to: &str) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
 
     /// Creates symlink `name` in `dir` pointing at `target` (stored verbatim).
-    fn symlink(&self, dir: Ino, name: &str, target: &str) -> Result<Ino>;
+    fn symlink(&self, _dir: Ino, _name: &str, _target: &str) -> Result<Ino> {
+        Err(Error::ReadOnly)
+    }
 
     /// A symlink's target.
     fn readlink(&self, ino: Ino) -> Result<String>;
 
     /// Adds the name `name` in `dir` for the existing non-directory `ino`.
-    fn link(&self, ino: Ino, dir: Ino, name: &str) -> Result<()>;
+    fn link(&self, _ino: Ino, _dir: Ino, _name: &str) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
 
     /// Sets access and modification times.
-    fn set_times(&self, ino: Ino, atime: SetTime, mtime: SetTime) -> Result<()>;
+    fn set_times(&self, _ino: Ino, _atime: SetTime, _mtime: SetTime) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
 
     /// Sets permission bits.
-    fn set_mode(&self, ino: Ino, mode: u32) -> Result<()>;
+    fn set_mode(&self, _ino: Ino, _mode: u32) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
 
     /// Makes an inode's data durable; a no-op where there is nothing under it.
     fn sync(&self, _ino: Ino) -> Result<()> {

@@ -6,9 +6,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use packfs_core::mem::{LOWER_TAG, Limits, ROOT};
 use packfs_core::resolve::resolve;
-use packfs_core::{DirEntry, Error, FileSystem, Ino, MemFs, Metadata, OpenOptions, Result, SetTime, Snapshot};
+use packfs_core::{DirEntry, Error, FileSystem, Ino, MemFs, Metadata, OpenOptions, Result, Snapshot};
 
-/// A lower filesystem that counts the bytes read from it.
+/// A lower filesystem that counts the bytes read from it (read-only: the
+/// trait's defaults refuse every change).
 struct Counting {
     inner: Snapshot,
     bytes_read: AtomicUsize,
@@ -38,44 +39,11 @@ impl FileSystem for Counting {
         self.bytes_read.fetch_add(n, Ordering::Relaxed);
         Ok(n)
     }
-    fn write_at(&self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
-        self.inner.write_at(ino, offset, data)
-    }
-    fn append(&self, ino: Ino, data: &[u8]) -> Result<u64> {
-        self.inner.append(ino, data)
-    }
-    fn set_len(&self, ino: Ino, len: u64) -> Result<()> {
-        self.inner.set_len(ino, len)
-    }
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
         self.inner.read_dir(dir, after, max)
     }
-    fn mkdir(&self, dir: Ino, name: &str, mode: u32) -> Result<Ino> {
-        self.inner.mkdir(dir, name, mode)
-    }
-    fn rmdir(&self, dir: Ino, name: &str) -> Result<()> {
-        self.inner.rmdir(dir, name)
-    }
-    fn unlink(&self, dir: Ino, name: &str) -> Result<()> {
-        self.inner.unlink(dir, name)
-    }
-    fn rename(&self, a: Ino, b: &str, c: Ino, d: &str) -> Result<()> {
-        self.inner.rename(a, b, c, d)
-    }
-    fn symlink(&self, dir: Ino, name: &str, target: &str) -> Result<Ino> {
-        self.inner.symlink(dir, name, target)
-    }
     fn readlink(&self, ino: Ino) -> Result<String> {
         self.inner.readlink(ino)
-    }
-    fn link(&self, ino: Ino, dir: Ino, name: &str) -> Result<()> {
-        self.inner.link(ino, dir, name)
-    }
-    fn set_times(&self, ino: Ino, a: SetTime, m: SetTime) -> Result<()> {
-        self.inner.set_times(ino, a, m)
-    }
-    fn set_mode(&self, ino: Ino, mode: u32) -> Result<()> {
-        self.inner.set_mode(ino, mode)
     }
 }
 

@@ -384,55 +384,11 @@ impl FileSystem for Snapshot {
         self.0.read_at(ino, offset, buf)
     }
 
-    fn write_at(&self, _: Ino, _: u64, _: &[u8]) -> Result<usize> {
-        Err(Error::ReadOnly)
-    }
-
-    fn append(&self, _: Ino, _: &[u8]) -> Result<u64> {
-        Err(Error::ReadOnly)
-    }
-
-    fn set_len(&self, _: Ino, _: u64) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
         self.0.read_dir(dir, after, max)
     }
 
-    fn mkdir(&self, _: Ino, _: &str, _: u32) -> Result<Ino> {
-        Err(Error::ReadOnly)
-    }
-
-    fn rmdir(&self, _: Ino, _: &str) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
-    fn unlink(&self, _: Ino, _: &str) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
-    fn rename(&self, _: Ino, _: &str, _: Ino, _: &str) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
-    fn symlink(&self, _: Ino, _: &str, _: &str) -> Result<Ino> {
-        Err(Error::ReadOnly)
-    }
-
     fn readlink(&self, ino: Ino) -> Result<String> {
         self.0.readlink(ino)
-    }
-
-    fn link(&self, _: Ino, _: Ino, _: &str) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
-    fn set_times(&self, _: Ino, _: SetTime, _: SetTime) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
-    fn set_mode(&self, _: Ino, _: u32) -> Result<()> {
-        Err(Error::ReadOnly)
     }
 }

@@ -16,7 +16,7 @@ use super::corrupt::CorruptPack;
 use super::index::Index;
 use super::inode::{Body, InodeRecord};
 use crate::path::validate_name;
-use crate::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime};
+use crate::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result};
 
 /// Where a pack's bytes live: memory, a mapped file (the host), bytes
 /// fetched by a browser (the web build). Reads borrow from it, zero-copy.
@@ -295,18 +295,6 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
         Ok(n)
     }
 
-    fn write_at(&self, _: Ino, _: u64, _: &[u8]) -> Result<usize> {
-        Err(Error::ReadOnly)
-    }
-
-    fn append(&self, _: Ino, _: &[u8]) -> Result<u64> {
-        Err(Error::ReadOnly)
-    }
-
-    fn set_len(&self, _: Ino, _: u64) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
         let Body::Dir { first, count, .. } = self.record(dir)?.body else { return Err(Error::NotDir) };
         let pack = self.bytes();
@@ -329,43 +317,11 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
         Ok(out)
     }
 
-    fn mkdir(&self, _: Ino, _: &str, _: u32) -> Result<Ino> {
-        Err(Error::ReadOnly)
-    }
-
-    fn rmdir(&self, _: Ino, _: &str) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
-    fn unlink(&self, _: Ino, _: &str) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
-    fn rename(&self, _: Ino, _: &str, _: Ino, _: &str) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
-    fn symlink(&self, _: Ino, _: &str, _: &str) -> Result<Ino> {
-        Err(Error::ReadOnly)
-    }
-
     fn readlink(&self, ino: Ino) -> Result<String> {
         let r = self.record(ino)?;
         match self.index.target(self.bytes(), &r)? {
             Some(t) => Ok(t.to_owned()),
             None => Err(Error::Invalid),
         }
-    }
-
-    fn link(&self, _: Ino, _: Ino, _: &str) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
-    fn set_times(&self, _: Ino, _: SetTime, _: SetTime) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
-    fn set_mode(&self, _: Ino, _: u32) -> Result<()> {
-        Err(Error::ReadOnly)
     }
 }

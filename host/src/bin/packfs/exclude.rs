@@ -10,7 +10,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use globset::{GlobBuilder, GlobMatcher};
 use indicatif::ProgressBar;
-use packfs_core::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime};
+use packfs_core::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result};
 
 use crate::common::join;
 
@@ -139,18 +139,6 @@ impl FileSystem for Source<'_> {
         Ok(n)
     }
 
-    fn write_at(&self, _: Ino, _: u64, _: &[u8]) -> Result<usize> {
-        Err(Error::ReadOnly)
-    }
-
-    fn append(&self, _: Ino, _: &[u8]) -> Result<u64> {
-        Err(Error::ReadOnly)
-    }
-
-    fn set_len(&self, _: Ino, _: u64) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
     /// The next entries that are not excluded. A page whose entries are all
     /// excluded is skipped, not returned empty: empty means the end.
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
@@ -179,40 +167,8 @@ impl FileSystem for Source<'_> {
         }
     }
 
-    fn mkdir(&self, _: Ino, _: &str, _: u32) -> Result<Ino> {
-        Err(Error::ReadOnly)
-    }
-
-    fn rmdir(&self, _: Ino, _: &str) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
-    fn unlink(&self, _: Ino, _: &str) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
-    fn rename(&self, _: Ino, _: &str, _: Ino, _: &str) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
-    fn symlink(&self, _: Ino, _: &str, _: &str) -> Result<Ino> {
-        Err(Error::ReadOnly)
-    }
-
     fn readlink(&self, ino: Ino) -> Result<String> {
         self.note(ino, self.inner.readlink(ino))
-    }
-
-    fn link(&self, _: Ino, _: Ino, _: &str) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
-    fn set_times(&self, _: Ino, _: SetTime, _: SetTime) -> Result<()> {
-        Err(Error::ReadOnly)
-    }
-
-    fn set_mode(&self, _: Ino, _: u32) -> Result<()> {
-        Err(Error::ReadOnly)
     }
 }
 
