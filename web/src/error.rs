@@ -39,13 +39,10 @@ pub fn message(e: &Error, path: Option<&str>) -> String {
     }
 }
 
-/// A JavaScript `Error` with `code` and `errno` properties.
+/// A JavaScript `Error` with `code` and `errno` properties (made in one
+/// call into JavaScript).
 pub fn js_error(code: &str, errno: &str, message: &str) -> JsValue {
-    let err = js_sys::Error::new(message);
-    // Setting a property on a fresh Error object cannot fail.
-    let _ = js_sys::Reflect::set(&err, &"code".into(), &code.into());
-    let _ = js_sys::Reflect::set(&err, &"errno".into(), &errno.into());
-    err.into()
+    crate::glue::make_error(message, code, errno)
 }
 
 /// `e` as a JavaScript `Error`, naming `path` when there is one.

@@ -27,6 +27,7 @@
 
 pub mod error;
 pub mod fetch;
+mod glue;
 pub mod lazy;
 pub mod ops;
 
@@ -164,25 +165,25 @@ fn set(o: &Object, k: &str, v: impl Into<JsValue>) {
     let _ = Reflect::set(o, &k.into(), &v.into());
 }
 
-fn kind_name(k: FileType) -> &'static str {
+fn kind_index(k: FileType) -> u8 {
     match k {
-        FileType::File => "file",
-        FileType::Dir => "dir",
-        FileType::Symlink => "symlink",
+        FileType::File => 0,
+        FileType::Dir => 1,
+        FileType::Symlink => 2,
     }
 }
 
 fn stats(md: &Metadata) -> JsValue {
-    let o = Object::new();
-    set(&o, "kind", kind_name(md.kind));
-    set(&o, "size", md.size as f64);
-    set(&o, "mode", md.mode);
-    set(&o, "nlink", md.nlink as f64);
-    set(&o, "ino", md.ino as f64);
-    set(&o, "mtimeMs", ms(md.mtime));
-    set(&o, "atimeMs", ms(md.atime));
-    set(&o, "ctimeMs", ms(md.ctime));
-    o.into()
+    glue::make_stats(
+        kind_index(md.kind),
+        md.size as f64,
+        md.mode,
+        md.nlink as f64,
+        md.ino as f64,
+        ms(md.mtime),
+        ms(md.atime),
+        ms(md.ctime),
+    )
 }
 
 fn report(r: &VerifyReport) -> JsValue {
@@ -299,9 +300,8 @@ impl Inner {
         })
     }
 
-    fn read_file_sync(&self, path: &str) -> JsResult<Uint8Array> {
-        let bytes = self.now(Some(path), || ops::read_file(self.fs(), path))?;
-        Ok(Uint8Array::from(&bytes[..]))
+    fn read_file_sync(&self, path: &str) -> JsResult<Vec<u8>> {
+        self.now(Some(path), || ops::read_file(self.fs(), path))
     }
 
     fn write_file(&self, path: String, data: JsValue) -> js_sys::Promise {
@@ -326,15 +326,19 @@ impl Inner {
 
     fn readdir(&self, path: &str) -> JsResult<Array> {
         let entries = ops::readdir(self.fs(), path).map_err(|e| to_js(&e, Some(path)))?;
-        let out = Array::new();
-        for e in entries {
-            let o = Object::new();
-            set(&o, "name", e.name);
-            set(&o, "kind", kind_name(e.kind));
-            set(&o, "size", e.size as f64);
-            out.push(&o);
+        // One call into JavaScript for the whole listing: names joined by
+        // NUL (which no name contains), kinds and sizes as arrays.
+        let mut names = String::new();
+        let (mut kinds, mut sizes) = (Vec::with_capacity(entries.len()), Vec::with_capacity(entries.len()));
+        for (i, e) in entries.iter().enumerate() {
+            if i > 0 {
+                names.push('\0');
+            }
+            names.push_str(&e.name);
+            kinds.push(kind_index(e.kind));
+            sizes.push(e.size as f64);
         }
-        Ok(out)
+        Ok(glue::make_entries(&names, &kinds, &sizes))
     }
 
     fn stat(&self, path: &str, follow: bool) -> JsResult<JsValue> {
@@ -391,7 +395,7 @@ macro_rules! fs_methods {
             /// A file's content, now; `would-block` when it is still on the
             /// network.
             #[wasm_bindgen(js_name = readFileSync)]
-            pub fn read_file_sync(&self, path: &str) -> JsResult<Uint8Array> {
+            pub fn read_file_sync(&self, path: &str) -> JsResult<Vec<u8>> {
                 self.inner.read_file_sync(path)
             }
 

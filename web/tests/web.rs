@@ -58,7 +58,7 @@ async fn memfs_paths_and_errors() {
     fs.mkdir("/a/b/c", opts(&[("recursive", true.into())])).unwrap();
     wait(fs.write_file("/a/b/file.txt".into(), "héllo".into())).await.unwrap();
     assert_eq!(read(fs.read_file("a/b/file.txt".into())).await, "héllo".as_bytes());
-    assert_eq!(fs.read_file_sync("a/b/file.txt").unwrap().to_vec(), "héllo".as_bytes());
+    assert_eq!(fs.read_file_sync("a/b/file.txt").unwrap(), "héllo".as_bytes());
     let list = fs.readdir("a/b").unwrap();
     assert_eq!(names(list.clone()), ["c", "file.txt"]);
     assert_eq!(get(&list.get(0), "kind").as_string().unwrap(), "dir");
@@ -95,7 +95,7 @@ async fn quotas_refuse_and_keep_the_old_content() {
     let fs = MemFs::new(opts(&[("maxBytes", 10.into()), ("maxInodes", 3.into())])).unwrap();
     fs.write_file_sync("a", "12345".into()).unwrap();
     assert_eq!(code(wait(fs.write_file("a".into(), "this is too long".into())).await.unwrap_err()), "quota");
-    assert_eq!(fs.read_file_sync("a").unwrap().to_vec(), b"12345");
+    assert_eq!(fs.read_file_sync("a").unwrap(), b"12345");
     fs.mkdir("d", None).unwrap();
     assert_eq!(code(fs.mkdir("e", None).unwrap_err()), "quota");
     let u = fs.usage();
@@ -108,7 +108,7 @@ async fn packs_from_bytes_read_verify_and_refuse_writes() {
     let pack = Pack::from_bytes(&Uint8Array::from(&bytes[..]), None).unwrap();
     assert_eq!(names(pack.readdir("/").unwrap()), ["docs", "link"]);
     assert_eq!(read(pack.read_file("link".into())).await, b"# hello");
-    assert_eq!(pack.read_file_sync("docs/big.bin").unwrap().length(), 100_000);
+    assert_eq!(pack.read_file_sync("docs/big.bin").unwrap().len(), 100_000);
     assert_eq!(code(pack.write_file_sync("docs/readme.md", "x".into()).unwrap_err()), "read-only");
     assert_eq!(code(pack.mkdir("x", None).unwrap_err()), "read-only");
     assert_eq!(code(pack.unlink("link").unwrap_err()), "read-only");
@@ -200,7 +200,7 @@ async fn packs_from_urls_fetch_content_on_demand() {
     let before = pack.requests();
     assert_eq!(read(pack.read_file("docs/big.bin".into())).await.len(), 100_000);
     assert_eq!(pack.requests(), before + 1);
-    assert_eq!(pack.read_file_sync("docs/big.bin").unwrap().length(), 100_000);
+    assert_eq!(pack.read_file_sync("docs/big.bin").unwrap().len(), 100_000);
     // An overlay over it fetches through the pack.
     let fs = Overlay::new(&pack, None).unwrap();
     assert_eq!(read(fs.read_file("link".into())).await, b"# hello");
