@@ -1,0 +1,393 @@
+//! Pack benchmarks: random reads from a mapped pack against the host
+//! filesystem and the archive formats users would otherwise pick, compaction
+//! throughput, and open time — every baseline measured in the same run.
+//!
+//! ```sh
+//! cargo bench -p packfs-bench --bench pack
+//! ```
+//!
+//! Groups (criterion names), each tree built once per group, outside the
+//! timed region:
+//!
+//! - `pack_random_read`: one iteration reads all 20,000 files of a tree of
+//!   20 x 16 directories (`tNN/sNN/fNNNNNN.dat`, 128 B to 4 KiB each,
+//!   unique content), in one fixed shuffled order, by path:
+//!   - `packfs_mmap`: `resolve` the path in a pack mapped by
+//!     `packfs_host::mmap::open_pack`, then `file_bytes` (zero-copy);
+//!   - `packfs_mmap_lookup`: the same without `resolve`: one
+//!     `FileSystem::lookup` per component (the cost of the walk itself);
+//!   - `packfs_mmap_copy`: `resolve`, then `read_at` into a buffer, as a
+//!     caller of the `FileSystem` trait (the WASI host) reads;
+//!   - `std_tmp` / `std_shm`: `std::fs::read` of the path under a temp dir
+//!     in `/tmp` (disk) and in `/dev/shm` (tmpfs), page cache warm;
+//!   - `zip_mmap`: `ZipArchive::by_name` + `read_to_end` in a stored
+//!     (uncompressed) zip, mapped (zip 2; it checks each entry's CRC-32
+//!     as it reads, which is its integrity check);
+//!   - `tar_mmap_index`: a `HashMap<path, (offset, len)>` built by one pass
+//!     over a mapped tar, then a slice of the mapping (building the index
+//!     is timed on its own, `pack_tar_index_build`).
+//! - `pack_compact_unique` / `pack_compact_identical`: `PackOptions::write` of a
+//!   `MemFs` snapshot into `io::sink()`, N files of 128 B in directories of
+//!   100; unique contents, or all the same bytes (every file a dedup
+//!   candidate, shared only after a byte compare).
+//! - `pack_open`: `PackFs::open` over the bytes in memory (`mem`) and
+//!   `open_pack` of a file (`mmap`: open, map, check the index) at 10k,
+//!   100k and 1M files of 16 B; `mem_4KiB` opens 10k files of 4 KiB, 256x
+//!   the data of `mem/10000`, to show that open does not read the data.
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::io::{Cursor, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use packfs_core::mem::ROOT;
+use packfs_core::pack::{ByteSource, PackFs, PackOptions};
+use packfs_core::{FileSystem, MemFs, OpenOptions, resolve};
+use packfs_host::mmap::{MappedFile, open_pack};
+
+/// splitmix64: a fixed, seeded stream of pseudo-random numbers.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            let x = self.next().to_le_bytes();
+            chunk.copy_from_slice(&x[..chunk.len()]);
+        }
+    }
+}
+
+fn group<'c>(c: &'c mut Criterion, name: &str) -> BenchmarkGroup<'c, WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .sampling_mode(SamplingMode::Flat);
+    g
+}
+
+/// A tree as paths: directories (parents first) and files with contents.
+struct Spec {
+    dirs: Vec<String>,
+    files: Vec<(String, Vec<u8>)>,
+}
+
+/// The random-read tree: 20 x 16 directories, 20,000 files of 128 B to
+/// 4 KiB of unique pseudo-random bytes, spread evenly over the leaves.
+fn read_tree() -> Spec {
+    const FILES: usize = 20_000;
+    let mut rng = Rng(0x5EED);
+    let mut dirs = Vec::new();
+    let mut leaves = Vec::new();
+    for t in 0..20 {
+        dirs.push(format!("t{t:02}"));
+        for s in 0..16 {
+            let d = format!("t{t:02}/s{s:02}");
+            dirs.push(d.clone());
+            leaves.push(d);
+        }
+    }
+    let files = (0..FILES)
+        .map(|i| {
+            let mut data = vec![0; 128 + rng.below(4096 - 128 + 1)];
+            rng.fill(&mut data);
+            (format!("{}/f{i:06}.dat", leaves[i % leaves.len()]), data)
+        })
+        .collect();
+    Spec { dirs, files }
+}
+
+/// A `MemFs` holding `spec`, built in one batch.
+fn memfs(spec: &Spec) -> MemFs {
+    let fs = MemFs::new();
+    fs.batch(|t, now| {
+        let mut inos: HashMap<&str, u64> = HashMap::new();
+        let parent_of = |path: &str, inos: &HashMap<&str, u64>| match path.rsplit_once('/') {
+            Some((p, name)) => (inos[p], name.to_owned()),
+            None => (ROOT, path.to_owned()),
+        };
+        for d in &spec.dirs {
+            let (parent, name) = parent_of(d, &inos);
+            inos.insert(d, t.mkdir(parent, &name, 0o755, now)?);
+        }
+        for (f, data) in &spec.files {
+            let (parent, name) = parent_of(f, &inos);
+            let ino = t.open(parent, &name, &OpenOptions::create(), now)?;
+            t.write_at(ino, 0, data, now)?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    fs
+}
+
+/// A `MemFs` of `n` files in directories `dNNNN` of 100, each file's
+/// content made by `content(i, buf)`.
+fn flat_memfs(n: usize, mut content: impl FnMut(usize, &mut Vec<u8>)) -> MemFs {
+    let fs = MemFs::new();
+    fs.batch(|t, now| {
+        let mut buf = Vec::new();
+        let mut dir = ROOT;
+        for i in 0..n {
+            if i % 100 == 0 {
+                dir = t.mkdir(ROOT, &format!("d{:04}", i / 100), 0o755, now)?;
+            }
+            let ino = t.open(dir, &format!("f{i:07}"), &OpenOptions::create(), now)?;
+            buf.clear();
+            content(i, &mut buf);
+            t.write_at(ino, 0, &buf, now)?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    fs
+}
+
+/// Writes `spec` under `root` on the host filesystem.
+fn write_host(spec: &Spec, root: &Path) {
+    for d in &spec.dirs {
+        std::fs::create_dir(root.join(d)).unwrap();
+    }
+    for (f, data) in &spec.files {
+        std::fs::write(root.join(f), data).unwrap();
+    }
+}
+
+fn zip_bytes(spec: &Spec) -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (f, data) in &spec.files {
+        w.start_file(f.as_str(), opts).unwrap();
+        w.write_all(data).unwrap();
+    }
+    w.finish().unwrap().into_inner()
+}
+
+fn tar_bytes(spec: &Spec) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for (f, data) in &spec.files {
+        let mut h = tar::Header::new_ustar();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_entry_type(tar::EntryType::Regular);
+        b.append_data(&mut h, f, &data[..]).unwrap();
+    }
+    b.into_inner().unwrap()
+}
+
+/// One pass over a tar: path -> (offset, length) of each file's bytes.
+fn tar_index(bytes: &[u8]) -> HashMap<String, (usize, usize)> {
+    let mut archive = tar::Archive::new(bytes);
+    let mut index = HashMap::new();
+    for e in archive.entries().unwrap() {
+        let e = e.unwrap();
+        let path = e.path().unwrap().to_str().unwrap().to_owned();
+        index.insert(path, (e.raw_file_position() as usize, e.size() as usize));
+    }
+    index
+}
+
+fn random_read(c: &mut Criterion) {
+    let spec = read_tree();
+    let mut rng = Rng(42);
+    let mut order: Vec<usize> = (0..spec.files.len()).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.below(i + 1));
+    }
+    let paths: Vec<&str> = order.iter().map(|&i| spec.files[i].0.as_str()).collect();
+
+    let tmp = tempfile::Builder::new().prefix("packfs-bench-pack-").tempdir_in("/tmp").unwrap();
+    let shm = tempfile::Builder::new().prefix("packfs-bench-pack-").tempdir_in("/dev/shm").unwrap();
+    let archives = tmp.path().join("archives");
+    std::fs::create_dir(&archives).unwrap();
+    let host_tmp = tmp.path().join("tree");
+    std::fs::create_dir(&host_tmp).unwrap();
+    write_host(&spec, &host_tmp);
+    write_host(&spec, shm.path());
+
+    let pack_path = archives.join("tree.pack");
+    PackOptions::new().write(&memfs(&spec).snapshot(), std::fs::File::create(&pack_path).unwrap()).unwrap();
+    let pack = open_pack(&pack_path).unwrap();
+    let zip_path = archives.join("tree.zip");
+    std::fs::write(&zip_path, zip_bytes(&spec)).unwrap();
+    let zip_map = MappedFile::open(&zip_path).unwrap();
+    let mut zip = zip::ZipArchive::new(Cursor::new(zip_map.bytes())).unwrap();
+    let tar_path = archives.join("tree.tar");
+    std::fs::write(&tar_path, tar_bytes(&spec)).unwrap();
+    let tar_map = MappedFile::open(&tar_path).unwrap();
+    let tar_idx = tar_index(tar_map.bytes());
+    eprintln!(
+        "pack_random_read: {} files, {} dirs, {} bytes of content; pack {} B, zip {} B, tar {} B",
+        spec.files.len(),
+        spec.dirs.len(),
+        spec.files.iter().map(|f| f.1.len()).sum::<usize>(),
+        pack.source().len(),
+        zip_map.len(),
+        tar_map.len()
+    );
+    // Every reader sees every file with its content.
+    for (f, data) in &spec.files {
+        let ino = resolve::resolve(&pack, pack.root(), f, true).unwrap();
+        assert_eq!(pack.file_bytes(ino).unwrap(), &data[..]);
+        let mut buf = Vec::new();
+        zip.by_name(f).unwrap().read_to_end(&mut buf).unwrap();
+        assert_eq!(&buf, data);
+        let (off, len) = tar_idx[f.as_str()];
+        assert_eq!(&tar_map.bytes()[off..off + len], &data[..]);
+        assert_eq!(&std::fs::read(shm.path().join(f)).unwrap(), data);
+    }
+    let host_paths = |root: &Path| -> Vec<PathBuf> { paths.iter().map(|p| root.join(p)).collect() };
+    let tmp_paths = host_paths(&host_tmp);
+    let shm_paths = host_paths(shm.path());
+
+    let mut g = group(c, "pack_random_read");
+    g.measurement_time(Duration::from_secs(3));
+    let n = paths.len();
+    g.throughput(Throughput::Elements(n as u64));
+    g.bench_function(BenchmarkId::new("packfs_mmap", n), |b| {
+        b.iter(|| {
+            for p in &paths {
+                let ino = resolve::resolve(&pack, 1, p, true).unwrap();
+                black_box(pack.file_bytes(ino).unwrap());
+            }
+        })
+    });
+    g.bench_function(BenchmarkId::new("packfs_mmap_lookup", n), |b| {
+        b.iter(|| {
+            for p in &paths {
+                let ino = p.split('/').try_fold(1, |dir, name| pack.lookup(dir, name)).unwrap();
+                black_box(pack.file_bytes(ino).unwrap());
+            }
+        })
+    });
+    g.bench_function(BenchmarkId::new("packfs_mmap_copy", n), |b| {
+        let mut buf = vec![0; 4096];
+        b.iter(|| {
+            for p in &paths {
+                let ino = resolve::resolve(&pack, 1, p, true).unwrap();
+                black_box(pack.read_at(ino, 0, &mut buf).unwrap());
+            }
+        })
+    });
+    g.bench_function(BenchmarkId::new("std_tmp", n), |b| {
+        b.iter(|| {
+            for p in &tmp_paths {
+                black_box(std::fs::read(p).unwrap());
+            }
+        })
+    });
+    g.bench_function(BenchmarkId::new("std_shm", n), |b| {
+        b.iter(|| {
+            for p in &shm_paths {
+                black_box(std::fs::read(p).unwrap());
+            }
+        })
+    });
+    g.bench_function(BenchmarkId::new("zip_mmap", n), |b| {
+        let mut buf = Vec::with_capacity(4096);
+        b.iter(|| {
+            for p in &paths {
+                buf.clear();
+                zip.by_name(p).unwrap().read_to_end(&mut buf).unwrap();
+                black_box(&buf);
+            }
+        })
+    });
+    g.bench_function(BenchmarkId::new("tar_mmap_index", n), |b| {
+        let bytes = tar_map.bytes();
+        b.iter(|| {
+            for p in &paths {
+                let (off, len) = tar_idx[*p];
+                black_box(&bytes[off..off + len]);
+            }
+        })
+    });
+    g.finish();
+
+    // The one-off cost of the tar index, for the record.
+    let mut g = group(c, "pack_tar_index_build");
+    g.throughput(Throughput::Elements(n as u64));
+    g.bench_function(BenchmarkId::new("tar_mmap", n), |b| b.iter(|| black_box(tar_index(tar_map.bytes()))));
+    g.finish();
+}
+
+const COMPACT_SIZES: [usize; 3] = [20_000, 80_000, 320_000];
+
+fn compaction(c: &mut Criterion) {
+    for (name, unique) in [("pack_compact_unique", true), ("pack_compact_identical", false)] {
+        let mut g = group(c, name);
+        for n in COMPACT_SIZES {
+            let mut rng = Rng(n as u64);
+            let same: Vec<u8> = (0..128u8).collect();
+            let snap = flat_memfs(n, |_, buf| {
+                if unique {
+                    buf.resize(128, 0);
+                    rng.fill(buf);
+                } else {
+                    buf.extend_from_slice(&same);
+                }
+            })
+            .snapshot();
+            let stats = PackOptions::new().write(&snap, std::io::sink()).unwrap();
+            assert_eq!(stats.blobs, if unique { n as u64 } else { 1 });
+            g.throughput(Throughput::Elements(n as u64));
+            g.bench_function(BenchmarkId::from_parameter(n), |b| {
+                b.iter(|| black_box(PackOptions::new().write(&snap, std::io::sink()).unwrap()))
+            });
+        }
+        g.finish();
+    }
+}
+
+const OPEN_SIZES: [usize; 3] = [10_000, 100_000, 1_000_000];
+
+fn open(c: &mut Criterion) {
+    let dir = tempfile::Builder::new().prefix("packfs-bench-open-").tempdir_in("/tmp").unwrap();
+    let mut g = group(c, "pack_open");
+    let mut cases = Vec::new();
+    for n in OPEN_SIZES {
+        cases.push(("mem", n, 16));
+    }
+    cases.push(("mem_4KiB", 10_000, 4096));
+    for (name, n, size) in cases {
+        let mut bytes = Vec::new();
+        PackOptions::new()
+            .write(
+                &flat_memfs(n, |i, buf| {
+                    buf.extend_from_slice(&(i as u64).to_le_bytes());
+                    buf.resize(size, 0);
+                })
+                .snapshot(),
+                &mut bytes,
+            )
+            .unwrap();
+        eprintln!("pack_open: {name}/{n}: pack of {} bytes", bytes.len());
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_function(BenchmarkId::new(name, n), |b| b.iter(|| black_box(PackFs::open(&bytes[..]).unwrap().info())));
+        if name == "mem" {
+            let path = dir.path().join(format!("{n}.pack"));
+            std::fs::write(&path, &bytes).unwrap();
+            drop(bytes);
+            g.bench_function(BenchmarkId::new("mmap", n), |b| b.iter(|| black_box(open_pack(&path).unwrap().info())));
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, random_read, compaction, open);
+criterion_main!(benches);
