@@ -1,6 +1,6 @@
 //! The backend trait.
 
-use crate::{DirEntry, Error, Ino, Metadata, OpenOptions, Result, SetTime};
+use crate::{DirEntry, Error, FileType, Ino, Metadata, OpenOptions, Result, SetTime};
 
 /// A filesystem backend: mem, pack, overlay and dir all implement it.
 ///
@@ -22,6 +22,14 @@ pub trait FileSystem: Send + Sync {
 
     /// The inode named `name` in directory `dir`.
     fn lookup(&self, dir: Ino, name: &str) -> Result<Ino>;
+
+    /// The inode named `name` in `dir`, and its type: what a path walk needs
+    /// at each step. Backends that know the type from the entry itself
+    /// override this to save the second search.
+    fn lookup_kind(&self, dir: Ino, name: &str) -> Result<(Ino, FileType)> {
+        let ino = self.lookup(dir, name)?;
+        Ok((ino, self.metadata(ino)?.kind))
+    }
 
     /// An inode's metadata.
     fn metadata(&self, ino: Ino) -> Result<Metadata>;

@@ -108,9 +108,8 @@ impl Space for State {
         if let Some((id, fs)) = self.covering(mount, dir, name) {
             return Ok(((*id, fs.root()), FileType::Dir));
         }
-        let fs = &self.mount(mount)?.fs;
-        let ino = fs.lookup(dir, name)?;
-        Ok(((mount, ino), fs.metadata(ino)?.kind))
+        let (ino, kind) = self.mount(mount)?.fs.lookup_kind(dir, name)?;
+        Ok(((mount, ino), kind))
     }
 
     fn readlink(&self, (mount, ino): At) -> Result<String> {
@@ -394,6 +393,11 @@ impl FileSystem for MountTable {
 
     fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
         join(self.state.load().step(split(dir), name)?.0)
+    }
+
+    fn lookup_kind(&self, dir: Ino, name: &str) -> Result<(Ino, FileType)> {
+        let (at, kind) = self.state.load().step(split(dir), name)?;
+        Ok((join(at)?, kind))
     }
 
     fn metadata(&self, ino: Ino) -> Result<crate::Metadata> {

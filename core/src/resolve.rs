@@ -34,8 +34,8 @@ struct Single<'f>(&'f dyn FileSystem);
 
 impl Space for Single<'_> {
     fn step(&self, (_, dir): At, name: &str) -> Result<(At, FileType)> {
-        let ino = self.0.lookup(dir, name)?;
-        Ok(((0, ino), self.0.metadata(ino)?.kind))
+        let (ino, kind) = self.0.lookup_kind(dir, name)?;
+        Ok(((0, ino), kind))
     }
     fn readlink(&self, (_, ino): At) -> Result<String> {
         self.0.readlink(ino)

@@ -20,7 +20,7 @@ pub use tree::{LOWER_TAG, Limits, ROOT, Tree, Usage};
 
 use crate::journal::{self, Sink};
 use crate::meta::system_clock;
-use crate::{Clock, DirEntry, Error, FileSystem, Ino, Metadata, OpenOptions, Result, SetTime, Timestamp};
+use crate::{Clock, DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime, Timestamp};
 
 /// Open handles per inode. Only orphans (inodes with no name left) consult
 /// it: an orphan lives while it has pins.
@@ -240,6 +240,11 @@ impl FileSystem for MemFs {
         self.current.load().lookup(dir, name)
     }
 
+    fn lookup_kind(&self, dir: Ino, name: &str) -> Result<(Ino, FileType)> {
+        self.materialized(dir)?;
+        self.current.load().lookup_kind(dir, name)
+    }
+
     fn metadata(&self, ino: Ino) -> Result<Metadata> {
         self.current.load().metadata(ino)
     }
@@ -361,6 +366,10 @@ impl FileSystem for Snapshot {
 
     fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
         self.0.lookup(dir, name)
+    }
+
+    fn lookup_kind(&self, dir: Ino, name: &str) -> Result<(Ino, FileType)> {
+        self.0.lookup_kind(dir, name)
     }
 
     fn metadata(&self, ino: Ino) -> Result<Metadata> {

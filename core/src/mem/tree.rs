@@ -283,8 +283,13 @@ impl Tree {
 
     /// The inode named `name` in `dir`.
     pub fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
+        self.lookup_kind(dir, name).map(|(ino, _)| ino)
+    }
+
+    /// The inode named `name` in `dir`, and its type (kept in the entry).
+    pub fn lookup_kind(&self, dir: Ino, name: &str) -> Result<(Ino, FileType)> {
         validate_name(name)?;
-        self.find(dir, name)?.map(|(ino, _)| ino).ok_or(Error::NotFound)
+        self.find(dir, name)?.ok_or(Error::NotFound)
     }
 
     /// The parent of directory `dir` (the root is its own parent).
