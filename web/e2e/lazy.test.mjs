@@ -1,14 +1,15 @@
 // Range laziness, measured by the server: opening a multi-megabyte pack by
 // URL transfers kilobytes (its tail: trailer and index, and its header);
 // reading a file transfers about that file's size, once; an overlay reads
-// through the same fetches; verifying fetches the rest exactly once.
+// through the same fetches; verifying fetches the rest exactly once; a
+// 1 GiB pack opens with the same few kilobytes.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 
 import { startServer } from "./server.mjs";
 import { launch, newPage } from "./browser.mjs";
-import { bigFiles, packOf } from "./fixtures.mjs";
+import { bigFiles, packOf, packfs } from "./fixtures.mjs";
 
 const PATH = "/fixtures/big.pack";
 let server, browser, files, pack;
@@ -114,4 +115,46 @@ test("the sync read of content still on the network is would-block", async () =>
   }, PATH);
   assert.equal(code, "would-block EAGAIN");
   await context.close();
+});
+
+test("a 1 GiB pack opens with kilobytes; a file past the first GiB reads alone", async (ctx) => {
+  // Built in Node: a 1023 MiB file (a hole in memory: zeros), then small
+  // files whose blobs lie after it.
+  const { MemFs } = await packfs();
+  const fs = new MemFs();
+  fs.writeFileSync("a.txt", "first");
+  fs.writeFileSync("huge.bin", "");
+  fs.truncateSync("huge.bin", 1023 * 1024 * 1024);
+  fs.mkdir("z");
+  fs.writeFileSync("z/last.txt", "the last file");
+  let out = await fs.compact();
+  fs.free();
+  const big = Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+  out = null;
+  assert.ok(big.length > 1023 * 1024 * 1024, `pack is ${big.length} bytes`);
+  server.setFile("/fixtures/huge.pack", big);
+  server.reset();
+
+  const { page, context, errors } = await newPage(browser);
+  await page.goto(`${server.url}/www/`);
+  await page.waitForSelector("body[data-ready=true]");
+  const r = await page.evaluate(async () => {
+    const m = await import("/pkg/packfs_web.js");
+    const p = await m.Pack.fromUrl("/fixtures/huge.pack");
+    const opened = p.bytesFetched;
+    const size = p.stat("huge.bin").size;
+    const last = new TextDecoder().decode(await p.readFile("z/last.txt"));
+    return { opened, size, last, total: p.bytesFetched, packLen: p.info().packLen };
+  });
+  const s = structuredClone(server.stats.get("/fixtures/huge.pack"));
+  ctx.diagnostic(`opening a ${big.length}-byte pack: ${r.opened} bytes; after reading one small file: ${s.bytes}`);
+  assert.equal(r.packLen, big.length);
+  assert.equal(r.size, 1023 * 1024 * 1024);
+  assert.equal(r.last, "the last file");
+  assert.ok(r.opened < 80 * 1024, `opening transferred ${r.opened} bytes`);
+  assert.equal(s.bytes, r.total);
+  assert.ok(s.bytes - r.opened < 4096, `reading 13 bytes transferred ${s.bytes - r.opened}`);
+  assert.deepEqual(errors, []);
+  await context.close();
+  server.setFile("/fixtures/huge.pack", Buffer.alloc(0));
 });

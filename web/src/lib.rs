@@ -228,6 +228,15 @@ fn read_options(options: &Option<JsValue>, default: bool) -> JsResult<ReadOption
     Ok(ReadOptions::new().verify_on_read(opt_bool(options, "verifyOnRead")?.unwrap_or(default)))
 }
 
+/// A file length from JavaScript: a non-negative integer.
+fn length(n: f64) -> JsResult<u64> {
+    if n >= 0.0 && n.fract() == 0.0 && n <= 2f64.powi(53) {
+        Ok(n as u64)
+    } else {
+        Err(js_error("invalid", "EINVAL", "invalid: a length must be a non-negative integer"))
+    }
+}
+
 /// `data` as bytes: a `Uint8Array` (or any `ArrayBufferView`/`ArrayBuffer`)
 /// or a string (UTF-8).
 fn bytes_of(data: &JsValue) -> JsResult<Vec<u8>> {
@@ -317,6 +326,20 @@ impl Inner {
     fn write_file_sync(&self, path: &str, data: &JsValue) -> JsResult<()> {
         let data = bytes_of(data)?;
         self.now(Some(path), || ops::write_file(&self.backend, path, &data))
+    }
+
+    fn truncate(&self, path: String, len: f64) -> js_sys::Promise {
+        let this = self.clone();
+        future_to_promise(async move {
+            let len = length(len)?;
+            this.fetching(Some(&path), || ops::truncate(this.fs(), &path, len)).await?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    fn truncate_sync(&self, path: &str, len: f64) -> JsResult<()> {
+        let len = length(len)?;
+        self.now(Some(path), || ops::truncate(self.fs(), path, len))
     }
 
     fn mkdir(&self, path: &str, options: &Option<JsValue>) -> JsResult<()> {
@@ -419,6 +442,19 @@ macro_rules! fs_methods {
                 #[wasm_bindgen(unchecked_param_type = "Uint8Array | string")] data: JsValue,
             ) -> JsResult<()> {
                 self.inner.write_file_sync(path, &data)
+            }
+
+            /// Cuts a file to `len` bytes, or extends it with zeros.
+            #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+            pub fn truncate(&self, path: String, len: f64) -> js_sys::Promise {
+                self.inner.truncate(path, len)
+            }
+
+            /// `truncate`, now; `would-block` when it needs bytes of an
+            /// overlay's pack still on the network.
+            #[wasm_bindgen(js_name = truncateSync)]
+            pub fn truncate_sync(&self, path: &str, len: f64) -> JsResult<()> {
+                self.inner.truncate_sync(path, len)
             }
 
             /// Creates a directory (`{ recursive: true }`: and its parents).

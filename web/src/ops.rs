@@ -106,6 +106,16 @@ pub fn write_file(b: &Backend, path: &str, data: &[u8]) -> Result<()> {
     }
 }
 
+/// Cuts a file to `len` bytes or extends it with zeros (a hole: an
+/// in-memory file does not store them). A symlink is followed.
+pub fn truncate(fs: &dyn FileSystem, path: &str, len: u64) -> Result<()> {
+    let ino = lookup(fs, path, true)?;
+    match fs.metadata(ino)?.kind {
+        FileType::Dir => Err(Error::IsDir),
+        _ => fs.set_len(ino, len),
+    }
+}
+
 /// Creates a directory; with `recursive`, its missing parents too, and an
 /// existing directory is no error.
 pub fn mkdir(fs: &dyn FileSystem, path: &str, recursive: bool) -> Result<()> {
@@ -252,6 +262,12 @@ mod tests {
         rmdir(fs, "docs/a").unwrap();
         assert_eq!(read_file(fs, "../etc/passwd"), Err(Error::NotPermitted));
         assert_eq!(readdir(fs, "docs").unwrap(), []);
+        write_file(&b, "t", b"abcdef").unwrap();
+        truncate(fs, "t", 2).unwrap();
+        assert_eq!(read_file(fs, "t").unwrap(), b"ab");
+        truncate(fs, "t", 4).unwrap();
+        assert_eq!(read_file(fs, "t").unwrap(), b"ab\0\0");
+        assert_eq!(truncate(fs, "docs", 0), Err(Error::IsDir));
     }
 
     #[test]

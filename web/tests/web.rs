@@ -73,6 +73,10 @@ async fn memfs_paths_and_errors() {
     assert_eq!(get(&fs.lstat("a/l").unwrap(), "kind").as_string().unwrap(), "symlink");
     assert!(fs.exists("a/l") && !fs.exists("a/nope"));
     fs.rename("a/b/file.txt", "a/moved").unwrap();
+    wait(fs.truncate("a/moved".into(), 1.0)).await.unwrap();
+    fs.truncate_sync("a/moved", 3.0).unwrap();
+    assert_eq!(fs.read_file_sync("a/moved").unwrap(), b"h\0\0");
+    assert_eq!(code(fs.truncate_sync("a/moved", -1.0).unwrap_err()), "invalid");
 
     assert_eq!(code(wait(fs.read_file("a/b/file.txt".into())).await.unwrap_err()), "no-entry");
     assert_eq!(code(fs.read_file_sync("a/nope").unwrap_err()), "no-entry");
