@@ -83,7 +83,12 @@ async function openUrl(url) {
     status(`Opening ${url}…`);
     const pack = await Pack.fromUrl(new URL(url, location.href).href);
     adopt(pack, new Overlay(pack), url.split("/").pop() || url);
-    status(`Opened ${url}: read the index (${human(pack.bytesFetched)} in ${plural(pack.requests, "request")}); files are fetched when opened.`);
+    const got = `${human(pack.bytesFetched)} in ${plural(pack.requests, "request")}`;
+    status(
+      pack.isComplete
+        ? `Opened ${url}: small enough to come whole (${got}).`
+        : `Opened ${url}: read its index (${got}); each file is fetched when opened.`,
+    );
   } catch (e) {
     fail(e);
   }
