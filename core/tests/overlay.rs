@@ -107,6 +107,23 @@ fn copy_up_happens_once_per_file() {
 }
 
 #[test]
+fn truncating_a_lower_file_reads_only_what_it_keeps() {
+    let low = lower();
+    let fs = MemFs::overlay(low.clone()).unwrap();
+    let h = fs.open(ROOT, "big.bin", &OpenOptions::create()).unwrap();
+    assert_eq!(low.bytes_read.load(Ordering::Relaxed), 0, "O_TRUNC copies nothing up");
+    assert_eq!(fs.metadata(h).unwrap().size, 0);
+    fs.close(h);
+    let a = resolve(&fs, ROOT, "etc/a", true).unwrap();
+    fs.set_len(a, 3).unwrap();
+    assert_eq!(low.bytes_read.load(Ordering::Relaxed), 3);
+    assert_eq!(get(&fs, "etc/a").unwrap(), b"low");
+    fs.set_len(a, 5).unwrap();
+    assert_eq!(get(&fs, "etc/a").unwrap(), b"low\0\0");
+    assert_eq!(get(&*low, "big.bin").unwrap().len(), 3 << 20, "the lower never changes");
+}
+
+#[test]
 fn listings_merge_without_duplicates() {
     let fs = MemFs::overlay(lower()).unwrap();
     put(&fs, "etc/c", b"upper c");

@@ -457,10 +457,14 @@ impl Tree {
         Ok(())
     }
 
-    /// Copies a lower file's bytes up, once, before its first change.
-    fn copy_up(&mut self, ino: Ino) -> Result<()> {
+    /// Copies a lower file's bytes up, once, before its first change —
+    /// only the first `keep` of them when the change is a cut to `keep`
+    /// bytes (a truncating open reads nothing from the lower; the caller
+    /// then sets the length it wants).
+    fn copy_up(&mut self, ino: Ino, keep: u64) -> Result<()> {
         let Some(Inode { data: Data::Lower { ino: lino, size }, .. }) = self.inodes.get(&ino) else { return Ok(()) };
-        let (lino, size) = (*lino, *size);
+        let (lino, full) = (*lino, *size);
+        let size = full.min(keep);
         self.charge_bytes(0, size)?;
         let lower = self.lower()?;
         let mut content = Content::default();
@@ -553,7 +557,7 @@ impl Tree {
 
     /// A file's inode, its bytes copied up so they can change.
     fn file_mut(&mut self, ino: Ino) -> Result<&mut Inode> {
-        self.copy_up(ino)?;
+        self.copy_up(ino, u64::MAX)?;
         let i = self.inode_mut(ino)?;
         match i.data {
             Data::File(_) => Ok(i),
@@ -568,6 +572,7 @@ impl Tree {
         if len > MAX_FILE_SIZE {
             return Err(Error::FileTooLarge);
         }
+        self.copy_up(ino, len)?;
         let old = self.file_mut(ino)?.size();
         self.charge_bytes(old, len)?;
         let i = self.file_mut(ino)?;
