@@ -335,8 +335,12 @@ fn loadavg() -> String {
 }
 
 fn main() {
-    let n: usize = std::env::var("GUEST_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
-    let runs: usize = std::env::var("GUEST_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    // `cargo test --all-targets` runs this binary without `--bench`: a
+    // smoke run (every backend, a few files, once) keeps it fast there.
+    let bench = std::env::args().any(|a| a == "--bench");
+    let (default_n, default_runs) = if bench { (20_000, 3) } else { (50, 1) };
+    let n: usize = std::env::var("GUEST_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(default_n);
+    let runs: usize = std::env::var("GUEST_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(default_runs);
     let only: Vec<String> = std::env::var("GUEST_BENCH_ONLY")
         .map(|v| v.split(',').filter(|s| !s.is_empty()).map(String::from).collect())
         .unwrap_or_default();
