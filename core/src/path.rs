@@ -48,6 +48,13 @@ pub struct Components<'a> {
 /// Splits and validates `path`. An empty path is `NotFound` (POSIX ENOENT);
 /// NUL anywhere is `Invalid`; an over-long path or component is `NameTooLong`.
 pub fn components(path: &str) -> Result<Components<'_>> {
+    let (absolute, trailing_slash, steps) = split(path)?;
+    Ok(Components { absolute, trailing_slash, parts: steps.collect() })
+}
+
+/// What [`components`] checks and finds, without collecting the steps:
+/// (absolute, trailing slash, the steps as an iterator).
+pub(crate) fn split(path: &str) -> Result<(bool, bool, Steps<'_>)> {
     if path.len() > MAX_PATH {
         return Err(Error::NameTooLong);
     }
@@ -57,19 +64,41 @@ pub fn components(path: &str) -> Result<Components<'_>> {
     if path.as_bytes().contains(&0) {
         return Err(Error::Invalid);
     }
-    let mut parts = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => parts.push(Component::Parent),
-            name => {
-                validate_name(name)?;
-                parts.push(Component::Name(name));
+    // A component that is a name is not empty, `.` or `..` and holds no `/`
+    // or NUL, so of `validate_name`'s checks only the length is left, and
+    // none is too long in a path no longer than a name.
+    if path.len() > MAX_NAME && path.split('/').any(|part| part.len() > MAX_NAME) {
+        return Err(Error::NameTooLong);
+    }
+    let trailing_slash = path.ends_with('/') || path.ends_with("/.") || path == ".";
+    Ok((path.starts_with('/'), trailing_slash, Steps { rest: path }))
+}
+
+/// A path's components, in order, as [`split`] yields them: empty
+/// components and `.` dropped.
+#[derive(Debug, Clone)]
+pub(crate) struct Steps<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Iterator for Steps<'a> {
+    type Item = Component<'a>;
+
+    fn next(&mut self) -> Option<Component<'a>> {
+        loop {
+            let bytes = self.rest.as_bytes();
+            let start = bytes.iter().position(|&b| b != b'/')?;
+            let len = bytes.iter().skip(start).position(|&b| b == b'/').unwrap_or(bytes.len() - start);
+            // Both ends are at a `/` or an end of the path: char boundaries.
+            let part = self.rest.get(start..start + len)?;
+            self.rest = self.rest.get(start + len..)?;
+            match part {
+                "." => {}
+                ".." => return Some(Component::Parent),
+                name => return Some(Component::Name(name)),
             }
         }
     }
-    let trailing_slash = path.ends_with('/') || path.ends_with("/.") || path == ".";
-    Ok(Components { absolute: path.starts_with('/'), trailing_slash, parts })
 }
 
 #[cfg(test)]
@@ -101,5 +130,13 @@ mod tests {
         assert_eq!(components("a\0/b"), Err(Error::Invalid));
         assert_eq!(components(&"a/".repeat(MAX_PATH)), Err(Error::NameTooLong));
         assert_eq!(components(&format!("{}/b", "n".repeat(300))), Err(Error::NameTooLong));
+        // NUL is reported before a long name, wherever each is.
+        assert_eq!(components(&format!("{}/b\0", "n".repeat(300))), Err(Error::Invalid));
+        assert_eq!(components(&format!("a/{}", "n".repeat(MAX_NAME))).map(|c| c.parts.len()), Ok(2));
+        let c = components("//a/.//..///b.").unwrap();
+        assert!(c.absolute && !c.trailing_slash);
+        assert_eq!(c.parts, [Component::Name("a"), Component::Parent, Component::Name("b.")]);
+        assert_eq!(components("/").unwrap().parts, []);
+        assert_eq!(components("./.").unwrap().parts, []);
     }
 }

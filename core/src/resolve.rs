@@ -11,8 +11,9 @@
 //! crosses into a mount where one covers the name.
 
 use std::borrow::Cow;
+use std::iter::Peekable;
 
-use crate::path::{Component, components};
+use crate::path::{Component, Steps, components, split};
 use crate::{Error, FileSystem, FileType, Ino, Result};
 
 /// Most symlinks one walk follows (Linux's `MAXSYMLINKS`).
@@ -58,11 +59,61 @@ enum Step<'a> {
     Name(Cow<'a, str>),
 }
 
+impl<'a> From<Component<'a>> for Step<'a> {
+    fn from(c: Component<'a>) -> Self {
+        match c {
+            Component::Parent => Step::Up,
+            Component::Name(n) => Step::Name(Cow::Borrowed(n)),
+        }
+    }
+}
+
+/// Directories below the current one kept in place; deeper ones spill to
+/// the heap.
+const INLINE_DIRS: usize = 8;
+
+/// Directories from the walk's root down to the current one, `top`. The
+/// first [`INLINE_DIRS`] below it live in place, so a walk of an ordinary
+/// path does not allocate.
+struct Dirs {
+    top: At,
+    /// How many directories lie below `top`.
+    depth: usize,
+    inline: [At; INLINE_DIRS],
+    spilled: Vec<At>,
+}
+
+impl Dirs {
+    fn new(root: At) -> Self {
+        Dirs { top: root, depth: 0, inline: [root; INLINE_DIRS], spilled: Vec::new() }
+    }
+
+    fn push(&mut self, at: At) {
+        match self.inline.get_mut(self.depth) {
+            Some(slot) => *slot = self.top,
+            None => self.spilled.push(self.top),
+        }
+        self.depth += 1;
+        self.top = at;
+    }
+
+    /// Goes up one directory; `NotPermitted` at the root.
+    fn pop(&mut self) -> Result<()> {
+        self.depth = self.depth.checked_sub(1).ok_or(Error::NotPermitted)?;
+        self.top = match self.inline.get(self.depth) {
+            Some(&at) => at,
+            None => self.spilled.pop().ok_or(Error::NotPermitted)?,
+        };
+        Ok(())
+    }
+}
+
 pub(crate) struct Walk<'a, 's, S: Space> {
     space: &'s S,
-    /// Directories from the root down to the current one.
-    stack: Vec<At>,
-    /// Steps still to take, the next one last.
+    dirs: Dirs,
+    /// The path's own steps not yet taken.
+    rest: Peekable<Steps<'a>>,
+    /// Steps from symlink targets, taken before `rest`; the next one last.
     todo: Vec<Step<'a>>,
     hops: usize,
     trailing_slash: bool,
@@ -70,27 +121,25 @@ pub(crate) struct Walk<'a, 's, S: Space> {
 
 impl<'a, 's, S: Space> Walk<'a, 's, S> {
     pub(crate) fn new(space: &'s S, root: At, path: &'a str) -> Result<Self> {
-        let c = components(path)?;
-        if c.absolute {
+        let (absolute, trailing_slash, steps) = split(path)?;
+        if absolute {
             return Err(Error::NotPermitted);
         }
-        let todo = c.parts.iter().rev().map(|p| match *p {
-            Component::Parent => Step::Up,
-            Component::Name(n) => Step::Name(Cow::Borrowed(n)),
-        });
-        Ok(Walk { space, stack: vec![root], todo: todo.collect(), hops: 0, trailing_slash: c.trailing_slash })
+        let rest = steps.peekable();
+        Ok(Walk { space, dirs: Dirs::new(root), rest, todo: Vec::new(), hops: 0, trailing_slash })
     }
 
     fn dir(&self) -> At {
-        self.stack[self.stack.len() - 1]
+        self.dirs.top
     }
 
-    fn up(&mut self) -> Result<()> {
-        if self.stack.len() == 1 {
-            return Err(Error::NotPermitted);
-        }
-        self.stack.pop();
-        Ok(())
+    fn next_step(&mut self) -> Option<Step<'a>> {
+        self.todo.pop().or_else(|| self.rest.next().map(Step::from))
+    }
+
+    /// No step is left.
+    fn done(&mut self) -> bool {
+        self.todo.is_empty() && self.rest.peek().is_none()
     }
 
     /// Replaces the symlink `at` by its target's steps.
@@ -116,14 +165,14 @@ impl<'a, 's, S: Space> Walk<'a, 's, S> {
     /// Takes every step but the last name; returns that name, if the path
     /// ends in one (`a/..` and `.` do not).
     fn walk_to_last(&mut self) -> Result<Option<Cow<'a, str>>> {
-        while let Some(step) = self.todo.pop() {
+        while let Some(step) = self.next_step() {
             match step {
-                Step::Up => self.up()?,
-                Step::Name(name) if self.todo.is_empty() => return Ok(Some(name)),
+                Step::Up => self.dirs.pop()?,
+                Step::Name(name) if self.done() => return Ok(Some(name)),
                 Step::Name(name) => {
                     let (at, kind) = self.space.step(self.dir(), &name)?;
                     match kind {
-                        FileType::Dir => self.stack.push(at),
+                        FileType::Dir => self.dirs.push(at),
                         FileType::Symlink => self.splice(at)?,
                         FileType::File => return Err(Error::NotDir),
                     }

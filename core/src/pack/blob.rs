@@ -16,7 +16,7 @@
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
-use super::cursor::Cursor;
+use super::cursor::le_u64;
 
 /// One record's size in bytes.
 pub(crate) const RECORD_LEN: u64 = 24;
@@ -43,11 +43,11 @@ impl BlobRecord {
         out
     }
 
-    /// Decodes a record found at absolute offset `at`. Its placement is
-    /// checked by [`Index`](super::index::Index), which has the geometry.
-    pub(crate) fn decode(bytes: &[u8], at: u64) -> Result<BlobRecord, CorruptPack> {
-        let mut c = Cursor::new(bytes, at);
-        Ok(BlobRecord { offset: c.u64()?, len: c.u64()?, checksum: c.u64()? })
+    /// Decodes a record: every field is read as it is, so it cannot fail.
+    /// Its placement is checked by [`Index`](super::index::Index), which has
+    /// the geometry.
+    pub(crate) fn from_record(rec: &[u8; RECORD_LEN as usize]) -> BlobRecord {
+        BlobRecord { offset: le_u64::<0, 24>(rec), len: le_u64::<8, 24>(rec), checksum: le_u64::<16, 24>(rec) }
     }
 
     /// Checks `bytes` (this blob's) against the stored checksum.
@@ -68,7 +68,7 @@ mod tests {
     #[test]
     fn blob_records_round_trip_and_check() {
         let r = BlobRecord { offset: 64, len: 5, checksum: checksum(b"hello") };
-        assert_eq!(BlobRecord::decode(&r.encode(), 0), Ok(r));
+        assert_eq!(BlobRecord::from_record(&r.encode()), r);
         assert_eq!(r.check(b"hello"), Ok(()));
         assert!(matches!(r.check(b"hellO").unwrap_err().kind, CorruptKind::Checksum { of: Structure::Blob, .. }));
     }

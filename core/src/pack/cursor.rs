@@ -6,6 +6,10 @@
 //! Nothing here indexes a slice with a value it has not checked, and every
 //! sum of two values from a pack is a `checked_add`: a failure is a
 //! [`CorruptPack`], never a panic.
+//!
+//! A fixed-size record, once cut out of a table as a `&[u8; LEN]`, is read
+//! with [`le_u16`], [`le_u32`] and [`le_u64`] at constant offsets: the
+//! bounds are checked when the crate compiles, so these cannot fail.
 
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
 
@@ -46,14 +50,6 @@ impl<'a> Cursor<'a> {
         self.take(n).map(|_| ())
     }
 
-    pub(crate) fn u8(&mut self) -> Result<u8, CorruptPack> {
-        Ok(self.array::<1>()?[0])
-    }
-
-    pub(crate) fn u16(&mut self) -> Result<u16, CorruptPack> {
-        self.array().map(u16::from_le_bytes)
-    }
-
     pub(crate) fn u32(&mut self) -> Result<u32, CorruptPack> {
         self.array().map(u32::from_le_bytes)
     }
@@ -61,6 +57,30 @@ impl<'a> Cursor<'a> {
     pub(crate) fn u64(&mut self) -> Result<u64, CorruptPack> {
         self.array().map(u64::from_le_bytes)
     }
+}
+
+/// The `N` bytes at constant offset `AT` of a fixed-size record; `AT + N <=
+/// L` is checked at compile time.
+fn field<const AT: usize, const N: usize, const L: usize>(rec: &[u8; L]) -> [u8; N] {
+    const { assert!(AT + N <= L) }
+    let mut out = [0; N];
+    out.copy_from_slice(&rec[AT..AT + N]);
+    out
+}
+
+/// The little-endian `u16` at constant offset `AT` of a record.
+pub(crate) fn le_u16<const AT: usize, const L: usize>(rec: &[u8; L]) -> u16 {
+    u16::from_le_bytes(field::<AT, 2, L>(rec))
+}
+
+/// The little-endian `u32` at constant offset `AT` of a record.
+pub(crate) fn le_u32<const AT: usize, const L: usize>(rec: &[u8; L]) -> u32 {
+    u32::from_le_bytes(field::<AT, 4, L>(rec))
+}
+
+/// The little-endian `u64` at constant offset `AT` of a record.
+pub(crate) fn le_u64<const AT: usize, const L: usize>(rec: &[u8; L]) -> u64 {
+    u64::from_le_bytes(field::<AT, 8, L>(rec))
 }
 
 /// Checks that `start..start + len` lies within `lo..hi` (absolute offsets)
@@ -111,14 +131,14 @@ mod tests {
 
     #[test]
     fn cursor_reads_little_endian_and_stops_at_the_end() {
-        let bytes = [1, 0, 2, 0, 0, 0, 9];
+        let bytes = [1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 9];
         let mut c = Cursor::new(&bytes, 100);
-        assert_eq!(c.u16(), Ok(1));
-        assert_eq!(c.u32(), Ok(2));
-        let err = c.u16().unwrap_err();
-        assert_eq!(err.offset, 106);
-        assert_eq!(err.kind, CorruptKind::Truncated { needed: 2, available: 1 });
-        assert_eq!(c.u8(), Ok(9));
+        assert_eq!(c.u32(), Ok(1));
+        assert_eq!(c.u64(), Ok(2));
+        let err = c.u32().unwrap_err();
+        assert_eq!(err.offset, 112);
+        assert_eq!(err.kind, CorruptKind::Truncated { needed: 4, available: 1 });
+        assert_eq!(c.array(), Ok([9]));
     }
 
     #[test]
@@ -131,5 +151,13 @@ mod tests {
         let pack = [0u8; 16];
         assert_eq!(slice(&pack, s, "f", 4, 4, 0).map(<[u8]>::len), Ok(4));
         assert!(slice(&pack, s, "f", u64::MAX - 1, 4, 0).is_err());
+    }
+
+    #[test]
+    fn record_fields_are_little_endian() {
+        let rec: [u8; 16] = std::array::from_fn(|i| i as u8);
+        assert_eq!(le_u16::<14, 16>(&rec), 0x0f0e);
+        assert_eq!(le_u32::<0, 16>(&rec), 0x0302_0100);
+        assert_eq!(le_u64::<8, 16>(&rec), 0x0f0e_0d0c_0b0a_0908);
     }
 }

@@ -20,10 +20,33 @@
 //! After that, accessors still check every offset they use (they return
 //! [`CorruptPack`] rather than trust the pass above), but they cannot fail on
 //! a pack that opened.
+//!
+//! The read path (lookup, `file_bytes`, `read_dir`) relies on the pass
+//! above for *meaning*, never for *memory safety*: every slice it takes is
+//! still a bounds-checked `get` that fails as [`CorruptPack`], but it does
+//! not re-check what open guaranteed. What it relies on, all validated at
+//! open by `check_structure` (invariant numbers from `docs/pack-format.md`
+//! §11):
+//!
+//! - within a directory's run, names are valid UTF-8 and strictly
+//!   increasing in byte order (9, 11), so [`Index::search`] compares raw
+//!   bytes, never converting a probed name to `str`;
+//! - every record's fields are in range (6), so the read path reads the
+//!   fields it needs from the raw record ([`inode::kind`], [`inode::data`],
+//!   [`inode::count`]) instead of decoding and re-checking all of them;
+//! - every dirent names an inode in the table (9) and every file a blob in
+//!   the table (7), so a lookup returns the dirent's inode number without
+//!   reading that inode's record.
+//!
+//! If the bytes change after open (a [`ByteSource`](super::ByteSource) that
+//! does not keep its promise, a mapped file rewritten underneath), answers
+//! may be wrong, but reads stay in bounds and errors stay typed.
+
+use std::ops::Range;
 
 use super::blob::{self, BlobRecord};
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
-use super::cursor::{bad_field, range, slice};
+use super::cursor::{bad_field, le_u16, le_u64, range, slice};
 use super::dirent::{self, DirentRecord};
 use super::header::Header;
 use super::inode::{self, Body, InodeRecord};
@@ -37,6 +60,56 @@ use crate::path::validate_name;
 pub(crate) struct Index {
     pub(crate) header: Header,
     pub(crate) trailer: Trailer,
+    /// Where the trailer's tables and string pool lie, as byte ranges.
+    spans: Spans,
+}
+
+/// The byte ranges of the three record tables and the string pool, from the
+/// trailer (whose geometry `Trailer::decode` checked against the pack's
+/// length). Accessors still take them with `get`: bytes shorter than at
+/// open are [`CorruptPack`], not a panic.
+#[derive(Debug, Clone)]
+struct Spans {
+    inodes: Range<usize>,
+    dirents: Range<usize>,
+    blobs: Range<usize>,
+    strings: Range<usize>,
+}
+
+impl Spans {
+    fn new(t: &Trailer) -> Result<Spans, CorruptPack> {
+        let span = |start: u64, count: u64, len: u64, field| {
+            let bad = || {
+                CorruptPack::new(
+                    start,
+                    CorruptKind::OutOfBounds { of: Structure::Trailer, field, start, len: count, limit: t.pack_len },
+                )
+            };
+            let end = count.checked_mul(len).and_then(|n| n.checked_add(start)).ok_or_else(bad)?;
+            Ok(usize::try_from(start).map_err(|_| bad())?..usize::try_from(end).map_err(|_| bad())?)
+        };
+        Ok(Spans {
+            inodes: span(t.inodes.offset, t.inodes.count, inode::RECORD_LEN, "inodes_offset")?,
+            dirents: span(t.dirents.offset, t.dirents.count, dirent::RECORD_LEN, "dirents_offset")?,
+            blobs: span(t.blobs.offset, t.blobs.count, blob::RECORD_LEN, "blobs_offset")?,
+            strings: span(t.strings_offset, t.strings_len, 1, "strings_offset")?,
+        })
+    }
+}
+
+/// `span` of `pack` as a table of `N`-byte records.
+fn table<'p, const N: usize>(pack: &'p [u8], span: &Range<usize>, of: Structure) -> Result<&'p [[u8; N]], CorruptPack> {
+    match pack.get(span.clone()) {
+        Some(bytes) => Ok(bytes.as_chunks().0),
+        None => Err(shrunk(pack, span, of)),
+    }
+}
+
+/// The error for a table or pool no longer inside the bytes (a source that
+/// changed after open).
+fn shrunk(pack: &[u8], span: &Range<usize>, of: Structure) -> CorruptPack {
+    let (start, len) = (span.start as u64, span.len() as u64);
+    CorruptPack::new(start, CorruptKind::OutOfBounds { of, field: "offset", start, len, limit: pack.len() as u64 })
 }
 
 /// Absolute offset of record `i` of `table`, for error reports only
@@ -45,18 +118,47 @@ fn at(table: Table, len: u64, i: u64) -> u64 {
     table.offset.saturating_add(i.saturating_mul(len))
 }
 
-fn record(pack: &[u8], table: Table, len: u64, i: u64, of: Structure) -> Result<(&[u8], u64), CorruptPack> {
-    let bad = || {
-        CorruptPack::new(
+/// Record `i` of `table` (cut out of `span`), and its absolute offset.
+fn record<'p, const N: usize>(
+    pack: &'p [u8],
+    span: &Range<usize>,
+    table: Table,
+    i: u64,
+    of: Structure,
+) -> Result<(&'p [u8; N], u64), CorruptPack> {
+    let records = self::table::<N>(pack, span, of)?;
+    match usize::try_from(i).ok().and_then(|i| records.get(i)) {
+        Some(rec) => Ok((rec, at(table, N as u64, i))),
+        None => Err(CorruptPack::new(
             table.offset,
             CorruptKind::OutOfBounds { of, field: "index", start: i, len: 1, limit: table.count },
-        )
-    };
-    if i >= table.count {
-        return Err(bad());
+        )),
     }
-    let at = i.checked_mul(len).and_then(|o| o.checked_add(table.offset)).ok_or_else(bad)?;
-    Ok((slice(pack, of, "index", at, len, at)?, at))
+}
+
+/// `len` bytes at `offset` in the string pool `strings`, if they lie in it.
+fn pool_get(strings: &[u8], offset: u64, len: u16) -> Option<&[u8]> {
+    strings.get(usize::try_from(offset).ok()?..)?.get(..usize::from(len))
+}
+
+/// The first 8 bytes of `name` as a big-endian word, zero-padded.
+fn prefix(name: &[u8]) -> u64 {
+    match name.first_chunk::<8>() {
+        Some(head) => u64::from_be_bytes(*head),
+        None => name.iter().enumerate().fold(0, |w, (i, &b)| w | u64::from(b) << (56 - 8 * i)),
+    }
+}
+
+/// Exactly `probe.cmp(name)`, faster, where `key` is `prefix(name)`: most
+/// names in a run differ in their first 8 bytes, compared as one word. Where
+/// the words differ, a shorter name's zero padding is below the nonzero byte
+/// the other has there, so the words order as the bytes do; where they are
+/// equal, the bytes decide.
+fn cmp_names(probe: &[u8], name: &[u8], key: u64) -> std::cmp::Ordering {
+    match prefix(probe).cmp(&key) {
+        std::cmp::Ordering::Equal => probe.cmp(name),
+        order => order,
+    }
 }
 
 impl Index {
@@ -64,7 +166,8 @@ impl Index {
     pub(crate) fn open(pack: &[u8]) -> Result<Index, Error> {
         let header = Header::decode(pack)?;
         let trailer = Trailer::decode(pack, &header)?;
-        let index = Index { header, trailer };
+        let spans = Spans::new(&trailer)?;
+        let index = Index { header, trailer, spans };
         index.check_checksum(pack)?;
         index.check_structure(pack)?;
         Ok(index)
@@ -103,22 +206,50 @@ impl Index {
         Ok(())
     }
 
-    /// Inode record `i`.
+    /// Inode record `i`, decoded and checked.
     pub(crate) fn inode(&self, pack: &[u8], i: u64) -> Result<InodeRecord, CorruptPack> {
-        let (bytes, at) = record(pack, self.trailer.inodes, inode::RECORD_LEN, i, Structure::Inode)?;
-        InodeRecord::decode(bytes, at)
+        let (rec, at) = self.inode_raw(pack, i)?;
+        InodeRecord::from_record(rec, at)
+    }
+
+    /// Inode record `i` as it lies in the table, and its absolute offset,
+    /// for the accessors that read one field ([`inode::kind`],
+    /// [`inode::data`], [`inode::count`]).
+    pub(crate) fn inode_raw<'p>(&self, pack: &'p [u8], i: u64) -> Result<(&'p inode::Raw, u64), CorruptPack> {
+        record(pack, &self.spans.inodes, self.trailer.inodes, i, Structure::Inode)
     }
 
     /// Dirent record `j`.
     pub(crate) fn dirent(&self, pack: &[u8], j: u64) -> Result<DirentRecord, CorruptPack> {
-        let (bytes, at) = record(pack, self.trailer.dirents, dirent::RECORD_LEN, j, Structure::Dirent)?;
-        DirentRecord::decode(bytes, at)
+        let (rec, _) = record(pack, &self.spans.dirents, self.trailer.dirents, j, Structure::Dirent)?;
+        Ok(DirentRecord::from_record(rec))
     }
 
     /// Blob record `k`.
     pub(crate) fn blob(&self, pack: &[u8], k: u64) -> Result<BlobRecord, CorruptPack> {
-        let (bytes, at) = record(pack, self.trailer.blobs, blob::RECORD_LEN, k, Structure::BlobRecord)?;
-        BlobRecord::decode(bytes, at)
+        let (rec, _) = record(pack, &self.spans.blobs, self.trailer.blobs, k, Structure::BlobRecord)?;
+        Ok(BlobRecord::from_record(rec))
+    }
+
+    /// The string pool.
+    fn strings<'p>(&self, pack: &'p [u8]) -> Result<&'p [u8], CorruptPack> {
+        pack.get(self.spans.strings.clone()).ok_or_else(|| shrunk(pack, &self.spans.strings, Structure::Index))
+    }
+
+    /// `len` bytes at `offset` in the string pool `strings`.
+    fn string_bytes<'a>(
+        &self,
+        strings: &'a [u8],
+        offset: u64,
+        len: u64,
+        of: Structure,
+        at: u64,
+    ) -> Result<&'a [u8], CorruptPack> {
+        let limit = self.trailer.strings_len;
+        let bad = || CorruptPack::new(at, CorruptKind::OutOfBounds { of, field: "string", start: offset, len, limit });
+        let start = usize::try_from(offset).map_err(|_| bad())?;
+        let end = usize::try_from(len).ok().and_then(|len| start.checked_add(len)).ok_or_else(bad)?;
+        strings.get(start..end).ok_or_else(bad)
     }
 
     /// `len` bytes at `offset` in the string pool, as UTF-8.
@@ -130,11 +261,7 @@ impl Index {
         of: Structure,
         at: u64,
     ) -> Result<&'a str, CorruptPack> {
-        let t = &self.trailer;
-        range(of, "string", offset, len, 0, t.strings_len, at)?;
-        // Cannot overflow: strings_offset + strings_len was checked.
-        let start = t.strings_offset.checked_add(offset).ok_or(CorruptPack::new(at, CorruptKind::BadName))?;
-        let bytes = slice(pack, of, "string", start, len, at)?;
+        let bytes = self.string_bytes(self.strings(pack)?, offset, len, of, at)?;
         std::str::from_utf8(bytes).map_err(|_| CorruptPack::new(at, CorruptKind::BadName))
     }
 
@@ -159,24 +286,70 @@ impl Index {
     /// Binary search for `name` in the run `first..first + count`: the
     /// position of the first name not below `name`, and the dirent there if
     /// its name is `name`.
+    ///
+    /// This is the lookup's hot loop. It relies on what open checked (the
+    /// run's names are valid UTF-8 and strictly increasing), so it compares
+    /// raw bytes and decodes nothing but the probed records; every offset it
+    /// uses is still bounds-checked. On bytes that changed after open the
+    /// answer may be wrong, never a panic.
     pub(crate) fn search(
         &self,
         pack: &[u8],
         first: u64,
         count: u64,
-        name: &str,
+        name: &[u8],
     ) -> Result<(u64, Option<DirentRecord>), CorruptPack> {
-        let (mut lo, mut hi) = (first, first.checked_add(count).ok_or(CorruptPack::new(first, CorruptKind::Unsorted))?);
+        let records = table::<{ dirent::RECORD_LEN as usize }>(pack, &self.spans.dirents, Structure::Dirent)?;
+        let bad_run = || CorruptPack::new(first, CorruptKind::Unsorted);
+        let start = usize::try_from(first).map_err(|_| bad_run())?;
+        let end = usize::try_from(count).ok().and_then(|n| start.checked_add(n)).ok_or_else(bad_run)?;
+        let run = records.get(start..end).ok_or_else(|| {
+            let kind = CorruptKind::OutOfBounds {
+                of: Structure::Inode,
+                field: "data",
+                start: first,
+                len: count,
+                limit: self.trailer.dirents.count,
+            };
+            CorruptPack::new(first, kind)
+        })?;
+        let strings = self.strings(pack)?;
+        let key = prefix(name);
+        let (mut lo, mut hi) = (0, run.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let d = self.dirent(pack, mid)?;
-            match self.name(pack, &d)?.as_bytes().cmp(name.as_bytes()) {
+            let j = first + mid as u64;
+            let Some(rec) = run.get(mid) else { return Err(self.bad_probe(j, None)) };
+            let (offset, len) = (le_u64::<0, 16>(rec), le_u16::<8, 16>(rec));
+            let Some(probe) = pool_get(strings, offset, len) else {
+                return Err(self.bad_probe(j, Some((offset, len))));
+            };
+            match cmp_names(probe, name, key) {
                 std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Equal => return Ok((mid, Some(d))),
+                std::cmp::Ordering::Equal => return Ok((j, Some(DirentRecord::from_record(rec)))),
                 std::cmp::Ordering::Greater => hi = mid,
             }
         }
-        Ok((lo, None))
+        Ok((first + lo as u64, None))
+    }
+
+    /// The error for dirent `j` met by [`search`](Self::search): its name
+    /// `(offset, len)` outside the string pool, or (never, as `search` only
+    /// probes inside its run) the record itself missing.
+    #[cold]
+    fn bad_probe(&self, j: u64, name: Option<(u64, u16)>) -> CorruptPack {
+        let at = at(self.trailer.dirents, dirent::RECORD_LEN, j);
+        let kind = match name {
+            Some((start, len)) => CorruptKind::OutOfBounds {
+                of: Structure::Dirent,
+                field: "string",
+                start,
+                len: len.into(),
+                limit: self.trailer.strings_len,
+            },
+            None => CorruptKind::Unsorted,
+        };
+        CorruptPack::new(at, kind)
     }
 
     /// The one structural pass described in the module doc.
@@ -338,12 +511,37 @@ mod tests {
     }
 
     #[test]
+    fn names_compare_as_bytes() {
+        let names: [&[u8]; 14] = [
+            b"a",
+            b"ab",
+            b"abcdefg",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefgha",
+            b"abcdefgi",
+            b"abcdefh",
+            b"b",
+            b"\xc3\xa9",
+            b"\xff",
+            b"a\0",
+            b"f000123.dat",
+            b"f000124.dat",
+        ];
+        for a in names {
+            for b in names {
+                assert_eq!(cmp_names(a, b, prefix(b)), a.cmp(b), "{a:?} {b:?}");
+            }
+        }
+    }
+
+    #[test]
     fn index_sample_opens() {
         let b = sample();
         let index = Index::open(&b).unwrap();
         assert_eq!((index.inode_count(), index.trailer.dirents.count, index.blob_count()), (5, 5, 1));
         assert_eq!(index.inode(&b, 3).unwrap().nlink, 2);
-        let (_, f) = index.search(&b, 4, 1, "f").unwrap();
+        let (_, f) = index.search(&b, 4, 1, b"f").unwrap();
         assert_eq!(f.map(|d| d.inode), Some(3));
     }
 

@@ -8,13 +8,19 @@
 //! of entries; `read_dir` resumes after its cookie with another; `read_at`
 //! copies out of the blob and [`PackFs::file_bytes`] lends it without a copy.
 //! Every change is [`Error::ReadOnly`].
+//!
+//! The read path leans on what open checked (see [`Index`]'s module doc):
+//! a lookup reads three fields of the directory's record and the found
+//! entry's `kind` (for `lookup_kind` and `open`), never a whole record, and
+//! compares names as bytes. `metadata` and `readlink` decode and check the
+//! whole record.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::corrupt::CorruptPack;
 use super::index::Index;
-use super::inode::{Body, InodeRecord};
+use super::inode::{self, InodeRecord};
 use crate::path::validate_name;
 use crate::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result};
 
@@ -205,8 +211,32 @@ impl<S: ByteSource> PackFs<S> {
     /// The record of inode number `ino`; `NotFound` for a number the pack
     /// does not have.
     pub(crate) fn record(&self, ino: Ino) -> Result<InodeRecord> {
+        let (rec, at) = self.raw(ino)?;
+        Ok(InodeRecord::from_record(rec, at)?)
+    }
+
+    /// The undecoded record of inode number `ino` and its offset, for the
+    /// read path's one-field accessors; `NotFound` for a number the pack does
+    /// not have.
+    fn raw(&self, ino: Ino) -> Result<(&inode::Raw, u64)> {
         let i = ino.checked_sub(1).filter(|&i| i < self.index.inode_count()).ok_or(Error::NotFound)?;
-        Ok(self.index.inode(self.bytes(), i)?)
+        Ok(self.index.inode_raw(self.bytes(), i)?)
+    }
+
+    /// The kind of inode number `ino`, read from its record alone.
+    fn kind(&self, ino: Ino) -> Result<FileType> {
+        let (rec, at) = self.raw(ino)?;
+        Ok(inode::kind(rec, at)?)
+    }
+
+    /// Directory `dir`'s run of entries (first, count); `NotDir` for another
+    /// kind. Reads three fields of its record, not the whole record.
+    fn run(&self, dir: Ino) -> Result<(u64, u64)> {
+        let (rec, at) = self.raw(dir)?;
+        match inode::kind(rec, at)? {
+            FileType::Dir => Ok((inode::data(rec), inode::count(rec).into())),
+            _ => Err(Error::NotDir),
+        }
     }
 
     /// Blob `k`'s bytes, checked against its checksum on first use when
@@ -227,22 +257,21 @@ impl<S: ByteSource> PackFs<S> {
     /// A file's whole content, borrowed from the pack without a copy (from
     /// the mapping, when the source is a mapped file).
     pub fn file_bytes(&self, ino: Ino) -> Result<&[u8]> {
-        match self.record(ino)?.body {
-            Body::File { blob } => Ok(self.blob(blob)?),
-            Body::Dir { .. } => Err(Error::IsDir),
-            Body::Symlink { .. } => Err(Error::Invalid),
+        let (rec, at) = self.raw(ino)?;
+        match inode::kind(rec, at)? {
+            FileType::File => Ok(self.blob(inode::data(rec))?),
+            FileType::Dir => Err(Error::IsDir),
+            FileType::Symlink => Err(Error::Invalid),
         }
     }
 
-    /// The entry `name` in directory `dir`: (inode index, record).
-    fn entry(&self, dir: Ino, name: &str) -> Result<(u64, InodeRecord)> {
+    /// The inode number of the entry `name` in directory `dir`. The entry's
+    /// own record is not read (open checked that it exists).
+    fn entry(&self, dir: Ino, name: &str) -> Result<Ino> {
         validate_name(name)?;
-        let Body::Dir { first, count, .. } = self.record(dir)?.body else { return Err(Error::NotDir) };
-        let pack = self.bytes();
-        let (_, found) = self.index.search(pack, first, count.into(), name)?;
-        let d = found.ok_or(Error::NotFound)?;
-        let i = u64::from(d.inode);
-        Ok((i, self.index.inode(pack, i)?))
+        let (first, count) = self.run(dir)?;
+        let (_, found) = self.index.search(self.bytes(), first, count, name.as_bytes())?;
+        Ok(u64::from(found.ok_or(Error::NotFound)?.inode) + 1)
     }
 }
 
@@ -252,7 +281,12 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
     }
 
     fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
-        self.entry(dir, name).map(|(i, _)| i + 1)
+        self.entry(dir, name)
+    }
+
+    fn lookup_kind(&self, dir: Ino, name: &str) -> Result<(Ino, FileType)> {
+        let ino = self.entry(dir, name)?;
+        Ok((ino, self.kind(ino)?))
     }
 
     fn metadata(&self, ino: Ino) -> Result<Metadata> {
@@ -273,11 +307,11 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
         if opts.writes() || opts.create {
             return Err(Error::ReadOnly);
         }
-        let (i, r) = self.entry(dir, name)?;
-        match r.kind() {
+        let ino = self.entry(dir, name)?;
+        match self.kind(ino)? {
             FileType::Symlink => Err(Error::Loop),
             FileType::File if opts.directory => Err(Error::NotDir),
-            _ => Ok(i + 1),
+            _ => Ok(ino),
         }
     }
 
@@ -296,12 +330,12 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
     }
 
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
-        let Body::Dir { first, count, .. } = self.record(dir)?.body else { return Err(Error::NotDir) };
+        let (first, count) = self.run(dir)?;
         let pack = self.bytes();
-        let end = first.saturating_add(count.into());
+        let end = first.saturating_add(count);
         let start = match after {
             None => first,
-            Some(a) => match self.index.search(pack, first, count.into(), a)? {
+            Some(a) => match self.index.search(pack, first, count, a.as_bytes())? {
                 (j, Some(_)) => j + 1,
                 (j, None) => j,
             },
@@ -311,7 +345,8 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
         for j in start..start + n as u64 {
             let d = self.index.dirent(pack, j)?;
             let i = u64::from(d.inode);
-            let kind = self.index.inode(pack, i)?.kind();
+            let (rec, at) = self.index.inode_raw(pack, i)?;
+            let kind = inode::kind(rec, at)?;
             out.push(DirEntry { name: self.index.name(pack, &d)?.into(), ino: i + 1, kind });
         }
         Ok(out)
