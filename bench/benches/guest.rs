@@ -480,7 +480,7 @@ fn main() {
         }
         let _ = writeln!(md);
         let packfs: Vec<Backend> = PACKFS.into_iter().filter(|&b| keep(target, b)).collect();
-        for base in baselines(target).into_iter().filter(|&b| keep(target, b)) {
+        for base in baselines(target).into_iter().filter(|&b| keep(target, b) && !packfs.is_empty()) {
             let _ = writeln!(
                 md,
                 "### {}: speed-up over {} (its median / PackFS's [fastest runs']; target {META_TARGET}x metadata, {BULK_TARGET}x bulk)\n",

@@ -12,7 +12,7 @@
 //!   stat     the metadata of each
 //!   readdir  list ROOT/d (must hold exactly N entries)
 //!   unlink   remove them all
-//!   write    ROOT/big: 64 MiB in 64 KiB writes
+//!   write    ROOT/big: 64 MiB in 64 KiB writes (ROOT is created, untimed)
 //!   bigread  ROOT/big read back in 64 KiB reads
 //! or `all` (every phase) or `ro` (read,stat,readdir,bigread: on a tree
 //! prepared by the host, e.g. a read-only pack, with the files `create`
@@ -137,6 +137,7 @@ fn run(phase: &str, n: usize, root: &str) -> Result<(u128, usize)> {
             n
         }
         "write" => {
+            fs::create_dir_all(root).map_err(|e| err("mkdir", e))?;
             let mut chunk = vec![0xa5u8; CHUNK];
             start = Instant::now();
             let mut f = File::create(&big).map_err(|e| err(&big, e))?;
