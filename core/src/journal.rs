@@ -124,6 +124,12 @@ impl Writer<'_> {
 /// Appends the record of `op`, done at `now`, to `out`. A payload of 4 GiB
 /// or more cannot be framed: `FileTooLarge`.
 pub fn encode(op: &Op<'_>, now: Timestamp, out: &mut Vec<u8>) -> Result<()> {
+    // Lengths are framed as u32: refuse data that could not be, before writing anything.
+    if let Op::WriteAt { data, .. } | Op::Append { data, .. } = op
+        && data.len() > u32::MAX as usize - 64
+    {
+        return Err(Error::FileTooLarge);
+    }
     let start = out.len();
     out.extend_from_slice(&[0; RECORD_HEAD]);
     let mut w = Writer(out);
@@ -140,20 +146,12 @@ pub fn encode(op: &Op<'_>, now: Timestamp, out: &mut Vec<u8>) -> Result<()> {
             w.u32(opts.mode);
         }
         Op::WriteAt { ino, offset, data } => {
-            if data.len() > u32::MAX as usize - 64 {
-                out.truncate(start);
-                return Err(Error::FileTooLarge);
-            }
             w.u8(WRITE_AT);
             w.u64(ino);
             w.u64(offset);
             w.bytes(data);
         }
         Op::Append { ino, data } => {
-            if data.len() > u32::MAX as usize - 64 {
-                out.truncate(start);
-                return Err(Error::FileTooLarge);
-            }
             w.u8(APPEND);
             w.u64(ino);
             w.bytes(data);

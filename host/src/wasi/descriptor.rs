@@ -360,9 +360,9 @@ impl Descriptor {
         Ok(target)
     }
 
-    /// `link-at`. Unlike wasmtime-wasi (which returns `invalid`), following
-    /// a symlink in `old-path` is supported, as `linkat(AT_SYMLINK_FOLLOW)`.
-    pub(crate) fn link_at(&self, follow: bool, old: &str, new_dir: &Descriptor, new: &str) -> Result<()> {
+    /// Both directories may change, and share one filesystem (link and
+    /// rename never cross filesystems).
+    fn changes_with(&self, new_dir: &Descriptor) -> Result<()> {
         self.dir()?;
         new_dir.dir()?;
         self.may_change()?;
@@ -370,19 +370,20 @@ impl Descriptor {
         if !self.same_fs(new_dir) {
             return Err(Error::CrossDevice);
         }
+        Ok(())
+    }
+
+    /// `link-at`. Unlike wasmtime-wasi (which returns `invalid`), following
+    /// a symlink in `old-path` is supported, as `linkat(AT_SYMLINK_FOLLOW)`.
+    pub(crate) fn link_at(&self, follow: bool, old: &str, new_dir: &Descriptor, new: &str) -> Result<()> {
+        self.changes_with(new_dir)?;
         let ino = self.resolve(old, follow)?;
         let p = new_dir.new_entry(new)?;
         self.fs().link(ino, p.dir, &p.name)
     }
 
     pub(crate) fn rename_at(&self, old: &str, new_dir: &Descriptor, new: &str) -> Result<()> {
-        self.dir()?;
-        new_dir.dir()?;
-        self.may_change()?;
-        new_dir.may_change()?;
-        if !self.same_fs(new_dir) {
-            return Err(Error::CrossDevice);
-        }
+        self.changes_with(new_dir)?;
         // Renaming `.` or onto `.` is EBUSY/EINVAL on Linux.
         let (Target::Entry(from), Target::Entry(to)) = (self.locate(old)?, new_dir.locate(new)?) else {
             return Err(Error::Invalid);
