@@ -132,9 +132,9 @@ impl<K, V> Treap<K, V> {
 
 impl<K: Clone, V: Clone> Treap<K, V> {
     /// A mutable reference to the value for which `cmp` is `Equal`, copying
-    /// the shared nodes on its path. A miss copies nothing.
+    /// the shared nodes on its path (one descent: a miss copies them too,
+    /// which changes nothing but costs; look first where misses are common).
     pub fn get_mut_with(&mut self, cmp: impl Fn(&K) -> Ordering) -> Option<&mut V> {
-        self.get_with(&cmp)?;
         let mut link = &mut self.root;
         loop {
             let node = Arc::make_mut(link.as_mut()?);
@@ -146,10 +146,9 @@ impl<K: Clone, V: Clone> Treap<K, V> {
         }
     }
 
-    /// Removes and returns the entry for which `cmp` is `Equal`. A miss
-    /// copies nothing.
+    /// Removes and returns the entry for which `cmp` is `Equal`, in one
+    /// descent (as [`Self::get_mut_with`], a miss copies its path too).
     pub fn remove_with(&mut self, cmp: impl Fn(&K) -> Ordering) -> Option<(K, V)> {
-        self.get_with(&cmp)?;
         let removed = remove_at(&mut self.root, &cmp);
         if removed.is_some() {
             self.len -= 1;
@@ -161,7 +160,16 @@ impl<K: Clone, V: Clone> Treap<K, V> {
 impl<K: Ord + Clone, V: Clone> Treap<K, V> {
     /// Inserts `key -> value`, returning the value it replaced.
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
-        let prio = self.next_prio();
+        self.insert_ranked(key, value, 0)
+    }
+
+    /// Inserts `key -> value` with a priority rank: every entry of a higher
+    /// rank sits above every entry of a lower one, so the few entries given
+    /// a high rank are reached (and copied) in O(log of their number) steps.
+    /// Within a rank priorities are random as usual. A new key takes `rank`;
+    /// replacing a value keeps the key's place.
+    pub fn insert_ranked(&mut self, key: K, value: V, rank: u8) -> Option<V> {
+        let prio = (u64::from(rank) << 56) | (self.next_prio() >> 8);
         let old = insert_at(&mut self.root, key, value, prio);
         if old.is_none() {
             self.len += 1;

@@ -66,7 +66,16 @@ impl Content {
         let out = &mut buf[..n];
         let end = offset + n as u64;
         let mut pos = offset;
-        let first = self.extents.last_where(|&k| k <= offset).map_or(0, |(&k, _)| k);
+        let floor = self.extents.last_where(|&k| k <= offset);
+        if let Some((&start, ext)) = floor
+            && start + ext.len as u64 >= end
+        {
+            // The common case, a read within one extent: no iteration.
+            let from = (offset - start) as usize;
+            out.copy_from_slice(&ext.bytes()[from..from + n]);
+            return n;
+        }
+        let first = floor.map_or(0, |(&k, _)| k);
         for (&start, ext) in self.extents.iter_from(|&k| k >= first) {
             if start >= end {
                 break;

@@ -20,6 +20,8 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use smol_str::SmolStr;
+
 use super::content::Content;
 use crate::path::{MAX_PATH, validate_name};
 use crate::treap::Treap;
@@ -34,6 +36,9 @@ pub const ROOT: Ino = 1;
 /// Inode numbers stay below 2^48 so that a mount table can carry its mount
 /// id above them ([`crate::mount::INO_BITS`]).
 pub const LOWER_TAG: Ino = 1 << 47;
+
+/// The inode treap's priority rank of directories (files: 0).
+const DIR_RANK: u8 = 1;
 
 /// Lower entries materialized per `read_dir` call.
 const MATERIALIZE_PAGE: usize = 1024;
@@ -58,10 +63,12 @@ pub struct Usage {
     pub inodes: u64,
 }
 
+/// A directory entry's key. Names of up to 23 bytes (most of them) are
+/// stored inline, so comparing against a key reads only its own node.
 #[derive(Clone, PartialEq, Eq)]
-struct DirKey {
+pub(crate) struct DirKey {
     dir: Ino,
-    name: Arc<str>,
+    name: SmolStr,
 }
 
 impl DirKey {
@@ -159,9 +166,11 @@ fn counted(ino: Ino) -> bool {
 #[derive(Clone)]
 pub struct Tree {
     dirents: Treap<DirKey, (Ino, FileType)>,
-    inodes: Treap<Ino, Inode>,
-    /// Inodes with no name left, kept while a handle has them open.
-    orphans: Treap<Ino, ()>,
+    /// Inodes behind `Arc` so that the nodes a change copies stay small.
+    inodes: Treap<Ino, Arc<Inode>>,
+    /// Inodes with no name left, kept while a handle has them open: few, and
+    /// usually none, so a vector.
+    orphans: Vec<Ino>,
     next_ino: Ino,
     usage: Usage,
     limits: Limits,
@@ -169,6 +178,15 @@ pub struct Tree {
     /// Lower inodes materialized so far: one missing from `inodes` is gone,
     /// not unmaterialized.
     seen: Treap<Ino, ()>,
+    /// The keys changed since [`Tree::start_log`], while recording.
+    log: Option<Vec<Touch>>,
+}
+
+/// A key a change touched, for [`Tree::catch_up`].
+#[derive(Clone)]
+pub(crate) enum Touch {
+    Inode(Ino),
+    Dirent(DirKey),
 }
 
 impl Tree {
@@ -183,16 +201,17 @@ impl Tree {
             mtime: now,
             ctime: now,
         };
-        inodes.insert(ROOT, root);
+        inodes.insert_ranked(ROOT, Arc::new(root), DIR_RANK);
         Tree {
             dirents: Treap::new(),
             inodes,
-            orphans: Treap::new(),
+            orphans: Vec::new(),
             next_ino: ROOT + 1,
             usage: Usage { bytes: 0, inodes: 1 },
             limits,
             lower: None,
             seen: Treap::new(),
+            log: None,
         }
     }
 
@@ -228,11 +247,92 @@ impl Tree {
     // ---- reads -------------------------------------------------------------
 
     fn inode(&self, ino: Ino) -> Result<&Inode> {
-        self.inodes.get(&ino).ok_or(Error::NotFound)
+        self.inodes.get(&ino).map(|i| &**i).ok_or(Error::NotFound)
     }
 
     fn inode_mut(&mut self, ino: Ino) -> Result<&mut Inode> {
-        self.inodes.get_mut(&ino).ok_or(Error::NotFound)
+        self.touched(Touch::Inode(ino));
+        self.inodes.get_mut(&ino).map(Arc::make_mut).ok_or(Error::NotFound)
+    }
+
+    /// Adds an inode; directories rank above files in the inode treap, so
+    /// the directory an operation touches besides its file is near the top.
+    fn insert_inode(&mut self, ino: Ino, inode: Inode) {
+        self.touched(Touch::Inode(ino));
+        self.put_inode(ino, Arc::new(inode));
+    }
+
+    fn put_inode(&mut self, ino: Ino, inode: Arc<Inode>) {
+        let rank = if matches!(inode.data, Data::Dir { .. }) { DIR_RANK } else { 0 };
+        self.inodes.insert_ranked(ino, inode, rank);
+    }
+
+    fn remove_inode(&mut self, ino: Ino) -> Option<Arc<Inode>> {
+        self.touched(Touch::Inode(ino));
+        self.inodes.remove(&ino)
+    }
+
+    fn insert_dirent(&mut self, dir: Ino, name: SmolStr, value: (Ino, FileType)) {
+        let key = DirKey { dir, name };
+        self.touched(Touch::Dirent(key.clone()));
+        self.dirents.insert(key, value);
+    }
+
+    fn remove_dirent(&mut self, dir: Ino, name: &str) -> Option<(DirKey, (Ino, FileType))> {
+        let removed = self.dirents.remove_with(|k| k.cmp_to(dir, name));
+        if let Some((key, _)) = &removed {
+            self.touched(Touch::Dirent(key.clone()));
+        }
+        removed
+    }
+
+    fn touched(&mut self, key: Touch) {
+        if let Some(log) = &mut self.log {
+            log.push(key);
+        }
+    }
+
+    // ---- catching up (for MemFs's reuse of unobserved versions) ----------
+
+    /// Starts recording the keys changes touch, for [`Tree::catch_up`].
+    pub(crate) fn start_log(&mut self) {
+        self.log.get_or_insert_with(Vec::new).clear();
+    }
+
+    /// Stops recording and returns the keys touched since [`Tree::start_log`].
+    pub(crate) fn take_log(&mut self) -> Vec<Touch> {
+        self.log.take().unwrap_or_default()
+    }
+
+    /// Makes this tree equal to `to`, given every key in which they differ:
+    /// the keys `to`'s changes touched since this tree was its equal. Only
+    /// those keys are searched and, where this tree does not share them,
+    /// changed in place; the rest of both trees is left alone.
+    pub(crate) fn catch_up(&mut self, to: &Tree, touched: &[Touch]) {
+        for key in touched {
+            match key {
+                Touch::Inode(ino) => match to.inodes.get(ino) {
+                    Some(inode) => self.put_inode(*ino, inode.clone()),
+                    None => {
+                        self.inodes.remove(ino);
+                    }
+                },
+                Touch::Dirent(k) => match to.dirents.get_with(|x| x.cmp(k)) {
+                    Some((_, &value)) => {
+                        self.dirents.insert(k.clone(), value);
+                    }
+                    None => {
+                        self.dirents.remove_with(|x| x.cmp(k));
+                    }
+                },
+            }
+        }
+        self.orphans.clone_from(&to.orphans);
+        self.seen = to.seen.clone();
+        self.next_ino = to.next_ino;
+        self.usage = to.usage;
+        self.limits = to.limits;
+        self.lower.clone_from(&to.lower);
     }
 
     /// The lower filesystem, for an inode that only it holds: one tagged as
@@ -245,7 +345,7 @@ impl Tree {
 
     /// Where `dir`'s entries live: here (`None`) or in a lower directory.
     fn dir_source(&self, dir: Ino) -> Result<Option<(&dyn FileSystem, Ino)>> {
-        match self.inodes.get(&dir) {
+        match self.inodes.get(&dir).map(|i| &**i) {
             Some(Inode { data: Data::Dir { lower: Some(l), .. }, .. }) => Ok(Some((self.lower()?, *l))),
             Some(Inode { data: Data::Dir { lower: None, .. }, .. }) => Ok(None),
             Some(_) => Err(Error::NotDir),
@@ -264,6 +364,17 @@ impl Tree {
 
     /// The entry `name` in `dir`, wherever the directory's entries live.
     fn find(&self, dir: Ino, name: &str) -> Result<Option<(Ino, FileType)>> {
+        if self.lower.is_none() {
+            // One search for a hit; the directory itself is checked on a miss.
+            if let Some(entry) = self.entry(dir, name) {
+                return Ok(Some(entry));
+            }
+            return match self.inodes.get(&dir).map(|i| &**i) {
+                Some(Inode { data: Data::Dir { .. }, .. }) => Ok(None),
+                Some(_) => Err(Error::NotDir),
+                None => Err(Error::NotFound),
+            };
+        }
         match self.dir_source(dir)? {
             None => Ok(self.entry(dir, name)),
             Some((lower, ldir)) => match lower.lookup(ldir, name) {
@@ -302,7 +413,7 @@ impl Tree {
 
     /// An inode's metadata.
     pub fn metadata(&self, ino: Ino) -> Result<Metadata> {
-        let Some(i) = self.inodes.get(&ino) else {
+        let Some(i) = self.inodes.get(&ino).map(|i| &**i) else {
             let (lower, lino) = self.lower_only(ino).ok_or(Error::NotFound)?;
             return Ok(Metadata { ino, ..lower.metadata(lino)? });
         };
@@ -320,7 +431,7 @@ impl Tree {
 
     /// Reads file content from `offset`.
     pub fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        let Some(i) = self.inodes.get(&ino) else {
+        let Some(i) = self.inodes.get(&ino).map(|i| &**i) else {
             let (lower, lino) = self.lower_only(ino).ok_or(Error::NotFound)?;
             return lower.read_at(lino, offset, buf);
         };
@@ -334,7 +445,7 @@ impl Tree {
 
     /// A symlink's target.
     pub fn readlink(&self, ino: Ino) -> Result<String> {
-        let Some(i) = self.inodes.get(&ino) else {
+        let Some(i) = self.inodes.get(&ino).map(|i| &**i) else {
             let (lower, lino) = self.lower_only(ino).ok_or(Error::NotFound)?;
             return lower.readlink(lino);
         };
@@ -362,7 +473,7 @@ impl Tree {
             .iter_from(start)
             .take_while(|(k, _)| k.dir == dir)
             .take(max)
-            .map(|(k, &(ino, kind))| DirEntry { name: k.name.clone(), ino, kind })
+            .map(|(k, &(ino, kind))| DirEntry { name: k.name.as_str().into(), ino, kind })
             .collect())
     }
 
@@ -402,12 +513,17 @@ impl Tree {
 
     /// True when `dir` is a directory whose entries are still the lower's.
     pub fn needs_materialize(&self, dir: Ino) -> bool {
-        matches!(self.inodes.get(&dir), Some(Inode { data: Data::Dir { lower: Some(_), .. }, .. }))
+        self.lower.is_some()
+            && matches!(self.inodes.get(&dir).map(|i| &**i), Some(Inode { data: Data::Dir { lower: Some(_), .. }, .. }))
     }
 
     /// Copies the entries of a lower-backed directory in, as references to
-    /// lower inodes (no file bytes are read). A no-op for upper directories.
+    /// lower inodes (no file bytes are read). A no-op for upper directories
+    /// and for a tree without a lower (whose operations check `dir` themselves).
     pub fn materialize(&mut self, dir: Ino) -> Result<()> {
+        if self.lower.is_none() {
+            return Ok(());
+        }
         let ldir = match self.inode(dir)?.data {
             Data::Dir { lower: Some(l), .. } => l,
             Data::Dir { lower: None, .. } => return Ok(()),
@@ -442,13 +558,13 @@ impl Tree {
                 // names that inode (already counted in its nlink). If the
                 // inode is gone, every name of it was removed, this one too.
                 if self.inodes.get(&ino).is_some() {
-                    self.dirents.insert(DirKey { dir, name }, (ino, inode.kind()));
+                    self.insert_dirent(dir, (*name).into(), (ino, inode.kind()));
                 }
                 continue;
             }
             self.seen.insert(lino, ());
-            self.dirents.insert(DirKey { dir, name }, (ino, inode.kind()));
-            self.inodes.insert(ino, inode);
+            self.insert_dirent(dir, (*name).into(), (ino, inode.kind()));
+            self.insert_inode(ino, inode);
         }
         let parent = self.parent(dir)?;
         let d = self.inode_mut(dir)?;
@@ -462,7 +578,9 @@ impl Tree {
     /// bytes (a truncating open reads nothing from the lower; the caller
     /// then sets the length it wants).
     fn copy_up(&mut self, ino: Ino, keep: u64) -> Result<()> {
-        let Some(Inode { data: Data::Lower { ino: lino, size }, .. }) = self.inodes.get(&ino) else { return Ok(()) };
+        let Some(Inode { data: Data::Lower { ino: lino, size }, .. }) = self.inodes.get(&ino).map(|i| &**i) else {
+            return Ok(());
+        };
         let (lino, full) = (*lino, *size);
         let size = full.min(keep);
         self.charge_bytes(0, size)?;
@@ -489,14 +607,20 @@ impl Tree {
         Ok(())
     }
 
-    /// Adds a new inode named `name` in `dir`. Every check comes before the
-    /// first change, so a failure leaves the tree as it was.
+    /// Adds a new inode named `name` in `dir`, checking everything first.
     fn create(&mut self, dir: Ino, name: &str, data: Data, mode: u32, now: Timestamp) -> Result<Ino> {
         validate_name(name)?;
         self.materialize(dir)?;
-        if self.entry(dir, name).is_some() {
+        if self.find(dir, name)?.is_some() {
             return Err(Error::Exists);
         }
+        self.insert_new(dir, name, data, mode, now)
+    }
+
+    /// Adds a new inode named `name` in the directory `dir`, where the caller
+    /// has checked that the name is valid and free. Every remaining check
+    /// comes before the first change, so a failure leaves the tree as it was.
+    fn insert_new(&mut self, dir: Ino, name: &str, data: Data, mode: u32, now: Timestamp) -> Result<Ino> {
         if self.limits.max_inodes.is_some_and(|max| self.usage.inodes >= max) {
             return Err(Error::Quota);
         }
@@ -512,12 +636,14 @@ impl Tree {
         self.next_ino += 1;
         self.usage.inodes += 1;
         let kind = inode.kind();
-        self.inodes.insert(ino, inode);
-        self.dirents.insert(DirKey { dir, name: name.into() }, (ino, kind));
+        self.insert_inode(ino, inode);
+        self.insert_dirent(dir, name.into(), (ino, kind));
+        let d = self.inode_mut(dir)?;
         if is_dir {
-            self.inode_mut(dir)?.nlink += 1;
+            d.nlink += 1;
         }
-        self.touch_dir(dir, now)?;
+        d.mtime = now;
+        d.ctime = now;
         Ok(ino)
     }
 
@@ -532,7 +658,7 @@ impl Tree {
                 }
                 Ok(ino)
             }
-            None => self.create(dir, name, Data::File(Content::default()), opts.mode, now),
+            None => self.insert_new(dir, name, Data::File(Content::default()), opts.mode, now),
         }
     }
 
@@ -555,9 +681,29 @@ impl Tree {
         self.create(dir, name, Data::Symlink(target.into()), 0o777, now)
     }
 
+    /// A regular file's inode, to read before changing it.
+    fn file(&self, ino: Ino) -> Result<&Inode> {
+        let i = self.inode(ino)?;
+        match i.data {
+            Data::File(_) | Data::Lower { .. } => Ok(i),
+            Data::Dir { .. } => Err(Error::IsDir),
+            Data::Symlink(_) => Err(Error::Invalid),
+        }
+    }
+
+    /// A file's size once its bytes are copied up (which is when they count).
+    fn upper_size(&mut self, ino: Ino) -> Result<u64> {
+        if self.lower.is_some() {
+            self.copy_up(ino, u64::MAX)?;
+        }
+        Ok(self.file(ino)?.size())
+    }
+
     /// A file's inode, its bytes copied up so they can change.
     fn file_mut(&mut self, ino: Ino) -> Result<&mut Inode> {
-        self.copy_up(ino, u64::MAX)?;
+        if self.lower.is_some() {
+            self.copy_up(ino, u64::MAX)?;
+        }
         let i = self.inode_mut(ino)?;
         match i.data {
             Data::File(_) => Ok(i),
@@ -572,8 +718,10 @@ impl Tree {
         if len > MAX_FILE_SIZE {
             return Err(Error::FileTooLarge);
         }
-        self.copy_up(ino, len)?;
-        let old = self.file_mut(ino)?.size();
+        if self.lower.is_some() {
+            self.copy_up(ino, len)?;
+        }
+        let old = self.file(ino)?.size();
         self.charge_bytes(old, len)?;
         let i = self.file_mut(ino)?;
         if let Data::File(c) = &mut i.data {
@@ -587,7 +735,7 @@ impl Tree {
     /// Writes `data` at `offset`.
     pub fn write_at(&mut self, ino: Ino, offset: u64, data: &[u8], now: Timestamp) -> Result<usize> {
         let end = offset.checked_add(data.len() as u64).filter(|&e| e <= MAX_FILE_SIZE).ok_or(Error::FileTooLarge)?;
-        let old = self.file_mut(ino)?.size();
+        let old = self.upper_size(ino)?;
         if data.is_empty() {
             return Ok(0); // POSIX: a zero-length write changes nothing.
         }
@@ -603,7 +751,7 @@ impl Tree {
 
     /// Writes `data` at the end of the file; returns where it went.
     pub fn append(&mut self, ino: Ino, data: &[u8], now: Timestamp) -> Result<u64> {
-        let offset = self.file_mut(ino)?.size();
+        let offset = self.upper_size(ino)?;
         self.write_at(ino, offset, data, now)?;
         Ok(offset)
     }
@@ -614,7 +762,7 @@ impl Tree {
         i.nlink = if matches!(i.data, Data::Dir { .. }) { 0 } else { i.nlink - 1 };
         i.ctime = now;
         if i.nlink == 0 {
-            self.orphans.insert(ino, ());
+            self.orphans.push(ino);
         }
         Ok(())
     }
@@ -623,11 +771,11 @@ impl Tree {
     pub fn unlink(&mut self, dir: Ino, name: &str, now: Timestamp) -> Result<()> {
         validate_name(name)?;
         self.materialize(dir)?;
-        let (ino, kind) = self.entry(dir, name).ok_or(Error::NotFound)?;
+        let (ino, kind) = self.find(dir, name)?.ok_or(Error::NotFound)?;
         if kind == FileType::Dir {
             return Err(Error::IsDir);
         }
-        self.dirents.remove_with(|k| k.cmp_to(dir, name));
+        self.remove_dirent(dir, name);
         self.touch_dir(dir, now)?;
         self.drop_link(ino, now)
     }
@@ -636,14 +784,14 @@ impl Tree {
     pub fn rmdir(&mut self, dir: Ino, name: &str, now: Timestamp) -> Result<()> {
         validate_name(name)?;
         self.materialize(dir)?;
-        let (ino, kind) = self.entry(dir, name).ok_or(Error::NotFound)?;
+        let (ino, kind) = self.find(dir, name)?.ok_or(Error::NotFound)?;
         if kind != FileType::Dir {
             return Err(Error::NotDir);
         }
         if !self.is_empty_dir(ino)? {
             return Err(Error::NotEmpty);
         }
-        self.dirents.remove_with(|k| k.cmp_to(dir, name));
+        self.remove_dirent(dir, name);
         self.inode_mut(dir)?.nlink -= 1;
         self.touch_dir(dir, now)?;
         self.drop_link(ino, now)
@@ -664,10 +812,10 @@ impl Tree {
         }
         let kind = i.kind();
         self.materialize(dir)?;
-        if self.entry(dir, name).is_some() {
+        if self.find(dir, name)?.is_some() {
             return Err(Error::Exists);
         }
-        self.dirents.insert(DirKey { dir, name: name.into() }, (ino, kind));
+        self.insert_dirent(dir, name.into(), (ino, kind));
         let i = self.inode_mut(ino)?;
         i.nlink += 1;
         i.ctime = now;
@@ -680,8 +828,8 @@ impl Tree {
         validate_name(to)?;
         self.materialize(from_dir)?;
         self.materialize(to_dir)?;
-        let (src, src_kind) = self.entry(from_dir, from).ok_or(Error::NotFound)?;
-        let replaced = self.entry(to_dir, to);
+        let (src, src_kind) = self.find(from_dir, from)?.ok_or(Error::NotFound)?;
+        let replaced = self.find(to_dir, to)?;
         if let Some((dst, dst_kind)) = replaced {
             if dst == src {
                 return Ok(()); // Two names of one inode: POSIX says do nothing.
@@ -709,15 +857,15 @@ impl Tree {
         }
         // Checks done; from here on nothing fails.
         if let Some((dst, dst_kind)) = replaced {
-            self.dirents.remove_with(|k| k.cmp_to(to_dir, to));
+            self.remove_dirent(to_dir, to);
             if dst_kind == FileType::Dir {
                 self.inode_mut(to_dir)?.nlink -= 1;
             }
             self.drop_link(dst, now)?;
         }
-        let (key, value) = self.dirents.remove_with(|k| k.cmp_to(from_dir, from)).ok_or(Error::NotFound)?;
+        let (key, value) = self.remove_dirent(from_dir, from).ok_or(Error::NotFound)?;
         let name = if from == to { key.name } else { to.into() };
-        self.dirents.insert(DirKey { dir: to_dir, name }, value);
+        self.insert_dirent(to_dir, name, value);
         if src_kind == FileType::Dir && from_dir != to_dir {
             self.inode_mut(from_dir)?.nlink -= 1;
             self.inode_mut(to_dir)?.nlink += 1;
@@ -755,20 +903,20 @@ impl Tree {
     // ---- orphans -----------------------------------------------------------
 
     /// Inodes with no name left (open somewhere, or not yet reaped).
-    pub fn orphans(&self) -> Vec<Ino> {
-        self.orphans.iter().map(|(&ino, _)| ino).collect()
+    pub fn orphans(&self) -> &[Ino] {
+        &self.orphans
     }
 
     /// True when `ino` has no name left.
     pub fn is_orphan(&self, ino: Ino) -> bool {
-        self.orphans.get(&ino).is_some()
+        self.orphans.contains(&ino)
     }
 
     /// Frees an orphan: its inode and content go, and stop counting.
     pub fn reap(&mut self, ino: Ino) {
-        if self.orphans.remove(&ino).is_some()
-            && let Some(i) = self.inodes.remove(&ino)
-        {
+        let Some(at) = self.orphans.iter().position(|&o| o == ino) else { return };
+        self.orphans.remove(at);
+        if let Some(i) = self.remove_inode(ino) {
             self.usage.bytes -= i.bytes(ino);
             self.usage.inodes -= u64::from(counted(ino));
         }
@@ -817,7 +965,7 @@ impl Tree {
             if i.nlink != want {
                 return Err(format!("inode {ino} nlink {} != {want}", i.nlink));
             }
-            if (want == 0) != self.orphans.get(&ino).is_some() {
+            if (want == 0) != self.orphans.contains(&ino) {
                 return Err(format!("inode {ino} orphan state wrong"));
             }
         }
