@@ -396,6 +396,31 @@ mod tests {
     }
 
     #[test]
+    fn ranked_entries_sit_above_the_rest() {
+        let mut t = Treap::new();
+        for i in 0..20_000u32 {
+            t.insert_ranked(i, (), u8::from(i % 200 == 0));
+        }
+        check_heap(&t.root);
+        // Every ancestor of a ranked entry is ranked, so a ranked entry's
+        // depth is bounded by the depth of the 100-entry ranked treap.
+        fn ranked_depths(link: &Link<u32, ()>, depth: usize, out: &mut Vec<usize>) {
+            if let Some(n) = link {
+                if n.key % 200 == 0 {
+                    out.push(depth);
+                    ranked_depths(&n.left, depth + 1, out);
+                    ranked_depths(&n.right, depth + 1, out);
+                }
+            }
+        }
+        let mut depths = Vec::new();
+        ranked_depths(&t.root, 1, &mut depths);
+        assert_eq!(depths.len(), 100, "a ranked entry below an unranked one");
+        assert!(depths.iter().all(|&d| d < 40), "{depths:?}");
+        assert!(t.iter().map(|(k, _)| *k).eq(0..20_000));
+    }
+
+    #[test]
     fn update_copies_only_a_path() {
         let mut t = Treap::new();
         for i in 0..10_000u32 {
