@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::iter::Peekable;
 
-use crate::path::{Component, Steps, components, split};
+use crate::path::{Component, MAX_NAME, MAX_PATH, Steps, components, split};
 use crate::{Error, FileSystem, FileType, Ino, Result};
 
 /// Most symlinks one walk follows (Linux's `MAXSYMLINKS`).
@@ -202,10 +202,77 @@ impl<'a, 's, S: Space> Walk<'a, 's, S> {
     }
 }
 
+/// The common case of [`Walk::resolve`] without its machinery: a path of
+/// names only (`a/b/c`: relative; no empty component, `.`, `..` or
+/// trailing `/`; no NUL; no name over [`MAX_NAME`]) whose walk meets no
+/// symlink it must follow, in one pass over the path. `None` for any other
+/// path or walk: the full walk then starts over and retakes the same steps,
+/// so both give the same answer. Errors included: a step's error stands
+/// only once [`split`] finds nothing wrong with the whole path (what the
+/// full walk checks before its first step), which costs a second pass only
+/// on the way out with an error.
+fn quick<S: Space>(space: &S, root: At, path: &str, follow: bool) -> Option<Result<At>> {
+    let bytes = path.as_bytes();
+    if bytes.len() > MAX_PATH {
+        return None;
+    }
+    let failed = |e| split(path).is_ok().then_some(Err(e));
+    let (mut at, mut start) = (root, 0);
+    loop {
+        let end = next_slash_or_nul(bytes, start).unwrap_or(bytes.len());
+        let last = end == bytes.len();
+        if !last && bytes.get(end) != Some(&b'/') {
+            return None;
+        }
+        // Both ends are at a `/` or an end of the path: char boundaries.
+        let name = path.get(start..end)?;
+        if name.is_empty() || name.len() > MAX_NAME || name == "." || name == ".." {
+            return None;
+        }
+        match space.step(at, name) {
+            Ok((_, FileType::Symlink)) if follow || !last => return None,
+            Ok((found, _)) if last => return Some(Ok(found)),
+            Ok((next, FileType::Dir)) => at = next,
+            Ok(_) => return failed(Error::NotDir),
+            Err(e) => return failed(e),
+        }
+        start = end + 1;
+    }
+}
+
+/// The position of the first `/` or NUL in `bytes` at or after `from`,
+/// eight bytes at a time.
+fn next_slash_or_nul(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // The high bit of each byte that is zero, exact up to the first such
+    // byte (a borrow can mark bytes above it, never below).
+    let zeros = |w: u64| w.wrapping_sub(ONES) & !w & (ONES << 7);
+    let mut i = from;
+    while let Some(chunk) = bytes.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+        let w = u64::from_le_bytes(*chunk);
+        let marks = zeros(w) | zeros(w ^ (ONES * u64::from(b'/')));
+        if marks != 0 {
+            return Some(i + (marks.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    let tail = bytes.get(i..)?;
+    tail.iter().position(|&b| b == b'/' || b == 0).map(|k| i + k)
+}
+
+/// The node `path` names from `root` in `space`: [`quick`] where it can,
+/// else the full [`Walk`].
+pub(crate) fn resolve_in<S: Space>(space: &S, root: At, path: &str, follow: bool) -> Result<At> {
+    match quick(space, root, path, follow) {
+        Some(found) => found,
+        None => Walk::new(space, root, path)?.resolve(follow),
+    }
+}
+
 /// The inode `path` names, relative to `root`, following a symlink in the
 /// last component when `follow` is set (always when the path ends in `/`).
 pub fn resolve(fs: &dyn FileSystem, root: Ino, path: &str, follow: bool) -> Result<Ino> {
-    Walk::new(&Single(fs), (0, root), path)?.resolve(follow).map(|(_, ino)| ino)
+    resolve_in(&Single(fs), (0, root), path, follow).map(|(_, ino)| ino)
 }
 
 /// The directory holding `path`'s last component, and that name, for
@@ -214,4 +281,82 @@ pub fn resolve(fs: &dyn FileSystem, root: Ino, path: &str, follow: bool) -> Resu
 pub fn resolve_parent<'a>(fs: &dyn FileSystem, root: Ino, path: &'a str) -> Result<Parent<'a>> {
     let p = Walk::new(&Single(fs), (0, root), path)?.resolve_parent()?;
     Ok(Parent { dir: p.dir.1, name: p.name, trailing_slash: p.trailing_slash })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{MemFs, OpenOptions};
+
+    /// The quick walk answers every path exactly as the full walk does:
+    /// paths it takes, paths it leaves, and errors met before and after
+    /// what the full walk checks first.
+    #[test]
+    fn quick_walk_answers_as_the_full_walk() {
+        let fs = MemFs::new();
+        let a = fs.mkdir(fs.root(), "a", 0o755).unwrap();
+        let b = fs.mkdir(a, "b", 0o755).unwrap();
+        fs.open(b, "f", &OpenOptions::create()).unwrap();
+        fs.symlink(a, "up", "..").unwrap();
+        fs.symlink(a, "lf", "b/f").unwrap();
+        fs.symlink(fs.root(), "loop", "loop").unwrap();
+        fs.symlink(fs.root(), "abs", "/a").unwrap();
+        let long = "n".repeat(MAX_NAME + 1);
+        let mut paths: Vec<String> = [
+            "a",
+            "a/b",
+            "a/b/f",
+            "a/b/f/",
+            "a/b/f/x",
+            "a/b/x",
+            "x/y",
+            "a/up",
+            "a/up/a/b/f",
+            "a/lf",
+            "a/lf/",
+            "a/lf/x",
+            "loop",
+            "loop/x",
+            "abs",
+            "abs/b",
+            "a//b",
+            "a/./b",
+            "./a",
+            "a/b/..",
+            "..",
+            "a/../..",
+            "/a",
+            "",
+            ".",
+            "a/",
+            "a/b/f\0",
+            "x/y\0",
+            "a/b/f/x\0",
+            "a\0/b",
+        ]
+        .map(String::from)
+        .to_vec();
+        paths.push(format!("x/{long}"));
+        paths.push(format!("a/b/f/{long}"));
+        paths.push(format!("a/{}", "n".repeat(MAX_NAME)));
+        paths.push("a/".repeat(MAX_PATH));
+        let space = Single(&fs);
+        for path in &paths {
+            for follow in [false, true] {
+                let full = Walk::new(&space, (0, fs.root()), path).and_then(|w| w.resolve(follow));
+                assert_eq!(resolve_in(&space, (0, fs.root()), path, follow), full, "{path:?} {follow}");
+            }
+        }
+    }
+
+    #[test]
+    fn slashes_and_nuls_are_found_a_word_at_a_time() {
+        for path in ["", "/", "abc", "abcdefgh/", "abcdefghijklmno/p", "abcdefghijklmnop\0", "\u{e9}\u{e9}/\u{e9}"] {
+            let bytes = path.as_bytes();
+            for from in 0..=bytes.len() {
+                let want = bytes[from..].iter().position(|&b| b == b'/' || b == 0).map(|k| from + k);
+                assert_eq!(next_slash_or_nul(bytes, from), want, "{path:?} {from}");
+            }
+        }
+    }
 }

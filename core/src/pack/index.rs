@@ -48,6 +48,7 @@ use super::blob::{self, BlobRecord};
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
 use super::cursor::{bad_field, le_u16, le_u64, range, slice};
 use super::dirent::{self, DirentRecord};
+use super::hash_index::Tables;
 use super::header::Header;
 use super::inode::{self, Body, InodeRecord};
 use super::trailer::{Table, Trailer};
@@ -281,6 +282,18 @@ impl Index {
     /// A blob's bytes, unchecked against its checksum.
     pub(crate) fn blob_bytes<'a>(&self, pack: &'a [u8], b: &BlobRecord) -> Result<&'a [u8], CorruptPack> {
         slice(pack, Structure::Blob, "offset", b.offset, b.len, b.offset)
+    }
+
+    /// The tables as they lie in `pack`, for building a [`HashIndex`]
+    /// (`None` if they no longer lie in it).
+    pub(crate) fn tables<'p>(&self, pack: &'p [u8]) -> Option<Tables<'p>> {
+        Some(Tables {
+            inodes: table(pack, &self.spans.inodes, Structure::Inode).ok()?,
+            dirents: table(pack, &self.spans.dirents, Structure::Dirent).ok()?,
+            blobs: table(pack, &self.spans.blobs, Structure::BlobRecord).ok()?,
+            strings: self.strings(pack).ok()?,
+            strings_offset: self.spans.strings.start,
+        })
     }
 
     /// Binary search for `name` in the run `first..first + count`: the

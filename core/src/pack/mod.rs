@@ -34,6 +34,7 @@ mod cursor;
 mod dirent;
 #[doc(hidden)]
 pub mod fuzzing;
+mod hash_index;
 mod header;
 mod index;
 mod inode;

@@ -4,21 +4,25 @@
 //! Opening checks the header, trailer, index checksum and index structure
 //! ([`Index`]) — time proportional to the number of entries, not to the
 //! data. Inode number `i + 1` is inode record `i`, so the root is 1 and
-//! numbers never change. A lookup is a binary search in the directory's run
-//! of entries; `read_dir` resumes after its cookie with another; `read_at`
+//! numbers never change. The first lookup builds a [`HashIndex`] (names to
+//! entries, inodes to file contents; O(entries), in memory, not part of the
+//! format), and lookups and [`PackFs::file_bytes`] go through it; where it
+//! cannot be built, a lookup is a binary search in the directory's run of
+//! entries. `read_dir` resumes after its cookie with a search; `read_at`
 //! copies out of the blob and [`PackFs::file_bytes`] lends it without a copy.
 //! Every change is [`Error::ReadOnly`].
 //!
 //! The read path leans on what open checked (see [`Index`]'s module doc):
-//! a lookup reads three fields of the directory's record and the found
-//! entry's `kind` (for `lookup_kind` and `open`), never a whole record, and
-//! compares names as bytes. `metadata` and `readlink` decode and check the
-//! whole record.
+//! a lookup by search reads three fields of the directory's record and the
+//! found entry's `kind` (for `lookup_kind` and `open`), never a whole
+//! record, and compares names as bytes. `metadata` and `readlink` decode
+//! and check the whole record.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use super::corrupt::CorruptPack;
+use super::hash_index::HashIndex;
 use super::index::Index;
 use super::inode::{self, InodeRecord};
 use crate::path::validate_name;
@@ -140,6 +144,9 @@ pub struct PackFs<S> {
     source: S,
     pub(crate) index: Index,
     pub(crate) verified: Option<Verified>,
+    /// The in-memory tables, built on the first lookup; `None` inside if
+    /// they could not be (lookups then search).
+    pub(crate) hashed: OnceLock<Option<HashIndex>>,
 }
 
 impl<S: ByteSource> std::fmt::Debug for PackFs<S> {
@@ -177,7 +184,7 @@ impl<S: ByteSource> PackFs<S> {
     pub fn open_with(source: S, options: ReadOptions) -> Result<Self> {
         let index = Index::open(source.bytes())?;
         let verified = options.verify_on_read.then(|| Verified::new(index.blob_count()));
-        Ok(PackFs { source, index, verified })
+        Ok(PackFs { source, index, verified, hashed: OnceLock::new() })
     }
 
     /// The bytes' owner.
@@ -257,6 +264,14 @@ impl<S: ByteSource> PackFs<S> {
     /// A file's whole content, borrowed from the pack without a copy (from
     /// the mapping, when the source is a mapped file).
     pub fn file_bytes(&self, ino: Ino) -> Result<&[u8]> {
+        // The hash index knows where each file lies, once a lookup built
+        // it; blobs to check on first read take the records' way.
+        if self.verified.is_none()
+            && let Some(Some(h)) = self.hashed.get()
+            && let Some(bytes) = h.file(self.bytes(), ino.wrapping_sub(1))
+        {
+            return Ok(bytes);
+        }
         let (rec, at) = self.raw(ino)?;
         match inode::kind(rec, at)? {
             FileType::File => Ok(self.blob(inode::data(rec))?),
@@ -265,13 +280,28 @@ impl<S: ByteSource> PackFs<S> {
         }
     }
 
-    /// The inode number of the entry `name` in directory `dir`. The entry's
-    /// own record is not read (open checked that it exists).
-    fn entry(&self, dir: Ino, name: &str) -> Result<Ino> {
+    /// The inode number and kind of the entry `name` in directory `dir`.
+    ///
+    /// By the [`HashIndex`] (built here on the first lookup) when there is
+    /// one: a hit proves `dir` is a directory and `name` a valid name (the
+    /// table holds only what open checked), so those checks are made only
+    /// on a miss, to tell `Invalid`, `NotDir` and `NotFound` apart as the
+    /// search does. Without it, a binary search in the directory's run.
+    fn entry(&self, dir: Ino, name: &str) -> Result<(Ino, FileType)> {
+        let pack = self.bytes();
+        if let Some(h) = self.hashed.get_or_init(|| self.index.tables(pack).and_then(|t| HashIndex::build(&t))) {
+            if let Some((i, kind)) = h.find(pack, dir.wrapping_sub(1), name.as_bytes()) {
+                return Ok((u64::from(i) + 1, kind));
+            }
+            validate_name(name)?;
+            self.run(dir)?;
+            return Err(Error::NotFound);
+        }
         validate_name(name)?;
         let (first, count) = self.run(dir)?;
-        let (_, found) = self.index.search(self.bytes(), first, count, name.as_bytes())?;
-        Ok(u64::from(found.ok_or(Error::NotFound)?.inode) + 1)
+        let (_, found) = self.index.search(pack, first, count, name.as_bytes())?;
+        let ino = u64::from(found.ok_or(Error::NotFound)?.inode) + 1;
+        Ok((ino, self.kind(ino)?))
     }
 }
 
@@ -281,12 +311,11 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
     }
 
     fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
-        self.entry(dir, name)
+        self.entry(dir, name).map(|(ino, _)| ino)
     }
 
     fn lookup_kind(&self, dir: Ino, name: &str) -> Result<(Ino, FileType)> {
-        let ino = self.entry(dir, name)?;
-        Ok((ino, self.kind(ino)?))
+        self.entry(dir, name)
     }
 
     fn metadata(&self, ino: Ino) -> Result<Metadata> {
@@ -307,8 +336,8 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
         if opts.writes() || opts.create {
             return Err(Error::ReadOnly);
         }
-        let ino = self.entry(dir, name)?;
-        match self.kind(ino)? {
+        let (ino, kind) = self.entry(dir, name)?;
+        match kind {
             FileType::Symlink => Err(Error::Loop),
             FileType::File if opts.directory => Err(Error::NotDir),
             _ => Ok(ino),

@@ -1,0 +1,260 @@
+//! Where the pack's read path and writer spend their time: a diagnostic for
+//! bench/pack-results.md, not a benchmark (single process, best of several
+//! interleaved rounds, no statistics). The trees are those of
+//! `benches/pack.rs`.
+//!
+//! ```sh
+//! cargo run -p packfs-bench --release --example pack_probe -- read [ROUNDS]
+//! cargo run -p packfs-bench --release --example pack_probe -- compact [ROUNDS]
+//! # one pass of one part, for `valgrind --tool=callgrind`:
+//! target/release/examples/pack_probe once-read | once-compact N unique|identical
+//! ```
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use packfs_core::mem::ROOT;
+use packfs_core::pack::{PackFs, PackOptions};
+use packfs_core::{FileSystem, MemFs, OpenOptions, Snapshot, resolve};
+use packfs_host::mmap::open_pack;
+
+/// splitmix64, as in `benches/pack.rs`.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            let x = self.next().to_le_bytes();
+            chunk.copy_from_slice(&x[..chunk.len()]);
+        }
+    }
+}
+
+/// The random-read tree of `benches/pack.rs`: directories, then files.
+fn read_tree() -> (Vec<String>, Vec<(String, Vec<u8>)>) {
+    let mut rng = Rng(0x5EED);
+    let mut dirs = Vec::new();
+    let mut leaves = Vec::new();
+    for t in 0..20 {
+        dirs.push(format!("t{t:02}"));
+        for s in 0..16 {
+            let d = format!("t{t:02}/s{s:02}");
+            dirs.push(d.clone());
+            leaves.push(d);
+        }
+    }
+    let files = (0..20_000)
+        .map(|i| {
+            let mut data = vec![0; 128 + rng.below(4096 - 128 + 1)];
+            rng.fill(&mut data);
+            (format!("{}/f{i:06}.dat", leaves[i % leaves.len()]), data)
+        })
+        .collect();
+    (dirs, files)
+}
+
+fn memfs(dirs: &[String], files: &[(String, Vec<u8>)]) -> MemFs {
+    let fs = MemFs::new();
+    fs.batch(|t, now| {
+        let mut inos: HashMap<&str, u64> = HashMap::new();
+        let parent_of = |path: &str, inos: &HashMap<&str, u64>| match path.rsplit_once('/') {
+            Some((p, name)) => (inos[p], name.to_owned()),
+            None => (ROOT, path.to_owned()),
+        };
+        for d in dirs {
+            let (parent, name) = parent_of(d, &inos);
+            inos.insert(d, t.mkdir(parent, &name, 0o755, now)?);
+        }
+        for (f, data) in files {
+            let (parent, name) = parent_of(f, &inos);
+            let ino = t.open(parent, &name, &OpenOptions::create(), now)?;
+            t.write_at(ino, 0, data, now)?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    fs
+}
+
+/// The compaction tree of `benches/pack.rs`.
+fn flat_snapshot(n: usize, unique: bool) -> Snapshot {
+    let mut rng = Rng(n as u64);
+    let same: Vec<u8> = (0..128u8).collect();
+    let fs = MemFs::new();
+    fs.batch(|t, now| {
+        let mut buf = vec![0; 128];
+        let mut dir = ROOT;
+        for i in 0..n {
+            if i % 100 == 0 {
+                dir = t.mkdir(ROOT, &format!("d{:04}", i / 100), 0o755, now)?;
+            }
+            let ino = t.open(dir, &format!("f{i:07}"), &OpenOptions::create(), now)?;
+            if unique {
+                rng.fill(&mut buf);
+                t.write_at(ino, 0, &buf, now)?;
+            } else {
+                t.write_at(ino, 0, &same, now)?;
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
+    fs.snapshot()
+}
+
+fn time(mut f: impl FnMut()) -> Duration {
+    let t = Instant::now();
+    f();
+    t.elapsed()
+}
+
+fn per(d: Duration, n: usize) -> f64 {
+    d.as_secs_f64() * 1e9 / n as f64
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg").map(|s| s.split(' ').next().unwrap_or("?").to_owned()).unwrap_or_default()
+}
+
+fn read(rounds: usize, once: bool) {
+    let (dirs, files) = read_tree();
+    let mut rng = Rng(42);
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.below(i + 1));
+    }
+    let paths: Vec<&str> = order.iter().map(|&i| files[i].0.as_str()).collect();
+    let tmp = tempfile::Builder::new().prefix("packfs-probe-").tempdir_in("/tmp").unwrap();
+    let pack_path = tmp.path().join("tree.pack");
+    PackOptions::new().write(&memfs(&dirs, &files).snapshot(), std::fs::File::create(&pack_path).unwrap()).unwrap();
+    let pack = open_pack(&pack_path).unwrap();
+    let one = |pack: &PackFs<_>| {
+        for p in &paths {
+            let ino = resolve::resolve(pack, 1, p, true).unwrap();
+            black_box(pack.file_bytes(ino).unwrap());
+        }
+    };
+    one(&pack);
+    if once {
+        return;
+    }
+    let shm = tempfile::Builder::new().prefix("packfs-probe-").tempdir_in("/dev/shm").unwrap();
+    for d in &dirs {
+        std::fs::create_dir(shm.path().join(d)).unwrap();
+    }
+    for (f, data) in &files {
+        std::fs::write(shm.path().join(f), data).unwrap();
+    }
+    let shm_paths: Vec<PathBuf> = paths.iter().map(|p| shm.path().join(p)).collect();
+    let n = paths.len();
+    println!("random reads of {n} files: ns per read (load {})", load());
+    let mut sorted = paths.clone();
+    sorted.sort_unstable();
+    // The tar baseline's structure: a HashMap from the whole path to where the bytes lie.
+    let map: HashMap<&str, (usize, usize)> = paths.iter().map(|p| (*p, (p.len(), 1))).collect();
+    println!(
+        "{:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
+        "round", "pack", "lookups", "sorted", "hashmap", "shm", "shm/pack"
+    );
+    let (mut best_pack, mut best_shm) = (f64::MAX, f64::MAX);
+    for r in 0..rounds {
+        let p = per(time(|| one(&pack)), n);
+        let l = per(
+            time(|| {
+                for p in &paths {
+                    let ino = p.split('/').try_fold(1, |dir, name| pack.lookup(dir, name)).unwrap();
+                    black_box(pack.file_bytes(ino).unwrap());
+                }
+            }),
+            n,
+        );
+        let o = per(
+            time(|| {
+                for p in &sorted {
+                    let ino = resolve::resolve(&pack, 1, p, true).unwrap();
+                    black_box(pack.file_bytes(ino).unwrap());
+                }
+            }),
+            n,
+        );
+        let h = per(
+            time(|| {
+                for p in &paths {
+                    black_box(map[*p]);
+                }
+            }),
+            n,
+        );
+        let s = per(
+            time(|| {
+                for p in &shm_paths {
+                    black_box(std::fs::read(p).unwrap());
+                }
+            }),
+            n,
+        );
+        best_pack = best_pack.min(p);
+        best_shm = best_shm.min(s);
+        println!("{r:>6} {p:>10.1} {l:>10.1} {o:>10.1} {h:>10.1} {s:>10.1} {:>7.1}x", s / p);
+    }
+    println!("best: pack {best_pack:.1} ns, shm {best_shm:.1} ns, {:.1}x (load {})", best_shm / best_pack, load());
+}
+
+fn compact(rounds: usize) {
+    println!("compaction into io::sink(): ns per entry (load {})", load());
+    for unique in [true, false] {
+        let snaps: Vec<(usize, Snapshot)> = [20_000, 80_000, 320_000].map(|n| (n, flat_snapshot(n, unique))).into();
+        let mut best = [f64::MAX; 3];
+        for _ in 0..rounds {
+            for (k, (n, snap)) in snaps.iter().enumerate() {
+                let d = time(|| {
+                    black_box(PackOptions::new().write(snap, std::io::sink()).unwrap());
+                });
+                best[k] = best[k].min(per(d, *n));
+            }
+        }
+        println!(
+            "{}: {:.0} / {:.0} / {:.0} ns per entry at 20k / 80k / 320k; {:.2}M / {:.2}M / {:.2}M entries/s; steps {:.2}x {:.2}x (load {})",
+            if unique { "unique" } else { "identical" },
+            best[0],
+            best[1],
+            best[2],
+            1e3 / best[0],
+            1e3 / best[1],
+            1e3 / best[2],
+            4.0 * best[1] / best[0],
+            4.0 * best[2] / best[1],
+            load()
+        );
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rounds = args.get(1).and_then(|r| r.parse().ok()).unwrap_or(7);
+    match args.first().map(String::as_str) {
+        Some("read") => read(rounds, false),
+        Some("compact") => compact(rounds),
+        Some("once-read") => read(0, true),
+        Some("once-compact") => {
+            let n = args.get(1).and_then(|r| r.parse().ok()).unwrap_or(20_000);
+            let snap = flat_snapshot(n, args.get(2).map(String::as_str) != Some("identical"));
+            black_box(PackOptions::new().write(&snap, std::io::sink()).unwrap());
+        }
+        _ => eprintln!("usage: pack_probe read|compact [ROUNDS] | once-read | once-compact N unique|identical"),
+    }
+}
