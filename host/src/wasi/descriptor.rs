@@ -25,6 +25,7 @@ use std::sync::Arc;
 use packfs_core::resolve::{MAX_SYMLINK_HOPS, Parent, resolve, resolve_parent};
 use packfs_core::{Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime};
 
+use super::recent::At;
 use super::streams::{DirStream, FileReader, FileWriter};
 
 /// What a preopen, and everything opened under it, may do.
@@ -56,7 +57,7 @@ impl Node {
 
     /// A number telling filesystems apart: the backend's address, stable
     /// while any descriptor holds it.
-    fn device(&self) -> u64 {
+    pub(crate) fn device(&self) -> u64 {
         Arc::as_ptr(&self.fs).cast::<()>() as usize as u64
     }
 }
@@ -171,8 +172,8 @@ impl Descriptor {
 
     /// The kind of what `dir`/`name` holds, if anything.
     fn kind_at(&self, dir: Ino, name: &str) -> Result<Option<(Ino, FileType)>> {
-        match self.fs().lookup(dir, name) {
-            Ok(ino) => Ok(Some((ino, self.fs().metadata(ino)?.kind))),
+        match self.fs().lookup_kind(dir, name) {
+            Ok(found) => Ok(Some(found)),
             Err(Error::NotFound) => Ok(None),
             Err(e) => Err(e),
         }
@@ -287,13 +288,25 @@ impl Descriptor {
 
     // --- operations on paths under a directory -----------------------------
 
-    pub(crate) fn stat_at(&self, follow: bool, path: &str) -> Result<Metadata> {
-        let ino = self.resolve(path, follow)?;
-        self.fs().metadata(ino)
+    /// The directory `*-at` paths start from, as [`Recent`](super::recent)
+    /// knows it.
+    pub(crate) fn at(&self) -> At {
+        (self.node.device(), self.node.ino)
     }
 
-    pub(crate) fn metadata_hash_at(&self, follow: bool, path: &str) -> Result<(u64, u64)> {
+    /// `stat-at`; also the inode found.
+    pub(crate) fn stat_at(&self, follow: bool, path: &str) -> Result<(Ino, Metadata)> {
         let ino = self.resolve(path, follow)?;
+        Ok((ino, self.fs().metadata(ino)?))
+    }
+
+    /// `metadata-hash-at`; `known`: the inode `path` was just found to lead
+    /// to, if it was.
+    pub(crate) fn metadata_hash_at(&self, follow: bool, path: &str, known: Option<Ino>) -> Result<(u64, u64)> {
+        let ino = match known {
+            Some(ino) => ino,
+            None => self.resolve(path, follow)?,
+        };
         Ok(metadata_hash(self.node.device(), ino))
     }
 
@@ -421,8 +434,11 @@ impl Descriptor {
             directory: open.directory,
             mode: 0o644,
         };
-        let node = self.open_node(path, follow, &opts)?;
-        let is_dir = self.fs().metadata(node.ino)?.kind == FileType::Dir;
+        let (node, kind) = self.open_node(path, follow, &opts)?;
+        let is_dir = match kind {
+            Some(kind) => kind == FileType::Dir,
+            None => self.fs().metadata(node.ino)?.kind == FileType::Dir,
+        };
         let flags = Flags {
             read,
             write,
@@ -434,31 +450,38 @@ impl Descriptor {
 
     /// Opens what `path` names, following a symlink in the last component
     /// when `follow` says so (or the path ends in `/`), by splicing its
-    /// target into the path and walking again from this descriptor.
-    fn open_node(&self, path: &str, follow: bool, opts: &OpenOptions) -> Result<Arc<Node>> {
+    /// target into the path and walking again from this descriptor. Returns
+    /// the node and, when the walk learnt it, its type.
+    fn open_node(&self, path: &str, follow: bool, opts: &OpenOptions) -> Result<(Arc<Node>, Option<FileType>)> {
         let fs = &self.node.fs;
         let mut path = Cow::Borrowed(path);
         for _ in 0..=MAX_SYMLINK_HOPS {
             let p = match self.locate(&path)? {
                 // `.`: open(2) refuses O_CREAT or writing on a directory.
                 Target::Dir(_) if opts.create || opts.writes() => return Err(Error::IsDir),
-                Target::Dir(ino) => return Node::pin(fs, ino),
+                Target::Dir(ino) => return Ok((Node::pin(fs, ino)?, Some(FileType::Dir))),
                 Target::Entry(p) => p,
             };
-            if follow || p.trailing_slash {
-                match self.kind_at(p.dir, &p.name)? {
-                    Some(_) if opts.create && opts.exclusive => return Err(Error::Exists),
-                    Some((ino, FileType::Symlink)) => {
-                        let target = fs.readlink(ino)?;
-                        path = Cow::Owned(splice(&path, &target)?);
-                        continue;
-                    }
-                    Some((_, FileType::File)) if p.trailing_slash => return Err(Error::NotDir),
-                    None if p.trailing_slash && opts.create => return Err(Error::IsDir),
-                    _ => {}
-                }
+            if !(follow || p.trailing_slash) {
+                return Ok((Node::open(fs, p.dir, &p.name, opts)?, None));
             }
-            return Node::open(fs, p.dir, &p.name, opts);
+            let found = self.kind_at(p.dir, &p.name)?;
+            match found {
+                Some(_) if opts.create && opts.exclusive => return Err(Error::Exists),
+                Some((ino, FileType::Symlink)) => {
+                    let target = fs.readlink(ino)?;
+                    path = Cow::Owned(splice(&path, &target)?);
+                    continue;
+                }
+                Some((_, FileType::File)) if p.trailing_slash => return Err(Error::NotDir),
+                None if p.trailing_slash && opts.create => return Err(Error::IsDir),
+                _ => {}
+            }
+            let node = Node::open(fs, p.dir, &p.name, opts)?;
+            // An inode's type never changes: if the name still leads where
+            // the look found, its type is known.
+            let kind = found.filter(|&(ino, _)| ino == node.ino).map(|(_, kind)| kind);
+            return Ok((node, kind));
         }
         Err(Error::Loop)
     }

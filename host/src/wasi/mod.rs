@@ -13,6 +13,8 @@
 //! - `types`: the thin `wasi:filesystem/types` adapter over the model;
 //! - `streams`: file streams and directory listings ([`DirStream`]);
 //! - `preopens`: the preopen table ([`PackFsCtx`]) and `get-directories`;
+//! - `recent`: the last name resolved, so `metadata-hash-at` after
+//!   `stat-at` or a directory entry does not walk again;
 //! - `errors`: `packfs_core::Error` → WASI `error-code`, in one match
 //!   ([`error_code`]).
 //!
@@ -38,6 +40,7 @@
 mod descriptor;
 mod errors;
 mod preopens;
+mod recent;
 mod streams;
 mod types;
 

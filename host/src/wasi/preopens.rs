@@ -9,6 +9,7 @@ use wasmtime::error::Context as _;
 use super::PackFsCtxView;
 use super::bindings::preopens;
 use super::descriptor::{Access, Descriptor};
+use super::recent::Recent;
 
 /// One guest-visible directory.
 #[derive(Clone)]
@@ -27,6 +28,8 @@ struct Preopen {
 #[derive(Clone, Default)]
 pub struct PackFsCtx {
     preopens: Vec<Preopen>,
+    /// The last name resolved (see `recent.rs`).
+    pub(super) recent: Recent,
 }
 
 impl PackFsCtx {
@@ -88,7 +91,7 @@ impl PackFsCtxBuilder {
 
     /// The finished table.
     pub fn build(&mut self) -> PackFsCtx {
-        PackFsCtx { preopens: std::mem::take(&mut self.preopens) }
+        PackFsCtx { preopens: std::mem::take(&mut self.preopens), recent: Recent::default() }
     }
 }
 

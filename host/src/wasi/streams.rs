@@ -17,6 +17,7 @@ use wasmtime_wasi::async_trait;
 use wasmtime_wasi::p2::{InputStream, OutputStream, Pollable, StreamError, StreamResult};
 
 use super::descriptor::Node;
+use super::recent::At;
 
 /// Most bytes one stream call reads or accepts: bounds the host memory a
 /// guest can make one call allocate.
@@ -158,15 +159,19 @@ pub struct DirStream {
     /// The name to resume after; `None` before the first batch.
     after: Option<Arc<str>>,
     batch: VecDeque<DirEntry>,
+    /// The [`Recent`](super::recent::Recent) epoch the batch was read in.
+    batch_epoch: u64,
     done: bool,
 }
 
 impl DirStream {
     pub(crate) fn new(node: Arc<Node>) -> Self {
-        DirStream { node, after: None, batch: VecDeque::new(), done: false }
+        DirStream { node, after: None, batch: VecDeque::new(), batch_epoch: 0, done: false }
     }
 
-    pub(crate) fn next_entry(&mut self) -> Result<Option<DirEntry>> {
+    /// The next entry; `epoch` is the guest's current one, and the entry
+    /// comes with the epoch of the batch it was read in.
+    pub(crate) fn next_entry(&mut self, epoch: u64) -> Result<Option<(DirEntry, u64)>> {
         if self.batch.is_empty() && !self.done {
             let entries = self.node.fs.read_dir(self.node.ino, self.after.as_deref(), DIR_BATCH)?;
             self.done = entries.len() < DIR_BATCH;
@@ -174,7 +179,13 @@ impl DirStream {
                 self.after = Some(Arc::clone(&last.name));
             }
             self.batch = entries.into();
+            self.batch_epoch = epoch;
         }
-        Ok(self.batch.pop_front())
+        Ok(self.batch.pop_front().map(|e| (e, self.batch_epoch)))
+    }
+
+    /// The directory listed.
+    pub(crate) fn at(&self) -> At {
+        (self.node.device(), self.node.ino)
     }
 }

@@ -273,6 +273,58 @@ fn hashes_identify_objects() {
     assert_eq!(g.view().stat(b(&a)).unwrap().link_count, 2);
 }
 
+/// `metadata-hash-at` right after `stat-at` or a listed entry answers from
+/// that resolution, unless a change came between (see `recent.rs`).
+#[test]
+fn hash_after_stat_or_listing_sees_changes_in_between() {
+    let mut g = rw(Arc::new(MemFs::new()));
+    let root = g.preopens().remove(0);
+    write_file(&mut g, &root, "a", b"");
+    write_file(&mut g, &root, "b", b"");
+    g.view().symlink_at(b(&root), "a".into(), "l".into()).unwrap();
+    let hash = |h: super::bindings::types::MetadataHashValue| (h.lower, h.upper);
+    let fd_hash = |g: &mut Guest, p: &str| {
+        let f = open(g, &root, p, OF::empty(), DF::READ).unwrap();
+        hash(g.view().metadata_hash(b(&f)).unwrap())
+    };
+    let (ha, hb) = (fd_hash(&mut g, "a"), fd_hash(&mut g, "b"));
+    let at = |g: &mut Guest, f: PF, p: &str| hash(g.view().metadata_hash_at(b(&root), f, p.into()).unwrap());
+    let stat = |g: &mut Guest, f: PF, p: &str| g.view().stat_at(b(&root), f, p.into()).unwrap();
+
+    stat(&mut g, PF::SYMLINK_FOLLOW, "l");
+    assert_eq!(at(&mut g, PF::SYMLINK_FOLLOW, "l"), ha);
+    stat(&mut g, PF::SYMLINK_FOLLOW, "l");
+    assert_ne!(at(&mut g, PF::empty(), "l"), ha, "not following is another question");
+    stat(&mut g, PF::empty(), "a");
+    g.view().rename_at(b(&root), "b".into(), b(&root), "a".into()).unwrap();
+    assert_eq!(at(&mut g, PF::empty(), "a"), hb, "a rename in between is seen");
+    stat(&mut g, PF::empty(), "a");
+    g.view().unlink_file_at(b(&root), "a".into()).unwrap();
+    assert_eq!(code(g.view().metadata_hash_at(b(&root), PF::empty(), "a".into())), ErrorCode::NoEntry);
+
+    // Listing: each entry's hash without a second look, and an entry
+    // removed after its batch was read is not answered from the batch.
+    for i in 0..300 {
+        write_file(&mut g, &root, &format!("f{i:03}"), b"");
+    }
+    let s = g.view().read_directory(b(&root)).unwrap();
+    let mut seen = 0;
+    while let Some(e) = g.view().read_directory_entry(b(&s)).unwrap() {
+        if e.name == "f010" {
+            g.view().unlink_file_at(b(&root), "f011".into()).unwrap();
+        } else if e.name == "f011" {
+            let r = g.view().metadata_hash_at(b(&root), PF::empty(), e.name.clone());
+            assert_eq!(code(r), ErrorCode::NoEntry);
+            continue;
+        }
+        let listed = at(&mut g, PF::empty(), &e.name);
+        stat(&mut g, PF::empty(), "."); // the next look walks again
+        assert_eq!(listed, at(&mut g, PF::empty(), &e.name), "{}", e.name);
+        seen += 1;
+    }
+    assert_eq!(seen, 300, "299 files and the symlink");
+}
+
 #[test]
 fn links_renames_and_removal() {
     let (x, y): (Arc<dyn FileSystem>, Arc<dyn FileSystem>) = (Arc::new(MemFs::new()), Arc::new(MemFs::new()));

@@ -101,6 +101,7 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
     }
 
     fn create_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        self.ctx.recent.changed();
         Ok(self.get(&fd)?.create_directory_at(&path)?)
     }
 
@@ -109,7 +110,10 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
     }
 
     fn stat_at(&mut self, fd: Resource<Descriptor>, flags: PathFlags, path: String) -> FsResult<DescriptorStat> {
-        Ok(stat(self.get(&fd)?.stat_at(follow(flags), &path)?))
+        let d = self.table.get(&fd)?;
+        let (ino, meta) = d.stat_at(follow(flags), &path)?;
+        self.ctx.recent.resolved(d.at(), path, follow(flags), ino);
+        Ok(stat(meta))
     }
 
     fn set_times_at(
@@ -131,6 +135,7 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
         new_fd: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
+        self.ctx.recent.changed();
         let (old, new) = (self.get(&fd)?, self.get(&new_fd)?);
         Ok(old.link_at(follow(old_flags), &old_path, new, &new_path)?)
     }
@@ -149,6 +154,9 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
             exclusive: open_flags.contains(OpenFlags::EXCLUSIVE),
             truncate: open_flags.contains(OpenFlags::TRUNCATE),
         };
+        if open.create {
+            self.ctx.recent.changed();
+        }
         let opened = self.get(&fd)?.open_at(follow(path_flags), &path, open, model_flags(flags))?;
         Ok(self.table.push(opened)?)
     }
@@ -158,6 +166,7 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
     }
 
     fn remove_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        self.ctx.recent.changed();
         Ok(self.get(&fd)?.remove_directory_at(&path)?)
     }
 
@@ -168,15 +177,18 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
         new_fd: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
+        self.ctx.recent.changed();
         let (old, new) = (self.get(&fd)?, self.get(&new_fd)?);
         Ok(old.rename_at(&old_path, new, &new_path)?)
     }
 
     fn symlink_at(&mut self, fd: Resource<Descriptor>, target: String, path: String) -> FsResult<()> {
+        self.ctx.recent.changed();
         Ok(self.get(&fd)?.symlink_at(&target, &path)?)
     }
 
     fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        self.ctx.recent.changed();
         Ok(self.get(&fd)?.unlink_file_at(&path)?)
     }
 
@@ -195,7 +207,9 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
         flags: PathFlags,
         path: String,
     ) -> FsResult<MetadataHashValue> {
-        let (lower, upper) = self.get(&fd)?.metadata_hash_at(follow(flags), &path)?;
+        let d = self.table.get(&fd)?;
+        let known = self.ctx.recent.take(d.at(), follow(flags), &path);
+        let (lower, upper) = d.metadata_hash_at(follow(flags), &path, known)?;
         Ok(MetadataHashValue { lower, upper })
     }
 
@@ -207,8 +221,12 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
 
 impl types::HostDirectoryEntryStream for PackFsCtxView<'_> {
     fn read_directory_entry(&mut self, stream: Resource<DirStream>) -> FsResult<Option<DirectoryEntry>> {
-        let entry = self.table.get_mut(&stream)?.next_entry()?;
-        Ok(entry.map(|e| DirectoryEntry { type_: descriptor_type(e.kind), name: e.name.to_string() }))
+        let stream = self.table.get_mut(&stream)?;
+        let Some((e, batch)) = stream.next_entry(self.ctx.recent.epoch())? else {
+            return Ok(None);
+        };
+        self.ctx.recent.listed(stream.at(), &e.name, e.kind, e.ino, batch);
+        Ok(Some(DirectoryEntry { type_: descriptor_type(e.kind), name: e.name.to_string() }))
     }
 
     fn drop(&mut self, stream: Resource<DirStream>) -> wasmtime::Result<()> {
