@@ -405,12 +405,12 @@ mod tests {
         // Every ancestor of a ranked entry is ranked, so a ranked entry's
         // depth is bounded by the depth of the 100-entry ranked treap.
         fn ranked_depths(link: &Link<u32, ()>, depth: usize, out: &mut Vec<usize>) {
-            if let Some(n) = link {
-                if n.key % 200 == 0 {
-                    out.push(depth);
-                    ranked_depths(&n.left, depth + 1, out);
-                    ranked_depths(&n.right, depth + 1, out);
-                }
+            if let Some(n) = link
+                && n.key % 200 == 0
+            {
+                out.push(depth);
+                ranked_depths(&n.left, depth + 1, out);
+                ranked_depths(&n.right, depth + 1, out);
             }
         }
         let mut depths = Vec::new();

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, Guard};
 
 pub use op::Op;
 use tree::Touch;
@@ -27,7 +27,16 @@ use crate::{Clock, DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOpt
 
 /// Open handles per inode. Only orphans (inodes with no name left) consult
 /// it: an orphan lives while it has pins.
-type Pins = HashMap<Ino, u32, BuildHasherDefault<InoHasher>>;
+type Pins = HashMap<Ino, Pin, BuildHasherDefault<InoHasher>>;
+
+/// The open handles of one inode, and whether it has lost its last name
+/// (set by the publication that made it an orphan), so that the last close
+/// knows to free it without looking.
+#[derive(Default)]
+struct Pin {
+    count: u32,
+    orphan: bool,
+}
 
 /// Hashes an inode number with one multiplication (Fibonacci hashing): the
 /// keys are our own numbers, not chosen by a guest, so no keyed hash is
@@ -246,7 +255,7 @@ impl MemFs {
             },
             |&out, pins| {
                 if pin {
-                    *pins.entry(out).or_default() += 1;
+                    pins.entry(out).or_default().count += 1;
                 }
             },
         )?;
@@ -281,7 +290,13 @@ impl MemFs {
         };
         let mut pins = lock(&self.pins);
         pin(&out, &mut pins);
-        let unpinned: Vec<Ino> = tree.orphans().iter().copied().filter(|ino| !pins.contains_key(ino)).collect();
+        let mut unpinned = Vec::new();
+        for &ino in tree.orphans() {
+            match pins.get_mut(&ino) {
+                Some(pin) => pin.orphan = true,
+                None => unpinned.push(ino),
+            }
+        }
         for ino in unpinned {
             tree.reap(ino);
         }
@@ -297,14 +312,18 @@ impl MemFs {
         self.commit(f, |_, _| {})
     }
 
-    /// Makes sure an overlay directory's entries are here before a read
-    /// hands out their inode numbers: the one time a read takes the writer
+    /// The current version, `dir` in it materialized first if it is an
+    /// overlay directory whose entries are still the lower's (so that a read
+    /// hands out upper inode numbers): the one time a read takes the writer
     /// lock, once per lower directory.
-    fn materialized(&self, dir: Ino) -> Result<()> {
-        if self.current.load().needs_materialize(dir) {
-            self.write(|t, _| t.materialize(dir))?;
+    fn view(&self, dir: Ino) -> Result<Guard<Arc<Tree>>> {
+        let tree = self.current.load();
+        if !tree.needs_materialize(dir) {
+            return Ok(tree);
         }
-        Ok(())
+        drop(tree);
+        self.write(|t, _| t.materialize(dir))?;
+        Ok(self.current.load())
     }
 }
 
@@ -314,13 +333,11 @@ impl FileSystem for MemFs {
     }
 
     fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
-        self.materialized(dir)?;
-        self.current.load().lookup(dir, name)
+        self.view(dir)?.lookup(dir, name)
     }
 
     fn lookup_kind(&self, dir: Ino, name: &str) -> Result<(Ino, FileType)> {
-        self.materialized(dir)?;
-        self.current.load().lookup_kind(dir, name)
+        self.view(dir)?.lookup_kind(dir, name)
     }
 
     fn metadata(&self, ino: Ino) -> Result<Metadata> {
@@ -328,36 +345,46 @@ impl FileSystem for MemFs {
     }
 
     fn open(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Ino> {
-        self.materialized(dir)?;
         if opts.create || opts.truncate {
+            self.view(dir)?;
             return self.apply(Op::Open { dir, name, opts: *opts }, true);
         }
-        // Under the pin lock nothing can publish, so the inode found here
-        // cannot be reaped before it is pinned.
-        let mut pins = lock(&self.pins);
-        let ino = self.current.load().open_existing(dir, name, opts)?.ok_or(Error::NotFound)?;
-        *pins.entry(ino).or_default() += 1;
-        Ok(ino)
+        loop {
+            {
+                // Under the pin lock nothing can publish, so the inode found
+                // here cannot be reaped before it is pinned.
+                let mut pins = lock(&self.pins);
+                let tree = self.current.load();
+                if !tree.needs_materialize(dir) {
+                    let ino = tree.open_existing(dir, name, opts)?.ok_or(Error::NotFound)?;
+                    pins.entry(ino).or_default().count += 1;
+                    return Ok(ino);
+                }
+            }
+            // Materializing takes the writer lock, which comes before the
+            // pin lock: outside it, then look again.
+            self.view(dir)?;
+        }
     }
 
     fn open_ino(&self, ino: Ino) -> Result<()> {
         let mut pins = lock(&self.pins);
         self.current.load().metadata(ino)?;
-        *pins.entry(ino).or_default() += 1;
+        pins.entry(ino).or_default().count += 1;
         Ok(())
     }
 
     fn close(&self, ino: Ino) {
-        {
+        let orphan = {
             let mut pins = lock(&self.pins);
-            let Some(count) = pins.get_mut(&ino) else { return };
-            *count -= 1;
-            if *count > 0 {
+            let Some(pin) = pins.get_mut(&ino) else { return };
+            pin.count -= 1;
+            if pin.count > 0 {
                 return;
             }
-            pins.remove(&ino);
-        }
-        if self.current.load().is_orphan(ino) {
+            pins.remove(&ino).is_some_and(|pin| pin.orphan)
+        };
+        if orphan {
             // The commit reaps it unless someone pinned it again meanwhile.
             let _ = self.write(|_, _| Ok(()));
         }
@@ -380,8 +407,7 @@ impl FileSystem for MemFs {
     }
 
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
-        self.materialized(dir)?;
-        self.current.load().read_dir(dir, after, max)
+        self.view(dir)?.read_dir(dir, after, max)
     }
 
     fn mkdir(&self, dir: Ino, name: &str, mode: u32) -> Result<Ino> {

@@ -63,23 +63,53 @@ pub struct Usage {
     pub inodes: u64,
 }
 
-/// A directory entry's key. Names of up to 23 bytes (most of them) are
-/// stored inline, so comparing against a key reads only its own node.
+/// A directory entry's key, ordered as `(dir, name bytes)`. The name's first
+/// 16 bytes, kept as one integer, settle most comparisons without reading
+/// the name; names of up to 23 bytes are stored inline in the key.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) struct DirKey {
     dir: Ino,
+    head: u128,
     name: SmolStr,
 }
 
+/// The first 16 bytes of a name, zero-padded, as a big-endian integer. If
+/// two heads differ they order as their names do (padding sorts a name
+/// before every longer name it begins); equal heads leave it to the names.
+fn head(name: &str) -> u128 {
+    let mut bytes = [0; 16];
+    let n = name.len().min(16);
+    bytes[..n].copy_from_slice(&name.as_bytes()[..n]);
+    u128::from_be_bytes(bytes)
+}
+
+/// A position among directory entries, its head computed once per search.
+#[derive(Clone, Copy)]
+struct Probe<'a> {
+    dir: Ino,
+    head: u128,
+    name: &'a str,
+}
+
+impl<'a> Probe<'a> {
+    fn new(dir: Ino, name: &'a str) -> Self {
+        Probe { dir, head: head(name), name }
+    }
+}
+
 impl DirKey {
-    fn cmp_to(&self, dir: Ino, name: &str) -> Ordering {
-        self.dir.cmp(&dir).then_with(|| (*self.name).cmp(name))
+    fn new(dir: Ino, name: SmolStr) -> Self {
+        DirKey { dir, head: head(&name), name }
+    }
+
+    fn cmp_to(&self, at: &Probe<'_>) -> Ordering {
+        self.dir.cmp(&at.dir).then(self.head.cmp(&at.head)).then_with(|| (*self.name).cmp(at.name))
     }
 }
 
 impl Ord for DirKey {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.cmp_to(other.dir, &other.name)
+        self.cmp_to(&Probe { dir: other.dir, head: other.head, name: &other.name })
     }
 }
 
@@ -273,13 +303,14 @@ impl Tree {
     }
 
     fn insert_dirent(&mut self, dir: Ino, name: SmolStr, value: (Ino, FileType)) {
-        let key = DirKey { dir, name };
+        let key = DirKey::new(dir, name);
         self.touched(Touch::Dirent(key.clone()));
         self.dirents.insert(key, value);
     }
 
     fn remove_dirent(&mut self, dir: Ino, name: &str) -> Option<(DirKey, (Ino, FileType))> {
-        let removed = self.dirents.remove_with(|k| k.cmp_to(dir, name));
+        let at = Probe::new(dir, name);
+        let removed = self.dirents.remove_with(|k| k.cmp_to(&at));
         if let Some((key, _)) = &removed {
             self.touched(Touch::Dirent(key.clone()));
         }
@@ -359,7 +390,8 @@ impl Tree {
 
     /// The entry `name` in an upper (materialized) directory.
     fn entry(&self, dir: Ino, name: &str) -> Option<(Ino, FileType)> {
-        self.dirents.get_with(|k| k.cmp_to(dir, name)).map(|(_, &v)| v)
+        let at = Probe::new(dir, name);
+        self.dirents.get_with(|k| k.cmp_to(&at)).map(|(_, &v)| v)
     }
 
     /// The entry `name` in `dir`, wherever the directory's entries live.
@@ -464,8 +496,9 @@ impl Tree {
             }
             return Ok(entries);
         }
-        let start = |k: &DirKey| match after {
-            Some(a) => k.cmp_to(dir, a) == Ordering::Greater,
+        let after = after.map(|a| Probe::new(dir, a));
+        let start = |k: &DirKey| match &after {
+            Some(a) => k.cmp_to(a) == Ordering::Greater,
             None => k.dir >= dir,
         };
         Ok(self
