@@ -111,26 +111,26 @@ struct Spare {
 }
 
 impl Spare {
-    /// A private copy of `current`: the spare brought up to date, or a clone.
+    /// A private copy of `current` (the spare brought up to date, or a
+    /// clone), recording the keys its change touches.
     fn copy_of(&mut self, current: &Arc<Tree>) -> Arc<Tree> {
-        if let Some(mut spare) = self.tree.take()
-            && let Some(tree) = Arc::get_mut(&mut spare)
-        {
-            tree.catch_up(current, &self.behind);
-            return spare;
-        }
-        Arc::new(Tree::clone(current))
+        let mut next = match self.tree.take() {
+            Some(mut spare) => {
+                Arc::get_mut(&mut spare).expect("kept only when unique").catch_up(current, &self.behind);
+                spare
+            }
+            None => Arc::new(Tree::clone(current)),
+        };
+        // The list of keys it was behind by records the new change.
+        Arc::get_mut(&mut next).expect("a private copy").start_log(std::mem::take(&mut self.behind));
+        next
     }
 
     /// Keeps `old` as the spare if nobody else holds it; `behind` lists the
     /// keys the version that replaced it changed.
     fn keep(&mut self, mut old: Arc<Tree>, behind: Vec<Touch>) {
-        if Arc::get_mut(&mut old).is_some() {
-            self.tree = Some(old);
-            self.behind = behind;
-        } else {
-            self.tree = None;
-        }
+        self.tree = Arc::get_mut(&mut old).is_some().then_some(old);
+        self.behind = behind;
     }
 }
 
@@ -278,13 +278,15 @@ impl MemFs {
         let current = self.current.load_full();
         let mut next = spare.copy_of(&current);
         let tree = Arc::get_mut(&mut next).expect("a private copy");
-        tree.start_log();
         let out = match change(tree, (self.clock)()) {
             Ok(out) => out,
             Err(e) => {
-                let touched = tree.take_log();
+                // Undo: set the touched keys back. The copy then equals
+                // `current`, behind by nothing.
+                let mut touched = tree.take_log();
                 tree.catch_up(&current, &touched);
-                spare.keep(next, Vec::new());
+                touched.clear();
+                spare.keep(next, touched);
                 return Err(e);
             }
         };

@@ -196,8 +196,7 @@ fn counted(ino: Ino) -> bool {
 #[derive(Clone)]
 pub struct Tree {
     dirents: Treap<DirKey, (Ino, FileType)>,
-    /// Inodes behind `Arc` so that the nodes a change copies stay small.
-    inodes: Treap<Ino, Arc<Inode>>,
+    inodes: Treap<Ino, Inode>,
     /// Inodes with no name left, kept while a handle has them open: few, and
     /// usually none, so a vector.
     orphans: Vec<Ino>,
@@ -231,7 +230,7 @@ impl Tree {
             mtime: now,
             ctime: now,
         };
-        inodes.insert_ranked(ROOT, Arc::new(root), DIR_RANK);
+        inodes.insert_ranked(ROOT, root, DIR_RANK);
         Tree {
             dirents: Treap::new(),
             inodes,
@@ -277,27 +276,27 @@ impl Tree {
     // ---- reads -------------------------------------------------------------
 
     fn inode(&self, ino: Ino) -> Result<&Inode> {
-        self.inodes.get(&ino).map(|i| &**i).ok_or(Error::NotFound)
+        self.inodes.get(&ino).ok_or(Error::NotFound)
     }
 
     fn inode_mut(&mut self, ino: Ino) -> Result<&mut Inode> {
         self.touched(Touch::Inode(ino));
-        self.inodes.get_mut(&ino).map(Arc::make_mut).ok_or(Error::NotFound)
+        self.inodes.get_mut(&ino).ok_or(Error::NotFound)
     }
 
     /// Adds an inode; directories rank above files in the inode treap, so
     /// the directory an operation touches besides its file is near the top.
     fn insert_inode(&mut self, ino: Ino, inode: Inode) {
         self.touched(Touch::Inode(ino));
-        self.put_inode(ino, Arc::new(inode));
+        self.put_inode(ino, inode);
     }
 
-    fn put_inode(&mut self, ino: Ino, inode: Arc<Inode>) {
+    fn put_inode(&mut self, ino: Ino, inode: Inode) {
         let rank = if matches!(inode.data, Data::Dir { .. }) { DIR_RANK } else { 0 };
         self.inodes.insert_ranked(ino, inode, rank);
     }
 
-    fn remove_inode(&mut self, ino: Ino) -> Option<Arc<Inode>> {
+    fn remove_inode(&mut self, ino: Ino) -> Option<Inode> {
         self.touched(Touch::Inode(ino));
         self.inodes.remove(&ino)
     }
@@ -325,9 +324,11 @@ impl Tree {
 
     // ---- catching up (for MemFs's reuse of unobserved versions) ----------
 
-    /// Starts recording the keys changes touch, for [`Tree::catch_up`].
-    pub(crate) fn start_log(&mut self) {
-        self.log.get_or_insert_with(Vec::new).clear();
+    /// Starts recording the keys changes touch into `log` (cleared; passed
+    /// in so that its capacity is reused), for [`Tree::catch_up`].
+    pub(crate) fn start_log(&mut self, mut log: Vec<Touch>) {
+        log.clear();
+        self.log = Some(log);
     }
 
     /// Stops recording and returns the keys touched since [`Tree::start_log`].
@@ -376,7 +377,7 @@ impl Tree {
 
     /// Where `dir`'s entries live: here (`None`) or in a lower directory.
     fn dir_source(&self, dir: Ino) -> Result<Option<(&dyn FileSystem, Ino)>> {
-        match self.inodes.get(&dir).map(|i| &**i) {
+        match self.inodes.get(&dir) {
             Some(Inode { data: Data::Dir { lower: Some(l), .. }, .. }) => Ok(Some((self.lower()?, *l))),
             Some(Inode { data: Data::Dir { lower: None, .. }, .. }) => Ok(None),
             Some(_) => Err(Error::NotDir),
@@ -401,7 +402,7 @@ impl Tree {
             if let Some(entry) = self.entry(dir, name) {
                 return Ok(Some(entry));
             }
-            return match self.inodes.get(&dir).map(|i| &**i) {
+            return match self.inodes.get(&dir) {
                 Some(Inode { data: Data::Dir { .. }, .. }) => Ok(None),
                 Some(_) => Err(Error::NotDir),
                 None => Err(Error::NotFound),
@@ -445,7 +446,7 @@ impl Tree {
 
     /// An inode's metadata.
     pub fn metadata(&self, ino: Ino) -> Result<Metadata> {
-        let Some(i) = self.inodes.get(&ino).map(|i| &**i) else {
+        let Some(i) = self.inodes.get(&ino) else {
             let (lower, lino) = self.lower_only(ino).ok_or(Error::NotFound)?;
             return Ok(Metadata { ino, ..lower.metadata(lino)? });
         };
@@ -463,7 +464,7 @@ impl Tree {
 
     /// Reads file content from `offset`.
     pub fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        let Some(i) = self.inodes.get(&ino).map(|i| &**i) else {
+        let Some(i) = self.inodes.get(&ino) else {
             let (lower, lino) = self.lower_only(ino).ok_or(Error::NotFound)?;
             return lower.read_at(lino, offset, buf);
         };
@@ -477,7 +478,7 @@ impl Tree {
 
     /// A symlink's target.
     pub fn readlink(&self, ino: Ino) -> Result<String> {
-        let Some(i) = self.inodes.get(&ino).map(|i| &**i) else {
+        let Some(i) = self.inodes.get(&ino) else {
             let (lower, lino) = self.lower_only(ino).ok_or(Error::NotFound)?;
             return lower.readlink(lino);
         };
@@ -547,7 +548,7 @@ impl Tree {
     /// True when `dir` is a directory whose entries are still the lower's.
     pub fn needs_materialize(&self, dir: Ino) -> bool {
         self.lower.is_some()
-            && matches!(self.inodes.get(&dir).map(|i| &**i), Some(Inode { data: Data::Dir { lower: Some(_), .. }, .. }))
+            && matches!(self.inodes.get(&dir), Some(Inode { data: Data::Dir { lower: Some(_), .. }, .. }))
     }
 
     /// Copies the entries of a lower-backed directory in, as references to
@@ -611,7 +612,7 @@ impl Tree {
     /// bytes (a truncating open reads nothing from the lower; the caller
     /// then sets the length it wants).
     fn copy_up(&mut self, ino: Ino, keep: u64) -> Result<()> {
-        let Some(Inode { data: Data::Lower { ino: lino, size }, .. }) = self.inodes.get(&ino).map(|i| &**i) else {
+        let Some(Inode { data: Data::Lower { ino: lino, size }, .. }) = self.inodes.get(&ino) else {
             return Ok(());
         };
         let (lino, full) = (*lino, *size);
