@@ -7,7 +7,7 @@
 //! cargo run -p packfs-bench --release --example pack_probe -- read [ROUNDS]
 //! cargo run -p packfs-bench --release --example pack_probe -- compact [ROUNDS]
 //! # one pass of one part, for `valgrind --tool=callgrind`:
-//! target/release/examples/pack_probe once-read | once-compact N unique|identical
+//! target/release/examples/pack_probe once-read | once-compact N unique|identical [TIMES]
 //! ```
 
 use std::collections::HashMap;
@@ -162,13 +162,14 @@ fn read(rounds: usize, once: bool) {
     let shm_paths: Vec<PathBuf> = paths.iter().map(|p| shm.path().join(p)).collect();
     let n = paths.len();
     println!("random reads of {n} files: ns per read (load {})", load());
+    let inos: Vec<u64> = paths.iter().map(|p| resolve::resolve(&pack, 1, p, true).unwrap()).collect();
     let mut sorted = paths.clone();
     sorted.sort_unstable();
     // The tar baseline's structure: a HashMap from the whole path to where the bytes lie.
     let map: HashMap<&str, (usize, usize)> = paths.iter().map(|p| (*p, (p.len(), 1))).collect();
     println!(
-        "{:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
-        "round", "pack", "lookups", "sorted", "hashmap", "shm", "shm/pack"
+        "{:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
+        "round", "pack", "lookups", "resolve", "file_bytes", "sorted", "hashmap", "shm", "shm/pack"
     );
     let (mut best_pack, mut best_shm) = (f64::MAX, f64::MAX);
     for r in 0..rounds {
@@ -177,6 +178,22 @@ fn read(rounds: usize, once: bool) {
             time(|| {
                 for p in &paths {
                     let ino = p.split('/').try_fold(1, |dir, name| pack.lookup(dir, name)).unwrap();
+                    black_box(pack.file_bytes(ino).unwrap());
+                }
+            }),
+            n,
+        );
+        let rs = per(
+            time(|| {
+                for p in &paths {
+                    black_box(resolve::resolve(&pack, 1, p, true).unwrap());
+                }
+            }),
+            n,
+        );
+        let fb = per(
+            time(|| {
+                for &ino in &inos {
                     black_box(pack.file_bytes(ino).unwrap());
                 }
             }),
@@ -209,7 +226,7 @@ fn read(rounds: usize, once: bool) {
         );
         best_pack = best_pack.min(p);
         best_shm = best_shm.min(s);
-        println!("{r:>6} {p:>10.1} {l:>10.1} {o:>10.1} {h:>10.1} {s:>10.1} {:>7.1}x", s / p);
+        println!("{r:>6} {p:>10.1} {l:>10.1} {rs:>10.1} {fb:>10.1} {o:>10.1} {h:>10.1} {s:>10.1} {:>7.1}x", s / p);
     }
     println!("best: pack {best_pack:.1} ns, shm {best_shm:.1} ns, {:.1}x (load {})", best_shm / best_pack, load());
 }
@@ -253,8 +270,11 @@ fn main() {
         Some("once-compact") => {
             let n = args.get(1).and_then(|r| r.parse().ok()).unwrap_or(20_000);
             let snap = flat_snapshot(n, args.get(2).map(String::as_str) != Some("identical"));
-            black_box(PackOptions::new().write(&snap, std::io::sink()).unwrap());
+            let times = args.get(3).and_then(|r| r.parse().ok()).unwrap_or(1);
+            for _ in 0..times {
+                black_box(PackOptions::new().write(&snap, std::io::sink()).unwrap());
+            }
         }
-        _ => eprintln!("usage: pack_probe read|compact [ROUNDS] | once-read | once-compact N unique|identical"),
+        _ => eprintln!("usage: pack_probe read|compact [ROUNDS] | once-read | once-compact N unique|identical [TIMES]"),
     }
 }

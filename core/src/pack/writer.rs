@@ -24,10 +24,10 @@
 //! [`MemFs`]: crate::MemFs
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{BuildHasher, Hasher};
+use std::hash::{BuildHasher, Hasher, RandomState};
 use std::io::{BufWriter, Write};
 
-use xxhash_rust::xxh3::{Xxh3Default, Xxh3DefaultBuilder};
+use xxhash_rust::xxh3::{Xxh3Default, Xxh3DefaultBuilder, xxh3_64};
 
 use super::FORMAT_VERSION;
 use super::blob::BlobRecord;
@@ -133,6 +133,9 @@ pub struct PackStats {
 pub struct PackOptions<H = Xxh3DefaultBuilder> {
     align: u64,
     hasher: H,
+    /// `hasher` is the default, xxh3: the dedup hash of a content is its
+    /// checksum, computed once.
+    key_is_checksum: bool,
 }
 
 impl Default for PackOptions {
@@ -144,7 +147,7 @@ impl Default for PackOptions {
 impl PackOptions {
     /// 8-byte blob alignment, xxh3 dedup hashing.
     pub fn new() -> Self {
-        PackOptions { align: 8, hasher: Xxh3DefaultBuilder }
+        PackOptions { align: 8, hasher: Xxh3DefaultBuilder, key_is_checksum: true }
     }
 }
 
@@ -160,7 +163,7 @@ impl<H: BuildHasher> PackOptions<H> {
     /// byte stream the same however it is split into `write` calls (xxh3's
     /// and SipHash's streaming hashers do), or some duplicates go unnoticed.
     pub fn dedup_hasher<H2: BuildHasher>(self, hasher: H2) -> PackOptions<H2> {
-        PackOptions { align: self.align, hasher }
+        PackOptions { align: self.align, hasher, key_is_checksum: false }
     }
 
     /// Writes `fs`, from its root, as a pack to `out`. The same tree always
@@ -170,7 +173,7 @@ impl<H: BuildHasher> PackOptions<H> {
         if !self.align.is_power_of_two() || !ALIGN_LOG2.contains(&self.align.trailing_zeros()) {
             return Err(WriteError::BadAlignment(self.align));
         }
-        let mut w = Writer::new(fs, &self.hasher, out, self.align);
+        let mut w = Writer::new(fs, &self.hasher, self.key_is_checksum, out, self.align);
         w.out.write(&Header::encode(&Header {
             version: FORMAT_VERSION,
             incompat_flags: 0,
@@ -187,6 +190,50 @@ pub fn write_pack<W: Write>(fs: &dyn FileSystem, out: W) -> Result<PackStats, Wr
     PackOptions::new().write(fs, out)
 }
 
+/// Hashes the writer's own table keys (source inode numbers, dedup keys:
+/// integers) with one folded multiply per word, seeded per pack from
+/// `RandomState`: SipHash, the std default, cost more than all the rest of
+/// a table lookup (and again on every regrowth).
+#[derive(Clone, Copy)]
+struct FoldState(u64);
+
+struct Fold(u64);
+
+impl FoldState {
+    fn new() -> Self {
+        FoldState(RandomState::new().hash_one(0x7061_636b_7772_6974_u64))
+    }
+}
+
+impl BuildHasher for FoldState {
+    type Hasher = Fold;
+    fn build_hasher(&self) -> Fold {
+        Fold(self.0)
+    }
+}
+
+impl Hasher for Fold {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        let p = u128::from(self.0 ^ x) * 0x9E37_79B9_7F4A_7C15_u128;
+        self.0 = (p as u64) ^ ((p >> 64) as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The end of a chain of dedup candidates.
+const NO_BLOB: u32 = u32::MAX;
+
 /// The output, counting its position and hashing the index as it passes.
 struct Out<W: Write> {
     inner: BufWriter<W>,
@@ -201,6 +248,25 @@ impl<W: Write> Out<W> {
             h.update(bytes);
         }
         self.pos += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Writes `records` through `stage` (an empty buffer), `CHUNK` bytes
+    /// at a time.
+    fn write_records<const N: usize>(
+        &mut self,
+        stage: &mut Vec<u8>,
+        records: impl Iterator<Item = [u8; N]>,
+    ) -> std::io::Result<()> {
+        for r in records {
+            stage.extend_from_slice(&r);
+            if stage.len() + N > CHUNK {
+                self.write(stage)?;
+                stage.clear();
+            }
+        }
+        self.write(stage)?;
+        stage.clear();
         Ok(())
     }
 
@@ -220,6 +286,7 @@ impl<W: Write> Out<W> {
 struct Writer<'a, H, W: Write> {
     fs: &'a dyn FileSystem,
     hasher: &'a H,
+    key_is_checksum: bool,
     out: Out<W>,
     align: u64,
     inodes: Vec<InodeRecord>,
@@ -230,21 +297,27 @@ struct Writer<'a, H, W: Write> {
     strings: Vec<u8>,
     /// A source inode holding each blob's bytes, to compare candidates with.
     blob_source: Vec<Ino>,
-    /// (dedup hash, length) -> blobs with that key.
-    candidates: HashMap<(u64, u64), Vec<u32>>,
-    /// Source inode -> pack inode, for non-directories (hard links).
-    by_source: HashMap<Ino, u32>,
-    dirs_seen: HashSet<Ino>,
+    /// (dedup hash, length) -> the last blob with that key; the others
+    /// follow in `next_candidate`.
+    candidates: HashMap<(u64, u64), u32, FoldState>,
+    /// Per blob: the blob before it with the same key, or `NO_BLOB`.
+    next_candidate: Vec<u32>,
+    /// Source inode -> pack inode, for non-directories with more than one
+    /// link (hard links; a file of one link is met once).
+    by_source: HashMap<Ino, u32, FoldState>,
+    dirs_seen: HashSet<Ino, FoldState>,
     own: Vec<u8>,
     other: Vec<u8>,
     stats: PackStats,
 }
 
 impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
-    fn new(fs: &'a dyn FileSystem, hasher: &'a H, out: W, align: u64) -> Self {
+    fn new(fs: &'a dyn FileSystem, hasher: &'a H, key_is_checksum: bool, out: W, align: u64) -> Self {
+        let tables = FoldState::new();
         Writer {
             fs,
             hasher,
+            key_is_checksum,
             out: Out { inner: BufWriter::with_capacity(CHUNK, out), pos: 0, hash: None },
             align,
             inodes: Vec::new(),
@@ -253,9 +326,10 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
             blobs: Vec::new(),
             strings: Vec::new(),
             blob_source: Vec::new(),
-            candidates: HashMap::new(),
-            by_source: HashMap::new(),
-            dirs_seen: HashSet::new(),
+            candidates: HashMap::with_hasher(tables),
+            next_candidate: Vec::new(),
+            by_source: HashMap::with_hasher(tables),
+            dirs_seen: HashSet::with_hasher(tables),
             own: vec![0; CHUNK],
             other: vec![0; CHUNK],
             stats: PackStats::default(),
@@ -295,7 +369,8 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
             let entries = self.entries(src)?;
             let count = u32::try_from(entries.len()).map_err(|_| WriteError::TooMany("names"))?;
             for e in entries {
-                let child = match self.by_source.get(&e.ino) {
+                let linked = if self.by_source.is_empty() { None } else { self.by_source.get(&e.ino) };
+                let child = match linked {
                     Some(&i) => i,
                     None => self.add_inode(e.ino, index, &mut queue)?,
                 };
@@ -358,7 +433,9 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
                 let (blob, size) = self.add_blob(src, meta.size)?;
                 self.stats.file_bytes += size;
                 let i = self.push_inode(src, record(Body::File { blob: blob.into() }, size))?;
-                self.by_source.insert(src, i);
+                if meta.nlink > 1 {
+                    self.by_source.insert(src, i);
+                }
                 Ok(i)
             }
             FileType::Symlink => {
@@ -368,7 +445,9 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
                 }
                 let at = self.push_string(&target);
                 let i = self.push_inode(src, record(Body::Symlink { target: at }, target.len() as u64))?;
-                self.by_source.insert(src, i);
+                if meta.nlink > 1 {
+                    self.by_source.insert(src, i);
+                }
                 Ok(i)
             }
         }
@@ -390,31 +469,49 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
     /// Stores the content of source file `src` (`size` bytes) as a blob, or
     /// finds a byte-identical one; returns the blob index and the size.
     fn add_blob(&mut self, src: Ino, size: u64) -> Result<(u32, u64), WriteError> {
-        // First read: dedup key and checksum. A file of one chunk stays in `own`.
-        let mut key = self.hasher.build_hasher();
-        let mut sum = Xxh3Default::new();
-        let mut off = 0;
-        while off < size {
-            let n = (size - off).min(CHUNK as u64) as usize;
-            Self::read_exact(self.fs, src, off, &mut self.own[..n])?;
-            key.write(&self.own[..n]);
-            sum.update(&self.own[..n]);
-            off += n as u64;
-        }
-        let key = (key.finish(), size);
-        let checksum = sum.digest();
-        let candidates = self.candidates.get(&key).map_or(0, Vec::len);
-        for n in 0..candidates {
-            let c = self.candidates[&key][n];
+        // First read: dedup key and checksum. A file of one chunk stays in
+        // `own` and is hashed in one call; with the default hasher the key
+        // is the checksum.
+        let one_chunk = size <= CHUNK as u64;
+        let (hash, checksum) = if one_chunk {
+            let bytes = &mut self.own[..size as usize];
+            Self::read_exact(self.fs, src, 0, bytes)?;
+            let checksum = xxh3_64(bytes);
+            let hash = if self.key_is_checksum {
+                checksum
+            } else {
+                let mut key = self.hasher.build_hasher();
+                key.write(bytes);
+                key.finish()
+            };
+            (hash, checksum)
+        } else {
+            let mut key = self.hasher.build_hasher();
+            let mut sum = Xxh3Default::new();
+            let mut off = 0;
+            while off < size {
+                let n = (size - off).min(CHUNK as u64) as usize;
+                Self::read_exact(self.fs, src, off, &mut self.own[..n])?;
+                key.write(&self.own[..n]);
+                sum.update(&self.own[..n]);
+                off += n as u64;
+            }
+            let checksum = sum.digest();
+            (if self.key_is_checksum { checksum } else { key.finish() }, checksum)
+        };
+        let key = (hash, size);
+        let mut c = self.candidates.get(&key).copied().unwrap_or(NO_BLOB);
+        while c != NO_BLOB {
             if self.same_content(c, src, size)? {
                 return Ok((c, size));
             }
+            c = self.next_candidate[c as usize];
         }
         let k = u32::try_from(self.blobs.len()).ok().filter(|&k| u64::from(k) < MAX_COUNT);
         let k = k.ok_or(WriteError::TooMany("blobs"))?;
         self.out.pad(self.align)?;
         let offset = self.out.pos;
-        if size <= CHUNK as u64 {
+        if one_chunk {
             self.out.write(&self.own[..size as usize])?;
         } else {
             // Second read, for writing: it must match the first.
@@ -433,7 +530,7 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
         }
         self.blobs.push(BlobRecord { offset, len: size, checksum });
         self.blob_source.push(src);
-        self.candidates.entry(key).or_default().push(k);
+        self.next_candidate.push(self.candidates.insert(key, k).unwrap_or(NO_BLOB));
         self.stats.blob_bytes += size;
         Ok((k, size))
     }
@@ -448,14 +545,22 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
         if blob.len != size {
             return Ok(false);
         }
-        let one_chunk = size <= CHUNK as u64;
+        if size <= CHUNK as u64 {
+            let n = size as usize;
+            Self::read_exact(self.fs, other, 0, &mut self.other[..n])?;
+            if self.own[..n] != self.other[..n] {
+                return Ok(false);
+            }
+            if xxh3_64(&self.other[..n]) != blob.checksum {
+                return Err(WriteError::SourceChanged { ino: other });
+            }
+            return Ok(true);
+        }
         let mut sum = Xxh3Default::new();
         let mut off = 0;
         while off < size {
             let n = (size - off).min(CHUNK as u64) as usize;
-            if !one_chunk {
-                Self::read_exact(self.fs, src, off, &mut self.own[..n])?;
-            }
+            Self::read_exact(self.fs, src, off, &mut self.own[..n])?;
             Self::read_exact(self.fs, other, off, &mut self.other[..n])?;
             if self.own[..n] != self.other[..n] {
                 return Ok(false);
@@ -493,18 +598,17 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
         let index_offset = self.out.pos;
         self.out.hash = Some(Xxh3Default::new());
         let table = |offset: u64, count: usize| Table { offset, count: count as u64 };
+        // Records are encoded into `stage` and written (and hashed) 64 KiB
+        // at a time: a hasher update per 16-byte record cost more than the
+        // encoding.
+        let mut stage = std::mem::take(&mut self.own);
+        stage.clear();
         let inodes = table(self.out.pos, self.inodes.len());
-        for r in &self.inodes {
-            self.out.write(&r.encode())?;
-        }
+        self.out.write_records(&mut stage, self.inodes.iter().map(InodeRecord::encode))?;
         let dirents = table(self.out.pos, self.dirents.len());
-        for r in &self.dirents {
-            self.out.write(&r.encode())?;
-        }
+        self.out.write_records(&mut stage, self.dirents.iter().map(DirentRecord::encode))?;
         let blobs = table(self.out.pos, self.blobs.len());
-        for r in &self.blobs {
-            self.out.write(&r.encode())?;
-        }
+        self.out.write_records(&mut stage, self.blobs.iter().map(BlobRecord::encode))?;
         let strings_offset = self.out.pos;
         self.out.write(&self.strings)?;
         self.out.pad(8)?; // The trailer starts at a multiple of 8.
