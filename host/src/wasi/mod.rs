@@ -12,6 +12,8 @@
 //!   guest tests);
 //! - `types`: the thin `wasi:filesystem/types` adapter over the model;
 //! - `streams`: file streams and directory listings ([`DirStream`]);
+//! - `io`: wasmtime-wasi's synchronous `wasi:io/streams`, with its
+//!   blocking methods not entering tokio when the stream is ready;
 //! - `preopens`: the preopen table ([`PackFsCtx`]) and `get-directories`;
 //! - `recent`: the last name resolved, so `metadata-hash-at` after
 //!   `stat-at` or a directory entry does not walk again;
@@ -39,6 +41,7 @@
 
 mod descriptor;
 mod errors;
+mod io;
 mod preopens;
 mod recent;
 mod streams;
@@ -141,7 +144,8 @@ pub fn add_filesystem_to_linker<T: PackFsView + 'static>(linker: &mut Linker<T>)
 }
 
 /// Adds all of `wasi:cli/imports` to `linker`: wasmtime-wasi's synchronous
-/// io, clocks, random, cli and sockets, and PackFS's filesystem.
+/// io, clocks, random, cli and sockets, and PackFS's filesystem. The
+/// streams' blocking methods skip tokio when the stream is ready (`io.rs`).
 ///
 /// The store's data must lend both views over one shared `ResourceTable`.
 /// Preopens configured on the `WasiCtx` are ignored: the filesystem is
@@ -152,6 +156,7 @@ pub fn add_to_linker_sync<T: WasiView + PackFsView + 'static>(linker: &mut Linke
     wasmtime_wasi::p2::bindings::io::error::add_to_linker::<T, HasTable>(l, |t| t.ctx().table)?;
     sync::io::poll::add_to_linker::<T, HasTable>(l, |t| t.ctx().table)?;
     sync::io::streams::add_to_linker::<T, HasTable>(l, |t| t.ctx().table)?;
+    io::add_fast_paths(l)?;
     add_nonblocking(l)?;
     sync::sockets::tcp::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
     sync::sockets::udp::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
