@@ -43,15 +43,18 @@
 //!   `cargo test`, a smoke run: 50 files, once);
 //! - `GUEST_BENCH_ONLY`: comma-separated substrings of `target/backend` to
 //!   keep, e.g. `p2/mem,p2/wasi-tmp`;
-//! - `GUEST_BENCH_NO_CONCURRENCY`: an engine with
-//!   `Config::concurrency_support(false)` (default: `Engine::default()`, as
-//!   `packfs run`);
+//! - `GUEST_BENCH_DEFAULT_ENGINE`: `Engine::default()` (with the component
+//!   model's concurrency support) for every run, instead of
+//!   `Runner::config()`, which `packfs run` uses;
 //! - `GUEST_BENCH_WASI_SPAWN_BLOCKING`: wasmtime-wasi's default file I/O
 //!   through `spawn_blocking` instead;
 //! - `GUEST_BENCH_PHASES`: the guest's PHASES for the read-write
 //!   configurations instead of `all` (a profiling aid, e.g.
 //!   `create,stat,stat,stat`);
-//! - `GUEST_BENCH_OUT`: also write the tables to this file.
+//! - `GUEST_BENCH_OUT`: also write the tables to this file;
+//! - `GUEST_BENCH_RAW`: also write every run's time of every phase to this
+//!   file, one `target backend phase nanoseconds ops` line each (to
+//!   compare two builds run alternately).
 
 #[path = "../../host/tests/support/mod.rs"]
 mod support;
@@ -64,10 +67,10 @@ use std::time::Instant;
 
 use packfs_core::pack::write_pack;
 use packfs_core::{FileSystem, MemFs, OpenOptions};
-use packfs_host::GuestState;
 use packfs_host::mmap::open_pack;
 use packfs_host::p1::ComponentCache;
 use packfs_host::wasi::PackFsCtx;
+use packfs_host::{GuestState, Runner};
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, Module, Store};
 use wasmtime_wasi::p1::WasiP1Ctx;
@@ -377,8 +380,9 @@ fn main() {
     let load_before = loadavg();
 
     support::build_rust_guests();
-    let concurrency = std::env::var_os("GUEST_BENCH_NO_CONCURRENCY").is_none();
-    let engine = Engine::new(wasmtime::Config::new().concurrency_support(concurrency)).unwrap();
+    // The same engine for PackFS and the baselines.
+    let default_engine = std::env::var_os("GUEST_BENCH_DEFAULT_ENGINE").is_some();
+    let engine = if default_engine { Engine::default() } else { Engine::new(&Runner::config()).unwrap() };
     let targets = [Target::P1, Target::P2];
     let t = Instant::now();
     let guests: Vec<Guest> = targets.iter().map(|&t| load(&engine, t)).collect();
@@ -426,6 +430,15 @@ fn main() {
             }
         }
     }
+    if let Ok(path) = std::env::var("GUEST_BENCH_RAW") {
+        let mut raw = String::new();
+        for ((t, b, phase), (v, ops)) in &samples {
+            for ns in v {
+                let _ = writeln!(raw, "{} {} {phase} {ns} {ops}", t.name(), b.name());
+            }
+        }
+        std::fs::write(&path, raw).unwrap_or_else(|e| panic!("{path}: {e}"));
+    }
     let stats: BTreeMap<(Target, Backend, String), Stat> = samples
         .into_iter()
         .map(|(k, (mut v, ops))| {
@@ -451,7 +464,11 @@ fn main() {
     let _ = writeln!(
         md,
         "Engine: {}; wasmtime-wasi allow_blocking_current_thread({wasi_blocking}).\n",
-        if concurrency { "Engine::default()" } else { "Config::concurrency_support(false)" }
+        if default_engine {
+            "Engine::default()"
+        } else {
+            "Runner::config() (concurrency_support(false), as packfs run)"
+        }
     );
     for &target in &targets {
         let cols: Vec<Backend> = backends(target).into_iter().filter(|&b| keep(target, b)).collect();

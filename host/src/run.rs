@@ -51,7 +51,7 @@ impl PackFsView for GuestState {
 /// use packfs_core::MemFs;
 /// use packfs_host::{Runner, wasi::PackFsCtx};
 ///
-/// let runner = Runner::new(&wasmtime::Engine::default())?;
+/// let runner = Runner::new(&wasmtime::Engine::new(&Runner::config())?)?;
 /// let guest = runner.load(&std::fs::read("guest.wasm")?)?;
 /// let fs = PackFsCtx::builder().preopen("/", Arc::new(MemFs::new())).build();
 /// let wasi = wasmtime_wasi::WasiCtx::builder().inherit_stdio().build();
@@ -65,8 +65,30 @@ pub struct Runner {
 }
 
 impl Runner {
+    /// The engine configuration `packfs run` uses: wasmtime's defaults
+    /// without [`Config::concurrency_support`](wasmtime::Config::concurrency_support).
+    ///
+    /// A `Runner` drives guests synchronously and links WASI 0.2, which
+    /// needs none of the component model's concurrent calls; with that
+    /// support on, every host call — each of a guest's file operations —
+    /// also creates and deletes a host task, about a sixth of the time of
+    /// a small-file read (`bench/guest-results.md`). Components using
+    /// component-model async do not load on such an engine.
+    ///
+    /// ```
+    /// let engine = wasmtime::Engine::new(&packfs_host::Runner::config())?;
+    /// let runner = packfs_host::Runner::new(&engine)?;
+    /// # Ok::<(), wasmtime::Error>(())
+    /// ```
+    pub fn config() -> wasmtime::Config {
+        let mut config = wasmtime::Config::new();
+        config.concurrency_support(false);
+        config
+    }
+
     /// A runner on `engine`, driving guests synchronously, without a
-    /// compilation cache.
+    /// compilation cache. Any engine serves; [`Runner::config`] makes the
+    /// fastest for it.
     pub fn new(engine: &Engine) -> wasmtime::Result<Runner> {
         let mut linker = Linker::new(engine);
         crate::wasi::add_to_linker_sync(&mut linker)?;

@@ -130,7 +130,9 @@ fn guest_wasm(name: &str, target: Target) -> Vec<u8> {
 
 fn engine() -> &'static Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(Engine::default)
+    // The configuration `packfs run` uses (the p1 cache and async linker
+    // tests cover `Engine::default()`).
+    ENGINE.get_or_init(|| Engine::new(&packfs_host::Runner::config()).unwrap())
 }
 
 fn component(name: &str, target: Target) -> Component {

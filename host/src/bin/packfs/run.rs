@@ -284,7 +284,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let wasm = std::fs::read(&module).with_context(|| format!("{shown}"))?;
     let namespace = Namespace::build(&args.mounts)?;
 
-    let engine = wasmtime::Engine::default();
+    let engine = wasmtime::Engine::new(&Runner::config()).map_err(|e| anyhow!("setting up wasmtime: {e}"))?;
     let mut runner = Runner::new(&engine).map_err(|e| anyhow!("setting up wasmtime: {e}"))?;
     if !args.no_cache {
         // A cache that cannot be used only costs time.
