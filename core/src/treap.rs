@@ -170,7 +170,9 @@ impl<K: Ord + Clone, V: Clone> Treap<K, V> {
     /// replacing a value keeps the key's place.
     pub fn insert_ranked(&mut self, key: K, value: V, rank: u8) -> Option<V> {
         let prio = (u64::from(rank) << 56) | (self.next_prio() >> 8);
-        let old = insert_at(&mut self.root, key, value, prio);
+        let mut entry = Some((key, value));
+        insert_at(&mut self.root, &mut entry, prio);
+        let old = entry.map(|(_, v)| v);
         if old.is_none() {
             self.len += 1;
         }
@@ -193,27 +195,39 @@ impl<K: Ord + Clone, V: Clone> Treap<K, V> {
     }
 }
 
-fn insert_at<K: Ord + Clone, V: Clone>(link: &mut Link<K, V>, key: K, value: V, prio: u64) -> Option<V> {
+/// Inserts the entry in `new` below `link`: a new node takes it (leaving
+/// `None`); an existing key swaps values with it (leaving the old value).
+/// Returns whether the node now at `link` is new or was rotated up: only
+/// then can it outrank its parent, so the levels above a replacement or a
+/// settled insertion skip the check. Nothing large travels up or down the
+/// recursion by value.
+fn insert_at<K: Ord + Clone, V: Clone>(link: &mut Link<K, V>, new: &mut Option<(K, V)>, prio: u64) -> bool {
     let Some(arc) = link else {
+        let Some((key, value)) = new.take() else { return false };
         *link = Some(Arc::new(Node { key, value, prio, left: None, right: None }));
-        return None;
+        return true;
     };
     let node = Arc::make_mut(arc);
-    match key.cmp(&node.key) {
-        Ordering::Equal => Some(std::mem::replace(&mut node.value, value)),
+    let Some((key, value)) = new.as_mut() else { return false };
+    match (*key).cmp(&node.key) {
+        Ordering::Equal => {
+            std::mem::swap(&mut node.value, value);
+            false
+        }
         Ordering::Less => {
-            let old = insert_at(&mut node.left, key, value, prio);
-            if node.left.as_ref().is_some_and(|l| l.prio > node.prio) {
+            let rotate = insert_at(&mut node.left, new, prio) && node.left.as_ref().is_some_and(|l| l.prio > node.prio);
+            if rotate {
                 rotate_right(link);
             }
-            old
+            rotate
         }
         Ordering::Greater => {
-            let old = insert_at(&mut node.right, key, value, prio);
-            if node.right.as_ref().is_some_and(|r| r.prio > node.prio) {
+            let rotate =
+                insert_at(&mut node.right, new, prio) && node.right.as_ref().is_some_and(|r| r.prio > node.prio);
+            if rotate {
                 rotate_left(link);
             }
-            old
+            rotate
         }
     }
 }
