@@ -360,6 +360,45 @@ fn snapshots_and_forks() {
     assert_eq!(fs.lookup(ROOT, "f"), Err(Error::NotFound));
 }
 
+/// The writer reuses the version a change replaced once nobody holds it:
+/// snapshots taken at every step, some dropped early and some kept, and
+/// failed changes in between, must each still read as they were, while the
+/// filesystem reads as the last change left it.
+#[test]
+fn versions_are_reused_only_when_unobserved() {
+    let fs = MemFs::new();
+    let f = file(&fs, ROOT, "f", b"");
+    let mut kept = Vec::new();
+    for i in 0..200u32 {
+        let snap = fs.snapshot();
+        fs.write_at(f, u64::from(i) * 4, &i.to_le_bytes()).unwrap();
+        // A failing change must undo what it did to the reused copy.
+        assert_eq!(fs.mkdir(ROOT, "f", 0o755), Err(Error::Exists));
+        assert_eq!(fs.write_at(ROOT, 0, b"x"), Err(Error::IsDir));
+        let failed = fs.batch(|t, now| {
+            t.mkdir(ROOT, "half", 0o755, now)?;
+            t.write_at(f, 0, b"lost", now)?;
+            Err::<(), _>(Error::Invalid)
+        });
+        assert_eq!(failed, Err(Error::Invalid));
+        file(&fs, ROOT, &format!("n{i}"), &i.to_le_bytes());
+        if i % 3 == 0 {
+            kept.push((i, snap));
+        }
+    }
+    let want: Vec<u8> = (0..200u32).flat_map(u32::to_le_bytes).collect();
+    assert_eq!(read(&fs, f), want);
+    assert_eq!(names(&fs, ROOT).len(), 201);
+    assert_eq!(fs.lookup(ROOT, "half"), Err(Error::NotFound));
+    for (i, snap) in &kept {
+        let i = *i as usize;
+        assert_eq!(read(snap, f), want[..i * 4], "snapshot before change {i}");
+        assert_eq!(snap.read_dir(ROOT, None, usize::MAX).unwrap().len(), i + 1);
+        snap.check_consistency().unwrap();
+    }
+    fs.snapshot().check_consistency().unwrap();
+}
+
 #[test]
 fn fork_drops_open_orphans() {
     let fs = MemFs::new();

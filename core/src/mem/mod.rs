@@ -92,17 +92,17 @@ pub struct MemFs {
 #[derive(Clone)]
 pub struct Snapshot(Arc<Tree>);
 
-/// The version before the current one, taken back at publication when no
-/// reader kept it, and the keys the current version changed since.
+/// The version before the current one, taken back at publication, and the
+/// keys the current version changed since.
 ///
 /// Every change needs a private copy of the current version. Cloning it is
 /// O(1), but then the change copies every node on its search paths that
 /// the current version shares (~20 per path at 20,000 entries), and
-/// publishing frees as many. When nobody observed the previous version —
-/// no snapshot, no reader mid-operation (`ArcSwap::swap` accounts for
-/// every reader before it returns the old version, so "unique" is exact) —
-/// it is ours alone: the next change brings it up to date by re-setting the
-/// few keys the current version changed, then changes it in place, copying
+/// publishing frees as many. When nobody holds the previous version any
+/// more — no snapshot, no reader mid-operation (`ArcSwap::swap` accounts
+/// for every reader before it returns the old version, so "unique" is
+/// exact) — it is ours alone: the next change brings it up to date by
+/// re-setting the few keys the current version changed, then changes it in place, copying
 /// only nodes still shared with another version. The price is memory: the
 /// writer keeps a second set of index nodes (inodes and entries, never file
 /// bytes, which the two versions share).
@@ -116,9 +116,10 @@ impl Spare {
     /// A private copy of `current` (the spare brought up to date, or a
     /// clone), recording the keys its change touches.
     fn copy_of(&mut self, current: &Arc<Tree>) -> Arc<Tree> {
-        let mut next = match self.tree.take() {
+        // One still held by a reader or a snapshot is let go.
+        let mut next = match self.tree.take().filter(|spare| Arc::strong_count(spare) == 1) {
             Some(mut spare) => {
-                Arc::get_mut(&mut spare).expect("kept only when unique").catch_up(current, &self.behind);
+                Arc::get_mut(&mut spare).expect("only the writer holds it").catch_up(current, &self.behind);
                 spare
             }
             None => Arc::new(Tree::clone(current)),
@@ -128,10 +129,11 @@ impl Spare {
         next
     }
 
-    /// Keeps `old` as the spare if nobody else holds it; `behind` lists the
-    /// keys the version that replaced it changed.
-    fn keep(&mut self, mut old: Arc<Tree>, behind: Vec<Touch>) {
-        self.tree = Arc::get_mut(&mut old).is_some().then_some(old);
+    /// Keeps `old`, the version just replaced, and `behind`, the keys its
+    /// replacement changed. A reader may still hold it; by the next change
+    /// it has usually let go.
+    fn keep(&mut self, old: Arc<Tree>, behind: Vec<Touch>) {
+        self.tree = Some(old);
         self.behind = behind;
     }
 }
