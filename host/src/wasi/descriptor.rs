@@ -294,20 +294,49 @@ impl Descriptor {
         (self.node.device(), self.node.ino)
     }
 
-    /// `stat-at`; also the inode found.
-    pub(crate) fn stat_at(&self, follow: bool, path: &str) -> Result<(Ino, Metadata)> {
-        let ino = self.resolve(path, follow)?;
+    /// `stat-at`; also the inode found. `known`: the inode `path` was just
+    /// found to lead to, if it was.
+    pub(crate) fn stat_at(&self, follow: bool, path: &str, known: Option<Ino>) -> Result<(Ino, Metadata)> {
+        let ino = match known {
+            Some(ino) => self.dir().map(|_| ino)?,
+            None => self.resolve(path, follow)?,
+        };
         Ok((ino, self.fs().metadata(ino)?))
     }
 
-    /// `metadata-hash-at`; `known`: the inode `path` was just found to lead
-    /// to, if it was.
-    pub(crate) fn metadata_hash_at(&self, follow: bool, path: &str, known: Option<Ino>) -> Result<(u64, u64)> {
-        let ino = match known {
-            Some(ino) => ino,
-            None => self.resolve(path, follow)?,
+    /// `metadata-hash-at`; `known` as for [`stat_at`](Self::stat_at). Also
+    /// the inode found and, for [`Recent`](super::recent::Recent), whether
+    /// following a symlink at the end of `path` matters: `None` if it is no
+    /// symlink, else `Some(follow)`.
+    pub(crate) fn metadata_hash_at(
+        &self,
+        follow: bool,
+        path: &str,
+        known: Option<Ino>,
+    ) -> Result<((u64, u64), Ino, Option<bool>)> {
+        let (ino, follows) = match known {
+            Some(ino) => (self.dir().map(|_| ino)?, Some(follow)),
+            None => self.resolve_noting(path, follow)?,
         };
-        Ok(metadata_hash(self.node.device(), ino))
+        Ok((metadata_hash(self.node.device(), ino), ino, follows))
+    }
+
+    /// As [`resolve`](Self::resolve), also saying whether following a
+    /// symlink at the end of `path` matters, where the walk learns it.
+    fn resolve_noting(&self, path: &str, follow: bool) -> Result<(Ino, Option<bool>)> {
+        if !follow {
+            // What `resolve(path, false)` does — the same walk, whose last
+            // step tells the type too.
+            match self.locate(path)? {
+                Target::Dir(ino) => return Ok((ino, None)),
+                Target::Entry(p) if !p.trailing_slash => {
+                    let (ino, kind) = self.fs().lookup_kind(p.dir, &p.name)?;
+                    return Ok((ino, (kind == FileType::Symlink).then_some(false)));
+                }
+                Target::Entry(_) => {}
+            }
+        }
+        Ok((self.resolve(path, follow)?, Some(follow)))
     }
 
     pub(crate) fn set_times_at(&self, follow: bool, path: &str, atime: SetTime, mtime: SetTime) -> Result<()> {

@@ -1,14 +1,17 @@
-//! The last name a guest resolved, so that `metadata-hash-at` asked right
-//! after the call that found the same name does not walk its path again.
+//! The last name a guest resolved, so that the `stat-at` or
+//! `metadata-hash-at` asked right after the call that found the same name
+//! does not walk its path again.
 //!
-//! wasi-libc's `stat` is `stat-at` then `metadata-hash-at` of the same path
-//! (for `st_ino`), and its `readdir`, like the p1 adapter's `fd_readdir`,
-//! is `read-directory-entry` then `metadata-hash-at` of the entry's name.
-//! Without this, every `stat` resolves its path twice and every listed
-//! entry is looked up again in the directory it was just listed from.
+//! A `stat` is both calls on the same path (`metadata-hash-at` for
+//! `st_ino`): the p1 adapter's `path_filestat_get` asks `stat-at` first,
+//! wasi-libc's p2 `stat` the other way round. wasi-libc's `readdir`, like the
+//! adapter's `fd_readdir`, is `read-directory-entry` then
+//! `metadata-hash-at` of the entry's name. Without this, every `stat`
+//! resolves its path twice and every listed entry is looked up again in
+//! the directory it was just listed from.
 //!
-//! A remembered inode answers one `metadata-hash-at`, for the same
-//! directory, path and symlink following, and only while no call of this
+//! A remembered inode answers one such call, for the same directory, path
+//! and symlink following, and only while no call of this
 //! guest has changed the namespace since it was found: every such call
 //! bumps the epoch. Another store changing the same filesystem meanwhile is
 //! not seen: the hash is then the one of the file `stat-at` just described,
@@ -73,9 +76,11 @@ impl Recent {
         self.last = None;
     }
 
-    /// `path` from `dir` led to `ino` (`stat-at`).
-    pub(crate) fn resolved(&mut self, dir: At, path: String, follow: bool, ino: Ino) {
-        self.last = Some(Resolved { dir, path: Name::Path(path), follow: Some(follow), ino });
+    /// `path` from `dir` led to `ino` (`stat-at`, `metadata-hash-at`),
+    /// following a symlink at its end as `follow` says (`None`: there is
+    /// none).
+    pub(crate) fn resolved(&mut self, dir: At, path: String, follow: Option<bool>, ino: Ino) {
+        self.last = Some(Resolved { dir, path: Name::Path(path), follow, ino });
     }
 
     /// A listing of `dir` read in the batch of epoch `batch` returned the
@@ -106,13 +111,13 @@ mod tests {
     #[test]
     fn answers_once_for_the_same_question() {
         let mut r = Recent::default();
-        r.resolved((1, 2), "a/b".into(), true, 7);
+        r.resolved((1, 2), "a/b".into(), Some(true), 7);
         assert_eq!(r.take((1, 2), true, "a/b"), Some(7));
         assert_eq!(r.take((1, 2), true, "a/b"), None);
         for (dir, follow, path) in
             [((1, 3), true, "a/b"), ((2, 2), true, "a/b"), ((1, 2), false, "a/b"), ((1, 2), true, "a/b/")]
         {
-            r.resolved((1, 2), "a/b".into(), true, 7);
+            r.resolved((1, 2), "a/b".into(), Some(true), 7);
             assert_eq!(r.take(dir, follow, path), None);
         }
     }
@@ -120,7 +125,7 @@ mod tests {
     #[test]
     fn a_change_forgets() {
         let mut r = Recent::default();
-        r.resolved((1, 2), "a".into(), false, 7);
+        r.resolved((1, 2), "a".into(), None, 7);
         r.changed();
         assert_eq!(r.take((1, 2), false, "a"), None);
     }

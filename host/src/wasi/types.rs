@@ -111,8 +111,13 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
 
     fn stat_at(&mut self, fd: Resource<Descriptor>, flags: PathFlags, path: String) -> FsResult<DescriptorStat> {
         let d = self.table.get(&fd)?;
-        let (ino, meta) = d.stat_at(follow(flags), &path)?;
-        self.ctx.recent.resolved(d.at(), path, follow(flags), ino);
+        let known = self.ctx.recent.take(d.at(), follow(flags), &path);
+        let (ino, meta) = d.stat_at(follow(flags), &path, known)?;
+        if known.is_none() {
+            // Not following a name that is no symlink: following finds the same.
+            let follows = (follow(flags) || meta.kind == FileType::Symlink).then_some(follow(flags));
+            self.ctx.recent.resolved(d.at(), path, follows, ino);
+        }
         Ok(stat(meta))
     }
 
@@ -209,7 +214,10 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
     ) -> FsResult<MetadataHashValue> {
         let d = self.table.get(&fd)?;
         let known = self.ctx.recent.take(d.at(), follow(flags), &path);
-        let (lower, upper) = d.metadata_hash_at(follow(flags), &path, known)?;
+        let ((lower, upper), ino, follows) = d.metadata_hash_at(follow(flags), &path, known)?;
+        if known.is_none() {
+            self.ctx.recent.resolved(d.at(), path, follows, ino);
+        }
         Ok(MetadataHashValue { lower, upper })
     }
 
