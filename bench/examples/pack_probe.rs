@@ -8,6 +8,8 @@
 //! cargo run -p packfs-bench --release --example pack_probe -- compact [ROUNDS]
 //! # one pass of one part, for `valgrind --tool=callgrind`:
 //! target/release/examples/pack_probe once-read | once-compact N unique|identical [TIMES]
+//! # open against the first lookup (which builds the hash index):
+//! target/release/examples/pack_probe first-lookup
 //! ```
 
 use std::collections::HashMap;
@@ -260,6 +262,52 @@ fn compact(rounds: usize) {
     }
 }
 
+/// What the first lookup costs (it builds the hash index) next to open, at
+/// the sizes of the open benchmark.
+fn first_lookup() {
+    println!("open and first lookup, files of 16 B in directories of 100 (load {})", load());
+    for n in [10_000, 100_000, 1_000_000] {
+        let mut bytes = Vec::new();
+        let snap = {
+            let fs = MemFs::new();
+            fs.batch(|t, now| {
+                let mut dir = ROOT;
+                for i in 0..n {
+                    if i % 100 == 0 {
+                        dir = t.mkdir(ROOT, &format!("d{:04}", i / 100), 0o755, now)?;
+                    }
+                    let ino = t.open(dir, &format!("f{i:07}"), &OpenOptions::create(), now)?;
+                    t.write_at(ino, 0, &(i as u128).to_le_bytes(), now)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+            fs.snapshot()
+        };
+        PackOptions::new().write(&snap, &mut bytes).unwrap();
+        let (mut open, mut first, mut next) = (f64::MAX, f64::MAX, f64::MAX);
+        for _ in 0..5 {
+            let t = Instant::now();
+            let pack = PackFs::open(&bytes[..]).unwrap();
+            open = open.min(t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            black_box(pack.lookup(1, "d0000").unwrap());
+            first = first.min(t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            black_box(pack.lookup(1, "d0001").unwrap());
+            next = next.min(t.elapsed().as_secs_f64());
+        }
+        println!(
+            "{n:>9} files: open {:.2} ms ({:.0} ns/entry), first lookup {:.2} ms ({:.0} ns/entry), next lookup {:.2} us",
+            open * 1e3,
+            open * 1e9 / n as f64,
+            first * 1e3,
+            first * 1e9 / n as f64,
+            next * 1e6
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rounds = args.get(1).and_then(|r| r.parse().ok()).unwrap_or(7);
@@ -267,6 +315,7 @@ fn main() {
         Some("read") => read(rounds, false),
         Some("compact") => compact(rounds),
         Some("once-read") => read(0, true),
+        Some("first-lookup") => first_lookup(),
         Some("once-compact") => {
             let n = args.get(1).and_then(|r| r.parse().ok()).unwrap_or(20_000);
             let snap = flat_snapshot(n, args.get(2).map(String::as_str) != Some("identical"));
