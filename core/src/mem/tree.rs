@@ -20,7 +20,6 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use smol_str::SmolStr;
 
 use super::content::Content;
 use crate::path::{MAX_PATH, validate_name};
@@ -65,12 +64,12 @@ pub struct Usage {
 
 /// A directory entry's key, ordered as `(dir, name bytes)`. The name's first
 /// 16 bytes, kept as one integer, settle most comparisons without reading
-/// the name; names of up to 23 bytes are stored inline in the key.
+/// the name; the name is shared with the listings that return it.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) struct DirKey {
     dir: Ino,
     head: u128,
-    name: SmolStr,
+    name: Arc<str>,
 }
 
 /// The first 16 bytes of a name, zero-padded, as a big-endian integer. If
@@ -98,7 +97,7 @@ impl<'a> Probe<'a> {
 }
 
 impl DirKey {
-    fn new(dir: Ino, name: SmolStr) -> Self {
+    fn new(dir: Ino, name: Arc<str>) -> Self {
         DirKey { dir, head: head(&name), name }
     }
 
@@ -301,7 +300,7 @@ impl Tree {
         self.inodes.remove(&ino)
     }
 
-    fn insert_dirent(&mut self, dir: Ino, name: SmolStr, value: (Ino, FileType)) {
+    fn insert_dirent(&mut self, dir: Ino, name: Arc<str>, value: (Ino, FileType)) {
         let key = DirKey::new(dir, name);
         self.touched(Touch::Dirent(key.clone()));
         self.dirents.insert(key, value);
@@ -507,7 +506,7 @@ impl Tree {
             .iter_from(start)
             .take_while(|(k, _)| k.dir == dir)
             .take(max)
-            .map(|(k, &(ino, kind))| DirEntry { name: k.name.as_str().into(), ino, kind })
+            .map(|(k, &(ino, kind))| DirEntry { name: k.name.clone(), ino, kind })
             .collect())
     }
 
@@ -592,12 +591,12 @@ impl Tree {
                 // names that inode (already counted in its nlink). If the
                 // inode is gone, every name of it was removed, this one too.
                 if self.inodes.get(&ino).is_some() {
-                    self.insert_dirent(dir, (*name).into(), (ino, inode.kind()));
+                    self.insert_dirent(dir, name, (ino, inode.kind()));
                 }
                 continue;
             }
             self.seen.insert(lino, ());
-            self.insert_dirent(dir, (*name).into(), (ino, inode.kind()));
+            self.insert_dirent(dir, name, (ino, inode.kind()));
             self.insert_inode(ino, inode);
         }
         let parent = self.parent(dir)?;
