@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
-use crate::resolve::{At, Parent, Space, Walk};
+use crate::resolve::{At, Parent, Space, Walk, resolve_in};
 use crate::treap::Treap;
 use crate::{DirEntry, Error, FileSystem, FileType, Ino, Result};
 
@@ -260,7 +260,7 @@ impl MountTable {
     /// root: `..` above it is `NotPermitted`).
     pub fn resolve(&self, from: &Node, path: &str, follow: bool) -> Result<Node> {
         let state = self.state.load();
-        let at = Walk::new(&**state, from.at(), path)?.resolve(follow)?;
+        let at = resolve_in(&**state, from.at(), path, follow)?;
         state.node(at)
     }
 
