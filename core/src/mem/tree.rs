@@ -20,7 +20,6 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-
 use super::content::Content;
 use crate::path::{MAX_PATH, validate_name};
 use crate::treap::Treap;
@@ -74,7 +73,7 @@ pub(crate) struct DirKey {
 
 /// The first 16 bytes of a name, zero-padded, as a big-endian integer. If
 /// two heads differ they order as their names do (padding sorts a name
-/// before every longer name it begins); equal heads leave it to the names.
+/// before every longer name it begins); equal heads leave it to the rest.
 fn head(name: &str) -> u128 {
     let mut bytes = [0; 16];
     let n = name.len().min(16);
@@ -102,7 +101,16 @@ impl DirKey {
     }
 
     fn cmp_to(&self, at: &Probe<'_>) -> Ordering {
-        self.dir.cmp(&at.dir).then(self.head.cmp(&at.head)).then_with(|| (*self.name).cmp(at.name))
+        self.dir.cmp(&at.dir).then(self.head.cmp(&at.head)).then_with(|| {
+            // Equal heads: names of up to 16 bytes are all in them, so they
+            // differ only in trailing NULs, and length orders them — read
+            // from the key itself, without loading the name.
+            if self.name.len() <= 16 && at.name.len() <= 16 {
+                self.name.len().cmp(&at.name.len())
+            } else {
+                (*self.name).cmp(at.name)
+            }
+        })
     }
 }
 
@@ -1006,5 +1014,33 @@ impl Tree {
             return Err(format!("usage {:?} != counted {usage:?}", self.usage));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn name() -> impl Strategy<Value = String> {
+        // Short and long names over a tiny alphabet (NUL included, though
+        // real names never hold one), so that shared heads, prefixes and
+        // equal lengths are common.
+        proptest::collection::vec(prop_oneof![Just('a'), Just('b'), Just('\0'), Just('é')], 0..40)
+            .prop_map(|cs| cs.into_iter().collect())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+
+        /// Keys order exactly as `(dir, name bytes)`, whatever the names.
+        #[test]
+        fn keys_order_as_dir_then_name(a in name(), cut in 0usize..40, tail in name(), da in 0u64..2, db in 0u64..2) {
+            // `b` shares a prefix of `a`: equal heads are common.
+            let b: String = a.chars().take(cut).chain(tail.chars().take(cut % 5)).collect();
+            let (ka, kb) = (DirKey::new(da, a.as_str().into()), DirKey::new(db, b.as_str().into()));
+            prop_assert_eq!(ka.cmp(&kb), (da, a.as_bytes()).cmp(&(db, b.as_bytes())));
+            prop_assert_eq!(ka.cmp_to(&Probe::new(db, &b)), ka.cmp(&kb));
+        }
     }
 }
