@@ -43,34 +43,10 @@ use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
-use packfs_core::mem::ROOT;
+use packfs_bench::trees::{Rng, Spec, compaction_tree, flat_memfs, memfs, read_tree};
 use packfs_core::pack::{ByteSource, PackFs, PackOptions};
-use packfs_core::{FileSystem, MemFs, OpenOptions, resolve};
+use packfs_core::{FileSystem, resolve};
 use packfs_host::mmap::{MappedFile, open_pack};
-
-/// splitmix64: a fixed, seeded stream of pseudo-random numbers.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            let x = self.next().to_le_bytes();
-            chunk.copy_from_slice(&x[..chunk.len()]);
-        }
-    }
-}
 
 fn group<'c>(c: &'c mut Criterion, name: &str) -> BenchmarkGroup<'c, WallTime> {
     let mut g = c.benchmark_group(name);
@@ -79,83 +55,6 @@ fn group<'c>(c: &'c mut Criterion, name: &str) -> BenchmarkGroup<'c, WallTime> {
         .measurement_time(Duration::from_secs(2))
         .sampling_mode(SamplingMode::Flat);
     g
-}
-
-/// A tree as paths: directories (parents first) and files with contents.
-struct Spec {
-    dirs: Vec<String>,
-    files: Vec<(String, Vec<u8>)>,
-}
-
-/// The random-read tree: 20 x 16 directories, 20,000 files of 128 B to
-/// 4 KiB of unique pseudo-random bytes, spread evenly over the leaves.
-fn read_tree() -> Spec {
-    const FILES: usize = 20_000;
-    let mut rng = Rng(0x5EED);
-    let mut dirs = Vec::new();
-    let mut leaves = Vec::new();
-    for t in 0..20 {
-        dirs.push(format!("t{t:02}"));
-        for s in 0..16 {
-            let d = format!("t{t:02}/s{s:02}");
-            dirs.push(d.clone());
-            leaves.push(d);
-        }
-    }
-    let files = (0..FILES)
-        .map(|i| {
-            let mut data = vec![0; 128 + rng.below(4096 - 128 + 1)];
-            rng.fill(&mut data);
-            (format!("{}/f{i:06}.dat", leaves[i % leaves.len()]), data)
-        })
-        .collect();
-    Spec { dirs, files }
-}
-
-/// A `MemFs` holding `spec`, built in one batch.
-fn memfs(spec: &Spec) -> MemFs {
-    let fs = MemFs::new();
-    fs.batch(|t, now| {
-        let mut inos: HashMap<&str, u64> = HashMap::new();
-        let parent_of = |path: &str, inos: &HashMap<&str, u64>| match path.rsplit_once('/') {
-            Some((p, name)) => (inos[p], name.to_owned()),
-            None => (ROOT, path.to_owned()),
-        };
-        for d in &spec.dirs {
-            let (parent, name) = parent_of(d, &inos);
-            inos.insert(d, t.mkdir(parent, &name, 0o755, now)?);
-        }
-        for (f, data) in &spec.files {
-            let (parent, name) = parent_of(f, &inos);
-            let ino = t.open(parent, &name, &OpenOptions::create(), now)?;
-            t.write_at(ino, 0, data, now)?;
-        }
-        Ok(())
-    })
-    .unwrap();
-    fs
-}
-
-/// A `MemFs` of `n` files in directories `dNNNN` of 100, each file's
-/// content made by `content(i, buf)`.
-fn flat_memfs(n: usize, mut content: impl FnMut(usize, &mut Vec<u8>)) -> MemFs {
-    let fs = MemFs::new();
-    fs.batch(|t, now| {
-        let mut buf = Vec::new();
-        let mut dir = ROOT;
-        for i in 0..n {
-            if i % 100 == 0 {
-                dir = t.mkdir(ROOT, &format!("d{:04}", i / 100), 0o755, now)?;
-            }
-            let ino = t.open(dir, &format!("f{i:07}"), &OpenOptions::create(), now)?;
-            buf.clear();
-            content(i, &mut buf);
-            t.write_at(ino, 0, &buf, now)?;
-        }
-        Ok(())
-    })
-    .unwrap();
-    fs
 }
 
 /// Writes `spec` under `root` on the host filesystem.
@@ -332,17 +231,7 @@ fn compaction(c: &mut Criterion) {
     for (name, unique) in [("pack_compact_unique", true), ("pack_compact_identical", false)] {
         let mut g = group(c, name);
         for n in COMPACT_SIZES {
-            let mut rng = Rng(n as u64);
-            let same: Vec<u8> = (0..128u8).collect();
-            let snap = flat_memfs(n, |_, buf| {
-                if unique {
-                    buf.resize(128, 0);
-                    rng.fill(buf);
-                } else {
-                    buf.extend_from_slice(&same);
-                }
-            })
-            .snapshot();
+            let snap = compaction_tree(n, unique).snapshot();
             let stats = PackOptions::new().write(&snap, std::io::sink()).unwrap();
             assert_eq!(stats.blobs, if unique { n as u64 } else { 1 });
             g.throughput(Throughput::Elements(n as u64));

@@ -17,106 +17,10 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use packfs_core::mem::ROOT;
+use packfs_bench::trees::{Rng, compaction_tree, flat_memfs, memfs, read_tree};
 use packfs_core::pack::{PackFs, PackOptions};
-use packfs_core::{FileSystem, MemFs, OpenOptions, Snapshot, resolve};
+use packfs_core::{FileSystem, Snapshot, resolve};
 use packfs_host::mmap::open_pack;
-
-/// splitmix64, as in `benches/pack.rs`.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            let x = self.next().to_le_bytes();
-            chunk.copy_from_slice(&x[..chunk.len()]);
-        }
-    }
-}
-
-/// The random-read tree of `benches/pack.rs`: directories, then files.
-fn read_tree() -> (Vec<String>, Vec<(String, Vec<u8>)>) {
-    let mut rng = Rng(0x5EED);
-    let mut dirs = Vec::new();
-    let mut leaves = Vec::new();
-    for t in 0..20 {
-        dirs.push(format!("t{t:02}"));
-        for s in 0..16 {
-            let d = format!("t{t:02}/s{s:02}");
-            dirs.push(d.clone());
-            leaves.push(d);
-        }
-    }
-    let files = (0..20_000)
-        .map(|i| {
-            let mut data = vec![0; 128 + rng.below(4096 - 128 + 1)];
-            rng.fill(&mut data);
-            (format!("{}/f{i:06}.dat", leaves[i % leaves.len()]), data)
-        })
-        .collect();
-    (dirs, files)
-}
-
-fn memfs(dirs: &[String], files: &[(String, Vec<u8>)]) -> MemFs {
-    let fs = MemFs::new();
-    fs.batch(|t, now| {
-        let mut inos: HashMap<&str, u64> = HashMap::new();
-        let parent_of = |path: &str, inos: &HashMap<&str, u64>| match path.rsplit_once('/') {
-            Some((p, name)) => (inos[p], name.to_owned()),
-            None => (ROOT, path.to_owned()),
-        };
-        for d in dirs {
-            let (parent, name) = parent_of(d, &inos);
-            inos.insert(d, t.mkdir(parent, &name, 0o755, now)?);
-        }
-        for (f, data) in files {
-            let (parent, name) = parent_of(f, &inos);
-            let ino = t.open(parent, &name, &OpenOptions::create(), now)?;
-            t.write_at(ino, 0, data, now)?;
-        }
-        Ok(())
-    })
-    .unwrap();
-    fs
-}
-
-/// The compaction tree of `benches/pack.rs`.
-fn flat_snapshot(n: usize, unique: bool) -> Snapshot {
-    let mut rng = Rng(n as u64);
-    let same: Vec<u8> = (0..128u8).collect();
-    let fs = MemFs::new();
-    fs.batch(|t, now| {
-        let mut buf = vec![0; 128];
-        let mut dir = ROOT;
-        for i in 0..n {
-            if i % 100 == 0 {
-                dir = t.mkdir(ROOT, &format!("d{:04}", i / 100), 0o755, now)?;
-            }
-            let ino = t.open(dir, &format!("f{i:07}"), &OpenOptions::create(), now)?;
-            if unique {
-                rng.fill(&mut buf);
-                t.write_at(ino, 0, &buf, now)?;
-            } else {
-                t.write_at(ino, 0, &same, now)?;
-            }
-        }
-        Ok(())
-    })
-    .unwrap();
-    fs.snapshot()
-}
 
 fn time(mut f: impl FnMut()) -> Duration {
     let t = Instant::now();
@@ -133,7 +37,8 @@ fn load() -> String {
 }
 
 fn read(rounds: usize, once: bool) {
-    let (dirs, files) = read_tree();
+    let spec = read_tree();
+    let (dirs, files) = (&spec.dirs, &spec.files);
     let mut rng = Rng(42);
     let mut order: Vec<usize> = (0..files.len()).collect();
     for i in (1..order.len()).rev() {
@@ -142,7 +47,7 @@ fn read(rounds: usize, once: bool) {
     let paths: Vec<&str> = order.iter().map(|&i| files[i].0.as_str()).collect();
     let tmp = tempfile::Builder::new().prefix("packfs-probe-").tempdir_in("/tmp").unwrap();
     let pack_path = tmp.path().join("tree.pack");
-    PackOptions::new().write(&memfs(&dirs, &files).snapshot(), std::fs::File::create(&pack_path).unwrap()).unwrap();
+    PackOptions::new().write(&memfs(&spec).snapshot(), std::fs::File::create(&pack_path).unwrap()).unwrap();
     let pack = open_pack(&pack_path).unwrap();
     let one = |pack: &PackFs<_>| {
         for p in &paths {
@@ -155,10 +60,10 @@ fn read(rounds: usize, once: bool) {
         return;
     }
     let shm = tempfile::Builder::new().prefix("packfs-probe-").tempdir_in("/dev/shm").unwrap();
-    for d in &dirs {
+    for d in dirs {
         std::fs::create_dir(shm.path().join(d)).unwrap();
     }
-    for (f, data) in &files {
+    for (f, data) in files {
         std::fs::write(shm.path().join(f), data).unwrap();
     }
     let shm_paths: Vec<PathBuf> = paths.iter().map(|p| shm.path().join(p)).collect();
@@ -236,7 +141,8 @@ fn read(rounds: usize, once: bool) {
 fn compact(rounds: usize) {
     println!("compaction into io::sink(): ns per entry (load {})", load());
     for unique in [true, false] {
-        let snaps: Vec<(usize, Snapshot)> = [20_000, 80_000, 320_000].map(|n| (n, flat_snapshot(n, unique))).into();
+        let snaps: Vec<(usize, Snapshot)> =
+            [20_000, 80_000, 320_000].map(|n| (n, compaction_tree(n, unique).snapshot())).into();
         let mut best = [f64::MAX; 3];
         for _ in 0..rounds {
             for (k, (n, snap)) in snaps.iter().enumerate() {
@@ -268,22 +174,7 @@ fn first_lookup() {
     println!("open and first lookup, files of 16 B in directories of 100 (load {})", load());
     for n in [10_000, 100_000, 1_000_000] {
         let mut bytes = Vec::new();
-        let snap = {
-            let fs = MemFs::new();
-            fs.batch(|t, now| {
-                let mut dir = ROOT;
-                for i in 0..n {
-                    if i % 100 == 0 {
-                        dir = t.mkdir(ROOT, &format!("d{:04}", i / 100), 0o755, now)?;
-                    }
-                    let ino = t.open(dir, &format!("f{i:07}"), &OpenOptions::create(), now)?;
-                    t.write_at(ino, 0, &(i as u128).to_le_bytes(), now)?;
-                }
-                Ok(())
-            })
-            .unwrap();
-            fs.snapshot()
-        };
+        let snap = flat_memfs(n, |i, buf| buf.extend_from_slice(&(i as u128).to_le_bytes())).snapshot();
         PackOptions::new().write(&snap, &mut bytes).unwrap();
         let (mut open, mut first, mut next) = (f64::MAX, f64::MAX, f64::MAX);
         for _ in 0..5 {
@@ -318,7 +209,7 @@ fn main() {
         Some("first-lookup") => first_lookup(),
         Some("once-compact") => {
             let n = args.get(1).and_then(|r| r.parse().ok()).unwrap_or(20_000);
-            let snap = flat_snapshot(n, args.get(2).map(String::as_str) != Some("identical"));
+            let snap = compaction_tree(n, args.get(2).map(String::as_str) != Some("identical")).snapshot();
             let times = args.get(3).and_then(|r| r.parse().ok()).unwrap_or(1);
             for _ in 0..times {
                 black_box(PackOptions::new().write(&snap, std::io::sink()).unwrap());

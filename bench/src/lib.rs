@@ -1,1 +1,3 @@
+//! Shared pieces of the PackFS benchmarks and probes.
 
+pub mod trees;
