@@ -948,11 +948,6 @@ impl Tree {
         &self.orphans
     }
 
-    /// True when `ino` has no name left.
-    pub fn is_orphan(&self, ino: Ino) -> bool {
-        self.orphans.contains(&ino)
-    }
-
     /// Frees an orphan: its inode and content go, and stop counting.
     pub fn reap(&mut self, ino: Ino) {
         let Some(at) = self.orphans.iter().position(|&o| o == ino) else { return };
