@@ -102,10 +102,10 @@ pub struct Snapshot(Arc<Tree>);
 /// more — no snapshot, no reader mid-operation (`ArcSwap::swap` accounts
 /// for every reader before it returns the old version, so "unique" is
 /// exact) — it is ours alone: the next change brings it up to date by
-/// re-setting the few keys the current version changed, then changes it in place, copying
-/// only nodes still shared with another version. The price is memory: the
-/// writer keeps a second set of index nodes (inodes and entries, never file
-/// bytes, which the two versions share).
+/// re-setting the few keys the current version changed, then changes it
+/// in place, copying only nodes still shared with another version. The
+/// price is memory: the writer keeps a second set of index nodes (inodes
+/// and entries, never file bytes, which the two versions share).
 #[derive(Default)]
 struct Spare {
     tree: Option<Arc<Tree>>,

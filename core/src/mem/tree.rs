@@ -619,6 +619,9 @@ impl Tree {
     /// bytes (a truncating open reads nothing from the lower; the caller
     /// then sets the length it wants).
     fn copy_up(&mut self, ino: Ino, keep: u64) -> Result<()> {
+        if self.lower.is_none() {
+            return Ok(()); // Nothing to copy up without a lower.
+        }
         let Some(Inode { data: Data::Lower { ino: lino, size }, .. }) = self.inodes.get(&ino) else {
             return Ok(());
         };
@@ -734,17 +737,13 @@ impl Tree {
 
     /// A file's size once its bytes are copied up (which is when they count).
     fn upper_size(&mut self, ino: Ino) -> Result<u64> {
-        if self.lower.is_some() {
-            self.copy_up(ino, u64::MAX)?;
-        }
+        self.copy_up(ino, u64::MAX)?;
         Ok(self.file(ino)?.size())
     }
 
-    /// A file's inode, its bytes copied up so they can change.
+    /// A file's inode to change, its bytes already copied up by the caller
+    /// (who needed the upper size first).
     fn file_mut(&mut self, ino: Ino) -> Result<&mut Inode> {
-        if self.lower.is_some() {
-            self.copy_up(ino, u64::MAX)?;
-        }
         let i = self.inode_mut(ino)?;
         match i.data {
             Data::File(_) => Ok(i),
@@ -759,9 +758,7 @@ impl Tree {
         if len > MAX_FILE_SIZE {
             return Err(Error::FileTooLarge);
         }
-        if self.lower.is_some() {
-            self.copy_up(ino, len)?;
-        }
+        self.copy_up(ino, len)?;
         let old = self.file(ino)?.size();
         self.charge_bytes(old, len)?;
         let i = self.file_mut(ino)?;
@@ -775,8 +772,20 @@ impl Tree {
 
     /// Writes `data` at `offset`.
     pub fn write_at(&mut self, ino: Ino, offset: u64, data: &[u8], now: Timestamp) -> Result<usize> {
-        let end = offset.checked_add(data.len() as u64).filter(|&e| e <= MAX_FILE_SIZE).ok_or(Error::FileTooLarge)?;
         let old = self.upper_size(ino)?;
+        self.write_sized(ino, old, offset, data, now)
+    }
+
+    /// Writes `data` at the end of the file; returns where it went.
+    pub fn append(&mut self, ino: Ino, data: &[u8], now: Timestamp) -> Result<u64> {
+        let old = self.upper_size(ino)?;
+        self.write_sized(ino, old, old, data, now)?;
+        Ok(old)
+    }
+
+    /// [`Tree::write_at`] of a file whose upper size is `old`.
+    fn write_sized(&mut self, ino: Ino, old: u64, offset: u64, data: &[u8], now: Timestamp) -> Result<usize> {
+        let end = offset.checked_add(data.len() as u64).filter(|&e| e <= MAX_FILE_SIZE).ok_or(Error::FileTooLarge)?;
         if data.is_empty() {
             return Ok(0); // POSIX: a zero-length write changes nothing.
         }
@@ -788,13 +797,6 @@ impl Tree {
         i.mtime = now;
         i.ctime = now;
         Ok(data.len())
-    }
-
-    /// Writes `data` at the end of the file; returns where it went.
-    pub fn append(&mut self, ino: Ino, data: &[u8], now: Timestamp) -> Result<u64> {
-        let offset = self.upper_size(ino)?;
-        self.write_at(ino, offset, data, now)?;
-        Ok(offset)
     }
 
     /// Drops one link of `ino`; an inode left with none becomes an orphan.
