@@ -34,6 +34,13 @@ pub trait FileSystem: Send + Sync {
     /// An inode's metadata.
     fn metadata(&self, ino: Ino) -> Result<Metadata>;
 
+    /// How many inodes the tree holds, if the backend knows without a walk.
+    /// Only a hint (a compaction sizes its tables by it once instead of
+    /// regrowing them), so it may be somewhat off, never wildly high.
+    fn inode_count_hint(&self) -> Option<u64> {
+        None
+    }
+
     /// Opens `name` in `dir` as `opts` says — creating or truncating it —
     /// and pins it until [`close`](Self::close). A symlink is never followed
     /// here: opening one is `Loop`, as with `O_NOFOLLOW`.

@@ -350,6 +350,10 @@ impl FileSystem for MemFs {
         self.current.load().metadata(ino)
     }
 
+    fn inode_count_hint(&self) -> Option<u64> {
+        self.current.load().inode_count_hint()
+    }
+
     fn open(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Ino> {
         if opts.create || opts.truncate {
             self.view(dir)?;
@@ -484,6 +488,10 @@ impl FileSystem for Snapshot {
 
     fn metadata(&self, ino: Ino) -> Result<Metadata> {
         self.0.metadata(ino)
+    }
+
+    fn inode_count_hint(&self) -> Option<u64> {
+        self.0.inode_count_hint()
     }
 
     fn open(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Ino> {

@@ -270,6 +270,15 @@ impl Tree {
         self.usage
     }
 
+    /// Inodes here and, for an overlay, in the lower (whose inodes this
+    /// layer has copied up or deleted count twice: a hint).
+    pub(crate) fn inode_count_hint(&self) -> Option<u64> {
+        match &self.lower {
+            None => Some(self.usage.inodes),
+            Some(lower) => Some(self.usage.inodes + lower.inode_count_hint()?),
+        }
+    }
+
     /// The limits in force.
     pub fn limits(&self) -> Limits {
         self.limits

@@ -318,6 +318,10 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
         self.entry(dir, name)
     }
 
+    fn inode_count_hint(&self) -> Option<u64> {
+        Some(self.info().inodes)
+    }
+
     fn metadata(&self, ino: Ino) -> Result<Metadata> {
         let r = self.record(ino)?;
         Ok(Metadata {

@@ -24,6 +24,8 @@
 //! [`MemFs`]: crate::MemFs
 
 use std::collections::{HashMap, HashSet, VecDeque};
+
+use hashbrown::HashTable;
 use std::hash::{BuildHasher, Hasher, RandomState};
 use std::io::{BufWriter, Write};
 
@@ -234,6 +236,11 @@ impl Hasher for Fold {
 /// The end of a chain of dedup candidates.
 const NO_BLOB: u32 = u32::MAX;
 
+/// The table hash of a candidate slot, spread from its 32-bit tag.
+fn slot(tag: u32) -> u64 {
+    u64::from(tag).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
 /// The output, counting its position and hashing the index as it passes.
 struct Out<W: Write> {
     inner: BufWriter<W>,
@@ -298,8 +305,14 @@ struct Writer<'a, H, W: Write> {
     /// A source inode holding each blob's bytes, to compare candidates with.
     blob_source: Vec<Ino>,
     /// (dedup hash, length) -> the last blob with that key; the others
-    /// follow in `next_candidate`.
-    candidates: HashMap<(u64, u64), u32, FoldState>,
+    /// follow in `next_candidate`. A slot holds 32 bits of the key's table
+    /// hash and the blob: 8 bytes, and regrowing reads no blob record, so
+    /// the table stays small next to the source tree's (a slot of 24 bytes
+    /// made 320,000 entries cost 1.2x per entry what 80,000 did).
+    candidates: HashTable<(u32, u32)>,
+    /// Per blob: its dedup hash.
+    keys: Vec<u64>,
+    tables: FoldState,
     /// Per blob: the blob before it with the same key, or `NO_BLOB`.
     next_candidate: Vec<u32>,
     /// Source inode -> pack inode, for non-directories with more than one
@@ -326,7 +339,9 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
             blobs: Vec::new(),
             strings: Vec::new(),
             blob_source: Vec::new(),
-            candidates: HashMap::with_hasher(tables),
+            candidates: HashTable::new(),
+            keys: Vec::new(),
+            tables,
             next_candidate: Vec::new(),
             by_source: HashMap::with_hasher(tables),
             dirs_seen: HashSet::with_hasher(tables),
@@ -343,6 +358,17 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
         self.inodes.push(record);
         self.inode_source.push(src);
         Ok(i)
+    }
+
+    /// Makes room for the records of about `inodes` inodes at once: regrowing
+    /// copied every table about once more, which at 320,000 files cost a
+    /// fifth of the time. A hint that cannot be had changes nothing.
+    fn reserve(&mut self, inodes: u64) {
+        let n = inodes.min(MAX_COUNT) as usize;
+        let _ = (self.inodes.try_reserve(n), self.inode_source.try_reserve(n), self.dirents.try_reserve(n));
+        let _ = (self.blobs.try_reserve(n), self.keys.try_reserve(n), self.blob_source.try_reserve(n));
+        let _ = self.next_candidate.try_reserve(n);
+        let _ = self.candidates.try_reserve(n, |&(t, _)| slot(t));
     }
 
     /// Appends `s` to the string pool; returns its offset.
@@ -363,6 +389,9 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
         let mtime = Timestamp::new(meta.mtime.secs, meta.mtime.nanos);
         self.push_inode(root, InodeRecord { body: dir, mode: meta.mode & 0o7777, mtime, nlink: 0, size: 0 })?;
         self.dirs_seen.insert(root);
+        if let Some(n) = self.fs.inode_count_hint() {
+            self.reserve(n);
+        }
         let mut queue = VecDeque::from([(root, 0u32)]);
         while let Some((src, index)) = queue.pop_front() {
             let first = self.dirents.len() as u64;
@@ -499,8 +528,11 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
             let checksum = sum.digest();
             (if self.key_is_checksum { checksum } else { key.finish() }, checksum)
         };
-        let key = (hash, size);
-        let mut c = self.candidates.get(&key).copied().unwrap_or(NO_BLOB);
+        let tag = (self.tables.hash_one((hash, size)) >> 32) as u32;
+        let (keys, blobs) = (&self.keys, &self.blobs);
+        let same_key = |&(t, b): &(u32, u32)| t == tag && keys[b as usize] == hash && blobs[b as usize].len == size;
+        let head = self.candidates.find(slot(tag), same_key).map_or(NO_BLOB, |&(_, b)| b);
+        let mut c = head;
         while c != NO_BLOB {
             if self.same_content(c, src, size)? {
                 return Ok((c, size));
@@ -528,9 +560,19 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
                 return Err(WriteError::SourceChanged { ino: src });
             }
         }
+        if head == NO_BLOB {
+            self.candidates.insert_unique(slot(tag), (tag, k), |&(t, _)| slot(t));
+        } else {
+            let (keys, blobs) = (&self.keys, &self.blobs);
+            let same_key = |&(t, b): &(u32, u32)| t == tag && keys[b as usize] == hash && blobs[b as usize].len == size;
+            if let Some(newest) = self.candidates.find_mut(slot(tag), same_key) {
+                newest.1 = k;
+            }
+        }
         self.blobs.push(BlobRecord { offset, len: size, checksum });
+        self.keys.push(hash);
         self.blob_source.push(src);
-        self.next_candidate.push(self.candidates.insert(key, k).unwrap_or(NO_BLOB));
+        self.next_candidate.push(head);
         self.stats.blob_bytes += size;
         Ok((k, size))
     }

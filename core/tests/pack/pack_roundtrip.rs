@@ -345,3 +345,67 @@ fn pack_compacts_an_overlay_over_a_pack() {
         assert!(compacted.verify().unwrap().is_ok());
     }
 }
+
+/// A tree that gives `hint` as its inode count, right or wrong.
+struct Hinted {
+    inner: packfs_core::Snapshot,
+    hint: Option<u64>,
+}
+
+impl FileSystem for Hinted {
+    fn root(&self) -> Ino {
+        self.inner.root()
+    }
+    fn lookup(&self, d: Ino, n: &str) -> Result<Ino> {
+        self.inner.lookup(d, n)
+    }
+    fn metadata(&self, i: Ino) -> Result<Metadata> {
+        self.inner.metadata(i)
+    }
+    fn inode_count_hint(&self) -> Option<u64> {
+        self.hint
+    }
+    fn open(&self, d: Ino, n: &str, o: &OpenOptions) -> Result<Ino> {
+        self.inner.open(d, n, o)
+    }
+    fn open_ino(&self, i: Ino) -> Result<()> {
+        self.inner.open_ino(i)
+    }
+    fn close(&self, i: Ino) {
+        self.inner.close(i)
+    }
+    fn read_at(&self, i: Ino, o: u64, b: &mut [u8]) -> Result<usize> {
+        self.inner.read_at(i, o, b)
+    }
+    fn read_dir(&self, d: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
+        self.inner.read_dir(d, after, max)
+    }
+    fn readlink(&self, i: Ino) -> Result<String> {
+        self.inner.readlink(i)
+    }
+}
+
+#[test]
+fn pack_inode_count_hints_are_exact_and_only_hints() {
+    for seed in 0..6 {
+        let fs = random_tree_with(seed, 80, seed % 2 == 0, true);
+        let snap = fs.snapshot();
+        let inodes = fs.usage().inodes;
+        assert_eq!(fs.inode_count_hint(), Some(inodes));
+        assert_eq!(snap.inode_count_hint(), Some(inodes));
+        let bytes = pack_bytes(&snap);
+        let pack = open(bytes.clone());
+        assert_eq!(pack.inode_count_hint(), Some(pack.info().inodes));
+        // An overlay counts its own inodes and its lower's.
+        let lower: std::sync::Arc<dyn FileSystem> = std::sync::Arc::new(open(bytes.clone()));
+        let over = MemFs::overlay(lower).unwrap();
+        write_file(&over, over.root(), "upper-only", b"x");
+        assert_eq!(over.inode_count_hint(), Some(over.usage().inodes + pack.info().inodes));
+        // The hint sizes the writer's tables, nothing else: no hint, a low
+        // one and a high one give the same pack.
+        for hint in [None, Some(0), Some(1), Some(inodes * 10)] {
+            let hinted = Hinted { inner: snap.clone(), hint };
+            assert_eq!(pack_bytes(&hinted), bytes, "seed {seed}, hint {hint:?}");
+        }
+    }
+}

@@ -123,6 +123,10 @@ impl FileSystem for Source<'_> {
         self.note(ino, self.inner.metadata(ino))
     }
 
+    fn inode_count_hint(&self) -> Option<u64> {
+        self.inner.inode_count_hint()
+    }
+
     fn open(&self, _: Ino, _: &str, _: &OpenOptions) -> Result<Ino> {
         Err(Error::ReadOnly)
     }
