@@ -10,6 +10,10 @@
 //!   extents;
 //! - a slice that would keep alive a buffer over four times its size is
 //!   copied out instead, so trimming never pins a large dead buffer.
+//!
+//! Most files are written in one piece from offset 0. Such a file keeps its
+//! one extent in [`Content`] itself, without a map: no map node to allocate
+//! on create, none to walk through on read.
 
 use std::sync::Arc;
 
@@ -48,6 +52,10 @@ impl Extent {
 /// hole and read as zeros.
 #[derive(Clone, Default)]
 pub(crate) struct Content {
+    /// The file's bytes from offset 0 when they are one run (the rest, up
+    /// to `size`, a hole); `extents` is then empty. Any other shape spills
+    /// the run into `extents`.
+    one: Option<Arc<[u8]>>,
     extents: Treap<u64, Extent>,
     size: u64,
 }
@@ -64,6 +72,14 @@ impl Content {
         }
         let n = (self.size - offset).min(buf.len() as u64) as usize;
         let out = &mut buf[..n];
+        if let Some(one) = &self.one {
+            // Bytes past the extent, up to the size, are a hole.
+            let bytes = one.get(offset as usize..).unwrap_or_default();
+            let k = bytes.len().min(n);
+            out[..k].copy_from_slice(&bytes[..k]);
+            out[k..].fill(0);
+            return n;
+        }
         let end = offset + n as u64;
         let mut pos = offset;
         let floor = self.extents.last_where(|&k| k <= offset);
@@ -104,9 +120,15 @@ impl Content {
             return;
         }
         let end = offset + data.len() as u64;
+        if offset == 0 && end >= self.size {
+            // Everything the file held is overwritten.
+            *self = Content { one: Some(Arc::from(data)), extents: Treap::new(), size: end };
+            return;
+        }
         if offset == self.size && data.len() < SMALL && self.coalesce_append(data) {
             return;
         }
+        self.spill();
         self.punch(offset, end);
         self.extents.insert(offset, Extent::copy_from(data));
         self.size = self.size.max(end);
@@ -114,22 +136,43 @@ impl Content {
 
     /// Appends `data` to a small last extent that ends at the end of file.
     fn coalesce_append(&mut self, data: &[u8]) -> bool {
-        let Some((&start, last)) = self.extents.last_where(|_| true) else { return false };
-        if last.len >= SMALL || start + last.len as u64 != self.size {
+        let (start, last) = match &self.one {
+            Some(one) => (0, &one[..]),
+            None => match self.extents.last_where(|_| true) {
+                Some((&start, last)) => (start, last.bytes()),
+                None => return false,
+            },
+        };
+        if last.len() >= SMALL || start + last.len() as u64 != self.size {
             return false;
         }
-        let mut joined = Vec::with_capacity(last.len + data.len());
-        joined.extend_from_slice(last.bytes());
-        joined.extend_from_slice(data);
-        self.extents.insert(start, Extent::copy_from(&joined));
+        let joined: Arc<[u8]> = [last, data].concat().into();
+        match &mut self.one {
+            Some(one) => *one = joined,
+            None => _ = self.extents.insert(start, Extent { len: joined.len(), buf: joined, start: 0 }),
+        }
         self.size += data.len() as u64;
         true
+    }
+
+    /// Moves a lone extent into the map, for the general case.
+    fn spill(&mut self) {
+        if let Some(buf) = self.one.take() {
+            self.extents.insert(0, Extent { len: buf.len(), buf, start: 0 });
+        }
     }
 
     /// Truncates or extends to `len`; an extension is a hole.
     pub(crate) fn set_len(&mut self, len: u64) {
         if len < self.size {
-            self.punch(len, self.size);
+            match &self.one {
+                Some(_) if len == 0 => self.one = None,
+                Some(one) if len >= one.len() as u64 => {}
+                _ => {
+                    self.spill();
+                    self.punch(len, self.size);
+                }
+            }
         }
         self.size = len;
     }
@@ -164,7 +207,7 @@ impl Content {
 
     #[cfg(test)]
     fn extent_count(&self) -> usize {
-        self.extents.len()
+        usize::from(self.one.is_some()) + self.extents.len()
     }
 }
 
@@ -182,6 +225,7 @@ mod tests {
     #[derive(Debug, Clone)]
     enum Op {
         Write(u16, Vec<u8>),
+        Append(Vec<u8>),
         SetLen(u16),
         Read(u16, u16),
     }
@@ -190,6 +234,9 @@ mod tests {
         #[test]
         fn matches_vec(ops in proptest::collection::vec(prop_oneof![
             4 => (0u16..3000, proptest::collection::vec(any::<u8>(), 0..700)).prop_map(|(o, d)| Op::Write(o, d)),
+            // At 0 and at the end: the shapes a lone extent takes and leaves.
+            2 => proptest::collection::vec(any::<u8>(), 0..700).prop_map(|d| Op::Write(0, d)),
+            2 => proptest::collection::vec(any::<u8>(), 0..300).prop_map(Op::Append),
             1 => (0u16..3500).prop_map(Op::SetLen),
             2 => (0u16..3500, 0u16..900).prop_map(|(o, n)| Op::Read(o, n)),
         ], 1..200)) {
@@ -204,6 +251,10 @@ mod tests {
                             if model.len() < end { model.resize(end, 0); }
                             model[off..end].copy_from_slice(&data);
                         }
+                    }
+                    Op::Append(data) => {
+                        c.write(c.len(), &data);
+                        model.extend_from_slice(&data);
                     }
                     Op::SetLen(n) => { c.set_len(n as u64); model.resize(n as usize, 0); }
                     Op::Read(off, n) => {
