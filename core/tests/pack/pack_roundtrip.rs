@@ -82,6 +82,62 @@ fn pack_dedups_identical_content_only() {
     assert_ne!(bytes("big1"), bytes("big3"));
 }
 
+#[test]
+fn pack_dedups_across_many_distinct_contents() {
+    // More distinct contents than the writer keeps in its recent table; each
+    // again in reverse order; then, under a hasher that ignores the last
+    // byte, a different content with each early key, and a copy of that:
+    // every copy shares its original's blob, wherever its key is kept by
+    // then, and no two different contents share one.
+    let fs = fixed_fs();
+    let base = |i: u32| format!("content {i} {}", "x".repeat((i % 40) as usize));
+    let dirs = ["a", "b", "c", "d"].map(|d| fs.mkdir(fs.root(), d, 0o755).unwrap());
+    let n = 3000;
+    for i in 0..n {
+        write_file(&fs, dirs[0], &format!("{i:05}"), format!("{}A", base(i)).as_bytes());
+        write_file(&fs, dirs[1], &format!("{:05}", n - 1 - i), format!("{}A", base(i)).as_bytes());
+    }
+    for i in 0..n {
+        write_file(&fs, dirs[2], &format!("{i:05}"), format!("{}B", base(i)).as_bytes());
+        write_file(&fs, dirs[3], &format!("{i:05}"), format!("{}B", base(i)).as_bytes());
+    }
+    for hasher in ["xxh3", "all but the last byte"] {
+        let mut out = Vec::new();
+        let stats = match hasher {
+            "xxh3" => write_pack(&fs, &mut out),
+            _ => PackOptions::new().dedup_hasher(BuildHasherDefault::<ButLast>::default()).write(&fs, &mut out),
+        }
+        .unwrap();
+        assert_eq!(stats.blobs, 2 * u64::from(n), "{hasher}");
+        let pack = open(out);
+        assert_same_tree(&fs, &pack);
+        let dir = |d: &str| pack.lookup(pack.root(), d).unwrap();
+        let blob = |d: &str, i: u32| pack.file_bytes(pack.lookup(dir(d), &format!("{i:05}")).unwrap()).unwrap().as_ptr();
+        for i in [0, 1, 255, 256, 257, 1000, n - 1] {
+            assert_eq!(blob("a", i), blob("b", n - 1 - i), "{hasher}: file {i}");
+            assert_eq!(blob("c", i), blob("d", i), "{hasher}: file {i}");
+            assert_ne!(blob("a", i), blob("c", i), "{hasher}: file {i}");
+        }
+    }
+}
+
+/// A hasher that ignores the last byte written: contents that differ only
+/// there collide.
+#[derive(Default)]
+struct ButLast(u64);
+
+impl Hasher for ButLast {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in &bytes[..bytes.len().saturating_sub(1)] {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+}
+
 /// A hasher under which every content collides.
 #[derive(Default)]
 struct Collide;
