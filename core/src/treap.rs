@@ -179,6 +179,45 @@ impl<K: Ord + Clone, V: Clone> Treap<K, V> {
         old
     }
 
+    /// Inserts many entries at once, each `(key, value, rank)` as
+    /// [`Self::insert_ranked`] would, a later one replacing an earlier one
+    /// of the same key and any entry already here. The entries become a
+    /// treap of their own in one pass, which is then merged in: O(m log m +
+    /// m log(n/m)) for m entries into n, where inserting one at a time is
+    /// O(m log n) with a path copied for each.
+    pub fn insert_many(&mut self, mut items: Vec<(K, V, u8)>) {
+        // Stable: of equal keys, the last given is kept.
+        items.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut spine: Vec<Node<K, V>> = Vec::new();
+        let mut count = 0;
+        let mut items = items.into_iter().peekable();
+        while let Some((key, value, rank)) = items.next() {
+            if items.peek().is_some_and(|next| next.0 == key) {
+                continue;
+            }
+            count += 1;
+            let prio = (u64::from(rank) << 56) | (self.next_prio() >> 8);
+            // The right spine of the treap built so far, root first: the new
+            // node (the greatest key yet) takes as its left subtree the part
+            // of the spine it outranks.
+            let mut below: Link<K, V> = None;
+            while spine.last().is_some_and(|n| n.prio < prio) {
+                let mut n = spine.pop().expect("checked above");
+                n.right = below;
+                below = Some(Arc::new(n));
+            }
+            spine.push(Node { key, value, prio, left: below, right: None });
+        }
+        let mut built: Link<K, V> = None;
+        while let Some(mut n) = spine.pop() {
+            n.right = built;
+            built = Some(Arc::new(n));
+        }
+        let mut replaced = 0;
+        self.root = union(self.root.take(), built, &mut replaced);
+        self.len = self.len + count - replaced;
+    }
+
     /// The value stored under `key`.
     pub fn get(&self, key: &K) -> Option<&V> {
         self.get_with(|k| k.cmp(key)).map(|(_, v)| v)
@@ -273,6 +312,59 @@ fn remove_at<K: Clone, V: Clone>(link: &mut Link<K, V>, cmp: &impl Fn(&K) -> Ord
     }
 }
 
+/// The entries of `old` and `new` in one treap; of a key in both, `new`'s
+/// entry is kept and `replaced` counts it.
+fn union<K: Ord + Clone, V: Clone>(old: Link<K, V>, new: Link<K, V>, replaced: &mut usize) -> Link<K, V> {
+    match (old, new) {
+        (None, x) | (x, None) => x,
+        (Some(mut o), Some(n)) if o.prio >= n.prio => {
+            let top = Arc::make_mut(&mut o);
+            let (less, same, more) = split(Some(n), &top.key);
+            if let Some(same) = same {
+                *replaced += 1;
+                top.value = Arc::unwrap_or_clone(same).value;
+            }
+            top.left = union(top.left.take(), less, replaced);
+            top.right = union(top.right.take(), more, replaced);
+            Some(o)
+        }
+        (Some(o), Some(mut n)) => {
+            let top = Arc::make_mut(&mut n);
+            let (less, same, more) = split(Some(o), &top.key);
+            if same.is_some() {
+                *replaced += 1;
+            }
+            top.left = union(less, top.left.take(), replaced);
+            top.right = union(more, top.right.take(), replaced);
+            Some(n)
+        }
+    }
+}
+
+/// Splits a treap into the entries below `key`, the one at it (its
+/// subtrees detached), and those above; copies only the shared nodes on
+/// the path to `key`.
+fn split<K: Ord + Clone, V: Clone>(link: Link<K, V>, key: &K) -> (Link<K, V>, Link<K, V>, Link<K, V>) {
+    let Some(mut arc) = link else { return (None, None, None) };
+    let node = Arc::make_mut(&mut arc);
+    match key.cmp(&node.key) {
+        Ordering::Less => {
+            let (less, same, more) = split(node.left.take(), key);
+            node.left = more;
+            (less, same, Some(arc))
+        }
+        Ordering::Greater => {
+            let (less, same, more) = split(node.right.take(), key);
+            node.right = less;
+            (Some(arc), same, more)
+        }
+        Ordering::Equal => {
+            let (less, more) = (node.left.take(), node.right.take());
+            (less, Some(arc), more)
+        }
+    }
+}
+
 /// Joins two treaps where every key of `a` is below every key of `b`.
 fn merge<K: Clone, V: Clone>(a: Link<K, V>, b: Link<K, V>) -> Link<K, V> {
     match (a, b) {
@@ -339,6 +431,7 @@ mod tests {
         RangeFrom(u16, u8),
         Floor(u16),
         Snapshot,
+        InsertMany(Vec<(u16, u32, bool)>),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -350,8 +443,9 @@ mod tests {
             2 => key.clone().prop_map(Op::Get),
             1 => (key.clone(), any::<u32>()).prop_map(|(k, v)| Op::Mutate(k, v)),
             1 => (key.clone(), any::<u8>()).prop_map(|(k, n)| Op::RangeFrom(k, n)),
-            1 => key.prop_map(Op::Floor),
+            1 => key.clone().prop_map(Op::Floor),
             1 => Just(Op::Snapshot),
+            1 => proptest::collection::vec((key, any::<u32>(), any::<bool>()), 0..300).prop_map(Op::InsertMany),
         ]
     }
 
@@ -380,6 +474,13 @@ mod tests {
                     }
                     Op::Floor(k) => prop_assert_eq!(t.last_where(|x| *x <= k), m.range(..=k).next_back()),
                     Op::Snapshot => snaps.push((t.clone(), m.clone())),
+                    Op::InsertMany(items) => {
+                        for &(k, v, _) in &items {
+                            m.insert(k, v);
+                        }
+                        t.insert_many(items.into_iter().map(|(k, v, ranked)| (k, v, u8::from(ranked))).collect());
+                        check_heap(&t.root);
+                    }
                 }
                 prop_assert_eq!(t.len(), m.len());
             }

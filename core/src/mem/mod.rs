@@ -92,6 +92,9 @@ pub struct MemFs {
 #[derive(Clone)]
 pub struct Snapshot(Arc<Tree>);
 
+/// The most keys a spare catches up on; see [`Spare::copy_of`].
+const CATCH_UP_MAX: usize = 256;
+
 /// The version before the current one, taken back at publication, and the
 /// keys the current version changed since.
 ///
@@ -116,8 +119,11 @@ impl Spare {
     /// A private copy of `current` (the spare brought up to date, or a
     /// clone), recording the keys its change touches.
     fn copy_of(&mut self, current: &Arc<Tree>) -> Arc<Tree> {
-        // One still held by a reader or a snapshot is let go.
-        let mut next = match self.tree.take().filter(|spare| Arc::strong_count(spare) == 1) {
+        // One still held by a reader or a snapshot is let go, and so is one
+        // behind by a big change (a batch, a materialized directory): its
+        // keys one by one would cost more than the paths a clone copies.
+        let behind = self.behind.len();
+        let mut next = match self.tree.take().filter(|spare| Arc::strong_count(spare) == 1 && behind <= CATCH_UP_MAX) {
             Some(mut spare) => {
                 Arc::get_mut(&mut spare).expect("only the writer holds it").catch_up(current, &self.behind);
                 spare

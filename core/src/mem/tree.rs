@@ -170,6 +170,12 @@ impl Inode {
         }
     }
 
+    /// Its priority rank in the inode treap: directories above the rest,
+    /// so that walking a path reaches them in few steps.
+    fn rank(&self) -> u8 {
+        if matches!(self.data, Data::Dir { .. }) { DIR_RANK } else { 0 }
+    }
+
     /// Bytes this inode counts against [`Limits::max_bytes`]: what the upper
     /// layer holds, not what it borrows from the lower.
     fn bytes(&self, ino: Ino) -> u64 {
@@ -308,13 +314,28 @@ impl Tree {
     }
 
     fn put_inode(&mut self, ino: Ino, inode: Inode) {
-        let rank = if matches!(inode.data, Data::Dir { .. }) { DIR_RANK } else { 0 };
+        let rank = inode.rank();
         self.inodes.insert_ranked(ino, inode, rank);
     }
 
     fn remove_inode(&mut self, ino: Ino) -> Option<Inode> {
         self.touched(Touch::Inode(ino));
         self.inodes.remove(&ino)
+    }
+
+    /// [`Self::insert_inode`] and [`Self::insert_dirent`] for many at once
+    /// (see [`Treap::insert_many`]).
+    fn insert_many(&mut self, inodes: Vec<(Ino, Inode)>, dirents: Vec<(DirKey, (Ino, FileType))>) {
+        if let Some(log) = &mut self.log {
+            log.extend(inodes.iter().map(|(ino, _)| Touch::Inode(*ino)));
+            log.extend(dirents.iter().map(|(key, _)| Touch::Dirent(key.clone())));
+        }
+        let inodes = inodes.into_iter().map(|(ino, i)| {
+            let rank = i.rank();
+            (ino, i, rank)
+        });
+        self.inodes.insert_many(inodes.collect());
+        self.dirents.insert_many(dirents.into_iter().map(|(k, v)| (k, v, 0)).collect());
     }
 
     fn insert_dirent(&mut self, dir: Ino, name: Arc<str>, value: (Ino, FileType)) {
@@ -580,42 +601,47 @@ impl Tree {
             _ => return Err(Error::NotDir),
         };
         let lower = self.lower()?;
-        let mut children = Vec::new();
+        // All entries at once (a directory may hold many thousands): one
+        // treap built from them and merged in per table, not an insert each.
+        let (mut inodes, mut dirents, mut seen) = (Vec::new(), Vec::new(), Vec::new());
+        let mut subdirs = 0;
         let mut after: Option<Arc<str>> = None;
         loop {
             let page = lower.read_dir(ldir, after.as_deref(), MATERIALIZE_PAGE)?;
             let Some(last) = page.last() else { break };
             after = Some(last.name.clone());
             for e in page {
-                let md = lower.metadata(e.ino)?;
+                let (lino, ino) = (e.ino, tag(e.ino)?);
+                if self.seen.get(&lino).is_some() {
+                    // Another name of a lower hard link, materialized before:
+                    // it names that inode (already counted in its nlink). If
+                    // the inode is gone, every name of it was removed, this
+                    // one too. (Two names here add the same inode twice.)
+                    if self.inodes.get(&ino).is_some() {
+                        dirents.push((DirKey::new(dir, e.name), (ino, e.kind)));
+                    }
+                    continue;
+                }
+                let md = lower.metadata(lino)?;
                 let data = match md.kind {
-                    FileType::File => Data::Lower { ino: e.ino, size: md.size },
-                    FileType::Dir => Data::Dir { parent: dir, lower: Some(e.ino) },
-                    FileType::Symlink => Data::Symlink(lower.readlink(e.ino)?.into()),
+                    FileType::File => Data::Lower { ino: lino, size: md.size },
+                    FileType::Dir => Data::Dir { parent: dir, lower: Some(lino) },
+                    FileType::Symlink => Data::Symlink(lower.readlink(lino)?.into()),
                 };
                 // A lower file's count includes its names in directories not
                 // materialized yet: they are still its names.
                 let nlink = if md.kind == FileType::Dir { md.nlink.max(2) } else { md.nlink.max(1) };
-                let inode = Inode { data, mode: md.mode, nlink, atime: md.atime, mtime: md.mtime, ctime: md.ctime };
-                children.push((e.name, e.ino, inode));
-            }
-        }
-        let subdirs = children.iter().filter(|(_, _, i)| i.kind() == FileType::Dir).count() as u64;
-        for (name, lino, inode) in children {
-            let ino = tag(lino)?;
-            if self.seen.get(&lino).is_some() {
-                // Another name of a lower hard link, materialized before: it
-                // names that inode (already counted in its nlink). If the
-                // inode is gone, every name of it was removed, this one too.
-                if self.inodes.get(&ino).is_some() {
-                    self.insert_dirent(dir, name, (ino, inode.kind()));
+                if md.kind == FileType::Dir {
+                    subdirs += 1;
                 }
-                continue;
+                let inode = Inode { data, mode: md.mode, nlink, atime: md.atime, mtime: md.mtime, ctime: md.ctime };
+                seen.push((lino, (), 0));
+                dirents.push((DirKey::new(dir, e.name), (ino, md.kind)));
+                inodes.push((ino, inode));
             }
-            self.seen.insert(lino, ());
-            self.insert_dirent(dir, name, (ino, inode.kind()));
-            self.insert_inode(ino, inode);
         }
+        self.seen.insert_many(seen);
+        self.insert_many(inodes, dirents);
         let parent = self.parent(dir)?;
         let d = self.inode_mut(dir)?;
         d.data = Data::Dir { parent, lower: None };

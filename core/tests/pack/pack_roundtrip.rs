@@ -112,7 +112,8 @@ fn pack_dedups_across_many_distinct_contents() {
         let pack = open(out);
         assert_same_tree(&fs, &pack);
         let dir = |d: &str| pack.lookup(pack.root(), d).unwrap();
-        let blob = |d: &str, i: u32| pack.file_bytes(pack.lookup(dir(d), &format!("{i:05}")).unwrap()).unwrap().as_ptr();
+        let blob =
+            |d: &str, i: u32| pack.file_bytes(pack.lookup(dir(d), &format!("{i:05}")).unwrap()).unwrap().as_ptr();
         for i in [0, 1, 255, 256, 257, 1000, n - 1] {
             assert_eq!(blob("a", i), blob("b", n - 1 - i), "{hasher}: file {i}");
             assert_eq!(blob("c", i), blob("d", i), "{hasher}: file {i}");
