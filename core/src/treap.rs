@@ -181,7 +181,9 @@ impl<K: Ord + Clone, V: Clone> Treap<K, V> {
 
     /// Inserts many entries at once, each `(key, value, rank)` as
     /// [`Self::insert_ranked`] would, a later one replacing an earlier one
-    /// of the same key and any entry already here. The entries become a
+    /// of the same key and any entry already here (unlike `insert_ranked`,
+    /// a replaced key may move to the new entry's place, rank included;
+    /// the order and the values are the same either way). The entries become a
     /// treap of their own in one pass, which is then merged in: O(m log m +
     /// m log(n/m)) for m entries into n, where inserting one at a time is
     /// O(m log n) with a path copied for each.

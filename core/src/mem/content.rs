@@ -74,7 +74,7 @@ impl Content {
         let out = &mut buf[..n];
         if let Some(one) = &self.one {
             // Bytes past the extent, up to the size, are a hole.
-            let bytes = one.get(offset as usize..).unwrap_or_default();
+            let bytes = usize::try_from(offset).ok().and_then(|at| one.get(at..)).unwrap_or_default();
             let k = bytes.len().min(n);
             out[..k].copy_from_slice(&bytes[..k]);
             out[k..].fill(0);
@@ -292,6 +292,20 @@ mod tests {
         assert_eq!(&b, &[7, b'h', b'e', b'l', b'l', b'o', 7]);
         before.read((4 << 20) - 1, &mut b);
         assert_eq!(b, [7; 7]);
+    }
+
+    #[test]
+    fn a_lone_run_reads_as_zeros_past_its_end_at_any_offset() {
+        // Offsets past 4 GiB: on 32-bit targets an offset must not wrap
+        // back into the run.
+        let mut c = Content::default();
+        c.write(0, b"abc");
+        c.set_len((1 << 32) + 10);
+        let mut b = [9u8; 4];
+        assert_eq!(c.read((1 << 32) + 1, &mut b), 4);
+        assert_eq!(b, [0; 4]);
+        assert_eq!(c.read(1, &mut b), 4);
+        assert_eq!(b, [b'b', b'c', 0, 0]);
     }
 
     #[test]

@@ -281,7 +281,7 @@ impl Tree {
     pub(crate) fn inode_count_hint(&self) -> Option<u64> {
         match &self.lower {
             None => Some(self.usage.inodes),
-            Some(lower) => Some(self.usage.inodes + lower.inode_count_hint()?),
+            Some(lower) => Some(self.usage.inodes.saturating_add(lower.inode_count_hint()?)),
         }
     }
 

@@ -409,9 +409,12 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
 
     /// Makes room for the records of about `inodes` inodes at once: regrowing
     /// copied every table about once more, which at 320,000 files cost a
-    /// fifth of the time. A hint that cannot be had changes nothing.
+    /// fifth of the time. Up to `RESERVE_MAX` inodes, so that a hint that
+    /// lies cannot make the writer claim more than a few hundred MB; a
+    /// reservation that cannot be had changes nothing.
     fn reserve(&mut self, inodes: u64) {
-        let n = inodes.min(MAX_COUNT) as usize;
+        const RESERVE_MAX: u64 = 1 << 22;
+        let n = inodes.min(RESERVE_MAX) as usize;
         let _ = (self.inodes.try_reserve(n), self.inode_source.try_reserve(n), self.dirents.try_reserve(n));
         let _ = (self.blobs.try_reserve(n), self.keys.try_reserve(n), self.blob_source.try_reserve(n));
         let _ = self.next_candidate.try_reserve(n);

@@ -424,9 +424,12 @@ fn pack_inode_count_hints_are_exact_and_only_hints() {
         let over = MemFs::overlay(lower).unwrap();
         write_file(&over, over.root(), "upper-only", b"x");
         assert_eq!(over.inode_count_hint(), Some(over.usage().inodes + pack.info().inodes));
+        let liar: std::sync::Arc<dyn FileSystem> =
+            std::sync::Arc::new(Liar { hint: Some(Some(u64::MAX)), ..Liar::new(MemFs::fork(&snap)) });
+        assert_eq!(MemFs::overlay(liar).unwrap().inode_count_hint(), Some(u64::MAX));
         // The hint sizes the writer's tables, nothing else: no hint, a low
         // one and a high one give the same pack.
-        for hint in [None, Some(0), Some(1), Some(inodes * 10)] {
+        for hint in [None, Some(0), Some(1), Some(inodes * 10), Some(u64::MAX)] {
             let liar = Liar { hint: Some(hint), ..Liar::new(MemFs::fork(&snap)) };
             assert_eq!(pack_bytes(&liar), bytes, "seed {seed}, hint {hint:?}");
         }
