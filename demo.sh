@@ -15,7 +15,7 @@ cargo build -p packfs-host --bin packfs
 # /data/**/*.txt and writes a report to /out/report.txt.
 cargo build --release --target wasm32-wasip1 --manifest-path guest-tests/Cargo.toml \
     --target-dir target/guest-tests --bin demo
-packfs=target/debug/packfs
+packfs="${CARGO_TARGET_DIR:-target}/debug/packfs"
 guest=target/guest-tests/wasm32-wasip1/release/demo.wasm
 
 work=target/demo
