@@ -228,6 +228,8 @@ mod tests {
         Append(Vec<u8>),
         SetLen(u16),
         Read(u16, u16),
+        /// At a point anywhere in the file: `.0` in 1/65536ths of its length.
+        ReadAnywhere(u16, u16),
     }
 
     proptest! {
@@ -237,6 +239,9 @@ mod tests {
             // At 0 and at the end: the shapes a lone extent takes and leaves.
             2 => proptest::collection::vec(any::<u8>(), 0..700).prop_map(|d| Op::Write(0, d)),
             2 => proptest::collection::vec(any::<u8>(), 0..300).prop_map(Op::Append),
+            // Appends too big to coalesce: one new extent each.
+            2 => proptest::collection::vec(any::<u8>(), SMALL..SMALL + 100).prop_map(Op::Append),
+            2 => (any::<u16>(), 0u16..9000).prop_map(|(at, n)| Op::ReadAnywhere(at, n)),
             1 => (0u16..3500).prop_map(Op::SetLen),
             2 => (0u16..3500, 0u16..900).prop_map(|(o, n)| Op::Read(o, n)),
         ], 1..200)) {
@@ -257,6 +262,13 @@ mod tests {
                         model.extend_from_slice(&data);
                     }
                     Op::SetLen(n) => { c.set_len(n as u64); model.resize(n as usize, 0); }
+                    Op::ReadAnywhere(at, n) => {
+                        let off = (model.len() as u64 * u64::from(at) / 65536) as usize;
+                        let mut buf = vec![0xAA; n as usize];
+                        let got = c.read(off as u64, &mut buf);
+                        let want = &model[off..model.len().min(off + n as usize)];
+                        prop_assert_eq!(&buf[..got], want);
+                    }
                     Op::Read(off, n) => {
                         let mut buf = vec![0xAA; n as usize];
                         let got = c.read(off as u64, &mut buf);
