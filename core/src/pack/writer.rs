@@ -24,10 +24,10 @@
 //! [`MemFs`]: crate::MemFs
 
 use std::collections::{HashMap, HashSet, VecDeque};
-
-use hashbrown::HashTable;
 use std::hash::{BuildHasher, Hasher, RandomState};
 use std::io::{BufWriter, Write};
+
+use hashbrown::HashTable;
 
 use xxhash_rust::xxh3::{Xxh3Default, Xxh3DefaultBuilder, xxh3_64};
 
@@ -270,9 +270,10 @@ impl Candidates {
         self.recent.find(slot(tag), eq).or_else(|| self.settled.find(slot(tag), eq)).map(|&(_, b)| b)
     }
 
-    /// Makes `blob` the newest of a key that [`find`](Self::find) found.
-    fn renew(&mut self, tag: u32, same: impl Fn(u32) -> bool, blob: u32) {
-        let eq = |&(t, b): &(u32, u32)| t == tag && same(b);
+    /// Makes `blob` the newest of the key whose newest [`find`](Self::find)
+    /// gave as `head`.
+    fn renew(&mut self, tag: u32, head: u32, blob: u32) {
+        let eq = |e: &(u32, u32)| *e == (tag, head);
         if let Some(e) = self.recent.find_mut(slot(tag), eq) {
             e.1 = blob;
         } else if let Some(e) = self.settled.find_mut(slot(tag), eq) {
@@ -613,9 +614,7 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
         if head == NO_BLOB {
             self.candidates.insert(tag, k);
         } else {
-            let (keys, blobs) = (&self.keys, &self.blobs);
-            let same_key = |b: u32| keys[b as usize] == hash && blobs[b as usize].len == size;
-            self.candidates.renew(tag, same_key, k);
+            self.candidates.renew(tag, head, k);
         }
         self.blobs.push(BlobRecord { offset, len: size, checksum });
         self.keys.push(hash);
