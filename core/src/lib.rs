@@ -54,6 +54,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod error;
+mod fold;
 mod fs;
 pub mod journal;
 pub mod mem;

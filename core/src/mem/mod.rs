@@ -12,7 +12,6 @@ mod op;
 mod tree;
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use arc_swap::{ArcSwap, Guard};
@@ -21,13 +20,14 @@ pub use op::Op;
 use tree::Touch;
 pub use tree::{LOWER_TAG, Limits, ROOT, Tree, Usage};
 
+use crate::fold::FoldState;
 use crate::journal::{self, Sink};
 use crate::meta::system_clock;
 use crate::{Clock, DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime, Timestamp};
 
 /// Open handles per inode. Only orphans (inodes with no name left) consult
 /// it: an orphan lives while it has pins.
-type Pins = HashMap<Ino, Pin, BuildHasherDefault<InoHasher>>;
+type Pins = HashMap<Ino, Pin, FoldState>;
 
 /// The open handles of one inode, and whether it has lost its last name
 /// (set by the publication that made it an orphan), so that the last close
@@ -36,28 +36,6 @@ type Pins = HashMap<Ino, Pin, BuildHasherDefault<InoHasher>>;
 struct Pin {
     count: u32,
     orphan: bool,
-}
-
-/// Hashes an inode number with one multiplication (Fibonacci hashing): the
-/// keys are our own numbers, not chosen by a guest, so no keyed hash is
-/// needed, and SipHash would cost more than the rest of an open.
-#[derive(Default)]
-struct InoHasher(u64);
-
-impl Hasher for InoHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
 }
 
 /// A writable in-memory filesystem.

@@ -38,6 +38,8 @@
 
 use std::hash::BuildHasher;
 
+use crate::fold::fold;
+
 use super::cursor::{le_u16, le_u32, le_u64};
 use super::{blob, dirent, inode};
 use crate::FileType;
@@ -98,12 +100,6 @@ impl std::fmt::Debug for HashIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HashIndex").field("slots", &self.slots.len()).field("files", &self.files.len()).finish()
     }
-}
-
-/// Folded multiply: the two halves of the 128-bit product, xor'ed.
-fn fold(a: u64, b: u64) -> u64 {
-    let p = u128::from(a) * u128::from(b);
-    (p as u64) ^ ((p >> 64) as u64)
 }
 
 /// The little-endian word of the first (`last == false`) or last 8 bytes

@@ -24,7 +24,7 @@
 //! [`MemFs`]: crate::MemFs
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{BuildHasher, Hasher, RandomState};
+use std::hash::{BuildHasher, Hasher};
 use std::io::{BufWriter, Write};
 
 use hashbrown::HashTable;
@@ -37,6 +37,7 @@ use super::dirent::DirentRecord;
 use super::header::{ALIGN_LOG2, HEADER_LEN, Header};
 use super::inode::{Body, InodeRecord};
 use super::trailer::{MAX_COUNT, TRAILER_LEN, Table, Trailer};
+use crate::fold::FoldState;
 use crate::path::{MAX_PATH, validate_name};
 use crate::{DirEntry, Error, FileSystem, FileType, Ino, Timestamp};
 
@@ -192,47 +193,6 @@ pub fn write_pack<W: Write>(fs: &dyn FileSystem, out: W) -> Result<PackStats, Wr
     PackOptions::new().write(fs, out)
 }
 
-/// Hashes the writer's own table keys (source inode numbers, dedup keys:
-/// integers) with one folded multiply per word, seeded per pack from
-/// `RandomState`: SipHash, the std default, cost more than all the rest of
-/// a table lookup (and again on every regrowth).
-#[derive(Clone, Copy)]
-struct FoldState(u64);
-
-struct Fold(u64);
-
-impl FoldState {
-    fn new() -> Self {
-        FoldState(RandomState::new().hash_one(0x7061_636b_7772_6974_u64))
-    }
-}
-
-impl BuildHasher for FoldState {
-    type Hasher = Fold;
-    fn build_hasher(&self) -> Fold {
-        Fold(self.0)
-    }
-}
-
-impl Hasher for Fold {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u64(&mut self, x: u64) {
-        let p = u128::from(self.0 ^ x) * 0x9E37_79B9_7F4A_7C15_u128;
-        self.0 = (p as u64) ^ ((p >> 64) as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 /// The end of a chain of dedup candidates.
 const NO_BLOB: u32 = u32::MAX;
 
@@ -241,7 +201,7 @@ fn slot(tag: u32) -> u64 {
     u64::from(tag).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// Dedup keys -> the newest blob with that key. A slot holds 32 bits of
+/// Dedup keys -> the first blob with that key. A slot holds 32 bits of
 /// the key's table hash (its tag) and the blob: 8 bytes, and regrowing reads
 /// no blob record. New keys gather in `recent`, small enough to stay cached,
 /// and move to `settled` in batches: once `settled` outgrows the caches an
@@ -264,21 +224,10 @@ impl Candidates {
         let _ = self.settled.try_reserve(keys, |&(t, _)| slot(t));
     }
 
-    /// The newest blob of the key with `tag` for which `same` holds.
+    /// The first blob of the key with `tag` for which `same` holds.
     fn find(&self, tag: u32, same: impl Fn(u32) -> bool) -> Option<u32> {
         let eq = |&(t, b): &(u32, u32)| t == tag && same(b);
         self.recent.find(slot(tag), eq).or_else(|| self.settled.find(slot(tag), eq)).map(|&(_, b)| b)
-    }
-
-    /// Makes `blob` the newest of the key whose newest [`find`](Self::find)
-    /// gave as `head`.
-    fn renew(&mut self, tag: u32, head: u32, blob: u32) {
-        let eq = |e: &(u32, u32)| *e == (tag, head);
-        if let Some(e) = self.recent.find_mut(slot(tag), eq) {
-            e.1 = blob;
-        } else if let Some(e) = self.settled.find_mut(slot(tag), eq) {
-            e.1 = blob;
-        }
     }
 
     /// Adds a key that [`find`](Self::find) did not find.
@@ -355,13 +304,13 @@ struct Writer<'a, H, W: Write> {
     strings: Vec<u8>,
     /// A source inode holding each blob's bytes, to compare candidates with.
     blob_source: Vec<Ino>,
-    /// (dedup hash, length) -> the last blob with that key; the others
+    /// (dedup hash, length) -> the first blob with that key; the others
     /// follow in `next_candidate`.
     candidates: Candidates,
     /// Per blob: its dedup hash.
     keys: Vec<u64>,
     tables: FoldState,
-    /// Per blob: the blob before it with the same key, or `NO_BLOB`.
+    /// Per blob: the next blob with the same key, or `NO_BLOB`.
     next_candidate: Vec<u32>,
     /// Source inode -> pack inode, for non-directories with more than one
     /// link (hard links; a file of one link is met once).
@@ -449,7 +398,7 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
             let entries = self.entries(src)?;
             let count = u32::try_from(entries.len()).map_err(|_| WriteError::TooMany("names"))?;
             for e in entries {
-                let linked = if self.by_source.is_empty() { None } else { self.by_source.get(&e.ino) };
+                let linked = self.by_source.get(&e.ino);
                 let child = match linked {
                     Some(&i) => i,
                     None => self.add_inode(e.ino, index, &mut queue)?,
@@ -551,34 +500,31 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
     fn add_blob(&mut self, src: Ino, size: u64) -> Result<(u32, u64), WriteError> {
         // First read: dedup key and checksum. A file of one chunk stays in
         // `own` and is hashed in one call; with the default hasher the key
-        // is the checksum.
+        // is the checksum, not a second pass.
         let one_chunk = size <= CHUNK as u64;
-        let (hash, checksum) = if one_chunk {
+        let mut key = (!self.key_is_checksum).then(|| self.hasher.build_hasher());
+        let checksum = if one_chunk {
             let bytes = &mut self.own[..size as usize];
             Self::read_exact(self.fs, src, 0, bytes)?;
-            let checksum = xxh3_64(bytes);
-            let hash = if self.key_is_checksum {
-                checksum
-            } else {
-                let mut key = self.hasher.build_hasher();
+            if let Some(key) = &mut key {
                 key.write(bytes);
-                key.finish()
-            };
-            (hash, checksum)
+            }
+            xxh3_64(bytes)
         } else {
-            let mut key = self.hasher.build_hasher();
             let mut sum = Xxh3Default::new();
             let mut off = 0;
             while off < size {
                 let n = (size - off).min(CHUNK as u64) as usize;
                 Self::read_exact(self.fs, src, off, &mut self.own[..n])?;
-                key.write(&self.own[..n]);
+                if let Some(key) = &mut key {
+                    key.write(&self.own[..n]);
+                }
                 sum.update(&self.own[..n]);
                 off += n as u64;
             }
-            let checksum = sum.digest();
-            (if self.key_is_checksum { checksum } else { key.finish() }, checksum)
+            sum.digest()
         };
+        let hash = key.map_or(checksum, |key| key.finish());
         let tag = (self.tables.hash_one((hash, size)) >> 32) as u32;
         let (keys, blobs) = (&self.keys, &self.blobs);
         let same_key = |b: u32| keys[b as usize] == hash && blobs[b as usize].len == size;
@@ -611,15 +557,18 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
                 return Err(WriteError::SourceChanged { ino: src });
             }
         }
+        // A new key points at its first blob; a later blob of the key goes
+        // second in its chain (chained blobs all differ, so order is free).
         if head == NO_BLOB {
             self.candidates.insert(tag, k);
+            self.next_candidate.push(NO_BLOB);
         } else {
-            self.candidates.renew(tag, head, k);
+            self.next_candidate.push(self.next_candidate[head as usize]);
+            self.next_candidate[head as usize] = k;
         }
         self.blobs.push(BlobRecord { offset, len: size, checksum });
         self.keys.push(hash);
         self.blob_source.push(src);
-        self.next_candidate.push(head);
         self.stats.blob_bytes += size;
         Ok((k, size))
     }
@@ -631,9 +580,6 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
     fn same_content(&mut self, c: u32, src: Ino, size: u64) -> Result<bool, WriteError> {
         let blob = self.blobs[c as usize];
         let other = self.blob_source[c as usize];
-        if blob.len != size {
-            return Ok(false);
-        }
         if size <= CHUNK as u64 {
             let n = size as usize;
             Self::read_exact(self.fs, other, 0, &mut self.other[..n])?;
