@@ -353,9 +353,7 @@ pub fn replay(tree: &mut Tree, body: &[u8]) -> Result<Replayed> {
     })();
     tree.set_limits(limits);
     result?;
-    for ino in tree.orphans().to_vec() {
-        tree.reap(ino);
-    }
+    tree.reap_unless(|_| false);
     Ok(Replayed { records: count, valid_len: records.valid_len() as u64, clean: records.is_clean() })
 }
 

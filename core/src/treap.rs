@@ -120,6 +120,11 @@ impl<K, V> Treap<K, V> {
         Iter { stack }
     }
 
+    /// A random priority below every one of a higher rank.
+    fn ranked_prio(&mut self, rank: u8) -> u64 {
+        (u64::from(rank) << 56) | (self.next_prio() >> 8)
+    }
+
     fn next_prio(&mut self) -> u64 {
         // splitmix64: a full-period sequence with well-mixed output.
         self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -169,7 +174,7 @@ impl<K: Ord + Clone, V: Clone> Treap<K, V> {
     /// Within a rank priorities are random as usual. A new key takes `rank`;
     /// replacing a value keeps the key's place.
     pub fn insert_ranked(&mut self, key: K, value: V, rank: u8) -> Option<V> {
-        let prio = (u64::from(rank) << 56) | (self.next_prio() >> 8);
+        let prio = self.ranked_prio(rank);
         let mut entry = Some((key, value));
         insert_at(&mut self.root, &mut entry, prio);
         let old = entry.map(|(_, v)| v);
@@ -198,7 +203,7 @@ impl<K: Ord + Clone, V: Clone> Treap<K, V> {
                 continue;
             }
             count += 1;
-            let prio = (u64::from(rank) << 56) | (self.next_prio() >> 8);
+            let prio = self.ranked_prio(rank);
             // The right spine of the treap built so far, root first: the new
             // node (the greatest key yet) takes as its left subtree the part
             // of the spine it outranks.

@@ -31,7 +31,11 @@ struct Extent {
 
 impl Extent {
     fn copy_from(data: &[u8]) -> Self {
-        Extent { buf: Arc::from(data), start: 0, len: data.len() }
+        Self::whole(Arc::from(data))
+    }
+
+    fn whole(buf: Arc<[u8]>) -> Self {
+        Extent { len: buf.len(), buf, start: 0 }
     }
 
     fn bytes(&self) -> &[u8] {
@@ -149,7 +153,7 @@ impl Content {
         let joined: Arc<[u8]> = [last, data].concat().into();
         match &mut self.one {
             Some(one) => *one = joined,
-            None => _ = self.extents.insert(start, Extent { len: joined.len(), buf: joined, start: 0 }),
+            None => _ = self.extents.insert(start, Extent::whole(joined)),
         }
         self.size += data.len() as u64;
         true
@@ -158,7 +162,7 @@ impl Content {
     /// Moves a lone extent into the map, for the general case.
     fn spill(&mut self) {
         if let Some(buf) = self.one.take() {
-            self.extents.insert(0, Extent { len: buf.len(), buf, start: 0 });
+            self.extents.insert(0, Extent::whole(buf));
         }
     }
 

@@ -150,9 +150,7 @@ impl MemFs {
     /// (plus the reaping of inodes that were open-but-unlinked there).
     pub fn fork(snapshot: &Snapshot) -> Self {
         let mut tree = Tree::clone(&snapshot.0);
-        for ino in tree.orphans().to_vec() {
-            tree.reap(ino);
-        }
+        tree.reap_unless(|_| false);
         Self::from_tree(tree, system_clock())
     }
 
@@ -280,16 +278,8 @@ impl MemFs {
         };
         let mut pins = lock(&self.pins);
         pin(&out, &mut pins);
-        let mut unpinned = Vec::new();
-        for &ino in tree.orphans() {
-            match pins.get_mut(&ino) {
-                Some(pin) => pin.orphan = true,
-                None => unpinned.push(ino),
-            }
-        }
-        for ino in unpinned {
-            tree.reap(ino);
-        }
+        // A pinned orphan stays, its pin told so that its last close frees it.
+        tree.reap_unless(|ino| pins.get_mut(&ino).map(|pin| pin.orphan = true).is_some());
         let touched = tree.take_log();
         let old = self.current.swap(next);
         drop(pins);
@@ -340,7 +330,7 @@ impl FileSystem for MemFs {
 
     fn open(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Ino> {
         if opts.create || opts.truncate {
-            self.view(dir)?;
+            // `Tree::open` materializes `dir` in the same change.
             return self.apply(Op::Open { dir, name, opts: *opts }, true);
         }
         loop {
@@ -357,7 +347,7 @@ impl FileSystem for MemFs {
             }
             // Materializing takes the writer lock, which comes before the
             // pin lock: outside it, then look again.
-            self.view(dir)?;
+            self.write(|t, _| t.materialize(dir))?;
         }
     }
 

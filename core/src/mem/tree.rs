@@ -386,12 +386,12 @@ impl Tree {
                         self.inodes.remove(ino);
                     }
                 },
-                Touch::Dirent(k) => match to.dirents.get_with(|x| x.cmp(k)) {
-                    Some((_, &value)) => {
+                Touch::Dirent(k) => match to.dirents.get(k) {
+                    Some(&value) => {
                         self.dirents.insert(k.clone(), value);
                     }
                     None => {
-                        self.dirents.remove_with(|x| x.cmp(k));
+                        self.dirents.remove(k);
                     }
                 },
             }
@@ -434,19 +434,13 @@ impl Tree {
 
     /// The entry `name` in `dir`, wherever the directory's entries live.
     fn find(&self, dir: Ino, name: &str) -> Result<Option<(Ino, FileType)>> {
-        if self.lower.is_none() {
-            // One search for a hit; the directory itself is checked on a miss.
-            if let Some(entry) = self.entry(dir, name) {
-                return Ok(Some(entry));
-            }
-            return match self.inodes.get(&dir) {
-                Some(Inode { data: Data::Dir { .. }, .. }) => Ok(None),
-                Some(_) => Err(Error::NotDir),
-                None => Err(Error::NotFound),
-            };
+        // One search for a hit (entries live only in upper directories); the
+        // directory itself is checked on a miss.
+        if let Some(entry) = self.entry(dir, name) {
+            return Ok(Some(entry));
         }
         match self.dir_source(dir)? {
-            None => Ok(self.entry(dir, name)),
+            None => Ok(None),
             Some((lower, ldir)) => match lower.lookup(ldir, name) {
                 Ok(ino) => Ok(Some((tag(ino)?, lower.metadata(ino)?.kind))),
                 Err(Error::NotFound) => Ok(None),
@@ -985,14 +979,21 @@ impl Tree {
         &self.orphans
     }
 
-    /// Frees an orphan: its inode and content go, and stop counting.
-    pub fn reap(&mut self, ino: Ino) {
-        let Some(at) = self.orphans.iter().position(|&o| o == ino) else { return };
-        self.orphans.remove(at);
-        if let Some(i) = self.remove_inode(ino) {
-            self.usage.bytes -= i.bytes(ino);
-            self.usage.inodes -= u64::from(counted(ino));
-        }
+    /// Frees the orphans `keep` does not keep: their inodes and contents
+    /// go, and stop counting.
+    pub fn reap_unless(&mut self, mut keep: impl FnMut(Ino) -> bool) {
+        let mut orphans = std::mem::take(&mut self.orphans);
+        orphans.retain(|&ino| {
+            if keep(ino) {
+                return true;
+            }
+            if let Some(i) = self.remove_inode(ino) {
+                self.usage.bytes -= i.bytes(ino);
+                self.usage.inodes -= u64::from(counted(ino));
+            }
+            false
+        });
+        self.orphans = orphans;
     }
 
     // ---- consistency -------------------------------------------------------
