@@ -40,8 +40,10 @@ use std::hash::BuildHasher;
 
 use crate::fold::fold;
 
-use super::cursor::{le_u16, le_u32, le_u64};
-use super::{blob, dirent, inode};
+use super::blob::{self, BlobRecord};
+use super::dirent::{self, DirentRecord};
+use super::index::pool_get;
+use super::inode;
 use crate::FileType;
 
 /// Longest probe sequence a table may need; a build needing more gives up.
@@ -191,9 +193,9 @@ impl HashIndex {
                 if rec[0] != 1 {
                     return Some(NOT_FILE);
                 }
-                let b = t.blobs.get(usize::try_from(inode::data(rec)).ok()?)?;
-                let start = usize::try_from(le_u64::<0, 24>(b)).ok()?;
-                let end = usize::try_from(le_u64::<8, 24>(b)).ok().and_then(|len| start.checked_add(len))?;
+                let b = BlobRecord::from_record(t.blobs.get(usize::try_from(inode::data(rec)).ok()?)?);
+                let start = usize::try_from(b.offset).ok()?;
+                let end = usize::try_from(b.len).ok().and_then(|len| start.checked_add(len))?;
                 Some(Extent { start, end })
             })
             .collect::<Option<Box<[Extent]>>>()?;
@@ -211,8 +213,8 @@ impl HashIndex {
             let first = usize::try_from(inode::data(rec)).ok()?;
             let count = usize::try_from(inode::count(rec)).ok()?;
             for d in t.dirents.get(first..first.checked_add(count)?)? {
-                let (offset, len, child) = (le_u64::<0, 16>(d), le_u16::<8, 16>(d), le_u32::<12, 16>(d));
-                let name = usize::try_from(offset).ok().and_then(|o| t.strings.get(o..)?.get(..len.into()))?;
+                let DirentRecord { name_offset: offset, name_len, inode: child } = DirentRecord::from_record(d);
+                let name = pool_get(t.strings, offset, name_len)?;
                 let code = u32::from(t.inodes.get(usize::try_from(child).ok()?)?[0]);
                 kind_of(code)?;
                 if name.len() > MAX_NAME {

@@ -138,7 +138,7 @@ fn record<'p, const N: usize>(
 }
 
 /// `len` bytes at `offset` in the string pool `strings`, if they lie in it.
-fn pool_get(strings: &[u8], offset: u64, len: u16) -> Option<&[u8]> {
+pub(super) fn pool_get(strings: &[u8], offset: u64, len: u16) -> Option<&[u8]> {
     strings.get(usize::try_from(offset).ok()?..)?.get(..usize::from(len))
 }
 

@@ -57,8 +57,13 @@ impl Node {
 
     /// A number telling filesystems apart: the backend's address, stable
     /// while any descriptor holds it.
-    pub(crate) fn device(&self) -> u64 {
+    fn device(&self) -> u64 {
         Arc::as_ptr(&self.fs).cast::<()>() as usize as u64
+    }
+
+    /// Where this inode is, as [`Recent`](super::recent) knows places.
+    pub(crate) fn at(&self) -> At {
+        (self.device(), self.ino)
     }
 }
 
@@ -291,7 +296,7 @@ impl Descriptor {
     /// The directory `*-at` paths start from, as [`Recent`](super::recent)
     /// knows it.
     pub(crate) fn at(&self) -> At {
-        (self.node.device(), self.node.ino)
+        self.node.at()
     }
 
     /// `stat-at`; also the inode found. `known`: the inode `path` was just

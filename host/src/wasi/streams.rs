@@ -186,6 +186,6 @@ impl DirStream {
 
     /// The directory listed.
     pub(crate) fn at(&self) -> At {
-        (self.node.device(), self.node.ino)
+        self.node.at()
     }
 }
