@@ -42,6 +42,11 @@ fn b<T: 'static>(r: &Resource<T>) -> Resource<T> {
     Resource::new_borrow(r.rep())
 }
 
+/// A metadata hash as a comparable pair.
+fn hash(h: super::bindings::types::MetadataHashValue) -> (u64, u64) {
+    (h.lower, h.upper)
+}
+
 fn code<T: std::fmt::Debug>(r: Result<T, FsError>) -> ErrorCode {
     match r {
         Err(FsError::Code(c)) => c,
@@ -260,7 +265,6 @@ fn hashes_identify_objects() {
     write_file(&mut g, &root, "b", b"");
     g.view().link_at(b(&root), PF::empty(), "a".into(), b(&root), "a2".into()).unwrap();
     let a = open(&mut g, &root, "a", OF::empty(), DF::READ).unwrap();
-    let hash = |h: super::bindings::types::MetadataHashValue| (h.lower, h.upper);
     let ha = hash(g.view().metadata_hash(b(&a)).unwrap());
     let at = |g: &mut Guest, p: &str| hash(g.view().metadata_hash_at(b(&root), PF::empty(), p.into()).unwrap());
     assert_eq!(at(&mut g, "a"), ha);
@@ -282,7 +286,6 @@ fn hash_after_stat_or_listing_sees_changes_in_between() {
     write_file(&mut g, &root, "a", b"");
     write_file(&mut g, &root, "b", b"");
     g.view().symlink_at(b(&root), "a".into(), "l".into()).unwrap();
-    let hash = |h: super::bindings::types::MetadataHashValue| (h.lower, h.upper);
     let fd_hash = |g: &mut Guest, p: &str| {
         let f = open(g, &root, p, OF::empty(), DF::READ).unwrap();
         hash(g.view().metadata_hash(b(&f)).unwrap())
