@@ -13,12 +13,18 @@
 //! the guest's root.
 //!
 //! Inode numbers are the host's. The backend remembers where it last saw
-//! each inode it handed out and checks, on every use, that the inode found
-//! there is still that one; an inode moved by another process is
-//! `NotFound`, never a different file. Open inodes keep their fd, so an
-//! open file outlives its name as POSIX says.
+//! each inode it handed out — its directory's inode and its name, so that
+//! a rename updates one place whatever lies below — and checks, on every
+//! use, that the inode found there is still that one; an inode moved by
+//! another process is `NotFound`, never a different file. Open inodes keep
+//! their fd, so an open file outlives its name as POSIX says.
+//!
+//! A directory is read whole, sorted, once per listing: the pages after
+//! the first come from that listing (POSIX leaves it open whether entries
+//! added or removed meanwhile show up), so listing n entries costs one
+//! read of the directory, not one per page.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -35,11 +41,34 @@ pub struct DirFs {
     root: OwnedFd,
     root_ino: Ino,
     read_only: bool,
-    /// Where each inode handed out was last seen, relative to the root.
-    paths: Mutex<HashMap<Ino, PathBuf>>,
+    /// Where each inode handed out was last seen (the root has no place).
+    places: Mutex<HashMap<Ino, Place>>,
     /// Pinned inodes: their fds, one per `open`.
     open: Mutex<HashMap<Ino, Vec<Pinned>>>,
+    /// Listings in progress, newest last.
+    listings: Mutex<VecDeque<Listing>>,
 }
+
+/// An inode's directory and its name there.
+struct Place {
+    dir: Ino,
+    name: Arc<str>,
+}
+
+/// The sorted entries of directory `dir`, as read when a listing of it
+/// began.
+struct Listing {
+    dir: Ino,
+    entries: Arc<[DirEntry]>,
+}
+
+/// Listings kept at once; a listing pushed out is read again if its next
+/// page is asked for.
+const LISTINGS: usize = 16;
+
+/// Directories a path may climb through (a longer chain of places is a
+/// cycle that moves behind our back made).
+const MAX_DEPTH: usize = packfs_core::path::MAX_PATH / 2;
 
 /// An fd held for an open handle, and what it may do.
 struct Pinned {
@@ -116,8 +145,14 @@ impl DirFs {
     pub fn open(path: &Path, read_only: bool) -> std::io::Result<Self> {
         let root = rustix::fs::open(path, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
         let root_ino = rustix::fs::fstat(&root)?.st_ino;
-        let paths = HashMap::from([(root_ino, PathBuf::new())]);
-        Ok(DirFs { root, root_ino, read_only, paths: Mutex::new(paths), open: Mutex::new(HashMap::new()) })
+        Ok(DirFs {
+            root,
+            root_ino,
+            read_only,
+            places: Mutex::default(),
+            open: Mutex::default(),
+            listings: Mutex::default(),
+        })
     }
 
     fn writable(&self) -> Result<()> {
@@ -131,12 +166,27 @@ impl DirFs {
             .map_err(errno)
     }
 
+    /// The path of `ino` relative to the root, from the places of it and
+    /// its directories.
     fn path_of(&self, ino: Ino) -> Result<PathBuf> {
-        lock(&self.paths).get(&ino).cloned().ok_or(Error::NotFound)
+        let places = lock(&self.places);
+        let mut names = Vec::new();
+        let mut at = ino;
+        while at != self.root_ino {
+            let place = places.get(&at).ok_or(Error::NotFound)?;
+            if names.len() == MAX_DEPTH {
+                return Err(Error::NotFound);
+            }
+            names.push(&*place.name);
+            at = place.dir;
+        }
+        Ok(names.iter().rev().collect())
     }
 
-    fn remember(&self, ino: Ino, path: PathBuf) {
-        lock(&self.paths).insert(ino, path);
+    fn remember(&self, ino: Ino, dir: Ino, name: &str) {
+        if ino != self.root_ino {
+            lock(&self.places).insert(ino, Place { dir, name: name.into() });
+        }
     }
 
     /// An `O_PATH` fd of `ino`, checked to still be that inode.
@@ -150,13 +200,12 @@ impl DirFs {
     }
 
     /// A directory fd for `*at` calls on names inside `dir`.
-    fn dir_fd(&self, dir: Ino) -> Result<(OwnedFd, PathBuf)> {
-        let path = self.path_of(dir)?;
+    fn dir_fd(&self, dir: Ino) -> Result<OwnedFd> {
         let (fd, st) = self.node(dir)?;
         if kind(&st)? != FileType::Dir {
             return Err(Error::NotDir);
         }
-        Ok((fd, path))
+        Ok(fd)
     }
 
     /// A pinned fd of `ino` that can read (or write), else a fresh one.
@@ -178,13 +227,47 @@ impl DirFs {
         Ok(Arc::new(fd))
     }
 
-    /// After a rename, inodes remembered beneath `from` live beneath `to`.
-    fn moved(&self, from: &Path, to: &Path) {
-        for path in lock(&self.paths).values_mut() {
-            if let Ok(rest) = path.strip_prefix(from) {
-                *path = to.join(rest);
-            }
+    /// Directory `dir`'s entries, sorted by name: those of its listing in
+    /// progress when `resume` and there is one, else read afresh (and kept
+    /// as the listing in progress).
+    fn listing(&self, dir: Ino, resume: bool) -> Result<Arc<[DirEntry]>> {
+        if resume && let Some(l) = lock(&self.listings).iter().find(|l| l.dir == dir) {
+            return Ok(l.entries.clone());
         }
+        let dfd = self.dir_fd(dir)?;
+        let fd = rustix::fs::openat(&dfd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(errno)?;
+        let mut entries = Vec::new();
+        for e in rustix::fs::Dir::new(fd).map_err(errno)? {
+            let e = e.map_err(errno)?;
+            // Names that are not UTF-8 cannot be WASI paths: not listed.
+            let Ok(name) = e.file_name().to_str() else { continue };
+            if name == "." || name == ".." {
+                continue;
+            }
+            let kind = match e.file_type() {
+                rustix::fs::FileType::RegularFile => FileType::File,
+                rustix::fs::FileType::Directory => FileType::Dir,
+                rustix::fs::FileType::Symlink => FileType::Symlink,
+                rustix::fs::FileType::Unknown => {
+                    match kind(&rustix::fs::statat(&dfd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?) {
+                        Ok(k) => k,
+                        Err(_) => continue,
+                    }
+                }
+                _ => continue,
+            };
+            entries.push(DirEntry { name: name.into(), ino: e.ino(), kind });
+        }
+        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        let entries: Arc<[DirEntry]> = entries.into();
+        let mut listings = lock(&self.listings);
+        listings.retain(|l| l.dir != dir);
+        if listings.len() == LISTINGS {
+            listings.pop_front();
+        }
+        listings.push_back(Listing { dir, entries: entries.clone() });
+        Ok(entries)
     }
 }
 
@@ -195,9 +278,9 @@ impl FileSystem for DirFs {
 
     fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
         validate_name(name)?;
-        let (dfd, path) = self.dir_fd(dir)?;
+        let dfd = self.dir_fd(dir)?;
         let st = rustix::fs::statat(&dfd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
-        self.remember(st.st_ino, path.join(name));
+        self.remember(st.st_ino, dir, name);
         Ok(st.st_ino)
     }
 
@@ -218,7 +301,7 @@ impl FileSystem for DirFs {
         if opts.create && opts.directory {
             return Err(Error::Invalid);
         }
-        let (dfd, path) = self.dir_fd(dir)?;
+        let dfd = self.dir_fd(dir)?;
         let write = opts.write || opts.append || opts.truncate;
         // A writer opens read-write where the mode allows, so that its fd
         // can also serve reads through other handles of the same inode.
@@ -243,7 +326,7 @@ impl FileSystem for DirFs {
             r => (r.map_err(errno)?, true),
         };
         let ino = rustix::fs::fstat(&fd).map_err(errno)?.st_ino;
-        self.remember(ino, path.join(name));
+        self.remember(ino, dir, name);
         lock(&self.open).entry(ino).or_default().push(Pinned { fd: Arc::new(fd), read, write });
         Ok(ino)
     }
@@ -298,61 +381,43 @@ impl FileSystem for DirFs {
     }
 
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
-        let (dfd, path) = self.dir_fd(dir)?;
-        let fd = rustix::fs::openat(&dfd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-            .map_err(errno)?;
-        let mut entries = Vec::new();
-        for e in rustix::fs::Dir::new(fd).map_err(errno)? {
-            let e = e.map_err(errno)?;
-            // Names that are not UTF-8 cannot be WASI paths: not listed.
-            let Ok(name) = e.file_name().to_str() else { continue };
-            if name == "." || name == ".." || after.is_some_and(|a| name <= a) {
-                continue;
+        let entries = self.listing(dir, after.is_some())?;
+        let first = after.map_or(0, |a| entries.partition_point(|e| &*e.name <= a));
+        let page = &entries[first..entries.len().min(first.saturating_add(max))];
+        if first + page.len() == entries.len() {
+            // The last page: the listing is done with.
+            lock(&self.listings).retain(|l| !Arc::ptr_eq(&l.entries, &entries));
+        }
+        let mut places = lock(&self.places);
+        for e in page {
+            if e.ino != self.root_ino {
+                places.insert(e.ino, Place { dir, name: e.name.clone() });
             }
-            let kind = match e.file_type() {
-                rustix::fs::FileType::RegularFile => FileType::File,
-                rustix::fs::FileType::Directory => FileType::Dir,
-                rustix::fs::FileType::Symlink => FileType::Symlink,
-                rustix::fs::FileType::Unknown => {
-                    match kind(&rustix::fs::statat(&dfd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?) {
-                        Ok(k) => k,
-                        Err(_) => continue,
-                    }
-                }
-                _ => continue,
-            };
-            entries.push(DirEntry { name: name.into(), ino: e.ino(), kind });
         }
-        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        entries.truncate(max);
-        let mut paths = lock(&self.paths);
-        for e in &entries {
-            paths.insert(e.ino, path.join(&*e.name));
-        }
-        Ok(entries)
+        Ok(page.to_vec())
     }
 
     fn mkdir(&self, dir: Ino, name: &str, mode: u32) -> Result<Ino> {
         self.writable()?;
         validate_name(name)?;
-        let (dfd, path) = self.dir_fd(dir)?;
+        let dfd = self.dir_fd(dir)?;
         rustix::fs::mkdirat(&dfd, name, Mode::from_raw_mode(mode & 0o7777)).map_err(errno)?;
         let ino = rustix::fs::statat(&dfd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?.st_ino;
-        self.remember(ino, path.join(name));
+        self.remember(ino, dir, name);
         Ok(ino)
     }
 
     fn rmdir(&self, dir: Ino, name: &str) -> Result<()> {
         self.writable()?;
         validate_name(name)?;
-        let (dfd, _) = self.dir_fd(dir)?;
+        let dfd = self.dir_fd(dir)?;
         rustix::fs::unlinkat(&dfd, name, AtFlags::REMOVEDIR).map_err(errno)
     }
 
     fn unlink(&self, dir: Ino, name: &str) -> Result<()> {
         self.writable()?;
         validate_name(name)?;
-        let (dfd, _) = self.dir_fd(dir)?;
+        let dfd = self.dir_fd(dir)?;
         rustix::fs::unlinkat(&dfd, name, AtFlags::empty()).map_err(errno)
     }
 
@@ -360,13 +425,18 @@ impl FileSystem for DirFs {
         self.writable()?;
         validate_name(from)?;
         validate_name(to)?;
-        let (from_fd, from_path) = self.dir_fd(from_dir)?;
-        let (to_fd, to_path) = self.dir_fd(to_dir)?;
+        let from_fd = self.dir_fd(from_dir)?;
+        let to_fd = self.dir_fd(to_dir)?;
         rustix::fs::renameat(&from_fd, from, &to_fd, to).map_err(|e| match e {
             Errno::XDEV => Error::CrossDevice,
             e => errno(e),
         })?;
-        self.moved(&from_path.join(from), &to_path.join(to));
+        // What moved has a new place; what lies below it keeps its own.
+        // (A rename of one name of a file onto another does nothing, and
+        // this finds the same inode where it was.)
+        if let Ok(st) = rustix::fs::statat(&to_fd, to, AtFlags::SYMLINK_NOFOLLOW) {
+            self.remember(st.st_ino, to_dir, to);
+        }
         Ok(())
     }
 
@@ -380,10 +450,10 @@ impl FileSystem for DirFs {
         if target.is_empty() {
             return Err(Error::NotFound);
         }
-        let (dfd, path) = self.dir_fd(dir)?;
+        let dfd = self.dir_fd(dir)?;
         rustix::fs::symlinkat(target, &dfd, name).map_err(errno)?;
         let ino = rustix::fs::statat(&dfd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?.st_ino;
-        self.remember(ino, path.join(name));
+        self.remember(ino, dir, name);
         Ok(ino)
     }
 
@@ -403,11 +473,11 @@ impl FileSystem for DirFs {
         if kind(&st)? == FileType::Dir {
             return Err(Error::NotPermitted);
         }
-        let (dfd, path) = self.dir_fd(dir)?;
+        let dfd = self.dir_fd(dir)?;
         // Link the very inode we checked: through its fd, not its name.
         rustix::fs::linkat(rustix::fs::CWD, proc_path(&fd).as_str(), &dfd, name, AtFlags::SYMLINK_FOLLOW)
             .map_err(errno)?;
-        self.remember(ino, path.join(name));
+        self.remember(ino, dir, name);
         Ok(())
     }
 
@@ -423,10 +493,8 @@ impl FileSystem for DirFs {
         if kind(&st)? == FileType::Symlink {
             // The magic link would lead to the symlink's target: go by name,
             // without following, inside the checked parent.
-            let path = self.path_of(ino)?;
-            let (parent, name) = (path.parent().unwrap_or(Path::new("")), path.file_name().ok_or(Error::Invalid)?);
-            let pfd = self.open_beneath(parent, OFlags::PATH | OFlags::DIRECTORY)?;
-            return rustix::fs::utimensat(&pfd, name, &times, AtFlags::SYMLINK_NOFOLLOW).map_err(errno);
+            let (dir, name) = lock(&self.places).get(&ino).map(|p| (p.dir, p.name.clone())).ok_or(Error::Invalid)?;
+            return rustix::fs::utimensat(&self.dir_fd(dir)?, &*name, &times, AtFlags::SYMLINK_NOFOLLOW).map_err(errno);
         }
         rustix::fs::utimensat(rustix::fs::CWD, proc_path(&fd).as_str(), &times, AtFlags::empty()).map_err(errno)
     }

@@ -252,3 +252,132 @@ fn symlink_swapped_in_mid_walk() {
 fn cannot_start_outside() {
     assert!(DirFs::open(Path::new("/definitely/not/here"), false).is_err());
 }
+
+fn names(entries: &[packfs_core::DirEntry]) -> Vec<String> {
+    entries.iter().map(|e| e.name.to_string()).collect()
+}
+
+/// Listing page by page while the directory changes: every name there
+/// throughout comes exactly once, in order; none that never existed comes;
+/// a new listing sees the directory as it is.
+#[test]
+fn paged_listing_while_the_directory_changes() {
+    let f = fixture();
+    let fs = DirFs::open(&f.root, false).unwrap();
+    let d = fs.mkdir(fs.root(), "big", 0o755).unwrap();
+    let name = |i: usize| format!("f{i:04}");
+    for i in (0..1000).step_by(2) {
+        std::fs::write(f.root.join("big").join(name(i)), b"").unwrap();
+    }
+    let mut seen: Vec<String> = Vec::new();
+    let mut after: Option<String> = None;
+    let mut round = 0;
+    loop {
+        let page = fs.read_dir(d, after.as_deref(), 7).unwrap();
+        if page.is_empty() {
+            break;
+        }
+        assert!(page.len() <= 7);
+        seen.extend(names(&page));
+        after = Some(seen.last().unwrap().clone());
+        // Changes behind the backend's back and through it, on both
+        // sides of the cursor.
+        round += 1;
+        std::fs::write(f.root.join("big").join(name(2 * round + 1)), b"").unwrap();
+        std::fs::write(f.root.join("big").join(name(999 - 2 * round)), b"").unwrap();
+        fs.close(fs.open(d, &format!("new{round}"), &packfs_core::OpenOptions::create()).unwrap());
+        if round % 3 == 0 {
+            fs.unlink(d, &name(2 * round)).unwrap(); // listed already, or soon
+        }
+    }
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted, seen, "in order, each once");
+    // Everything there from start to end: the even names never unlinked.
+    for i in (0..1000).step_by(2).filter(|i| !(i % 6 == 0 && *i > 0 && i / 2 <= round)) {
+        assert!(seen.contains(&name(i)), "{} missing", name(i));
+    }
+    for n in &seen {
+        let odd = n.starts_with('f') && n[1..].parse::<usize>().unwrap() % 2 == 1;
+        let made = odd || n.starts_with("new") || n[1..].parse::<usize>().unwrap() % 2 == 0;
+        assert!(made, "{n} never existed");
+    }
+    // A new listing reads the directory afresh.
+    let mut now: Vec<String> =
+        std::fs::read_dir(f.root.join("big")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    now.sort();
+    assert_eq!(names(&fs.read_dir(d, None, usize::MAX).unwrap()), now);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Random renames of files and directories (onto new names and onto
+    /// existing files): every inode number handed out still names its own
+    /// inode wherever it went, and a replaced file's number is `NotFound`.
+    #[test]
+    fn inode_numbers_follow_renames(moves in proptest::collection::vec((0..12usize, 0..12usize, 0..4usize), 1..40)) {
+        let f = fixture();
+        let fs = DirFs::open(&f.root, false).unwrap();
+        let root = fs.root();
+        // Three directories (a, a/b, c) and files in each.
+        let a = fs.mkdir(root, "a", 0o755).unwrap();
+        let b = fs.mkdir(a, "b", 0o755).unwrap();
+        let c = fs.mkdir(root, "c", 0o755).unwrap();
+        let dirs = [root, a, b, c];
+        for (k, &dir) in dirs.iter().enumerate() {
+            for j in 0..3 {
+                let h = fs.open(dir, &format!("n{j}"), &packfs_core::OpenOptions::create()).unwrap();
+                fs.write_at(h, 0, format!("{k}{j}").as_bytes()).unwrap();
+                fs.close(h);
+            }
+        }
+        // Every inode known by number, with its content (files) or kind.
+        let mut known: Vec<(u64, Option<Vec<u8>>)> = vec![(a, None), (b, None), (c, None)];
+        for &dir in &dirs {
+            for e in fs.read_dir(dir, None, usize::MAX).unwrap() {
+                if e.kind == FileType::File {
+                    let mut buf = vec![0; 8];
+                    let n = fs.read_at(e.ino, 0, &mut buf).unwrap();
+                    buf.truncate(n);
+                    known.push((e.ino, Some(buf)));
+                }
+            }
+        }
+        let mut gone = Vec::new();
+        for (from, to, to_dir) in moves {
+            let (from_dir, to_dir) = (dirs[from % 4], dirs[to_dir]);
+            if gone.contains(&from_dir) || gone.contains(&to_dir) {
+                continue; // an emptied directory another one replaced
+            }
+            let listed = fs.read_dir(from_dir, None, usize::MAX).unwrap();
+            let Some(e) = listed.get(from / 4 % listed.len().max(1)).cloned() else { continue };
+            let target = format!("n{}", to % 3 + 3 * (to / 3 % 2));
+            let replaced = fs.lookup(to_dir, &target).ok().filter(|&ino| ino != e.ino);
+            match fs.rename(from_dir, &e.name, to_dir, &target) {
+                Ok(()) => gone.extend(replaced),
+                // Into its own subtree, a directory onto a file or a
+                // non-empty one: refused, nothing moved.
+                Err(Error::Invalid | Error::NotDir | Error::IsDir | Error::NotEmpty | Error::Exists) => {}
+                Err(other) => panic!("rename {} -> {target}: {other:?}", e.name),
+            }
+        }
+        for (ino, content) in &known {
+            if gone.contains(ino) {
+                proptest::prop_assert_eq!(fs.metadata(*ino), Err(Error::NotFound));
+                continue;
+            }
+            let md = fs.metadata(*ino).unwrap();
+            proptest::prop_assert_eq!(md.ino, *ino);
+            if let Some(content) = content {
+                let mut buf = vec![0; 8];
+                let n = fs.read_at(*ino, 0, &mut buf).unwrap();
+                proptest::prop_assert_eq!(&buf[..n], &content[..]);
+            } else {
+                proptest::prop_assert_eq!(md.kind, FileType::Dir);
+                fs.read_dir(*ino, None, usize::MAX).unwrap();
+            }
+        }
+    }
+}
