@@ -13,11 +13,12 @@
 //! the guest's root.
 //!
 //! Inode numbers are the host's. The backend remembers where it last saw
-//! each inode it handed out — its directory's inode and its name, so that
-//! a rename updates one place whatever lies below — and checks, on every
-//! use, that the inode found there is still that one; an inode moved by
-//! another process is `NotFound`, never a different file. Open inodes keep
-//! their fd, so an open file outlives its name as POSIX says.
+//! each inode it handed out: its directory's inode and its name, so that a
+//! rename updates one place whatever lies below (an unlink, or a rename
+//! that replaces it, forgets it). On every use it checks that the inode
+//! found there is still that one; an inode moved by another process is
+//! `NotFound`, never a different file. Open inodes keep their fd, so an
+//! open file outlives its name as POSIX says.
 //!
 //! A directory is read whole, sorted, once per listing: the pages after
 //! the first come from that listing (POSIX leaves it open whether entries
@@ -186,6 +187,23 @@ impl DirFs {
     fn remember(&self, ino: Ino, dir: Ino, name: &str) {
         if ino != self.root_ino {
             lock(&self.places).insert(ino, Place { dir, name: name.into() });
+        }
+    }
+
+    /// The inode `dir`/`name` holds, if any, to [`forget`](Self::forget)
+    /// once the name is gone.
+    fn held(&self, dfd: &OwnedFd, name: &str) -> Option<Ino> {
+        rustix::fs::statat(dfd, name, AtFlags::SYMLINK_NOFOLLOW).ok().map(|st| st.st_ino)
+    }
+
+    /// `dir`/`name` no longer holds `ino`: its place goes, if that was it
+    /// (so that places do not pile up as files come and go).
+    fn forget(&self, ino: Option<Ino>, dir: Ino, name: &str) {
+        let mut places = lock(&self.places);
+        if let Some(ino) = ino
+            && places.get(&ino).is_some_and(|p| p.dir == dir && &*p.name == name)
+        {
+            places.remove(&ino);
         }
     }
 
@@ -411,14 +429,20 @@ impl FileSystem for DirFs {
         self.writable()?;
         validate_name(name)?;
         let dfd = self.dir_fd(dir)?;
-        rustix::fs::unlinkat(&dfd, name, AtFlags::REMOVEDIR).map_err(errno)
+        let ino = self.held(&dfd, name);
+        rustix::fs::unlinkat(&dfd, name, AtFlags::REMOVEDIR).map_err(errno)?;
+        self.forget(ino, dir, name);
+        Ok(())
     }
 
     fn unlink(&self, dir: Ino, name: &str) -> Result<()> {
         self.writable()?;
         validate_name(name)?;
         let dfd = self.dir_fd(dir)?;
-        rustix::fs::unlinkat(&dfd, name, AtFlags::empty()).map_err(errno)
+        let ino = self.held(&dfd, name);
+        rustix::fs::unlinkat(&dfd, name, AtFlags::empty()).map_err(errno)?;
+        self.forget(ino, dir, name);
+        Ok(())
     }
 
     fn rename(&self, from_dir: Ino, from: &str, to_dir: Ino, to: &str) -> Result<()> {
@@ -427,15 +451,17 @@ impl FileSystem for DirFs {
         validate_name(to)?;
         let from_fd = self.dir_fd(from_dir)?;
         let to_fd = self.dir_fd(to_dir)?;
+        let replaced = self.held(&to_fd, to);
         rustix::fs::renameat(&from_fd, from, &to_fd, to).map_err(|e| match e {
             Errno::XDEV => Error::CrossDevice,
             e => errno(e),
         })?;
-        // What moved has a new place; what lies below it keeps its own.
-        // (A rename of one name of a file onto another does nothing, and
-        // this finds the same inode where it was.)
-        if let Ok(st) = rustix::fs::statat(&to_fd, to, AtFlags::SYMLINK_NOFOLLOW) {
-            self.remember(st.st_ino, to_dir, to);
+        // What moved has a new place; what lies below it keeps its own;
+        // what it replaced has none. (A rename of one name of a file onto
+        // another does nothing, and this finds the same inode where it was.)
+        self.forget(replaced, to_dir, to);
+        if let Some(ino) = self.held(&to_fd, to) {
+            self.remember(ino, to_dir, to);
         }
         Ok(())
     }
@@ -520,5 +546,34 @@ impl FileSystem for DirFs {
             other => other?,
         };
         rustix::fs::fsync(fd.as_fd()).map_err(errno)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Places come and go with the names: a long run of creates, renames
+    /// and unlinks leaves only the places of what is still there.
+    #[test]
+    fn places_do_not_pile_up() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fs = DirFs::open(tmp.path(), false).unwrap();
+        let root = fs.root();
+        let keep = fs.mkdir(root, "keep", 0o755).unwrap();
+        for i in 0..500 {
+            let d = fs.mkdir(root, "d", 0o755).unwrap();
+            let f = fs.open(d, &format!("f{i}"), &OpenOptions::create()).unwrap();
+            fs.close(f);
+            fs.close(fs.open(root, "x", &OpenOptions::create()).unwrap());
+            fs.rename(root, "x", d, "y").unwrap();
+            fs.rename(d, &format!("f{i}"), d, "y").unwrap(); // replaces y
+            fs.read_dir(d, None, 10).unwrap();
+            fs.unlink(d, "y").unwrap();
+            fs.rmdir(root, "d").unwrap();
+        }
+        let places = lock(&fs.places);
+        assert_eq!(places.len(), 1, "only keep/ is left");
+        assert!(places.contains_key(&keep));
     }
 }
