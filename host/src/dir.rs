@@ -18,7 +18,9 @@
 //! that replaces it, forgets it). On every use it checks that the inode
 //! found there is still that one; an inode moved by another process is
 //! `NotFound`, never a different file. Open inodes keep their fd, so an
-//! open file outlives its name as POSIX says.
+//! open file outlives its name as POSIX says. An inode with several names
+//! is remembered at one: when that name goes, its number is `NotFound`
+//! until a lookup or a listing finds it under another.
 //!
 //! A directory is read whole, sorted, once per listing: the pages after
 //! the first come from that listing (POSIX leaves it open whether entries
@@ -63,12 +65,14 @@ struct Listing {
     entries: Arc<[DirEntry]>,
 }
 
-/// Listings kept at once; a listing pushed out is read again if its next
-/// page is asked for.
+/// Listings kept at once, and entries in all of them (the newest listing
+/// is kept whatever its size); the least recently used go first, and one
+/// pushed out is read again if its next page is asked for.
 const LISTINGS: usize = 16;
+const LISTED_ENTRIES: usize = 1 << 20;
 
 /// Directories a path may climb through (a longer chain of places is a
-/// cycle that moves behind our back made).
+/// cycle, which moves behind our back can make).
 const MAX_DEPTH: usize = packfs_core::path::MAX_PATH / 2;
 
 /// An fd held for an open handle, and what it may do.
@@ -249,8 +253,14 @@ impl DirFs {
     /// progress when `resume` and there is one, else read afresh (and kept
     /// as the listing in progress).
     fn listing(&self, dir: Ino, resume: bool) -> Result<Arc<[DirEntry]>> {
-        if resume && let Some(l) = lock(&self.listings).iter().find(|l| l.dir == dir) {
-            return Ok(l.entries.clone());
+        if resume {
+            let mut listings = lock(&self.listings);
+            if let Some(i) = listings.iter().position(|l| l.dir == dir) {
+                let l = listings.remove(i).expect("found above");
+                let entries = l.entries.clone();
+                listings.push_back(l);
+                return Ok(entries);
+            }
         }
         let dfd = self.dir_fd(dir)?;
         let fd = rustix::fs::openat(&dfd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
@@ -267,25 +277,41 @@ impl DirFs {
                 rustix::fs::FileType::RegularFile => FileType::File,
                 rustix::fs::FileType::Directory => FileType::Dir,
                 rustix::fs::FileType::Symlink => FileType::Symlink,
-                rustix::fs::FileType::Unknown => {
-                    match kind(&rustix::fs::statat(&dfd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?) {
+                rustix::fs::FileType::Unknown => match rustix::fs::statat(&dfd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) => match kind(&st) {
                         Ok(k) => k,
                         Err(_) => continue,
-                    }
-                }
+                    },
+                    Err(Errno::NOENT) => continue, // gone since it was read
+                    Err(e) => return Err(errno(e)),
+                },
                 _ => continue,
             };
             entries.push(DirEntry { name: name.into(), ino: e.ino(), kind });
         }
         entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        // Where each entry is, as of now: pages served later from this
+        // listing must not put back places that changes since have moved.
+        {
+            let mut places = lock(&self.places);
+            for e in entries.iter().filter(|e| e.ino != self.root_ino) {
+                places.insert(e.ino, Place { dir, name: e.name.clone() });
+            }
+        }
         let entries: Arc<[DirEntry]> = entries.into();
         let mut listings = lock(&self.listings);
         listings.retain(|l| l.dir != dir);
-        if listings.len() == LISTINGS {
-            listings.pop_front();
-        }
         listings.push_back(Listing { dir, entries: entries.clone() });
+        let mut listed: usize = listings.iter().map(|l| l.entries.len()).sum();
+        while listings.len() > LISTINGS || (listed > LISTED_ENTRIES && listings.len() > 1) {
+            listed -= listings.pop_front().map_or(0, |l| l.entries.len());
+        }
         Ok(entries)
+    }
+
+    /// Drops the listing of `dir`, if one is kept.
+    fn drop_listing(&self, dir: Ino) {
+        lock(&self.listings).retain(|l| l.dir != dir);
     }
 }
 
@@ -402,15 +428,10 @@ impl FileSystem for DirFs {
         let entries = self.listing(dir, after.is_some())?;
         let first = after.map_or(0, |a| entries.partition_point(|e| &*e.name <= a));
         let page = &entries[first..entries.len().min(first.saturating_add(max))];
-        if first + page.len() == entries.len() {
-            // The last page: the listing is done with.
-            lock(&self.listings).retain(|l| !Arc::ptr_eq(&l.entries, &entries));
-        }
-        let mut places = lock(&self.places);
-        for e in page {
-            if e.ino != self.root_ino {
-                places.insert(e.ino, Place { dir, name: e.name.clone() });
-            }
+        if page.is_empty() {
+            // Past the end: the listing is done with. (A caller that stops
+            // at a short page leaves it to be pushed out.)
+            self.drop_listing(dir);
         }
         Ok(page.to_vec())
     }
@@ -432,6 +453,9 @@ impl FileSystem for DirFs {
         let ino = self.held(&dfd, name);
         rustix::fs::unlinkat(&dfd, name, AtFlags::REMOVEDIR).map_err(errno)?;
         self.forget(ino, dir, name);
+        if let Some(ino) = ino {
+            self.drop_listing(ino);
+        }
         Ok(())
     }
 

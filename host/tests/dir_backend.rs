@@ -381,3 +381,31 @@ proptest::proptest! {
         }
     }
 }
+
+/// Pages served from a listing read earlier do not put back where entries
+/// were: an entry renamed (or unlinked) mid-listing is found where it went.
+#[test]
+fn later_pages_do_not_undo_renames() {
+    let f = fixture();
+    let fs = DirFs::open(&f.root, false).unwrap();
+    let root = fs.root();
+    let d = fs.mkdir(root, "d", 0o755).unwrap();
+    let e = fs.mkdir(root, "e", 0o755).unwrap();
+    for name in ["a", "b", "c"] {
+        fs.close(fs.open(d, name, &packfs_core::OpenOptions::create()).unwrap());
+    }
+    let sub = fs.mkdir(d, "sub", 0o755).unwrap();
+    fs.close(fs.open(sub, "inner", &packfs_core::OpenOptions::create()).unwrap());
+    assert_eq!(names(&fs.read_dir(d, None, 2).unwrap()), ["a", "b"]);
+    let c = fs.lookup(d, "c").unwrap();
+    fs.rename(d, "c", e, "z").unwrap();
+    fs.rename(d, "sub", e, "sub2").unwrap();
+    // The rest of the listing, as it was read.
+    assert_eq!(names(&fs.read_dir(d, Some("b"), 2).unwrap()), ["c", "sub"]);
+    assert!(fs.read_dir(d, Some("sub"), 2).unwrap().is_empty());
+    assert_eq!(fs.metadata(c).unwrap().ino, c);
+    assert_eq!(fs.metadata(sub).unwrap().kind, FileType::Dir);
+    assert_eq!(names(&fs.read_dir(sub, None, 10).unwrap()), ["inner"]);
+    // And a new listing shows what is there now.
+    assert_eq!(names(&fs.read_dir(d, None, 10).unwrap()), ["a", "b"]);
+}

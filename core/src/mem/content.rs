@@ -361,6 +361,8 @@ mod tests {
         WriteAfter(u16, Vec<u8>),
         /// At `.0` bytes before the end.
         WriteBack(u16, Vec<u8>),
+        /// Keeps a copy, to be checked unchanged at the end.
+        Snapshot,
         SetLen(u16),
         Read(u16, u16),
         /// At a point anywhere in the file: `.0` in 1/65536ths of its length.
@@ -379,6 +381,7 @@ mod tests {
             4 => proptest::collection::vec(any::<u8>(), SMALL..SMALL + 100).prop_map(Op::Append),
             // Past the end: a hole, then a new extent.
             1 => (0u16..5000, proptest::collection::vec(any::<u8>(), 1..300)).prop_map(|(gap, d)| Op::WriteAfter(gap, d)),
+            1 => Just(Op::Snapshot),
             // Over the last bytes, into the newest extents.
             2 => (1u16..600, proptest::collection::vec(any::<u8>(), 1..300)).prop_map(|(back, d)| Op::WriteBack(back, d)),
             2 => (any::<u16>(), 0u16..9000).prop_map(|(at, n)| Op::ReadAnywhere(at, n)),
@@ -387,6 +390,7 @@ mod tests {
         ], 1..200)) {
             let mut c = Content::default();
             let mut model: Vec<u8> = Vec::new();
+            let mut kept = Vec::new();
             for op in ops {
                 match op {
                     Op::Write(off, data) => {
@@ -414,6 +418,7 @@ mod tests {
                         if model.len() < end { model.resize(end, 0); }
                         model[off..end].copy_from_slice(&data);
                     }
+                    Op::Snapshot => kept.push((c.clone(), model.clone())),
                     Op::SetLen(n) => { c.set_len(n as u64); model.resize(n as usize, 0); }
                     Op::ReadAnywhere(at, n) => {
                         let off = (model.len() as u64 * u64::from(at) / 65536) as usize;
@@ -432,6 +437,9 @@ mod tests {
                 prop_assert_eq!(c.len(), model.len() as u64);
             }
             prop_assert_eq!(read_all(&c), model);
+            for (c, model) in kept {
+                prop_assert_eq!(read_all(&c), model);
+            }
         }
     }
 
