@@ -9,7 +9,9 @@
 //!
 //! Priorities are random and never derived from keys, so a guest choosing
 //! names cannot unbalance the tree: expected depth is O(log n) for every
-//! sequence of operations.
+//! sequence of operations. A caller may rank some entries above others
+//! ([`Treap::insert_ranked`]); the in-memory filesystem ranks inodes by
+//! their numbers, which it hands out itself, to balance its inode treap.
 
 use std::cmp::Ordering;
 use std::hash::{BuildHasher, Hasher};
@@ -66,6 +68,15 @@ impl<K, V> Treap<K, V> {
     /// True when there are no entries.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Levels from the root to the deepest node (for tests of balance).
+    #[cfg(test)]
+    pub(crate) fn height(&self) -> usize {
+        fn depth<K, V>(link: &Link<K, V>) -> usize {
+            link.as_ref().map_or(0, |n| 1 + depth(&n.left).max(depth(&n.right)))
+        }
+        depth(&self.root)
     }
 
     /// The entry for which `cmp(key)` is `Equal`. `cmp` orders a stored key
@@ -415,9 +426,6 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
-    fn depth<K, V>(link: &Link<K, V>) -> usize {
-        link.as_ref().map_or(0, |n| 1 + depth(&n.left).max(depth(&n.right)))
-    }
 
     fn check_heap<K: Ord, V>(link: &Link<K, V>) {
         if let Some(n) = link {
@@ -508,7 +516,7 @@ mod tests {
         }
         // Expected depth is ~2.99 ln n ≈ 34; 4x that is far beyond any
         // plausible random outcome yet far below a degenerate chain.
-        let d = depth(&t.root);
+        let d = t.height();
         assert!(d < 140, "depth {d}");
         for i in (0..100_000u32).step_by(2) {
             t.remove(&i);
@@ -560,7 +568,7 @@ mod tests {
             }
         }
         let copied = unshared(&t.root, &before.root);
-        assert!(copied <= depth(&before.root), "copied {copied} nodes");
+        assert!(copied <= before.height(), "copied {copied} nodes");
         assert_eq!(before.get(&5000), Some(&5000));
         assert_eq!(t.get(&5000), Some(&0));
     }

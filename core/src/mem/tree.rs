@@ -35,8 +35,9 @@ pub const ROOT: Ino = 1;
 /// id above them ([`crate::mount::INO_BITS`]).
 pub const LOWER_TAG: Ino = 1 << 47;
 
-/// The inode treap's priority rank of directories (files: 0).
-const DIR_RANK: u8 = 1;
+/// What directories add to their rank in the inode treap (see
+/// [`Tree::rank`]), above any a file can have.
+const DIR_RANK: u8 = 64;
 
 /// Lower entries materialized per `read_dir` call.
 const MATERIALIZE_PAGE: usize = 1024;
@@ -170,11 +171,6 @@ impl Inode {
         }
     }
 
-    /// Its priority rank in the inode treap: directories above the rest,
-    /// so that walking a path reaches them in few steps.
-    fn rank(&self) -> u8 {
-        if matches!(self.data, Data::Dir { .. }) { DIR_RANK } else { 0 }
-    }
 
     /// Bytes this inode counts against [`Limits::max_bytes`]: what the upper
     /// layer holds, not what it borrows from the lower.
@@ -185,6 +181,11 @@ impl Inode {
             _ => 0,
         }
     }
+}
+
+/// The rank [`Tree::rank`] gives inode number `ino` before the directory bonus.
+fn rank_of(seed: u64, ino: Ino) -> u8 {
+    ino.wrapping_add(seed).trailing_zeros().min(63) as u8
 }
 
 /// The number a lower inode has here. An overlay's own numbers carry the
@@ -220,6 +221,9 @@ pub struct Tree {
     /// Lower inodes materialized so far: one missing from `inodes` is gone,
     /// not unmaterialized.
     seen: Treap<Ino, ()>,
+    /// Added to an inode number before its rank is taken (see
+    /// [`Tree::rank`]); random, so that no one can pick numbers by rank.
+    rank_seed: u64,
     /// The keys changed since [`Tree::start_log`], while recording.
     log: Option<Vec<Touch>>,
 }
@@ -243,7 +247,8 @@ impl Tree {
             mtime: now,
             ctime: now,
         };
-        inodes.insert_ranked(ROOT, root, DIR_RANK);
+        let rank_seed = std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0x696e_6f64_6573_u64);
+        inodes.insert_ranked(ROOT, root, DIR_RANK + rank_of(rank_seed, ROOT));
         Tree {
             dirents: Treap::new(),
             inodes,
@@ -253,6 +258,7 @@ impl Tree {
             limits,
             lower: None,
             seen: Treap::new(),
+            rank_seed,
             log: None,
         }
     }
@@ -314,8 +320,21 @@ impl Tree {
     }
 
     fn put_inode(&mut self, ino: Ino, inode: Inode) {
-        let rank = inode.rank();
+        let rank = self.rank(ino, &inode);
         self.inodes.insert_ranked(ino, inode, rank);
+    }
+
+    /// The priority rank of inode `ino` in the inode treap: directories
+    /// above files, so that walking a path reaches them in few steps, and
+    /// within each the trailing zeros of `ino + rank_seed`. Numbers are
+    /// handed out in order, and between two multiples of 2^(k+1) lies one
+    /// multiple of 2^k: ranked so, n consecutive numbers make a balanced
+    /// tree, ~log2 n deep where random priorities average ~1.39 log2 n.
+    /// Ties break at random, and the seed hides which numbers rank high,
+    /// so a guest choosing which files to delete cannot shape the tree.
+    fn rank(&self, ino: Ino, inode: &Inode) -> u8 {
+        let own = rank_of(self.rank_seed, ino);
+        if matches!(inode.data, Data::Dir { .. }) { DIR_RANK + own } else { own }
     }
 
     fn remove_inode(&mut self, ino: Ino) -> Option<Inode> {
@@ -331,7 +350,7 @@ impl Tree {
             log.extend(dirents.iter().map(|(key, _)| Touch::Dirent(key.clone())));
         }
         let inodes = inodes.into_iter().map(|(ino, i)| {
-            let rank = i.rank();
+            let rank = self.rank(ino, &i);
             (ino, i, rank)
         });
         self.inodes.insert_many(inodes.collect());
@@ -1054,6 +1073,31 @@ impl Tree {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Inode numbers handed out in order make a balanced inode treap,
+    /// whatever the seed; and with every other one gone, still a shallow
+    /// one.
+    #[test]
+    fn inode_treap_is_balanced() {
+        let now = Timestamp::new(0, 0);
+        let mut t = Tree::new(now, Limits::default());
+        let n = 1 << 14;
+        for i in 0..n {
+            t.open(ROOT, &format!("f{i}"), &OpenOptions::create(), now).unwrap();
+        }
+        // Consecutive numbers: 15 levels of files (each range has one
+        // number of most trailing zeros) under the root directory; random
+        // priorities would give a height of ~4.3 ln n, ~40.
+        let h = t.inodes.height();
+        assert!(h <= 17, "{h} levels for {} inodes", t.inodes.len());
+        for i in (0..n).step_by(2) {
+            t.unlink(ROOT, &format!("f{i}"), now).unwrap();
+        }
+        // Those left may all tie (an even seed): a random treap then, whose
+        // height is ~4.3 ln n (~35 here), not the 8,193 of a list.
+        let h = t.inodes.height();
+        assert!(h <= 50, "{h} levels for {} inodes", t.inodes.len());
+    }
 
     fn name() -> impl Strategy<Value = String> {
         // Short and long names over a tiny alphabet (NUL included, though
