@@ -10,8 +10,9 @@
 //! Priorities are random and never derived from keys, so a guest choosing
 //! names cannot unbalance the tree: expected depth is O(log n) for every
 //! sequence of operations. A caller may rank some entries above others
-//! ([`Treap::insert_ranked`]); the in-memory filesystem ranks inodes by
-//! their numbers, which it hands out itself, to balance its inode treap.
+//! ([`Treap::insert_ranked`]; within a rank priorities stay random): the
+//! in-memory filesystem ranks inodes by their numbers, which it hands out
+//! itself, to balance its inode treap.
 
 use std::cmp::Ordering;
 use std::hash::{BuildHasher, Hasher};
@@ -425,7 +426,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
-
 
     fn check_heap<K: Ord, V>(link: &Link<K, V>) {
         if let Some(n) = link {

@@ -25,7 +25,10 @@
 //! A directory is read whole, sorted, once per listing: the pages after
 //! the first come from that listing (POSIX leaves it open whether entries
 //! added or removed meanwhile show up), so listing n entries costs one
-//! read of the directory, not one per page.
+//! read of the directory, not one per page. Up to 16 listings (2^20
+//! entries in all) are kept, finished ones and then the least recently
+//! used going first; one pushed out is read again if its next page is
+//! asked for.
 
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -429,9 +432,16 @@ impl FileSystem for DirFs {
         let first = after.map_or(0, |a| entries.partition_point(|e| &*e.name <= a));
         let page = &entries[first..entries.len().min(first.saturating_add(max))];
         if page.is_empty() {
-            // Past the end: the listing is done with. (A caller that stops
-            // at a short page leaves it to be pushed out.)
+            // Past the end: the listing is done with.
             self.drop_listing(dir);
+        } else if first + page.len() == entries.len() {
+            // Its last page: most callers stop here (a short page), so it
+            // goes first when room is needed.
+            let mut listings = lock(&self.listings);
+            if let Some(i) = listings.iter().position(|l| Arc::ptr_eq(&l.entries, &entries)) {
+                let l = listings.remove(i).expect("found above");
+                listings.push_front(l);
+            }
         }
         Ok(page.to_vec())
     }
@@ -484,6 +494,9 @@ impl FileSystem for DirFs {
         // what it replaced has none. (A rename of one name of a file onto
         // another does nothing, and this finds the same inode where it was.)
         self.forget(replaced, to_dir, to);
+        if let Some(ino) = replaced {
+            self.drop_listing(ino); // an empty directory replaced
+        }
         if let Some(ino) = self.held(&to_fd, to) {
             self.remember(ino, to_dir, to);
         }
@@ -599,5 +612,28 @@ mod tests {
         let places = lock(&fs.places);
         assert_eq!(places.len(), 1, "only keep/ is left");
         assert!(places.contains_key(&keep));
+    }
+
+    /// A walk that reads a page of a big directory, then lists many small
+    /// ones to their (short) last pages, keeps the big one's listing: the
+    /// finished listings go first.
+    #[test]
+    fn finished_listings_go_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fs = DirFs::open(tmp.path(), false).unwrap();
+        let root = fs.root();
+        let big = fs.mkdir(root, "big", 0o755).unwrap();
+        for i in 0..300 {
+            fs.close(fs.open(big, &format!("f{i:03}"), &OpenOptions::create()).unwrap());
+        }
+        let first = fs.read_dir(big, None, 256).unwrap();
+        for k in 0..2 * LISTINGS {
+            let d = fs.mkdir(root, &format!("d{k}"), 0o755).unwrap();
+            fs.close(fs.open(d, "x", &OpenOptions::create()).unwrap());
+            assert_eq!(fs.read_dir(d, None, 256).unwrap().len(), 1);
+        }
+        assert!(lock(&fs.listings).iter().any(|l| l.dir == big), "the big listing was pushed out");
+        let rest = fs.read_dir(big, Some(&first[255].name), 256).unwrap();
+        assert_eq!(first.len() + rest.len(), 300);
     }
 }
