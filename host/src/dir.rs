@@ -51,7 +51,7 @@ pub struct DirFs {
     places: Mutex<HashMap<Ino, Place>>,
     /// Pinned inodes: their fds, one per `open`.
     open: Mutex<HashMap<Ino, Vec<Pinned>>>,
-    /// Listings in progress, newest last.
+    /// Listings kept, the next to go first.
     listings: Mutex<VecDeque<Listing>>,
 }
 
@@ -69,8 +69,9 @@ struct Listing {
 }
 
 /// Listings kept at once, and entries in all of them (the newest listing
-/// is kept whatever its size); the least recently used go first, and one
-/// pushed out is read again if its next page is asked for.
+/// is kept whatever its size); finished listings, then the least recently
+/// used, go first, and one pushed out is read again if its next page is
+/// asked for.
 const LISTINGS: usize = 16;
 const LISTED_ENTRIES: usize = 1 << 20;
 
@@ -204,14 +205,31 @@ impl DirFs {
     }
 
     /// `dir`/`name` no longer holds `ino`: its place goes, if that was it
-    /// (so that places do not pile up as files come and go).
+    /// (so that places do not pile up as files come and go), and so does
+    /// its listing, if it was a directory being listed.
     fn forget(&self, ino: Option<Ino>, dir: Ino, name: &str) {
+        let Some(ino) = ino else { return };
         let mut places = lock(&self.places);
-        if let Some(ino) = ino
-            && places.get(&ino).is_some_and(|p| p.dir == dir && &*p.name == name)
-        {
+        if places.get(&ino).is_some_and(|p| p.dir == dir && &*p.name == name) {
             places.remove(&ino);
         }
+        drop(places);
+        self.drop_listing(ino);
+    }
+
+    /// Moves `dir`'s listing, if one is kept, to the back of the queue (the
+    /// last to go) or to its front (the next to go).
+    fn requeue(&self, dir: Ino, back: bool) -> Option<Arc<[DirEntry]>> {
+        let mut listings = lock(&self.listings);
+        let i = listings.iter().position(|l| l.dir == dir)?;
+        let l = listings.remove(i)?;
+        let entries = l.entries.clone();
+        if back {
+            listings.push_back(l)
+        } else {
+            listings.push_front(l)
+        }
+        Some(entries)
     }
 
     /// An `O_PATH` fd of `ino`, checked to still be that inode.
@@ -256,14 +274,8 @@ impl DirFs {
     /// progress when `resume` and there is one, else read afresh (and kept
     /// as the listing in progress).
     fn listing(&self, dir: Ino, resume: bool) -> Result<Arc<[DirEntry]>> {
-        if resume {
-            let mut listings = lock(&self.listings);
-            if let Some(i) = listings.iter().position(|l| l.dir == dir) {
-                let l = listings.remove(i).expect("found above");
-                let entries = l.entries.clone();
-                listings.push_back(l);
-                return Ok(entries);
-            }
+        if resume && let Some(entries) = self.requeue(dir, true) {
+            return Ok(entries);
         }
         let dfd = self.dir_fd(dir)?;
         let fd = rustix::fs::openat(&dfd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
@@ -437,11 +449,7 @@ impl FileSystem for DirFs {
         } else if first + page.len() == entries.len() {
             // Its last page: most callers stop here (a short page), so it
             // goes first when room is needed.
-            let mut listings = lock(&self.listings);
-            if let Some(i) = listings.iter().position(|l| Arc::ptr_eq(&l.entries, &entries)) {
-                let l = listings.remove(i).expect("found above");
-                listings.push_front(l);
-            }
+            self.requeue(dir, false);
         }
         Ok(page.to_vec())
     }
@@ -463,9 +471,6 @@ impl FileSystem for DirFs {
         let ino = self.held(&dfd, name);
         rustix::fs::unlinkat(&dfd, name, AtFlags::REMOVEDIR).map_err(errno)?;
         self.forget(ino, dir, name);
-        if let Some(ino) = ino {
-            self.drop_listing(ino);
-        }
         Ok(())
     }
 
@@ -494,9 +499,6 @@ impl FileSystem for DirFs {
         // what it replaced has none. (A rename of one name of a file onto
         // another does nothing, and this finds the same inode where it was.)
         self.forget(replaced, to_dir, to);
-        if let Some(ino) = replaced {
-            self.drop_listing(ino); // an empty directory replaced
-        }
         if let Some(ino) = self.held(&to_fd, to) {
             self.remember(ino, to_dir, to);
         }
