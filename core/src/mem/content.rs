@@ -251,7 +251,7 @@ impl Content {
                     None => _ = runs.map.insert(start, joined),
                 }
             }
-            (None, None) => unreachable!("a last extent was found"),
+            (None, None) => return false, // no last extent: returned above
         }
         self.size += data.len() as u64;
         true
