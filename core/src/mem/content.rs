@@ -88,7 +88,17 @@ struct Tailed {
     extent: Extent,
     /// Extents in the list from this one on.
     count: u8,
+    /// Where the oldest of them starts: offsets below are the map's.
+    oldest: u64,
     older: Option<Arc<Tailed>>,
+}
+
+impl Tailed {
+    /// `extent` at `start`, newest in front of `older`.
+    fn new(start: u64, extent: Extent, older: Option<Arc<Tailed>>) -> Arc<Self> {
+        let (count, oldest) = older.as_ref().map_or((1, start), |o| (o.count + 1, o.oldest));
+        Arc::new(Tailed { start, extent, count, oldest, older })
+    }
 }
 
 impl Runs {
@@ -118,9 +128,7 @@ impl Runs {
         if count == TAIL {
             self.settle();
         }
-        let older = self.tail.take();
-        let count = older.as_ref().map_or(0, |t| t.count) + 1;
-        self.tail = Some(Arc::new(Tailed { start, extent, count, older }));
+        self.tail = Some(Tailed::new(start, extent, self.tail.take()));
     }
 
     /// Moves the tail into the map, for an operation on the map.
@@ -134,7 +142,7 @@ impl Runs {
 
     /// The extent holding `offset`'s floor: the greatest start at or before it.
     fn floor(&self, offset: u64) -> Option<(u64, &Extent)> {
-        let mut at = self.tail.as_deref();
+        let mut at = self.tail.as_deref().filter(|t| t.oldest <= offset);
         while let Some(t) = at {
             if t.start <= offset {
                 return Some((t.start, &t.extent));
@@ -244,10 +252,7 @@ impl Content {
                 let runs = Arc::make_mut(runs);
                 match &runs.tail {
                     // The newest tail node gives way to its joined copy.
-                    Some(t) => {
-                        let (count, older) = (t.count, t.older.clone());
-                        runs.tail = Some(Arc::new(Tailed { start, extent: joined, count, older }));
-                    }
+                    Some(t) => runs.tail = Some(Tailed::new(start, joined, t.older.clone())),
                     None => _ = runs.map.insert(start, joined),
                 }
             }
