@@ -12,7 +12,8 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use packfs_core::FileSystem;
 use packfs_host::dir::DirFs;
 
@@ -56,9 +57,14 @@ fn std_list(root: &Path) -> usize {
     n
 }
 
-fn listing(c: &mut Criterion) {
-    let mut g = c.benchmark_group("dir_list");
+fn group<'c>(c: &'c mut Criterion, name: &str) -> BenchmarkGroup<'c, WallTime> {
+    let mut g = c.benchmark_group(name);
     g.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    g
+}
+
+fn listing(c: &mut Criterion) {
+    let mut g = group(c, "dir_list");
     for n in sizes() {
         let dir = tree(n);
         let fs = DirFs::open(dir.path(), true).unwrap();
@@ -73,8 +79,7 @@ fn listing(c: &mut Criterion) {
 /// Renames every file of a directory to a new name and back, after the
 /// backend has listed (so remembers) all of them.
 fn renames(c: &mut Criterion) {
-    let mut g = c.benchmark_group("dir_rename");
-    g.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    let mut g = group(c, "dir_rename");
     for n in sizes() {
         let dir = tree(n);
         let fs = DirFs::open(dir.path(), false).unwrap();

@@ -592,12 +592,18 @@ impl FileSystem for DirFs {
 mod tests {
     use super::*;
 
+    /// A writable `DirFs` over a new, empty directory (gone with the guard).
+    fn fresh() -> (tempfile::TempDir, DirFs) {
+        let tmp = tempfile::tempdir().unwrap();
+        let fs = DirFs::open(tmp.path(), false).unwrap();
+        (tmp, fs)
+    }
+
     /// Places come and go with the names: a long run of creates, renames
     /// and unlinks leaves only the places of what is still there.
     #[test]
     fn places_do_not_pile_up() {
-        let tmp = tempfile::tempdir().unwrap();
-        let fs = DirFs::open(tmp.path(), false).unwrap();
+        let (_tmp, fs) = fresh();
         let root = fs.root();
         let keep = fs.mkdir(root, "keep", 0o755).unwrap();
         for i in 0..500 {
@@ -621,8 +627,7 @@ mod tests {
     /// finished listings go first.
     #[test]
     fn finished_listings_go_first() {
-        let tmp = tempfile::tempdir().unwrap();
-        let fs = DirFs::open(tmp.path(), false).unwrap();
+        let (_tmp, fs) = fresh();
         let root = fs.root();
         let big = fs.mkdir(root, "big", 0o755).unwrap();
         for i in 0..300 {

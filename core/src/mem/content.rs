@@ -124,8 +124,7 @@ impl Runs {
 
     /// Adds `extent` at `start`, past every extent there is.
     fn push(&mut self, start: u64, extent: Extent) {
-        let count = self.tail.as_ref().map_or(0, |t| t.count);
-        if count == TAIL {
+        if self.tail.as_ref().is_some_and(|t| t.count == TAIL) {
             self.settle();
         }
         self.tail = Some(Tailed::new(start, extent, self.tail.take()));
@@ -234,29 +233,26 @@ impl Content {
 
     /// Appends `data` to a small last extent that ends at the end of file.
     fn coalesce_append(&mut self, data: &[u8]) -> bool {
-        let (start, last) = match (&self.one, &self.runs) {
-            (Some(one), _) => (0, &one[..]),
-            (None, Some(runs)) => match runs.last() {
+        let (start, last) = match &self.one {
+            Some(one) => (0, &one[..]),
+            None => match self.runs.as_deref().and_then(Runs::last) {
                 Some((start, last)) => (start, last.bytes()),
                 None => return false,
             },
-            (None, None) => return false,
         };
         if last.len() >= SMALL || start + last.len() as u64 != self.size {
             return false;
         }
         let joined = Extent::whole([last, data].concat().into());
-        match (&mut self.one, &mut self.runs) {
-            (Some(one), _) => *one = joined.buf,
-            (None, Some(runs)) => {
-                let runs = Arc::make_mut(runs);
-                match &runs.tail {
-                    // The newest tail node gives way to its joined copy.
-                    Some(t) => runs.tail = Some(Tailed::new(start, joined, t.older.clone())),
-                    None => _ = runs.map.insert(start, joined),
-                }
+        if let Some(one) = &mut self.one {
+            *one = joined.buf;
+        } else if let Some(runs) = &mut self.runs {
+            let runs = Arc::make_mut(runs);
+            match &runs.tail {
+                // The newest tail node gives way to its joined copy.
+                Some(t) => runs.tail = Some(Tailed::new(start, joined, t.older.clone())),
+                None => _ = runs.map.insert(start, joined),
             }
-            (None, None) => return false, // no last extent: returned above
         }
         self.size += data.len() as u64;
         true
@@ -275,9 +271,8 @@ impl Content {
     pub(crate) fn set_len(&mut self, len: u64) {
         if len < self.size {
             match &self.one {
-                Some(_) if len == 0 => self.one = None,
+                _ if len == 0 => (self.one, self.runs) = (None, None),
                 Some(one) if len >= one.len() as u64 => {}
-                _ if len == 0 => self.runs = None,
                 _ => {
                     let size = self.size;
                     let runs = self.spill();

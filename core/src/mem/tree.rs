@@ -182,11 +182,6 @@ impl Inode {
     }
 }
 
-/// The rank [`Tree::rank`] gives inode number `ino` before the directory bonus.
-fn rank_of(seed: u64, ino: Ino) -> u8 {
-    ino.wrapping_add(seed).trailing_zeros().min(63) as u8
-}
-
 /// The number a lower inode has here. An overlay's own numbers carry the
 /// tag, so an overlay cannot be the lower of another (nor can anything with
 /// numbers of 2^47 and above): `Unsupported`.
@@ -237,7 +232,6 @@ pub(crate) enum Touch {
 impl Tree {
     /// An empty tree: a root directory with mode `0o755`.
     pub fn new(now: Timestamp, limits: Limits) -> Self {
-        let mut inodes = Treap::new();
         let root = Inode {
             data: Data::Dir { parent: ROOT, lower: None },
             mode: 0o755,
@@ -246,22 +240,22 @@ impl Tree {
             mtime: now,
             ctime: now,
         };
-        // Any value will do; hashing it with a fresh `RandomState` gives a
-        // random one.
-        let rank_seed = std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0_u64);
-        inodes.insert_ranked(ROOT, root, DIR_RANK + rank_of(rank_seed, ROOT));
-        Tree {
+        let mut tree = Tree {
             dirents: Treap::new(),
-            inodes,
+            inodes: Treap::new(),
             orphans: Vec::new(),
             next_ino: ROOT + 1,
             usage: Usage { bytes: 0, inodes: 1 },
             limits,
             lower: None,
             seen: Treap::new(),
-            rank_seed,
+            // Any value will do; hashing it with a fresh `RandomState`
+            // gives a random one.
+            rank_seed: std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0_u64),
             log: None,
-        }
+        };
+        tree.put_inode(ROOT, root);
+        tree
     }
 
     /// An empty upper over `lower`: every lower entry shows through until
@@ -336,7 +330,7 @@ impl Tree {
     /// could at most stack one random treap per rank used, O(log² n)
     /// deep, never a list.
     fn rank(&self, ino: Ino, inode: &Inode) -> u8 {
-        let own = rank_of(self.rank_seed, ino);
+        let own = ino.wrapping_add(self.rank_seed).trailing_zeros().min(63) as u8;
         if matches!(inode.data, Data::Dir { .. }) { DIR_RANK + own } else { own }
     }
 
