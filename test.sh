@@ -27,6 +27,10 @@ need_deb clang lld wasi-libc libclang-rt-14-dev-wasm32
 cargo test --workspace --all-targets
 cargo test --workspace --doc
 
+# The pack fuzz target (its own workspace; cargo-fuzz runs it on nightly)
+# must keep building.
+cargo check --manifest-path fuzz/Cargo.toml --locked
+
 # The core must never grow an OS dependency.
 cargo build -p packfs-core --target wasm32-unknown-unknown
 

@@ -659,4 +659,32 @@ proptest! {
         run(&fs, &mut model, &ops)?;
         assert_same_tree(&*lower, &lower_model);
     }
+
+    /// An overlay over a pack: random changes, then the overlay compacted
+    /// into a new pack, which must hold exactly the model's tree; the lower
+    /// pack is unchanged.
+    #[test]
+    fn overlay_over_pack_compacts_to_model(
+        pre in proptest::collection::vec(op(), 1..200),
+        ops in proptest::collection::vec(op(), 1..300),
+    ) {
+        use packfs_core::pack::{PackFs, PackOptions};
+        let base = MemFs::new();
+        let mut model = Model::new();
+        for op in &pre {
+            prop_assert_eq!(apply(&base, op), model.apply(op));
+        }
+        let lower_model = model.clone();
+        let mut bytes = Vec::new();
+        PackOptions::new().write(&base.snapshot(), &mut bytes).unwrap();
+        let lower: std::sync::Arc<dyn FileSystem> = std::sync::Arc::new(PackFs::open(bytes).unwrap());
+        let fs = MemFs::overlay(lower.clone()).unwrap();
+        run(&fs, &mut model, &ops)?;
+        let mut compacted = Vec::new();
+        PackOptions::new().write(&fs.snapshot(), &mut compacted).unwrap();
+        let pack = PackFs::open(compacted).unwrap();
+        prop_assert!(pack.verify().unwrap().is_ok());
+        assert_same_tree(&pack, &model);
+        assert_same_tree(&*lower, &lower_model);
+    }
 }

@@ -4,21 +4,43 @@
 //! On Linux the new content is written to an anonymous `O_TMPFILE` in the
 //! target's directory — a crash while writing leaves nothing at all — then
 //! fsynced, given a temporary name with `linkat` and renamed over the
-//! target, and the directory is fsynced. Where `O_TMPFILE` is unsupported
-//! (some filesystems, other systems) a named temporary file takes its
-//! place. Either way the only window for garbage is between naming the
-//! temporary and the rename; [`write_atomic`] removes what a dead process
-//! left there before it starts.
+//! target, and the directory is fsynced. Where `O_TMPFILE` or the `linkat`
+//! through `/proc` is unavailable (some filesystems, no `/proc`, other
+//! systems) a named temporary file takes its place. Either way a crash can
+//! leave a named temporary behind; [`write_atomic`] removes those of dead
+//! writers before it starts. A writer holds an exclusive lock on its
+//! temporary for as long as it exists, and the system drops the lock when
+//! the writer dies, so "dead" needs no process ids, which are reused.
 
-use std::fs::File;
-use std::io;
+use std::fs::{File, TryLockError};
+use std::io::{self, Seek, SeekFrom};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// How [`write_atomic_with`] holds the new content until it is published.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Temporary {
+    /// An anonymous file, named only just before the rename; a named one
+    /// where the system cannot.
+    #[default]
+    Anonymous,
+    /// A named temporary file from the start.
+    Named,
+}
+
 /// Writes `path` atomically with the content `write` produces. `write`
 /// gets a fresh, empty file; `path` is replaced only if it returns `Ok`.
 pub fn write_atomic<T>(path: &Path, write: impl FnOnce(&mut File) -> io::Result<T>) -> io::Result<T> {
+    write_atomic_with(path, Temporary::Anonymous, write)
+}
+
+/// [`write_atomic`], holding the content in the given kind of temporary.
+pub fn write_atomic_with<T>(
+    path: &Path,
+    how: Temporary,
+    write: impl FnOnce(&mut File) -> io::Result<T>,
+) -> io::Result<T> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -27,31 +49,108 @@ pub fn write_atomic<T>(path: &Path, write: impl FnOnce(&mut File) -> io::Result<
     let name = name.to_str().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "file name is not UTF-8"))?;
     remove_stale_temporaries(dir, name)?;
     let dir_file = File::open(dir)?;
-    let temp = dir.join(temp_name(name));
-    let (mut file, named) = match anonymous_file(&dir_file) {
-        Ok(f) => (f, false),
-        Err(_) => (File::options().write(true).create_new(true).open(&temp)?, true),
+    let anonymous = match how {
+        Temporary::Anonymous => Pending::anonymous(&dir_file).ok(),
+        Temporary::Named => None,
     };
-    let result = (|| {
-        let out = write(&mut file)?;
-        file.sync_all()?;
-        if !named {
-            link_anonymous(&file, &temp)?;
-        }
-        std::fs::rename(&temp, path)?;
-        dir_file.sync_all()?;
-        Ok(out)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
+    let mut pending = match anonymous {
+        Some(p) => p,
+        None => Pending::named(dir, name)?,
+    };
+    let out = write(&mut pending.file)?;
+    pending.file.sync_all()?;
+    let temp = pending.name(dir, name)?;
+    std::fs::rename(&temp, path)?;
+    pending.temp = None; // published: nothing left to remove
+    dir_file.sync_all()?;
+    Ok(out)
+}
+
+/// New content until it is published: a file, locked for as long as it
+/// lives, and its temporary name once it has one — removed if publication
+/// fails.
+struct Pending {
+    file: File,
+    temp: Option<PathBuf>,
+}
+
+impl Pending {
+    /// An anonymous file in `dir`, locked before it has a name.
+    fn anonymous(dir: &File) -> io::Result<Self> {
+        let file = anonymous_file(dir)?;
+        file.lock()?;
+        Ok(Pending { file, temp: None })
     }
-    result
+
+    /// A new named temporary for `name` in `dir`, locked.
+    fn named(dir: &Path, name: &str) -> io::Result<Self> {
+        loop {
+            let temp = dir.join(temp_name(name));
+            let file = File::options().read(true).write(true).create_new(true).open(&temp)?;
+            let pending = Pending { file, temp: Some(temp) };
+            pending.file.lock()?;
+            // Until the lock, another writer's clean-up could take it for
+            // a dead writer's and remove it: then it is not ours to keep.
+            if pending.temp.as_deref().is_some_and(|t| same_file(&pending.file, t)) {
+                return Ok(pending);
+            }
+        }
+    }
+
+    /// Gives the content a temporary name in `dir`, if it has none yet,
+    /// and returns it. An anonymous file that cannot be linked is copied
+    /// into a named temporary.
+    fn name(&mut self, dir: &Path, name: &str) -> io::Result<PathBuf> {
+        if let Some(temp) = &self.temp {
+            return Ok(temp.clone());
+        }
+        let temp = dir.join(temp_name(name));
+        if link_anonymous(&self.file, &temp).is_ok() {
+            self.temp = Some(temp.clone());
+            return Ok(temp);
+        }
+        *self = self.copied_to_named(dir, name)?;
+        Ok(self.temp.clone().expect("a named temporary"))
+    }
+
+    /// A named temporary holding this file's content, synced.
+    fn copied_to_named(&mut self, dir: &Path, name: &str) -> io::Result<Pending> {
+        let mut named = Pending::named(dir, name)?;
+        self.file.seek(SeekFrom::Start(0))?;
+        io::copy(&mut self.file, &mut named.file)?;
+        named.file.sync_all()?;
+        Ok(named)
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(temp) = &self.temp {
+            let _ = std::fs::remove_file(temp);
+        }
+    }
+}
+
+/// True when `path` names the open `file`.
+#[cfg(unix)]
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &File, path: &Path) -> bool {
+    path.exists()
 }
 
 #[cfg(target_os = "linux")]
 fn anonymous_file(dir: &File) -> io::Result<File> {
     use rustix::fs::{Mode, OFlags, openat};
-    let fd = openat(dir.as_fd(), ".", OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC, Mode::from_raw_mode(0o644))?;
+    // Readable too, for the copy when it cannot be linked.
+    let fd = openat(dir.as_fd(), ".", OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC, Mode::from_raw_mode(0o644))?;
     Ok(File::from(fd))
 }
 
@@ -77,36 +176,41 @@ fn link_anonymous(_: &File, _: &Path) -> io::Result<()> {
 
 const TEMP_SUFFIX: &str = ".packfs-tmp";
 
-/// `.NAME.PID.N.packfs-tmp`: the PID tells whether its writer still lives.
+/// `.NAME.PID.N.packfs-tmp`: unique among live writers.
 fn temp_name(name: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     format!(".{name}.{}.{}{TEMP_SUFFIX}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
-/// Removes temporaries for `name` whose writing process is gone.
+/// Removes the temporaries for `name` that no live writer holds locked.
 fn remove_stale_temporaries(dir: &Path, name: &str) -> io::Result<()> {
     let prefix = format!(".{name}.");
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let file_name = entry.file_name();
-        let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(&prefix)?.strip_suffix(TEMP_SUFFIX)) else {
+        let ours = file_name.to_str().is_some_and(|n| n.starts_with(&prefix) && n.ends_with(TEMP_SUFFIX));
+        if !ours {
             continue;
+        }
+        let path: PathBuf = entry.path();
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
         };
-        let Some(pid) = rest.split('.').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
-        if !process_alive(pid) {
-            let path: PathBuf = entry.path();
-            match std::fs::remove_file(&path) {
+        match file.try_lock() {
+            // Held under the lock, so that no writer can be mid-way through
+            // taking it; the name goes, the lock with the file.
+            Ok(()) => match std::fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
-            }
+            },
+            Err(TryLockError::WouldBlock) => {} // its writer lives
+            Err(TryLockError::Error(e)) => return Err(e),
         }
     }
     Ok(())
-}
-
-fn process_alive(pid: u32) -> bool {
-    pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()
 }
 
 #[cfg(test)]
@@ -143,5 +247,49 @@ mod tests {
         let mut names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         names.sort();
         assert_eq!(names, [".other.0.1.packfs-tmp", "x.pack"]);
+    }
+
+    #[test]
+    fn a_live_writers_temporary_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = dir.path().join(".x.pack.1.1.packfs-tmp");
+        let live = File::create(&held).unwrap();
+        live.lock().unwrap();
+        write_atomic(&dir.path().join("x.pack"), |f| f.write_all(b"new")).unwrap();
+        assert!(held.exists(), "a locked temporary was taken for a dead writer's");
+        drop(live);
+        write_atomic(&dir.path().join("x.pack"), |f| f.write_all(b"newer")).unwrap();
+        assert!(!held.exists(), "an unlocked temporary was left");
+    }
+
+    #[test]
+    fn named_temporaries_publish_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.pack");
+        write_atomic_with(&path, Temporary::Named, |f| f.write_all(b"one")).unwrap();
+        let err = write_atomic_with(&path, Temporary::Named, |f| {
+            f.write_all(b"half")?;
+            Err::<(), _>(io::Error::other("boom"))
+        });
+        assert!(err.is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), b"one");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["x.pack"]);
+    }
+
+    /// What publication falls back on when an anonymous file cannot be
+    /// linked: its content, copied whole into a named temporary.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_unlinkable_anonymous_file_is_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut anon = Pending::anonymous(&File::open(dir.path()).unwrap()).unwrap();
+        let data: Vec<u8> = (0..200_000u32).map(|i| i as u8).collect();
+        anon.file.write_all(&data).unwrap();
+        let named = anon.copied_to_named(dir.path(), "x.pack").unwrap();
+        let temp = named.temp.clone().unwrap();
+        assert_eq!(std::fs::read(&temp).unwrap(), data);
+        drop(named);
+        assert!(!temp.exists(), "an unpublished temporary outlived its writer");
     }
 }

@@ -374,7 +374,9 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
             },
         };
         let n = usize::try_from(end.saturating_sub(start)).unwrap_or(usize::MAX).min(max);
-        let mut out = Vec::with_capacity(n);
+        // `count` is checked at open, but a mapped file can change under us:
+        // no allocation sized by it alone.
+        let mut out = Vec::with_capacity(n.min(1024));
         for j in start..start + n as u64 {
             let d = self.index.dirent(pack, j)?;
             let i = u64::from(d.inode);

@@ -6,3 +6,4 @@ mod pack_golden;
 mod pack_mutation;
 mod pack_reader;
 mod pack_roundtrip;
+mod pack_stream;

@@ -54,6 +54,65 @@ fn pack_is_deterministic() {
     assert_eq!(pack_bytes(&fs), pack_bytes(&fs.snapshot()));
 }
 
+/// The same tree from different sources gives the same bytes: a pack
+/// re-packed, an overlay over it with nothing changed, and a fork of it
+/// copied into a `MemFs` all reproduce the original pack.
+#[test]
+fn pack_is_deterministic_across_sources() {
+    for seed in 0..8 {
+        let fs = random_tree_with(seed, 60, seed % 2 == 0, true);
+        let first = pack_bytes(&fs.snapshot());
+        let pack = std::sync::Arc::new(open(first.clone()));
+        assert_eq!(pack_bytes(&*pack), first, "seed {seed}: pack of the pack");
+        let overlay = MemFs::overlay(pack.clone()).unwrap();
+        assert_eq!(pack_bytes(&overlay), first, "seed {seed}: pack of an untouched overlay");
+        assert_eq!(pack_bytes(&overlay.snapshot()), first, "seed {seed}: pack of its snapshot");
+    }
+}
+
+/// Compacting snapshots of a filesystem that writer threads keep changing:
+/// each pack holds exactly its snapshot, whatever the writers did since.
+#[test]
+fn pack_compacts_snapshots_while_writers_go_on() {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    let fs = Arc::new(random_tree(11, 200));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..2u8)
+        .map(|t| {
+            let (fs, stop) = (fs.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let dir = fs.mkdir(fs.root(), &format!("w{t}"), 0o755).unwrap();
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let name = format!("f{}", i % 64);
+                    write_file(&*fs, dir, &name, &i.to_le_bytes().repeat(1 + (i % 7) as usize));
+                    if i.is_multiple_of(3) {
+                        fs.unlink(dir, &format!("f{}", (i + 32) % 64))
+                            .or_else(|e| match e {
+                                Error::NotFound => Ok(()),
+                                e => Err(e),
+                            })
+                            .unwrap();
+                    }
+                    i += 1;
+                }
+                i
+            })
+        })
+        .collect();
+    for _ in 0..20 {
+        let snap = fs.snapshot();
+        let pack = open(pack_bytes(&snap));
+        assert_same_tree(&snap, &pack);
+        assert!(pack.verify().unwrap().is_ok());
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        assert!(w.join().unwrap() > 0);
+    }
+}
+
 #[test]
 fn pack_dedups_identical_content_only() {
     let fs = fixed_fs();
