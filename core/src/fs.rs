@@ -34,6 +34,14 @@ pub trait FileSystem: Send + Sync {
     /// An inode's metadata.
     fn metadata(&self, ino: Ino) -> Result<Metadata>;
 
+    /// The directory holding directory `dir` (the root is its own). Paths
+    /// never need it (`..` is resolved above the backend); an overlay asks
+    /// its lower, to place a lower directory it changes whose parent it has
+    /// not looked into.
+    fn parent(&self, _dir: Ino) -> Result<Ino> {
+        Err(Error::Unsupported)
+    }
+
     /// How many inodes the tree holds, if the backend knows without a walk.
     /// Only a hint (a compaction sizes its tables by it once instead of
     /// regrowing them), so it may be somewhat off, never wildly high.

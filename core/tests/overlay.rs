@@ -8,11 +8,12 @@ use packfs_core::mem::{LOWER_TAG, Limits, ROOT};
 use packfs_core::resolve::resolve;
 use packfs_core::{DirEntry, Error, FileSystem, Ino, MemFs, Metadata, OpenOptions, Result, Snapshot};
 
-/// A lower filesystem that counts the bytes read from it (read-only: the
-/// trait's defaults refuse every change).
+/// A lower filesystem that counts the bytes read from it and the entries
+/// listed (read-only: the trait's defaults refuse every change).
 struct Counting {
     inner: Snapshot,
     bytes_read: AtomicUsize,
+    entries_listed: AtomicUsize,
 }
 
 impl FileSystem for Counting {
@@ -24,6 +25,9 @@ impl FileSystem for Counting {
     }
     fn metadata(&self, ino: Ino) -> Result<Metadata> {
         self.inner.metadata(ino)
+    }
+    fn parent(&self, dir: Ino) -> Result<Ino> {
+        self.inner.parent(dir)
     }
     fn open(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Ino> {
         self.inner.open(dir, name, opts)
@@ -40,7 +44,9 @@ impl FileSystem for Counting {
         Ok(n)
     }
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
-        self.inner.read_dir(dir, after, max)
+        let page = self.inner.read_dir(dir, after, max)?;
+        self.entries_listed.fetch_add(page.len(), Ordering::Relaxed);
+        Ok(page)
     }
     fn readlink(&self, ino: Ino) -> Result<String> {
         self.inner.readlink(ino)
@@ -79,7 +85,52 @@ fn lower() -> Arc<Counting> {
     put(&base, "etc/a", b"lower a");
     put(&base, "etc/b", b"lower b");
     put(&base, "src/deep/x", b"x");
-    Arc::new(Counting { inner: base.snapshot(), bytes_read: AtomicUsize::new(0) })
+    counting(base.snapshot())
+}
+
+fn counting(inner: Snapshot) -> Arc<Counting> {
+    Arc::new(Counting { inner, bytes_read: AtomicUsize::new(0), entries_listed: AtomicUsize::new(0) })
+}
+
+/// Reads never copy a lower directory in: a lookup in a directory of
+/// thousands of entries lists none of them, and changing one file deep
+/// down copies in no directory either; the first change to a directory's
+/// entries lists it once.
+#[test]
+fn reads_and_file_changes_copy_no_directory() {
+    let base = MemFs::new();
+    let big = base.mkdir(ROOT, "big", 0o755).unwrap();
+    let deep = base.mkdir(big, "deep", 0o755).unwrap();
+    for i in 0..5000 {
+        put(&base, &format!("big/f{i}"), b"lower");
+    }
+    put(&base, "big/deep/x", b"x");
+    let low = counting(base.snapshot());
+    let _ = deep;
+    let fs = MemFs::overlay(low.clone()).unwrap();
+    let listed = || low.entries_listed.load(Ordering::Relaxed);
+    assert_eq!(get(&fs, "big/f1234").unwrap(), b"lower");
+    let x = resolve(&fs, ROOT, "big/deep/x", true).unwrap();
+    fs.write_at(x, 0, b"X").unwrap();
+    fs.set_mode(resolve(&fs, ROOT, "big/deep", true).unwrap(), 0o700).unwrap();
+    assert_eq!(listed(), 0, "a read or a file's change listed a lower directory");
+    assert_eq!(get(&fs, "big/deep/x").unwrap(), b"X");
+    assert_eq!(fs.metadata(resolve(&fs, ROOT, "big/deep", true).unwrap()).unwrap().mode, 0o700);
+    assert_eq!(names(&fs, "big").len(), 5001);
+    // A change of `deep`'s entries lists `deep`, not `big`.
+    let before = listed();
+    put(&fs, "big/deep/y", b"y");
+    assert_eq!(listed() - before, 1);
+    assert_eq!(names(&fs, "big/deep"), ["x", "y"]);
+    assert_eq!(get(&fs, "big/deep/x").unwrap(), b"X");
+    assert_eq!(fs.metadata(resolve(&fs, ROOT, "big", true).unwrap()).unwrap().nlink, 3);
+    // `big` itself, materialized now, keeps `deep` (adopted) as its subdirectory.
+    put(&fs, "big/new", b"n");
+    assert_eq!(names(&fs, "big").len(), 5002);
+    assert_eq!(get(&fs, "big/deep/y").unwrap(), b"y");
+    assert_eq!(fs.metadata(resolve(&fs, ROOT, "big", true).unwrap()).unwrap().nlink, 3);
+    fs.snapshot().check_consistency().unwrap();
+    assert_eq!(get(&*low, "big/deep/x").unwrap(), b"x", "the lower never changes");
 }
 
 #[test]

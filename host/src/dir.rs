@@ -343,6 +343,17 @@ impl FileSystem for DirFs {
         Ok(st.st_ino)
     }
 
+    fn parent(&self, dir: Ino) -> Result<Ino> {
+        if dir == self.root_ino {
+            return Ok(dir);
+        }
+        // Checks that the remembered place still holds `dir`.
+        if self.metadata(dir)?.kind != FileType::Dir {
+            return Err(Error::NotDir);
+        }
+        lock(&self.places).get(&dir).map(|p| p.dir).ok_or(Error::NotFound)
+    }
+
     fn metadata(&self, ino: Ino) -> Result<Metadata> {
         if let Some(fds) = lock(&self.open).get(&ino)
             && let Some(p) = fds.first()

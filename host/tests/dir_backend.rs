@@ -409,3 +409,30 @@ fn later_pages_do_not_undo_renames() {
     // And a new listing shows what is there now.
     assert_eq!(names(&fs.read_dir(d, None, 10).unwrap()), ["a", "b"]);
 }
+
+/// A host directory as an overlay's lower: changes deep in it stay in
+/// memory, and the directory on disk is untouched.
+#[test]
+fn overlay_over_a_host_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("a/b")).unwrap();
+    std::fs::write(tmp.path().join("a/b/c.txt"), b"disk").unwrap();
+    let lower = std::sync::Arc::new(DirFs::open(tmp.path(), true).unwrap());
+    let fs = packfs_core::MemFs::overlay(lower).unwrap();
+    let b = resolve(&fs, fs.root(), "a/b", true).unwrap();
+    assert_eq!(fs.parent(b), resolve(&fs, fs.root(), "a", true));
+    let f = fs.open(b, "new.txt", &OpenOptions::create()).unwrap();
+    fs.write_at(f, 0, b"memory").unwrap();
+    fs.close(f);
+    let c = resolve(&fs, fs.root(), "a/b/c.txt", true).unwrap();
+    fs.write_at(c, 0, b"DISK").unwrap();
+    let mut buf = [0; 4];
+    fs.read_at(c, 0, &mut buf).unwrap();
+    assert_eq!(&buf, b"DISK");
+    fs.rename(b, "c.txt", fs.root(), "moved.txt").unwrap();
+    let names: Vec<String> = fs.read_dir(b, None, 10).unwrap().into_iter().map(|e| e.name.to_string()).collect();
+    assert_eq!(names, ["new.txt"]);
+    fs.snapshot().check_consistency().unwrap();
+    assert_eq!(std::fs::read(tmp.path().join("a/b/c.txt")).unwrap(), b"disk");
+    assert!(!tmp.path().join("a/b/new.txt").exists());
+}

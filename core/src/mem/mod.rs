@@ -14,7 +14,7 @@ mod tree;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use arc_swap::{ArcSwap, Guard};
+use arc_swap::ArcSwap;
 
 pub use op::Op;
 use tree::Touch;
@@ -291,20 +291,6 @@ impl MemFs {
     fn write(&self, f: impl FnOnce(&mut Tree, Timestamp) -> Result<()>) -> Result<()> {
         self.commit(f, |_, _| {})
     }
-
-    /// The current version, `dir` in it materialized first if it is an
-    /// overlay directory whose entries are still the lower's (so that a read
-    /// hands out upper inode numbers): the one time a read takes the writer
-    /// lock, once per lower directory.
-    fn view(&self, dir: Ino) -> Result<Guard<Arc<Tree>>> {
-        let tree = self.current.load();
-        if !tree.needs_materialize(dir) {
-            return Ok(tree);
-        }
-        drop(tree);
-        self.write(|t, _| t.materialize(dir))?;
-        Ok(self.current.load())
-    }
 }
 
 impl FileSystem for MemFs {
@@ -313,15 +299,19 @@ impl FileSystem for MemFs {
     }
 
     fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
-        self.view(dir)?.lookup(dir, name)
+        self.current.load().lookup(dir, name)
     }
 
     fn lookup_kind(&self, dir: Ino, name: &str) -> Result<(Ino, FileType)> {
-        self.view(dir)?.lookup_kind(dir, name)
+        self.current.load().lookup_kind(dir, name)
     }
 
     fn metadata(&self, ino: Ino) -> Result<Metadata> {
         self.current.load().metadata(ino)
+    }
+
+    fn parent(&self, dir: Ino) -> Result<Ino> {
+        self.current.load().parent(dir)
     }
 
     fn inode_count_hint(&self) -> Option<u64> {
@@ -330,25 +320,14 @@ impl FileSystem for MemFs {
 
     fn open(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Ino> {
         if opts.create || opts.truncate {
-            // `Tree::open` materializes `dir` in the same change.
             return self.apply(Op::Open { dir, name, opts: *opts }, true);
         }
-        loop {
-            {
-                // Under the pin lock nothing can publish, so the inode found
-                // here cannot be reaped before it is pinned.
-                let mut pins = lock(&self.pins);
-                let tree = self.current.load();
-                if !tree.needs_materialize(dir) {
-                    let ino = tree.open_existing(dir, name, opts)?.ok_or(Error::NotFound)?;
-                    pins.entry(ino).or_default().count += 1;
-                    return Ok(ino);
-                }
-            }
-            // Materializing takes the writer lock, which comes before the
-            // pin lock: outside it, then look again.
-            self.write(|t, _| t.materialize(dir))?;
-        }
+        // Under the pin lock nothing can publish, so the inode found here
+        // cannot be reaped before it is pinned.
+        let mut pins = lock(&self.pins);
+        let ino = self.current.load().open_existing(dir, name, opts)?.ok_or(Error::NotFound)?;
+        pins.entry(ino).or_default().count += 1;
+        Ok(ino)
     }
 
     fn open_ino(&self, ino: Ino) -> Result<()> {
@@ -391,7 +370,7 @@ impl FileSystem for MemFs {
     }
 
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
-        self.view(dir)?.read_dir(dir, after, max)
+        self.current.load().read_dir(dir, after, max)
     }
 
     fn mkdir(&self, dir: Ino, name: &str, mode: u32) -> Result<Ino> {
@@ -462,6 +441,10 @@ impl FileSystem for Snapshot {
 
     fn metadata(&self, ino: Ino) -> Result<Metadata> {
         self.0.metadata(ino)
+    }
+
+    fn parent(&self, dir: Ino) -> Result<Ino> {
+        self.0.parent(dir)
     }
 
     fn inode_count_hint(&self) -> Option<u64> {

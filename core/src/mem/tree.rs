@@ -6,16 +6,17 @@
 //! is O(1); an operation copies O(log n) treap nodes and shares the rest with
 //! every other version, which is all a snapshot is.
 //!
-//! A tree may sit over a read-only *lower* filesystem (an overlay). Its
-//! directories then start out as references to lower directories and are
-//! *materialized* — their entries copied in as references — the first time
-//! an operation needs them; a lower file's bytes are copied up on its first
-//! write, once. Deleting or renaming a lower entry is then an ordinary
-//! change of the upper tree: no whiteouts, no opaque markers, and a
-//! directory's merged listing is simply its own. Lower-origin inodes are
-//! numbered [`LOWER_TAG`]` | lower ino`, the same before and after
-//! materialization, so a snapshot can read unmaterialized parts straight
-//! from the lower with the numbers a live tree would give them.
+//! A tree may sit over a read-only *lower* filesystem (an overlay). Reads
+//! go straight to the lower until something changes. Lower-origin inodes are
+//! numbered [`LOWER_TAG`]` | lower ino`, and a lower inode gets a record here
+//! (is *adopted*, its parent directories with it) only when it is to
+//! change. A directory whose entries change is *materialized* first: its
+//! entries are copied in as references to lower inodes, once. A lower
+//! file's bytes are copied up on its first write, once. Deleting or
+//! renaming a lower entry is then an ordinary change of the upper tree:
+//! no whiteouts, no opaque markers, and a changed directory's listing is
+//! simply its own. Reads never copy anything and never take the writer's
+//! lock.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -192,6 +193,23 @@ fn tag(lino: Ino) -> Result<Ino> {
     Ok(lino | LOWER_TAG)
 }
 
+/// The number lower inode `lino` has here: the lower's root is the root.
+fn from_lower(lower: &dyn FileSystem, lino: Ino) -> Result<Ino> {
+    if lino == lower.root() { Ok(ROOT) } else { tag(lino) }
+}
+
+/// The record a lower inode gets here, named in directory `parent`.
+fn lower_record(lower: &dyn FileSystem, lino: Ino, md: &Metadata, parent: Ino) -> Result<Inode> {
+    let (data, nlink) = match md.kind {
+        FileType::File => (Data::Lower { ino: lino, size: md.size }, md.nlink.max(1)),
+        FileType::Dir => (Data::Dir { parent, lower: Some(lino) }, md.nlink.max(2)),
+        FileType::Symlink => (Data::Symlink(lower.readlink(lino)?.into()), md.nlink.max(1)),
+    };
+    // A lower file's count includes its names in directories not
+    // materialized yet: they are still its names.
+    Ok(Inode { data, mode: md.mode, nlink, atime: md.atime, mtime: md.mtime, ctime: md.ctime })
+}
+
 /// Inodes counted against [`Limits::max_inodes`]: those born in the upper.
 fn counted(ino: Ino) -> bool {
     ino & LOWER_TAG == 0
@@ -259,10 +277,13 @@ impl Tree {
     }
 
     /// An empty upper over `lower`: every lower entry shows through until
-    /// changed, and no change ever reaches `lower`.
+    /// changed, and no change ever reaches `lower`. The lower must answer
+    /// [`FileSystem::parent`] (packs and in-memory trees do): `Unsupported`
+    /// otherwise.
     pub fn overlay(lower: Arc<dyn FileSystem>, now: Timestamp, limits: Limits) -> Result<Self> {
         let lower_root = lower.root();
         let md = lower.metadata(lower_root)?;
+        lower.parent(lower_root)?;
         let mut tree = Tree::new(now, limits);
         let root = tree.inode_mut(ROOT)?;
         root.data = Data::Dir { parent: ROOT, lower: Some(lower_root) };
@@ -485,7 +506,11 @@ impl Tree {
 
     /// The parent of directory `dir` (the root is its own parent).
     pub fn parent(&self, dir: Ino) -> Result<Ino> {
-        match self.inode(dir)?.data {
+        let Some(i) = self.inodes.get(&dir) else {
+            let (lower, lino) = self.lower_only(dir).ok_or(Error::NotFound)?;
+            return from_lower(lower, lower.parent(lino)?);
+        };
+        match i.data {
             Data::Dir { parent, .. } => Ok(parent),
             _ => Err(Error::NotDir),
         }
@@ -592,10 +617,31 @@ impl Tree {
         Ok(())
     }
 
-    /// True when `dir` is a directory whose entries are still the lower's.
-    pub fn needs_materialize(&self, dir: Ino) -> bool {
-        self.lower.is_some()
-            && matches!(self.inodes.get(&dir), Some(Inode { data: Data::Dir { lower: Some(_), .. }, .. }))
+    /// Gives `ino`, if only the lower holds it so far (it was found in a
+    /// directory not materialized), a record here, so that it can change;
+    /// a directory's parents first, up to one this tree holds, so that
+    /// every directory here knows its parent.
+    fn adopt(&mut self, ino: Ino) -> Result<()> {
+        let mut records = Vec::new();
+        let mut at = ino;
+        while let Some((lower, lino)) = self.lower_only(at) {
+            // A sane lower's directories nest no deeper than a path allows.
+            if records.len() > MAX_PATH / 2 {
+                return Err(Error::Io(format!("lower directory {lino} nests too deep")));
+            }
+            let md = lower.metadata(lino)?;
+            let parent = if md.kind == FileType::Dir { from_lower(lower, lower.parent(lino)?)? } else { ROOT };
+            records.push((at, lino, lower_record(lower, lino, &md, parent)?));
+            if md.kind != FileType::Dir {
+                break;
+            }
+            at = parent;
+        }
+        for (ino, lino, inode) in records.into_iter().rev() {
+            self.seen.insert(lino, ());
+            self.insert_inode(ino, inode);
+        }
+        Ok(())
     }
 
     /// Copies the entries of a lower-backed directory in, as references to
@@ -605,6 +651,7 @@ impl Tree {
         if self.lower.is_none() {
             return Ok(());
         }
+        self.adopt(dir)?;
         let ldir = match self.inode(dir)?.data {
             Data::Dir { lower: Some(l), .. } => l,
             Data::Dir { lower: None, .. } => return Ok(()),
@@ -623,28 +670,21 @@ impl Tree {
             for e in page {
                 let (lino, ino) = (e.ino, tag(e.ino)?);
                 if self.seen.get(&lino).is_some() {
-                    // Another name of a lower hard link, materialized before:
-                    // it names that inode (already counted in its nlink). If
-                    // the inode is gone, every name of it was removed, this
-                    // one too. (Two names here add the same inode twice.)
+                    // Adopted before (changed through a name found by a
+                    // lookup), or another name of a lower hard link
+                    // materialized before: it names that inode (already
+                    // counted in its nlink). If the inode is gone, every
+                    // name of it was removed, this one too. (Two names here
+                    // add the same inode twice.)
                     if self.inodes.get(&ino).is_some() {
+                        subdirs += u64::from(e.kind == FileType::Dir);
                         dirents.push((DirKey::new(dir, e.name), (ino, e.kind)));
                     }
                     continue;
                 }
                 let md = lower.metadata(lino)?;
-                let data = match md.kind {
-                    FileType::File => Data::Lower { ino: lino, size: md.size },
-                    FileType::Dir => Data::Dir { parent: dir, lower: Some(lino) },
-                    FileType::Symlink => Data::Symlink(lower.readlink(lino)?.into()),
-                };
-                // A lower file's count includes its names in directories not
-                // materialized yet: they are still its names.
-                let nlink = if md.kind == FileType::Dir { md.nlink.max(2) } else { md.nlink.max(1) };
-                if md.kind == FileType::Dir {
-                    subdirs += 1;
-                }
-                let inode = Inode { data, mode: md.mode, nlink, atime: md.atime, mtime: md.mtime, ctime: md.ctime };
+                subdirs += u64::from(md.kind == FileType::Dir);
+                let inode = lower_record(lower, lino, &md, dir)?;
                 seen.push((lino, (), 0));
                 dirents.push((DirKey::new(dir, e.name), (ino, md.kind)));
                 inodes.push((ino, inode));
@@ -667,6 +707,7 @@ impl Tree {
         if self.lower.is_none() {
             return Ok(()); // Nothing to copy up without a lower.
         }
+        self.adopt(ino)?;
         let Some(Inode { data: Data::Lower { ino: lino, size }, .. }) = self.inodes.get(&ino) else {
             return Ok(());
         };
@@ -888,6 +929,7 @@ impl Tree {
     /// Adds name `name` in `dir` for the non-directory `ino`.
     pub fn link(&mut self, ino: Ino, dir: Ino, name: &str, now: Timestamp) -> Result<()> {
         validate_name(name)?;
+        self.adopt(ino)?;
         let i = self.inode(ino)?;
         if matches!(i.data, Data::Dir { .. }) {
             return Err(Error::NotPermitted);
@@ -968,6 +1010,7 @@ impl Tree {
 
     /// Sets access and modification times; `now` fills [`SetTime::Now`].
     pub fn set_times(&mut self, ino: Ino, atime: SetTime, mtime: SetTime, now: Timestamp) -> Result<()> {
+        self.adopt(ino)?;
         let i = self.inode_mut(ino)?;
         let pick = |t: SetTime, old: Timestamp| match t {
             SetTime::Keep => old,
@@ -982,6 +1025,7 @@ impl Tree {
 
     /// Sets permission bits.
     pub fn set_mode(&mut self, ino: Ino, mode: u32, now: Timestamp) -> Result<()> {
+        self.adopt(ino)?;
         let i = self.inode_mut(ino)?;
         i.mode = mode & 0o7777;
         i.ctime = now;
@@ -1044,9 +1088,19 @@ impl Tree {
             usage.bytes += i.bytes(ino);
             usage.inodes += u64::from(counted(ino));
             let named = names.get(&ino).copied().unwrap_or(0);
+            // An adopted directory whose parent is not materialized keeps
+            // its name in the lower.
+            let named_below = |parent: Ino| {
+                !counted(ino)
+                    && named == 0
+                    && i.nlink > 0
+                    && matches!(self.inodes.get(&parent), Some(Inode { data: Data::Dir { lower: Some(_), .. }, .. }))
+            };
             let want = match i.data {
-                Data::Dir { lower: Some(_), .. } if named > 0 || ino == ROOT => i.nlink,
-                Data::Dir { .. } if ino == ROOT || named > 0 => 2 + subdirs.get(&ino).copied().unwrap_or(0),
+                Data::Dir { lower: Some(_), parent } if named > 0 || ino == ROOT || named_below(parent) => i.nlink,
+                Data::Dir { parent, .. } if ino == ROOT || named > 0 || named_below(parent) => {
+                    2 + subdirs.get(&ino).copied().unwrap_or(0)
+                }
                 Data::Dir { .. } => 0,
                 // A lower file may still have names in unmaterialized directories.
                 _ if !counted(ino) && i.nlink > named => i.nlink,

@@ -24,7 +24,7 @@ use std::sync::{Arc, OnceLock};
 use super::corrupt::CorruptPack;
 use super::hash_index::HashIndex;
 use super::index::Index;
-use super::inode::{self, InodeRecord};
+use super::inode::{self, Body, InodeRecord};
 use crate::path::validate_name;
 use crate::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result};
 
@@ -360,6 +360,13 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
         let n = rest.len().min(buf.len());
         buf[..n].copy_from_slice(&rest[..n]);
         Ok(n)
+    }
+
+    fn parent(&self, dir: Ino) -> Result<Ino> {
+        match self.record(dir)?.body {
+            Body::Dir { parent, .. } => Ok(u64::from(parent) + 1),
+            _ => Err(Error::NotDir),
+        }
     }
 
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {

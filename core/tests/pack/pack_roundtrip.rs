@@ -328,6 +328,9 @@ impl FileSystem for Liar {
     fn metadata(&self, i: Ino) -> Result<Metadata> {
         self.inner.metadata(i)
     }
+    fn parent(&self, d: Ino) -> Result<Ino> {
+        self.inner.parent(d)
+    }
     fn inode_count_hint(&self) -> Option<u64> {
         self.hint.unwrap_or_else(|| self.inner.inode_count_hint())
     }
