@@ -654,7 +654,7 @@ proptest! {
         let lower_model = model.clone();
         let lower: std::sync::Arc<dyn FileSystem> = std::sync::Arc::new(base.snapshot());
         let fs = MemFs::overlay(lower.clone()).unwrap();
-        // A snapshot taken before anything was materialized reads through.
+        // A snapshot taken before any change reads through.
         assert_same_tree(&fs.snapshot(), &lower_model);
         run(&fs, &mut model, &ops)?;
         assert_same_tree(&*lower, &lower_model);

@@ -378,6 +378,9 @@ impl FileSystem for LazyPack {
     fn metadata(&self, ino: Ino) -> Result<Metadata> {
         self.pack.metadata(ino)
     }
+    fn parent(&self, dir: Ino) -> Result<Ino> {
+        self.pack.parent(dir)
+    }
     fn open(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Ino> {
         self.pack.open(dir, name, opts)
     }

@@ -98,8 +98,8 @@ impl Spare {
     /// clone), recording the keys its change touches.
     fn copy_of(&mut self, current: &Arc<Tree>) -> Arc<Tree> {
         // One still held by a reader or a snapshot is let go, and so is one
-        // behind by a big change (a batch, a materialized directory): its
-        // keys one by one would cost more than the paths a clone copies.
+        // behind by a big change (a batch): its keys one by one would cost
+        // more than the paths a clone copies.
         let behind = self.behind.len();
         let mut next = match self.tree.take().filter(|spare| Arc::strong_count(spare) == 1 && behind <= CATCH_UP_MAX) {
             Some(mut spare) => {

@@ -7,16 +7,16 @@
 //! every other version, which is all a snapshot is.
 //!
 //! A tree may sit over a read-only *lower* filesystem (an overlay). Reads
-//! go straight to the lower until something changes. Lower-origin inodes are
-//! numbered [`LOWER_TAG`]` | lower ino`, and a lower inode gets a record here
-//! (is *adopted*, its parent directories with it) only when it is to
-//! change. A directory whose entries change is *materialized* first: its
-//! entries are copied in as references to lower inodes, once. A lower
-//! file's bytes are copied up on its first write, once. Deleting or
-//! renaming a lower entry is then an ordinary change of the upper tree:
-//! no whiteouts, no opaque markers, and a changed directory's listing is
-//! simply its own. Reads never copy anything and never take the writer's
-//! lock.
+//! go straight to the lower until something changes, and never copy
+//! anything. Lower-origin inodes are numbered [`LOWER_TAG`]` | lower ino`;
+//! a lower inode gets a record here (is *adopted*, with its parent
+//! directories) only when it is to change, and a lower file's bytes are
+//! copied up on its first write, once. A directory from the lower is
+//! *merged*: its entries here come first, the lower's show through where
+//! no entry here has their name, and a *whiteout* entry hides a removed
+//! or renamed lower name. A directory made here is *opaque*: nothing shows
+//! through it, even where it replaced a lower one. Every change is thus
+//! O(log n), however big the lower directory.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -40,8 +40,11 @@ pub const LOWER_TAG: Ino = 1 << 47;
 /// [`Tree::rank`]), above any a file can have.
 const DIR_RANK: u8 = 64;
 
-/// Lower entries materialized per `read_dir` call.
-const MATERIALIZE_PAGE: usize = 1024;
+/// Lower entries asked for per `read_dir` call while merging.
+const LOWER_PAGE: usize = 256;
+
+/// The inode number of a whiteout entry: the lower name is removed.
+const WHITEOUT: Ino = 0;
 
 /// Optional caps on one filesystem's size. An operation that would pass one
 /// fails with [`Error::Quota`] and changes nothing.
@@ -136,7 +139,8 @@ enum Data {
         ino: Ino,
         size: u64,
     },
-    /// `lower`: the lower directory whose entries are not materialized yet.
+    /// `lower`: the lower directory whose entries show through this one's
+    /// (merged), or `None` (opaque).
     Dir {
         parent: Ino,
         lower: Option<Ino>,
@@ -205,8 +209,8 @@ fn lower_record(lower: &dyn FileSystem, lino: Ino, md: &Metadata, parent: Ino) -
         FileType::Dir => (Data::Dir { parent, lower: Some(lino) }, md.nlink.max(2)),
         FileType::Symlink => (Data::Symlink(lower.readlink(lino)?.into()), md.nlink.max(1)),
     };
-    // A lower file's count includes its names in directories not
-    // materialized yet: they are still its names.
+    // A lower file's count includes its names in merged directories: they
+    // are still its names.
     Ok(Inode { data, mode: md.mode, nlink, atime: md.atime, mtime: md.mtime, ctime: md.ctime })
 }
 
@@ -230,8 +234,8 @@ pub struct Tree {
     usage: Usage,
     limits: Limits,
     lower: Option<Arc<dyn FileSystem>>,
-    /// Lower inodes materialized so far: one missing from `inodes` is gone,
-    /// not unmaterialized.
+    /// Lower inodes adopted so far: one missing from `inodes` is gone, not
+    /// unadopted.
     seen: Treap<Ino, ()>,
     /// Added to an inode number before its rank is taken (see
     /// [`Tree::rank`]); random, so that no one can pick numbers by rank.
@@ -360,34 +364,52 @@ impl Tree {
         self.inodes.remove(&ino)
     }
 
-    /// [`Self::insert_inode`] and [`Self::insert_dirent`] for many at once
-    /// (see [`Treap::insert_many`]).
-    fn insert_many(&mut self, inodes: Vec<(Ino, Inode)>, dirents: Vec<(DirKey, (Ino, FileType))>) {
-        if let Some(log) = &mut self.log {
-            log.extend(inodes.iter().map(|(ino, _)| Touch::Inode(*ino)));
-            log.extend(dirents.iter().map(|(key, _)| Touch::Dirent(key.clone())));
-        }
-        let inodes = inodes.into_iter().map(|(ino, i)| {
-            let rank = self.rank(ino, &i);
-            (ino, i, rank)
-        });
-        self.inodes.insert_many(inodes.collect());
-        self.dirents.insert_many(dirents.into_iter().map(|(k, v)| (k, v, 0)).collect());
-    }
-
     fn insert_dirent(&mut self, dir: Ino, name: Arc<str>, value: (Ino, FileType)) {
         let key = DirKey::new(dir, name);
         self.touched(Touch::Dirent(key.clone()));
         self.dirents.insert(key, value);
     }
 
-    fn remove_dirent(&mut self, dir: Ino, name: &str) -> Option<(DirKey, (Ino, FileType))> {
-        let at = Probe::new(dir, name);
-        let removed = self.dirents.remove_with(|k| k.cmp_to(&at));
-        if let Some((key, _)) = &removed {
-            self.touched(Touch::Dirent(key.clone()));
+    /// Empties directory `dir`, which has no entry left but whiteouts, as it
+    /// loses its name: the whiteouts go, and nothing of the lower shows
+    /// through it any more (it may still be open).
+    fn clear_removed_dir(&mut self, dir: Ino) -> Result<()> {
+        let keys: Vec<DirKey> = self
+            .dirents
+            .iter_from(|k| k.dir >= dir)
+            .take_while(|(k, _)| k.dir == dir)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in keys {
+            self.dirents.remove(&key);
+            self.touched(Touch::Dirent(key));
         }
-        removed
+        if let Data::Dir { lower, .. } = &mut self.inode_mut(dir)?.data {
+            *lower = None;
+        }
+        Ok(())
+    }
+
+    /// Removes the name `name` from `dir`: its entry goes, and where the
+    /// lower has the name too, a whiteout takes its place.
+    fn unname(&mut self, dir: Ino, name: &str) -> Result<()> {
+        let below = match self.dir_source(dir)? {
+            Some((lower, ldir)) => match lower.lookup(ldir, name) {
+                Ok(_) => true,
+                Err(Error::NotFound) => false,
+                Err(e) => return Err(e),
+            },
+            None => false,
+        };
+        if below {
+            self.insert_dirent(dir, name.into(), (WHITEOUT, FileType::File));
+        } else {
+            let at = Probe::new(dir, name);
+            if let Some((key, _)) = self.dirents.remove_with(|k| k.cmp_to(&at)) {
+                self.touched(Touch::Dirent(key));
+            }
+        }
+        Ok(())
     }
 
     fn touched(&mut self, key: Touch) {
@@ -442,7 +464,7 @@ impl Tree {
     }
 
     /// The lower filesystem, for an inode that only it holds: one tagged as
-    /// lower-origin and never materialized here.
+    /// lower-origin and never adopted here.
     fn lower_only(&self, ino: Ino) -> Option<(&dyn FileSystem, Ino)> {
         let lower = self.lower.as_deref()?;
         let lino = ino & !LOWER_TAG;
@@ -463,18 +485,18 @@ impl Tree {
         self.lower.as_deref().ok_or_else(|| Error::Io("lower-backed inode without a lower filesystem".into()))
     }
 
-    /// The entry `name` in an upper (materialized) directory.
+    /// The entry `name` in `dir` here (a whiteout included).
     fn entry(&self, dir: Ino, name: &str) -> Option<(Ino, FileType)> {
         let at = Probe::new(dir, name);
         self.dirents.get_with(|k| k.cmp_to(&at)).map(|(_, &v)| v)
     }
 
-    /// The entry `name` in `dir`, wherever the directory's entries live.
+    /// The entry `name` in `dir`: here, or in the lower where `dir` is
+    /// merged and nothing here has the name.
     fn find(&self, dir: Ino, name: &str) -> Result<Option<(Ino, FileType)>> {
-        // One search for a hit (entries live only in upper directories); the
-        // directory itself is checked on a miss.
+        // One search for a hit; the directory itself is checked on a miss.
         if let Some(entry) = self.entry(dir, name) {
-            return Ok(Some(entry));
+            return Ok((entry.0 != WHITEOUT).then_some(entry));
         }
         match self.dir_source(dir)? {
             None => Ok(None),
@@ -487,10 +509,7 @@ impl Tree {
     }
 
     fn is_empty_dir(&self, dir: Ino) -> Result<bool> {
-        Ok(match self.dir_source(dir)? {
-            None => self.dirents.iter_from(|k| k.dir >= dir).next().is_none_or(|(k, _)| k.dir != dir),
-            Some((lower, ldir)) => lower.read_dir(ldir, None, 1)?.is_empty(),
-        })
+        Ok(self.read_dir(dir, None, 1)?.is_empty())
     }
 
     /// The inode named `name` in `dir`.
@@ -562,25 +581,50 @@ impl Tree {
 
     /// Up to `max` entries of `dir` after the name `after`, in name order.
     pub fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
-        if let Some((lower, ldir)) = self.dir_source(dir)? {
-            let mut entries = lower.read_dir(ldir, after, max)?;
-            for e in &mut entries {
-                e.ino = tag(e.ino)?;
-            }
-            return Ok(entries);
-        }
-        let after = after.map(|a| Probe::new(dir, a));
-        let start = |k: &DirKey| match &after {
+        let source = self.dir_source(dir)?;
+        let at = after.map(|a| Probe::new(dir, a));
+        let start = |k: &DirKey| match &at {
             Some(a) => k.cmp_to(a) == Ordering::Greater,
             None => k.dir >= dir,
         };
-        Ok(self
-            .dirents
-            .iter_from(start)
-            .take_while(|(k, _)| k.dir == dir)
-            .take(max)
-            .map(|(k, &(ino, kind))| DirEntry { name: k.name.clone(), ino, kind })
-            .collect())
+        let mut here = self.dirents.iter_from(start).take_while(|(k, _)| k.dir == dir).peekable();
+        let Some((lower, ldir)) = source else {
+            let entries = here.take(max).map(|(k, &(ino, kind))| DirEntry { name: k.name.clone(), ino, kind });
+            return Ok(entries.collect());
+        };
+        // Merged: both runs in name order (a lower lists in byte order, as
+        // the keys here sort); an entry here hides the lower's of its name,
+        // and a whiteout hides both.
+        let mut out = Vec::new();
+        let mut below = std::collections::VecDeque::new();
+        let mut below_after: Option<Arc<str>> = after.map(Into::into);
+        let mut below_done = false;
+        while out.len() < max {
+            if below.is_empty() && !below_done {
+                let page = lower.read_dir(ldir, below_after.as_deref(), LOWER_PAGE)?;
+                below_done = page.is_empty();
+                below_after = page.last().map(|e| e.name.clone());
+                below.extend(page);
+            }
+            let order = match (here.peek(), below.front()) {
+                (None, None) => break,
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some((k, _)), Some(e)) => k.name.as_bytes().cmp(e.name.as_bytes()),
+            };
+            if order != Ordering::Less {
+                let e = below.pop_front().expect("a lower entry");
+                if order == Ordering::Greater {
+                    out.push(DirEntry { ino: tag(e.ino)?, ..e });
+                    continue;
+                }
+            }
+            let (k, &(ino, kind)) = here.next().expect("an entry here");
+            if ino != WHITEOUT {
+                out.push(DirEntry { name: k.name.clone(), ino, kind });
+            }
+        }
+        Ok(out)
     }
 
     /// Checks the open flags against an existing entry, without changing
@@ -617,8 +661,8 @@ impl Tree {
         Ok(())
     }
 
-    /// Gives `ino`, if only the lower holds it so far (it was found in a
-    /// directory not materialized), a record here, so that it can change;
+    /// Gives `ino`, if only the lower holds it so far (it was found through
+    /// a merged directory), a record here, so that it can change;
     /// a directory's parents first, up to one this tree holds, so that
     /// every directory here knows its parent.
     fn adopt(&mut self, ino: Ino) -> Result<()> {
@@ -641,61 +685,6 @@ impl Tree {
             self.seen.insert(lino, ());
             self.insert_inode(ino, inode);
         }
-        Ok(())
-    }
-
-    /// Copies the entries of a lower-backed directory in, as references to
-    /// lower inodes (no file bytes are read). A no-op for upper directories
-    /// and for a tree without a lower (whose operations check `dir` themselves).
-    pub fn materialize(&mut self, dir: Ino) -> Result<()> {
-        if self.lower.is_none() {
-            return Ok(());
-        }
-        self.adopt(dir)?;
-        let ldir = match self.inode(dir)?.data {
-            Data::Dir { lower: Some(l), .. } => l,
-            Data::Dir { lower: None, .. } => return Ok(()),
-            _ => return Err(Error::NotDir),
-        };
-        let lower = self.lower()?;
-        // All entries at once (a directory may hold many thousands): one
-        // treap built from them and merged in per table, not an insert each.
-        let (mut inodes, mut dirents, mut seen) = (Vec::new(), Vec::new(), Vec::new());
-        let mut subdirs = 0;
-        let mut after: Option<Arc<str>> = None;
-        loop {
-            let page = lower.read_dir(ldir, after.as_deref(), MATERIALIZE_PAGE)?;
-            let Some(last) = page.last() else { break };
-            after = Some(last.name.clone());
-            for e in page {
-                let (lino, ino) = (e.ino, tag(e.ino)?);
-                if self.seen.get(&lino).is_some() {
-                    // Adopted before (changed through a name found by a
-                    // lookup), or another name of a lower hard link
-                    // materialized before: it names that inode (already
-                    // counted in its nlink). If the inode is gone, every
-                    // name of it was removed, this one too. (Two names here
-                    // add the same inode twice.)
-                    if self.inodes.get(&ino).is_some() {
-                        subdirs += u64::from(e.kind == FileType::Dir);
-                        dirents.push((DirKey::new(dir, e.name), (ino, e.kind)));
-                    }
-                    continue;
-                }
-                let md = lower.metadata(lino)?;
-                subdirs += u64::from(md.kind == FileType::Dir);
-                let inode = lower_record(lower, lino, &md, dir)?;
-                seen.push((lino, (), 0));
-                dirents.push((DirKey::new(dir, e.name), (ino, md.kind)));
-                inodes.push((ino, inode));
-            }
-        }
-        self.seen.insert_many(seen);
-        self.insert_many(inodes, dirents);
-        let parent = self.parent(dir)?;
-        let d = self.inode_mut(dir)?;
-        d.data = Data::Dir { parent, lower: None };
-        d.nlink = 2 + subdirs;
         Ok(())
     }
 
@@ -740,7 +729,7 @@ impl Tree {
     /// Adds a new inode named `name` in `dir`, checking everything first.
     fn create(&mut self, dir: Ino, name: &str, data: Data, mode: u32, now: Timestamp) -> Result<Ino> {
         validate_name(name)?;
-        self.materialize(dir)?;
+        self.adopt(dir)?;
         if self.find(dir, name)?.is_some() {
             return Err(Error::Exists);
         }
@@ -780,7 +769,7 @@ impl Tree {
     /// Opens `name` in `dir`: creates it (`create`) or truncates it
     /// (`truncate`) as the flags say. Returns the inode.
     pub fn open(&mut self, dir: Ino, name: &str, opts: &OpenOptions, now: Timestamp) -> Result<Ino> {
-        self.materialize(dir)?;
+        self.adopt(dir)?;
         match self.open_existing(dir, name, opts)? {
             Some(ino) => {
                 if opts.truncate && self.metadata(ino)?.kind == FileType::File {
@@ -899,12 +888,13 @@ impl Tree {
     /// Removes the non-directory `name` from `dir`.
     pub fn unlink(&mut self, dir: Ino, name: &str, now: Timestamp) -> Result<()> {
         validate_name(name)?;
-        self.materialize(dir)?;
+        self.adopt(dir)?;
         let (ino, kind) = self.find(dir, name)?.ok_or(Error::NotFound)?;
         if kind == FileType::Dir {
             return Err(Error::IsDir);
         }
-        self.remove_dirent(dir, name);
+        self.adopt(ino)?;
+        self.unname(dir, name)?;
         self.touch_dir(dir, now)?;
         self.drop_link(ino, now)
     }
@@ -912,7 +902,7 @@ impl Tree {
     /// Removes the empty directory `name` from `dir`.
     pub fn rmdir(&mut self, dir: Ino, name: &str, now: Timestamp) -> Result<()> {
         validate_name(name)?;
-        self.materialize(dir)?;
+        self.adopt(dir)?;
         let (ino, kind) = self.find(dir, name)?.ok_or(Error::NotFound)?;
         if kind != FileType::Dir {
             return Err(Error::NotDir);
@@ -920,7 +910,9 @@ impl Tree {
         if !self.is_empty_dir(ino)? {
             return Err(Error::NotEmpty);
         }
-        self.remove_dirent(dir, name);
+        self.adopt(ino)?;
+        self.clear_removed_dir(ino)?;
+        self.unname(dir, name)?;
         self.inode_mut(dir)?.nlink -= 1;
         self.touch_dir(dir, now)?;
         self.drop_link(ino, now)
@@ -941,7 +933,7 @@ impl Tree {
             return Err(Error::TooManyLinks);
         }
         let kind = i.kind();
-        self.materialize(dir)?;
+        self.adopt(dir)?;
         if self.find(dir, name)?.is_some() {
             return Err(Error::Exists);
         }
@@ -956,8 +948,8 @@ impl Tree {
     pub fn rename(&mut self, from_dir: Ino, from: &str, to_dir: Ino, to: &str, now: Timestamp) -> Result<()> {
         validate_name(from)?;
         validate_name(to)?;
-        self.materialize(from_dir)?;
-        self.materialize(to_dir)?;
+        self.adopt(from_dir)?;
+        self.adopt(to_dir)?;
         let (src, src_kind) = self.find(from_dir, from)?.ok_or(Error::NotFound)?;
         let replaced = self.find(to_dir, to)?;
         if let Some((dst, dst_kind)) = replaced {
@@ -985,17 +977,19 @@ impl Tree {
                 d = parent;
             }
         }
-        // Checks done; from here on nothing fails.
+        // Checks done; from here on nothing fails but the lower.
+        self.adopt(src)?;
         if let Some((dst, dst_kind)) = replaced {
-            self.remove_dirent(to_dir, to);
+            self.adopt(dst)?;
             if dst_kind == FileType::Dir {
+                self.clear_removed_dir(dst)?;
                 self.inode_mut(to_dir)?.nlink -= 1;
             }
             self.drop_link(dst, now)?;
         }
-        let (key, value) = self.remove_dirent(from_dir, from).ok_or(Error::NotFound)?;
-        let name = if from == to { key.name } else { to.into() };
-        self.insert_dirent(to_dir, name, value);
+        self.unname(from_dir, from)?;
+        // Over the replaced entry, or a whiteout, if any.
+        self.insert_dirent(to_dir, to.into(), (src, src_kind));
         if src_kind == FileType::Dir && from_dir != to_dir {
             self.inode_mut(from_dir)?.nlink -= 1;
             self.inode_mut(to_dir)?.nlink += 1;
@@ -1059,27 +1053,33 @@ impl Tree {
     // ---- consistency -------------------------------------------------------
 
     /// Checks every structural invariant: entries point at live inodes,
-    /// directories' parents and link counts agree with the entries, orphans
-    /// are exactly the unnamed inodes, usage adds up. For tests and fuzzers;
-    /// O(n).
+    /// whiteouts hide lower names, directories' parents and link counts
+    /// agree with the entries, orphans are exactly the unnamed inodes, usage
+    /// adds up. For tests and fuzzers; O(n) (with the lower's listings of
+    /// merged directories).
     pub fn check_consistency(&self) -> std::result::Result<(), String> {
         use std::collections::HashMap;
         let mut names: HashMap<Ino, u64> = HashMap::new();
-        let mut subdirs: HashMap<Ino, u64> = HashMap::new();
         for (k, &(ino, kind)) in self.dirents.iter() {
             let i = self.inode(k.dir).map_err(|_| format!("entry {:?} in missing dir {}", k.name, k.dir))?;
-            if !matches!(i.data, Data::Dir { .. }) {
+            let Data::Dir { lower, .. } = i.data else {
                 return Err(format!("entry {:?} in non-directory {}", k.name, k.dir));
+            };
+            if ino == WHITEOUT {
+                let hides = lower.zip(self.lower.as_deref()).is_some_and(|(l, low)| low.lookup(l, &k.name).is_ok());
+                if !hides {
+                    return Err(format!("whiteout {:?} in {} hides no lower name", k.name, k.dir));
+                }
+                continue;
             }
             let target = self.inode(ino).map_err(|_| format!("entry {:?} names missing inode {ino}", k.name))?;
             if target.kind() != kind {
                 return Err(format!("entry {:?} caches the wrong type", k.name));
             }
-            if let Data::Dir { parent, .. } = target.data {
-                if parent != k.dir {
-                    return Err(format!("directory {ino} has parent {parent}, entry in {}", k.dir));
-                }
-                *subdirs.entry(k.dir).or_default() += 1;
+            if let Data::Dir { parent, .. } = target.data
+                && parent != k.dir
+            {
+                return Err(format!("directory {ino} has parent {parent}, entry in {}", k.dir));
             }
             *names.entry(ino).or_default() += 1;
         }
@@ -1088,8 +1088,8 @@ impl Tree {
             usage.bytes += i.bytes(ino);
             usage.inodes += u64::from(counted(ino));
             let named = names.get(&ino).copied().unwrap_or(0);
-            // An adopted directory whose parent is not materialized keeps
-            // its name in the lower.
+            // An adopted directory in a merged one may keep its name in the
+            // lower.
             let named_below = |parent: Ino| {
                 !counted(ino)
                     && named == 0
@@ -1097,12 +1097,12 @@ impl Tree {
                     && matches!(self.inodes.get(&parent), Some(Inode { data: Data::Dir { lower: Some(_), .. }, .. }))
             };
             let want = match i.data {
-                Data::Dir { lower: Some(_), parent } if named > 0 || ino == ROOT || named_below(parent) => i.nlink,
                 Data::Dir { parent, .. } if ino == ROOT || named > 0 || named_below(parent) => {
-                    2 + subdirs.get(&ino).copied().unwrap_or(0)
+                    let listed = self.read_dir(ino, None, usize::MAX).map_err(|e| format!("listing {ino}: {e}"))?;
+                    2 + listed.iter().filter(|e| e.kind == FileType::Dir).count() as u64
                 }
                 Data::Dir { .. } => 0,
-                // A lower file may still have names in unmaterialized directories.
+                // A lower file may keep names in merged directories.
                 _ if !counted(ino) && i.nlink > named => i.nlink,
                 _ => named,
             };
