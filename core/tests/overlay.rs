@@ -14,6 +14,8 @@ struct Counting {
     inner: Snapshot,
     bytes_read: AtomicUsize,
     entries_listed: AtomicUsize,
+    /// Report every directory with one link, as btrfs does.
+    dirs_uncounted: bool,
 }
 
 impl FileSystem for Counting {
@@ -24,7 +26,9 @@ impl FileSystem for Counting {
         self.inner.lookup(dir, name)
     }
     fn metadata(&self, ino: Ino) -> Result<Metadata> {
-        self.inner.metadata(ino)
+        let md = self.inner.metadata(ino)?;
+        let uncounted = self.dirs_uncounted && md.kind == packfs_core::FileType::Dir;
+        Ok(if uncounted { Metadata { nlink: 1, ..md } } else { md })
     }
     fn parent(&self, dir: Ino) -> Result<Ino> {
         self.inner.parent(dir)
@@ -89,7 +93,101 @@ fn lower() -> Arc<Counting> {
 }
 
 fn counting(inner: Snapshot) -> Arc<Counting> {
-    Arc::new(Counting { inner, bytes_read: AtomicUsize::new(0), entries_listed: AtomicUsize::new(0) })
+    Arc::new(Counting {
+        inner,
+        bytes_read: AtomicUsize::new(0),
+        entries_listed: AtomicUsize::new(0),
+        dirs_uncounted: false,
+    })
+}
+
+/// Paging through a merged directory, whatever the page size, gives its
+/// entries once each, in order: lower names hidden by whiteouts in runs
+/// longer than the lower's pages, upper names between them.
+#[test]
+fn merged_listings_page_correctly() {
+    let base = MemFs::new();
+    let d = base.mkdir(ROOT, "d", 0o755).unwrap();
+    for i in 0..2000 {
+        put(&base, &format!("d/f{i:04}"), b"");
+    }
+    let fs = MemFs::overlay(counting(base.snapshot())).unwrap();
+    let d = resolve(&fs, ROOT, "d", true).unwrap_or(d);
+    let mut want: Vec<String> = (0..2000).map(|i| format!("f{i:04}")).collect();
+    // A run of 600 removed (over two lower pages), every third after it,
+    // and upper names in between.
+    for i in (100..700).chain((700..2000).step_by(3)) {
+        fs.unlink(d, &format!("f{i:04}")).unwrap();
+        want.retain(|n| *n != format!("f{i:04}"));
+    }
+    for n in ["f0000x", "f0650", "f1500y", "g"] {
+        put(&fs, &format!("d/{n}"), b"upper");
+        want.push(n.to_owned());
+    }
+    want.sort();
+    for page in [1, 7, 255, 256, 257, 5000] {
+        let mut got: Vec<String> = Vec::new();
+        loop {
+            let last = got.last().cloned();
+            let entries = fs.read_dir(d, last.as_deref(), page).unwrap();
+            if entries.is_empty() {
+                break;
+            }
+            assert!(entries.len() <= page);
+            got.extend(entries.iter().map(|e| e.name.to_string()));
+        }
+        assert_eq!(got, want, "pages of {page}");
+    }
+    fs.snapshot().check_consistency().unwrap();
+}
+
+/// A removed merged directory, still open, lists nothing of the lower, and
+/// nothing can be made in it.
+#[test]
+fn a_removed_merged_directory_is_empty_and_stays_so() {
+    let fs = MemFs::overlay(lower()).unwrap();
+    let etc = fs.open(ROOT, "etc", &OpenOptions { directory: true, ..OpenOptions::read() }).unwrap();
+    for n in ["a", "b"] {
+        fs.unlink(etc, n).unwrap();
+    }
+    fs.rmdir(ROOT, "etc").unwrap();
+    assert_eq!(fs.read_dir(etc, None, 10).unwrap(), Vec::<DirEntry>::new());
+    assert_eq!(fs.open(etc, "c", &OpenOptions::create()), Err(Error::NotFound));
+    assert_eq!(fs.mkdir(etc, "d", 0o755), Err(Error::NotFound));
+    fs.snapshot().check_consistency().unwrap();
+    fs.close(etc);
+    fs.snapshot().check_consistency().unwrap();
+    // Replaced by a rename, the same.
+    let src = fs.open(ROOT, "src", &OpenOptions { directory: true, ..OpenOptions::read() }).unwrap();
+    assert_eq!(fs.rmdir(src, "deep"), Err(Error::NotEmpty));
+    let deep = resolve(&fs, ROOT, "src/deep", true).unwrap();
+    fs.unlink(deep, "x").unwrap();
+    fs.rmdir(src, "deep").unwrap();
+    fs.rename(ROOT, "empty", ROOT, "src").unwrap();
+    assert_eq!(fs.read_dir(src, None, 10).unwrap(), Vec::<DirEntry>::new());
+    fs.close(src);
+    fs.snapshot().check_consistency().unwrap();
+}
+
+/// A lower that does not count its directories' links (btrfs reports 1):
+/// the overlay counts them itself.
+#[test]
+fn uncounted_lower_directory_links_are_counted() {
+    let base = MemFs::new();
+    let d = base.mkdir(ROOT, "d", 0o755).unwrap();
+    for n in ["a", "b", "c"] {
+        base.mkdir(d, n, 0o755).unwrap();
+    }
+    let low = Arc::new(Counting { dirs_uncounted: true, ..Arc::into_inner(counting(base.snapshot())).unwrap() });
+    let fs = MemFs::overlay(low).unwrap();
+    let d = resolve(&fs, ROOT, "d", true).unwrap();
+    fs.set_mode(d, 0o700).unwrap();
+    assert_eq!(fs.metadata(d).unwrap().nlink, 5);
+    for n in ["a", "b", "c"] {
+        fs.rmdir(d, n).unwrap();
+    }
+    assert_eq!(fs.metadata(d).unwrap().nlink, 2);
+    fs.snapshot().check_consistency().unwrap();
 }
 
 /// No operation copies a lower directory in: reading, changing a file

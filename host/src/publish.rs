@@ -12,7 +12,7 @@
 //! temporary for as long as it exists, and the system drops the lock when
 //! the writer dies, so "dead" needs no process ids, which are reused.
 
-use std::fs::{File, TryLockError};
+use std::fs::File;
 use std::io::{self, Seek, SeekFrom};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -84,9 +84,17 @@ impl Pending {
 
     /// A new named temporary for `name` in `dir`, locked.
     fn named(dir: &Path, name: &str) -> io::Result<Self> {
-        loop {
+        use std::os::unix::fs::OpenOptionsExt;
+        // A name can be taken: by a writer of the same process id in
+        // another container sharing the directory, say. Then the next.
+        for _ in 0..1000 {
             let temp = dir.join(temp_name(name));
-            let file = File::options().read(true).write(true).create_new(true).open(&temp)?;
+            let opened = File::options().read(true).write(true).create_new(true).mode(0o644).open(&temp);
+            let file = match opened {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            };
             let pending = Pending { file, temp: Some(temp) };
             pending.file.lock()?;
             // Until the lock, another writer's clean-up could take it for
@@ -95,6 +103,7 @@ impl Pending {
                 return Ok(pending);
             }
         }
+        Err(io::Error::new(io::ErrorKind::AlreadyExists, "no free temporary name"))
     }
 
     /// Gives the content a temporary name in `dir`, if it has none yet,
@@ -132,18 +141,12 @@ impl Drop for Pending {
 }
 
 /// True when `path` names the open `file`.
-#[cfg(unix)]
 fn same_file(file: &File, path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     match (file.metadata(), std::fs::metadata(path)) {
         (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
         _ => false,
     }
-}
-
-#[cfg(not(unix))]
-fn same_file(_: &File, path: &Path) -> bool {
-    path.exists()
 }
 
 #[cfg(target_os = "linux")]
@@ -183,31 +186,26 @@ fn temp_name(name: &str) -> String {
 }
 
 /// Removes the temporaries for `name` that no live writer holds locked.
+/// Best effort: one that cannot be opened, locked or removed (another
+/// user's, say) is left, and does not stop the publication.
 fn remove_stale_temporaries(dir: &Path, name: &str) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let prefix = format!(".{name}.");
     for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
+        let Ok(entry) = entry else { continue };
         let file_name = entry.file_name();
         let ours = file_name.to_str().is_some_and(|n| n.starts_with(&prefix) && n.ends_with(TEMP_SUFFIX));
-        if !ours {
+        if !ours || !entry.file_type().is_ok_and(|t| t.is_file()) {
             continue;
         }
         let path: PathBuf = entry.path();
-        let file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
-        };
-        match file.try_lock() {
-            // Held under the lock, so that no writer can be mid-way through
-            // taking it; the name goes, the lock with the file.
-            Ok(()) => match std::fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
-            },
-            Err(TryLockError::WouldBlock) => {} // its writer lives
-            Err(TryLockError::Error(e)) => return Err(e),
+        // Non-blocking, should a FIFO have taken the name since.
+        let nonblock = rustix::fs::OFlags::NONBLOCK.bits() as i32;
+        let Ok(file) = File::options().read(true).custom_flags(nonblock).open(&path) else { continue };
+        // Locked, its writer is gone; removed under the lock, so that no
+        // writer can be mid-way through taking it.
+        if file.try_lock().is_ok() {
+            let _ = std::fs::remove_file(&path);
         }
     }
     Ok(())
@@ -240,13 +238,15 @@ mod tests {
     #[test]
     fn stale_temporaries_of_dead_writers_are_removed() {
         let dir = tempfile::tempdir().unwrap();
-        // PID 0 is never a user process: a dead writer's leftover.
+        // Temporaries no writer holds locked: dead writers' leftovers.
         std::fs::write(dir.path().join(".x.pack.0.7.packfs-tmp"), b"junk").unwrap();
         std::fs::write(dir.path().join(".other.0.1.packfs-tmp"), b"not ours").unwrap();
+        // Not a file: left, and no reason to fail.
+        std::fs::create_dir(dir.path().join(".x.pack.0.8.packfs-tmp")).unwrap();
         write_atomic(&dir.path().join("x.pack"), |f| f.write_all(b"new")).unwrap();
         let mut names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         names.sort();
-        assert_eq!(names, [".other.0.1.packfs-tmp", "x.pack"]);
+        assert_eq!(names, [".other.0.1.packfs-tmp", ".x.pack.0.8.packfs-tmp", "x.pack"]);
     }
 
     #[test]

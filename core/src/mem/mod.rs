@@ -156,8 +156,9 @@ impl MemFs {
 
     /// An overlay: a writable, empty upper over the read-only `lower`. Reads
     /// see the lower until an entry is changed; changes stay here. A lower
-    /// directory's entries are copied in (as references) the first time it
-    /// is looked into, a lower file's bytes on its first write.
+    /// directory is merged with the changes to it (a removed lower name
+    /// leaves a whiteout), and a lower file's bytes are copied up on its
+    /// first write.
     pub fn overlay(lower: Arc<dyn FileSystem>) -> Result<Self> {
         Self::overlay_with_options(lower, Limits::default(), system_clock())
     }

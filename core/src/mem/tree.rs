@@ -206,12 +206,26 @@ fn from_lower(lower: &dyn FileSystem, lino: Ino) -> Result<Ino> {
 fn lower_record(lower: &dyn FileSystem, lino: Ino, md: &Metadata, parent: Ino) -> Result<Inode> {
     let (data, nlink) = match md.kind {
         FileType::File => (Data::Lower { ino: lino, size: md.size }, md.nlink.max(1)),
-        FileType::Dir => (Data::Dir { parent, lower: Some(lino) }, md.nlink.max(2)),
+        // Below 2, the lower does not count subdirectories (btrfs; ext4
+        // past 65,000 of them): count them here, once.
+        FileType::Dir if md.nlink < 2 => (Data::Dir { parent, lower: Some(lino) }, 2 + lower_subdirs(lower, lino)?),
+        FileType::Dir => (Data::Dir { parent, lower: Some(lino) }, md.nlink),
         FileType::Symlink => (Data::Symlink(lower.readlink(lino)?.into()), md.nlink.max(1)),
     };
     // A lower file's count includes its names in merged directories: they
     // are still its names.
     Ok(Inode { data, mode: md.mode, nlink, atime: md.atime, mtime: md.mtime, ctime: md.ctime })
+}
+
+/// The subdirectories lower directory `ldir` lists.
+fn lower_subdirs(lower: &dyn FileSystem, ldir: Ino) -> Result<u64> {
+    let (mut count, mut after): (u64, Option<Arc<str>>) = (0, None);
+    loop {
+        let page = lower.read_dir(ldir, after.as_deref(), LOWER_PAGE)?;
+        let Some(last) = page.last() else { return Ok(count) };
+        after = Some(last.name.clone());
+        count += page.iter().filter(|e| e.kind == FileType::Dir).count() as u64;
+    }
 }
 
 /// Inodes counted against [`Limits::max_inodes`]: those born in the upper.
@@ -288,10 +302,11 @@ impl Tree {
         let lower_root = lower.root();
         let md = lower.metadata(lower_root)?;
         lower.parent(lower_root)?;
+        if md.kind != FileType::Dir {
+            return Err(Error::NotDir);
+        }
         let mut tree = Tree::new(now, limits);
-        let root = tree.inode_mut(ROOT)?;
-        root.data = Data::Dir { parent: ROOT, lower: Some(lower_root) };
-        (root.mode, root.nlink, root.atime, root.mtime, root.ctime) = (md.mode, md.nlink, md.atime, md.mtime, md.ctime);
+        *tree.inode_mut(ROOT)? = lower_record(&*lower, lower_root, &md, ROOT)?;
         tree.seen.insert(lower_root, ());
         tree.lower = Some(lower);
         Ok(tree)
@@ -390,17 +405,21 @@ impl Tree {
         Ok(())
     }
 
-    /// Removes the name `name` from `dir`: its entry goes, and where the
-    /// lower has the name too, a whiteout takes its place.
-    fn unname(&mut self, dir: Ino, name: &str) -> Result<()> {
-        let below = match self.dir_source(dir)? {
+    /// True when the lower has the name `name` in `dir` (hidden or not).
+    fn below(&self, dir: Ino, name: &str) -> Result<bool> {
+        match self.dir_source(dir)? {
             Some((lower, ldir)) => match lower.lookup(ldir, name) {
-                Ok(_) => true,
-                Err(Error::NotFound) => false,
-                Err(e) => return Err(e),
+                Ok(_) => Ok(true),
+                Err(Error::NotFound) => Ok(false),
+                Err(e) => Err(e),
             },
-            None => false,
-        };
+            None => Ok(false),
+        }
+    }
+
+    /// Removes the name `name` from `dir`: its entry goes, and where the
+    /// lower has the name too (`below`), a whiteout takes its place.
+    fn unname(&mut self, dir: Ino, name: &str, below: bool) {
         if below {
             self.insert_dirent(dir, name.into(), (WHITEOUT, FileType::File));
         } else {
@@ -409,7 +428,17 @@ impl Tree {
                 self.touched(Touch::Dirent(key));
             }
         }
-        Ok(())
+    }
+
+    /// Adopts directory `dir` to change its entries: `NotFound` once it has
+    /// lost its name (it may still be open), as POSIX has it.
+    fn live_dir(&mut self, dir: Ino) -> Result<()> {
+        self.adopt(dir)?;
+        match self.inode(dir)? {
+            Inode { data: Data::Dir { .. }, nlink: 0, .. } => Err(Error::NotFound),
+            Inode { data: Data::Dir { .. }, .. } => Ok(()),
+            _ => Err(Error::NotDir),
+        }
     }
 
     fn touched(&mut self, key: Touch) {
@@ -729,7 +758,7 @@ impl Tree {
     /// Adds a new inode named `name` in `dir`, checking everything first.
     fn create(&mut self, dir: Ino, name: &str, data: Data, mode: u32, now: Timestamp) -> Result<Ino> {
         validate_name(name)?;
-        self.adopt(dir)?;
+        self.live_dir(dir)?;
         if self.find(dir, name)?.is_some() {
             return Err(Error::Exists);
         }
@@ -769,7 +798,7 @@ impl Tree {
     /// Opens `name` in `dir`: creates it (`create`) or truncates it
     /// (`truncate`) as the flags say. Returns the inode.
     pub fn open(&mut self, dir: Ino, name: &str, opts: &OpenOptions, now: Timestamp) -> Result<Ino> {
-        self.adopt(dir)?;
+        self.live_dir(dir)?;
         match self.open_existing(dir, name, opts)? {
             Some(ino) => {
                 if opts.truncate && self.metadata(ino)?.kind == FileType::File {
@@ -893,8 +922,9 @@ impl Tree {
         if kind == FileType::Dir {
             return Err(Error::IsDir);
         }
+        let below = self.below(dir, name)?;
         self.adopt(ino)?;
-        self.unname(dir, name)?;
+        self.unname(dir, name, below);
         self.touch_dir(dir, now)?;
         self.drop_link(ino, now)
     }
@@ -910,10 +940,13 @@ impl Tree {
         if !self.is_empty_dir(ino)? {
             return Err(Error::NotEmpty);
         }
+        let below = self.below(dir, name)?;
         self.adopt(ino)?;
         self.clear_removed_dir(ino)?;
-        self.unname(dir, name)?;
-        self.inode_mut(dir)?.nlink -= 1;
+        self.unname(dir, name, below);
+        // A lower may miscount its directories' links: never below zero.
+        let d = self.inode_mut(dir)?;
+        d.nlink = d.nlink.saturating_sub(1);
         self.touch_dir(dir, now)?;
         self.drop_link(ino, now)
     }
@@ -933,7 +966,7 @@ impl Tree {
             return Err(Error::TooManyLinks);
         }
         let kind = i.kind();
-        self.adopt(dir)?;
+        self.live_dir(dir)?;
         if self.find(dir, name)?.is_some() {
             return Err(Error::Exists);
         }
@@ -948,8 +981,8 @@ impl Tree {
     pub fn rename(&mut self, from_dir: Ino, from: &str, to_dir: Ino, to: &str, now: Timestamp) -> Result<()> {
         validate_name(from)?;
         validate_name(to)?;
-        self.adopt(from_dir)?;
-        self.adopt(to_dir)?;
+        self.live_dir(from_dir)?;
+        self.live_dir(to_dir)?;
         let (src, src_kind) = self.find(from_dir, from)?.ok_or(Error::NotFound)?;
         let replaced = self.find(to_dir, to)?;
         if let Some((dst, dst_kind)) = replaced {
@@ -977,21 +1010,24 @@ impl Tree {
                 d = parent;
             }
         }
-        // Checks done; from here on nothing fails but the lower.
+        let below = self.below(from_dir, from)?;
+        // Checks done; from here on only the lower can fail (adopting).
         self.adopt(src)?;
         if let Some((dst, dst_kind)) = replaced {
             self.adopt(dst)?;
             if dst_kind == FileType::Dir {
                 self.clear_removed_dir(dst)?;
-                self.inode_mut(to_dir)?.nlink -= 1;
+                let d = self.inode_mut(to_dir)?;
+                d.nlink = d.nlink.saturating_sub(1);
             }
             self.drop_link(dst, now)?;
         }
-        self.unname(from_dir, from)?;
+        self.unname(from_dir, from, below);
         // Over the replaced entry, or a whiteout, if any.
         self.insert_dirent(to_dir, to.into(), (src, src_kind));
         if src_kind == FileType::Dir && from_dir != to_dir {
-            self.inode_mut(from_dir)?.nlink -= 1;
+            let d = self.inode_mut(from_dir)?;
+            d.nlink = d.nlink.saturating_sub(1);
             self.inode_mut(to_dir)?.nlink += 1;
             if let Data::Dir { parent, .. } = &mut self.inode_mut(src)?.data {
                 *parent = to_dir;
@@ -1053,13 +1089,12 @@ impl Tree {
     // ---- consistency -------------------------------------------------------
 
     /// Checks every structural invariant: entries point at live inodes,
-    /// whiteouts hide lower names, directories' parents and link counts
-    /// agree with the entries, orphans are exactly the unnamed inodes, usage
-    /// adds up. For tests and fuzzers; O(n) (with the lower's listings of
-    /// merged directories).
+    /// whiteouts hide lower names, directories' parents and every link
+    /// count agree with the names the tree shows (the lower's included),
+    /// orphans are exactly the unnamed inodes, usage adds up. For tests and
+    /// fuzzers; O(n) in the upper and the lower.
     pub fn check_consistency(&self) -> std::result::Result<(), String> {
-        use std::collections::HashMap;
-        let mut names: HashMap<Ino, u64> = HashMap::new();
+        use std::collections::{HashMap, HashSet};
         for (k, &(ino, kind)) in self.dirents.iter() {
             let i = self.inode(k.dir).map_err(|_| format!("entry {:?} in missing dir {}", k.name, k.dir))?;
             let Data::Dir { lower, .. } = i.data else {
@@ -1081,29 +1116,31 @@ impl Tree {
             {
                 return Err(format!("directory {ino} has parent {parent}, entry in {}", k.dir));
             }
-            *names.entry(ino).or_default() += 1;
+        }
+        // Every name the tree shows, from the root down, merged listings
+        // included: a lower inode's count is checked like any other.
+        let mut names: HashMap<Ino, u64> = HashMap::new();
+        let mut subdirs: HashMap<Ino, u64> = HashMap::new();
+        let (mut todo, mut dirs) = (vec![ROOT], HashSet::from([ROOT]));
+        while let Some(dir) = todo.pop() {
+            for e in self.read_dir(dir, None, usize::MAX).map_err(|e| format!("listing {dir}: {e}"))? {
+                *names.entry(e.ino).or_default() += 1;
+                if e.kind == FileType::Dir {
+                    *subdirs.entry(dir).or_default() += 1;
+                    if !dirs.insert(e.ino) {
+                        return Err(format!("directory {} has two names", e.ino));
+                    }
+                    todo.push(e.ino);
+                }
+            }
         }
         let mut usage = Usage::default();
         for (&ino, i) in self.inodes.iter() {
             usage.bytes += i.bytes(ino);
             usage.inodes += u64::from(counted(ino));
             let named = names.get(&ino).copied().unwrap_or(0);
-            // An adopted directory in a merged one may keep its name in the
-            // lower.
-            let named_below = |parent: Ino| {
-                !counted(ino)
-                    && named == 0
-                    && i.nlink > 0
-                    && matches!(self.inodes.get(&parent), Some(Inode { data: Data::Dir { lower: Some(_), .. }, .. }))
-            };
             let want = match i.data {
-                Data::Dir { parent, .. } if ino == ROOT || named > 0 || named_below(parent) => {
-                    let listed = self.read_dir(ino, None, usize::MAX).map_err(|e| format!("listing {ino}: {e}"))?;
-                    2 + listed.iter().filter(|e| e.kind == FileType::Dir).count() as u64
-                }
-                Data::Dir { .. } => 0,
-                // A lower file may keep names in merged directories.
-                _ if !counted(ino) && i.nlink > named => i.nlink,
+                Data::Dir { .. } if ino == ROOT || named > 0 => 2 + subdirs.get(&ino).copied().unwrap_or(0),
                 _ => named,
             };
             if i.nlink != want {
