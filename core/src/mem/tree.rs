@@ -407,6 +407,9 @@ impl Tree {
 
     /// True when the lower has the name `name` in `dir` (hidden or not).
     fn below(&self, dir: Ino, name: &str) -> Result<bool> {
+        if self.lower.is_none() {
+            return Ok(false);
+        }
         match self.dir_source(dir)? {
             Some((lower, ldir)) => match lower.lookup(ldir, name) {
                 Ok(_) => Ok(true),
