@@ -593,6 +593,16 @@ fn ticking_clock() -> packfs_core::Clock {
     })
 }
 
+/// A filesystem and its model after `pre`: an overlay's lower.
+fn lower_tree(pre: &[Op]) -> std::result::Result<(MemFs, Model), TestCaseError> {
+    let base = MemFs::new();
+    let mut model = Model::new();
+    for op in pre {
+        prop_assert_eq!(apply(&base, op), model.apply(op));
+    }
+    Ok((base, model))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
@@ -646,11 +656,7 @@ proptest! {
         pre in proptest::collection::vec(op(), 1..200),
         ops in proptest::collection::vec(op(), 1..300),
     ) {
-        let base = MemFs::new();
-        let mut model = Model::new();
-        for op in &pre {
-            prop_assert_eq!(apply(&base, op), model.apply(op));
-        }
+        let (base, mut model) = lower_tree(&pre)?;
         let lower_model = model.clone();
         let lower: std::sync::Arc<dyn FileSystem> = std::sync::Arc::new(base.snapshot());
         let fs = MemFs::overlay(lower.clone()).unwrap();
@@ -669,11 +675,7 @@ proptest! {
         ops in proptest::collection::vec(op(), 1..300),
     ) {
         use packfs_core::pack::{PackFs, PackOptions};
-        let base = MemFs::new();
-        let mut model = Model::new();
-        for op in &pre {
-            prop_assert_eq!(apply(&base, op), model.apply(op));
-        }
+        let (base, mut model) = lower_tree(&pre)?;
         let lower_model = model.clone();
         let mut bytes = Vec::new();
         PackOptions::new().write(&base.snapshot(), &mut bytes).unwrap();

@@ -218,21 +218,23 @@ mod tests {
 
     #[test]
     fn replaces_whole_or_not_at_all() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.pack");
-        write_atomic(&path, |f| f.write_all(b"one")).unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"one");
-        write_atomic(&path, |f| f.write_all(b"two")).unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"two");
-        // A failing writer leaves the old content and nothing else.
-        let err = write_atomic(&path, |f| {
-            f.write_all(b"half")?;
-            Err::<(), _>(io::Error::other("boom"))
-        });
-        assert!(err.is_err());
-        assert_eq!(std::fs::read(&path).unwrap(), b"two");
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names, ["x.pack"]);
+        for how in [Temporary::Anonymous, Temporary::Named] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("x.pack");
+            write_atomic_with(&path, how, |f| f.write_all(b"one")).unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), b"one");
+            write_atomic_with(&path, how, |f| f.write_all(b"two")).unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), b"two");
+            // A failing writer leaves the old content and nothing else.
+            let err = write_atomic_with(&path, how, |f| {
+                f.write_all(b"half")?;
+                Err::<(), _>(io::Error::other("boom"))
+            });
+            assert!(err.is_err());
+            assert_eq!(std::fs::read(&path).unwrap(), b"two", "{how:?}");
+            let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert_eq!(names, ["x.pack"], "{how:?}");
+        }
     }
 
     #[test]
@@ -260,21 +262,6 @@ mod tests {
         drop(live);
         write_atomic(&dir.path().join("x.pack"), |f| f.write_all(b"newer")).unwrap();
         assert!(!held.exists(), "an unlocked temporary was left");
-    }
-
-    #[test]
-    fn named_temporaries_publish_too() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.pack");
-        write_atomic_with(&path, Temporary::Named, |f| f.write_all(b"one")).unwrap();
-        let err = write_atomic_with(&path, Temporary::Named, |f| {
-            f.write_all(b"half")?;
-            Err::<(), _>(io::Error::other("boom"))
-        });
-        assert!(err.is_err());
-        assert_eq!(std::fs::read(&path).unwrap(), b"one");
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names, ["x.pack"]);
     }
 
     /// What publication falls back on when an anonymous file cannot be
