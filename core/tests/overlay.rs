@@ -16,6 +16,8 @@ struct Counting {
     entries_listed: AtomicUsize,
     /// Report every directory with one link, as btrfs does.
     dirs_uncounted: bool,
+    /// List from the start whatever `after` says: a broken lower.
+    stuck: bool,
 }
 
 impl FileSystem for Counting {
@@ -48,7 +50,7 @@ impl FileSystem for Counting {
         Ok(n)
     }
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
-        let page = self.inner.read_dir(dir, after, max)?;
+        let page = self.inner.read_dir(dir, if self.stuck { None } else { after }, max)?;
         self.entries_listed.fetch_add(page.len(), Ordering::Relaxed);
         Ok(page)
     }
@@ -98,6 +100,7 @@ fn counting(inner: Snapshot) -> Arc<Counting> {
         bytes_read: AtomicUsize::new(0),
         entries_listed: AtomicUsize::new(0),
         dirs_uncounted: false,
+        stuck: false,
     })
 }
 
@@ -371,3 +374,17 @@ fn snapshots_and_forks_of_an_overlay() {
     assert_eq!(get(&fs, "src/deep/x").unwrap(), b"x");
     assert_eq!(get(&fork, "etc/a").unwrap(), b"v1");
 }
+
+/// A lower whose listing does not move past the name it is given is an
+/// error, not a listing that never ends.
+#[test]
+fn a_stuck_lower_listing_is_an_error() {
+    let base = MemFs::new();
+    for i in 0..300 {
+        put(&base, &format!("f{i:03}"), b"");
+    }
+    let low = Arc::new(Counting { stuck: true, ..Arc::into_inner(counting(base.snapshot())).unwrap() });
+    let fs = MemFs::overlay(low).unwrap();
+    assert!(matches!(fs.read_dir(ROOT, None, 1000), Err(Error::Io(_))));
+}
+

@@ -301,10 +301,10 @@ impl Tree {
     pub fn overlay(lower: Arc<dyn FileSystem>, now: Timestamp, limits: Limits) -> Result<Self> {
         let lower_root = lower.root();
         let md = lower.metadata(lower_root)?;
-        lower.parent(lower_root)?;
         if md.kind != FileType::Dir {
             return Err(Error::NotDir);
         }
+        lower.parent(lower_root)?;
         let mut tree = Tree::new(now, limits);
         *tree.inode_mut(ROOT)? = lower_record(&*lower, lower_root, &md, ROOT)?;
         tree.seen.insert(lower_root, ());
@@ -634,6 +634,12 @@ impl Tree {
         while out.len() < max {
             if below.is_empty() && !below_done {
                 let page = lower.read_dir(ldir, below_after.as_deref(), LOWER_PAGE)?;
+                // A lower that does not move past `after` would loop here.
+                if let (Some(a), Some(e)) = (&below_after, page.first())
+                    && e.name.as_bytes() <= a.as_bytes()
+                {
+                    return Err(Error::Io(format!("lower directory {ldir} lists {:?} after {a:?}", e.name)));
+                }
                 below_done = page.is_empty();
                 below_after = page.last().map(|e| e.name.clone());
                 below.extend(page);
