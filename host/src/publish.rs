@@ -95,13 +95,15 @@ impl Pending {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             };
-            let pending = Pending { file, temp: Some(temp) };
+            let mut pending = Pending { file, temp: Some(temp) };
             pending.file.lock()?;
             // Until the lock, another writer's clean-up could take it for
-            // a dead writer's and remove it: then it is not ours to keep.
+            // a dead writer's and remove it: then the name is not ours to
+            // keep, nor to remove.
             if pending.temp.as_deref().is_some_and(|t| same_file(&pending.file, t)) {
                 return Ok(pending);
             }
+            pending.temp = None;
         }
         Err(io::Error::new(io::ErrorKind::AlreadyExists, "no free temporary name"))
     }
