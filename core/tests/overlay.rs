@@ -387,4 +387,3 @@ fn a_stuck_lower_listing_is_an_error() {
     let fs = MemFs::overlay(low).unwrap();
     assert!(matches!(fs.read_dir(ROOT, None, 1000), Err(Error::Io(_))));
 }
-
