@@ -196,26 +196,17 @@ impl<K: Ord + Clone, V: Clone> Treap<K, V> {
         old
     }
 
-    /// Inserts many entries at once, each `(key, value, rank)` as
-    /// [`Self::insert_ranked`] would, a later one replacing an earlier one
-    /// of the same key and any entry already here (unlike `insert_ranked`,
-    /// a replaced key may move to the new entry's place, rank included;
-    /// the order and the values are the same either way). The entries become a
-    /// treap of their own in one pass, which is then merged in: O(m log m +
-    /// m log(n/m)) for m entries into n, where inserting one at a time is
-    /// O(m log n) with a path copied for each.
-    pub fn insert_many(&mut self, mut items: Vec<(K, V, u8)>) {
-        // Stable: of equal keys, the last given is kept.
-        items.sort_by(|a, b| a.0.cmp(&b.0));
+    /// Appends entries whose keys ascend, each above every key here. They
+    /// become a treap of their own in one pass, joined on by one merge down
+    /// the right spine: O(m + log n) for m entries, where inserting them
+    /// one at a time copies a path for each.
+    pub fn append(&mut self, items: impl IntoIterator<Item = (K, V)>) {
         let mut spine: Vec<Node<K, V>> = Vec::new();
         let mut count = 0;
-        let mut items = items.into_iter().peekable();
-        while let Some((key, value, rank)) = items.next() {
-            if items.peek().is_some_and(|next| next.0 == key) {
-                continue;
-            }
+        for (key, value) in items {
+            debug_assert!(spine.last().is_none_or(|n| n.key < key), "appended keys must ascend");
             count += 1;
-            let prio = self.ranked_prio(rank);
+            let prio = self.ranked_prio(0);
             // The right spine of the treap built so far, root first: the new
             // node (the greatest key yet) takes as its left subtree the part
             // of the spine it outranks.
@@ -232,9 +223,12 @@ impl<K: Ord + Clone, V: Clone> Treap<K, V> {
             n.right = built;
             built = Some(Arc::new(n));
         }
-        let mut replaced = 0;
-        self.root = union(self.root.take(), built, &mut replaced);
-        self.len = self.len + count - replaced;
+        debug_assert!(
+            self.last_where(|_| true).zip(built.as_deref()).is_none_or(|((last, _), b)| *last < leftmost(b).key),
+            "appended keys must come after every key here"
+        );
+        self.root = merge(self.root.take(), built);
+        self.len += count;
     }
 
     /// The value stored under `key`.
@@ -331,57 +325,12 @@ fn remove_at<K: Clone, V: Clone>(link: &mut Link<K, V>, cmp: &impl Fn(&K) -> Ord
     }
 }
 
-/// The entries of `old` and `new` in one treap; of a key in both, `new`'s
-/// entry is kept and `replaced` counts it.
-fn union<K: Ord + Clone, V: Clone>(old: Link<K, V>, new: Link<K, V>, replaced: &mut usize) -> Link<K, V> {
-    match (old, new) {
-        (None, x) | (x, None) => x,
-        (Some(mut o), Some(n)) if o.prio >= n.prio => {
-            let top = Arc::make_mut(&mut o);
-            let (less, same, more) = split(Some(n), &top.key);
-            if let Some(same) = same {
-                *replaced += 1;
-                top.value = Arc::unwrap_or_clone(same).value;
-            }
-            top.left = union(top.left.take(), less, replaced);
-            top.right = union(top.right.take(), more, replaced);
-            Some(o)
-        }
-        (Some(o), Some(mut n)) => {
-            let top = Arc::make_mut(&mut n);
-            let (less, same, more) = split(Some(o), &top.key);
-            if same.is_some() {
-                *replaced += 1;
-            }
-            top.left = union(less, top.left.take(), replaced);
-            top.right = union(more, top.right.take(), replaced);
-            Some(n)
-        }
+/// The node with the least key under `node`.
+fn leftmost<K, V>(mut node: &Node<K, V>) -> &Node<K, V> {
+    while let Some(left) = &node.left {
+        node = left;
     }
-}
-
-/// Splits a treap into the entries below `key`, the one at it (its
-/// subtrees detached), and those above; copies only the shared nodes on
-/// the path to `key`.
-fn split<K: Ord + Clone, V: Clone>(link: Link<K, V>, key: &K) -> (Link<K, V>, Link<K, V>, Link<K, V>) {
-    let Some(mut arc) = link else { return (None, None, None) };
-    let node = Arc::make_mut(&mut arc);
-    match key.cmp(&node.key) {
-        Ordering::Less => {
-            let (less, same, more) = split(node.left.take(), key);
-            node.left = more;
-            (less, same, Some(arc))
-        }
-        Ordering::Greater => {
-            let (less, same, more) = split(node.right.take(), key);
-            node.right = less;
-            (Some(arc), same, more)
-        }
-        Ordering::Equal => {
-            let (less, more) = (node.left.take(), node.right.take());
-            (less, Some(arc), more)
-        }
-    }
+    node
 }
 
 /// Joins two treaps where every key of `a` is below every key of `b`.
@@ -446,7 +395,8 @@ mod tests {
         RangeFrom(u16, u8),
         Floor(u16),
         Snapshot,
-        InsertMany(Vec<(u16, u32, bool)>),
+        /// Keys above the greatest so far, `.0` apart.
+        Append(Vec<(u16, u32)>),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -460,7 +410,7 @@ mod tests {
             1 => (key.clone(), any::<u8>()).prop_map(|(k, n)| Op::RangeFrom(k, n)),
             1 => key.clone().prop_map(Op::Floor),
             1 => Just(Op::Snapshot),
-            1 => proptest::collection::vec((key, any::<u32>(), any::<bool>()), 0..300).prop_map(Op::InsertMany),
+            1 => proptest::collection::vec((1u16..20, any::<u32>()), 0..300).prop_map(Op::Append),
         ]
     }
 
@@ -489,11 +439,18 @@ mod tests {
                     }
                     Op::Floor(k) => prop_assert_eq!(t.last_where(|x| *x <= k), m.range(..=k).next_back()),
                     Op::Snapshot => snaps.push((t.clone(), m.clone())),
-                    Op::InsertMany(items) => {
-                        for &(k, v, _) in &items {
+                    Op::Append(gaps) => {
+                        let mut k = m.last_key_value().map_or(0, |(&k, _)| k);
+                        let mut items = Vec::new();
+                        for (gap, v) in gaps {
+                            k = k.saturating_add(gap);
+                            if m.contains_key(&k) {
+                                break; // the key space is used up
+                            }
                             m.insert(k, v);
+                            items.push((k, v));
                         }
-                        t.insert_many(items.into_iter().map(|(k, v, ranked)| (k, v, u8::from(ranked))).collect());
+                        t.append(items);
                         check_heap(&t.root);
                     }
                 }

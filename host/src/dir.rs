@@ -347,10 +347,8 @@ impl FileSystem for DirFs {
         if dir == self.root_ino {
             return Ok(dir);
         }
-        // Checks that the remembered place still holds `dir`.
-        if self.metadata(dir)?.kind != FileType::Dir {
-            return Err(Error::NotDir);
-        }
+        // Checks that the remembered place still holds the directory.
+        self.dir_fd(dir)?;
         lock(&self.places).get(&dir).map(|p| p.dir).ok_or(Error::NotFound)
     }
 
@@ -500,9 +498,11 @@ impl FileSystem for DirFs {
         validate_name(from)?;
         validate_name(to)?;
         let from_fd = self.dir_fd(from_dir)?;
-        let to_fd = self.dir_fd(to_dir)?;
-        let replaced = self.held(&to_fd, to);
-        rustix::fs::renameat(&from_fd, from, &to_fd, to).map_err(|e| match e {
+        // Within one directory (the common rename), opened once.
+        let other_fd = if to_dir == from_dir { None } else { Some(self.dir_fd(to_dir)?) };
+        let to_fd = other_fd.as_ref().unwrap_or(&from_fd);
+        let replaced = self.held(to_fd, to);
+        rustix::fs::renameat(&from_fd, from, to_fd, to).map_err(|e| match e {
             Errno::XDEV => Error::CrossDevice,
             e => errno(e),
         })?;
@@ -510,7 +510,7 @@ impl FileSystem for DirFs {
         // what it replaced has none. (A rename of one name of a file onto
         // another does nothing, and this finds the same inode where it was.)
         self.forget(replaced, to_dir, to);
-        if let Some(ino) = self.held(&to_fd, to) {
+        if let Some(ino) = self.held(to_fd, to) {
             self.remember(ino, to_dir, to);
         }
         Ok(())

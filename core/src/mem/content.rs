@@ -101,17 +101,24 @@ impl Tailed {
     }
 }
 
-impl Runs {
-    /// The tail's extents, oldest first.
-    fn tail(&self) -> Vec<(u64, &Extent)> {
-        let mut out = Vec::with_capacity(self.tail.as_ref().map_or(0, |t| usize::from(t.count)));
-        let mut at = self.tail.as_deref();
+impl Tailed {
+    /// This extent and the older ones, oldest first: each node's count is
+    /// its place from the oldest, so no list is built and reversed.
+    fn oldest_first(&self) -> impl Iterator<Item = (u64, &Extent)> {
+        let mut slots = [None; TAIL as usize];
+        let mut at = Some(self);
         while let Some(t) = at {
-            out.push((t.start, &t.extent));
+            slots[usize::from(t.count) - 1] = Some((t.start, &t.extent));
             at = t.older.as_deref();
         }
-        out.reverse();
-        out
+        slots.into_iter().flatten()
+    }
+}
+
+impl Runs {
+    /// The tail's extents, oldest first.
+    fn tail(&self) -> impl Iterator<Item = (u64, &Extent)> {
+        self.tail.as_deref().into_iter().flat_map(Tailed::oldest_first)
     }
 
     /// The last extent: the tail's newest, else the map's last.
@@ -132,10 +139,8 @@ impl Runs {
 
     /// Moves the tail into the map, for an operation on the map.
     fn settle(&mut self) {
-        if self.tail.is_some() {
-            let tail = self.tail().into_iter().map(|(k, e)| (k, e.clone(), 0)).collect();
-            self.map.insert_many(tail);
-            self.tail = None;
+        if let Some(tail) = self.tail.take() {
+            self.map.append(tail.oldest_first().map(|(k, e)| (k, e.clone())));
         }
     }
 
@@ -183,20 +188,14 @@ impl Content {
             out.copy_from_slice(&ext.bytes()[from..from + n]);
             return n;
         }
+        // From the floor on, the map's extents then the tail's (which all
+        // start past the map's); those ending before `pos` are skipped.
         let first = floor.map_or(0, |(k, _)| k);
         let mut pos = offset;
-        let mut done = false;
-        for (&start, ext) in runs.map.iter_from(|&k| k >= first) {
-            done = copy_out(out, offset, &mut pos, start, ext);
-            if done {
+        let map = runs.map.iter_from(|&k| k >= first).map(|(&k, e)| (k, e));
+        for (start, ext) in map.chain(runs.tail()) {
+            if copy_out(out, offset, &mut pos, start, ext) {
                 break;
-            }
-        }
-        if !done && pos < end && runs.tail.is_some() {
-            for (start, ext) in runs.tail().into_iter().filter(|&(k, _)| k >= first) {
-                if copy_out(out, offset, &mut pos, start, ext) {
-                    break;
-                }
             }
         }
         out[(pos - offset) as usize..].fill(0);
@@ -286,7 +285,7 @@ impl Content {
 
     #[cfg(test)]
     fn extent_count(&self) -> usize {
-        usize::from(self.one.is_some()) + self.runs.as_ref().map_or(0, |r| r.map.len() + r.tail().len())
+        usize::from(self.one.is_some()) + self.runs.as_ref().map_or(0, |r| r.map.len() + r.tail().count())
     }
 }
 

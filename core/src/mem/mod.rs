@@ -288,10 +288,6 @@ impl MemFs {
         spare.keep(old, touched);
         Ok(out)
     }
-
-    fn write(&self, f: impl FnOnce(&mut Tree, Timestamp) -> Result<()>) -> Result<()> {
-        self.commit(f, |_, _| {})
-    }
 }
 
 impl FileSystem for MemFs {
@@ -350,7 +346,7 @@ impl FileSystem for MemFs {
         };
         if orphan {
             // The commit reaps it unless someone pinned it again meanwhile.
-            let _ = self.write(|_, _| Ok(()));
+            let _ = self.commit(|_, _| Ok(()), |_, _| {});
         }
     }
 

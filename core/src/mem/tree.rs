@@ -208,8 +208,10 @@ fn lower_record(lower: &dyn FileSystem, lino: Ino, md: &Metadata, parent: Ino) -
         FileType::File => (Data::Lower { ino: lino, size: md.size }, md.nlink.max(1)),
         // Below 2, the lower does not count subdirectories (btrfs; ext4
         // past 65,000 of them): count them here, once.
-        FileType::Dir if md.nlink < 2 => (Data::Dir { parent, lower: Some(lino) }, 2 + lower_subdirs(lower, lino)?),
-        FileType::Dir => (Data::Dir { parent, lower: Some(lino) }, md.nlink),
+        FileType::Dir => {
+            let nlink = if md.nlink < 2 { 2 + lower_subdirs(lower, lino)? } else { md.nlink };
+            (Data::Dir { parent, lower: Some(lino) }, nlink)
+        }
         FileType::Symlink => (Data::Symlink(lower.readlink(lino)?.into()), md.nlink.max(1)),
     };
     // A lower file's count includes its names in merged directories: they
@@ -532,8 +534,8 @@ impl Tree {
         }
         match self.dir_source(dir)? {
             None => Ok(None),
-            Some((lower, ldir)) => match lower.lookup(ldir, name) {
-                Ok(ino) => Ok(Some((tag(ino)?, lower.metadata(ino)?.kind))),
+            Some((lower, ldir)) => match lower.lookup_kind(ldir, name) {
+                Ok((ino, kind)) => Ok(Some((tag(ino)?, kind))),
                 Err(Error::NotFound) => Ok(None),
                 Err(e) => Err(e),
             },

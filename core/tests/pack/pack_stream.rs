@@ -10,8 +10,8 @@ use packfs_core::{FileSystem, MemFs};
 use crate::common::write_file;
 
 /// The system allocator, keeping per thread the bytes live and the most
-/// live at once since the last [`reset_peak`], so that tests running in
-/// other threads do not count.
+/// live at once (see [`peak_during`]), so that tests running in other
+/// threads do not count.
 struct PerThread;
 
 thread_local! {
