@@ -19,7 +19,14 @@
 //! Durability: with [`SyncPolicy::EveryOp`] (the default) each change is
 //! fdatasynced before it is published; with [`SyncPolicy::GroupCommit`] it
 //! is published first and acknowledged once a sync covers it, so
-//! concurrent writers share one fdatasync.
+//! concurrent writers share one fdatasync. A failed sync closes the log:
+//! the kernel may have dropped the pages it could not write, so no later
+//! sync could vouch for them. The changes it covered fail (`Io`), and, as
+//! with any write whose fsync failed, may or may not be there after a
+//! reopen.
+//!
+//! One process at a time: a journal holds an exclusive lock on `DIR/lock`
+//! while it is open.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -51,6 +58,9 @@ pub enum SyncPolicy {
 /// An open journal directory and the filesystem it keeps durable.
 pub struct Journal {
     dir: PathBuf,
+    /// `DIR/lock`, locked: two writers appending to one log would
+    /// overwrite each other's records.
+    lock: File,
     generation: u64,
     fs: Arc<MemFs>,
     log: Arc<LogFile>,
@@ -121,7 +131,27 @@ fn load(dir: &Path, limits: Limits, clock: &Clock) -> Result<Loaded> {
 impl Journal {
     /// Opens (creating when missing) the journal directory `dir`.
     pub fn open(dir: &Path, policy: SyncPolicy, limits: Limits) -> Result<Journal> {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        if !dir.is_dir() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            // The new directory's name must outlive a crash, or so would
+            // nothing acknowledged inside it.
+            let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            File::open(parent).and_then(|p| p.sync_all()).with_context(|| format!("syncing {}", parent.display()))?;
+        }
+        let path = dir.join("lock");
+        let lock = File::options().create(true).truncate(false).write(true).open(&path);
+        let lock = lock.with_context(|| format!("opening {}", path.display()))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => bail!("journal {} is in use by another process", dir.display()),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", path.display()));
+            }
+        }
+        Self::open_locked(dir, lock, policy, limits)
+    }
+
+    fn open_locked(dir: &Path, lock: File, policy: SyncPolicy, limits: Limits) -> Result<Journal> {
         let clock = system_clock();
         let Loaded { generation, mut tree, log } = load(dir, limits, &clock)?;
         let (file, len) = match log {
@@ -148,7 +178,7 @@ impl Journal {
         remove_other_generations(dir, generation)?;
         let log = Arc::new(LogFile::new(file, len, policy));
         let fs = Arc::new(MemFs::journaled(tree, log.clone(), clock));
-        Ok(Journal { dir: dir.to_path_buf(), generation, fs, log, policy, limits })
+        Ok(Journal { dir: dir.to_path_buf(), lock, generation, fs, log, policy, limits })
     }
 
     /// Reads the tree a journal directory describes, changing nothing on
@@ -174,17 +204,19 @@ impl Journal {
     pub fn checkpoint(self) -> Result<Journal> {
         let next = self.generation + 1;
         let base = base_path(&self.dir, next);
-        self.log.close();
+        // Closed between changes: a change recorded in the old log is in
+        // the snapshot, and one begun after fails.
+        let snapshot = self.fs.settled_snapshot(|| self.log.close("the journal was checkpointed: reopen it"));
         write_atomic(&base, |f| {
             let mut out = io::BufWriter::new(f);
-            write_pack(&self.fs.snapshot(), &mut out).map_err(io::Error::other)?;
+            write_pack(&snapshot, &mut out).map_err(io::Error::other)?;
             out.flush()
         })
         .with_context(|| format!("writing checkpoint {}", base.display()))?;
         let header = Header { generation: next, created: system_clock()() };
         let log = log_path(&self.dir, next);
         write_atomic(&log, |f| f.write_all(&header.encode())).with_context(|| format!("creating {}", log.display()))?;
-        Journal::open(&self.dir, self.policy, self.limits)
+        Journal::open_locked(&self.dir, self.lock, self.policy, self.limits)
     }
 }
 
@@ -215,13 +247,16 @@ struct LogFile {
 struct AppendState {
     len: u64,
     seq: u64,
-    /// Set when a failed append could not be undone, or after a checkpoint.
+    /// Set when a failed append could not be undone, when a sync failed,
+    /// or after a checkpoint.
     closed: Option<&'static str>,
 }
 
 struct SyncState {
     synced: u64,
     syncing: bool,
+    /// A sync failed: nothing past `synced` is known to be on disk.
+    failed: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -235,13 +270,14 @@ impl LogFile {
             policy,
             append: Mutex::new(AppendState { len, seq: 0, closed: None }),
             appended: AtomicU64::new(0),
-            synced: Mutex::new(SyncState { synced: 0, syncing: false }),
+            synced: Mutex::new(SyncState { synced: 0, syncing: false, failed: false }),
             synced_cv: Condvar::new(),
         }
     }
 
-    fn close(&self) {
-        lock(&self.append).closed = Some("the journal was checkpointed: reopen it");
+    /// Takes no more records.
+    fn close(&self, why: &'static str) {
+        lock(&self.append).closed.get_or_insert(why);
     }
 }
 
@@ -271,6 +307,9 @@ impl Sink for LogFile {
             if st.synced >= seq {
                 return Ok(());
             }
+            if st.failed {
+                return Err(Error::Io("an earlier journal sync failed: reopen the journal".into()));
+            }
             if st.syncing {
                 st = self.synced_cv.wait(st).unwrap_or_else(|e| e.into_inner());
                 continue;
@@ -282,11 +321,16 @@ impl Sink for LogFile {
             let result = self.file.sync_data();
             st = lock(&self.synced);
             st.syncing = false;
-            if result.is_ok() {
-                st.synced = st.synced.max(target);
+            match result {
+                Ok(()) => st.synced = st.synced.max(target),
+                Err(_) => st.failed = true,
             }
             self.synced_cv.notify_all();
-            result.map_err(|e| Error::Io(format!("journal sync: {e}")))?;
+            if let Err(e) = result {
+                drop(st);
+                self.close("a journal sync failed: reopen the journal");
+                return Err(Error::Io(format!("journal sync: {e}")));
+            }
         }
     }
 
@@ -331,7 +375,7 @@ mod tests {
         drop(j);
         let mut names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         names.sort();
-        assert_eq!(names, ["base-1.pack", "journal-1.log"]);
+        assert_eq!(names, ["base-1.pack", "journal-1.log", "lock"]);
         let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
         assert_eq!(get(&**j.fs(), "a"), b"one");
         assert_eq!(get(&**j.fs(), "b"), b"two");
@@ -356,6 +400,76 @@ mod tests {
         drop(j);
         let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
         assert_eq!((get(&**j.fs(), "a"), get(&**j.fs(), "b")), (b"kept".to_vec(), b"after".to_vec()));
+    }
+
+    #[test]
+    fn a_failed_sync_closes_the_log() {
+        // fdatasync of /dev/null fails (EINVAL); its writes succeed.
+        let file = File::options().write(true).open("/dev/null").unwrap();
+        for policy in [SyncPolicy::EveryOp, SyncPolicy::GroupCommit] {
+            let log = Arc::new(LogFile::new(file.try_clone().unwrap(), 0, policy));
+            let fs = MemFs::journaled(Tree::new(system_clock()(), Limits::default()), log.clone(), system_clock());
+            assert!(matches!(fs.mkdir(fs.root(), "a", 0o755), Err(Error::Io(_))));
+            if policy == SyncPolicy::EveryOp {
+                assert_eq!(fs.lookup(fs.root(), "a"), Err(Error::NotFound), "not published");
+            }
+            // Nothing is recorded or acknowledged after it, even if a
+            // later sync would succeed.
+            assert!(matches!(fs.mkdir(fs.root(), "b", 0o755), Err(Error::Io(_))));
+            assert!(matches!(log.append(b"x"), Err(Error::Io(_))));
+            assert!(matches!(log.sync(1), Err(Error::Io(_))));
+        }
+    }
+
+    #[test]
+    fn a_journal_is_open_in_one_place_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+        let again = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default());
+        assert!(again.err().unwrap().to_string().contains("in use"));
+        let j = j.checkpoint().unwrap();
+        assert!(Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).is_err(), "the lock is kept");
+        drop(j);
+        Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    }
+
+    /// Writers keep changing the filesystem while it is checkpointed: every
+    /// change acknowledged before the checkpoint closed the log is kept.
+    #[test]
+    fn checkpoints_keep_every_acknowledged_change() {
+        use std::sync::atomic::AtomicUsize;
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+        let mut acknowledged = Vec::new();
+        for round in 0..4 {
+            let made = Arc::new(AtomicUsize::new(0));
+            let writer = {
+                let (fs, made) = (j.fs().clone(), made.clone());
+                std::thread::spawn(move || {
+                    let mut ok = Vec::new();
+                    for i in 0.. {
+                        let name = format!("r{round}-{i}");
+                        match fs.mkdir(fs.root(), &name, 0o755) {
+                            Ok(_) => ok.push(name),
+                            Err(Error::Io(_)) => return ok,
+                            Err(e) => panic!("{name}: {e}"),
+                        }
+                        made.fetch_add(1, Ordering::Relaxed);
+                    }
+                    unreachable!()
+                })
+            };
+            while made.load(Ordering::Relaxed) < 3 {
+                std::thread::yield_now();
+            }
+            j = j.checkpoint().unwrap();
+            acknowledged.extend(writer.join().unwrap());
+        }
+        drop(j);
+        let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+        for name in &acknowledged {
+            assert!(j.fs().lookup(j.fs().root(), name).is_ok(), "{name} was acknowledged, then lost");
+        }
     }
 
     #[test]

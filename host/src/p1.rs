@@ -232,7 +232,10 @@ pub struct ComponentCache {
 }
 
 impl ComponentCache {
-    /// Uses (and creates, private to this user) `dir`.
+    /// Uses (and creates, private to this user) `dir`. A directory that
+    /// was already there must be one this user owns and nobody else can
+    /// write to (`PermissionDenied` otherwise): whoever can plant a file in
+    /// it could run code as the host.
     pub fn new(dir: impl Into<PathBuf>) -> io::Result<Self> {
         let dir = dir.into();
         let mut builder = fs::DirBuilder::new();
@@ -240,6 +243,19 @@ impl ComponentCache {
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
         builder.create(&dir)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            // Not followed: a symlink could point anywhere later.
+            let md = fs::symlink_metadata(&dir)?;
+            let ours = md.uid() == rustix::process::geteuid().as_raw();
+            if !md.is_dir() || !ours || md.mode() & 0o022 != 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!("{} is not a directory private to this user", dir.display()),
+                ));
+            }
+        }
         Ok(ComponentCache { dir })
     }
 

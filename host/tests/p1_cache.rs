@@ -105,3 +105,24 @@ fn proc_exit_status_reaches_the_host() {
         (func (export "_start") (drop (call $y))))"#;
     assert_eq!(run(no_exit), 0);
 }
+
+#[test]
+fn cache_refuses_a_directory_others_can_write_to() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = ComponentCache::new(&shared).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
+
+    // A symlink to a private directory is not taken either: what it
+    // points to can change.
+    let private = dir.path().join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(ComponentCache::new(&private).is_ok(), "others may read, not write");
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&private, &link).unwrap();
+    assert_eq!(ComponentCache::new(&link).unwrap_err().kind(), std::io::ErrorKind::PermissionDenied);
+}

@@ -196,6 +196,17 @@ impl MemFs {
         Snapshot(self.current.load_full())
     }
 
+    /// Runs `before` while no change is under way and returns the version
+    /// current then, so that every change either is in it or begins after
+    /// `before`. A journal closes its log this way before a checkpoint: no
+    /// change can be recorded in the old log and missing from the pack.
+    pub fn settled_snapshot(&self, before: impl FnOnce()) -> Snapshot {
+        // A change holds the writer lock from its record to its publication.
+        let _writer = lock(&self.writer);
+        before();
+        self.snapshot()
+    }
+
     /// Current usage.
     pub fn usage(&self) -> Usage {
         self.current.load().usage()

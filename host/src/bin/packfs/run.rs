@@ -288,8 +288,12 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let mut runner = Runner::new(&engine).map_err(|e| anyhow!("setting up wasmtime: {e}"))?;
     if !args.no_cache {
         // A cache that cannot be used only costs time.
-        if let Some(cache) = ComponentCache::default_dir().and_then(|d| ComponentCache::new(d).ok()) {
-            runner = runner.with_cache(cache);
+        match ComponentCache::default_dir().map(ComponentCache::new) {
+            Some(Ok(cache)) => runner = runner.with_cache(cache),
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                eprintln!("packfs: not caching compiled modules: {e}");
+            }
+            _ => {}
         }
     }
     let guest = runner.load(&wasm).map_err(|e| anyhow!("{}", one_line(&e.to_string())).context(shown.to_string()))?;
