@@ -54,6 +54,15 @@ pub struct Parent<'a, D = Ino> {
     pub trailing_slash: bool,
 }
 
+/// Where a path ends: see [`resolve_last`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Last<'a, D = Ino> {
+    /// A path that ends without a name (`.`, `a/..`): the directory.
+    Dir(D),
+    /// The last directory and name.
+    Entry(Parent<'a, D>),
+}
+
 enum Step<'a> {
     Up,
     Name(Cow<'a, str>),
@@ -142,7 +151,8 @@ impl<'a, 's, S: Space> Walk<'a, 's, S> {
         self.todo.is_empty() && self.rest.peek().is_none()
     }
 
-    /// Replaces the symlink `at` by its target's steps.
+    /// Replaces the symlink `at` by its target's steps. A target that ends
+    /// in `/` in the last component makes the path's end one too.
     fn splice(&mut self, at: At) -> Result<()> {
         self.hops += 1;
         if self.hops > MAX_SYMLINK_HOPS {
@@ -153,6 +163,7 @@ impl<'a, 's, S: Space> Walk<'a, 's, S> {
         if c.absolute {
             return Err(Error::NotPermitted);
         }
+        self.trailing_slash |= c.trailing_slash && self.done();
         for part in c.parts.iter().rev() {
             self.todo.push(match *part {
                 Component::Parent => Step::Up,
@@ -191,6 +202,21 @@ impl<'a, 's, S: Space> Walk<'a, 's, S> {
                 FileType::Symlink if follow || self.trailing_slash => self.splice(at)?,
                 FileType::File if self.trailing_slash => return Err(Error::NotDir),
                 _ => return Ok(at),
+            }
+        }
+    }
+
+    /// Where the path ends: the last directory and name, with a symlink
+    /// there followed (within the same budget of hops) for as long as
+    /// `follow` returns one; or, for a path that ends without a name, the
+    /// directory it ends in.
+    fn resolve_last(mut self, mut follow: impl FnMut(&Parent<'a, At>) -> Result<Option<At>>) -> Result<Last<'a, At>> {
+        loop {
+            let Some(name) = self.walk_to_last()? else { return Ok(Last::Dir(self.dir())) };
+            let p = Parent { dir: self.dir(), name, trailing_slash: self.trailing_slash };
+            match follow(&p)? {
+                Some(link) => self.splice(link)?,
+                None => return Ok(Last::Entry(p)),
             }
         }
     }
@@ -283,6 +309,27 @@ pub fn resolve_parent<'a>(fs: &dyn FileSystem, root: Ino, path: &'a str) -> Resu
     Ok(Parent { dir: p.dir.1, name: p.name, trailing_slash: p.trailing_slash })
 }
 
+/// Where `path` ends, from `root`: the last directory and name, or the
+/// directory a path without a last name (`.`, `a/..`) ends in. `follow`
+/// sees each last name the walk reaches and returns the symlink to follow
+/// there, if any (opening with `O_CREAT` follows a symlink to its missing
+/// target, for example): the walk goes on through its target from where
+/// the symlink is, each one counted against [`MAX_SYMLINK_HOPS`] like any
+/// other.
+pub fn resolve_last<'a>(
+    fs: &dyn FileSystem,
+    root: Ino,
+    path: &'a str,
+    mut follow: impl FnMut(&Parent<'a>) -> Result<Option<Ino>>,
+) -> Result<Last<'a>> {
+    let outer = |p: &Parent<'a, At>| Parent { dir: p.dir.1, name: p.name.clone(), trailing_slash: p.trailing_slash };
+    let last = Walk::new(&Single(fs), (0, root), path)?.resolve_last(|p| Ok(follow(&outer(p))?.map(|ino| (0, ino))))?;
+    Ok(match last {
+        Last::Dir((_, ino)) => Last::Dir(ino),
+        Last::Entry(p) => Last::Entry(outer(&p)),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,6 +394,35 @@ mod tests {
                 assert_eq!(resolve_in(&space, (0, fs.root()), path, follow), full, "{path:?} {follow}");
             }
         }
+    }
+
+    /// `resolve_last` goes on through the symlinks `follow` picks, from
+    /// where each one is, and a target ending in `/` must be a directory.
+    #[test]
+    fn last_symlinks_are_followed_where_they_are() {
+        let fs = MemFs::new();
+        let a = fs.mkdir(fs.root(), "a", 0o755).unwrap();
+        let b = fs.mkdir(a, "b", 0o755).unwrap();
+        let f = fs.open(b, "f", &OpenOptions::create()).unwrap();
+        fs.symlink(b, "up", "../b/f").unwrap();
+        fs.symlink(b, "missing", "../new").unwrap();
+        fs.symlink(b, "dot", "..").unwrap();
+        fs.symlink(b, "fslash", "f/").unwrap();
+        let links = |p: &Parent<'_>| match fs.lookup_kind(p.dir, &p.name) {
+            Ok((ino, FileType::Symlink)) => Ok(Some(ino)),
+            Ok(_) | Err(Error::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        };
+        let entry = |dir, name: &'static str| Last::Entry(Parent { dir, name: name.into(), trailing_slash: false });
+        assert_eq!(resolve_last(&fs, fs.root(), "a/b/up", links), Ok(entry(b, "f")));
+        assert_eq!(resolve_last(&fs, fs.root(), "a/b/missing", links), Ok(entry(a, "new")));
+        assert_eq!(resolve_last(&fs, fs.root(), "a/b/dot", links), Ok(Last::Dir(a)));
+        assert_eq!(resolve_last(&fs, b, "up", links), Err(Error::NotPermitted), "no way above the root");
+        assert_eq!(resolve_last(&fs, fs.root(), "a/b/up", |_| Ok(None)), Ok(entry(b, "up")));
+        let slash = Last::Entry(Parent { dir: b, name: "f".into(), trailing_slash: true });
+        assert_eq!(resolve_last(&fs, fs.root(), "a/b/fslash", links), Ok(slash));
+        assert_eq!(resolve(&fs, fs.root(), "a/b/fslash", true), Err(Error::NotDir));
+        assert_eq!(resolve(&fs, fs.root(), "a/b/up", true), Ok(f));
     }
 
     #[test]

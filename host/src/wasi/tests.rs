@@ -172,6 +172,31 @@ fn symlinks_and_containment() {
     );
 }
 
+/// One open-at follows at most 40 symlinks in all, as on Linux: those in
+/// the path's directories count once, however many symlinks follow in the
+/// last component.
+#[test]
+fn symlink_hops_are_counted_once_per_open() {
+    let mut g = rw(Arc::new(MemFs::new()));
+    let root = g.preopens().remove(0);
+    write_file(&mut g, &root, "f", b"end");
+    g.view().symlink_at(b(&root), ".".into(), "x".into()).unwrap();
+    // l0 -> l1 -> ... -> l20 -> f: 21 hops in the last component.
+    for i in 0..21 {
+        let target = if i == 20 { "f".to_owned() } else { format!("l{}", i + 1) };
+        g.view().symlink_at(b(&root), target.into(), format!("l{i}").into()).unwrap();
+    }
+    let open =
+        |g: &mut Guest, path: String| g.view().open_at(b(&root), PF::SYMLINK_FOLLOW, path, OF::empty(), DF::READ);
+    // 19 through `x`, then 21: 40.
+    let f = open(&mut g, format!("{}l0", "x/".repeat(19))).unwrap();
+    assert_eq!(g.view().read(b(&f), 10, 0).unwrap().0, b"end");
+    assert_eq!(code(open(&mut g, format!("{}l0", "x/".repeat(20)))), ErrorCode::Loop);
+    // A target ending in `/` must be a directory.
+    g.view().symlink_at(b(&root), "f/".into(), "fslash".into()).unwrap();
+    assert_eq!(code(open(&mut g, "fslash".into())), ErrorCode::NotDirectory);
+}
+
 #[test]
 fn access_modes() {
     let mut g = rw(Arc::new(MemFs::new()));
