@@ -184,7 +184,7 @@ fn symlink_hops_are_counted_once_per_open() {
     // l0 -> l1 -> ... -> l20 -> f: 21 hops in the last component.
     for i in 0..21 {
         let target = if i == 20 { "f".to_owned() } else { format!("l{}", i + 1) };
-        g.view().symlink_at(b(&root), target.into(), format!("l{i}").into()).unwrap();
+        g.view().symlink_at(b(&root), target, format!("l{i}")).unwrap();
     }
     let open =
         |g: &mut Guest, path: String| g.view().open_at(b(&root), PF::SYMLINK_FOLLOW, path, OF::empty(), DF::READ);
