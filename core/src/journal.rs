@@ -69,7 +69,11 @@ pub trait Sink: Send + Sync {
     /// must leave the log as it was) and returns its sequence number. Called
     /// under the writer lock, before the change is published.
     fn append(&self, record: &[u8]) -> Result<u64>;
-    /// Returns once record `seq` (and every one before it) is durable.
+    /// Returns once record `seq` (and every one before it) is durable. A
+    /// failure leaves the records it covered in the log, durable or not,
+    /// while their changes fail: the sink must then take no more records
+    /// (a later one could contradict a failed change that a replay will
+    /// apply), as the host's log does.
     fn sync(&self, seq: u64) -> Result<()>;
     /// True: sync under the writer lock, so a change is durable before any
     /// reader sees it (one fsync per change). False: group commit — sync

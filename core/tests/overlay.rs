@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use packfs_core::mem::{LOWER_TAG, Limits, ROOT};
 use packfs_core::resolve::resolve;
-use packfs_core::{DirEntry, Error, FileSystem, Ino, MemFs, Metadata, OpenOptions, Result, Snapshot};
+use packfs_core::{DirEntry, Error, FileSystem, Ino, MemFs, Metadata, OpenOptions, Result, SetTime, Snapshot};
 
 /// A lower filesystem that counts the bytes read from it and the entries
 /// listed (read-only: the trait's defaults refuse every change).
@@ -340,6 +340,45 @@ fn open_lower_file_outlives_its_name() {
     assert_eq!(&buf, b"lower a!");
     fs.close(h);
     assert_eq!(fs.metadata(h), Err(Error::NotFound));
+}
+
+/// A cut of a lower file copies up exactly what it keeps, and counts
+/// exactly that, however the lower's bytes come in pieces.
+#[test]
+fn a_cut_lower_file_counts_what_it_keeps() {
+    let low = lower();
+    let limits = Limits { max_bytes: Some(10 << 20), max_inodes: None };
+    let fs = MemFs::overlay_with_options(low.clone(), limits, packfs_core::system_clock()).unwrap();
+    let big = resolve(&fs, ROOT, "big.bin", true).unwrap();
+    let keep = (1 << 20) + 1; // more than one piece of the copy
+    fs.set_len(big, keep).unwrap();
+    assert_eq!(low.bytes_read.load(Ordering::Relaxed), keep as usize);
+    assert_eq!(fs.metadata(big).unwrap().size, keep);
+    assert_eq!(fs.usage().bytes, keep);
+    assert_eq!(get(&fs, "big.bin").unwrap(), vec![7; keep as usize]);
+    fs.unlink(ROOT, "big.bin").unwrap();
+    assert_eq!(fs.usage().bytes, 0);
+    put(&fs, "after", &[1; 4096]);
+    assert_eq!(fs.usage().bytes, 4096);
+}
+
+/// A zero-length write changes nothing: no copy-up, no quota, no times.
+#[test]
+fn empty_writes_leave_a_lower_file_alone() {
+    let low = lower();
+    let limits = Limits { max_bytes: Some(1024), max_inodes: None };
+    let fs = MemFs::overlay_with_options(low.clone(), limits, packfs_core::system_clock()).unwrap();
+    let big = resolve(&fs, ROOT, "big.bin", true).unwrap();
+    let before = fs.metadata(big).unwrap();
+    assert_eq!(fs.write_at(big, 5, b""), Ok(0));
+    assert_eq!(fs.append(big, b""), Ok(3 << 20));
+    fs.set_times(big, SetTime::Keep, SetTime::Keep).unwrap();
+    assert_eq!(fs.metadata(big).unwrap(), before);
+    assert_eq!(low.bytes_read.load(Ordering::Relaxed), 0);
+    assert_eq!(fs.usage().bytes, 0);
+    assert_eq!(fs.write_at(ROOT, 0, b""), Err(Error::IsDir));
+    assert_eq!(fs.write_at(big, u64::MAX, b""), Err(Error::FileTooLarge));
+    assert_eq!(fs.write_at(LOWER_TAG | 999_999, 0, b""), Err(Error::NotFound));
 }
 
 #[test]

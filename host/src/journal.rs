@@ -422,6 +422,15 @@ mod tests {
     }
 
     #[test]
+    fn limits_change_on_a_journaled_filesystem() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+        j.fs().set_limits(Limits { max_bytes: None, max_inodes: Some(2) });
+        j.fs().mkdir(j.fs().root(), "a", 0o755).unwrap();
+        assert_eq!(j.fs().mkdir(j.fs().root(), "b", 0o755), Err(Error::Quota));
+    }
+
+    #[test]
     fn a_journal_is_open_in_one_place_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
         let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();

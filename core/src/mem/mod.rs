@@ -212,13 +212,17 @@ impl MemFs {
         self.current.load().usage()
     }
 
-    /// Changes the limits; see [`Tree::set_limits`].
+    /// Changes the limits; see [`Tree::set_limits`]. Limits are settings,
+    /// not data: a journal does not record them.
     pub fn set_limits(&self, limits: Limits) {
         // Cannot fail.
-        let _ = self.batch(|t, _| {
-            t.set_limits(limits);
-            Ok(())
-        });
+        let _ = self.commit(
+            |t, _| {
+                t.set_limits(limits);
+                Ok(())
+            },
+            |_, _| {},
+        );
     }
 
     /// Applies `f` to the tree as one atomic change: readers see all of it

@@ -748,7 +748,9 @@ impl Tree {
         let mut buf = vec![0; size.min(1 << 20) as usize];
         let mut offset = 0;
         while offset < size {
-            let n = lower.read_at(lino, offset, &mut buf)?;
+            // Never past `size`: that much is charged, and no more is kept.
+            let want = (size - offset).min(buf.len() as u64) as usize;
+            let n = lower.read_at(lino, offset, &mut buf[..want])?;
             if n == 0 {
                 return Err(Error::Io(format!("lower file {lino} ended at {offset} of {size} bytes")));
             }
@@ -887,23 +889,41 @@ impl Tree {
 
     /// Writes `data` at `offset`.
     pub fn write_at(&mut self, ino: Ino, offset: u64, data: &[u8], now: Timestamp) -> Result<usize> {
+        if data.is_empty() {
+            return self.size_unchanged(ino, offset).map(|_| 0);
+        }
         let old = self.upper_size(ino)?;
         self.write_sized(ino, old, offset, data, now)
     }
 
     /// Writes `data` at the end of the file; returns where it went.
     pub fn append(&mut self, ino: Ino, data: &[u8], now: Timestamp) -> Result<u64> {
+        if data.is_empty() {
+            return self.size_unchanged(ino, 0);
+        }
         let old = self.upper_size(ino)?;
         self.write_sized(ino, old, old, data, now)?;
         Ok(old)
     }
 
-    /// [`Tree::write_at`] of a file whose upper size is `old`.
+    /// The size of file `ino`, for a zero-length write at `offset`, which
+    /// POSIX has change nothing: a lower file stays in the lower.
+    fn size_unchanged(&self, ino: Ino, offset: u64) -> Result<u64> {
+        if offset > MAX_FILE_SIZE {
+            return Err(Error::FileTooLarge);
+        }
+        let md = self.metadata(ino)?;
+        match md.kind {
+            FileType::File => Ok(md.size),
+            FileType::Dir => Err(Error::IsDir),
+            FileType::Symlink => Err(Error::Invalid),
+        }
+    }
+
+    /// [`Tree::write_at`] of `data` (not empty) into a file whose upper size
+    /// is `old`.
     fn write_sized(&mut self, ino: Ino, old: u64, offset: u64, data: &[u8], now: Timestamp) -> Result<usize> {
         let end = offset.checked_add(data.len() as u64).filter(|&e| e <= MAX_FILE_SIZE).ok_or(Error::FileTooLarge)?;
-        if data.is_empty() {
-            return Ok(0); // POSIX: a zero-length write changes nothing.
-        }
         self.charge_bytes(old, old.max(end))?;
         let i = self.file_mut(ino)?;
         if let Data::File(c) = &mut i.data {
@@ -1050,7 +1070,12 @@ impl Tree {
     }
 
     /// Sets access and modification times; `now` fills [`SetTime::Now`].
+    /// Keeping both changes nothing, not even the ctime (as Linux's
+    /// `utimensat` with two `UTIME_OMIT`s).
     pub fn set_times(&mut self, ino: Ino, atime: SetTime, mtime: SetTime, now: Timestamp) -> Result<()> {
+        if (atime, mtime) == (SetTime::Keep, SetTime::Keep) {
+            return self.metadata(ino).map(|_| ());
+        }
         self.adopt(ino)?;
         let i = self.inode_mut(ino)?;
         let pick = |t: SetTime, old: Timestamp| match t {
