@@ -46,11 +46,17 @@ const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGIC
 pub struct DirFs {
     root: OwnedFd,
     root_ino: Ino,
+    /// The root's device: a name that is another filesystem's mount point
+    /// is not served (no path may cross into it).
+    root_dev: u64,
     read_only: bool,
     /// Where each inode handed out was last seen (the root has no place).
     places: Mutex<HashMap<Ino, Place>>,
-    /// Pinned inodes: their fds, one per `open`.
-    open: Mutex<HashMap<Ino, Vec<Pinned>>>,
+    /// Pinned inodes: their open handles and the fds serving them.
+    open: Mutex<HashMap<Ino, Held>>,
+    /// Held by an append from finding the end to writing there, so that
+    /// appends through this backend never overwrite each other.
+    appending: Mutex<()>,
     /// Listings kept, the next to go first.
     listings: Mutex<VecDeque<Listing>>,
 }
@@ -84,6 +90,48 @@ struct Pinned {
     fd: Arc<OwnedFd>,
     read: bool,
     write: bool,
+}
+
+/// The open handles of one inode and the fds that serve them. `close`
+/// does not say which handle closes, so an fd goes early only when the
+/// others can do all it could; the rest go with the last handle.
+#[derive(Default)]
+struct Held {
+    handles: usize,
+    fds: Vec<Pinned>,
+}
+
+impl Held {
+    fn pin(&mut self, p: Pinned) {
+        self.handles += 1;
+        self.fds.push(p);
+    }
+
+    /// One handle closed; true when it was the last.
+    fn unpin(&mut self) -> bool {
+        self.handles -= 1;
+        if self.handles == 0 {
+            return true;
+        }
+        let covered = |i: usize| {
+            let others = || self.fds.iter().enumerate().filter(move |&(j, _)| j != i).map(|(_, p)| p);
+            (!self.fds[i].read || others().any(|p| p.read)) && (!self.fds[i].write || others().any(|p| p.write))
+        };
+        if let Some(i) = (0..self.fds.len()).find(|&i| covered(i)) {
+            self.fds.remove(i);
+        }
+        false
+    }
+
+    /// An fd that reads, or writes, or either (`None`).
+    fn fd(&self, write: Option<bool>) -> Option<Arc<OwnedFd>> {
+        let fits = |p: &&Pinned| match write {
+            Some(true) => p.write,
+            Some(false) => p.read,
+            None => p.read || p.write,
+        };
+        self.fds.iter().find(fits).map(|p| p.fd.clone())
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -127,8 +175,12 @@ fn kind(st: &Stat) -> Result<FileType> {
     }
 }
 
+/// A host time; one before 1970 reads as 1970 (PackFS times are unsigned).
 fn time(secs: i64, nanos: i64) -> Timestamp {
-    Timestamp::new(secs.max(0) as u64, nanos.clamp(0, 999_999_999) as u32)
+    if secs < 0 {
+        return Timestamp::new(0, 0);
+    }
+    Timestamp::new(secs as u64, nanos.clamp(0, 999_999_999) as u32)
 }
 
 fn metadata(ino: Ino, st: &Stat) -> Result<Metadata> {
@@ -153,13 +205,15 @@ impl DirFs {
     /// `ReadOnly`.
     pub fn open(path: &Path, read_only: bool) -> std::io::Result<Self> {
         let root = rustix::fs::open(path, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
-        let root_ino = rustix::fs::fstat(&root)?.st_ino;
+        let st = rustix::fs::fstat(&root)?;
         Ok(DirFs {
             root,
-            root_ino,
+            root_ino: st.st_ino,
+            root_dev: st.st_dev,
             read_only,
             places: Mutex::default(),
             open: Mutex::default(),
+            appending: Mutex::default(),
             listings: Mutex::default(),
         })
     }
@@ -253,13 +307,13 @@ impl DirFs {
 
     /// A pinned fd of `ino` that can read (or write), else a fresh one.
     fn data_fd(&self, ino: Ino, write: bool) -> Result<Arc<OwnedFd>> {
-        if let Some(fds) = lock(&self.open).get(&ino)
-            && let Some(p) = fds.iter().find(|p| if write { p.write } else { p.read })
-        {
-            return Ok(p.fd.clone());
+        if let Some(fd) = lock(&self.open).get(&ino).and_then(|h| h.fd(Some(write))) {
+            return Ok(fd);
         }
         let flags = if write { OFlags::WRONLY } else { OFlags::RDONLY };
-        let fd = self.open_beneath(&self.path_of(ino)?, flags)?;
+        // Not blocking on a fifo, nor taking a terminal, before the type
+        // check below refuses them.
+        let fd = self.open_beneath(&self.path_of(ino)?, flags | OFlags::NONBLOCK | OFlags::NOCTTY)?;
         let st = rustix::fs::fstat(&fd).map_err(errno)?;
         if st.st_ino != ino {
             return Err(Error::NotFound);
@@ -324,6 +378,12 @@ impl DirFs {
         Ok(entries)
     }
 
+    /// An fd an open handle of `ino` holds that reads or writes (not an
+    /// `O_PATH` one), to reach the inode even after it lost its name.
+    fn held_fd(&self, ino: Ino) -> Option<Arc<OwnedFd>> {
+        lock(&self.open).get(&ino).and_then(|h| h.fd(None))
+    }
+
     /// Drops the listing of `dir`, if one is kept.
     fn drop_listing(&self, dir: Ino) {
         lock(&self.listings).retain(|l| l.dir != dir);
@@ -339,6 +399,10 @@ impl FileSystem for DirFs {
         validate_name(name)?;
         let dfd = self.dir_fd(dir)?;
         let st = rustix::fs::statat(&dfd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
+        if st.st_dev != self.root_dev {
+            // Another filesystem's mount point: as openat2 would say.
+            return Err(Error::NotPermitted);
+        }
         self.remember(st.st_ino, dir, name);
         Ok(st.st_ino)
     }
@@ -353,28 +417,42 @@ impl FileSystem for DirFs {
     }
 
     fn metadata(&self, ino: Ino) -> Result<Metadata> {
-        if let Some(fds) = lock(&self.open).get(&ino)
-            && let Some(p) = fds.first()
-        {
-            return metadata(ino, &rustix::fs::fstat(&*p.fd).map_err(errno)?);
+        if let Some(p) = lock(&self.open).get(&ino).and_then(|h| h.fds.first().map(|p| p.fd.clone())) {
+            return metadata(ino, &rustix::fs::fstat(&*p).map_err(errno)?);
         }
         metadata(ino, &self.node(ino)?.1)
     }
 
     fn open(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Ino> {
         validate_name(name)?;
-        if opts.writes() || opts.create {
-            self.writable()?;
-        }
         if opts.create && opts.directory {
             return Err(Error::Invalid);
+        }
+        if opts.writes() {
+            self.writable()?;
+        }
+        if opts.create && self.read_only {
+            // Linux opens an existing file; only a file that must be made
+            // is `ReadOnly`.
+            let existing = OpenOptions { create: false, exclusive: false, ..*opts };
+            return match self.open(dir, name, &existing) {
+                Ok(ino) if opts.exclusive => {
+                    self.close(ino);
+                    Err(Error::Exists)
+                }
+                Err(Error::NotFound) => Err(Error::ReadOnly),
+                other => other,
+            };
         }
         let dfd = self.dir_fd(dir)?;
         let write = opts.write || opts.append || opts.truncate;
         // A writer opens read-write where the mode allows, so that its fd
         // can also serve reads through other handles of the same inode.
         let mut flags = if write { OFlags::RDWR } else { OFlags::RDONLY };
-        flags |= OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        // Not blocking on a fifo, nor taking a terminal: such files are
+        // refused below. (O_NONBLOCK changes nothing for files and
+        // directories.)
+        flags |= OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
         for (on, flag) in [
             (opts.create, OFlags::CREATE),
             (opts.exclusive, OFlags::EXCL),
@@ -393,10 +471,11 @@ impl FileSystem for DirFs {
             }
             r => (r.map_err(errno)?, true),
         };
-        let ino = rustix::fs::fstat(&fd).map_err(errno)?.st_ino;
-        self.remember(ino, dir, name);
-        lock(&self.open).entry(ino).or_default().push(Pinned { fd: Arc::new(fd), read, write });
-        Ok(ino)
+        let st = rustix::fs::fstat(&fd).map_err(errno)?;
+        kind(&st)?;
+        self.remember(st.st_ino, dir, name);
+        lock(&self.open).entry(st.st_ino).or_default().pin(Pinned { fd: Arc::new(fd), read, write });
+        Ok(st.st_ino)
     }
 
     fn open_ino(&self, ino: Ino) -> Result<()> {
@@ -404,19 +483,14 @@ impl FileSystem for DirFs {
         if rustix::fs::fstat(&fd).map_err(errno)?.st_ino != ino {
             return Err(Error::NotFound);
         }
-        lock(&self.open).entry(ino).or_default().push(Pinned { fd: Arc::new(fd), read: false, write: false });
+        lock(&self.open).entry(ino).or_default().pin(Pinned { fd: Arc::new(fd), read: false, write: false });
         Ok(())
     }
 
     fn close(&self, ino: Ino) {
         let mut open = lock(&self.open);
-        if let Some(fds) = open.get_mut(&ino) {
-            // Keep the most capable fds longest: a remaining handle may need them.
-            let i = fds.iter().position(|p| !p.write).unwrap_or(fds.len() - 1);
-            fds.remove(i);
-            if fds.is_empty() {
-                open.remove(&ino);
-            }
+        if open.get_mut(&ino).is_some_and(Held::unpin) {
+            open.remove(&ino);
         }
     }
 
@@ -437,7 +511,11 @@ impl FileSystem for DirFs {
     }
 
     fn append(&self, ino: Ino, data: &[u8]) -> Result<u64> {
+        self.writable()?;
         let fd = self.data_fd(ino, true)?;
+        // Atomic with respect to this backend's other appends; another
+        // process's writes to the host file are beyond its reach.
+        let _appending = lock(&self.appending);
         let end = rustix::fs::fstat(&*fd).map_err(errno)?.st_size.max(0) as u64;
         self.write_at(ino, end, data)?;
         Ok(end)
@@ -565,6 +643,10 @@ impl FileSystem for DirFs {
             SetTime::At(t) => Timespec { tv_sec: t.secs.min(i64::MAX as u64) as i64, tv_nsec: t.nanos.into() },
         };
         let times = Timestamps { last_access: spec(atime), last_modification: spec(mtime) };
+        // An open file may have lost its name: its own fd still reaches it.
+        if let Some(fd) = self.held_fd(ino) {
+            return rustix::fs::futimens(&*fd, &times).map_err(errno);
+        }
         let (fd, st) = self.node(ino)?;
         if kind(&st)? == FileType::Symlink {
             // The magic link would lead to the symlink's target: go by name,
@@ -577,6 +659,9 @@ impl FileSystem for DirFs {
 
     fn set_mode(&self, ino: Ino, mode: u32) -> Result<()> {
         self.writable()?;
+        if let Some(fd) = self.held_fd(ino) {
+            return rustix::fs::fchmod(&*fd, Mode::from_raw_mode(mode & 0o7777)).map_err(errno);
+        }
         let (fd, st) = self.node(ino)?;
         if kind(&st)? == FileType::Symlink {
             return Err(Error::Unsupported); // Linux symlinks have no mode of their own
@@ -591,6 +676,9 @@ impl FileSystem for DirFs {
     }
 
     fn sync(&self, ino: Ino) -> Result<()> {
+        if let Some(fd) = self.held_fd(ino) {
+            return rustix::fs::fsync(fd.as_fd()).map_err(errno);
+        }
         let fd = match self.data_fd(ino, false) {
             Err(Error::IsDir) => Arc::new(self.open_beneath(&self.path_of(ino)?, OFlags::RDONLY | OFlags::DIRECTORY)?),
             other => other?,
@@ -631,6 +719,34 @@ mod tests {
         let places = lock(&fs.places);
         assert_eq!(places.len(), 1, "only keep/ is left");
         assert!(places.contains_key(&keep));
+    }
+
+    /// `close` does not say which handle closes: an fd goes only when the
+    /// others can do all it could, and the rest with the last handle.
+    #[test]
+    fn closing_keeps_what_other_handles_need() {
+        let fd = || Arc::new(rustix::fs::open("/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).unwrap());
+        let (r, w, rw) = ((true, false), (false, true), (true, true));
+        let held = |kinds: &[(bool, bool)]| {
+            let mut h = Held::default();
+            for &(read, write) in kinds {
+                h.pin(Pinned { fd: fd(), read, write });
+            }
+            h
+        };
+        let kinds = |h: &Held| h.fds.iter().map(|p| (p.read, p.write)).collect::<Vec<_>>();
+        // A reader and a writer: neither can stand in for the other.
+        let mut h = held(&[r, w]);
+        assert!(!h.unpin());
+        assert_eq!(kinds(&h), [r, w]);
+        assert!(h.unpin(), "the last handle");
+        // A read-write fd covers a reader.
+        let mut h = held(&[r, rw, w]);
+        assert!(!h.unpin());
+        assert_eq!(kinds(&h), [rw, w]);
+        assert!(!h.unpin());
+        assert_eq!(kinds(&h), [rw]);
+        assert!(h.fd(Some(false)).is_some() && h.fd(Some(true)).is_some());
     }
 
     /// A walk that reads a page of a big directory, then lists many small

@@ -144,6 +144,14 @@ fn read_only_refuses_every_change() {
     let inner = resolve(&fs, root, "sub/inner", true).unwrap();
     assert_eq!(read(&fs, "sub/inner").unwrap(), b"inner");
     assert_eq!(fs.open(root, "x", &OpenOptions::create()), Err(Error::ReadOnly));
+    // O_CREAT of a file that exists opens it, as Linux does on a read-only
+    // mount; with O_EXCL it exists.
+    let read_create = OpenOptions { create: true, ..OpenOptions::read() };
+    let h = fs.open(inner_dir(&fs), "inner", &read_create).unwrap();
+    assert_eq!(h, inner);
+    fs.close(h);
+    let exclusive = OpenOptions { exclusive: true, ..read_create };
+    assert_eq!(fs.open(inner_dir(&fs), "inner", &exclusive), Err(Error::Exists));
     assert_eq!(fs.open(root, "sub", &OpenOptions { write: true, ..OpenOptions::default() }), Err(Error::ReadOnly));
     assert_eq!(fs.write_at(inner, 0, b"x"), Err(Error::ReadOnly));
     assert_eq!(fs.set_len(inner, 0), Err(Error::ReadOnly));
@@ -152,6 +160,79 @@ fn read_only_refuses_every_change() {
     assert_eq!(fs.rename(root, "sub", root, "x"), Err(Error::ReadOnly));
     assert_eq!(fs.set_mode(inner, 0o777), Err(Error::ReadOnly));
     assert_eq!(std::fs::read(f.root.join("sub/inner")).unwrap(), b"inner");
+}
+
+fn inner_dir(fs: &DirFs) -> packfs_core::Ino {
+    resolve(fs, fs.root(), "sub", true).unwrap()
+}
+
+/// Fifos and devices are not PackFS objects: refused before they could
+/// block the host (a fifo's open waits for a writer) or take a terminal.
+#[test]
+fn fifos_are_refused_without_blocking() {
+    let f = fixture();
+    rustix::fs::mknodat(rustix::fs::CWD, &f.root.join("fifo"), rustix::fs::FileType::Fifo, 0o644.into(), 0).unwrap();
+    let fs = DirFs::open(&f.root, false).unwrap();
+    let root = fs.root();
+    assert_eq!(fs.open(root, "fifo", &OpenOptions::read()), Err(Error::Unsupported));
+    assert_eq!(fs.open(root, "fifo", &OpenOptions { write: true, ..OpenOptions::default() }), Err(Error::Unsupported));
+    let ino = fs.lookup(root, "fifo").unwrap();
+    assert_eq!(fs.read_at(ino, 0, &mut [0; 4]), Err(Error::Unsupported));
+    assert_eq!(fs.metadata(ino), Err(Error::Unsupported));
+}
+
+/// An open file that lost its name is still reached through its handle:
+/// times, mode and sync included.
+#[test]
+fn an_unlinked_open_file_keeps_working() {
+    let f = fixture();
+    let fs = DirFs::open(&f.root, false).unwrap();
+    let root = fs.root();
+    let h = fs.open(root, "f", &OpenOptions::create()).unwrap();
+    fs.write_at(h, 0, b"data").unwrap();
+    fs.unlink(root, "f").unwrap();
+    let t = Timestamp::new(1_000_000, 5);
+    fs.set_times(h, SetTime::At(t), SetTime::At(t)).unwrap();
+    fs.set_mode(h, 0o600).unwrap();
+    fs.sync(h).unwrap();
+    let md = fs.metadata(h).unwrap();
+    assert_eq!((md.mtime, md.atime, md.mode, md.nlink), (t, t, 0o600, 0));
+    assert_eq!(fs.append(h, b"+").unwrap(), 4);
+    fs.close(h);
+}
+
+/// Appends through several handles at once never overwrite each other,
+/// and each is told where its bytes went.
+#[test]
+fn concurrent_appends_keep_every_byte() {
+    let f = fixture();
+    let fs = std::sync::Arc::new(DirFs::open(&f.root, false).unwrap());
+    let ino = fs.open(fs.root(), "log", &OpenOptions::create()).unwrap();
+    let threads: Vec<_> = (0..4u8)
+        .map(|t| {
+            let fs = fs.clone();
+            std::thread::spawn(move || {
+                let h = fs.open(fs.root(), "log", &OpenOptions { append: true, ..OpenOptions::default() }).unwrap();
+                let at: Vec<u64> = (0..200).map(|_| fs.append(h, &[b'a' + t; 8]).unwrap()).collect();
+                fs.close(h);
+                (t, at)
+            })
+        })
+        .collect();
+    let mut offsets = Vec::new();
+    let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let content = std::fs::read(f.root.join("log")).unwrap();
+    assert_eq!(content.len(), 4 * 200 * 8);
+    for (t, at) in results {
+        for o in at {
+            assert_eq!(&content[o as usize..o as usize + 8], &[b'a' + t; 8], "append at {o}");
+            offsets.push(o);
+        }
+    }
+    offsets.sort();
+    offsets.dedup();
+    assert_eq!(offsets.len(), 800);
+    fs.close(ino);
 }
 
 #[test]
