@@ -50,6 +50,8 @@ pub struct DirFs {
     /// is not served (no path may cross into it).
     root_dev: u64,
     read_only: bool,
+    /// With [`DirFs::strict`]: what a listing may still leave out.
+    strict: Option<LeaveOut>,
     /// Where each inode handed out was last seen (the root has no place).
     places: Mutex<HashMap<Ino, Place>>,
     /// Pinned inodes: their open handles and the fds serving them.
@@ -84,6 +86,10 @@ const LISTED_ENTRIES: usize = 1 << 20;
 /// Directories a path may climb through (a longer chain of places is a
 /// cycle, which moves behind our back can make).
 const MAX_DEPTH: usize = packfs_core::path::MAX_PATH / 2;
+
+/// Which entries a strict listing may leave out, by path: see
+/// [`DirFs::strict`].
+type LeaveOut = Box<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// An fd held for an open handle, and what it may do.
 struct Pinned {
@@ -176,6 +182,16 @@ fn kind(st: &Stat) -> Result<FileType> {
 }
 
 /// A host time; one before 1970 reads as 1970 (PackFS times are unsigned).
+/// What a host file that is not a PackFS object is.
+fn special(t: rustix::fs::FileType) -> &'static str {
+    match t {
+        rustix::fs::FileType::Fifo => "a fifo",
+        rustix::fs::FileType::Socket => "a socket",
+        rustix::fs::FileType::CharacterDevice | rustix::fs::FileType::BlockDevice => "a device",
+        _ => "not a file, directory or symlink",
+    }
+}
+
 fn time(secs: i64, nanos: i64) -> Timestamp {
     if secs < 0 {
         return Timestamp::new(0, 0);
@@ -211,11 +227,33 @@ impl DirFs {
             root_ino: st.st_ino,
             root_dev: st.st_dev,
             read_only,
+            strict: None,
             places: Mutex::default(),
             open: Mutex::default(),
             appending: Mutex::default(),
             listings: Mutex::default(),
         })
+    }
+
+    /// Listings fail (`Io`, naming the entry) where they would leave out
+    /// what PackFS cannot hold — a name that is not UTF-8, a fifo, socket
+    /// or device — unless `leave_out` is true for its path from the root
+    /// (made UTF-8 lossily). A guest's view leaves such entries out; a
+    /// copy of the tree must not lose them silently.
+    pub fn strict(self, leave_out: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
+        DirFs { strict: Some(Box::new(leave_out)), ..self }
+    }
+
+    /// An entry of `dir` a listing cannot hold: left out, or, when
+    /// [`Self::strict`] does not leave it out, an error.
+    fn unlisted(&self, dir: Ino, name: &std::ffi::OsStr, what: &str) -> Result<()> {
+        let Some(leave_out) = &self.strict else { return Ok(()) };
+        let path = self.path_of(dir)?.join(name);
+        let path = path.to_string_lossy();
+        if leave_out(&path) {
+            return Ok(());
+        }
+        Err(Error::Io(format!("{path}: {what}, which PackFS cannot hold")))
     }
 
     fn writable(&self) -> Result<()> {
@@ -338,7 +376,11 @@ impl DirFs {
         for e in rustix::fs::Dir::new(fd).map_err(errno)? {
             let e = e.map_err(errno)?;
             // Names that are not UTF-8 cannot be WASI paths: not listed.
-            let Ok(name) = e.file_name().to_str() else { continue };
+            let Ok(name) = e.file_name().to_str() else {
+                let raw = std::os::unix::ffi::OsStrExt::from_bytes(e.file_name().to_bytes());
+                self.unlisted(dir, raw, "a name that is not UTF-8")?;
+                continue;
+            };
             if name == "." || name == ".." {
                 continue;
             }
@@ -349,12 +391,18 @@ impl DirFs {
                 rustix::fs::FileType::Unknown => match rustix::fs::statat(&dfd, name, AtFlags::SYMLINK_NOFOLLOW) {
                     Ok(st) => match kind(&st) {
                         Ok(k) => k,
-                        Err(_) => continue,
+                        Err(_) => {
+                            self.unlisted(dir, name.as_ref(), "not a file, directory or symlink")?;
+                            continue;
+                        }
                     },
                     Err(Errno::NOENT) => continue, // gone since it was read
                     Err(e) => return Err(errno(e)),
                 },
-                _ => continue,
+                other => {
+                    self.unlisted(dir, name.as_ref(), special(other))?;
+                    continue;
+                }
             };
             entries.push(DirEntry { name: name.into(), ino: e.ino(), kind });
         }

@@ -597,3 +597,43 @@ fn every_subcommand_has_help() {
     assert!(ok(["pack", "--help"]).contains("--exclude <GLOB>"));
     assert!(ok(["unpack", "--help"]).contains("--force"));
 }
+
+#[test]
+fn pack_refuses_what_it_cannot_hold_unless_excluded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    std::fs::write(src.join("kept"), b"kept").unwrap();
+    rustix::fs::mknodat(CWD, src.join("sub/fifo"), rustix::fs::FileType::Fifo, 0o644.into(), 0).unwrap();
+    let out = tmp.path().join("a.pack");
+    fails(["pack", p(&src), "-o", p(&out)], &["sub/fifo", "a fifo"]);
+    assert!(!out.exists(), "nothing published");
+    std::fs::remove_file(src.join("sub/fifo")).unwrap();
+    std::fs::write(src.join("sub").join(OsStr::from_bytes(b"caf\xe9")), b"x").unwrap();
+    fails(["pack", p(&src), "-o", p(&out)], &["not UTF-8"]);
+    ok(["pack", p(&src), "-o", p(&out), "--exclude", "caf*"]);
+    assert_eq!(ok(["ls", "-R", p(&out)]).lines().collect::<Vec<_>>(), ["kept", "sub"]);
+}
+
+/// A reader that goes away is not an error, and never a panic.
+#[test]
+fn output_to_a_closed_pipe_ends_quietly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("f"), b"f").unwrap();
+    let pack = tmp.path().join("a.pack");
+    ok(["pack", p(&src), "-o", p(&pack)]);
+    for args in [vec!["info", p(&pack)], vec!["verify", p(&pack)], vec!["stat", p(&pack), "f"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_packfs"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // the reader is gone before anything is written
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.stderr.is_empty(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}

@@ -171,7 +171,7 @@ fn inner_dir(fs: &DirFs) -> packfs_core::Ino {
 #[test]
 fn fifos_are_refused_without_blocking() {
     let f = fixture();
-    rustix::fs::mknodat(rustix::fs::CWD, &f.root.join("fifo"), rustix::fs::FileType::Fifo, 0o644.into(), 0).unwrap();
+    rustix::fs::mknodat(rustix::fs::CWD, f.root.join("fifo"), rustix::fs::FileType::Fifo, 0o644.into(), 0).unwrap();
     let fs = DirFs::open(&f.root, false).unwrap();
     let root = fs.root();
     assert_eq!(fs.open(root, "fifo", &OpenOptions::read()), Err(Error::Unsupported));

@@ -50,12 +50,13 @@ const DIR_PAGE: usize = 1024;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WriteError {
-    /// Reading the source filesystem failed.
+    /// Reading the source filesystem failed. (The cause is in the message
+    /// and not also a `source()`, which error reports would print twice.)
     #[error("reading the source: {0}")]
-    Source(#[from] Error),
+    Source(Error),
     /// Writing the output failed.
     #[error("writing the pack: {0}")]
-    Output(#[from] std::io::Error),
+    Output(std::io::Error),
     /// The source changed while it was packed: pack a snapshot.
     #[error("inode {ino} changed while it was packed (pack a snapshot)")]
     SourceChanged {
@@ -78,6 +79,18 @@ pub enum WriteError {
     /// More inodes, names or blobs than one pack holds (2^32 - 1 each).
     #[error("too many {0} for one pack")]
     TooMany(&'static str),
+}
+
+impl From<Error> for WriteError {
+    fn from(e: Error) -> Self {
+        WriteError::Source(e)
+    }
+}
+
+impl From<std::io::Error> for WriteError {
+    fn from(e: std::io::Error) -> Self {
+        WriteError::Output(e)
+    }
 }
 
 impl From<WriteError> for Error {

@@ -32,8 +32,8 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let tree = Journal::read(&args.journal).with_context(|| format!("{shown}"))?;
     let stats = write_atomic(&args.output, |file| write_pack(&tree, file).map_err(std::io::Error::other))
         .with_context(|| format!("compacting {shown} into {}", args.output.display()))?;
-    println!("{}: {} entries ({} inodes)", args.output.display(), stats.dirents, stats.inodes);
-    println!("  content: {}", bytes(stats.file_bytes));
-    println!("  pack:    {}", bytes(stats.pack_len));
+    out!("{}: {} entries ({} inodes)", args.output.display(), stats.dirents, stats.inodes);
+    out!("  content: {}", bytes(stats.file_bytes));
+    out!("  pack:    {}", bytes(stats.pack_len));
     Ok(ExitCode::SUCCESS)
 }

@@ -51,16 +51,16 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
 
     let saved = file_bytes - stored;
     let ratio = if stored == 0 { 1.0 } else { file_bytes as f64 / stored as f64 };
-    println!("pack:     {}", args.pack.display());
-    println!("format:   version {}, blobs aligned to {} bytes", info.version, info.align);
-    println!("size:     {}", bytes(info.pack_len));
-    println!("  data:   {}", bytes(info.data_len));
-    println!("  index:  {}", bytes(info.pack_len.saturating_sub(info.data_len + FIXED)));
-    println!("entries:  {} names, {} inodes", info.dirents, info.inodes);
-    println!("  files:  {files}");
-    println!("  dirs:   {dirs}");
-    println!("  links:  {symlinks} symlinks, {} extra hard-link names", (info.dirents + 1).saturating_sub(info.inodes));
-    println!("content:  {} in files, {} stored in {} blobs", bytes(file_bytes), bytes(stored), info.blobs);
-    println!("dedup:    ratio {ratio:.2}, {} saved", bytes(saved));
+    out!("pack:     {}", args.pack.display());
+    out!("format:   version {}, blobs aligned to {} bytes", info.version, info.align);
+    out!("size:     {}", bytes(info.pack_len));
+    out!("  data:   {}", bytes(info.data_len));
+    out!("  index:  {}", bytes(info.pack_len.saturating_sub(info.data_len + FIXED)));
+    out!("entries:  {} names, {} inodes", info.dirents, info.inodes);
+    out!("  files:  {files}");
+    out!("  dirs:   {dirs}");
+    out!("  links:  {symlinks} symlinks, {} extra hard-link names", (info.dirents + 1).saturating_sub(info.inodes));
+    out!("content:  {} in files, {} stored in {} blobs", bytes(file_bytes), bytes(stored), info.blobs);
+    out!("dedup:    ratio {ratio:.2}, {} saved", bytes(saved));
     Ok(ExitCode::SUCCESS)
 }

@@ -11,6 +11,15 @@
 //! corrupt pack, a wrong argument), printed as one line on stderr,
 //! `packfs: <context>: <cause>`. `run` exits with the guest's status.
 
+/// `println!` that returns its error (`?`) instead of panicking, so that
+/// a reader going away (`packfs verify x | head -1`) ends the command
+/// quietly, as [`main`] treats a broken pipe.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        std::io::Write::write_fmt(&mut std::io::stdout().lock(), format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
 mod cat;
 mod common;
 mod compact;

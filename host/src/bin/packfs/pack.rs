@@ -18,7 +18,7 @@ use packfs_host::dir::DirFs;
 use packfs_host::publish::write_atomic;
 
 use crate::common::bytes;
-use crate::exclude::{Rule, Source};
+use crate::exclude::{Rule, Source, excludes};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -55,9 +55,14 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     if !meta.is_dir() {
         bail!("{shown}: not a directory");
     }
-    let dir = DirFs::open(&args.dir, true).with_context(|| format!("{shown}"))?;
     let mut rules = args.exclude;
     rules.extend(own_output(&args.dir, &args.output)?);
+    // Strict: an entry a pack cannot hold (a fifo, a name that is not
+    // UTF-8) is an error unless excluded, never a silent loss.
+    let leave_out = rules.clone();
+    let dir = DirFs::open(&args.dir, true)
+        .with_context(|| format!("{shown}"))?
+        .strict(move |path| excludes(&leave_out, path));
 
     let progress = ProgressBar::new_spinner(); // on stderr, drawn only on a terminal
     progress.set_style(
@@ -78,16 +83,16 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
 
     let saved = stats.file_bytes - stats.blob_bytes;
     let percent = if stats.file_bytes == 0 { 0.0 } else { saved as f64 * 100.0 / stats.file_bytes as f64 };
-    println!(
+    out!(
         "{}: {} entries ({} inodes, {} distinct contents)",
         args.output.display(),
         stats.dirents,
         stats.inodes,
         stats.blobs
     );
-    println!("  in:    {} of file content", bytes(stats.file_bytes));
-    println!("  out:   {}", bytes(stats.pack_len));
-    println!("  dedup: {} saved ({percent:.1}%)", bytes(saved));
+    out!("  in:    {} of file content", bytes(stats.file_bytes));
+    out!("  out:   {}", bytes(stats.pack_len));
+    out!("  dedup: {} saved ({percent:.1}%)", bytes(saved));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -23,15 +23,15 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let pack = open_pack(&args.pack, false)?;
     let ino = find(&pack, &args.path, args.dereference).with_context(|| format!("{}", args.pack.display()))?;
     let m = pack.metadata(ino)?;
-    println!("  path: {}", args.path);
-    println!("  type: {}", kind_name(m.kind));
-    println!("  size: {}", m.size);
-    println!("  mode: {:04o} ({})", m.mode, mode_string(m.kind, m.mode));
-    println!(" links: {}", m.nlink);
-    println!(" inode: {}", m.ino);
-    println!(" mtime: {}.{:09} UTC ({} s)", format_time(m.mtime), m.mtime.nanos, m.mtime.secs);
+    out!("  path: {}", args.path);
+    out!("  type: {}", kind_name(m.kind));
+    out!("  size: {}", m.size);
+    out!("  mode: {:04o} ({})", m.mode, mode_string(m.kind, m.mode));
+    out!(" links: {}", m.nlink);
+    out!(" inode: {}", m.ino);
+    out!(" mtime: {}.{:09} UTC ({} s)", format_time(m.mtime), m.mtime.nanos, m.mtime.secs);
     if m.kind == FileType::Symlink {
-        println!("target: {}", pack.readlink(ino)?);
+        out!("target: {}", pack.readlink(ino)?);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -104,7 +104,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let skipped = done.with_context(|| format!("unpacking {} into {shown}", args.pack.display()))?;
 
     let c = &u.counts;
-    println!(
+    out!(
         "{shown}: {} files, {} directories, {} symlinks, {} hard links; {}",
         c.files,
         c.dirs,

@@ -35,12 +35,12 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         }
     };
     if report.is_ok() {
-        println!("{shown}: ok, {} blobs, {} checked", report.blobs, bytes(report.bytes));
+        out!("{shown}: ok, {} blobs, {} checked", report.blobs, bytes(report.bytes));
         return Ok(ExitCode::SUCCESS);
     }
     for bad in &report.bad {
         let path = if bad.path.is_empty() { "(a blob no entry names)" } else { &bad.path };
-        println!("{path}: {}", bad.error);
+        out!("{path}: {}", bad.error);
     }
     eprintln!("packfs: {shown}: damaged entries: {} ({} blobs checked)", report.bad.len(), report.blobs);
     Ok(ExitCode::FAILURE)
