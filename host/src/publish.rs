@@ -31,6 +31,8 @@ pub enum Temporary {
 
 /// Writes `path` atomically with the content `write` produces. `write`
 /// gets a fresh, empty file; `path` is replaced only if it returns `Ok`.
+/// A symlink at `path` is written through (its target is replaced, as a
+/// shell's `>` would write it), and a file replaced keeps its permissions.
 pub fn write_atomic<T>(path: &Path, write: impl FnOnce(&mut File) -> io::Result<T>) -> io::Result<T> {
     write_atomic_with(path, Temporary::Anonymous, write)
 }
@@ -41,13 +43,20 @@ pub fn write_atomic_with<T>(
     how: Temporary,
     write: impl FnOnce(&mut File) -> io::Result<T>,
 ) -> io::Result<T> {
+    let path = &through_symlinks(path)?;
+    let old = match std::fs::metadata(path) {
+        Ok(md) if md.is_dir() => return Err(io::Error::new(io::ErrorKind::IsADirectory, "is a directory")),
+        Ok(md) => Some(md.permissions()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
     let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
     let name = name.to_str().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "file name is not UTF-8"))?;
-    remove_stale_temporaries(dir, name)?;
+    remove_stale_temporaries(dir, name);
     let dir_file = File::open(dir)?;
     let anonymous = match how {
         Temporary::Anonymous => Pending::anonymous(&dir_file).ok(),
@@ -58,12 +67,31 @@ pub fn write_atomic_with<T>(
         None => Pending::named(dir, name)?,
     };
     let out = write(&mut pending.file)?;
+    if let Some(permissions) = old {
+        pending.file.set_permissions(permissions)?;
+    }
     pending.file.sync_all()?;
     let temp = pending.name(dir, name)?;
     std::fs::rename(&temp, path)?;
     pending.temp = None; // published: nothing left to remove
-    dir_file.sync_all()?;
+    dir_file.sync_all().map_err(|e| io::Error::new(e.kind(), format!("published, but not synced to disk: {e}")))?;
     Ok(out)
+}
+
+/// `path` with symlinks at its end followed (at most 40, as Linux), each
+/// relative target taken from the link's directory: the file to replace.
+fn through_symlinks(path: &Path) -> io::Result<PathBuf> {
+    let mut at = path.to_path_buf();
+    for _ in 0..=40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(md) if md.file_type().is_symlink() => {
+                let target = std::fs::read_link(&at)?;
+                at = at.parent().map_or_else(|| target.clone(), |dir| dir.join(&target));
+            }
+            _ => return Ok(at),
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::InvalidInput, "too many levels of symbolic links"))
 }
 
 /// New content until it is published: a file, locked for as long as it
@@ -189,11 +217,13 @@ fn temp_name(name: &str) -> String {
 
 /// Removes the temporaries for `name` that no live writer holds locked.
 /// Best effort: one that cannot be opened, locked or removed (another
-/// user's, say) is left, and does not stop the publication.
-fn remove_stale_temporaries(dir: &Path, name: &str) -> io::Result<()> {
+/// user's, say), or a directory that cannot be listed, is left, and does
+/// not stop the publication.
+fn remove_stale_temporaries(dir: &Path, name: &str) {
     use std::os::unix::fs::OpenOptionsExt;
     let prefix = format!(".{name}.");
-    for entry in std::fs::read_dir(dir)? {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries {
         let Ok(entry) = entry else { continue };
         let file_name = entry.file_name();
         let ours = file_name.to_str().is_some_and(|n| n.starts_with(&prefix) && n.ends_with(TEMP_SUFFIX));
@@ -210,13 +240,40 @@ fn remove_stale_temporaries(dir: &Path, name: &str) -> io::Result<()> {
             let _ = std::fs::remove_file(&path);
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// A file replaced keeps its permissions; a symlink is written through;
+    /// a directory is refused before anything is written.
+    #[test]
+    fn replaces_what_the_path_names() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.pack");
+        std::fs::write(&real, b"old").unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let link = dir.path().join("link.pack");
+        std::os::unix::fs::symlink("real.pack", &link).unwrap();
+        for how in [Temporary::Anonymous, Temporary::Named] {
+            write_atomic_with(&link, how, |f| f.write_all(b"new")).unwrap();
+            assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays");
+            assert_eq!(std::fs::read(&real).unwrap(), b"new");
+            assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let mut called = false;
+        let e = write_atomic(&sub, |_| {
+            called = true;
+            Ok(())
+        });
+        assert_eq!(e.unwrap_err().kind(), io::ErrorKind::IsADirectory);
+        assert!(!called);
+    }
 
     #[test]
     fn replaces_whole_or_not_at_all() {
