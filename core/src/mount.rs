@@ -97,6 +97,14 @@ impl State {
         self.points.get_with(|k| k.cmp_to(mount, dir, name)).map(|(_, v)| v)
     }
 
+    /// True when a mount covers a name in directory `dir` of `mount`.
+    fn holds_mount_points(&self, mount: MountId, dir: Ino) -> bool {
+        self.points
+            .iter_from(|k| (k.mount, k.dir) >= (mount, dir))
+            .next()
+            .is_some_and(|(k, _)| (k.mount, k.dir) == (mount, dir))
+    }
+
     fn node(&self, (mount, ino): At) -> Result<Node> {
         let m = self.mount(mount)?;
         Ok(Node { mount, fs: m.fs.clone(), ino, read_only: m.read_only })
@@ -287,27 +295,33 @@ impl MountTable {
     /// Up to `max` entries of `dir` after `after`, with the names mounts
     /// cover merged in (as directories, shadowing what they cover).
     pub fn read_dir(&self, dir: &Node, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
+        Ok(self.entries(dir, after, max)?.into_iter().map(|(e, _)| e).collect())
+    }
+
+    /// [`Self::read_dir`], each entry with the mount it is in, as of one
+    /// load of the table.
+    fn entries(&self, dir: &Node, after: Option<&str>, max: usize) -> Result<Vec<(DirEntry, MountId)>> {
         let state = self.state.load();
-        let below = dir.fs.read_dir(dir.ino, after, max)?;
+        let below = dir.fs.read_dir(dir.ino, after, max)?.into_iter().map(|e| (e, dir.mount));
         let start = |k: &PointKey| match after {
             Some(a) => k.cmp_to(dir.mount, dir.ino, a) == Ordering::Greater,
             None => (k.mount, k.dir) >= (dir.mount, dir.ino),
         };
         let mut covered = Vec::new();
-        for (k, (_, fs)) in state.points.iter_from(start).take_while(|(k, _)| (k.mount, k.dir) == (dir.mount, dir.ino))
+        for (k, (id, fs)) in state.points.iter_from(start).take_while(|(k, _)| (k.mount, k.dir) == (dir.mount, dir.ino))
         {
             if covered.len() == max {
                 break;
             }
-            covered.push(DirEntry { name: k.name.clone(), ino: fs.root(), kind: FileType::Dir });
+            covered.push((DirEntry { name: k.name.clone(), ino: fs.root(), kind: FileType::Dir }, *id));
         }
         // Merge the two sorted runs; a covered name shadows the entry below.
-        let (mut below, mut covered) = (below.into_iter().peekable(), covered.into_iter().peekable());
+        let (mut below, mut covered) = (below.peekable(), covered.into_iter().peekable());
         let mut out = Vec::new();
         while out.len() < max {
             let next = match (below.peek(), covered.peek()) {
                 (None, None) => break,
-                (Some(b), Some(c)) if c.name <= b.name => {
+                (Some((b, _)), Some((c, _))) if c.name <= b.name => {
                     if c.name == b.name {
                         below.next();
                     }
@@ -325,6 +339,16 @@ impl MountTable {
         if self.is_mount_point(dir, name) { Err(Error::Busy) } else { Ok(()) }
     }
 
+    /// `NotEmpty` when the directory `name` in `dir` holds mount points:
+    /// its listing shows them, and removing or replacing it would strand
+    /// them where nothing could reach or unmount them.
+    fn no_mount_points_in(&self, dir: &Node, name: &str) -> Result<()> {
+        match dir.fs.lookup_kind(dir.ino, name) {
+            Ok((ino, FileType::Dir)) if self.state.load().holds_mount_points(dir.mount, ino) => Err(Error::NotEmpty),
+            _ => Ok(()),
+        }
+    }
+
     /// Renames within one mount: across mounts is `CrossDevice`, a mount
     /// point (either side) is `Busy`, a read-only mount `ReadOnly`.
     pub fn rename(&self, from: &Node, from_name: &str, to: &Node, to_name: &str) -> Result<()> {
@@ -334,6 +358,7 @@ impl MountTable {
         from.writable()?;
         self.not_mount_point(from, from_name)?;
         self.not_mount_point(to, to_name)?;
+        self.no_mount_points_in(to, to_name)?;
         from.fs.rename(from.ino, from_name, to.ino, to_name)
     }
 
@@ -343,7 +368,10 @@ impl MountTable {
             return Err(Error::CrossDevice);
         }
         dir.writable()?;
-        self.not_mount_point(dir, name)?;
+        // The name is taken, by the mount.
+        if self.is_mount_point(dir, name) {
+            return Err(Error::Exists);
+        }
         dir.fs.link(target.ino, dir.ino, name)
     }
 
@@ -358,6 +386,7 @@ impl MountTable {
     pub fn rmdir(&self, dir: &Node, name: &str) -> Result<()> {
         dir.writable()?;
         self.not_mount_point(dir, name)?;
+        self.no_mount_points_in(dir, name)?;
         dir.fs.rmdir(dir.ino, name)
     }
 
@@ -460,16 +489,8 @@ impl FileSystem for MountTable {
 
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
         let node = self.node_of(dir)?;
-        let mut entries = MountTable::read_dir(self, &node, after, max)?;
-        let state = self.state.load();
-        for e in &mut entries {
-            let mount = match state.covering(node.mount, node.ino, &e.name) {
-                Some((id, _)) => *id,
-                None => node.mount,
-            };
-            e.ino = join((mount, e.ino))?;
-        }
-        Ok(entries)
+        let entries = self.entries(&node, after, max)?;
+        entries.into_iter().map(|(e, mount)| Ok(DirEntry { ino: join((mount, e.ino))?, ..e })).collect()
     }
 
     fn mkdir(&self, dir: Ino, name: &str, mode: u32) -> Result<Ino> {

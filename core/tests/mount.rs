@@ -119,6 +119,29 @@ fn changes_respect_mount_boundaries() {
     t.unlink(&a, "again").unwrap();
 }
 
+/// A directory that holds a mount point is not empty, whatever the
+/// filesystem below says: removing or replacing it would strand the mount.
+#[test]
+fn mount_points_keep_their_directory() {
+    let root = MemFs::new();
+    root.mkdir(root.root(), "d", 0o755).unwrap();
+    root.mkdir(root.root(), "other", 0o755).unwrap();
+    let t = MountTable::new(Arc::new(root), false);
+    t.mount("/d/m", Arc::new(MemFs::new()), false).unwrap(); // no d/m below
+    let top = t.root();
+    assert_eq!(names(&t, "d"), ["m"]);
+    assert_eq!(t.rmdir(&top, "d"), Err(Error::NotEmpty));
+    assert_eq!(t.rename(&top, "other", &top, "d"), Err(Error::NotEmpty));
+    let d = t.resolve(&top, "d", true).unwrap();
+    put(&top, "file", b"x");
+    let file = t.resolve(&top, "file", true).unwrap();
+    assert_eq!(t.link(&file, &d, "m"), Err(Error::Exists), "the name is the mount's");
+    t.rename(&top, "d", &top, "e").unwrap(); // moving it moves the mount
+    assert_eq!(get(&t, "e/m").map(|_| ()), Err(Error::IsDir));
+    t.unmount("/e/m").unwrap();
+    t.rmdir(&top, "e").unwrap();
+}
+
 #[test]
 fn a_mount_follows_its_directory() {
     let root = MemFs::new();
