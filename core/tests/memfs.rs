@@ -312,6 +312,20 @@ fn clock_is_pluggable() {
     assert!(system_clock()().secs > 1_600_000_000);
 }
 
+/// Sizes are counted whole, holes included: three files of the largest
+/// size overflow the count, which is `NoSpace`, not a wrapped total.
+#[test]
+fn huge_sparse_files_cannot_wrap_the_usage() {
+    let fs = MemFs::new();
+    let files: Vec<_> = (0..3).map(|i| file(&fs, ROOT, &format!("f{i}"), b"")).collect();
+    fs.set_len(files[0], packfs_core::MAX_FILE_SIZE).unwrap();
+    fs.set_len(files[1], packfs_core::MAX_FILE_SIZE).unwrap();
+    assert_eq!(fs.set_len(files[2], packfs_core::MAX_FILE_SIZE), Err(Error::NoSpace));
+    assert_eq!(fs.usage().bytes, 2 * packfs_core::MAX_FILE_SIZE);
+    fs.set_len(files[0], 0).unwrap();
+    fs.set_len(files[2], packfs_core::MAX_FILE_SIZE).unwrap();
+}
+
 #[test]
 fn quotas_fail_without_changing_anything() {
     let limits = Limits { max_bytes: Some(100), max_inodes: Some(4) };

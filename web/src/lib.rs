@@ -118,8 +118,10 @@ export interface VerifyReport {
   blobs: number;
   /** Bytes checked. */
   bytes: number;
-  /** Files whose content fails its checksum. */
+  /** Files whose content fails its checksum (the first 1000). */
   bad: { path: string; error: string }[];
+  /** Further files whose content fails, not listed in `bad`. */
+  unlisted: number;
 }
 
 /** The WASI `error-code` names carried by thrown errors' `code`. */
@@ -199,6 +201,7 @@ fn report(r: &VerifyReport) -> JsValue {
         bad.push(&e);
     }
     set(&o, "bad", bad);
+    set(&o, "unlisted", r.unlisted as f64);
     o.into()
 }
 

@@ -693,7 +693,8 @@ impl Tree {
     // ---- writes ------------------------------------------------------------
 
     fn charge_bytes(&mut self, old: u64, new: u64) -> Result<()> {
-        let bytes = self.usage.bytes - old + new;
+        // Sparse files count whole: three of the largest size overflow.
+        let bytes = (self.usage.bytes - old).checked_add(new).ok_or(Error::NoSpace)?;
         if new > old && self.limits.max_bytes.is_some_and(|max| bytes > max) {
             return Err(Error::Quota);
         }

@@ -16,14 +16,34 @@ pub struct VerifyReport {
     /// Bytes of blob content checked.
     pub bytes: u64,
     /// Entries whose content failed its checksum, in walk order (a bad blob
-    /// shared by several names is reported under each).
+    /// shared by several names is reported under each): the first
+    /// [`VerifyReport::LISTED`] of them.
     pub bad: Vec<BadEntry>,
+    /// Bad entries past those listed in `bad`.
+    pub unlisted: u64,
 }
 
 impl VerifyReport {
+    /// Most bad entries listed: a small pack can name one bad blob a
+    /// million times, and each entry holds a path of up to 4 KiB.
+    pub const LISTED: usize = 1000;
+
     /// True when nothing is bad.
     pub fn is_ok(&self) -> bool {
         self.bad.is_empty()
+    }
+
+    /// Bad entries in all, listed or not.
+    pub fn bad_count(&self) -> u64 {
+        self.bad.len() as u64 + self.unlisted
+    }
+
+    fn push(&mut self, entry: impl FnOnce() -> BadEntry) {
+        if self.bad.len() < Self::LISTED {
+            self.bad.push(entry());
+        } else {
+            self.unlisted += 1;
+        }
     }
 }
 
@@ -41,16 +61,25 @@ pub struct BadEntry {
     pub error: CorruptPack,
 }
 
-/// The last `MAX_PATH` bytes of `path`, cut at a character boundary.
-fn tail(path: &str) -> String {
-    if path.len() <= MAX_PATH {
-        return path.to_owned();
+/// The last `MAX_PATH` bytes of `dir/name` (after `…/` if cut), cut at a
+/// character boundary, in time independent of `dir`'s length: a pack's
+/// directories can nest as deep as it likes.
+fn tail(dir: &str, name: &str) -> String {
+    // No more of `dir` than this can show.
+    let from = boundary_after(dir, dir.len().saturating_sub(MAX_PATH));
+    let path = if dir.is_empty() { name.to_owned() } else { format!("{}/{name}", &dir[from..]) };
+    if from == 0 && path.len() <= MAX_PATH {
+        return path;
     }
-    let mut cut = path.len() - MAX_PATH;
-    while !path.is_char_boundary(cut) {
-        cut += 1;
+    format!("…/{}", &path[boundary_after(&path, path.len().saturating_sub(MAX_PATH))..])
+}
+
+/// The first character boundary of `s` at or after `at`.
+fn boundary_after(s: &str, mut at: usize) -> usize {
+    while !s.is_char_boundary(at) {
+        at += 1;
     }
-    format!("…/{}", &path[cut..])
+    at
 }
 
 impl<S: ByteSource> PackFs<S> {
@@ -117,8 +146,8 @@ impl<S: ByteSource> PackFs<S> {
                 }
                 Body::File { blob } => {
                     if let Ok(b) = bad.binary_search_by_key(&blob, |(k, _)| *k) {
-                        let full = if path.is_empty() { name.to_owned() } else { format!("{path}/{name}") };
-                        report.bad.push(BadEntry { path: tail(&full), ino: Some(i + 1), error: bad[b].1.clone() });
+                        let error = &bad[b].1;
+                        report.push(|| BadEntry { path: tail(&path, name), ino: Some(i + 1), error: error.clone() });
                         named[b] = true;
                     }
                 }
@@ -127,7 +156,7 @@ impl<S: ByteSource> PackFs<S> {
         }
         for (b, (_, e)) in bad.iter().enumerate() {
             if !named[b] {
-                report.bad.push(BadEntry { path: String::new(), ino: None, error: e.clone() });
+                report.push(|| BadEntry { path: String::new(), ino: None, error: e.clone() });
             }
         }
         Ok(())
@@ -140,9 +169,14 @@ mod tests {
 
     #[test]
     fn long_paths_are_cut_at_char_boundaries() {
-        assert_eq!(tail("a/b"), "a/b");
+        assert_eq!(tail("a", "b"), "a/b");
+        assert_eq!(tail("", "b"), "b");
         let long = "é".repeat(MAX_PATH);
-        let t = tail(&long);
-        assert!(t.starts_with("…/") && t.len() <= MAX_PATH + "…/".len());
+        for (dir, name) in [(long.as_str(), "f"), ("a", long.as_str()), (&long[..MAX_PATH - 2], "xy")] {
+            let t = tail(dir, name);
+            assert!(t.starts_with("…/") && t.len() <= MAX_PATH + "…/".len(), "{t}");
+            assert!(format!("{dir}/{name}").ends_with(t.trim_start_matches("…/")));
+        }
+        assert_eq!(tail(&"d".repeat(MAX_PATH - 2), "f").len(), MAX_PATH, "exactly MAX_PATH: not cut");
     }
 }

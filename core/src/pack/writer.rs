@@ -431,6 +431,9 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
     }
 
     /// All entries of source directory `dir`, in byte order of names, checked.
+    /// Each name must come after the one before it, across pages too, so a
+    /// source that repeats or reorders names is refused, never followed
+    /// round forever.
     fn entries(&self, dir: Ino) -> Result<Vec<DirEntry>, WriteError> {
         let mut all: Vec<DirEntry> = Vec::new();
         loop {
@@ -439,19 +442,16 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
             if page.is_empty() {
                 break;
             }
-            if let (Some(a), Some(e)) = (&after, page.first())
-                && e.name <= *a
-            {
-                return Err(WriteError::BadSource { ino: dir, what: "read_dir does not advance" });
+            for e in page {
+                if all.last().is_some_and(|last| e.name.as_bytes() <= last.name.as_bytes()) {
+                    return Err(WriteError::BadSource { ino: dir, what: "read_dir lists names out of order or twice" });
+                }
+                validate_name(&e.name).map_err(|_| WriteError::BadSource { ino: dir, what: "invalid name" })?;
+                if all.len() as u64 >= MAX_COUNT {
+                    return Err(WriteError::TooMany("names"));
+                }
+                all.push(e);
             }
-            all.extend(page);
-        }
-        for e in &all {
-            validate_name(&e.name).map_err(|_| WriteError::BadSource { ino: dir, what: "invalid name" })?;
-        }
-        all.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        if all.windows(2).any(|w| w[0].name == w[1].name) {
-            return Err(WriteError::BadSource { ino: dir, what: "a name twice in one directory" });
         }
         Ok(all)
     }

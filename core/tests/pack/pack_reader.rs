@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use packfs_core::pack::{ByteSource, CorruptKind, CorruptPack, PackFs, ReadOptions, Structure, fuzzing};
+use packfs_core::pack::{ByteSource, CorruptKind, CorruptPack, PackFs, ReadOptions, Structure, VerifyReport, fuzzing};
 use packfs_core::{Error, FileSystem, FileType, OpenOptions, SetTime};
 
 use crate::common::*;
@@ -122,6 +122,24 @@ fn pack_reader_works_over_every_byte_source() {
 /// The offset of `needle` in `hay`.
 fn find(hay: &[u8], needle: &[u8]) -> usize {
     hay.windows(needle.len()).position(|w| w == needle).unwrap()
+}
+
+/// One bad blob named more often than a report lists: the first
+/// `LISTED` names are listed, the rest counted.
+#[test]
+fn pack_verify_lists_a_bounded_number_of_entries() {
+    let fs = fixed_fs();
+    let n = VerifyReport::LISTED + 5;
+    for i in 0..n {
+        write_file(&fs, fs.root(), &format!("f{i:05}"), b"shared bytes");
+    }
+    let mut bytes = pack_bytes(&fs);
+    let at = find(&bytes, b"shared");
+    bytes[at] ^= 0x20;
+    let report = PackFs::open(bytes).unwrap().verify().unwrap();
+    assert_eq!((report.bad.len(), report.unlisted, report.bad_count()), (VerifyReport::LISTED, 5, n as u64));
+    assert_eq!(report.bad[0].path, "f00000");
+    assert!(!report.is_ok());
 }
 
 #[test]

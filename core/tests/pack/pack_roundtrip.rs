@@ -307,6 +307,10 @@ struct Liar {
     change_after: Option<(Ino, usize)>,
     /// `read_dir` of the root also lists the root's first subdirectory again.
     dir_twice: bool,
+    /// `read_dir` of the root lists everything, last name first, whatever
+    /// the cookie: a listing that never ends if only page starts are
+    /// checked.
+    reversed: bool,
     /// The inode count it gives, right or wrong, instead of the true one.
     hint: Option<Option<u64>>,
     reads: AtomicUsize,
@@ -314,7 +318,7 @@ struct Liar {
 
 impl Liar {
     fn new(inner: MemFs) -> Self {
-        Liar { inner, change_after: None, dir_twice: false, hint: None, reads: AtomicUsize::new(0) }
+        Liar { inner, change_after: None, dir_twice: false, reversed: false, hint: None, reads: AtomicUsize::new(0) }
     }
 }
 
@@ -363,6 +367,11 @@ impl FileSystem for Liar {
         self.inner.set_len(i, l)
     }
     fn read_dir(&self, d: Ino, a: Option<&str>, m: usize) -> Result<Vec<DirEntry>> {
+        if self.reversed && d == self.root() {
+            let mut all = self.inner.read_dir(d, None, usize::MAX)?;
+            all.reverse();
+            return Ok(all);
+        }
         let mut v = self.inner.read_dir(d, a, m)?;
         if self.dir_twice && d == self.root() && a.is_none() {
             let sub = v.iter().find(|e| e.kind == packfs_core::FileType::Dir).cloned().unwrap();
@@ -397,6 +406,15 @@ impl FileSystem for Liar {
     fn set_mode(&self, i: Ino, m: u32) -> Result<()> {
         self.inner.set_mode(i, m)
     }
+}
+
+#[test]
+fn pack_writer_refuses_a_listing_out_of_order() {
+    let fs = fixed_fs();
+    write_file(&fs, fs.root(), "a", b"a");
+    write_file(&fs, fs.root(), "m", b"m");
+    let liar = Liar { reversed: true, ..Liar::new(fs) };
+    assert!(matches!(write_pack(&liar, Vec::new()), Err(WriteError::BadSource { .. })));
 }
 
 #[test]

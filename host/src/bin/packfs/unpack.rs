@@ -67,7 +67,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             args.pack.display(),
             bad.path,
             bad.error,
-            report.bad.len()
+            report.bad_count()
         );
     }
     let shown = args.dir.display();

@@ -42,6 +42,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         let path = if bad.path.is_empty() { "(a blob no entry names)" } else { &bad.path };
         out!("{path}: {}", bad.error);
     }
-    eprintln!("packfs: {shown}: damaged entries: {} ({} blobs checked)", report.bad.len(), report.blobs);
+    if report.unlisted > 0 {
+        out!("... and {} more", report.unlisted);
+    }
+    eprintln!("packfs: {shown}: damaged entries: {} ({} blobs checked)", report.bad_count(), report.blobs);
     Ok(ExitCode::FAILURE)
 }
