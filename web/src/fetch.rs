@@ -45,6 +45,10 @@ pub struct Remote {
     /// The pack.
     pub pack: Arc<LazyPack>,
     url: String,
+    /// The pack's `ETag` (else `Last-Modified`) when it was opened, if the
+    /// server sends one (cross-origin: and exposes it): a later response
+    /// with another is from a changed pack, refused.
+    validator: Option<String>,
     fetched: Cell<u64>,
     requests: Cell<u32>,
 }
@@ -54,7 +58,19 @@ pub struct Remote {
 struct Reply {
     status: u16,
     range: Option<(u64, u64, u64)>,
+    validator: Option<String>,
     body: Vec<u8>,
+}
+
+impl Reply {
+    /// `Io` if this reply comes from another version of the pack than
+    /// `validator` names.
+    fn same_pack(&self, url: &str, validator: &Option<String>) -> Result<()> {
+        match (validator, &self.validator) {
+            (Some(a), Some(b)) if a != b => Err(io(url, "the pack changed on the server since it was opened")),
+            _ => Ok(()),
+        }
+    }
 }
 
 fn io(url: &str, what: impl std::fmt::Display) -> Error {
@@ -93,10 +109,12 @@ fn start(url: &str, range: Option<&str>) -> Result<JsFuture> {
 async fn finish(url: &str, pending: JsFuture) -> Result<Reply> {
     let resp: Response = pending.await.map_err(|e| io(url, js_text(&e)))?.unchecked_into();
     let status = resp.status();
-    let range = resp.headers().get("Content-Range").ok().flatten().as_deref().and_then(parse_content_range);
+    let header = |name| resp.headers().get(name).ok().flatten();
+    let range = header("Content-Range").as_deref().and_then(parse_content_range);
+    let validator = header("ETag").or_else(|| header("Last-Modified"));
     let buf = resp.array_buffer().map_err(|e| io(url, js_text(&e)))?;
     let buf = JsFuture::from(buf).await.map_err(|e| io(url, js_text(&e)))?;
-    Ok(Reply { status, range, body: Uint8Array::new(&buf).to_vec() })
+    Ok(Reply { status, range, validator, body: Uint8Array::new(&buf).to_vec() })
 }
 
 impl Remote {
@@ -114,6 +132,7 @@ impl Remote {
         };
         let tail = finish(&url, start(&url, Some(&format!("bytes=-{TAIL}")))?).await?;
         tally(&tail);
+        let validator = tail.validator.clone();
         let (tail_start, total) = match (tail.status, tail.range) {
             // No Range support: this is the whole pack.
             (200, _) => (0, tail.body.len() as u64),
@@ -123,7 +142,7 @@ impl Remote {
         };
         if tail_start == 0 {
             let pack = LazyPack::complete(tail.body, options)?;
-            let remote = Remote { pack: Arc::new(pack), url, fetched: Cell::new(0), requests: Cell::new(0) };
+            let remote = Remote { pack: Arc::new(pack), url, validator, fetched: Cell::new(0), requests: Cell::new(0) };
             remote.fetched.set(fetched);
             remote.requests.set(requests);
             return Ok(remote);
@@ -143,6 +162,7 @@ impl Remote {
         for (at, pending) in [(0, header)].into_iter().chain(index) {
             let r = finish(&url, pending).await?;
             tally(&r);
+            r.same_pack(&url, &validator)?;
             match (r.status, r.range) {
                 (206, Some((a, _, t))) if a == at && t == total && at + r.body.len() as u64 <= tail_start => {
                     // SAFETY: as above.
@@ -156,7 +176,7 @@ impl Remote {
             return Err(PackFs::open(sparse).err().unwrap_or_else(|| io(&url, "unreadable trailer")));
         };
         let pack = LazyPack::partial(sparse, geo, options)?;
-        Ok(Remote { pack: Arc::new(pack), url, fetched: Cell::new(fetched), requests: Cell::new(requests) })
+        Ok(Remote { pack: Arc::new(pack), url, validator, fetched: Cell::new(fetched), requests: Cell::new(requests) })
     }
 
     /// The pack's URL.
@@ -183,6 +203,7 @@ impl Remote {
         for (w, p) in pending {
             let r = finish(&self.url, p).await?;
             self.count(&r);
+            r.same_pack(&self.url, &self.validator)?;
             let geo = self.pack.geometry();
             match (r.status, r.range) {
                 (206, Some((a, b, t))) if a == w.start && b + 1 == w.end && t == geo.pack_len => {
