@@ -15,8 +15,12 @@
 //! request. A server that ignores `Range` and answers `200` with the whole
 //! pack is fine too: the pack is then simply complete.
 //!
+//! A pack replaced on the server while it is read is noticed by its `ETag`
+//! (else `Last-Modified`): a reply that carries another than the first is
+//! refused.
+//!
 //! Cross-origin packs need CORS with `Range` allowed and `Content-Range`
-//! exposed (`Access-Control-Expose-Headers: Content-Range`).
+//! exposed (`Access-Control-Expose-Headers: Content-Range, ETag`).
 
 use std::cell::Cell;
 use std::sync::Arc;
