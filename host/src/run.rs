@@ -7,7 +7,7 @@
 
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, Store};
-use wasmtime_wasi::p2::bindings::sync::Command;
+use wasmtime_wasi::p2::bindings::sync::{Command, CommandPre};
 use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 
 use crate::p1::{self, CacheStatus, ComponentCache, LoadError};
@@ -121,9 +121,17 @@ impl Runner {
         p1::load(&self.engine, wasm, self.cache.as_ref())
     }
 
+    /// Checks that `component` can run here: every import it has is
+    /// defined, and it exports `wasi:cli/run`. [`Runner::run`] fails the
+    /// same way without it; this tells such a guest from one that traps.
+    pub fn check(&self, component: &Component) -> wasmtime::Result<()> {
+        CommandPre::new(self.linker.instantiate_pre(component)?).map(|_| ())
+    }
+
     /// Runs the guest's `wasi:cli/run` to completion; returns its exit
     /// status (0 for success, 1 for `run` returning an error, or the code
-    /// it passed to `exit`). A trap is an `Err`.
+    /// it passed to `exit`). A trap, or a guest that cannot be
+    /// instantiated (see [`Runner::check`]), is an `Err`.
     pub fn run(&self, component: &Component, wasi: WasiCtx, packfs: PackFsCtx) -> wasmtime::Result<i32> {
         let mut store = Store::new(&self.engine, GuestState::new(wasi, packfs));
         let command = Command::instantiate(&mut store, component, &self.linker)?;

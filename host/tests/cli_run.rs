@@ -402,9 +402,16 @@ fn errors_are_one_line() {
     let g = guest.to_str().unwrap();
     std::fs::write(f.path("not.wasm"), "not wasm at all").unwrap();
     std::fs::write(f.path("not.pack"), "not a pack").unwrap();
+    // Components that cannot run here: an import nothing defines, and no
+    // `wasi:cli/run` to call.
+    let unknown = r#"(component (import "example:nowhere/api" (instance (export "f" (func)))))"#;
+    std::fs::write(f.path("unknown.wasm"), wat::parse_str(unknown).unwrap()).unwrap();
+    std::fs::write(f.path("norun.wasm"), wat::parse_str("(component)").unwrap()).unwrap();
     let cases: &[(&[&str], &[&str])] = &[
         (&["run", "missing.wasm"], &["missing.wasm", "No such file"]),
         (&["run", "not.wasm"], &["not.wasm", "not a WebAssembly"]),
+        (&["run", "unknown.wasm"], &["unknown.wasm", "cannot run it here", "example:nowhere/api"]),
+        (&["run", "norun.wasm"], &["norun.wasm", "cannot run it here", "wasi:cli/run"]),
         (&["run"], &["MODULE.wasm"]),
         (&["run", "--mount", "tmp=mem", g], &["--mount", "not absolute"]),
         (&["run", "--mount", "/tmp", g], &["--mount", "GUEST_PATH=SOURCE"]),

@@ -297,6 +297,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         }
     }
     let guest = runner.load(&wasm).map_err(|e| anyhow!("{}", one_line(&e.to_string())).context(shown.to_string()))?;
+    runner
+        .check(&guest)
+        .map_err(|e| anyhow!("cannot run it here: {}", one_line(&format!("{e:#}"))).context(shown.to_string()))?;
 
     let mut wasi = wasmtime_wasi::WasiCtx::builder();
     wasi.inherit_stdio().args(&argv).envs(&args.env);
