@@ -225,7 +225,7 @@ fn round_trip_gives_the_same_tree_and_the_same_pack() {
     assert!(report.contains("ok"), "{report}");
 
     let out = f.path("out/nested"); // created, parents too
-    let said = ok(["unpack", p(&pack), p(&out)]);
+    let said = ok(["unpack", "--same-permissions", p(&pack), p(&out)]);
     assert!(said.contains("10 files") && said.contains("3 symlinks") && said.contains("1 hard links"), "{said}");
     let (want, got) = (snapshot(&f.path("src")), snapshot(&out));
     assert_eq!(want.keys().collect::<Vec<_>>(), got.keys().collect::<Vec<_>>());
@@ -477,6 +477,9 @@ fn unpack_refuses_to_overwrite_without_force() {
     let pack = f.pack("a.pack", &[]);
     let out = f.path("out");
     ok(["unpack", p(&pack), p(&out)]);
+    let mode = |path: &str| std::fs::metadata(out.join(path)).unwrap().mode() & 0o7777;
+    assert_eq!(mode("setuid"), 0o750, "set-user-ID cleared without --same-permissions");
+    assert_eq!(mode("docs/b.txt"), 0o600);
     chmod(&out.join("ro"), 0o755); // so that the test may write in it
     std::fs::write(out.join("ro/inside.txt"), b"changed").unwrap();
     std::fs::write(out.join("extra"), b"mine").unwrap();
@@ -537,7 +540,7 @@ fn unpack_never_writes_outside_its_directory() {
     // Asked for, it is made — a symlink, nothing followed — in its place.
     symlink("/nonexistent/absolute", f.path("src/docs/sub/abs2")).unwrap();
     let abs = f.pack("abs.pack", &[]);
-    ok(["unpack", "--absolute-symlinks", p(&abs), p(&f.path("out3"))]);
+    ok(["unpack", "--absolute-symlinks", "-p", p(&abs), p(&f.path("out3"))]);
     assert_eq!(std::fs::read_link(f.path("out3/abs")).unwrap(), Path::new("/etc/passwd"));
     assert_eq!(std::fs::read_link(f.path("out3/docs/sub/abs2")).unwrap(), Path::new("/nonexistent/absolute"));
     let (want, got) = (snapshot(&f.path("src")), snapshot(&f.path("out3")));

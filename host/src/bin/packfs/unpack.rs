@@ -47,6 +47,11 @@ pub(crate) struct Args {
     /// are reported and left out: they point outside DIR).
     #[arg(long)]
     absolute_symlinks: bool,
+    /// Keep set-user-ID and set-group-ID bits (by default they are cleared:
+    /// a pack from elsewhere should not make programs that run as whoever
+    /// unpacks it).
+    #[arg(short = 'p', long)]
+    same_permissions: bool,
 }
 
 /// How many left-out symlinks are named one by one.
@@ -87,8 +92,15 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     } else {
         None
     };
-    let mut u =
-        Unpack { pack: &pack, dest: &dest, dir: &args.dir, force: args.force, absolute, counts: Counts::default() };
+    let mut u = Unpack {
+        pack: &pack,
+        dest: &dest,
+        dir: &args.dir,
+        force: args.force,
+        absolute,
+        same_permissions: args.same_permissions,
+        counts: Counts::default(),
+    };
     if !args.force {
         u.refuse_overwrites()?;
     }
@@ -141,6 +153,8 @@ struct Unpack<'a> {
     force: bool,
     /// DIR, when symlinks with absolute targets are to be made.
     absolute: Option<OwnedFd>,
+    /// Keep set-user-ID and set-group-ID bits.
+    same_permissions: bool,
     counts: Counts,
 }
 
@@ -153,6 +167,11 @@ struct Frame {
 }
 
 impl Unpack<'_> {
+    /// The mode an entry gets here.
+    fn mode(&self, meta: &Metadata) -> u32 {
+        if self.same_permissions { meta.mode } else { meta.mode & !0o6000 }
+    }
+
     fn shown(&self, path: &str) -> String {
         self.dir.join(path).display().to_string()
     }
@@ -250,7 +269,7 @@ impl Unpack<'_> {
             dirs.insert(0, (self.dest.root(), self.pack.metadata(root)?));
         }
         for (ino, meta) in dirs.iter().rev() {
-            self.dest.set_mode(*ino, meta.mode)?;
+            self.dest.set_mode(*ino, self.mode(meta))?;
             self.dest.set_times(*ino, SetTime::At(meta.mtime), SetTime::At(meta.mtime))?;
         }
         Ok(skipped)
@@ -311,7 +330,7 @@ impl Unpack<'_> {
                     self.dest.write_at(ino, (k * CHUNK) as u64, chunk)?;
                     progress.inc(chunk.len() as u64);
                 }
-                self.dest.set_mode(ino, meta.mode)
+                self.dest.set_mode(ino, self.mode(meta))
             })();
             self.dest.close(ino);
             written?;
