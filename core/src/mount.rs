@@ -17,6 +17,8 @@
 //! read-only mount `ReadOnly`, removing or renaming a mount point `Busy`.
 
 use std::cmp::Ordering;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
@@ -52,6 +54,35 @@ struct Mount {
     read_only: bool,
     /// Where it is mounted: `(parent mount, directory, name)`; `None` for the root.
     point: Option<PointKey>,
+    /// Its open handles (shared by every version of the table).
+    handles: Arc<Handles>,
+}
+
+/// The open handles of one mount, and whether it is unmounted: unmounting
+/// waits for none to be open (`Busy` while any is: closing one afterwards
+/// could not reach its filesystem), and none opens once it is gone. One
+/// atomic word, so that an open racing an unmount loses cleanly.
+#[derive(Default)]
+struct Handles(AtomicU64);
+
+/// Set in [`Handles`] once the mount is gone.
+const GONE: u64 = 1 << 63;
+
+impl Handles {
+    /// Counts one more handle; false once the mount is gone.
+    fn open(&self) -> bool {
+        self.0.fetch_update(SeqCst, SeqCst, |n| (n & GONE == 0).then_some(n + 1)).is_ok()
+    }
+
+    /// Counts one handle fewer (a close with none open is ignored).
+    fn close(&self) {
+        let _ = self.0.fetch_update(SeqCst, SeqCst, |n| (n & !GONE > 0).then(|| n - 1));
+    }
+
+    /// Marks the mount gone, if no handle is open.
+    fn retire(&self) -> bool {
+        self.0.compare_exchange(0, GONE, SeqCst, SeqCst).is_ok()
+    }
 }
 
 #[derive(Clone, PartialEq, Eq)]
@@ -180,7 +211,7 @@ impl MountTable {
     /// A namespace whose root is `root`'s root directory.
     pub fn new(root: Arc<dyn FileSystem>, read_only: bool) -> Self {
         let mut mounts = Treap::new();
-        mounts.insert(0, Mount { fs: root, read_only, point: None });
+        mounts.insert(0, Mount { fs: root, read_only, point: None, handles: Arc::default() });
         MountTable {
             state: ArcSwap::from_pointee(State { mounts, points: Treap::new(), next_id: 1 }),
             writer: Mutex::new(()),
@@ -244,18 +275,22 @@ impl MountTable {
             }
             state.next_id = id + 1;
             state.points.insert(key.clone(), (id, fs.clone()));
-            state.mounts.insert(id, Mount { fs, read_only, point: Some(key) });
+            state.mounts.insert(id, Mount { fs, read_only, point: Some(key), handles: Arc::default() });
             Ok(id)
         })
     }
 
     /// Unmounts what is mounted at `path`, returning its filesystem. A mount
-    /// with mounts inside it is `Busy`; a path with no mount is `Invalid`.
+    /// with mounts inside it, or with files or directories open through the
+    /// table, is `Busy`; a path with no mount is `Invalid`.
     pub fn unmount(&self, path: &str) -> Result<Arc<dyn FileSystem>> {
         self.change(|state| {
             let key = Self::point(state, path)?;
             let id = state.covering(key.mount, key.dir, &key.name).ok_or(Error::Invalid)?.0;
             if state.points.iter_from(|k| k.mount >= id).next().is_some_and(|(k, _)| k.mount == id) {
+                return Err(Error::Busy);
+            }
+            if !state.mount(id)?.handles.retire() {
                 return Err(Error::Busy);
             }
             state.points.remove(&key);
@@ -397,7 +432,24 @@ impl MountTable {
     }
 }
 
+/// Runs `open` as one more handle of mount `m`: `NotFound` once `m` is
+/// unmounted, nothing counted if `open` fails.
+fn counted<T>(m: &Mount, open: impl FnOnce() -> Result<T>) -> Result<T> {
+    if !m.handles.open() {
+        return Err(Error::NotFound);
+    }
+    open().inspect_err(|_| m.handles.close())
+}
+
 impl MountTable {
+    /// Closes a handle of inode `ino` of `mount`.
+    fn close_in(&self, state: &State, mount: MountId, ino: Ino) {
+        if let Ok(m) = state.mount(mount) {
+            m.fs.close(ino);
+            m.handles.close();
+        }
+    }
+
     fn node_of(&self, ino: Ino) -> Result<Node> {
         self.state.load().node(split(ino))
     }
@@ -437,7 +489,7 @@ impl FileSystem for MountTable {
     fn open(&self, dir: Ino, name: &str, opts: &crate::OpenOptions) -> Result<Ino> {
         let state = self.state.load();
         let (mount, d) = split(dir);
-        if let Some((id, fs)) = state.covering(mount, d, name) {
+        if let Some(&(id, ref fs)) = state.covering(mount, d, name) {
             // The name is a mount point: opening it opens the mounted root.
             if opts.create && opts.exclusive {
                 return Err(Error::Exists);
@@ -445,26 +497,27 @@ impl FileSystem for MountTable {
             if opts.writes() {
                 return Err(Error::IsDir);
             }
-            fs.open_ino(fs.root())?;
-            return join((*id, fs.root()));
+            let root = fs.root();
+            counted(state.mount(id)?, || fs.open_ino(root))?;
+            return join((id, root)).inspect_err(|_| self.close_in(&state, id, root));
         }
         let node = state.node((mount, d))?;
         if opts.writes() || opts.create {
             node.writable()?;
         }
-        let ino = node.fs.open(d, name, opts)?;
-        join((mount, ino)).inspect_err(|_| node.fs.close(ino))
+        let ino = counted(state.mount(mount)?, || node.fs.open(d, name, opts))?;
+        join((mount, ino)).inspect_err(|_| self.close_in(&state, mount, ino))
     }
 
     fn open_ino(&self, ino: Ino) -> Result<()> {
-        let node = self.node_of(ino)?;
-        node.fs.open_ino(node.ino)
+        let state = self.state.load();
+        let (mount, i) = split(ino);
+        counted(state.mount(mount)?, || state.mount(mount)?.fs.open_ino(i))
     }
 
     fn close(&self, ino: Ino) {
-        if let Ok(node) = self.node_of(ino) {
-            node.fs.close(node.ino);
-        }
+        let (mount, i) = split(ino);
+        self.close_in(&self.state.load(), mount, i);
     }
 
     fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {

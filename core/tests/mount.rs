@@ -142,6 +142,30 @@ fn mount_points_keep_their_directory() {
     t.rmdir(&top, "e").unwrap();
 }
 
+/// A mount with handles open through the table stays until they close:
+/// closing one afterwards could not reach its filesystem.
+#[test]
+fn open_handles_keep_a_mount() {
+    let t = MountTable::new(Arc::new(MemFs::new()), false);
+    let inner = Arc::new(MemFs::new());
+    t.mount("/m", inner.clone(), false).unwrap();
+    let m = t.resolve(&t.root(), "m", true).unwrap();
+    let top = t.root().ino;
+    let f = FileSystem::open(&t, FileSystem::lookup(&t, top, "m").unwrap(), "f", &OpenOptions::create()).unwrap();
+    let d = FileSystem::open(&t, top, "m", &OpenOptions::read()).unwrap(); // the mount point itself
+    assert_eq!(t.unmount("/m").map(|_| ()), Err(Error::Busy));
+    FileSystem::close(&t, f);
+    assert_eq!(t.unmount("/m").map(|_| ()), Err(Error::Busy), "the mount point is still open");
+    FileSystem::open_ino(&t, d).unwrap();
+    FileSystem::close(&t, d);
+    FileSystem::close(&t, d);
+    // A failed open counts nothing.
+    assert!(FileSystem::open(&t, FileSystem::lookup(&t, top, "m").unwrap(), "none", &OpenOptions::read()).is_err());
+    assert!(t.unmount("/m").is_ok());
+    assert_eq!(m.fs.lookup(m.ino, "f").map(|_| ()), Ok(()), "the unmounted filesystem keeps its files");
+    assert_eq!(FileSystem::open_ino(&t, d), Err(Error::NotFound), "no handle opens into a mount that is gone");
+}
+
 #[test]
 fn a_mount_follows_its_directory() {
     let root = MemFs::new();
