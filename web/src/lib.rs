@@ -218,9 +218,16 @@ fn opt_u64(options: &Option<JsValue>, key: &str) -> JsResult<Option<u64>> {
     }
 }
 
+/// A boolean option, if present: `true` or `false`, nothing else.
 fn opt_bool(options: &Option<JsValue>, key: &str) -> JsResult<Option<bool>> {
     let Some(o) = options.as_ref().filter(|o| o.is_object()) else { return Ok(None) };
-    Ok(Reflect::get(o, &key.into())?.as_bool())
+    let v = Reflect::get(o, &key.into())?;
+    if v.is_undefined() || v.is_null() {
+        return Ok(None);
+    }
+    v.as_bool()
+        .map(Some)
+        .ok_or_else(|| js_error("invalid", "EINVAL", &format!("invalid: option {key} must be true or false")))
 }
 
 fn limits(options: &Option<JsValue>) -> JsResult<Limits> {
@@ -246,18 +253,19 @@ fn bytes_of(data: &JsValue) -> JsResult<Vec<u8>> {
     if let Some(s) = data.as_string() {
         return Ok(s.into_bytes());
     }
-    if data.is_instance_of::<Uint8Array>() || data.is_instance_of::<js_sys::ArrayBuffer>() {
+    if data.is_instance_of::<js_sys::ArrayBuffer>() {
         return Ok(Uint8Array::new(data).to_vec());
     }
-    if let Some(view) = data.dyn_ref::<js_sys::DataView>() {
-        return Ok(Uint8Array::new_with_byte_offset_and_length(
-            &view.buffer(),
-            view.byte_offset() as u32,
-            view.byte_length() as u32,
-        )
-        .to_vec());
+    if js_sys::ArrayBuffer::is_view(data) {
+        // Any typed array or DataView: its bytes, whatever its element type
+        // (`new Uint8Array(view)` would convert elements instead).
+        let get = |key: &str| Reflect::get(data, &key.into());
+        let (offset, len) = (get("byteOffset")?.as_f64(), get("byteLength")?.as_f64());
+        if let (Some(offset), Some(len)) = (offset, len) {
+            return Ok(Uint8Array::new_with_byte_offset_and_length(&get("buffer")?, offset as u32, len as u32).to_vec());
+        }
     }
-    Err(js_error("invalid", "EINVAL", "invalid: data must be a Uint8Array, an ArrayBuffer or a string"))
+    Err(js_error("invalid", "EINVAL", "invalid: data must be an ArrayBufferView, an ArrayBuffer or a string"))
 }
 
 /// What every class holds: the filesystem, and the remote pack whose bytes

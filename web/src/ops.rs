@@ -213,7 +213,15 @@ pub fn readlink(fs: &dyn FileSystem, path: &str) -> Result<String> {
 pub fn compact(b: &Backend) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     match b {
-        Backend::Mem(m) => write_pack(&m.snapshot(), &mut out)?,
+        Backend::Mem(m) => {
+            let snapshot = m.snapshot();
+            // The pack holds every byte, holes written out: room for that
+            // is taken first, so that a tree too big for this memory is
+            // `NoSpace`, not an abort midway.
+            let bytes = usize::try_from(snapshot.usage().bytes).map_err(|_| Error::NoSpace)?;
+            out.try_reserve(bytes).map_err(|_| Error::NoSpace)?;
+            write_pack(&snapshot, &mut out)?
+        }
         Backend::Pack(p) => write_pack(&**p, &mut out)?,
     };
     Ok(out)
@@ -296,5 +304,9 @@ mod tests {
         assert_eq!(write_file(&p, "nope/new", b"x"), Err(Error::NotFound));
         assert_eq!(mkdir(p.fs(), "e", false), Err(Error::ReadOnly));
         assert_eq!(compact(&p).unwrap(), bytes);
+        // A tree whose pack could not fit in memory is NoSpace, up front.
+        let f = b.fs().lookup(b.fs().lookup(b.fs().root(), "d").unwrap(), "f").unwrap();
+        b.fs().set_len(f, packfs_core::MAX_FILE_SIZE).unwrap();
+        assert_eq!(compact(&b), Err(Error::NoSpace));
     }
 }

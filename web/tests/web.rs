@@ -87,6 +87,15 @@ async fn memfs_paths_and_errors() {
     assert_eq!(code(fs.read_file_sync("../x").unwrap_err()), "not-permitted");
     assert_eq!(code(fs.write_file_sync("a/b", "x".into()).unwrap_err()), "is-directory");
     assert_eq!(code(fs.write_file_sync("a/x", JsValue::from(5)).unwrap_err()), "invalid");
+    // Any ArrayBufferView, by its bytes: a Uint16Array and a DataView over
+    // part of a buffer.
+    let words = js_sys::Uint16Array::from(&[0x0201u16, 0x0403][..]);
+    fs.write_file_sync("a/words", words.into()).unwrap();
+    assert_eq!(fs.read_file_sync("a/words").unwrap(), [1, 2, 3, 4]);
+    let buffer = Uint8Array::from(&[9u8, 8, 7, 6, 5][..]).buffer();
+    fs.write_file_sync("a/view", js_sys::DataView::new(&buffer, 1, 3).into()).unwrap();
+    assert_eq!(fs.read_file_sync("a/view").unwrap(), [8, 7, 6]);
+    assert_eq!(code(fs.mkdir("x/y", opts(&[("recursive", "yes".into())])).unwrap_err()), "invalid");
     let err = fs.read_file_sync("a/nope").unwrap_err();
     assert_eq!(get(&err, "errno").as_string().unwrap(), "ENOENT");
     let msg = String::from(err.unchecked_into::<js_sys::Error>().message());
