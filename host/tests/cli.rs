@@ -486,6 +486,13 @@ fn unpack_refuses_to_overwrite_without_force() {
     fails(["unpack", p(&pack), p(&out)], &["already exist", "--force"]);
     assert_eq!(std::fs::read(out.join("ro/inside.txt")).unwrap(), b"changed", "nothing overwritten");
 
+    // Into a symlink to a directory: through it.
+    let linked = f.path("linked");
+    symlink(f.path("target-dir"), &linked).unwrap();
+    std::fs::create_dir(f.path("target-dir")).unwrap();
+    ok(["unpack", p(&pack), p(&linked)]);
+    assert_eq!(std::fs::read(f.path("target-dir/docs/a.txt")).unwrap(), b"hello\n");
+
     // Into a directory holding only other names and the same directories: fine.
     let other = f.path("other");
     std::fs::create_dir_all(other.join("docs/sub")).unwrap();

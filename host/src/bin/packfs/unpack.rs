@@ -76,7 +76,8 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         );
     }
     let shown = args.dir.display();
-    let created = match std::fs::symlink_metadata(&args.dir) {
+    // DIR itself may be a symlink to a directory (DirFs opens it so).
+    let created = match std::fs::metadata(&args.dir) {
         Ok(m) if m.is_dir() => false,
         Ok(_) => bail!("{shown}: not a directory"),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
