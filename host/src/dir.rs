@@ -582,8 +582,9 @@ impl FileSystem for DirFs {
             // Past the end: the listing is done with.
             self.drop_listing(dir);
         } else if first + page.len() == entries.len() {
-            // Its last page: most callers stop here (a short page), so it
-            // goes first when room is needed.
+            // Its last page: a caller may stop here, at a short page,
+            // without asking for the empty one, so it goes first when room
+            // is needed.
             self.requeue(dir, false);
         }
         Ok(page.to_vec())

@@ -40,7 +40,11 @@ impl MappedFile {
     /// mapping lives: the bytes would change under readers that checked
     /// them, and a read of a page past a truncated end kills the process
     /// with `SIGBUS`. Replace a file by renaming a new one over it (as
-    /// PackFS publishes packs) — a mapping keeps the old file's pages.
+    /// PackFS publishes packs) — on a local filesystem a mapping keeps the
+    /// old file's pages. A read error of the storage under the mapping (a
+    /// failing disk, a FUSE or network filesystem losing the file) is a
+    /// `SIGBUS` too: on such storage, read the pack into memory instead
+    /// (`PackFs::open` over a `Vec<u8>`).
     pub fn open(path: impl AsRef<Path>) -> io::Result<MappedFile> {
         let file = File::open(path)?;
         if !file.metadata()?.is_file() {
@@ -50,9 +54,9 @@ impl MappedFile {
         // out as `&[u8]`, which Rust assumes cannot change, while the file
         // under them could be written or truncated by anyone holding it
         // open for writing (a truncation turns reads past the new end into
-        // SIGBUS). The mapping is read-only and private to this process
-        // (we opened the file read-only and never write through it), so
-        // only another writer of the file could break this. PackFS is not
+        // SIGBUS). The mapping is read-only (we opened the file read-only
+        // and never write through it), so only another writer of the file
+        // could break this: a shared mapping sees their writes. PackFS is not
         // one: packs are never modified in place — a new pack is written to
         // a fresh file and published by an atomic rename, which gives the
         // path a new inode and leaves this mapping's inode and pages

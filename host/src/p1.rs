@@ -280,6 +280,7 @@ impl ComponentCache {
         // the input does.
         h.update(Sha256::digest(WASI_SNAPSHOT_PREVIEW1_COMMAND_ADAPTER));
         h.update(Sha256::digest(WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER));
+        h.update(Sha256::digest(exit_adapter()));
         engine.precompile_compatibility_hash().hash(&mut ShaHasher(&mut h));
         h.update(Sha256::digest(wasm));
         let key: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();

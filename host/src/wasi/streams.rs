@@ -174,7 +174,9 @@ impl DirStream {
     pub(crate) fn next_entry(&mut self, epoch: u64) -> Result<Option<(DirEntry, u64)>> {
         if self.batch.is_empty() && !self.done {
             let entries = self.node.fs.read_dir(self.node.ino, self.after.as_deref(), DIR_BATCH)?;
-            self.done = entries.len() < DIR_BATCH;
+            // A short page need not be the last (a backend may filter its
+            // pages); only an empty one is.
+            self.done = entries.is_empty();
             if let Some(last) = entries.last() {
                 self.after = Some(Arc::clone(&last.name));
             }

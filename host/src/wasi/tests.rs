@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use packfs_core::mem::Limits;
-use packfs_core::{FileSystem, MemFs, system_clock};
+use packfs_core::{FileSystem, Ino, MemFs, system_clock};
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, StreamError};
 
@@ -280,6 +280,58 @@ fn directory_listing_batches_and_resumes_by_name() {
     assert!(names.windows(2).all(|w| w[0].0 < w[1].0), "stable byte order");
     assert_eq!(names[600], ("sub".to_string(), DescriptorType::Directory));
     assert!(g.view().read_directory_entry(b(&s)).unwrap().is_none());
+}
+
+/// A read-only view of a snapshot whose listings come in pages of at most
+/// three entries, whatever was asked: short pages that are not the last.
+struct ShortPages(packfs_core::Snapshot);
+
+impl FileSystem for ShortPages {
+    fn root(&self) -> Ino {
+        self.0.root()
+    }
+    fn lookup(&self, dir: Ino, name: &str) -> packfs_core::Result<Ino> {
+        self.0.lookup(dir, name)
+    }
+    fn metadata(&self, ino: Ino) -> packfs_core::Result<packfs_core::Metadata> {
+        self.0.metadata(ino)
+    }
+    fn open(&self, dir: Ino, name: &str, opts: &packfs_core::OpenOptions) -> packfs_core::Result<Ino> {
+        self.0.open(dir, name, opts)
+    }
+    fn open_ino(&self, ino: Ino) -> packfs_core::Result<()> {
+        self.0.open_ino(ino)
+    }
+    fn close(&self, ino: Ino) {
+        self.0.close(ino)
+    }
+    fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> packfs_core::Result<usize> {
+        self.0.read_at(ino, offset, buf)
+    }
+    fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> packfs_core::Result<Vec<packfs_core::DirEntry>> {
+        self.0.read_dir(dir, after, max.min(3))
+    }
+    fn readlink(&self, ino: Ino) -> packfs_core::Result<String> {
+        self.0.readlink(ino)
+    }
+}
+
+/// A page shorter than asked for is not the end of a listing: only an
+/// empty one is (the trait promises up to `max` entries, no more).
+#[test]
+fn short_pages_do_not_end_a_listing() {
+    let fs = MemFs::new();
+    for i in 0..10 {
+        fs.close(fs.open(fs.root(), &format!("f{i}"), &packfs_core::OpenOptions::create()).unwrap());
+    }
+    let mut g = rw(Arc::new(ShortPages(fs.snapshot())));
+    let root = g.preopens().remove(0);
+    let s = g.view().read_directory(b(&root)).unwrap();
+    let mut n = 0;
+    while g.view().read_directory_entry(b(&s)).unwrap().is_some() {
+        n += 1;
+    }
+    assert_eq!(n, 10);
 }
 
 #[test]
