@@ -393,7 +393,15 @@ impl MountTable {
         from.writable()?;
         self.not_mount_point(from, from_name)?;
         self.not_mount_point(to, to_name)?;
-        self.no_mount_points_in(to, to_name)?;
+        // A directory that replaces one holding mount points would strand
+        // them (other cases fail or succeed in the backend as they would).
+        let (source, target) = (from.fs.lookup_kind(from.ino, from_name), to.fs.lookup_kind(to.ino, to_name));
+        if let (Ok((src, FileType::Dir)), Ok((dst, FileType::Dir))) = (source, target)
+            && src != dst
+            && self.state.load().holds_mount_points(to.mount, dst)
+        {
+            return Err(Error::NotEmpty);
+        }
         from.fs.rename(from.ino, from_name, to.ino, to_name)
     }
 

@@ -132,6 +132,9 @@ fn mount_points_keep_their_directory() {
     assert_eq!(names(&t, "d"), ["m"]);
     assert_eq!(t.rmdir(&top, "d"), Err(Error::NotEmpty));
     assert_eq!(t.rename(&top, "other", &top, "d"), Err(Error::NotEmpty));
+    t.rename(&top, "d", &top, "d").unwrap(); // onto itself: nothing happens
+    put(&top, "plain", b"p");
+    assert_eq!(t.rename(&top, "plain", &top, "d"), Err(Error::IsDir), "a file onto a directory");
     let d = t.resolve(&top, "d", true).unwrap();
     put(&top, "file", b"x");
     let file = t.resolve(&top, "file", true).unwrap();

@@ -46,9 +46,6 @@ const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGIC
 pub struct DirFs {
     root: OwnedFd,
     root_ino: Ino,
-    /// The root's device: a name that is another filesystem's mount point
-    /// is not served (no path may cross into it).
-    root_dev: u64,
     read_only: bool,
     /// With [`DirFs::strict`]: what a listing may still leave out.
     strict: Option<LeaveOut>,
@@ -181,7 +178,6 @@ fn kind(st: &Stat) -> Result<FileType> {
     }
 }
 
-/// A host time; one before 1970 reads as 1970 (PackFS times are unsigned).
 /// What a host file that is not a PackFS object is.
 fn special(t: rustix::fs::FileType) -> &'static str {
     match t {
@@ -192,6 +188,7 @@ fn special(t: rustix::fs::FileType) -> &'static str {
     }
 }
 
+/// A host time; one before 1970 reads as 1970 (PackFS times are unsigned).
 fn time(secs: i64, nanos: i64) -> Timestamp {
     if secs < 0 {
         return Timestamp::new(0, 0);
@@ -212,6 +209,32 @@ fn metadata(ino: Ino, st: &Stat) -> Result<Metadata> {
     })
 }
 
+/// Opens `path` beneath directory `dfd` to read or write it: never into
+/// another mount (`RESOLVE_NO_XDEV`, as every path here), never following
+/// a final symlink, and without blocking on a fifo or taking a terminal
+/// before the type check refuses them (`O_NONBLOCK`, `O_NOCTTY`). A lease
+/// held elsewhere fails such an open with `EAGAIN`: then it waits for the
+/// lease, as a plain open does.
+fn open_entry(dfd: &OwnedFd, path: &Path, flags: OFlags, mode: Mode) -> rustix::io::Result<OwnedFd> {
+    let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
+    // openat2 takes a mode only to create with.
+    let mode = if flags.contains(OFlags::CREATE) { mode } else { Mode::empty() };
+    match rustix::fs::openat2(dfd, path, flags | OFlags::NONBLOCK, mode, BENEATH) {
+        Err(Errno::AGAIN) => rustix::fs::openat2(dfd, path, flags, mode, BENEATH),
+        opened => opened,
+    }
+}
+
+/// Makes an fd opened `O_NONBLOCK` for the type check block again, if it is
+/// a file (some FUSE and network filesystems honour the flag on reads).
+fn blocking(fd: &OwnedFd, kind: FileType) -> Result<()> {
+    if kind == FileType::File {
+        let flags = rustix::fs::fcntl_getfl(fd).map_err(errno)?;
+        rustix::fs::fcntl_setfl(fd, flags - OFlags::NONBLOCK).map_err(errno)?;
+    }
+    Ok(())
+}
+
 fn proc_path(fd: &OwnedFd) -> String {
     format!("/proc/self/fd/{}", fd.as_raw_fd())
 }
@@ -225,7 +248,6 @@ impl DirFs {
         Ok(DirFs {
             root,
             root_ino: st.st_ino,
-            root_dev: st.st_dev,
             read_only,
             strict: None,
             places: Mutex::default(),
@@ -349,17 +371,15 @@ impl DirFs {
             return Ok(fd);
         }
         let flags = if write { OFlags::WRONLY } else { OFlags::RDONLY };
-        // Not blocking on a fifo, nor taking a terminal, before the type
-        // check below refuses them.
-        let fd = self.open_beneath(&self.path_of(ino)?, flags | OFlags::NONBLOCK | OFlags::NOCTTY)?;
+        let fd = open_entry(&self.root, &self.path_of(ino)?, flags, Mode::empty()).map_err(errno)?;
         let st = rustix::fs::fstat(&fd).map_err(errno)?;
         if st.st_ino != ino {
             return Err(Error::NotFound);
         }
-        if kind(&st)? == FileType::Dir {
-            return Err(Error::IsDir);
+        match kind(&st)? {
+            FileType::Dir => Err(Error::IsDir),
+            k => blocking(&fd, k).map(|()| Arc::new(fd)),
         }
-        Ok(Arc::new(fd))
     }
 
     /// Directory `dir`'s entries, sorted by name: those of its listing in
@@ -446,13 +466,15 @@ impl FileSystem for DirFs {
     fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
         validate_name(name)?;
         let dfd = self.dir_fd(dir)?;
-        let st = rustix::fs::statat(&dfd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
-        if st.st_dev != self.root_dev {
-            // Another filesystem's mount point: as openat2 would say.
+        let flags = AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT;
+        let st = rustix::fs::statx(&dfd, name, flags, rustix::fs::StatxFlags::INO).map_err(errno)?;
+        let root = rustix::fs::StatxAttributes::MOUNT_ROOT;
+        if st.stx_attributes_mask.contains(root) && st.stx_attributes.contains(root) {
+            // Another filesystem's mount point: no path crosses into one.
             return Err(Error::NotPermitted);
         }
-        self.remember(st.st_ino, dir, name);
-        Ok(st.st_ino)
+        self.remember(st.stx_ino, dir, name);
+        Ok(st.stx_ino)
     }
 
     fn parent(&self, dir: Ino) -> Result<Ino> {
@@ -488,6 +510,10 @@ impl FileSystem for DirFs {
                     self.close(ino);
                     Err(Error::Exists)
                 }
+                Ok(ino) if self.metadata(ino).is_ok_and(|m| m.kind == FileType::Dir) => {
+                    self.close(ino);
+                    Err(Error::IsDir)
+                }
                 Err(Error::NotFound) => Err(Error::ReadOnly),
                 other => other,
             };
@@ -497,10 +523,6 @@ impl FileSystem for DirFs {
         // A writer opens read-write where the mode allows, so that its fd
         // can also serve reads through other handles of the same inode.
         let mut flags = if write { OFlags::RDWR } else { OFlags::RDONLY };
-        // Not blocking on a fifo, nor taking a terminal: such files are
-        // refused below. (O_NONBLOCK changes nothing for files and
-        // directories.)
-        flags |= OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
         for (on, flag) in [
             (opts.create, OFlags::CREATE),
             (opts.exclusive, OFlags::EXCL),
@@ -512,15 +534,15 @@ impl FileSystem for DirFs {
             }
         }
         let mode = Mode::from_raw_mode(opts.mode & 0o7777);
-        let (fd, read) = match rustix::fs::openat(&dfd, name, flags, mode) {
+        let (fd, read) = match open_entry(&dfd, Path::new(name), flags, mode) {
             Err(Errno::ACCESS | Errno::ISDIR) if write && !opts.read => {
                 let flags = (flags - OFlags::RDWR) | OFlags::WRONLY;
-                (rustix::fs::openat(&dfd, name, flags, mode).map_err(errno)?, false)
+                (open_entry(&dfd, Path::new(name), flags, mode).map_err(errno)?, false)
             }
             r => (r.map_err(errno)?, true),
         };
         let st = rustix::fs::fstat(&fd).map_err(errno)?;
-        kind(&st)?;
+        blocking(&fd, kind(&st)?)?;
         self.remember(st.st_ino, dir, name);
         lock(&self.open).entry(st.st_ino).or_default().pin(Pinned { fd: Arc::new(fd), read, write });
         Ok(st.st_ino)

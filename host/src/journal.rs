@@ -58,9 +58,6 @@ pub enum SyncPolicy {
 /// An open journal directory and the filesystem it keeps durable.
 pub struct Journal {
     dir: PathBuf,
-    /// `DIR/lock`, locked: two writers appending to one log would
-    /// overwrite each other's records.
-    lock: File,
     generation: u64,
     fs: Arc<MemFs>,
     log: Arc<LogFile>,
@@ -176,9 +173,9 @@ impl Journal {
             }
         };
         remove_other_generations(dir, generation)?;
-        let log = Arc::new(LogFile::new(file, len, policy));
+        let log = Arc::new(LogFile::new(file, len, policy, Some(lock)));
         let fs = Arc::new(MemFs::journaled(tree, log.clone(), clock));
-        Ok(Journal { dir: dir.to_path_buf(), lock, generation, fs, log, policy, limits })
+        Ok(Journal { dir: dir.to_path_buf(), generation, fs, log, policy, limits })
     }
 
     /// Reads the tree a journal directory describes, changing nothing on
@@ -206,7 +203,9 @@ impl Journal {
         let base = base_path(&self.dir, next);
         // Closed between changes: a change recorded in the old log is in
         // the snapshot, and one begun after fails.
-        let snapshot = self.fs.settled_snapshot(|| self.log.close("the journal was checkpointed: reopen it"));
+        let mut held = None;
+        let snapshot = self.fs.settled_snapshot(|| held = self.log.close("the journal was checkpointed: reopen it"));
+        let held = held.ok_or_else(|| anyhow::anyhow!("the journal was closed before its checkpoint"))?;
         write_atomic(&base, |f| {
             let mut out = io::BufWriter::new(f);
             write_pack(&snapshot, &mut out).map_err(io::Error::other)?;
@@ -216,7 +215,7 @@ impl Journal {
         let header = Header { generation: next, created: system_clock()() };
         let log = log_path(&self.dir, next);
         write_atomic(&log, |f| f.write_all(&header.encode())).with_context(|| format!("creating {}", log.display()))?;
-        Journal::open_locked(&self.dir, self.lock, self.policy, self.limits)
+        Journal::open_locked(&self.dir, held, self.policy, self.limits)
     }
 }
 
@@ -250,6 +249,10 @@ struct AppendState {
     /// Set when a failed append could not be undone, when a sync failed,
     /// or after a checkpoint.
     closed: Option<&'static str>,
+    /// `DIR/lock`, locked, for as long as the log takes records (whoever
+    /// still holds the filesystem): two processes appending to one log
+    /// would overwrite each other's records.
+    owner: Option<File>,
 }
 
 struct SyncState {
@@ -264,20 +267,23 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl LogFile {
-    fn new(file: File, len: u64, policy: SyncPolicy) -> Self {
+    fn new(file: File, len: u64, policy: SyncPolicy, owner: Option<File>) -> Self {
         LogFile {
             file,
             policy,
-            append: Mutex::new(AppendState { len, seq: 0, closed: None }),
+            append: Mutex::new(AppendState { len, seq: 0, closed: None, owner }),
             appended: AtomicU64::new(0),
             synced: Mutex::new(SyncState { synced: 0, syncing: false, failed: false }),
             synced_cv: Condvar::new(),
         }
     }
 
-    /// Takes no more records.
-    fn close(&self, why: &'static str) {
-        lock(&self.append).closed.get_or_insert(why);
+    /// Takes no more records; hands back the directory's lock, which it
+    /// no longer needs (the first time).
+    fn close(&self, why: &'static str) -> Option<File> {
+        let mut st = lock(&self.append);
+        st.closed.get_or_insert(why);
+        st.owner.take()
     }
 }
 
@@ -328,7 +334,8 @@ impl Sink for LogFile {
             self.synced_cv.notify_all();
             if let Err(e) = result {
                 drop(st);
-                self.close("a journal sync failed: reopen the journal");
+                // The lock goes too: another process may reopen and recover it.
+                drop(self.close("a journal sync failed: reopen the journal"));
                 return Err(Error::Io(format!("journal sync: {e}")));
             }
         }
@@ -407,7 +414,7 @@ mod tests {
         // fdatasync of /dev/null fails (EINVAL); its writes succeed.
         let file = File::options().write(true).open("/dev/null").unwrap();
         for policy in [SyncPolicy::EveryOp, SyncPolicy::GroupCommit] {
-            let log = Arc::new(LogFile::new(file.try_clone().unwrap(), 0, policy));
+            let log = Arc::new(LogFile::new(file.try_clone().unwrap(), 0, policy, None));
             let fs = MemFs::journaled(Tree::new(system_clock()(), Limits::default()), log.clone(), system_clock());
             assert!(matches!(fs.mkdir(fs.root(), "a", 0o755), Err(Error::Io(_))));
             if policy == SyncPolicy::EveryOp {
@@ -438,7 +445,12 @@ mod tests {
         assert!(again.err().unwrap().to_string().contains("in use"));
         let j = j.checkpoint().unwrap();
         assert!(Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).is_err(), "the lock is kept");
+        // Whoever still holds the filesystem can still write the log: the
+        // lock stays with it.
+        let fs = j.fs().clone();
         drop(j);
+        assert!(Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).is_err(), "held by the filesystem");
+        drop(fs);
         Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
     }
 

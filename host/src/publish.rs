@@ -79,8 +79,9 @@ pub fn write_atomic_with<T>(
 }
 
 /// `path` with symlinks at its end followed (at most 40, as Linux), each
-/// relative target taken from the link's directory: the file to replace.
-fn through_symlinks(path: &Path) -> io::Result<PathBuf> {
+/// relative target taken from the link's directory: the file
+/// [`write_atomic`] replaces.
+pub fn through_symlinks(path: &Path) -> io::Result<PathBuf> {
     let mut at = path.to_path_buf();
     for _ in 0..=40 {
         match std::fs::symlink_metadata(&at) {

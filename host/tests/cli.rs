@@ -291,6 +291,12 @@ fn a_pack_written_inside_its_source_leaves_itself_out() {
     ok(["pack", p(&f.path("src")), "-o", p(&inside)]); // now self.pack exists
     let top = ok(["ls", p(&inside)]);
     assert!(!top.lines().any(|l| l == "self.pack"), "{top}");
+    // Named through a symlink outside the source: the same file.
+    let link = f.path("link.pack");
+    symlink(&inside, &link).unwrap();
+    ok(["pack", p(&f.path("src")), "-o", p(&link)]);
+    let top = ok(["ls", p(&inside)]);
+    assert!(!top.lines().any(|l| l == "self.pack"), "{top}");
 }
 
 #[test]
@@ -646,4 +652,20 @@ fn output_to_a_closed_pipe_ends_quietly() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(out.stderr.is_empty(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
+    // Damage found is still damage, however little of the list was read.
+    let bytes = std::fs::read(&pack).unwrap();
+    let at = bytes.windows(1).position(|w| w == b"f").unwrap();
+    let mut damaged = bytes.clone();
+    damaged[at] ^= 1;
+    std::fs::write(&pack, &damaged).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_packfs"))
+        .args(["verify", p(&pack)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("damaged entries: 1"));
 }

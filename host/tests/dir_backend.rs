@@ -152,6 +152,7 @@ fn read_only_refuses_every_change() {
     fs.close(h);
     let exclusive = OpenOptions { exclusive: true, ..read_create };
     assert_eq!(fs.open(inner_dir(&fs), "inner", &exclusive), Err(Error::Exists));
+    assert_eq!(fs.open(root, "sub", &read_create), Err(Error::IsDir));
     assert_eq!(fs.open(root, "sub", &OpenOptions { write: true, ..OpenOptions::default() }), Err(Error::ReadOnly));
     assert_eq!(fs.write_at(inner, 0, b"x"), Err(Error::ReadOnly));
     assert_eq!(fs.set_len(inner, 0), Err(Error::ReadOnly));

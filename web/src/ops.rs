@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use packfs_core::pack::write_pack;
+use packfs_core::pack::{WriteError, write_pack};
 use packfs_core::resolve::{resolve, resolve_parent};
 use packfs_core::{Error, FileSystem, FileType, Ino, MemFs, Metadata, OpenOptions, Result};
 
@@ -211,20 +211,45 @@ pub fn readlink(fs: &dyn FileSystem, path: &str) -> Result<String> {
 
 /// The whole tree as pack bytes (of a snapshot, for an in-memory one).
 pub fn compact(b: &Backend) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
-    match b {
-        Backend::Mem(m) => {
-            let snapshot = m.snapshot();
-            // The pack holds every byte, holes written out: room for that
-            // is taken first, so that a tree too big for this memory is
-            // `NoSpace`, not an abort midway.
-            let bytes = usize::try_from(snapshot.usage().bytes).map_err(|_| Error::NoSpace)?;
-            out.try_reserve(bytes).map_err(|_| Error::NoSpace)?;
-            write_pack(&snapshot, &mut out)?
-        }
-        Backend::Pack(p) => write_pack(&**p, &mut out)?,
+    compact_within(b, usize::MAX)
+}
+
+/// [`compact`] into at most `cap` bytes.
+fn compact_within(b: &Backend, cap: usize) -> Result<Vec<u8>> {
+    let mut out = Bounded { buf: Vec::new(), cap };
+    let written = match b {
+        Backend::Mem(m) => write_pack(&m.snapshot(), &mut out),
+        Backend::Pack(p) => write_pack(&**p, &mut out),
     };
-    Ok(out)
+    match written {
+        Ok(_) => Ok(out.buf),
+        Err(WriteError::Output(e)) if e.kind() == std::io::ErrorKind::OutOfMemory => Err(Error::NoSpace),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A growing buffer that fails a write it has no memory for, or that would
+/// pass `cap` (`OutOfMemory`), instead of aborting: a tree too big for this
+/// memory (holes are written out in full) is `NoSpace`.
+struct Bounded {
+    buf: Vec<u8>,
+    cap: usize,
+}
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let out_of_memory = || std::io::Error::from(std::io::ErrorKind::OutOfMemory);
+        if data.len() > self.cap - self.buf.len() {
+            return Err(out_of_memory());
+        }
+        self.buf.try_reserve(data.len()).map_err(|_| out_of_memory())?;
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -304,9 +329,8 @@ mod tests {
         assert_eq!(write_file(&p, "nope/new", b"x"), Err(Error::NotFound));
         assert_eq!(mkdir(p.fs(), "e", false), Err(Error::ReadOnly));
         assert_eq!(compact(&p).unwrap(), bytes);
-        // A tree whose pack could not fit in memory is NoSpace, up front.
-        let f = b.fs().lookup(b.fs().lookup(b.fs().root(), "d").unwrap(), "f").unwrap();
-        b.fs().set_len(f, packfs_core::MAX_FILE_SIZE).unwrap();
-        assert_eq!(compact(&b), Err(Error::NoSpace));
+        // Out of memory while writing is NoSpace, not an abort.
+        assert_eq!(compact_within(&b, bytes.len()).unwrap(), bytes);
+        assert_eq!(compact_within(&b, bytes.len() - 1), Err(Error::NoSpace));
     }
 }

@@ -127,7 +127,11 @@ async function verify() {
     setBadge("verifying…", "");
     const r = await state.pack.verify();
     if (r.ok) setBadge(`✓ checksums OK (${r.blobs} blobs, ${human(r.bytes)})`, "ok");
-    else setBadge(`✗ ${r.bad.length} damaged: ${r.bad.map((b) => b.path || "(unnamed blob)").join(", ")}`, "bad");
+    else {
+      const named = r.bad.slice(0, 5).map((b) => b.path || "(unnamed blob)");
+      const more = r.bad.length + r.unlisted - named.length;
+      setBadge(`✗ ${r.bad.length + r.unlisted} damaged: ${named.join(", ")}${more > 0 ? `, and ${more} more` : ""}`, "bad");
+    }
     updateSummary();
   } catch (e) {
     setBadge(`✗ ${e.code ?? "error"}`, "bad");

@@ -53,13 +53,13 @@ impl Rule {
     }
 }
 
-/// `inner` without the entries `rules` match.
 /// True when `rules` leave out the entry at `path` (not a directory).
 pub(crate) fn excludes(rules: &[Rule], path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     rules.iter().any(|r| r.matches(path, name, FileType::File))
 }
 
+/// `inner` without the entries `rules` match.
 pub(crate) struct Source<'a> {
     inner: &'a dyn FileSystem,
     rules: Vec<Rule>,

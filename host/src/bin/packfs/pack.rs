@@ -15,7 +15,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use packfs_core::pack::{PackOptions, WriteError};
 use packfs_host::dir::DirFs;
-use packfs_host::publish::write_atomic;
+use packfs_host::publish::{through_symlinks, write_atomic};
 
 use crate::common::bytes;
 use crate::exclude::{Rule, Source, excludes};
@@ -100,6 +100,8 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
 /// DIR: its name, and the temporary names `write_atomic` may give it before
 /// publication (`.NAME.PID.N.packfs-tmp`, see `publish.rs`).
 fn own_output(dir: &Path, out: &Path) -> Result<Vec<Rule>> {
+    // Where the pack really goes: write_atomic writes through symlinks.
+    let out = &through_symlinks(out)?;
     let (Ok(dir), Some(name)) = (dir.canonicalize(), out.file_name().and_then(|n| n.to_str())) else {
         return Ok(Vec::new());
     };

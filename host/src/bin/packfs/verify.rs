@@ -38,13 +38,19 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         out!("{shown}: ok, {} blobs, {} checked", report.blobs, bytes(report.bytes));
         return Ok(ExitCode::SUCCESS);
     }
-    for bad in &report.bad {
-        let path = if bad.path.is_empty() { "(a blob no entry names)" } else { &bad.path };
-        out!("{path}: {}", bad.error);
-    }
-    if report.unlisted > 0 {
-        out!("... and {} more", report.unlisted);
-    }
+    // A reader that stops early (`| head`) cuts the list short, never the
+    // verdict: the summary and the exit status stand.
+    let list = || -> std::io::Result<()> {
+        for bad in &report.bad {
+            let path = if bad.path.is_empty() { "(a blob no entry names)" } else { &bad.path };
+            out!("{path}: {}", bad.error);
+        }
+        if report.unlisted > 0 {
+            out!("... and {} more", report.unlisted);
+        }
+        Ok(())
+    };
+    let _ = list();
     eprintln!("packfs: {shown}: damaged entries: {} ({} blobs checked)", report.bad_count(), report.blobs);
     Ok(ExitCode::FAILURE)
 }
