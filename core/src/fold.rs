@@ -38,6 +38,9 @@ impl BuildHasher for FoldState {
 
 impl Hasher for Fold {
     fn write(&mut self, bytes: &[u8]) {
+        // The length first: zero padding alone would make "ab" and "ab\0"
+        // one key.
+        self.write_u64(bytes.len() as u64);
         for chunk in bytes.chunks(8) {
             let mut word = [0; 8];
             word[..chunk.len()].copy_from_slice(chunk);

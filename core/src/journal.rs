@@ -44,8 +44,9 @@ impl Header {
         let mut h = [0; HEADER_LEN];
         h[..8].copy_from_slice(&MAGIC);
         h[8..16].copy_from_slice(&self.generation.to_le_bytes());
-        h[16..24].copy_from_slice(&self.created.secs.to_le_bytes());
-        h[24..28].copy_from_slice(&self.created.nanos.to_le_bytes());
+        let created = Timestamp::new(self.created.secs, self.created.nanos);
+        h[16..24].copy_from_slice(&created.secs.to_le_bytes());
+        h[24..28].copy_from_slice(&created.nanos.to_le_bytes());
         h
     }
 
@@ -57,9 +58,13 @@ impl Header {
             return Err(bad());
         }
         let generation = r.u64().ok_or_else(bad)?;
-        let created = Timestamp { secs: r.u64().ok_or_else(bad)?, nanos: r.u32().ok_or_else(bad)?.min(999_999_999) };
-        r.u32().ok_or_else(bad)?;
-        Ok(Header { generation, created })
+        let (secs, nanos) = (r.u64().ok_or_else(bad)?, r.u32().ok_or_else(bad)?);
+        // The reserved word is zero and nanoseconds stay below a second:
+        // anything else is damage, not a time to take.
+        if nanos >= 1_000_000_000 || r.u32() != Some(0) {
+            return Err(bad());
+        }
+        Ok(Header { generation, created: Timestamp { secs, nanos } })
     }
 }
 
@@ -243,7 +248,8 @@ impl<'a> Reader<'a> {
         Some(match self.u8()? {
             0 => SetTime::Keep,
             1 => SetTime::Now,
-            2 => SetTime::At(Timestamp { secs: self.u64()?, nanos: self.u32()?.min(999_999_999) }),
+            // Normalized as the live tree normalizes it.
+            2 => SetTime::At(Timestamp::new(self.u64()?, self.u32()?)),
             _ => return None,
         })
     }
@@ -252,6 +258,9 @@ impl<'a> Reader<'a> {
         Some(match self.u8()? {
             OPEN => {
                 let (dir, name, flags, mode) = (self.u64()?, self.str()?, self.u8()?, self.u32()?);
+                if flags & 0x80 != 0 {
+                    return None; // a flag this version does not know
+                }
                 let on = |i: u8| flags & (1 << i) != 0;
                 let opts = OpenOptions {
                     read: on(0),
@@ -317,7 +326,7 @@ impl<'a> Iterator for Records<'a> {
             return None;
         }
         let mut r = Reader(payload);
-        let now = Timestamp { secs: r.u64()?, nanos: r.u32()?.min(999_999_999) };
+        let now = Timestamp::new(r.u64()?, r.u32()?);
         let op = r.op()?;
         if !r.0.is_empty() {
             return None;
@@ -338,6 +347,18 @@ pub struct Replayed {
     pub clean: bool,
 }
 
+/// `op` for an error message: the bytes of a write as their count (a
+/// record may carry a gigabyte).
+fn shown(op: &Op<'_>) -> String {
+    match *op {
+        Op::WriteAt { ino, offset, data } => {
+            format!("WriteAt {{ ino: {ino}, offset: {offset}, {} bytes }}", data.len())
+        }
+        Op::Append { ino, data } => format!("Append {{ ino: {ino}, {} bytes }}", data.len()),
+        other => format!("{other:?}"),
+    }
+}
+
 /// Applies the records of `body` (a log after its header) to `tree`.
 /// Limits are lifted while replaying — each op passed them when it was
 /// acknowledged — and orphans (inodes whose last handle is gone with the
@@ -350,7 +371,8 @@ pub fn replay(tree: &mut Tree, body: &[u8]) -> Result<Replayed> {
     let mut count = 0;
     let result = (|| -> Result<()> {
         for (now, op) in records.by_ref() {
-            op.apply(tree, now).map_err(|e| Error::Io(format!("journal record {count} ({op:?}) failed: {e}")))?;
+            op.apply(tree, now)
+                .map_err(|e| Error::Io(format!("journal record {count} ({}) failed: {e}", shown(&op))))?;
             count += 1;
         }
         Ok(())
@@ -437,5 +459,43 @@ mod tests {
         bad[7] = b'2';
         assert!(Header::decode(&bad).is_err());
         assert!(Header::decode(&h.encode()[..HEADER_LEN - 1]).is_err());
+        // Damage in the time or the reserved word is damage.
+        for (at, byte) in [(27, 0xff), (29, 1)] {
+            let mut bad = h.encode();
+            bad[at] = byte;
+            assert!(Header::decode(&bad).is_err(), "byte {at}");
+        }
+        // An unnormalized time is written normalized.
+        let carried = Header { generation: 1, created: Timestamp { secs: 5, nanos: 1_500_000_000 } };
+        assert_eq!(Header::decode(&carried.encode()).unwrap().created, Timestamp::new(6, 500_000_000));
+    }
+
+    /// The live tree and its replay agree on a time given with nanoseconds
+    /// past a second; a record of error names a write's size, not its bytes;
+    /// an open flag this version does not know is not taken.
+    #[test]
+    fn replay_agrees_on_odd_input() {
+        let odd = Timestamp { secs: 5, nanos: 1_500_000_000 };
+        let ops = [Op::SetTimes { ino: 1, atime: SetTime::At(odd), mtime: SetTime::Keep }];
+        let (log, _) = log_of(&ops);
+        let mut tree = Tree::new(Timestamp::new(0, 0), Default::default());
+        replay(&mut tree, &log).unwrap();
+        let mut live = Tree::new(Timestamp::new(0, 0), Default::default());
+        ops[0].apply(&mut live, Timestamp::new(0, 7)).unwrap();
+        assert_eq!(tree.metadata(1).unwrap().atime, Timestamp::new(6, 500_000_000));
+        assert_eq!(tree.metadata(1).unwrap().atime, live.metadata(1).unwrap().atime);
+
+        let big = vec![7; 1 << 20];
+        let (log, _) = log_of(&[Op::WriteAt { ino: 99, offset: 0, data: &big }]);
+        let e = replay(&mut Tree::new(Timestamp::new(0, 0), Default::default()), &log).unwrap_err();
+        assert!(e.to_string().len() < 200, "{e}");
+
+        // The op after the record's head and time: tag, dir, name, flags, mode.
+        let (log, _) = log_of(&[Op::Open { dir: 1, name: "f", opts: OpenOptions::create() }]);
+        let mut body = log[RECORD_HEAD + 12..].to_vec();
+        assert!(Reader(&body).op().is_some());
+        let flags_at = body.iter().rposition(|&b| b == b'f').unwrap() + 1;
+        body[flags_at] |= 0x80;
+        assert_eq!(Reader(&body).op(), None, "not taken");
     }
 }

@@ -15,6 +15,10 @@ pub const MAX_PATH: usize = 4096;
 /// Checks that `name` can be a directory entry: not empty, not `.` or `..`,
 /// no `/` or NUL, at most [`MAX_NAME`] bytes.
 pub fn validate_name(name: &str) -> Result<()> {
+    // NUL first, as in a path: wherever it is, it is what is wrong.
+    if name.as_bytes().contains(&0) {
+        return Err(Error::Invalid);
+    }
     if name.len() > MAX_NAME {
         return Err(Error::NameTooLong);
     }

@@ -280,7 +280,9 @@ impl MemFs {
         let current = self.current.load_full();
         let mut next = spare.copy_of(&current);
         let tree = Arc::get_mut(&mut next).expect("a private copy");
-        let out = match change(tree, (self.clock)()) {
+        // A clock's nanoseconds past a second carry into the seconds.
+        let now = (self.clock)();
+        let out = match change(tree, Timestamp::new(now.secs, now.nanos)) {
             Ok(out) => out,
             Err(e) => {
                 // Undo: set the touched keys back. The copy then equals

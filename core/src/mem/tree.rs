@@ -1082,7 +1082,8 @@ impl Tree {
         let pick = |t: SetTime, old: Timestamp| match t {
             SetTime::Keep => old,
             SetTime::Now => now,
-            SetTime::At(t) => t,
+            // Whole seconds carried out of the nanoseconds, as anywhere.
+            SetTime::At(t) => Timestamp::new(t.secs, t.nanos),
         };
         i.atime = pick(atime, i.atime);
         i.mtime = pick(mtime, i.mtime);
