@@ -209,28 +209,34 @@ fn metadata(ino: Ino, st: &Stat) -> Result<Metadata> {
     })
 }
 
-/// Opens `path` beneath directory `dfd` to read or write it: never into
-/// another mount (`RESOLVE_NO_XDEV`, as every path here), never following
-/// a final symlink, and without blocking on a fifo or taking a terminal
-/// before the type check refuses them (`O_NONBLOCK`, `O_NOCTTY`). A lease
-/// held elsewhere fails such an open with `EAGAIN`: then it waits for the
-/// lease, as a plain open does.
-fn open_entry(dfd: &OwnedFd, path: &Path, flags: OFlags, mode: Mode) -> rustix::io::Result<OwnedFd> {
-    let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
+/// Opens `rel` beneath directory `dfd` (an empty path: `dfd` itself), the
+/// one way this backend opens anything: never into another mount
+/// (`RESOLVE_NO_XDEV`), never following a final symlink, and without
+/// blocking on a fifo or taking a terminal before a type check can refuse
+/// them (`O_NONBLOCK`, `O_NOCTTY`, which an `O_PATH` open neither needs nor
+/// takes). A lease held elsewhere fails such an open with `EAGAIN`: then it
+/// waits for the lease, as a plain open does.
+fn open_at(dfd: &OwnedFd, rel: &Path, flags: OFlags, mode: Mode) -> rustix::io::Result<OwnedFd> {
+    let rel = if rel.as_os_str().is_empty() { Path::new(".") } else { rel };
+    let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    if flags.contains(OFlags::PATH) {
+        return rustix::fs::openat2(dfd, rel, flags, Mode::empty(), BENEATH);
+    }
+    let flags = flags | OFlags::NOCTTY;
     // openat2 takes a mode only to create with.
     let mode = if flags.contains(OFlags::CREATE) { mode } else { Mode::empty() };
-    match rustix::fs::openat2(dfd, path, flags | OFlags::NONBLOCK, mode, BENEATH) {
-        Err(Errno::AGAIN) => rustix::fs::openat2(dfd, path, flags, mode, BENEATH),
+    match rustix::fs::openat2(dfd, rel, flags | OFlags::NONBLOCK, mode, BENEATH) {
+        Err(Errno::AGAIN) => rustix::fs::openat2(dfd, rel, flags, mode, BENEATH),
         opened => opened,
     }
 }
 
 /// Makes an fd opened `O_NONBLOCK` for the type check block again, if it is
-/// a file (some FUSE and network filesystems honour the flag on reads).
+/// a file (some FUSE and network filesystems honour the flag on reads). No
+/// fd here has other status flags to keep.
 fn blocking(fd: &OwnedFd, kind: FileType) -> Result<()> {
     if kind == FileType::File {
-        let flags = rustix::fs::fcntl_getfl(fd).map_err(errno)?;
-        rustix::fs::fcntl_setfl(fd, flags - OFlags::NONBLOCK).map_err(errno)?;
+        rustix::fs::fcntl_setfl(fd, OFlags::empty()).map_err(errno)?;
     }
     Ok(())
 }
@@ -282,11 +288,9 @@ impl DirFs {
         if self.read_only { Err(Error::ReadOnly) } else { Ok(()) }
     }
 
-    /// Opens `rel` beneath the root; never follows a final symlink.
+    /// Opens `rel` beneath the root (see [`open_at`]).
     fn open_beneath(&self, rel: &Path, flags: OFlags) -> Result<OwnedFd> {
-        let rel = if rel.as_os_str().is_empty() { Path::new(".") } else { rel };
-        rustix::fs::openat2(&self.root, rel, flags | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty(), BENEATH)
-            .map_err(errno)
+        open_at(&self.root, rel, flags, Mode::empty()).map_err(errno)
     }
 
     /// The path of `ino` relative to the root, from the places of it and
@@ -371,7 +375,7 @@ impl DirFs {
             return Ok(fd);
         }
         let flags = if write { OFlags::WRONLY } else { OFlags::RDONLY };
-        let fd = open_entry(&self.root, &self.path_of(ino)?, flags, Mode::empty()).map_err(errno)?;
+        let fd = self.open_beneath(&self.path_of(ino)?, flags)?;
         let st = rustix::fs::fstat(&fd).map_err(errno)?;
         if st.st_ino != ino {
             return Err(Error::NotFound);
@@ -501,31 +505,17 @@ impl FileSystem for DirFs {
         if opts.writes() {
             self.writable()?;
         }
-        if opts.create && self.read_only {
-            // Linux opens an existing file; only a file that must be made
-            // is `ReadOnly`.
-            let existing = OpenOptions { create: false, exclusive: false, ..*opts };
-            return match self.open(dir, name, &existing) {
-                Ok(ino) if opts.exclusive => {
-                    self.close(ino);
-                    Err(Error::Exists)
-                }
-                Ok(ino) if self.metadata(ino).is_ok_and(|m| m.kind == FileType::Dir) => {
-                    self.close(ino);
-                    Err(Error::IsDir)
-                }
-                Err(Error::NotFound) => Err(Error::ReadOnly),
-                other => other,
-            };
-        }
+        // Read-only, O_CREAT opens an existing file, as Linux does on a
+        // read-only mount: only a file that must be made is `ReadOnly`.
+        let create = opts.create && !self.read_only;
         let dfd = self.dir_fd(dir)?;
         let write = opts.write || opts.append || opts.truncate;
         // A writer opens read-write where the mode allows, so that its fd
         // can also serve reads through other handles of the same inode.
         let mut flags = if write { OFlags::RDWR } else { OFlags::RDONLY };
         for (on, flag) in [
-            (opts.create, OFlags::CREATE),
-            (opts.exclusive, OFlags::EXCL),
+            (create, OFlags::CREATE),
+            (create && opts.exclusive, OFlags::EXCL),
             (opts.truncate, OFlags::TRUNC),
             (opts.directory, OFlags::DIRECTORY),
         ] {
@@ -534,15 +524,25 @@ impl FileSystem for DirFs {
             }
         }
         let mode = Mode::from_raw_mode(opts.mode & 0o7777);
-        let (fd, read) = match open_entry(&dfd, Path::new(name), flags, mode) {
+        let (fd, read) = match open_at(&dfd, Path::new(name), flags, mode) {
             Err(Errno::ACCESS | Errno::ISDIR) if write && !opts.read => {
                 let flags = (flags - OFlags::RDWR) | OFlags::WRONLY;
-                (open_entry(&dfd, Path::new(name), flags, mode).map_err(errno)?, false)
+                (open_at(&dfd, Path::new(name), flags, mode).map_err(errno)?, false)
             }
+            Err(Errno::NOENT) if opts.create && !create => return Err(Error::ReadOnly),
             r => (r.map_err(errno)?, true),
         };
         let st = rustix::fs::fstat(&fd).map_err(errno)?;
-        blocking(&fd, kind(&st)?)?;
+        let ty = kind(&st)?;
+        if opts.create && !create {
+            if opts.exclusive {
+                return Err(Error::Exists);
+            }
+            if ty == FileType::Dir {
+                return Err(Error::IsDir);
+            }
+        }
+        blocking(&fd, ty)?;
         self.remember(st.st_ino, dir, name);
         lock(&self.open).entry(st.st_ino).or_default().pin(Pinned { fd: Arc::new(fd), read, write });
         Ok(st.st_ino)
