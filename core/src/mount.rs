@@ -136,6 +136,11 @@ impl State {
             .is_some_and(|(k, _)| (k.mount, k.dir) == (mount, dir))
     }
 
+    /// True when another mount is mounted somewhere inside `mount`.
+    fn has_points_in(&self, mount: MountId) -> bool {
+        self.points.iter_from(|k| k.mount >= mount).next().is_some_and(|(k, _)| k.mount == mount)
+    }
+
     fn node(&self, (mount, ino): At) -> Result<Node> {
         let m = self.mount(mount)?;
         Ok(Node { mount, fs: m.fs.clone(), ino, read_only: m.read_only })
@@ -287,7 +292,7 @@ impl MountTable {
         self.change(|state| {
             let key = Self::point(state, path)?;
             let id = state.covering(key.mount, key.dir, &key.name).ok_or(Error::Invalid)?.0;
-            if state.points.iter_from(|k| k.mount >= id).next().is_some_and(|(k, _)| k.mount == id) {
+            if state.has_points_in(id) {
                 return Err(Error::Busy);
             }
             if !state.mount(id)?.handles.retire() {
@@ -377,10 +382,17 @@ impl MountTable {
     /// `NotEmpty` when the directory `name` in `dir` holds mount points:
     /// its listing shows them, and removing or replacing it would strand
     /// them where nothing could reach or unmount them.
-    fn no_mount_points_in(&self, dir: &Node, name: &str) -> Result<()> {
+    /// The directory `name` in `dir`, if it holds mount points: removing or
+    /// replacing it would strand them where nothing could reach or unmount
+    /// them. (No lookup where `dir`'s mount holds none.)
+    fn dir_with_points(&self, dir: &Node, name: &str) -> Option<Ino> {
+        let state = self.state.load();
+        if !state.has_points_in(dir.mount) {
+            return None;
+        }
         match dir.fs.lookup_kind(dir.ino, name) {
-            Ok((ino, FileType::Dir)) if self.state.load().holds_mount_points(dir.mount, ino) => Err(Error::NotEmpty),
-            _ => Ok(()),
+            Ok((ino, FileType::Dir)) if state.holds_mount_points(dir.mount, ino) => Some(ino),
+            _ => None,
         }
     }
 
@@ -393,12 +405,11 @@ impl MountTable {
         from.writable()?;
         self.not_mount_point(from, from_name)?;
         self.not_mount_point(to, to_name)?;
-        // A directory that replaces one holding mount points would strand
-        // them (other cases fail or succeed in the backend as they would).
-        let (source, target) = (from.fs.lookup_kind(from.ino, from_name), to.fs.lookup_kind(to.ino, to_name));
-        if let (Ok((src, FileType::Dir)), Ok((dst, FileType::Dir))) = (source, target)
+        // Only a directory replaces a directory (other cases fail or
+        // succeed in the backend as they would), and onto itself nothing.
+        if let Some(dst) = self.dir_with_points(to, to_name)
+            && let Ok((src, FileType::Dir)) = from.fs.lookup_kind(from.ino, from_name)
             && src != dst
-            && self.state.load().holds_mount_points(to.mount, dst)
         {
             return Err(Error::NotEmpty);
         }
@@ -429,7 +440,9 @@ impl MountTable {
     pub fn rmdir(&self, dir: &Node, name: &str) -> Result<()> {
         dir.writable()?;
         self.not_mount_point(dir, name)?;
-        self.no_mount_points_in(dir, name)?;
+        if self.dir_with_points(dir, name).is_some() {
+            return Err(Error::NotEmpty);
+        }
         dir.fs.rmdir(dir.ino, name)
     }
 
@@ -442,7 +455,11 @@ impl MountTable {
 
 /// Runs `open` as one more handle of mount `m`: `NotFound` once `m` is
 /// unmounted, nothing counted if `open` fails.
+/// The root mount, never unmounted, counts nothing.
 fn counted<T>(m: &Mount, open: impl FnOnce() -> Result<T>) -> Result<T> {
+    if m.point.is_none() {
+        return open();
+    }
     if !m.handles.open() {
         return Err(Error::NotFound);
     }
@@ -454,7 +471,9 @@ impl MountTable {
     fn close_in(&self, state: &State, mount: MountId, ino: Ino) {
         if let Ok(m) = state.mount(mount) {
             m.fs.close(ino);
-            m.handles.close();
+            if m.point.is_some() {
+                m.handles.close();
+            }
         }
     }
 
@@ -509,18 +528,19 @@ impl FileSystem for MountTable {
             counted(state.mount(id)?, || fs.open_ino(root))?;
             return join((id, root)).inspect_err(|_| self.close_in(&state, id, root));
         }
-        let node = state.node((mount, d))?;
-        if opts.writes() || opts.create {
-            node.writable()?;
+        let m = state.mount(mount)?;
+        if (opts.writes() || opts.create) && m.read_only {
+            return Err(Error::ReadOnly);
         }
-        let ino = counted(state.mount(mount)?, || node.fs.open(d, name, opts))?;
+        let ino = counted(m, || m.fs.open(d, name, opts))?;
         join((mount, ino)).inspect_err(|_| self.close_in(&state, mount, ino))
     }
 
     fn open_ino(&self, ino: Ino) -> Result<()> {
         let state = self.state.load();
         let (mount, i) = split(ino);
-        counted(state.mount(mount)?, || state.mount(mount)?.fs.open_ino(i))
+        let m = state.mount(mount)?;
+        counted(m, || m.fs.open_ino(i))
     }
 
     fn close(&self, ino: Ino) {

@@ -78,12 +78,12 @@ pub fn write_atomic_with<T>(
     Ok(out)
 }
 
-/// `path` with symlinks at its end followed (at most 40, as Linux), each
+/// `path` with symlinks at its end followed (at most 40, as Linux's walks), each
 /// relative target taken from the link's directory: the file
 /// [`write_atomic`] replaces.
 pub fn through_symlinks(path: &Path) -> io::Result<PathBuf> {
     let mut at = path.to_path_buf();
-    for _ in 0..=40 {
+    for _ in 0..=packfs_core::resolve::MAX_SYMLINK_HOPS {
         match std::fs::symlink_metadata(&at) {
             Ok(md) if md.file_type().is_symlink() => {
                 let target = std::fs::read_link(&at)?;

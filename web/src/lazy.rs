@@ -162,6 +162,12 @@ struct Present {
 }
 
 impl Present {
+    /// None of `blobs` blobs here yet (all of none).
+    fn missing_all(blobs: u64) -> Result<Self> {
+        let words = usize::try_from(blobs.div_ceil(64)).map_err(|_| Error::FileTooLarge)?;
+        Ok(Present { bits: (blobs > 0).then(|| vec![0; words]), missing: blobs })
+    }
+
     fn get(&self, k: u64) -> bool {
         match &self.bits {
             None => true,
@@ -238,19 +244,15 @@ impl LazyPack {
     pub fn partial(source: Sparse, geo: Geometry, options: ReadOptions) -> Result<Self> {
         let pack = PackFs::open_with(source, options)?;
         let blobs = pack.info().blobs;
-        let words = usize::try_from(blobs.div_ceil(64)).map_err(|_| Error::FileTooLarge)?;
         let lazy = LazyPack {
             pack,
             geo,
-            present: Mutex::new(Present { bits: Some(vec![0; words]), missing: blobs }),
+            present: Mutex::new(Present::missing_all(blobs)?),
             wanted: Mutex::new(BTreeSet::new()),
         };
         {
             // An empty blob has no bytes to fetch: it is here from the start.
             let mut present = lock(&lazy.present);
-            if blobs == 0 {
-                present.bits = None;
-            }
             for k in (0..blobs).filter(|&k| lazy.blob_range(k).is_some_and(|(s, e)| s == e)) {
                 present.set(k);
             }

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use packfs_core::pack::{WriteError, write_pack};
+use packfs_core::pack::write_pack;
 use packfs_core::resolve::{resolve, resolve_parent};
 use packfs_core::{Error, FileSystem, FileType, Ino, MemFs, Metadata, OpenOptions, Result};
 
@@ -211,39 +211,24 @@ pub fn readlink(fs: &dyn FileSystem, path: &str) -> Result<String> {
 
 /// The whole tree as pack bytes (of a snapshot, for an in-memory one).
 pub fn compact(b: &Backend) -> Result<Vec<u8>> {
-    compact_within(b, usize::MAX)
-}
-
-/// [`compact`] into at most `cap` bytes.
-fn compact_within(b: &Backend, cap: usize) -> Result<Vec<u8>> {
-    let mut out = Bounded { buf: Vec::new(), cap };
-    let written = match b {
-        Backend::Mem(m) => write_pack(&m.snapshot(), &mut out),
-        Backend::Pack(p) => write_pack(&**p, &mut out),
+    let mut out = Growing(Vec::new());
+    match b {
+        Backend::Mem(m) => write_pack(&m.snapshot(), &mut out)?,
+        Backend::Pack(p) => write_pack(&**p, &mut out)?,
     };
-    match written {
-        Ok(_) => Ok(out.buf),
-        Err(WriteError::Output(e)) if e.kind() == std::io::ErrorKind::OutOfMemory => Err(Error::NoSpace),
-        Err(e) => Err(e.into()),
-    }
+    Ok(out.0)
 }
 
-/// A growing buffer that fails a write it has no memory for, or that would
-/// pass `cap` (`OutOfMemory`), instead of aborting: a tree too big for this
-/// memory (holes are written out in full) is `NoSpace`.
-struct Bounded {
-    buf: Vec<u8>,
-    cap: usize,
-}
+/// A growing buffer that fails a write it has no memory for
+/// (`OutOfMemory`, which the writer reports as `NoSpace`) instead of
+/// aborting: a tree too big for this memory (holes are written out in
+/// full) is an error, not a crash.
+struct Growing(Vec<u8>);
 
-impl std::io::Write for Bounded {
+impl std::io::Write for Growing {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        let out_of_memory = || std::io::Error::from(std::io::ErrorKind::OutOfMemory);
-        if data.len() > self.cap - self.buf.len() {
-            return Err(out_of_memory());
-        }
-        self.buf.try_reserve(data.len()).map_err(|_| out_of_memory())?;
-        self.buf.extend_from_slice(data);
+        self.0.try_reserve(data.len()).map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
+        self.0.extend_from_slice(data);
         Ok(data.len())
     }
 
@@ -329,8 +314,5 @@ mod tests {
         assert_eq!(write_file(&p, "nope/new", b"x"), Err(Error::NotFound));
         assert_eq!(mkdir(p.fs(), "e", false), Err(Error::ReadOnly));
         assert_eq!(compact(&p).unwrap(), bytes);
-        // Out of memory while writing is NoSpace, not an abort.
-        assert_eq!(compact_within(&b, bytes.len()).unwrap(), bytes);
-        assert_eq!(compact_within(&b, bytes.len() - 1), Err(Error::NoSpace));
     }
 }

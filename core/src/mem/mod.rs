@@ -122,6 +122,13 @@ impl Spare {
     }
 }
 
+/// The time `clock` gives, its nanoseconds past a second (from an
+/// embedder's clock) carried into the seconds, as anywhere else.
+fn now(clock: &Clock) -> Timestamp {
+    let t = clock();
+    Timestamp::new(t.secs, t.nanos)
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic inside an operation drops its unpublished copy, so the
     // protected state is never half-changed: poisoning carries no meaning.
@@ -142,7 +149,7 @@ impl MemFs {
 
     /// An empty filesystem with these limits and clock.
     pub fn with_options(limits: Limits, clock: Clock) -> Self {
-        let tree = Tree::new(clock(), limits);
+        let tree = Tree::new(now(&clock), limits);
         Self::from_tree(tree, clock)
     }
 
@@ -166,7 +173,7 @@ impl MemFs {
     /// [`MemFs::overlay`] with limits (on the upper's own bytes and inodes)
     /// and a clock.
     pub fn overlay_with_options(lower: Arc<dyn FileSystem>, limits: Limits, clock: Clock) -> Result<Self> {
-        let tree = Tree::overlay(lower, clock(), limits)?;
+        let tree = Tree::overlay(lower, now(&clock), limits)?;
         Ok(Self::from_tree(tree, clock))
     }
 
@@ -280,9 +287,7 @@ impl MemFs {
         let current = self.current.load_full();
         let mut next = spare.copy_of(&current);
         let tree = Arc::get_mut(&mut next).expect("a private copy");
-        // A clock's nanoseconds past a second carry into the seconds.
-        let now = (self.clock)();
-        let out = match change(tree, Timestamp::new(now.secs, now.nanos)) {
+        let out = match change(tree, now(&self.clock)) {
             Ok(out) => out,
             Err(e) => {
                 // Undo: set the touched keys back. The copy then equals

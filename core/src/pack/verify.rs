@@ -66,20 +66,12 @@ pub struct BadEntry {
 /// directories can nest as deep as it likes.
 fn tail(dir: &str, name: &str) -> String {
     // No more of `dir` than this can show.
-    let from = boundary_after(dir, dir.len().saturating_sub(MAX_PATH));
+    let from = dir.ceil_char_boundary(dir.len().saturating_sub(MAX_PATH));
     let path = if dir.is_empty() { name.to_owned() } else { format!("{}/{name}", &dir[from..]) };
     if from == 0 && path.len() <= MAX_PATH {
         return path;
     }
-    format!("…/{}", &path[boundary_after(&path, path.len().saturating_sub(MAX_PATH))..])
-}
-
-/// The first character boundary of `s` at or after `at`.
-fn boundary_after(s: &str, mut at: usize) -> usize {
-    while !s.is_char_boundary(at) {
-        at += 1;
-    }
-    at
+    format!("…/{}", &path[path.ceil_char_boundary(path.len().saturating_sub(MAX_PATH))..])
 }
 
 impl<S: ByteSource> PackFs<S> {

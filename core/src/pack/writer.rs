@@ -25,7 +25,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasher, Hasher};
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, ErrorKind, Write};
 
 use hashbrown::HashTable;
 
@@ -98,6 +98,11 @@ impl From<WriteError> for Error {
         match e {
             WriteError::Source(e) => e,
             WriteError::BadAlignment(_) => Error::Invalid,
+            // No room for the pack: in memory (a buffer that could not
+            // grow) or on disk.
+            WriteError::Output(e) if matches!(e.kind(), ErrorKind::OutOfMemory | ErrorKind::StorageFull) => {
+                Error::NoSpace
+            }
             e => Error::Io(e.to_string()),
         }
     }
@@ -443,7 +448,7 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
                 break;
             }
             for e in page {
-                if all.last().is_some_and(|last| e.name.as_bytes() <= last.name.as_bytes()) {
+                if all.last().is_some_and(|last| e.name <= last.name) {
                     return Err(WriteError::BadSource { ino: dir, what: "read_dir lists names out of order or twice" });
                 }
                 validate_name(&e.name).map_err(|_| WriteError::BadSource { ino: dir, what: "invalid name" })?;

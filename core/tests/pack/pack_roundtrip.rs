@@ -408,6 +408,30 @@ impl FileSystem for Liar {
     }
 }
 
+/// An output with no room left (memory that cannot grow, a full disk) is
+/// `NoSpace`; other output errors are `Io`.
+#[test]
+fn pack_writer_reports_a_full_output_as_no_space() {
+    struct Full(std::io::ErrorKind);
+    impl std::io::Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(self.0.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let fs = fixed_fs();
+    write_file(&fs, fs.root(), "a", b"a");
+    for (kind, want) in
+        [(std::io::ErrorKind::OutOfMemory, Error::NoSpace), (std::io::ErrorKind::StorageFull, Error::NoSpace)]
+    {
+        assert_eq!(Error::from(write_pack(&fs, Full(kind)).unwrap_err()), want);
+    }
+    let other = Error::from(write_pack(&fs, Full(std::io::ErrorKind::BrokenPipe)).unwrap_err());
+    assert!(matches!(other, Error::Io(_)), "{other:?}");
+}
+
 #[test]
 fn pack_writer_refuses_a_listing_out_of_order() {
     let fs = fixed_fs();

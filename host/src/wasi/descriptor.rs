@@ -21,7 +21,7 @@
 
 use std::sync::Arc;
 
-use packfs_core::resolve::{Last, Parent, resolve, resolve_last, resolve_parent};
+use packfs_core::resolve::{Last, Parent, resolve, resolve_last};
 use packfs_core::{Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime};
 
 use super::recent::At;
@@ -109,14 +109,6 @@ pub struct Descriptor {
     flags: Flags,
 }
 
-/// Where a path leads, for operations that create or remove its last name.
-enum Target<'a> {
-    /// A name in a directory (it may or may not exist).
-    Entry(Parent<'a>),
-    /// No last name: `.` or `a/..` — an existing directory itself.
-    Dir(Ino),
-}
-
 impl Descriptor {
     /// A preopen: the root directory of `fs`.
     pub(crate) fn preopen(fs: &Arc<dyn FileSystem>, access: Access) -> Result<Descriptor> {
@@ -160,14 +152,11 @@ impl Descriptor {
         if self.flags.write { Ok(ino) } else { Err(Error::BadDescriptor) }
     }
 
-    fn locate<'a>(&self, path: &'a str) -> Result<Target<'a>> {
-        let root = self.dir()?;
-        match resolve_parent(self.fs(), root, path) {
-            Ok(parent) => Ok(Target::Entry(parent)),
-            // No last name (or a NUL, which `resolve` reports again).
-            Err(Error::Invalid) => resolve(self.fs(), root, path, true).map(Target::Dir),
-            Err(e) => Err(e),
-        }
+    /// Where `path` leads, for operations that create or remove its last
+    /// name (which is not followed): the name in its directory, or, for `.`
+    /// or `a/..`, the directory itself.
+    fn locate<'a>(&self, path: &'a str) -> Result<Last<'a>> {
+        resolve_last(self.fs(), self.dir()?, path, |_| Ok(None))
     }
 
     fn resolve(&self, path: &str, follow: bool) -> Result<Ino> {
@@ -188,12 +177,12 @@ impl Descriptor {
     /// `ENOENT`).
     fn new_entry<'a>(&self, path: &'a str) -> Result<Parent<'a>> {
         match self.locate(path)? {
-            Target::Dir(_) => Err(Error::Exists),
-            Target::Entry(p) if p.trailing_slash => match self.kind_at(p.dir, &p.name)? {
+            Last::Dir(_) => Err(Error::Exists),
+            Last::Entry(p) if p.trailing_slash => match self.kind_at(p.dir, &p.name)? {
                 Some(_) => Err(Error::Exists),
                 None => Err(Error::NotFound),
             },
-            Target::Entry(p) => Ok(p),
+            Last::Entry(p) => Ok(p),
         }
     }
 
@@ -332,12 +321,12 @@ impl Descriptor {
             // What `resolve(path, false)` does — the same walk, whose last
             // step tells the type too.
             match self.locate(path)? {
-                Target::Dir(ino) => return Ok((ino, None)),
-                Target::Entry(p) if !p.trailing_slash => {
+                Last::Dir(ino) => return Ok((ino, None)),
+                Last::Entry(p) if !p.trailing_slash => {
                     let (ino, kind) = self.fs().lookup_kind(p.dir, &p.name)?;
                     return Ok((ino, (kind == FileType::Symlink).then_some(false)));
                 }
-                Target::Entry(_) => {}
+                Last::Entry(_) => {}
             }
         }
         Ok((self.resolve(path, follow)?, Some(follow)))
@@ -354,8 +343,8 @@ impl Descriptor {
         self.dir()?;
         self.may_change()?;
         match self.locate(path)? {
-            Target::Dir(_) => Err(Error::Exists),
-            Target::Entry(p) => self.fs().mkdir(p.dir, &p.name, 0o755).map(|_| ()),
+            Last::Dir(_) => Err(Error::Exists),
+            Last::Entry(p) => self.fs().mkdir(p.dir, &p.name, 0o755).map(|_| ()),
         }
     }
 
@@ -364,8 +353,8 @@ impl Descriptor {
         self.may_change()?;
         match self.locate(path)? {
             // rmdir(".") is EINVAL on Linux.
-            Target::Dir(_) => Err(Error::Invalid),
-            Target::Entry(p) => self.fs().rmdir(p.dir, &p.name),
+            Last::Dir(_) => Err(Error::Invalid),
+            Last::Entry(p) => self.fs().rmdir(p.dir, &p.name),
         }
     }
 
@@ -373,13 +362,13 @@ impl Descriptor {
         self.dir()?;
         self.may_change()?;
         match self.locate(path)? {
-            Target::Dir(_) => Err(Error::IsDir),
+            Last::Dir(_) => Err(Error::IsDir),
             // `x/` names a directory (or a symlink to one): EISDIR, else ENOTDIR.
-            Target::Entry(p) if p.trailing_slash => match self.fs().metadata(self.resolve(path, true)?)?.kind {
+            Last::Entry(p) if p.trailing_slash => match self.fs().metadata(self.resolve(path, true)?)?.kind {
                 FileType::Dir => Err(Error::IsDir),
                 _ => Err(Error::NotDir),
             },
-            Target::Entry(p) => self.fs().unlink(p.dir, &p.name),
+            Last::Entry(p) => self.fs().unlink(p.dir, &p.name),
         }
     }
 
@@ -431,7 +420,7 @@ impl Descriptor {
     pub(crate) fn rename_at(&self, old: &str, new_dir: &Descriptor, new: &str) -> Result<()> {
         self.changes_with(new_dir)?;
         // Renaming `.` or onto `.` is EBUSY/EINVAL on Linux.
-        let (Target::Entry(from), Target::Entry(to)) = (self.locate(old)?, new_dir.locate(new)?) else {
+        let (Last::Entry(from), Last::Entry(to)) = (self.locate(old)?, new_dir.locate(new)?) else {
             return Err(Error::Invalid);
         };
         if from.trailing_slash || to.trailing_slash {

@@ -53,10 +53,10 @@ impl Rule {
     }
 }
 
-/// True when `rules` leave out the entry at `path` (not a directory).
-pub(crate) fn excludes(rules: &[Rule], path: &str) -> bool {
+/// True when `rules` leave out the entry at `path`, of type `kind`.
+pub(crate) fn excludes(rules: &[Rule], path: &str, kind: FileType) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
-    rules.iter().any(|r| r.matches(path, name, FileType::File))
+    rules.iter().any(|r| r.matches(path, name, kind))
 }
 
 /// `inner` without the entries `rules` match.
@@ -93,8 +93,8 @@ impl<'a> Source<'a> {
         lock(&self.failed).clone()
     }
 
-    fn hidden(&self, path: &str, name: &str, kind: FileType) -> bool {
-        self.rules.iter().any(|r| r.matches(path, name, kind))
+    fn hidden(&self, path: &str, kind: FileType) -> bool {
+        excludes(&self.rules, path, kind)
     }
 
     /// Passes `r` through, remembering the path of `ino` when it failed.
@@ -118,7 +118,7 @@ impl FileSystem for Source<'_> {
         let base = self.path_of(dir).ok_or(Error::NotFound)?;
         let ino = self.note(dir, self.inner.lookup(dir, name))?;
         let path = join(&base, name);
-        if self.hidden(&path, name, self.inner.metadata(ino)?.kind) {
+        if self.hidden(&path, self.inner.metadata(ino)?.kind) {
             return Err(Error::NotFound);
         }
         lock(&self.paths).insert(ino, path);
@@ -162,7 +162,7 @@ impl FileSystem for Source<'_> {
             let mut paths = lock(&self.paths);
             for e in page {
                 let path = join(&base, &e.name);
-                if !self.hidden(&path, &e.name, e.kind) {
+                if !self.hidden(&path, e.kind) {
                     paths.insert(e.ino, path);
                     kept.push(e);
                 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
+use packfs_core::FileType;
 use packfs_core::pack::{PackOptions, WriteError};
 use packfs_host::dir::DirFs;
 use packfs_host::publish::{through_symlinks, write_atomic};
@@ -62,7 +63,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let leave_out = rules.clone();
     let dir = DirFs::open(&args.dir, true)
         .with_context(|| format!("{shown}"))?
-        .strict(move |path| excludes(&leave_out, path));
+        .strict(move |path| excludes(&leave_out, path, FileType::File)); // none is a directory
 
     let progress = ProgressBar::new_spinner(); // on stderr, drawn only on a terminal
     progress.set_style(
