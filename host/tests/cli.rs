@@ -507,8 +507,14 @@ fn unpack_refuses_to_overwrite_without_force() {
     assert_eq!(std::fs::read(other.join("docs/mine.txt")).unwrap(), b"mine");
     assert_eq!(std::fs::read(other.join("docs/a.txt")).unwrap(), b"hello\n");
 
+    // A fifo in the way is in the way, like a file, and --force replaces it.
+    std::fs::remove_file(out.join("empty")).unwrap();
+    rustix::fs::mknodat(CWD, out.join("empty"), rustix::fs::FileType::Fifo, 0o644.into(), 0).unwrap();
+    fails(["unpack", p(&pack), p(&out)], &["already exist", "--force"]);
+
     // --force replaces files and restores the pack's metadata.
     ok(["unpack", "--force", p(&pack), p(&out)]);
+    assert!(std::fs::metadata(out.join("empty")).unwrap().is_file());
     assert_eq!(std::fs::read(out.join("ro/inside.txt")).unwrap(), b"in a read-only dir");
     assert_eq!(std::fs::read(out.join("extra")).unwrap(), b"mine", "names not in the pack stay");
     assert_eq!(std::fs::metadata(out.join("ro")).unwrap().mode() & 0o7777, 0o555);

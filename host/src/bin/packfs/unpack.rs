@@ -180,7 +180,13 @@ impl Unpack<'_> {
     /// What `name` in destination directory `dir` is now, if anything.
     fn existing(&self, dir: Ino, name: &str) -> Result<Option<(Ino, FileType)>> {
         match self.dest.lookup(dir, name) {
-            Ok(ino) => Ok(Some((ino, self.dest.metadata(ino)?.kind))),
+            Ok(ino) => match self.dest.metadata(ino) {
+                Ok(m) => Ok(Some((ino, m.kind))),
+                // A fifo, socket or device: not a directory, in the way as
+                // a file is (and replaced as one with --force).
+                Err(Error::Unsupported) => Ok(Some((ino, FileType::File))),
+                Err(e) => Err(e.into()),
+            },
             Err(Error::NotFound) => Ok(None),
             Err(e) => Err(e.into()),
         }
