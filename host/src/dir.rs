@@ -33,7 +33,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use packfs_core::path::validate_name;
 use packfs_core::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime, Timestamp};
@@ -51,6 +51,11 @@ pub struct DirFs {
     strict: Option<LeaveOut>,
     /// Where each inode handed out was last seen (the root has no place).
     places: Mutex<HashMap<Ino, Place>>,
+    /// Written by a change that moves or removes names (rename, unlink,
+    /// rmdir) from its host call to its places' update, read by one that
+    /// finds names and remembers where: so that a lookup never puts back a
+    /// place a rename here has just moved.
+    moves: RwLock<()>,
     /// Pinned inodes: their open handles and the fds serving them.
     open: Mutex<HashMap<Ino, Held>>,
     /// Held by an append from finding the end to writing there, so that
@@ -257,6 +262,7 @@ impl DirFs {
             read_only,
             strict: None,
             places: Mutex::default(),
+            moves: RwLock::default(),
             open: Mutex::default(),
             appending: Mutex::default(),
             listings: Mutex::default(),
@@ -394,6 +400,7 @@ impl DirFs {
             return Ok(entries);
         }
         let dfd = self.dir_fd(dir)?;
+        let _finding = self.finding();
         let fd = rustix::fs::openat(&dfd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .map_err(errno)?;
         let mut entries = Vec::new();
@@ -450,6 +457,16 @@ impl DirFs {
         Ok(entries)
     }
 
+    /// Held while a name found is remembered (see `moves`).
+    fn finding(&self) -> std::sync::RwLockReadGuard<'_, ()> {
+        self.moves.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Held while names move (see `moves`).
+    fn moving(&self) -> std::sync::RwLockWriteGuard<'_, ()> {
+        self.moves.write().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// An fd an open handle of `ino` holds that reads or writes (not an
     /// `O_PATH` one), to reach the inode even after it lost its name.
     fn held_fd(&self, ino: Ino) -> Option<Arc<OwnedFd>> {
@@ -470,6 +487,7 @@ impl FileSystem for DirFs {
     fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
         validate_name(name)?;
         let dfd = self.dir_fd(dir)?;
+        let _finding = self.finding();
         let flags = AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT;
         let st = rustix::fs::statx(&dfd, name, flags, rustix::fs::StatxFlags::INO).map_err(errno)?;
         let root = rustix::fs::StatxAttributes::MOUNT_ROOT;
@@ -509,6 +527,7 @@ impl FileSystem for DirFs {
         // read-only mount: only a file that must be made is `ReadOnly`.
         let create = opts.create && !self.read_only;
         let dfd = self.dir_fd(dir)?;
+        let _finding = self.finding();
         let write = opts.write || opts.append || opts.truncate;
         // A writer opens read-write where the mode allows, so that its fd
         // can also serve reads through other handles of the same inode.
@@ -616,6 +635,7 @@ impl FileSystem for DirFs {
         self.writable()?;
         validate_name(name)?;
         let dfd = self.dir_fd(dir)?;
+        let _finding = self.finding();
         rustix::fs::mkdirat(&dfd, name, Mode::from_raw_mode(mode & 0o7777)).map_err(errno)?;
         let ino = rustix::fs::statat(&dfd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?.st_ino;
         self.remember(ino, dir, name);
@@ -626,6 +646,7 @@ impl FileSystem for DirFs {
         self.writable()?;
         validate_name(name)?;
         let dfd = self.dir_fd(dir)?;
+        let _moving = self.moving();
         let ino = self.held(&dfd, name);
         rustix::fs::unlinkat(&dfd, name, AtFlags::REMOVEDIR).map_err(errno)?;
         self.forget(ino, dir, name);
@@ -636,6 +657,7 @@ impl FileSystem for DirFs {
         self.writable()?;
         validate_name(name)?;
         let dfd = self.dir_fd(dir)?;
+        let _moving = self.moving();
         let ino = self.held(&dfd, name);
         rustix::fs::unlinkat(&dfd, name, AtFlags::empty()).map_err(errno)?;
         self.forget(ino, dir, name);
@@ -650,6 +672,7 @@ impl FileSystem for DirFs {
         // Within one directory (the common rename), opened once.
         let other_fd = if to_dir == from_dir { None } else { Some(self.dir_fd(to_dir)?) };
         let to_fd = other_fd.as_ref().unwrap_or(&from_fd);
+        let _moving = self.moving();
         let replaced = self.held(to_fd, to);
         rustix::fs::renameat(&from_fd, from, to_fd, to).map_err(|e| match e {
             Errno::XDEV => Error::CrossDevice,
@@ -676,6 +699,7 @@ impl FileSystem for DirFs {
             return Err(Error::NotFound);
         }
         let dfd = self.dir_fd(dir)?;
+        let _finding = self.finding();
         rustix::fs::symlinkat(target, &dfd, name).map_err(errno)?;
         let ino = rustix::fs::statat(&dfd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?.st_ino;
         self.remember(ino, dir, name);
@@ -699,6 +723,7 @@ impl FileSystem for DirFs {
             return Err(Error::NotPermitted);
         }
         let dfd = self.dir_fd(dir)?;
+        let _finding = self.finding();
         // Link the very inode we checked: through its fd, not its name.
         rustix::fs::linkat(rustix::fs::CWD, proc_path(&fd).as_str(), &dfd, name, AtFlags::SYMLINK_FOLLOW)
             .map_err(errno)?;

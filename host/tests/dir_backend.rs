@@ -521,3 +521,33 @@ fn overlay_over_a_host_directory() {
     assert_eq!(std::fs::read(tmp.path().join("a/b/c.txt")).unwrap(), b"disk");
     assert!(!tmp.path().join("a/b/new.txt").exists());
 }
+
+/// Lookups racing renames in one process never leave a place behind that
+/// the last rename moved: once both are done, the inode is where it is.
+#[test]
+fn lookups_racing_renames_keep_places_right() {
+    let f = fixture();
+    let fs = std::sync::Arc::new(DirFs::open(&f.root, false).unwrap());
+    let root = fs.root();
+    let d = fs.mkdir(root, "d", 0o755).unwrap();
+    for _ in 0..100 {
+        let mover = {
+            let fs = fs.clone();
+            std::thread::spawn(move || {
+                for i in 0..20 {
+                    let (from, to) = if i % 2 == 0 { ("d", "e") } else { ("e", "d") };
+                    fs.rename(root, from, root, to).unwrap();
+                }
+            })
+        };
+        for _ in 0..40 {
+            for name in ["d", "e"] {
+                if let Ok(ino) = fs.lookup(root, name) {
+                    assert_eq!(ino, d);
+                }
+            }
+        }
+        mover.join().unwrap();
+        assert_eq!(fs.metadata(d).map(|m| m.ino), Ok(d), "d is found where it is");
+    }
+}
