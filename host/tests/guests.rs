@@ -170,6 +170,75 @@ struct Run {
     status: i32,
     stdout: String,
     stderr: String,
+    /// The writable preopen as the guest left it.
+    tree: Tree,
+}
+
+/// A tree by path: what each entry is and holds (file bytes, symlink
+/// target), without times, modes or inode numbers, which differ between a
+/// real directory and PackFS by design.
+type Tree = std::collections::BTreeMap<String, Entry>;
+
+#[derive(Debug, PartialEq, Eq)]
+enum Entry {
+    Dir,
+    File(Vec<u8>),
+    Symlink(String),
+}
+
+/// `fs`'s tree under its root, through the `FileSystem` API.
+fn tree_of(fs: &dyn FileSystem) -> Tree {
+    let mut tree = Tree::new();
+    let mut todo = vec![(fs.root(), String::new())];
+    while let Some((dir, path)) = todo.pop() {
+        let mut after: Option<String> = None;
+        loop {
+            let page = fs.read_dir(dir, after.as_deref(), 256).unwrap();
+            let Some(last) = page.last() else { break };
+            after = Some(last.name.to_string());
+            for e in page {
+                let p = format!("{path}/{}", e.name);
+                let entry = match e.kind {
+                    packfs_core::FileType::Dir => {
+                        todo.push((e.ino, p.clone()));
+                        Entry::Dir
+                    }
+                    packfs_core::FileType::File => {
+                        let mut buf = vec![0; fs.metadata(e.ino).unwrap().size as usize];
+                        let n = fs.read_at(e.ino, 0, &mut buf).unwrap();
+                        buf.truncate(n);
+                        Entry::File(buf)
+                    }
+                    packfs_core::FileType::Symlink => Entry::Symlink(fs.readlink(e.ino).unwrap()),
+                };
+                tree.insert(p, entry);
+            }
+        }
+    }
+    tree
+}
+
+/// The tree under host directory `root`.
+fn tree_of_dir(root: &Path) -> Tree {
+    let mut tree = Tree::new();
+    let mut todo = vec![(root.to_path_buf(), String::new())];
+    while let Some((dir, path)) = todo.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            let p = format!("{path}/{}", e.file_name().to_str().unwrap());
+            let t = e.file_type().unwrap();
+            let entry = if t.is_dir() {
+                todo.push((e.path(), p.clone()));
+                Entry::Dir
+            } else if t.is_symlink() {
+                Entry::Symlink(std::fs::read_link(e.path()).unwrap().to_str().unwrap().to_owned())
+            } else {
+                Entry::File(std::fs::read(e.path()).unwrap())
+            };
+            tree.insert(p, entry);
+        }
+    }
+    tree
 }
 
 fn pipes() -> (MemoryOutputPipe, MemoryOutputPipe) {
@@ -180,11 +249,12 @@ fn wasi_ctx(b: &mut WasiCtxBuilder, out: &MemoryOutputPipe, err: &MemoryOutputPi
     b.stdout(out.clone()).stderr(err.clone()).args(&[name]).build()
 }
 
-fn collect(status: i32, out: MemoryOutputPipe, err: MemoryOutputPipe) -> Run {
+fn collect(status: i32, out: MemoryOutputPipe, err: MemoryOutputPipe, tree: Tree) -> Run {
     Run {
         status,
         stdout: String::from_utf8_lossy(&out.contents()).into_owned(),
         stderr: String::from_utf8_lossy(&err.contents()).into_owned(),
+        tree,
     }
 }
 
@@ -263,7 +333,7 @@ fn run_packfs(name: &str, target: Target, backend: Backend) -> Run {
             )
         }
     };
-    let fs = PackFsCtx::builder().preopen("/", root).preopen_read_only("/ro", ro).build();
+    let fs = PackFsCtx::builder().preopen("/", root.clone()).preopen_read_only("/ro", ro).build();
     let (out, err) = pipes();
     let wasi = wasi_ctx(&mut WasiCtx::builder(), &out, &err, name);
     let runner = Runner::new(engine()).unwrap();
@@ -274,7 +344,7 @@ fn run_packfs(name: &str, target: Target, backend: Backend) -> Run {
             String::from_utf8_lossy(&err.contents())
         )
     });
-    collect(status, out, err)
+    collect(status, out, err, tree_of(&*root))
 }
 
 struct OracleState {
@@ -318,7 +388,7 @@ fn run_oracle(name: &str, target: Target) -> Run {
             None => panic!("{name} ({target:?}) on the oracle trapped: {e:?}"),
         },
     };
-    collect(status, out, err)
+    collect(status, out, err, tree_of_dir(root.path()))
 }
 
 fn check(name: &str, target: Target) {
@@ -340,6 +410,28 @@ fn check_on(name: &str, target: Target, backends: &[Backend]) {
         assert!(ours.stdout.ends_with("done\n"), "{who} did not finish:\n{}", ours.stdout);
         println!("--- {who} ---\n{}", ours.stdout);
         compare(&who, name, target, &ours.stdout, &oracle.stdout);
+        compare_trees(&who, &ours.tree, &oracle.tree);
+    }
+}
+
+/// The trees the guest left must be the same, entry for entry.
+fn compare_trees(who: &str, ours: &Tree, oracle: &Tree) {
+    let paths: std::collections::BTreeSet<&String> = ours.keys().chain(oracle.keys()).collect();
+    let diffs: Vec<String> = paths
+        .into_iter()
+        .filter(|p| ours.get(*p) != oracle.get(*p))
+        .map(|p| format!("  {p}: PackFS {:?}, oracle {:?}", short(ours.get(p)), short(oracle.get(p))))
+        .collect();
+    assert!(diffs.is_empty(), "{who}: the trees left differ at {} paths:\n{}", diffs.len(), diffs.join("\n"));
+}
+
+/// An entry for a message: a file by its length and first bytes.
+fn short(e: Option<&Entry>) -> String {
+    match e {
+        Some(Entry::File(b)) => {
+            format!("file of {} bytes {:?}", b.len(), String::from_utf8_lossy(&b[..b.len().min(24)]))
+        }
+        other => format!("{other:?}"),
     }
 }
 
