@@ -254,7 +254,7 @@ fn bytes_of(data: &JsValue) -> JsResult<Vec<u8>> {
         return Ok(s.into_bytes());
     }
     if data.is_instance_of::<js_sys::ArrayBuffer>() {
-        return Ok(Uint8Array::new(data).to_vec());
+        return copied(&Uint8Array::new(data));
     }
     if js_sys::ArrayBuffer::is_view(data) {
         // Any typed array or DataView: its bytes, whatever its element type
@@ -262,10 +262,22 @@ fn bytes_of(data: &JsValue) -> JsResult<Vec<u8>> {
         let get = |key: &str| Reflect::get(data, &key.into());
         let (offset, len) = (get("byteOffset")?.as_f64(), get("byteLength")?.as_f64());
         if let (Some(offset), Some(len)) = (offset, len) {
-            return Ok(Uint8Array::new_with_byte_offset_and_length(&get("buffer")?, offset as u32, len as u32).to_vec());
+            return copied(&Uint8Array::new_with_byte_offset_and_length(&get("buffer")?, offset as u32, len as u32));
         }
     }
     Err(js_error("invalid", "EINVAL", "invalid: data must be an ArrayBufferView, an ArrayBuffer or a string"))
+}
+
+/// `bytes` copied into this module's memory, `insufficient-space` when it
+/// has no room for them (rather than an abort).
+fn copied(bytes: &Uint8Array) -> JsResult<Vec<u8>> {
+    let len = bytes.length() as usize;
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| js_error("insufficient-space", "ENOSPC", "insufficient-space: no memory for the data"))?;
+    v.resize(len, 0);
+    bytes.copy_to(&mut v);
+    Ok(v)
 }
 
 /// What every class holds: the filesystem, and the remote pack whose bytes
@@ -515,7 +527,9 @@ macro_rules! fs_methods {
                 self.inner.rename(from, to)
             }
 
-            /// Creates a symlink at `path` pointing at `target`.
+            /// Creates a symlink at `path` pointing at `target`, which is
+            /// relative to the symlink's directory (an absolute target is
+            /// `not-permitted`: no path leaves the root).
             pub fn symlink(&self, target: &str, path: &str) -> JsResult<()> {
                 self.inner.symlink(target, path)
             }

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use packfs_core::pack::write_pack;
-use packfs_core::resolve::{resolve, resolve_parent};
+use packfs_core::resolve::{Last, resolve, resolve_last, resolve_parent};
 use packfs_core::{Error, FileSystem, FileType, Ino, MemFs, Metadata, OpenOptions, Result};
 
 /// A filesystem the API works on.
@@ -92,7 +92,17 @@ pub fn write_file(b: &Backend, path: &str, data: &[u8]) -> Result<()> {
             })
         }
         Err(Error::NotFound) => {
-            let p = resolve_parent(&**m, m.root(), rel(path))?;
+            // Through a dangling symlink, its target is made (as open(2)
+            // with O_CREAT does).
+            let follow = |p: &packfs_core::resolve::Parent<'_>| match m.lookup_kind(p.dir, &p.name) {
+                Ok((ino, FileType::Symlink)) => Ok(Some(ino)),
+                Ok(_) | Err(Error::NotFound) => Ok(None),
+                Err(e) => Err(e),
+            };
+            let p = match resolve_last(&**m, m.root(), rel(path), follow)? {
+                Last::Entry(p) => p,
+                Last::Dir(_) => return Err(Error::IsDir),
+            };
             if p.trailing_slash {
                 return Err(Error::IsDir);
             }
@@ -123,6 +133,20 @@ pub fn mkdir(fs: &dyn FileSystem, path: &str, recursive: bool) -> Result<()> {
         let p = resolve_parent(fs, fs.root(), rel(path))?;
         return fs.mkdir(p.dir, &p.name, 0o755).map(|_| ());
     }
+    // All or nothing: what a failure leaves made is removed again (nothing
+    // else runs meanwhile on this one JavaScript thread).
+    let mut made = Vec::new();
+    let result = mkdir_all(fs, path, &mut made);
+    if result.is_err() {
+        for (dir, name) in made.iter().rev() {
+            let _ = fs.rmdir(*dir, name);
+        }
+    }
+    result
+}
+
+/// The steps of a recursive [`mkdir`]; each directory made goes in `made`.
+fn mkdir_all(fs: &dyn FileSystem, path: &str, made: &mut Vec<(Ino, String)>) -> Result<()> {
     let mut prefix = String::new();
     for part in rel(path).split('/').filter(|s| !s.is_empty() && *s != ".") {
         if !prefix.is_empty() {
@@ -139,6 +163,7 @@ pub fn mkdir(fs: &dyn FileSystem, path: &str, recursive: bool) -> Result<()> {
             Err(Error::NotFound) => {
                 let p = resolve_parent(fs, fs.root(), &prefix)?;
                 fs.mkdir(p.dir, &p.name, 0o755)?;
+                made.push((p.dir, p.name.into_owned()));
             }
             Err(e) => return Err(e),
         }
@@ -179,9 +204,16 @@ pub fn stat(fs: &dyn FileSystem, path: &str, follow: bool) -> Result<Metadata> {
     fs.metadata(lookup(fs, path, follow)?)
 }
 
-/// Removes a non-directory.
+/// Removes a non-directory. A path ending in `/` names a directory: as
+/// unlink(2), `IsDir` if it is one, else `NotDir`.
 pub fn unlink(fs: &dyn FileSystem, path: &str) -> Result<()> {
     let p = resolve_parent(fs, fs.root(), rel(path))?;
+    if p.trailing_slash {
+        return match stat(fs, path, true)?.kind {
+            FileType::Dir => Err(Error::IsDir),
+            _ => Err(Error::NotDir),
+        };
+    }
     fs.unlink(p.dir, &p.name)
 }
 
@@ -192,15 +224,32 @@ pub fn rmdir(fs: &dyn FileSystem, path: &str) -> Result<()> {
 }
 
 /// Moves `from` to `to`, replacing a file or an empty directory there.
+/// A path ending in `/` must name a directory (as rename(2)).
 pub fn rename(fs: &dyn FileSystem, from: &str, to: &str) -> Result<()> {
     let f = resolve_parent(fs, fs.root(), rel(from))?;
     let t = resolve_parent(fs, fs.root(), rel(to))?;
+    if (f.trailing_slash || t.trailing_slash) && fs.lookup_kind(f.dir, &f.name)?.1 != FileType::Dir {
+        return Err(Error::NotDir);
+    }
     fs.rename(f.dir, &f.name, t.dir, &t.name)
 }
 
-/// Creates a symlink at `path` pointing at `target` (stored verbatim).
+/// Creates a symlink at `path` pointing at `target` (stored verbatim). An
+/// absolute target is refused (`NotPermitted`): no path here can follow
+/// one, as no path can leave the root.
 pub fn symlink(fs: &dyn FileSystem, target: &str, path: &str) -> Result<()> {
+    if target.starts_with('/') {
+        return Err(Error::NotPermitted);
+    }
     let p = resolve_parent(fs, fs.root(), rel(path))?;
+    if p.trailing_slash {
+        // A new symlink is no directory (symlink(2)).
+        return match fs.lookup(p.dir, &p.name) {
+            Ok(_) => Err(Error::Exists),
+            Err(Error::NotFound) => Err(Error::NotFound),
+            Err(e) => Err(e),
+        };
+    }
     fs.symlink(p.dir, &p.name, target).map(|_| ())
 }
 
@@ -286,6 +335,20 @@ mod tests {
         truncate(fs, "t", 4).unwrap();
         assert_eq!(read_file(fs, "t").unwrap(), b"ab\0\0");
         assert_eq!(truncate(fs, "docs", 0), Err(Error::IsDir));
+
+        // A path ending in `/` names a directory.
+        assert_eq!(unlink(fs, "t/"), Err(Error::NotDir));
+        assert_eq!(unlink(fs, "docs/"), Err(Error::IsDir));
+        assert_eq!(rename(fs, "t/", "u"), Err(Error::NotDir));
+        assert_eq!(rename(fs, "t", "u/"), Err(Error::NotDir));
+        assert_eq!(symlink(fs, "t", "new/"), Err(Error::NotFound));
+        assert_eq!(read_file(fs, "t").unwrap(), b"ab\0\0", "nothing changed");
+        // No symlink can lead out of the root, so none may point there.
+        assert_eq!(symlink(fs, "/t", "abs"), Err(Error::NotPermitted));
+        // Writing through a dangling symlink makes its target.
+        symlink(fs, "docs/made", "dangling").unwrap();
+        write_file(&b, "dangling", b"made").unwrap();
+        assert_eq!(read_file(fs, "docs/made").unwrap(), b"made");
     }
 
     #[test]
@@ -298,6 +361,10 @@ mod tests {
         write_file(&b, "b", b"").unwrap();
         assert_eq!(write_file(&b, "c", b""), Err(Error::Quota));
         assert_eq!(read_file(b.fs(), "c"), Err(Error::NotFound));
+        // A recursive mkdir that runs out of inodes midway leaves nothing.
+        unlink(b.fs(), "b").unwrap();
+        assert_eq!(mkdir(b.fs(), "x/y/z", true), Err(Error::Quota));
+        assert_eq!(stat(b.fs(), "x", false), Err(Error::NotFound));
     }
 
     #[test]
