@@ -100,7 +100,7 @@ macro_rules! guest_tests {
 }
 
 guest_tests! {
-    rust: [files, dirs, links, meta, readonly],
+    rust: [files, dirs, links, meta, readonly, seeded],
     c: [c_stdio, c_dirs],
 }
 
@@ -164,6 +164,56 @@ fn component(name: &str, target: Target) -> Component {
 
 /// What each guest expects to find: `/ro` holds two files.
 const RO_FILES: &[(&str, &str)] = &[("hello.txt", "hello from ro\n"), ("sub/inner.txt", "inner\n")];
+
+/// The tree the writable root starts with, under `seed/`: on the overlay
+/// and pack backends it lies in the lower, so the `seeded` guest changes
+/// what is below (copy-up, whiteouts, merged listings). The other guests
+/// leave it alone.
+const SEED_DIRS: &[&str] = &["seed", "seed/sub", "seed/empty", "seed/many"];
+
+fn seed_files() -> Vec<(String, Vec<u8>)> {
+    let mut files = vec![
+        ("seed/a.txt".to_owned(), b"a\n".to_vec()),
+        ("seed/b.txt".to_owned(), b"b\n".to_vec()),
+        ("seed/c.txt".to_owned(), b"c\n".to_vec()),
+        ("seed/sub/d.txt".to_owned(), b"d\n".to_vec()),
+        ("seed/big.bin".to_owned(), (0..70_000u32).map(|i| (i * 7 % 251) as u8).collect()),
+    ];
+    files.extend((0..100).map(|i| (format!("seed/many/f{i:03}"), format!("{i}\n").into_bytes())));
+    files
+}
+
+/// A `MemFs` holding the seed tree.
+fn seeded_root() -> MemFs {
+    let fs = MemFs::new();
+    for dir in SEED_DIRS {
+        let (parent, name) = dir.rsplit_once('/').unwrap_or(("", dir));
+        let p = if parent.is_empty() {
+            fs.root()
+        } else {
+            packfs_core::resolve::resolve(&fs, fs.root(), parent, true).unwrap()
+        };
+        fs.mkdir(p, name, 0o755).unwrap();
+    }
+    for (path, data) in seed_files() {
+        let (parent, name) = path.rsplit_once('/').unwrap();
+        let p = packfs_core::resolve::resolve(&fs, fs.root(), parent, true).unwrap();
+        let ino = fs.open(p, name, &OpenOptions::create()).unwrap();
+        fs.write_at(ino, 0, &data).unwrap();
+        fs.close(ino);
+    }
+    fs
+}
+
+/// Writes the seed tree into a host directory.
+fn seed_root_dir(dir: &Path) {
+    for d in SEED_DIRS {
+        std::fs::create_dir(dir.join(d)).unwrap();
+    }
+    for (path, data) in seed_files() {
+        std::fs::write(dir.join(path), data).unwrap();
+    }
+}
 
 /// Output of one guest run.
 struct Run {
@@ -316,16 +366,17 @@ fn run_packfs(name: &str, target: Target, backend: Backend) -> Run {
     // Kept until the run ends: the Dir backend's trees, the Pack backend's packs.
     let (root_dir, ro_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (root, ro): (Arc<dyn FileSystem>, Arc<dyn FileSystem>) = match backend {
-        Backend::Mem => (Arc::new(MemFs::new()), Arc::new(seeded())),
+        Backend::Mem => (Arc::new(seeded_root()), Arc::new(seeded())),
         Backend::Overlay => (
-            Arc::new(MemFs::overlay(Arc::new(MemFs::new().snapshot())).unwrap()),
+            Arc::new(MemFs::overlay(Arc::new(seeded_root().snapshot())).unwrap()),
             Arc::new(MemFs::overlay(Arc::new(seeded().snapshot())).unwrap()),
         ),
         Backend::Pack => (
-            Arc::new(MemFs::overlay(mapped_pack(&MemFs::new().snapshot(), ro_dir.path(), "root.pack")).unwrap()),
+            Arc::new(MemFs::overlay(mapped_pack(&seeded_root().snapshot(), ro_dir.path(), "root.pack")).unwrap()),
             mapped_pack(&seeded().snapshot(), ro_dir.path(), "ro.pack"),
         ),
         Backend::Dir => {
+            seed_root_dir(root_dir.path());
             seed_dir(ro_dir.path());
             (
                 Arc::new(DirFs::open(root_dir.path(), false).unwrap()),
@@ -369,6 +420,7 @@ fn seed_dir(dir: &Path) {
 fn run_oracle(name: &str, target: Target) -> Run {
     let root = tempfile::tempdir().unwrap();
     let ro = tempfile::tempdir().unwrap();
+    seed_root_dir(root.path());
     seed_dir(ro.path());
     let (out, err) = pipes();
     let mut b = WasiCtx::builder();
