@@ -76,11 +76,15 @@ fn pack_is_deterministic_across_sources() {
 fn pack_compacts_snapshots_while_writers_go_on() {
     use std::sync::Arc;
     use std::sync::atomic::AtomicBool;
+    use std::sync::atomic::AtomicU64;
     let fs = Arc::new(random_tree(11, 200));
     let stop = Arc::new(AtomicBool::new(false));
+    // Changes made by each writer: compaction goes on until both have
+    // made some, however the threads are scheduled.
+    let made: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
     let writers: Vec<_> = (0..2u8)
         .map(|t| {
-            let (fs, stop) = (fs.clone(), stop.clone());
+            let (fs, stop, made) = (fs.clone(), stop.clone(), made.clone());
             std::thread::spawn(move || {
                 let dir = fs.mkdir(fs.root(), &format!("w{t}"), 0o755).unwrap();
                 let mut i = 0u64;
@@ -96,16 +100,20 @@ fn pack_compacts_snapshots_while_writers_go_on() {
                             .unwrap();
                     }
                     i += 1;
+                    made[usize::from(t)].store(i, Ordering::Relaxed);
                 }
                 i
             })
         })
         .collect();
-    for _ in 0..20 {
+    let mut rounds = 0;
+    while rounds < 20 || made.iter().any(|m| m.load(Ordering::Relaxed) < 50) {
         let snap = fs.snapshot();
         let pack = open(pack_bytes(&snap));
         assert_same_tree(&snap, &pack);
         assert!(pack.verify().unwrap().is_ok());
+        rounds += 1;
+        std::thread::yield_now();
     }
     stop.store(true, Ordering::Relaxed);
     for w in writers {
