@@ -59,8 +59,8 @@ struct Mount {
 }
 
 /// The open handles of one mount, and whether it is unmounted: unmounting
-/// waits for none to be open (`Busy` while any is: closing one afterwards
-/// could not reach its filesystem), and none opens once it is gone. One
+/// is refused (`Busy`) while any is open (closing it afterwards could not
+/// reach its filesystem), and none opens once it is gone. One
 /// atomic word, so that an open racing an unmount loses cleanly.
 #[derive(Default)]
 struct Handles(AtomicU64);
@@ -379,9 +379,6 @@ impl MountTable {
         if self.is_mount_point(dir, name) { Err(Error::Busy) } else { Ok(()) }
     }
 
-    /// `NotEmpty` when the directory `name` in `dir` holds mount points:
-    /// its listing shows them, and removing or replacing it would strand
-    /// them where nothing could reach or unmount them.
     /// The directory `name` in `dir`, if it holds mount points: removing or
     /// replacing it would strand them where nothing could reach or unmount
     /// them. (No lookup where `dir`'s mount holds none.)
@@ -397,7 +394,8 @@ impl MountTable {
     }
 
     /// Renames within one mount: across mounts is `CrossDevice`, a mount
-    /// point (either side) is `Busy`, a read-only mount `ReadOnly`.
+    /// point (either side) is `Busy`, a directory replacing one that holds
+    /// mount points `NotEmpty`, a read-only mount `ReadOnly`.
     pub fn rename(&self, from: &Node, from_name: &str, to: &Node, to_name: &str) -> Result<()> {
         if from.mount != to.mount {
             return Err(Error::CrossDevice);

@@ -50,7 +50,8 @@ pub struct Parent<'a, D = Ino> {
     pub dir: D,
     /// The last component, a valid name.
     pub name: Cow<'a, str>,
-    /// The path ended in `/`: the entry must be (or become) a directory.
+    /// The path, or a symlink target followed at its end, ended in `/`:
+    /// the entry must be (or become) a directory.
     pub trailing_slash: bool,
 }
 

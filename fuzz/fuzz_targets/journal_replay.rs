@@ -1,6 +1,6 @@
-//! Arbitrary bytes as a journal: the header, then the records, replayed
-//! onto an empty tree, which must come out consistent whenever the replay
-//! succeeds. The first byte picks the form of the rest: odd, payloads
+//! Arbitrary bytes as a journal: decoded as a header, and replayed whole as
+//! records onto an empty tree, which must come out consistent whenever the
+//! replay succeeds. The first byte picks the form of the rest: odd, payloads
 //! separated by 0xA5 bytes, each framed with its length and checksum (so
 //! that mutations reach the record decoder and the tree behind them);
 //! even, a raw log (the framing and checksums themselves).

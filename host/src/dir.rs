@@ -22,6 +22,13 @@
 //! is remembered at one: when that name goes, its number is `NotFound`
 //! until a lookup or a listing finds it under another.
 //!
+//! A listing leaves out what PackFS cannot hold — names that are not
+//! UTF-8, fifos, sockets, devices — or, [`strict`](DirFs::strict), fails
+//! on it. Another filesystem's mount point is listed, but looking it up is
+//! `NotPermitted`: no path crosses into it. Files are opened `O_NONBLOCK`
+//! and `O_NOCTTY` and their type checked, so a fifo or device is
+//! `Unsupported` without blocking the host.
+//!
 //! A directory is read whole, sorted, once per listing: the pages after
 //! the first come from that listing (POSIX leaves it open whether entries
 //! added or removed meanwhile show up), so listing n entries costs one
@@ -215,7 +222,8 @@ fn metadata(ino: Ino, st: &Stat) -> Result<Metadata> {
 }
 
 /// Opens `rel` beneath directory `dfd` (an empty path: `dfd` itself), the
-/// one way this backend opens anything: never into another mount
+/// way this backend opens anything below its root but a directory it
+/// lists: never into another mount
 /// (`RESOLVE_NO_XDEV`), never following a final symlink, and without
 /// blocking on a fifo or taking a terminal before a type check can refuse
 /// them (`O_NONBLOCK`, `O_NOCTTY`, which an `O_PATH` open neither needs nor
@@ -406,7 +414,8 @@ impl DirFs {
         let mut entries = Vec::new();
         for e in rustix::fs::Dir::new(fd).map_err(errno)? {
             let e = e.map_err(errno)?;
-            // Names that are not UTF-8 cannot be WASI paths: not listed.
+            // Names that are not UTF-8 cannot be WASI paths: not listed
+            // (or, strict, an error).
             let Ok(name) = e.file_name().to_str() else {
                 let raw = std::os::unix::ffi::OsStrExt::from_bytes(e.file_name().to_bytes());
                 self.unlisted(dir, raw, "a name that is not UTF-8")?;

@@ -7,6 +7,7 @@
 //! ```text
 //! DIR/base-G.pack     the tree at checkpoint G (absent for G = 0)
 //! DIR/journal-G.log   changes since then (format: packfs_core::journal)
+//! DIR/lock            locked while a journal of the directory is open
 //! ```
 //!
 //! Opening picks the highest `G` with its pack (or 0), mounts the tree as
@@ -25,8 +26,10 @@
 //! with any write whose fsync failed, may or may not be there after a
 //! reopen.
 //!
-//! One process at a time: a journal holds an exclusive lock on `DIR/lock`
-//! while it is open.
+//! One journal open at a time, in this process or another: its log holds
+//! an exclusive lock on `DIR/lock` for as long as it takes records (until
+//! whoever holds its filesystem lets go, a checkpoint hands it on, or a
+//! failed sync closes the log).
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -140,7 +143,7 @@ impl Journal {
         let lock = lock.with_context(|| format!("opening {}", path.display()))?;
         match lock.try_lock() {
             Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => bail!("journal {} is in use by another process", dir.display()),
+            Err(std::fs::TryLockError::WouldBlock) => bail!("journal {} is in use", dir.display()),
             Err(std::fs::TryLockError::Error(e)) => {
                 return Err(e).with_context(|| format!("locking {}", path.display()));
             }

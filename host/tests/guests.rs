@@ -4,7 +4,9 @@
 //! filesystem over a real temporary directory — the oracle. Their
 //! transcripts (one line per operation: result or error kind and errno)
 //! must be identical, except for the deliberate differences listed in
-//! [`DIFFERENCES`], each with its reason.
+//! [`DIFFERENCES`], each with its reason; so must the tree each guest
+//! leaves in `/` (names, kinds, file bytes, symlink targets). `/` starts
+//! with `seed/`, which on the overlay and pack backends lies in the lower.
 //!
 //! p1 guests run through the preview1 adapter in both cases, so the
 //! comparison is of the two `wasi:filesystem` implementations.
@@ -313,12 +315,12 @@ fn collect(status: i32, out: MemoryOutputPipe, err: MemoryOutputPipe, tree: Tree
 enum Backend {
     /// A `MemFs`.
     Mem,
-    /// A `MemFs` overlay over a snapshot (empty for `/`, the seeded tree
-    /// for `/ro`): reads come from below, changes copy up.
+    /// A `MemFs` overlay over a snapshot (of the seed tree for `/`, of the
+    /// `/ro` tree for `/ro`): reads come from below, changes copy up.
     Overlay,
     /// Mapped packs of the starting trees: `/` an overlay over the pack of
-    /// an empty tree, `/ro` (which the guests only read) the pack of the
-    /// seeded tree itself.
+    /// the seed tree, `/ro` (which the guests only read) the pack of the
+    /// `/ro` tree itself.
     Pack,
     /// `DirFs` over temporary host directories: the same disk as the
     /// oracle, through PackFS's WASI layer instead of wasmtime-wasi's.

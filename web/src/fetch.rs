@@ -16,11 +16,13 @@
 //! pack is fine too: the pack is then simply complete.
 //!
 //! A pack replaced on the server while it is read is noticed by its `ETag`
-//! (else `Last-Modified`): a reply that carries another than the first is
-//! refused.
+//! (else `Last-Modified`) when the server sends one: a reply that carries
+//! another than the first is refused. A server that sends neither is not
+//! checked.
 //!
 //! Cross-origin packs need CORS with `Range` allowed and `Content-Range`
-//! exposed (`Access-Control-Expose-Headers: Content-Range, ETag`).
+//! exposed (`Access-Control-Expose-Headers: Content-Range`; add `ETag` for
+//! the check above, where `Last-Modified` is readable without it).
 
 use std::cell::Cell;
 use std::sync::Arc;

@@ -348,7 +348,9 @@ impl LazyPack {
         out
     }
 
-    /// Stores fetched bytes for `want` and marks its blobs present.
+    /// Stores the fetched bytes of `want`'s blobs that are not here yet,
+    /// leaving those already here (maybe checked) as they are, and marks
+    /// them present.
     ///
     /// # Safety
     ///

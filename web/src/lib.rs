@@ -451,18 +451,17 @@ macro_rules! fs_methods {
             pub fn write_file(
                 &self,
                 path: String,
-                #[wasm_bindgen(unchecked_param_type = "Uint8Array | string")] data: JsValue,
+                #[wasm_bindgen(unchecked_param_type = "ArrayBufferView | ArrayBuffer | string")] data: JsValue,
             ) -> js_sys::Promise {
                 self.inner.write_file(path, data)
             }
 
-            /// `writeFile`, now; `would-block` when replacing a file of an
-            /// overlay whose bytes are still on the network.
+            /// `writeFile`, now.
             #[wasm_bindgen(js_name = writeFileSync)]
             pub fn write_file_sync(
                 &self,
                 path: &str,
-                #[wasm_bindgen(unchecked_param_type = "Uint8Array | string")] data: JsValue,
+                #[wasm_bindgen(unchecked_param_type = "ArrayBufferView | ArrayBuffer | string")] data: JsValue,
             ) -> JsResult<()> {
                 self.inner.write_file_sync(path, &data)
             }
@@ -636,7 +635,8 @@ impl Pack {
     }
 
     /// Checks every checksum (fetching the whole pack first if it came
-    /// from a URL). Damaged files are listed; a damaged index rejects.
+    /// from a URL). The first 1000 damaged files are listed, the rest
+    /// counted in `unlisted`; a damaged index rejects.
     #[wasm_bindgen(unchecked_return_type = "Promise<VerifyReport>")]
     pub fn verify(&self) -> js_sys::Promise {
         verify(self.inner.clone(), self.pack.clone())

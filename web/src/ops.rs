@@ -68,7 +68,8 @@ pub fn read_file(fs: &dyn FileSystem, path: &str) -> Result<Vec<u8>> {
 
 /// Replaces a file's content (creating it), atomically: readers see the old
 /// content or the new, and a failure (a quota) leaves the old. A symlink at
-/// `path` is followed to an existing file.
+/// `path` is followed; a dangling one has its target made, as `open(2)`
+/// with `O_CREAT` does.
 pub fn write_file(b: &Backend, path: &str, data: &[u8]) -> Result<()> {
     let Backend::Mem(m) = b else {
         // A pack: find the error the path deserves, else read-only.

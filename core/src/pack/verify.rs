@@ -1,5 +1,6 @@
 //! [`PackFs::verify`]: every check a pack has, blobs included, with a list
-//! of the entries whose content is bad.
+//! of the entries whose content is bad (the first [`VerifyReport::LISTED`],
+//! the rest counted).
 
 use super::corrupt::CorruptPack;
 use super::index::Index;
@@ -106,7 +107,8 @@ impl<S: ByteSource> PackFs<S> {
 
     /// Walks the tree depth-first with an explicit stack (depth is not
     /// bounded by anything but the pack) and one shared path buffer, and
-    /// reports every name of a file whose blob is in `bad` (sorted by blob).
+    /// reports the names of files whose blob is in `bad` (sorted by blob),
+    /// as many as the report lists.
     fn name_bad_blobs(&self, index: &Index, bad: &[(u64, CorruptPack)], report: &mut VerifyReport) -> Result<()> {
         let pack = self.bytes();
         let mut named = vec![false; bad.len()];

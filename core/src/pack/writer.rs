@@ -64,8 +64,9 @@ pub enum WriteError {
         ino: Ino,
     },
     /// The source is not a valid tree: what a well-behaved backend never
-    /// returns (a directory reachable twice, a name twice in a directory,
-    /// a bad name or symlink target, a `read_dir` that does not advance).
+    /// returns (a directory reachable twice, a bad name or symlink target,
+    /// a `read_dir` whose names are out of byte order or repeated, within
+    /// a page or across pages).
     #[error("the source is not a valid tree at inode {ino}: {what}")]
     BadSource {
         /// The source inode at fault.

@@ -12,7 +12,7 @@
 //! `packfs: <context>: <cause>`. `run` exits with the guest's status.
 
 /// `println!` that returns its error (`?`) instead of panicking, so that
-/// a reader going away (`packfs verify x | head -1`) ends the command
+/// a reader going away (`packfs cat x f | head -1`) ends the command
 /// quietly, as [`main`] treats a broken pipe.
 macro_rules! out {
     ($($arg:tt)*) => {

@@ -1,6 +1,7 @@
 //! `packfs unpack PACK DIR`: a pack's tree into a host directory — files
 //! with their modes and modification times, directories, symlinks, hard
-//! links.
+//! links. Set-user-ID and set-group-ID bits are cleared unless `-p` keeps
+//! them.
 //!
 //! Everything is written through [`DirFs`]: one validated name at a time,
 //! relative to a directory opened with `openat2` `RESOLVE_BENEATH`, never
@@ -38,8 +39,8 @@ pub(crate) struct Args {
     pack: PathBuf,
     /// The directory to extract into; created if missing.
     dir: PathBuf,
-    /// Replace files and symlinks that already exist (a directory in the
-    /// way of a file is still an error). Without it, nothing is written when
+    /// Replace files, symlinks, fifos, sockets and devices that already
+    /// exist (a directory in the way of a file is still an error). Without it, nothing is written when
     /// any entry exists (directories may exist as directories).
     #[arg(short, long)]
     force: bool,

@@ -1,6 +1,6 @@
 //! `packfs verify PACK`: every check a pack has — header, trailer, index
 //! and each blob's checksum. Exit 0 when whole; 1, with the list of bad
-//! entries, when not.
+//! entries (the first 1,000, then a count), when not.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
