@@ -106,7 +106,7 @@ test("the TypeScript declarations describe the API", () => {
     "static fromUrl(url: string, options?: PackOptions): Promise<Pack>;",
     "readFile(path: string): Promise<Uint8Array>;",
     "readFileSync(path: string): Uint8Array;",
-    "writeFile(path: string, data: Uint8Array | string): Promise<void>;",
+    "writeFile(path: string, data: ArrayBufferView | ArrayBuffer | string): Promise<void>;",
     "readdir(path: string): DirEntry[];",
     "stat(path: string): Stats;",
     "compact(): Promise<Uint8Array>;",
