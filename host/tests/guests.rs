@@ -164,56 +164,66 @@ fn component(name: &str, target: Target) -> Component {
     component
 }
 
-/// What each guest expects to find: `/ro` holds two files.
-const RO_FILES: &[(&str, &str)] = &[("hello.txt", "hello from ro\n"), ("sub/inner.txt", "inner\n")];
-
-/// The tree the writable root starts with, under `seed/`: on the overlay
-/// and pack backends it lies in the lower, so the `seeded` guest changes
-/// what is below (copy-up, whiteouts, merged listings). The other guests
-/// leave it alone.
-const SEED_DIRS: &[&str] = &["seed", "seed/sub", "seed/empty", "seed/many"];
-
-fn seed_files() -> Vec<(String, Vec<u8>)> {
-    let mut files = vec![
-        ("seed/a.txt".to_owned(), b"a\n".to_vec()),
-        ("seed/b.txt".to_owned(), b"b\n".to_vec()),
-        ("seed/c.txt".to_owned(), b"c\n".to_vec()),
-        ("seed/sub/d.txt".to_owned(), b"d\n".to_vec()),
-        ("seed/big.bin".to_owned(), (0..70_000u32).map(|i| (i * 7 % 251) as u8).collect()),
-    ];
-    files.extend((0..100).map(|i| (format!("seed/many/f{i:03}"), format!("{i}\n").into_bytes())));
-    files
+/// A tree a preopen starts with: its directories, parents first, and its
+/// files, by path.
+struct Layout {
+    dirs: &'static [&'static str],
+    files: Vec<(String, Vec<u8>)>,
 }
 
-/// A `MemFs` holding the seed tree.
-fn seeded_root() -> MemFs {
-    let fs = MemFs::new();
-    for dir in SEED_DIRS {
-        let (parent, name) = dir.rsplit_once('/').unwrap_or(("", dir));
-        let p = if parent.is_empty() {
-            fs.root()
-        } else {
-            packfs_core::resolve::resolve(&fs, fs.root(), parent, true).unwrap()
+impl Layout {
+    /// What each guest expects to find at `/ro`: two files.
+    fn ro() -> Layout {
+        let files = [("hello.txt", "hello from ro\n"), ("sub/inner.txt", "inner\n")];
+        Layout { dirs: &["sub"], files: files.map(|(p, d)| (p.to_owned(), d.as_bytes().to_vec())).into() }
+    }
+
+    /// What the writable root starts with, under `seed/`: on the overlay
+    /// and pack backends it lies in the lower, so the `seeded` guest
+    /// changes what is below (copy-up, whiteouts, merged listings). The
+    /// other guests leave it alone.
+    fn seed() -> Layout {
+        let mut files = vec![
+            ("seed/a.txt".to_owned(), b"a\n".to_vec()),
+            ("seed/b.txt".to_owned(), b"b\n".to_vec()),
+            ("seed/c.txt".to_owned(), b"c\n".to_vec()),
+            ("seed/sub/d.txt".to_owned(), b"d\n".to_vec()),
+            ("seed/big.bin".to_owned(), (0..70_000u32).map(|i| (i * 7 % 251) as u8).collect()),
+        ];
+        files.extend((0..100).map(|i| (format!("seed/many/f{i:03}"), format!("{i}\n").into_bytes())));
+        Layout { dirs: &["seed", "seed/sub", "seed/empty", "seed/many"], files }
+    }
+
+    /// A `MemFs` holding the tree.
+    fn in_memory(&self) -> MemFs {
+        let fs = MemFs::new();
+        let dir_of = |path: &str| match path.rsplit_once('/') {
+            Some((parent, name)) => {
+                (packfs_core::resolve::resolve(&fs, fs.root(), parent, true).unwrap(), name.to_owned())
+            }
+            None => (fs.root(), path.to_owned()),
         };
-        fs.mkdir(p, name, 0o755).unwrap();
+        for d in self.dirs {
+            let (parent, name) = dir_of(d);
+            fs.mkdir(parent, &name, 0o755).unwrap();
+        }
+        for (path, data) in &self.files {
+            let (parent, name) = dir_of(path);
+            let ino = fs.open(parent, &name, &OpenOptions::create()).unwrap();
+            fs.write_at(ino, 0, data).unwrap();
+            fs.close(ino);
+        }
+        fs
     }
-    for (path, data) in seed_files() {
-        let (parent, name) = path.rsplit_once('/').unwrap();
-        let p = packfs_core::resolve::resolve(&fs, fs.root(), parent, true).unwrap();
-        let ino = fs.open(p, name, &OpenOptions::create()).unwrap();
-        fs.write_at(ino, 0, &data).unwrap();
-        fs.close(ino);
-    }
-    fs
-}
 
-/// Writes the seed tree into a host directory.
-fn seed_root_dir(dir: &Path) {
-    for d in SEED_DIRS {
-        std::fs::create_dir(dir.join(d)).unwrap();
-    }
-    for (path, data) in seed_files() {
-        std::fs::write(dir.join(path), data).unwrap();
+    /// Writes the tree into host directory `dir`.
+    fn write_to(&self, dir: &Path) {
+        for d in self.dirs {
+            std::fs::create_dir(dir.join(d)).unwrap();
+        }
+        for (path, data) in &self.files {
+            std::fs::write(dir.join(path), data).unwrap();
+        }
     }
 }
 
@@ -341,22 +351,6 @@ fn dir_backend() {
     }
 }
 
-/// The tree `/ro` shows.
-fn seeded() -> MemFs {
-    let ro = MemFs::new();
-    let sub = ro.mkdir(ro.root(), "sub", 0o755).unwrap();
-    for (path, data) in RO_FILES {
-        let (dir, file) = match path.split_once('/') {
-            Some((_, file)) => (sub, file),
-            None => (ro.root(), *path),
-        };
-        let ino = ro.open(dir, file, &OpenOptions::create()).unwrap();
-        ro.write_at(ino, 0, data.as_bytes()).unwrap();
-        ro.close(ino);
-    }
-    ro
-}
-
 /// `fs` written as a pack into `dir` and mapped from there.
 fn mapped_pack(fs: &dyn FileSystem, dir: &Path, name: &str) -> Arc<dyn FileSystem> {
     let path = dir.join(name);
@@ -368,18 +362,21 @@ fn run_packfs(name: &str, target: Target, backend: Backend) -> Run {
     // Kept until the run ends: the Dir backend's trees, the Pack backend's packs.
     let (root_dir, ro_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (root, ro): (Arc<dyn FileSystem>, Arc<dyn FileSystem>) = match backend {
-        Backend::Mem => (Arc::new(seeded_root()), Arc::new(seeded())),
+        Backend::Mem => (Arc::new(Layout::seed().in_memory()), Arc::new(Layout::ro().in_memory())),
         Backend::Overlay => (
-            Arc::new(MemFs::overlay(Arc::new(seeded_root().snapshot())).unwrap()),
-            Arc::new(MemFs::overlay(Arc::new(seeded().snapshot())).unwrap()),
+            Arc::new(MemFs::overlay(Arc::new(Layout::seed().in_memory().snapshot())).unwrap()),
+            Arc::new(MemFs::overlay(Arc::new(Layout::ro().in_memory().snapshot())).unwrap()),
         ),
         Backend::Pack => (
-            Arc::new(MemFs::overlay(mapped_pack(&seeded_root().snapshot(), ro_dir.path(), "root.pack")).unwrap()),
-            mapped_pack(&seeded().snapshot(), ro_dir.path(), "ro.pack"),
+            Arc::new(
+                MemFs::overlay(mapped_pack(&Layout::seed().in_memory().snapshot(), ro_dir.path(), "root.pack"))
+                    .unwrap(),
+            ),
+            mapped_pack(&Layout::ro().in_memory().snapshot(), ro_dir.path(), "ro.pack"),
         ),
         Backend::Dir => {
-            seed_root_dir(root_dir.path());
-            seed_dir(ro_dir.path());
+            Layout::seed().write_to(root_dir.path());
+            Layout::ro().write_to(ro_dir.path());
             (
                 Arc::new(DirFs::open(root_dir.path(), false).unwrap()),
                 Arc::new(DirFs::open(ro_dir.path(), false).unwrap()),
@@ -411,19 +408,11 @@ impl WasiView for OracleState {
     }
 }
 
-/// Writes the `/ro` tree into a host directory.
-fn seed_dir(dir: &Path) {
-    std::fs::create_dir(dir.join("sub")).unwrap();
-    for (path, data) in RO_FILES {
-        std::fs::write(dir.join(path), data).unwrap();
-    }
-}
-
 fn run_oracle(name: &str, target: Target) -> Run {
     let root = tempfile::tempdir().unwrap();
     let ro = tempfile::tempdir().unwrap();
-    seed_root_dir(root.path());
-    seed_dir(ro.path());
+    Layout::seed().write_to(root.path());
+    Layout::ro().write_to(ro.path());
     let (out, err) = pipes();
     let mut b = WasiCtx::builder();
     b.preopened_dir(root.path(), "/", FsPerms::ReadWrite).unwrap();
