@@ -245,11 +245,7 @@ pub fn symlink(fs: &dyn FileSystem, target: &str, path: &str) -> Result<()> {
     let p = resolve_parent(fs, fs.root(), rel(path))?;
     if p.trailing_slash {
         // A new symlink is no directory (symlink(2)).
-        return match fs.lookup(p.dir, &p.name) {
-            Ok(_) => Err(Error::Exists),
-            Err(Error::NotFound) => Err(Error::NotFound),
-            Err(e) => Err(e),
-        };
+        return Err(fs.lookup(p.dir, &p.name).map_or_else(|e| e, |_| Error::Exists));
     }
     fs.symlink(p.dir, &p.name, target).map(|_| ())
 }
