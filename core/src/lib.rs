@@ -16,7 +16,9 @@
 //! - [`journal`]: the write-ahead log format that makes a `MemFs` durable
 //!   (the host writes the file);
 //! - [`path`] and [`resolve`]: name validation and the path walk that
-//!   resolves `..` and symlinks *above* the backends, never past the root.
+//!   resolves `..` and symlinks *above* the backends, never past the root;
+//! - [`wasi`]: the WASI descriptor model and `wasi_snapshot_preview1`
+//!   itself, over any guest memory (wasmtime's, or a browser Worker's).
 //!
 //! ```text
 //!   host (WASI) / web (JS) / CLI
@@ -64,6 +66,7 @@ pub mod pack;
 pub mod path;
 pub mod resolve;
 pub mod treap;
+pub mod wasi;
 
 pub use error::{Error, Result};
 pub use fs::FileSystem;

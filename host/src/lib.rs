@@ -28,10 +28,11 @@
 
 pub mod dir;
 pub mod journal;
+pub mod load;
 pub mod mmap;
 pub mod p1;
 pub mod publish;
 mod run;
 pub mod wasi;
 
-pub use run::{GuestState, Runner};
+pub use run::{GuestState, Limits, P1State, RunError, Runner};

@@ -1,20 +1,30 @@
-//! Running a guest's `wasi:cli/run` with PackFS as its filesystem: the
-//! ready-made embedding that `packfs run`, the example and the guest tests
-//! use. Plugin hosts with their own store data use
-//! [`wasi::add_to_linker_sync`](crate::wasi::add_to_linker_sync) or
-//! [`wasi::add_filesystem_to_linker`](crate::wasi::add_filesystem_to_linker)
-//! directly.
+//! Running a command guest with PackFS as its filesystem: the ready-made
+//! embedding that `packfs run`, the example and the guest tests use.
+//!
+//! - a p1 core module runs its `_start` over PackFS's own preview1
+//!   ([`crate::p1`]), with a [`Wasi`] the caller builds;
+//! - a component runs its `wasi:cli/run` over `wasi:filesystem` 0.2
+//!   ([`crate::wasi`]) and wasmtime-wasi for the rest.
+//!
+//! Plugin hosts with their own store data call
+//! [`p1::add_to_linker`](crate::p1::add_to_linker) or
+//! [`wasi::add_to_linker_sync`](crate::wasi::add_to_linker_sync) directly.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use packfs_core::wasi::p1::Wasi;
 use wasmtime::component::{Component, Linker, ResourceTable};
-use wasmtime::{Engine, Store};
+use wasmtime::{Engine, Module, ResourceLimiter, Store, Trap};
 use wasmtime_wasi::p2::bindings::sync::{Command, CommandPre};
 use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 
-use crate::p1::{self, CacheStatus, ComponentCache, LoadError};
+use crate::load::{self, CacheStatus, Guest, GuestCache, LoadError};
 use crate::wasi::{PackFsCtx, PackFsCtxView, PackFsView};
 
-/// A guest's store data: wasmtime-wasi's context for everything but the
-/// filesystem, PackFS's for the filesystem, one resource table for both.
+/// A component guest's store data: wasmtime-wasi's context for everything
+/// but the filesystem, PackFS's for the filesystem, one resource table.
 pub struct GuestState {
     /// Arguments, environment, stdio, clocks, random, sockets.
     pub wasi: WasiCtx,
@@ -22,12 +32,13 @@ pub struct GuestState {
     pub packfs: PackFsCtx,
     /// Every resource the guest holds.
     pub table: ResourceTable,
+    limiter: Limiter,
 }
 
 impl GuestState {
     /// State for one guest run.
     pub fn new(wasi: WasiCtx, packfs: PackFsCtx) -> Self {
-        GuestState { wasi, packfs, table: ResourceTable::new() }
+        GuestState { wasi, packfs, table: ResourceTable::new(), limiter: Limiter::default() }
     }
 }
 
@@ -43,25 +54,97 @@ impl PackFsView for GuestState {
     }
 }
 
-/// Loads and runs command guests (components or p1 modules) against
+/// A p1 module's store data.
+pub struct P1State {
+    /// The guest's preview1 state.
+    pub wasi: Wasi,
+    limiter: Limiter,
+}
+
+/// Refuses growth past [`Limits::max_memory`] with [`MemoryLimitHit`].
+#[derive(Debug, Default)]
+struct Limiter {
+    max: Option<usize>,
+}
+
+/// The error a refused memory or table growth traps with.
+#[derive(Debug, thiserror::Error)]
+#[error("the guest grew past its memory limit")]
+struct MemoryLimitHit;
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        match self.max {
+            Some(max) if desired > max => Err(wasmtime::Error::new(MemoryLimitHit)),
+            _ => Ok(true),
+        }
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        // A table's elements are host memory too (a pointer or more each).
+        match self.max {
+            Some(max) if desired.saturating_mul(8) > max => Err(wasmtime::Error::new(MemoryLimitHit)),
+            _ => Ok(true),
+        }
+    }
+}
+
+/// What a sandbox bounds: the guest's memory and its time.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    /// Most bytes of linear memory (each memory) and table growth; a
+    /// guest growing past it traps with [`RunError::MemoryLimit`].
+    pub max_memory: Option<usize>,
+    /// Most wall-clock time a run takes; past it the guest is interrupted
+    /// ([`RunError::Timeout`]). Needs an engine with epoch interruption
+    /// ([`Runner::config_for`]).
+    pub timeout: Option<Duration>,
+}
+
+/// Why a run ended without an exit status.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The guest tried to grow its memory past [`Limits::max_memory`].
+    #[error("the guest exceeded its memory limit of {0} bytes")]
+    MemoryLimit(usize),
+    /// The run took longer than [`Limits::timeout`].
+    #[error("the guest ran longer than its time limit of {0:?}")]
+    Timeout(Duration),
+    /// The guest cannot run here: an import nothing defines, no `_start`
+    /// or `wasi:cli/run`, an instantiation that failed.
+    #[error("cannot run it here: {0:#}")]
+    Instantiate(wasmtime::Error),
+    /// The guest trapped.
+    #[error("the guest trapped: {0:?}")]
+    Trap(wasmtime::Error),
+}
+
+/// Loads and runs command guests (p1 modules and components) against
 /// PackFS preopens.
 ///
 /// ```no_run
 /// use std::sync::Arc;
 /// use packfs_core::MemFs;
-/// use packfs_host::{Runner, wasi::PackFsCtx};
+/// use packfs_core::wasi::{Access, p1::Wasi};
+/// use packfs_host::{Runner, load::Guest, p1::{HostPlatform, Inherit}};
 ///
 /// let runner = Runner::new(&wasmtime::Engine::new(&Runner::config())?)?;
-/// let guest = runner.load(&std::fs::read("guest.wasm")?)?;
-/// let fs = PackFsCtx::builder().preopen("/", Arc::new(MemFs::new())).build();
-/// let wasi = wasmtime_wasi::WasiCtx::builder().inherit_stdio().build();
-/// let status = runner.run(&guest, wasi, fs)?;
+/// let Guest::Module(module) = runner.load(&std::fs::read("guest.wasm")?)? else { panic!() };
+/// let wasi = Wasi::builder(Box::new(HostPlatform::default()))
+///     .arg("guest")
+///     .stdout(Box::new(Inherit::Stdout))
+///     .preopen("/", Arc::new(MemFs::new()), Access::ReadWrite)
+///     .build()?;
+/// let status = runner.run_module(&module, wasi)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Runner {
     engine: Engine,
     linker: Linker<GuestState>,
-    cache: Option<ComponentCache>,
+    p1: wasmtime::Linker<P1State>,
+    cache: Option<GuestCache>,
+    limits: Limits,
 }
 
 impl Runner {
@@ -70,10 +153,9 @@ impl Runner {
     ///
     /// A `Runner` drives guests synchronously and links WASI 0.2, which
     /// needs none of the component model's concurrent calls; with that
-    /// support on, every host call — each of a guest's file operations —
-    /// also creates and deletes a host task, about a sixth of the time of
-    /// a small-file read (`bench/guest-results.md`). Components using
-    /// component-model async do not load on such an engine.
+    /// support on, every host call of a component — each of a guest's file
+    /// operations — also creates and deletes a host task, about a sixth of
+    /// the time of a small-file read (`bench/guest-results.md`).
     ///
     /// ```
     /// let engine = wasmtime::Engine::new(&packfs_host::Runner::config())?;
@@ -86,18 +168,34 @@ impl Runner {
         config
     }
 
+    /// [`Runner::config`], with epoch interruption when `limits` has a
+    /// timeout.
+    pub fn config_for(limits: &Limits) -> wasmtime::Config {
+        let mut config = Self::config();
+        config.epoch_interruption(limits.timeout.is_some());
+        config
+    }
+
     /// A runner on `engine`, driving guests synchronously, without a
-    /// compilation cache. Any engine serves; [`Runner::config`] makes the
-    /// fastest for it.
+    /// compilation cache or limits. Any engine serves; [`Runner::config`]
+    /// makes the fastest for it.
     pub fn new(engine: &Engine) -> wasmtime::Result<Runner> {
         let mut linker = Linker::new(engine);
         crate::wasi::add_to_linker_sync(&mut linker)?;
-        Ok(Runner { engine: engine.clone(), linker, cache: None })
+        let mut p1 = wasmtime::Linker::new(engine);
+        crate::p1::add_to_linker(&mut p1, |s: &mut P1State| &mut s.wasi)?;
+        Ok(Runner { engine: engine.clone(), linker, p1, cache: None, limits: Limits::default() })
     }
 
     /// Caches compiled guests in `cache`.
-    pub fn with_cache(mut self, cache: ComponentCache) -> Self {
+    pub fn with_cache(mut self, cache: GuestCache) -> Self {
         self.cache = Some(cache);
+        self
+    }
+
+    /// Bounds every run's memory and time.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -106,41 +204,124 @@ impl Runner {
         &self.engine
     }
 
-    /// The linker, with all of WASI defined; add host functions of your own.
+    /// The component linker, with all of WASI 0.2 defined; add host
+    /// functions of your own.
     pub fn linker_mut(&mut self) -> &mut Linker<GuestState> {
         &mut self.linker
     }
 
-    /// Compiles a component, or a WASI p1 core module via the adapter.
-    pub fn load(&self, wasm: &[u8]) -> Result<Component, LoadError> {
-        self.load_with_status(wasm).map(|(c, _)| c)
+    /// The core-module linker, with all of preview1 defined.
+    pub fn module_linker_mut(&mut self) -> &mut wasmtime::Linker<P1State> {
+        &mut self.p1
+    }
+
+    /// Compiles a p1 module or a component.
+    pub fn load(&self, wasm: &[u8]) -> Result<Guest, LoadError> {
+        self.load_with_status(wasm).map(|(g, _)| g)
     }
 
     /// As [`load`](Self::load), also saying whether the cache served it.
-    pub fn load_with_status(&self, wasm: &[u8]) -> Result<(Component, CacheStatus), LoadError> {
-        p1::load(&self.engine, wasm, self.cache.as_ref())
+    pub fn load_with_status(&self, wasm: &[u8]) -> Result<(Guest, CacheStatus), LoadError> {
+        load::load(&self.engine, wasm, self.cache.as_ref())
     }
 
-    /// Checks that `component` can run here: every import it has is
-    /// defined, and it exports `wasi:cli/run`. [`Runner::run`] fails the
-    /// same way without it; this tells such a guest from one that traps.
-    pub fn check(&self, component: &Component) -> wasmtime::Result<()> {
-        CommandPre::new(self.linker.instantiate_pre(component)?).map(|_| ())
+    /// Checks that `guest` can run here: every import it has is defined,
+    /// and it exports `_start` (a module) or `wasi:cli/run` (a component).
+    /// The runs fail the same way without it; this tells such a guest from
+    /// one that traps.
+    pub fn check(&self, guest: &Guest) -> wasmtime::Result<()> {
+        match guest {
+            Guest::Module(m) => {
+                self.p1.instantiate_pre(m)?;
+                match m.get_export("_start") {
+                    Some(wasmtime::ExternType::Func(_)) => Ok(()),
+                    _ => Err(wasmtime::Error::msg("the module exports no `_start` function")),
+                }
+            }
+            Guest::Component(c) => CommandPre::new(self.linker.instantiate_pre(c)?).map(|_| ()),
+        }
     }
 
-    /// Runs the guest's `wasi:cli/run` to completion; returns its exit
+    fn store<T>(&self, data: T, limiter: impl Fn(&mut T) -> &mut Limiter + Send + Sync + 'static) -> Store<T> {
+        let mut store = Store::new(&self.engine, data);
+        limiter(store.data_mut()).max = self.limits.max_memory;
+        store.limiter(move |d| limiter(d) as &mut dyn ResourceLimiter);
+        if self.limits.timeout.is_some() {
+            store.set_epoch_deadline(1);
+        }
+        store
+    }
+
+    /// Runs `f` under the timeout, if there is one: a watchdog bumps the
+    /// engine's epoch when it passes, interrupting the guest.
+    fn timed<R>(&self, f: impl FnOnce() -> R) -> (R, bool) {
+        let Some(timeout) = self.limits.timeout else { return (f(), false) };
+        let done = Arc::new((Mutex::new(false), Condvar::new()));
+        let fired = Arc::new(AtomicBool::new(false));
+        let watchdog = {
+            let (done, fired, engine) = (Arc::clone(&done), Arc::clone(&fired), self.engine.clone());
+            std::thread::spawn(move || {
+                let (lock, cvar) = &*done;
+                let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+                let (guard, wait) = cvar.wait_timeout_while(guard, timeout, |d| !*d).unwrap_or_else(|e| e.into_inner());
+                if wait.timed_out() && !*guard {
+                    fired.store(true, Ordering::SeqCst);
+                    engine.increment_epoch();
+                }
+            })
+        };
+        let r = f();
+        *done.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        done.1.notify_all();
+        let _ = watchdog.join();
+        (r, fired.load(Ordering::SeqCst))
+    }
+
+    /// What a trap means: a limit hit, or the guest's own.
+    fn classify(&self, e: wasmtime::Error, timed_out: bool) -> RunError {
+        if timed_out && e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+            return RunError::Timeout(self.limits.timeout.unwrap_or_default());
+        }
+        if e.downcast_ref::<MemoryLimitHit>().is_some() {
+            return RunError::MemoryLimit(self.limits.max_memory.unwrap_or_default());
+        }
+        RunError::Trap(e)
+    }
+
+    /// Runs a p1 module's `_start` to completion over `wasi`; returns its
+    /// exit status (0 when `_start` returns, else the code it passed to
+    /// `proc_exit`).
+    pub fn run_module(&self, module: &Module, wasi: Wasi) -> Result<i32, RunError> {
+        let mut store = self.store(P1State { wasi, limiter: Limiter::default() }, |s| &mut s.limiter);
+        let (r, timed_out) = self.timed(|| {
+            let instance = self.p1.instantiate(&mut store, module).map_err(RunError::Instantiate)?;
+            let start = instance.get_typed_func::<(), ()>(&mut store, "_start").map_err(RunError::Instantiate)?;
+            Ok(start.call(&mut store, ()))
+        });
+        match r? {
+            Ok(()) => Ok(0),
+            Err(e) => match crate::p1::exit_status(&e) {
+                Some(code) => Ok(code as i32),
+                None => Err(self.classify(e, timed_out)),
+            },
+        }
+    }
+
+    /// Runs a component's `wasi:cli/run` to completion; returns its exit
     /// status (0 for success, 1 for `run` returning an error, or the code
-    /// it passed to `exit`). A trap, or a guest that cannot be
-    /// instantiated (see [`Runner::check`]), is an `Err`.
-    pub fn run(&self, component: &Component, wasi: WasiCtx, packfs: PackFsCtx) -> wasmtime::Result<i32> {
-        let mut store = Store::new(&self.engine, GuestState::new(wasi, packfs));
-        let command = Command::instantiate(&mut store, component, &self.linker)?;
-        match command.wasi_cli_run().call_run(&mut store) {
+    /// it passed to `exit`).
+    pub fn run(&self, component: &Component, wasi: WasiCtx, packfs: PackFsCtx) -> Result<i32, RunError> {
+        let mut store = self.store(GuestState::new(wasi, packfs), |s| &mut s.limiter);
+        let (r, timed_out) = self.timed(|| {
+            let command = Command::instantiate(&mut store, component, &self.linker).map_err(RunError::Instantiate)?;
+            Ok(command.wasi_cli_run().call_run(&mut store))
+        });
+        match r? {
             Ok(Ok(())) => Ok(0),
             Ok(Err(())) => Ok(1),
             Err(e) => match e.downcast_ref::<I32Exit>() {
                 Some(exit) => Ok(exit.0),
-                None => Err(e),
+                None => Err(self.classify(e, timed_out)),
             },
         }
     }

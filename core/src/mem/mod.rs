@@ -219,6 +219,11 @@ impl MemFs {
         self.current.load().usage()
     }
 
+    /// The limits set on it.
+    pub fn limits(&self) -> Limits {
+        self.current.load().limits()
+    }
+
     /// Changes the limits; see [`Tree::set_limits`]. Limits are settings,
     /// not data: a journal does not record them.
     pub fn set_limits(&self, limits: Limits) {

@@ -7,9 +7,9 @@
 //! wasmtime-wasi's `DynInputStream`/`DynOutputStream`, polled and read by its
 //! `wasi:io` implementation.
 //!
-//! - `descriptor`: the model — what a [`Descriptor`] is, every permission
-//!   check, behaviour as wasmtime-wasi on a real directory (the oracle of the
-//!   guest tests);
+//! - [`packfs_core::wasi::descriptor`]: the model — what a [`Descriptor`]
+//!   is, every permission check, behaviour as wasmtime-wasi on a real
+//!   directory (the oracle of the guest tests), shared with preview1;
 //! - `types`: the thin `wasi:filesystem/types` adapter over the model;
 //! - `streams`: file streams and directory listings ([`DirStream`]);
 //! - `io`: wasmtime-wasi's synchronous `wasi:io/streams`, with its
@@ -39,7 +39,6 @@
 //! Nothing here returns `unsupported` of its own accord: only a backend
 //! that cannot do an operation does.
 
-mod descriptor;
 mod errors;
 mod io;
 mod preopens;
@@ -50,7 +49,7 @@ mod types;
 use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::WasiView;
 
-pub use descriptor::{Access, Descriptor};
+pub use packfs_core::wasi::{Access, Descriptor};
 pub use errors::{FsError, error_code};
 pub use preopens::{PackFsCtx, PackFsCtxBuilder};
 pub use streams::DirStream;
@@ -70,7 +69,7 @@ pub mod bindings {
         with: {
             "wasi:io": wasmtime_wasi::p2::bindings::io,
             "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
-            "wasi:filesystem/types.descriptor": crate::wasi::Descriptor,
+            "wasi:filesystem/types.descriptor": packfs_core::wasi::Descriptor,
             "wasi:filesystem/types.directory-entry-stream": crate::wasi::DirStream,
         },
         // The wasi:io resources are wasmtime-wasi's async ones.

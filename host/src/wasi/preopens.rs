@@ -8,7 +8,7 @@ use wasmtime::error::Context as _;
 
 use super::PackFsCtxView;
 use super::bindings::preopens;
-use super::descriptor::{Access, Descriptor};
+use packfs_core::wasi::{Access, Descriptor};
 use super::recent::Recent;
 
 /// One guest-visible directory.

@@ -25,7 +25,7 @@ use packfs_core::{FileType, Ino};
 /// A directory `*-at` paths start from: the filesystem's device number
 /// (its address, kept alive by the preopen table for the store's life) and
 /// the directory's inode.
-pub(crate) type At = (u64, Ino);
+pub(crate) use packfs_core::wasi::descriptor::At;
 
 /// See the module documentation. Cloning gives an empty one.
 #[derive(Default)]

@@ -16,8 +16,7 @@ use packfs_core::{DirEntry, Result};
 use wasmtime_wasi::async_trait;
 use wasmtime_wasi::p2::{InputStream, OutputStream, Pollable, StreamError, StreamResult};
 
-use super::descriptor::Node;
-use super::recent::At;
+use packfs_core::wasi::descriptor::{At, Node, write_all};
 
 /// Most bytes one stream call reads or accepts: bounds the host memory a
 /// guest can make one call allocate.
@@ -102,15 +101,8 @@ impl FileWriter {
         let (fs, ino) = (&self.node.fs, self.node.ino);
         match &mut self.mode {
             Mode::At(position) => {
-                let mut rest = data;
-                while !rest.is_empty() {
-                    let n = fs.write_at(ino, *position, rest)?;
-                    if n == 0 {
-                        return Err(packfs_core::Error::Io("backend wrote nothing".into()));
-                    }
-                    *position += n as u64;
-                    rest = &rest[n..];
-                }
+                write_all(&**fs, ino, *position, data)?;
+                *position += data.len() as u64;
             }
             Mode::Append => {
                 fs.append(ino, data)?;

@@ -2,6 +2,8 @@
 //! resources up, calls the [model](super::descriptor) and converts values.
 //! A missing resource traps (a host or adapter bug, not a guest error).
 
+use std::sync::Arc;
+
 use packfs_core::{FileType, Metadata, SetTime, Timestamp};
 use wasmtime::component::Resource;
 use wasmtime_wasi::p2::bindings::clocks::wall_clock::Datetime;
@@ -11,8 +13,8 @@ use super::bindings::types::{
     self, Advice, DescriptorFlags, DescriptorStat, DescriptorType, DirectoryEntry, ErrorCode, Filesize,
     MetadataHashValue, NewTimestamp, OpenFlags, PathFlags,
 };
-use super::descriptor::{self, Descriptor, Flags};
-use super::streams::{DirStream, MAX_IO_CHUNK};
+use packfs_core::wasi::descriptor::{self, Descriptor, Flags};
+use super::streams::{DirStream, FileReader, FileWriter, MAX_IO_CHUNK};
 use super::{FsError, PackFsCtxView, error_code};
 
 type FsResult<T> = Result<T, FsError>;
@@ -39,17 +41,19 @@ impl types::Host for PackFsCtxView<'_> {
 
 impl types::HostDescriptor for PackFsCtxView<'_> {
     fn read_via_stream(&mut self, fd: Resource<Descriptor>, offset: Filesize) -> FsResult<Resource<DynInputStream>> {
-        let reader: DynInputStream = Box::new(self.get(&fd)?.read_via_stream(offset)?);
+        let reader: DynInputStream = Box::new(FileReader::new(Arc::clone(self.get(&fd)?.reader()?), offset));
         Ok(self.table.push(reader)?)
     }
 
     fn write_via_stream(&mut self, fd: Resource<Descriptor>, offset: Filesize) -> FsResult<Resource<DynOutputStream>> {
-        let writer: DynOutputStream = Box::new(self.get(&fd)?.write_via_stream(offset)?);
+        let d = self.get(&fd)?;
+        let writer: DynOutputStream = Box::new(FileWriter::at(Arc::clone(d.writer()?), offset, d.syncs()));
         Ok(self.table.push(writer)?)
     }
 
     fn append_via_stream(&mut self, fd: Resource<Descriptor>) -> FsResult<Resource<DynOutputStream>> {
-        let writer: DynOutputStream = Box::new(self.get(&fd)?.append_via_stream()?);
+        let d = self.get(&fd)?;
+        let writer: DynOutputStream = Box::new(FileWriter::append(Arc::clone(d.writer()?), d.syncs()));
         Ok(self.table.push(writer)?)
     }
 
@@ -92,7 +96,7 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
     }
 
     fn read_directory(&mut self, fd: Resource<Descriptor>) -> FsResult<Resource<DirStream>> {
-        let stream = self.get(&fd)?.read_directory()?;
+        let stream = DirStream::new(Arc::clone(self.get(&fd)?.lister()?));
         Ok(self.table.push(stream)?)
     }
 

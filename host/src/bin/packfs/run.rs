@@ -9,11 +9,21 @@
 //! exist: missing directories on the way to one are created, as `mkdir -p`
 //! would, where the mount holding them is writable.
 //!
-//! The guest gets the arguments after MODULE (its `argv[0]` is MODULE as
-//! given), the `--env` variables and nothing of the host's environment,
-//! and this process's stdin, stdout and stderr. Its exit status becomes
-//! packfs's. `--save` then writes the namespace as the guest left it —
-//! every mount, as the guest saw it — to a pack, published atomically.
+//! Without any `--mount` the guest has no preopens, as with `wasmtime run`
+//! without `--dir`.
+//!
+//! A p1 module runs over PackFS's own preview1, a component over
+//! `wasi:filesystem` 0.2. The guest gets the arguments after MODULE (its
+//! `argv[0]` is MODULE as given), the `--env` variables and nothing of the
+//! host's environment, and this process's stdin, stdout and stderr. Its
+//! exit status becomes packfs's. `--save` then writes the namespace as the
+//! guest left it — every mount, as the guest saw it — to a pack, published
+//! atomically.
+//!
+//! Limits: `--max-memory` bounds the guest's linear memory, `--timeout`
+//! its wall-clock time; `mem` and `PACK+mem` mounts take `:max-bytes=N`
+//! and `:max-inodes=N` (the guest then sees `EDQUOT`). Each limit hit is
+//! said on stderr; the first two end the run with their own status.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -28,31 +38,43 @@ use packfs_core::mount::MountTable;
 use packfs_core::pack::{PackStats, write_pack};
 use packfs_core::path::validate_name;
 use packfs_core::{Error, FileSystem, FileType, MemFs, resolve};
-use packfs_host::Runner;
+use packfs_core::wasi::Access;
+use packfs_core::wasi::p1::Wasi;
 use packfs_host::dir::DirFs;
 use packfs_host::journal::{Journal, SyncPolicy};
-use packfs_host::p1::ComponentCache;
+use packfs_host::load::{Guest, GuestCache};
+use packfs_host::p1::{HostPlatform, Inherit};
 use packfs_host::publish::write_atomic;
 use packfs_host::wasi::PackFsCtx;
+use packfs_host::{Limits as RunLimits, RunError, Runner};
 
 use crate::common::{bytes, open_pack};
 
 /// Exit status when the guest traps, as wasmtime's own command gives
 /// (128 + SIGABRT).
 const TRAPPED: u8 = 134;
+/// Exit status when `--timeout` ends the guest, as `timeout(1)` gives.
+const TIMED_OUT: u8 = 124;
+/// Exit status when the guest outgrows `--max-memory` (128 + SIGKILL, as
+/// a process the kernel's OOM killer ends).
+const OUT_OF_MEMORY: u8 = 137;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "SOURCE is one of:\n  \
     PACK          a pack file, read-only\n  \
     PACK+mem      an in-memory overlay over a pack: reads from the pack, changes in memory\n  \
     mem           an empty in-memory tree\n  \
+    mem:LIMITS, PACK+mem:LIMITS   as above, with LIMITS: max-bytes=N,max-inodes=N (suffixes k, M, G: \
+    powers of 1024 for bytes, of 1000 for inodes); past one the guest gets EDQUOT\n  \
     dir:PATH      a host directory, read-write\n  \
     dir-ro:PATH   a host directory, read-only\n  \
     journal:DIR   an in-memory tree kept durable by a write-ahead log in DIR (created when missing)\n\
     Prefix ./ to a pack file named like a keyword: ./mem, ./dir:x.\n\n\
-    Exit status: the guest's (a p1 module's exit code; a p2 component's 0 or 1 unless it exits \
-    with wasi:cli/exit.exit-with-code); 134 if it traps; 2 if packfs fails (a bad argument, a missing \
-    file, a failed --save).")]
+    Without any --mount the guest has no preopens.\n\n\
+    Exit status: the guest's (a p1 module's exit code, modulo 256; a p2 component's 0 or 1 unless it \
+    exits with wasi:cli/exit.exit-with-code); 134 if it traps; 124 past --timeout; 137 past \
+    --max-memory; 2 if packfs fails (a bad argument, a missing file, a guest that cannot run here, a \
+    failed --save).")]
 pub(crate) struct Args {
     /// Mount SOURCE at GUEST_PATH (repeatable; mounts may nest). Without a
     /// mount at `/`, the root is an empty in-memory tree.
@@ -66,6 +88,14 @@ pub(crate) struct Args {
     /// it left it to a pack at PATH, atomically. Not after a trap.
     #[arg(long, value_name = "PATH")]
     save: Option<PathBuf>,
+    /// Most bytes of linear memory the guest may grow to (suffixes k, M, G:
+    /// powers of 1024).
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    max_memory: Option<u64>,
+    /// Most wall-clock time the guest may run, in seconds (fractions
+    /// allowed).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    timeout: Option<std::time::Duration>,
     /// Compile the guest afresh instead of using the cache of compiled
     /// guests ($PACKFS_CACHE_DIR, else $XDG_CACHE_HOME/packfs, else
     /// ~/.cache/packfs).
@@ -82,11 +112,11 @@ pub(crate) struct Args {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Source {
     /// `mem`: an empty in-memory tree.
-    Mem,
+    Mem(Limits),
     /// `PACK`: a pack file, mapped, read-only.
     Pack(PathBuf),
     /// `PACK+mem`: an in-memory overlay over a pack.
-    PackOverlay(PathBuf),
+    PackOverlay(PathBuf, Limits),
     /// `dir:PATH`, `dir-ro:PATH`: a host directory.
     Dir {
         /// The directory.
@@ -106,7 +136,9 @@ impl FromStr for Source {
             if p.is_empty() { Err(format!("`{kind}` needs a path")) } else { Ok(PathBuf::from(p)) }
         };
         Ok(if s == "mem" {
-            Source::Mem
+            Source::Mem(Limits::default())
+        } else if let Some(opts) = s.strip_prefix("mem:") {
+            Source::Mem(parse_limits(opts)?)
         } else if let Some(p) = s.strip_prefix("dir:") {
             Source::Dir { path: path("dir:", p)?, read_only: false }
         } else if let Some(p) = s.strip_prefix("dir-ro:") {
@@ -114,7 +146,9 @@ impl FromStr for Source {
         } else if let Some(p) = s.strip_prefix("journal:") {
             Source::Journal(path("journal:", p)?)
         } else if let Some(p) = s.strip_suffix("+mem") {
-            Source::PackOverlay(path("PACK+mem", p)?)
+            Source::PackOverlay(path("PACK+mem", p)?, Limits::default())
+        } else if let Some((p, opts)) = s.rsplit_once("+mem:") {
+            Source::PackOverlay(path("PACK+mem", p)?, parse_limits(opts)?)
         } else if s.is_empty() {
             return Err("empty SOURCE (a pack, PACK+mem, mem, dir:PATH, dir-ro:PATH or journal:DIR)".into());
         } else {
@@ -126,14 +160,73 @@ impl FromStr for Source {
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Source::Mem => write!(f, "mem"),
+            Source::Mem(l) => write!(f, "mem{}", LimitsShown(l)),
             Source::Pack(p) => write!(f, "{}", p.display()),
-            Source::PackOverlay(p) => write!(f, "{}+mem", p.display()),
+            Source::PackOverlay(p, l) => write!(f, "{}+mem{}", p.display(), LimitsShown(l)),
             Source::Dir { path, read_only: false } => write!(f, "dir:{}", path.display()),
             Source::Dir { path, read_only: true } => write!(f, "dir-ro:{}", path.display()),
             Source::Journal(p) => write!(f, "journal:{}", p.display()),
         }
     }
+}
+
+/// A mount's limits as given: `:max-bytes=N,max-inodes=N`, or nothing.
+struct LimitsShown<'a>(&'a Limits);
+
+impl fmt::Display for LimitsShown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut sep = ':';
+        for (key, v) in [("max-bytes", self.0.max_bytes), ("max-inodes", self.0.max_inodes)] {
+            if let Some(v) = v {
+                write!(f, "{sep}{key}={v}")?;
+                sep = ',';
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `max-bytes=N,max-inodes=N`, either or both.
+fn parse_limits(s: &str) -> Result<Limits, String> {
+    let mut limits = Limits::default();
+    for opt in s.split(',') {
+        let (key, v) = opt.split_once('=').ok_or_else(|| format!("`{opt}`: expected max-bytes=N or max-inodes=N"))?;
+        let slot = match key {
+            "max-bytes" => &mut limits.max_bytes,
+            "max-inodes" => &mut limits.max_inodes,
+            _ => return Err(format!("unknown mount limit `{key}` (max-bytes, max-inodes)")),
+        };
+        if slot.is_some() {
+            return Err(format!("`{key}` given twice"));
+        }
+        let base = if key == "max-bytes" { 1024 } else { 1000 };
+        *slot = Some(parse_count(v, base).map_err(|e| format!("{key}: {e}"))?);
+    }
+    Ok(limits)
+}
+
+/// A count with an optional k, M or G suffix, in powers of `base`.
+fn parse_count(s: &str, base: u64) -> Result<u64, String> {
+    let (digits, scale) = match s.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&s[..i], base),
+        Some((i, 'M')) => (&s[..i], base * base),
+        Some((i, 'G')) => (&s[..i], base * base * base),
+        _ => (s, 1),
+    };
+    let n: u64 = digits.parse().map_err(|_| format!("`{s}` is not a number (suffixes k, M, G)"))?;
+    n.checked_mul(scale).ok_or_else(|| format!("`{s}` is too large"))
+}
+
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    parse_count(s, 1024)
+}
+
+fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = s.parse().map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    std::time::Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("`{s}`: the timeout must be a positive number of seconds"))
 }
 
 /// One `--mount GUEST_PATH=SOURCE`.
@@ -190,19 +283,27 @@ fn parse_env(s: &str) -> Result<(String, String), String> {
 struct Opened {
     fs: Arc<dyn FileSystem>,
     read_only: bool,
+    /// The in-memory tree behind a mount with limits, to report on.
+    limited: Option<Arc<MemFs>>,
     /// The journal writing `fs`'s changes to disk.
     _journal: Option<Journal>,
 }
 
 fn open_source(source: &Source) -> Result<Opened> {
-    let plain = |fs: Arc<dyn FileSystem>, read_only| Opened { fs, read_only, _journal: None };
+    let plain = |fs: Arc<dyn FileSystem>, read_only| Opened { fs, read_only, limited: None, _journal: None };
+    let limited = |fs: MemFs| {
+        let fs = Arc::new(fs);
+        let has_limits = fs.limits() != Limits::default();
+        Opened { fs: fs.clone(), read_only: false, limited: has_limits.then_some(fs), _journal: None }
+    };
     Ok(match source {
-        Source::Mem => plain(Arc::new(MemFs::new()), false),
+        Source::Mem(limits) => limited(MemFs::with_options(*limits, packfs_core::system_clock())),
         Source::Pack(path) => plain(Arc::new(open_pack(path, true)?), true),
-        Source::PackOverlay(path) => {
+        Source::PackOverlay(path, limits) => {
             let pack = Arc::new(open_pack(path, true)?);
-            let overlay = MemFs::overlay(pack).with_context(|| format!("{}: mounting an overlay", path.display()))?;
-            plain(Arc::new(overlay), false)
+            let overlay = MemFs::overlay_with_options(pack, *limits, packfs_core::system_clock())
+                .with_context(|| format!("{}: mounting an overlay", path.display()))?;
+            limited(overlay)
         }
         Source::Dir { path, read_only } => {
             let shown = path.display();
@@ -215,7 +316,7 @@ fn open_source(source: &Source) -> Result<Opened> {
         Source::Journal(dir) => {
             let journal = Journal::open(dir, SyncPolicy::EveryOp, Limits::default())
                 .with_context(|| format!("journal {}", dir.display()))?;
-            Opened { fs: journal.fs().clone(), read_only: false, _journal: Some(journal) }
+            Opened { fs: journal.fs().clone(), read_only: false, limited: None, _journal: Some(journal) }
         }
     })
 }
@@ -223,7 +324,8 @@ fn open_source(source: &Source) -> Result<Opened> {
 /// The guest's namespace: every mount in one table.
 struct Namespace {
     table: Arc<MountTable>,
-    _opened: Vec<Opened>,
+    /// Each mount's guest path and what was opened for it.
+    opened: Vec<(String, Opened)>,
 }
 
 impl Namespace {
@@ -235,7 +337,7 @@ impl Namespace {
         if let Some(w) = specs.windows(2).find(|w| w[0].guest_path == w[1].guest_path) {
             bail!("--mount {}: mounted twice", w[0].guest_path);
         }
-        let root_spec = MountSpec { guest_path: "/".into(), source: Source::Mem };
+        let root_spec = MountSpec { guest_path: "/".into(), source: Source::Mem(Limits::default()) };
         let (root_spec, rest) = match specs.split_first() {
             Some((first, rest)) if first.depth() == 0 => (*first, rest),
             _ => (&root_spec, &specs[..]),
@@ -243,14 +345,29 @@ impl Namespace {
         let context = |s: &MountSpec| format!("--mount {}={}", s.guest_path, s.source);
         let root = open_source(&root_spec.source).with_context(|| context(root_spec))?;
         let table = Arc::new(MountTable::new(root.fs.clone(), root.read_only));
-        let mut opened = vec![root];
+        let mut opened = vec![(root_spec.guest_path.clone(), root)];
         for spec in rest {
             let mount = open_source(&spec.source).with_context(|| context(spec))?;
             make_parents(&table, &spec.guest_path).with_context(|| context(spec))?;
             table.mount(&spec.guest_path, mount.fs.clone(), mount.read_only).with_context(|| context(spec))?;
-            opened.push(mount);
+            opened.push((spec.guest_path.clone(), mount));
         }
-        Ok(Namespace { table, _opened: opened })
+        Ok(Namespace { table, opened })
+    }
+
+    /// Says on stderr which mounts the guest filled to a limit: the guest
+    /// saw `EDQUOT` for what did not fit (or came within a write of it).
+    fn report_limits(&self) {
+        for (path, mount) in &self.opened {
+            let Some(fs) = &mount.limited else { continue };
+            let (limits, usage) = (fs.limits(), fs.usage());
+            if limits.max_bytes.is_some_and(|max| usage.bytes >= max) {
+                eprintln!("packfs: --mount {path}: full, at its limit of {}", bytes(usage.bytes));
+            }
+            if limits.max_inodes.is_some_and(|max| usage.inodes >= max) {
+                eprintln!("packfs: --mount {path}: full, at its limit of {} inodes", usage.inodes);
+            }
+        }
     }
 }
 
@@ -280,15 +397,25 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     for arg in command {
         argv.push(utf8(arg, "a guest argument")?);
     }
+    if args.save.is_some() && args.mounts.is_empty() {
+        bail!("--save needs a --mount: without one the guest has no filesystem to save");
+    }
     let shown = module.display();
     let wasm = std::fs::read(&module).with_context(|| format!("{shown}"))?;
-    let namespace = Namespace::build(&args.mounts)?;
+    // No mounts, no preopens (as `wasmtime run` without `--dir`).
+    let namespace = if args.mounts.is_empty() { None } else { Some(Namespace::build(&args.mounts)?) };
 
-    let engine = wasmtime::Engine::new(&Runner::config()).map_err(|e| anyhow!("setting up wasmtime: {e}"))?;
-    let mut runner = Runner::new(&engine).map_err(|e| anyhow!("setting up wasmtime: {e}"))?;
+    let max_memory = match args.max_memory {
+        Some(n) => Some(usize::try_from(n).context("--max-memory is larger than this machine's address space")?),
+        None => None,
+    };
+    let limits = RunLimits { max_memory, timeout: args.timeout };
+    let engine =
+        wasmtime::Engine::new(&Runner::config_for(&limits)).map_err(|e| anyhow!("setting up wasmtime: {e}"))?;
+    let mut runner = Runner::new(&engine).map_err(|e| anyhow!("setting up wasmtime: {e}"))?.with_limits(limits);
     if !args.no_cache {
         // A cache that cannot be used only costs time.
-        match ComponentCache::default_dir().map(ComponentCache::new) {
+        match GuestCache::default_dir().map(GuestCache::new) {
             Some(Ok(cache)) => runner = runner.with_cache(cache),
             Some(Err(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
                 eprintln!("packfs: not caching compiled modules: {e}");
@@ -301,22 +428,58 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         .check(&guest)
         .map_err(|e| anyhow!("cannot run it here: {}", one_line(&format!("{e:#}"))).context(shown.to_string()))?;
 
-    let mut wasi = wasmtime_wasi::WasiCtx::builder();
-    wasi.inherit_stdio().args(&argv).envs(&args.env);
-    let fs = PackFsCtx::builder().preopen("/", namespace.table.clone()).build();
-    let status = match runner.run(&guest, wasi.build(), fs) {
-        Ok(status) => status,
-        Err(e) => {
-            let why = match e.downcast_ref::<wasmtime::Trap>() {
-                Some(trap) => trap.to_string(),
-                None => one_line(&format!("{e:?}")),
-            };
-            eprintln!("packfs: {shown}: the guest trapped: {why}");
-            return Ok(ExitCode::from(TRAPPED));
+    let root = namespace.as_ref().map(|ns| ns.table.clone() as Arc<dyn FileSystem>);
+    let outcome = match &guest {
+        Guest::Module(module) => {
+            let mut wasi = Wasi::builder(Box::new(HostPlatform::default()))
+                .args(&argv)
+                .stdin(Box::new(Inherit::Stdin))
+                .stdout(Box::new(Inherit::Stdout))
+                .stderr(Box::new(Inherit::Stderr));
+            for (k, v) in &args.env {
+                wasi = wasi.env(k, v);
+            }
+            if let Some(root) = root {
+                wasi = wasi.preopen("/", root, Access::ReadWrite);
+            }
+            let wasi = wasi.build().context("opening the guest's preopens")?;
+            runner.run_module(module, wasi)
+        }
+        Guest::Component(component) => {
+            let mut wasi = wasmtime_wasi::WasiCtx::builder();
+            wasi.inherit_stdio().args(&argv).envs(&args.env);
+            let mut fs = PackFsCtx::builder();
+            if let Some(root) = root {
+                fs.preopen("/", root);
+            }
+            runner.run(component, wasi.build(), fs.build())
         }
     };
-    if let Some(out) = &args.save {
-        let stats = save(&namespace.table, out).with_context(|| format!("saving to {}", out.display()))?;
+    if let Some(ns) = &namespace {
+        ns.report_limits();
+    }
+    let status = match outcome {
+        Ok(status) => status,
+        Err(e) => {
+            let (msg, code) = match &e {
+                RunError::Timeout(_) => (e.to_string(), TIMED_OUT),
+                RunError::MemoryLimit(_) => (e.to_string(), OUT_OF_MEMORY),
+                RunError::Instantiate(_) => bail!("{shown}: {}", one_line(&e.to_string())),
+                RunError::Trap(t) => {
+                    let why = match t.downcast_ref::<wasmtime::Trap>() {
+                        Some(trap) => trap.to_string(),
+                        None => one_line(&format!("{t:?}")),
+                    };
+                    (format!("the guest trapped: {why}"), TRAPPED)
+                }
+                _ => (one_line(&e.to_string()), TRAPPED),
+            };
+            eprintln!("packfs: {shown}: {msg}");
+            return Ok(ExitCode::from(code));
+        }
+    };
+    if let (Some(out), Some(ns)) = (&args.save, &namespace) {
+        let stats = save(&ns.table, out).with_context(|| format!("saving to {}", out.display()))?;
         eprintln!(
             "saved {}: {} entries, {} of file content, {} pack",
             out.display(),
@@ -325,7 +488,8 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             bytes(stats.pack_len)
         );
     }
-    Ok(ExitCode::from(u8::try_from(status).unwrap_or(1)))
+    // An exit status is 8 bits (POSIX), whatever the guest passed.
+    Ok(ExitCode::from((status as u32 & 0xff) as u8))
 }
 
 fn utf8(s: OsString, what: &str) -> Result<String> {
@@ -353,24 +517,29 @@ mod tests {
 
     #[test]
     fn sources() {
-        assert_eq!(src("mem"), Ok(Source::Mem));
+        assert_eq!(src("mem"), Ok(Source::Mem(Limits::default())));
+        let both = Limits { max_bytes: Some(64 << 20), max_inodes: Some(10_000) };
+        assert_eq!(src("mem:max-bytes=64M,max-inodes=10k"), Ok(Source::Mem(both)));
+        assert_eq!(src("a.pack+mem:max-inodes=5"), Ok(Source::PackOverlay("a.pack".into(), Limits { max_inodes: Some(5), ..Limits::default() })));
         assert_eq!(src("app.pack"), Ok(Source::Pack("app.pack".into())));
         assert_eq!(src("./mem"), Ok(Source::Pack("./mem".into())));
-        assert_eq!(src("/x/app.pack+mem"), Ok(Source::PackOverlay("/x/app.pack".into())));
+        assert_eq!(src("/x/app.pack+mem"), Ok(Source::PackOverlay("/x/app.pack".into(), Limits::default())));
         assert_eq!(src("dir:/srv/data"), Ok(Source::Dir { path: "/srv/data".into(), read_only: false }));
         assert_eq!(src("dir-ro:rel/d"), Ok(Source::Dir { path: "rel/d".into(), read_only: true }));
         assert_eq!(src("journal:state"), Ok(Source::Journal("state".into())));
         // Only the prefix is a keyword.
         assert_eq!(src("dir:a=b:c"), Ok(Source::Dir { path: "a=b:c".into(), read_only: false }));
         assert_eq!(src("journal:x+mem"), Ok(Source::Journal("x+mem".into())));
-        for bad in ["", "dir:", "dir-ro:", "journal:", "+mem"] {
+        for bad in ["", "dir:", "dir-ro:", "journal:", "+mem", "mem:", "mem:max-bytes", "mem:max-bytes=1x", "mem:size=1",
+            "mem:max-bytes=1,max-bytes=2", "mem:max-bytes=99999999999G", "p+mem:max-inodes=-1"]
+        {
             assert!(src(bad).is_err(), "{bad:?}");
         }
     }
 
     #[test]
     fn sources_display_as_parsed() {
-        for s in ["mem", "a.pack", "a.pack+mem", "dir:d", "dir-ro:d", "journal:j"] {
+        for s in ["mem", "a.pack", "a.pack+mem", "dir:d", "dir-ro:d", "journal:j", "mem:max-bytes=7", "a+mem:max-bytes=1,max-inodes=2"] {
             assert_eq!(src(s).unwrap().to_string(), s);
         }
     }
@@ -380,7 +549,7 @@ mod tests {
         let spec = |s: &str| s.parse::<MountSpec>();
         assert_eq!(
             spec("/=app.pack+mem"),
-            Ok(MountSpec { guest_path: "/".into(), source: Source::PackOverlay("app.pack".into()) })
+            Ok(MountSpec { guest_path: "/".into(), source: Source::PackOverlay("app.pack".into(), Limits::default()) })
         );
         assert_eq!(spec("//tmp/=mem").unwrap().guest_path, "/tmp");
         assert_eq!(spec("/a//b/=mem").unwrap().guest_path, "/a/b");

@@ -1,7 +1,8 @@
 //! The version-independent model of a WASI descriptor over a PackFS
 //! [`FileSystem`]: what a descriptor is and what each operation on it may
-//! do. Every permission check lives here and nowhere else; the WASI adapter
-//! (`types.rs`) only looks descriptors up and converts values.
+//! do. Every permission check lives here and nowhere else; the WASI
+//! versions (preview1 in [`p1`](super::p1), `wasi:filesystem` 0.2 in the
+//! host) only look descriptors up and convert values.
 //!
 //! Behaviour follows wasmtime-wasi on a real directory (the oracle the guest
 //! tests compare against), which follows POSIX through cap-std:
@@ -17,15 +18,17 @@
 //!   `mkdirat` works through an `O_RDONLY` directory), so `mutate-directory`
 //!   is reported but only the preopen's [`Access`] is enforced.
 //!
-//! Deliberate differences from wasmtime-wasi are listed in `wasi/mod.rs`.
+//! Deliberate differences from wasmtime-wasi are listed in the host's
+//! `wasi` module (0.2) and in [`p1`](super::p1).
 
 use std::sync::Arc;
 
-use packfs_core::resolve::{Last, Parent, resolve, resolve_last};
-use packfs_core::{Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime};
+use crate::resolve::{Last, Parent, resolve, resolve_last};
+use crate::{Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime};
 
-use super::recent::At;
-use super::streams::{DirStream, FileReader, FileWriter};
+/// Where an inode is, across filesystems: the filesystem's device number
+/// (see [`Node::device`]) and the inode.
+pub type At = (u64, Ino);
 
 /// What a preopen, and everything opened under it, may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,9 +41,11 @@ pub enum Access {
 
 /// An inode pinned open in its filesystem until the last descriptor or
 /// stream holding it goes: an unlinked file stays readable meanwhile.
-pub(crate) struct Node {
-    pub(crate) fs: Arc<dyn FileSystem>,
-    pub(crate) ino: Ino,
+pub struct Node {
+    /// The filesystem holding it.
+    pub fs: Arc<dyn FileSystem>,
+    /// The inode, pinned.
+    pub ino: Ino,
 }
 
 impl Node {
@@ -49,19 +54,20 @@ impl Node {
         Ok(Arc::new(Node { fs: Arc::clone(fs), ino }))
     }
 
-    pub(crate) fn pin(fs: &Arc<dyn FileSystem>, ino: Ino) -> Result<Arc<Node>> {
+    /// Pins `ino` of `fs` until the node is dropped.
+    pub fn pin(fs: &Arc<dyn FileSystem>, ino: Ino) -> Result<Arc<Node>> {
         fs.open_ino(ino)?;
         Ok(Arc::new(Node { fs: Arc::clone(fs), ino }))
     }
 
     /// A number telling filesystems apart: the backend's address, stable
     /// while any descriptor holds it.
-    fn device(&self) -> u64 {
+    pub fn device(&self) -> u64 {
         Arc::as_ptr(&self.fs).cast::<()>() as usize as u64
     }
 
-    /// Where this inode is, as [`Recent`](super::recent) knows places.
-    pub(crate) fn at(&self) -> At {
+    /// Where this inode is.
+    pub fn at(&self) -> At {
         (self.device(), self.ino)
     }
 }
@@ -74,24 +80,33 @@ impl Drop for Node {
 
 /// `open-at`'s `open-flags`.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct OpenFlags {
-    pub(crate) create: bool,
-    pub(crate) directory: bool,
-    pub(crate) exclusive: bool,
-    pub(crate) truncate: bool,
+pub struct OpenFlags {
+    /// Create the file if missing.
+    pub create: bool,
+    /// Fail unless it is a directory.
+    pub directory: bool,
+    /// With `create`: fail if it exists.
+    pub exclusive: bool,
+    /// Cut it to length 0.
+    pub truncate: bool,
 }
 
 /// A descriptor's `descriptor-flags`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Flags {
-    pub(crate) read: bool,
-    pub(crate) write: bool,
-    pub(crate) mutate_directory: bool,
-    /// `file-integrity-sync`, `data-integrity-sync`, `requested-write-sync`
-    /// as asked; any of them makes every write followed by a `sync`.
-    pub(crate) file_sync: bool,
-    pub(crate) data_sync: bool,
-    pub(crate) read_sync: bool,
+pub struct Flags {
+    /// Open for reading.
+    pub read: bool,
+    /// Open for writing.
+    pub write: bool,
+    /// A directory through which the tree may change.
+    pub mutate_directory: bool,
+    /// `file-integrity-sync` (`O_SYNC`): every write is followed by a `sync`.
+    pub file_sync: bool,
+    /// `data-integrity-sync` (`O_DSYNC`): as `file_sync`.
+    pub data_sync: bool,
+    /// `requested-write-sync` (`O_RSYNC`): reads never see unsynced data
+    /// anyway, so it needs nothing.
+    pub read_sync: bool,
 }
 
 impl Flags {
@@ -111,7 +126,7 @@ pub struct Descriptor {
 
 impl Descriptor {
     /// A preopen: the root directory of `fs`.
-    pub(crate) fn preopen(fs: &Arc<dyn FileSystem>, access: Access) -> Result<Descriptor> {
+    pub fn preopen(fs: &Arc<dyn FileSystem>, access: Access) -> Result<Descriptor> {
         let node = Node::pin(fs, fs.root())?;
         let mutate = access == Access::ReadWrite;
         let flags = Flags { read: true, mutate_directory: mutate, ..Flags::default() };
@@ -192,24 +207,29 @@ impl Descriptor {
 
     // --- operations on the descriptor itself -------------------------------
 
-    pub(crate) fn is_dir(&self) -> bool {
+    /// A directory, not a file.
+    pub fn is_dir(&self) -> bool {
         self.is_dir
     }
 
-    pub(crate) fn flags(&self) -> Flags {
+    /// The flags it was opened with (as [`open_at`](Self::open_at) settled them).
+    pub fn flags(&self) -> Flags {
         self.flags
     }
 
-    pub(crate) fn stat(&self) -> Result<Metadata> {
+    /// The inode's metadata.
+    pub fn stat(&self) -> Result<Metadata> {
         self.fs().metadata(self.node.ino)
     }
 
-    pub(crate) fn set_times(&self, atime: SetTime, mtime: SetTime) -> Result<()> {
+    /// `futimens`.
+    pub fn set_times(&self, atime: SetTime, mtime: SetTime) -> Result<()> {
         self.may_change()?;
         self.fs().set_times(self.node.ino, atime, mtime)
     }
 
-    pub(crate) fn set_size(&self, size: u64) -> Result<()> {
+    /// `ftruncate`: `Invalid` unless opened for writing (Linux).
+    pub fn set_size(&self, size: u64) -> Result<()> {
         let ino = self.file()?;
         self.may_change()?;
         if !self.flags.write {
@@ -220,19 +240,34 @@ impl Descriptor {
     }
 
     /// Reads up to `len` bytes at `offset`; `len` is capped by the caller.
-    pub(crate) fn read(&self, len: usize, offset: u64) -> Result<Vec<u8>> {
-        let ino = self.readable_file()?;
+    pub fn read(&self, len: usize, offset: u64) -> Result<Vec<u8>> {
         let mut buf = vec![0; len];
-        let n = self.fs().read_at(ino, offset, &mut buf)?;
+        let n = self.read_into(&mut buf, offset)?;
         buf.truncate(n);
         Ok(buf)
     }
 
-    pub(crate) fn write(&self, data: &[u8], offset: u64) -> Result<usize> {
+    /// `pread` into `buf`; 0 at or past the end.
+    pub fn read_into(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+        let ino = self.readable_file()?;
+        self.fs().read_at(ino, offset, buf)
+    }
+
+    /// `pwrite` of all of `data` (or an error).
+    pub fn write(&self, data: &[u8], offset: u64) -> Result<usize> {
         let ino = self.writable_file()?;
-        let n = self.fs().write_at(ino, offset, data)?;
+        write_all(self.fs(), ino, offset, data)?;
         self.synced(ino)?;
-        Ok(n)
+        Ok(data.len())
+    }
+
+    /// Writes all of `data` at the end of the file, atomically with finding
+    /// the end; returns the file's new length.
+    pub fn append(&self, data: &[u8]) -> Result<u64> {
+        let ino = self.writable_file()?;
+        let at = self.fs().append(ino, data)?;
+        self.synced(ino)?;
+        Ok(at + data.len() as u64)
     }
 
     fn synced(&self, ino: Ino) -> Result<()> {
@@ -240,56 +275,68 @@ impl Descriptor {
     }
 
     /// `advise` is a hint; PackFS has no page cache to steer.
-    pub(crate) fn advise(&self) -> Result<()> {
+    pub fn advise(&self) -> Result<()> {
         self.file().map(|_| ())
     }
 
-    pub(crate) fn sync(&self) -> Result<()> {
+    /// `fsync`.
+    pub fn sync(&self) -> Result<()> {
         self.fs().sync(self.node.ino)
     }
 
-    pub(crate) fn read_via_stream(&self, offset: u64) -> Result<FileReader> {
+    /// The node to read a stream from: a file open for reading.
+    pub fn reader(&self) -> Result<&Arc<Node>> {
         if self.is_dir {
             return Err(Error::IsDir);
         }
         self.readable_file()?;
-        Ok(FileReader::new(Arc::clone(&self.node), offset))
+        Ok(&self.node)
     }
 
-    pub(crate) fn write_via_stream(&self, offset: u64) -> Result<FileWriter> {
+    /// The node to write a stream to: a file open for writing. Its writes
+    /// must be synced if [`syncs`](Self::syncs) says so.
+    pub fn writer(&self) -> Result<&Arc<Node>> {
         self.writable_file()?;
-        Ok(FileWriter::at(Arc::clone(&self.node), offset, self.flags.syncs()))
+        Ok(&self.node)
     }
 
-    pub(crate) fn append_via_stream(&self) -> Result<FileWriter> {
-        self.writable_file()?;
-        Ok(FileWriter::append(Arc::clone(&self.node), self.flags.syncs()))
+    /// Every write through it is followed by a `sync`.
+    pub fn syncs(&self) -> bool {
+        self.flags.syncs()
     }
 
-    pub(crate) fn read_directory(&self) -> Result<DirStream> {
+    /// The directory node to list.
+    pub fn lister(&self) -> Result<&Arc<Node>> {
         self.dir()?;
-        Ok(DirStream::new(Arc::clone(&self.node)))
+        Ok(&self.node)
     }
 
-    pub(crate) fn is_same_object(&self, other: &Descriptor) -> bool {
+    /// Both name the same inode of the same filesystem.
+    pub fn is_same_object(&self, other: &Descriptor) -> bool {
         self.same_fs(other) && self.node.ino == other.node.ino
     }
 
-    pub(crate) fn metadata_hash(&self) -> (u64, u64) {
+    /// `metadata-hash`: a number per inode, unique across filesystems.
+    pub fn metadata_hash(&self) -> (u64, u64) {
         metadata_hash(self.node.device(), self.node.ino)
+    }
+
+    /// The hash [`metadata_hash`](Self::metadata_hash) gives `ino` of this
+    /// descriptor's filesystem.
+    pub fn metadata_hash_of(&self, ino: Ino) -> (u64, u64) {
+        metadata_hash(self.node.device(), ino)
     }
 
     // --- operations on paths under a directory -----------------------------
 
-    /// The directory `*-at` paths start from, as [`Recent`](super::recent)
-    /// knows it.
-    pub(crate) fn at(&self) -> At {
+    /// The directory `*-at` paths start from.
+    pub fn at(&self) -> At {
         self.node.at()
     }
 
     /// `stat-at`; also the inode found. `known`: the inode `path` was just
     /// found to lead to, if it was.
-    pub(crate) fn stat_at(&self, follow: bool, path: &str, known: Option<Ino>) -> Result<(Ino, Metadata)> {
+    pub fn stat_at(&self, follow: bool, path: &str, known: Option<Ino>) -> Result<(Ino, Metadata)> {
         let ino = match known {
             Some(ino) => self.dir().map(|_| ino)?,
             None => self.resolve(path, follow)?,
@@ -301,7 +348,7 @@ impl Descriptor {
     /// the inode found and, for [`Recent`](super::recent::Recent), whether
     /// following a symlink at the end of `path` matters: `None` if it is no
     /// symlink, else `Some(follow)`.
-    pub(crate) fn metadata_hash_at(
+    pub fn metadata_hash_at(
         &self,
         follow: bool,
         path: &str,
@@ -332,14 +379,16 @@ impl Descriptor {
         Ok((self.resolve(path, follow)?, Some(follow)))
     }
 
-    pub(crate) fn set_times_at(&self, follow: bool, path: &str, atime: SetTime, mtime: SetTime) -> Result<()> {
+    /// `utimensat`.
+    pub fn set_times_at(&self, follow: bool, path: &str, atime: SetTime, mtime: SetTime) -> Result<()> {
         self.dir()?;
         self.may_change()?;
         let ino = self.resolve(path, follow)?;
         self.fs().set_times(ino, atime, mtime)
     }
 
-    pub(crate) fn create_directory_at(&self, path: &str) -> Result<()> {
+    /// `mkdirat`.
+    pub fn create_directory_at(&self, path: &str) -> Result<()> {
         self.dir()?;
         self.may_change()?;
         match self.locate(path)? {
@@ -348,7 +397,8 @@ impl Descriptor {
         }
     }
 
-    pub(crate) fn remove_directory_at(&self, path: &str) -> Result<()> {
+    /// `unlinkat(AT_REMOVEDIR)`.
+    pub fn remove_directory_at(&self, path: &str) -> Result<()> {
         self.dir()?;
         self.may_change()?;
         match self.locate(path)? {
@@ -358,7 +408,8 @@ impl Descriptor {
         }
     }
 
-    pub(crate) fn unlink_file_at(&self, path: &str) -> Result<()> {
+    /// `unlinkat`.
+    pub fn unlink_file_at(&self, path: &str) -> Result<()> {
         self.dir()?;
         self.may_change()?;
         match self.locate(path)? {
@@ -372,7 +423,8 @@ impl Descriptor {
         }
     }
 
-    pub(crate) fn symlink_at(&self, target: &str, path: &str) -> Result<()> {
+    /// `symlinkat`: an absolute target is `NotPermitted`, as cap-std.
+    pub fn symlink_at(&self, target: &str, path: &str) -> Result<()> {
         self.dir()?;
         self.may_change()?;
         // An absolute target could never be followed inside the sandbox;
@@ -384,7 +436,8 @@ impl Descriptor {
         self.fs().symlink(p.dir, &p.name, target).map(|_| ())
     }
 
-    pub(crate) fn readlink_at(&self, path: &str) -> Result<String> {
+    /// `readlinkat`.
+    pub fn readlink_at(&self, path: &str) -> Result<String> {
         let ino = self.resolve(path, false)?;
         let target = self.fs().readlink(ino)?;
         // A backend may hold one (a pack built from a host tree); reading it
@@ -410,14 +463,15 @@ impl Descriptor {
 
     /// `link-at`. Unlike wasmtime-wasi (which returns `invalid`), following
     /// a symlink in `old-path` is supported, as `linkat(AT_SYMLINK_FOLLOW)`.
-    pub(crate) fn link_at(&self, follow: bool, old: &str, new_dir: &Descriptor, new: &str) -> Result<()> {
+    pub fn link_at(&self, follow: bool, old: &str, new_dir: &Descriptor, new: &str) -> Result<()> {
         self.changes_with(new_dir)?;
         let ino = self.resolve(old, follow)?;
         let p = new_dir.new_entry(new)?;
         self.fs().link(ino, p.dir, &p.name)
     }
 
-    pub(crate) fn rename_at(&self, old: &str, new_dir: &Descriptor, new: &str) -> Result<()> {
+    /// `renameat`.
+    pub fn rename_at(&self, old: &str, new_dir: &Descriptor, new: &str) -> Result<()> {
         self.changes_with(new_dir)?;
         // Renaming `.` or onto `.` is EBUSY/EINVAL on Linux.
         let (Last::Entry(from), Last::Entry(to)) = (self.locate(old)?, new_dir.locate(new)?) else {
@@ -436,7 +490,7 @@ impl Descriptor {
     /// `create` and `truncate` imply write access; asking for neither read
     /// nor write opens for reading; `directory` excludes `create`,
     /// `exclusive` and `truncate`.
-    pub(crate) fn open_at(&self, follow: bool, path: &str, open: OpenFlags, flags: Flags) -> Result<Descriptor> {
+    pub fn open_at(&self, follow: bool, path: &str, open: OpenFlags, flags: Flags) -> Result<Descriptor> {
         self.dir()?;
         let write = open.create || open.truncate || flags.write;
         let read = flags.read || !flags.write;
@@ -507,6 +561,19 @@ impl Descriptor {
         let kind = found.filter(|&(ino, _)| ino == node.ino).map(|(_, kind)| kind);
         Ok((node, kind))
     }
+}
+
+/// Writes all of `data` at `offset`, however a backend splits it.
+pub fn write_all(fs: &dyn FileSystem, ino: Ino, mut offset: u64, mut data: &[u8]) -> Result<()> {
+    while !data.is_empty() {
+        let n = fs.write_at(ino, offset, data)?;
+        if n == 0 {
+            return Err(Error::Io("backend wrote nothing".into()));
+        }
+        offset += n as u64;
+        data = data.get(n..).unwrap_or_default();
+    }
+    Ok(())
 }
 
 /// `metadata-hash`: a bijective mix of the inode number keyed by the

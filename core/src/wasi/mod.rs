@@ -1,0 +1,19 @@
+//! WASI over PackFS, written once for every target: the descriptor model
+//! both WASI versions share, and preview1 itself.
+//!
+//! - [`descriptor`]: what a WASI descriptor is over a [`FileSystem`] and
+//!   what each operation on it may do, with every permission check;
+//!   behaviour as wasmtime-wasi on a real directory;
+//! - [`p1`]: `wasi_snapshot_preview1`, every function, over a guest memory
+//!   the embedder lends ([`p1::Memory`]); the host binds it into wasmtime's
+//!   core-module linker, the browser into a Worker's imports.
+//!
+//! `wasi:filesystem` 0.2 (components) is served by the host over the same
+//! [`descriptor`] model.
+//!
+//! [`FileSystem`]: crate::FileSystem
+
+pub mod descriptor;
+pub mod p1;
+
+pub use descriptor::{Access, Descriptor};

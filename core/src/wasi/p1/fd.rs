@@ -1,0 +1,524 @@
+//! The `fd_*` functions: reads, writes, seeks, stats and listings of open
+//! descriptors, and the table's own calls (close, renumber, prestat).
+
+use std::sync::Arc;
+
+use super::abi::{self, Errno, Fdstat, Filestat, fdflags, filetype, fstflags, rights, whence};
+use super::memory::{self, Memory, check, fill_bytes, with_bytes, write_bytes, write_u32, write_u64};
+use super::{Entry, File, Listing, Result, Wasi};
+use crate::wasi::descriptor::Descriptor;
+use crate::{Metadata, SetTime, Timestamp};
+
+/// Where a write goes.
+#[derive(Clone, Copy)]
+enum WriteAt {
+    /// The descriptor's position (`fd_write`).
+    Cursor,
+    /// This offset (`fd_pwrite`).
+    Offset(u64),
+}
+
+impl Wasi {
+    /// `fd_write`: writes the iovecs at the position (the end, in append
+    /// mode); `*nwritten` gets the count.
+    pub fn fd_write<M: Memory + ?Sized>(&mut self, mem: &mut M, fd: u32, iovs: u32, len: u32, nwritten: u32) -> Result {
+        let iovs = memory::iovecs(mem, iovs, len)?;
+        let n = self.write(mem, fd, &iovs, WriteAt::Cursor, nwritten)?;
+        write_u32(mem, nwritten, n)
+    }
+
+    /// `fd_pwrite`: writes at `offset` without moving the position (at the
+    /// end in append mode, as Linux `pwrite`).
+    pub fn fd_pwrite<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        fd: u32,
+        iovs: u32,
+        len: u32,
+        offset: u64,
+        nwritten: u32,
+    ) -> Result {
+        let iovs = memory::iovecs(mem, iovs, len)?;
+        let n = self.write(mem, fd, &iovs, WriteAt::Offset(offset), nwritten)?;
+        write_u32(mem, nwritten, n)
+    }
+
+    fn write<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        fd: u32,
+        iovs: &[(u32, u32)],
+        at: WriteAt,
+        out: u32,
+    ) -> Result<u32> {
+        let Wasi { fds, scratch, .. } = self;
+        let mut total: u32 = 0;
+        match fds.get_mut(fd)? {
+            Entry::File(f) => {
+                check(mem, out, 4)?;
+                if iovs.iter().all(|&(_, len)| len == 0) {
+                    // Nothing to write, but the descriptor must allow it.
+                    f.desc.writer()?;
+                    return Ok(0);
+                }
+                let start = match at {
+                    WriteAt::Cursor => f.position,
+                    WriteAt::Offset(offset) => offset,
+                };
+                for &(buf, len) in iovs {
+                    let Some(len) = fit(total, len) else { break };
+                    let r = with_bytes(mem, buf, len, scratch, |b| {
+                        if f.append {
+                            let end = f.desc.append(b)?;
+                            if let WriteAt::Cursor = at {
+                                f.position = end;
+                            }
+                        } else {
+                            let offset = start.checked_add(u64::from(total)).ok_or(Errno::FBIG)?;
+                            f.desc.write(b, offset)?;
+                        }
+                        total += b.len() as u32;
+                        Ok(b.len())
+                    });
+                    match r {
+                        Ok(n) if n == len as usize => {}
+                        Ok(_) => break,
+                        Err(_) if total > 0 => break,
+                        Err(e) => return Err(e),
+                    }
+                }
+                if let (WriteAt::Cursor, false) = (at, f.append) {
+                    f.position = start + u64::from(total);
+                }
+            }
+            Entry::Stdout(o) | Entry::Stderr(o) => {
+                if let WriteAt::Offset(_) = at {
+                    return Err(Errno::SPIPE);
+                }
+                check(mem, out, 4)?;
+                for &(buf, len) in iovs {
+                    let Some(len) = fit(total, len) else { break };
+                    match with_bytes(mem, buf, len, scratch, |b| o.write(b).map(|()| b.len())) {
+                        Ok(n) => total += n as u32,
+                        Err(_) if total > 0 => break,
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            _ => return Err(Errno::BADF),
+        }
+        Ok(total)
+    }
+
+    /// `fd_read`: reads into the iovecs from the position; `*nread` gets
+    /// the count (0 at the end).
+    pub fn fd_read<M: Memory + ?Sized>(&mut self, mem: &mut M, fd: u32, iovs: u32, len: u32, nread: u32) -> Result {
+        let iovs = memory::iovecs(mem, iovs, len)?;
+        let Wasi { fds, scratch, .. } = self;
+        let mut total: u32 = 0;
+        match fds.get_mut(fd)? {
+            Entry::File(f) => {
+                check(mem, nread, 4)?;
+                if iovs.iter().all(|&(_, len)| len == 0) {
+                    f.desc.reader()?;
+                }
+                total = read_file(mem, &f.desc, &iovs, f.position, scratch)?;
+                f.position += u64::from(total);
+            }
+            Entry::Stdin(input) => {
+                check(mem, nread, 4)?;
+                // One read, into the first buffer that takes bytes: a
+                // second would wait for more input.
+                if let Some(&(buf, len)) = iovs.iter().find(|&&(_, len)| len > 0) {
+                    total = fill_bytes(mem, buf, len, scratch, |b| input.read(b))? as u32;
+                }
+            }
+            _ => return Err(Errno::BADF),
+        }
+        write_u32(mem, nread, total)
+    }
+
+    /// `fd_pread`: reads at `offset` without moving the position.
+    pub fn fd_pread<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        fd: u32,
+        iovs: u32,
+        len: u32,
+        offset: u64,
+        nread: u32,
+    ) -> Result {
+        let iovs = memory::iovecs(mem, iovs, len)?;
+        let Wasi { fds, scratch, .. } = self;
+        let n = match fds.get(fd)? {
+            Entry::File(f) => {
+                check(mem, nread, 4)?;
+                if iovs.iter().all(|&(_, len)| len == 0) {
+                    f.desc.reader()?;
+                }
+                read_file(mem, &f.desc, &iovs, offset, scratch)?
+            }
+            Entry::Stdin(_) => return Err(Errno::SPIPE),
+            _ => return Err(Errno::BADF),
+        };
+        write_u32(mem, nread, n)
+    }
+
+    /// `fd_seek`: moves the position; `*newoffset` gets it.
+    pub fn fd_seek<M: Memory + ?Sized>(&mut self, mem: &mut M, fd: u32, offset: i64, how: i32, out: u32) -> Result {
+        let how = abi::enum8(how, 3)?;
+        let f = self.seekable(fd)?;
+        check(mem, out, 8)?;
+        let pos = match how {
+            whence::SET => u64::try_from(offset).map_err(|_| Errno::INVAL)?,
+            whence::CUR => f.position.checked_add_signed(offset).ok_or(Errno::INVAL)?,
+            _ => f.desc.stat()?.size.checked_add_signed(offset).ok_or(Errno::INVAL)?,
+        };
+        f.position = pos;
+        write_u64(mem, out, pos)
+    }
+
+    /// `fd_tell`: the position.
+    pub fn fd_tell<M: Memory + ?Sized>(&mut self, mem: &mut M, fd: u32, out: u32) -> Result {
+        let pos = self.seekable(fd)?.position;
+        write_u64(mem, out, pos)
+    }
+
+    /// A file to seek: stdio is `SPIPE`, anything else `BADF`.
+    fn seekable(&mut self, fd: u32) -> Result<&mut File> {
+        match self.fds.get_mut(fd)? {
+            Entry::File(f) => Ok(f),
+            Entry::Stdin(_) | Entry::Stdout(_) | Entry::Stderr(_) => Err(Errno::SPIPE),
+            Entry::Dir(_) => Err(Errno::BADF),
+        }
+    }
+
+    /// `fd_close`: any descriptor, stdio and preopens included.
+    pub fn fd_close<M: Memory + ?Sized>(&mut self, _mem: &mut M, fd: u32) -> Result {
+        self.fds.remove(fd).map(drop)
+    }
+
+    /// `fd_renumber`: moves `from` to `to`, closing what `to` was; both
+    /// must be open.
+    pub fn fd_renumber<M: Memory + ?Sized>(&mut self, _mem: &mut M, from: u32, to: u32) -> Result {
+        self.fds.renumber(from, to)
+    }
+
+    /// `fd_fdstat_get`.
+    pub fn fd_fdstat_get<M: Memory + ?Sized>(&mut self, mem: &mut M, fd: u32, out: u32) -> Result {
+        let stat = match self.fds.get(fd)? {
+            Entry::Stdin(i) => stdio_fdstat(i.is_terminal(), rights::FD_READ),
+            Entry::Stdout(o) | Entry::Stderr(o) => stdio_fdstat(o.is_terminal(), rights::FD_WRITE),
+            Entry::Dir(d) if d.preopen.is_some() => Fdstat {
+                filetype: filetype::DIRECTORY,
+                flags: 0,
+                rights_base: rights::PREOPEN_BASE,
+                rights_inheriting: rights::PREOPEN_INHERITING,
+            },
+            Entry::Dir(d) => desc_fdstat(&d.desc, 0),
+            Entry::File(f) => {
+                let mut flags = 0;
+                if f.append {
+                    flags |= fdflags::APPEND;
+                }
+                if f.nonblock {
+                    flags |= fdflags::NONBLOCK;
+                }
+                desc_fdstat(&f.desc, flags)
+            }
+        };
+        write_bytes(mem, out, &stat.encode())
+    }
+
+    /// `fd_fdstat_set_flags`: only `APPEND` and `NONBLOCK` change, as in
+    /// wasmtime; the sync flags are `INVAL`.
+    pub fn fd_fdstat_set_flags<M: Memory + ?Sized>(&mut self, _mem: &mut M, fd: u32, flags: i32) -> Result {
+        let flags = abi::flags16(flags, fdflags::ALL)?;
+        let f = self.file_mut(fd)?;
+        if flags & (fdflags::DSYNC | fdflags::SYNC | fdflags::RSYNC) != 0 {
+            return Err(Errno::INVAL);
+        }
+        f.append = flags & fdflags::APPEND != 0;
+        f.nonblock = flags & fdflags::NONBLOCK != 0;
+        Ok(())
+    }
+
+    /// `fd_fdstat_set_rights`: rights are not kept, so `NOTSUP`, as in
+    /// wasmtime.
+    pub fn fd_fdstat_set_rights<M: Memory + ?Sized>(&mut self, _mem: &mut M, fd: u32, base: i64, inh: i64) -> Result {
+        abi::flags64(base, rights::ALL)?;
+        abi::flags64(inh, rights::ALL)?;
+        self.desc(fd)?;
+        Err(Errno::NOTSUP)
+    }
+
+    /// `fd_filestat_get`.
+    pub fn fd_filestat_get<M: Memory + ?Sized>(&mut self, mem: &mut M, fd: u32, out: u32) -> Result {
+        let stat = match self.fds.get(fd)? {
+            Entry::Stdin(i) => Filestat { filetype: stdio_type(i.is_terminal()), ..Filestat::default() },
+            Entry::Stdout(o) | Entry::Stderr(o) => {
+                Filestat { filetype: stdio_type(o.is_terminal()), ..Filestat::default() }
+            }
+            Entry::Dir(d) => filestat(d.desc.metadata_hash().0, d.desc.stat()?)?,
+            Entry::File(f) => filestat(f.desc.metadata_hash().0, f.desc.stat()?)?,
+        };
+        write_bytes(mem, out, &stat.encode())
+    }
+
+    /// `fd_filestat_set_size`: `ftruncate`.
+    pub fn fd_filestat_set_size<M: Memory + ?Sized>(&mut self, _mem: &mut M, fd: u32, size: u64) -> Result {
+        Ok(self.file(fd)?.desc.set_size(size)?)
+    }
+
+    /// `fd_filestat_set_times`: `futimens`.
+    pub fn fd_filestat_set_times<M: Memory + ?Sized>(
+        &mut self,
+        _mem: &mut M,
+        fd: u32,
+        atim: u64,
+        mtim: u64,
+        flags: i32,
+    ) -> Result {
+        let (atime, mtime) = set_times(atim, mtim, flags)?;
+        Ok(self.desc(fd)?.set_times(atime, mtime)?)
+    }
+
+    /// `fd_advise`: a hint, taken and ignored (files only).
+    pub fn fd_advise<M: Memory + ?Sized>(&mut self, _mem: &mut M, fd: u32, _offset: u64, _len: u64, advice: i32) -> Result {
+        abi::enum8(advice, 6)?;
+        Ok(self.file(fd)?.desc.advise()?)
+    }
+
+    /// `fd_allocate`: `NOTSUP`, as in wasmtime (files only).
+    pub fn fd_allocate<M: Memory + ?Sized>(&mut self, _mem: &mut M, fd: u32, _offset: u64, _len: u64) -> Result {
+        self.file(fd)?;
+        Err(Errno::NOTSUP)
+    }
+
+    /// `fd_datasync` (files only, as in wasmtime).
+    pub fn fd_datasync<M: Memory + ?Sized>(&mut self, _mem: &mut M, fd: u32) -> Result {
+        Ok(self.file(fd)?.desc.sync()?)
+    }
+
+    /// `fd_sync` (files only, as in wasmtime).
+    pub fn fd_sync<M: Memory + ?Sized>(&mut self, _mem: &mut M, fd: u32) -> Result {
+        Ok(self.file(fd)?.desc.sync()?)
+    }
+
+    /// `fd_prestat_get`: a preopen's name length.
+    pub fn fd_prestat_get<M: Memory + ?Sized>(&mut self, mem: &mut M, fd: u32, out: u32) -> Result {
+        let Entry::Dir(super::Dir { preopen: Some(path), .. }) = self.fds.get(fd)? else {
+            return Err(Errno::BADF);
+        };
+        let len = u32::try_from(path.len()).map_err(|_| Errno::OVERFLOW)?;
+        let mut rec = [0u8; 8];
+        rec[4..].copy_from_slice(&len.to_le_bytes());
+        write_bytes(mem, out, &rec)
+    }
+
+    /// `fd_prestat_dir_name`: a preopen's name, without a NUL.
+    pub fn fd_prestat_dir_name<M: Memory + ?Sized>(&mut self, mem: &mut M, fd: u32, buf: u32, len: u32) -> Result {
+        let Entry::Dir(super::Dir { preopen: Some(path), .. }) = self.fds.get(fd)? else {
+            return Err(Errno::NOTDIR);
+        };
+        if path.len() > len as usize {
+            return Err(Errno::NAMETOOLONG);
+        }
+        write_bytes(mem, buf, path.as_bytes())
+    }
+
+    /// `fd_readdir`: as many entries as fit in `buf`, from `cookie` on,
+    /// the last cut off where the buffer ends; `*used` gets the bytes
+    /// written (less than `len` only when the listing ended).
+    pub fn fd_readdir<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        fd: u32,
+        buf: u32,
+        len: u32,
+        cookie: u64,
+        used: u32,
+    ) -> Result {
+        let Entry::Dir(dir) = self.fds.get_mut(fd)? else { return Err(Errno::BADF) };
+        check(mem, buf, u64::from(len))?;
+        check(mem, used, 4)?;
+        let node = Arc::clone(dir.desc.lister()?);
+        let mut out = DirentWriter { mem, at: buf, cap: len };
+        let mut names = Vec::new();
+        let mut pos = cookie;
+        // `.` and `..` first, both with the directory's own inode (as
+        // wasmtime: the parent's is not known to a sandboxed walk).
+        let own = dir.desc.metadata_hash().0;
+        for (i, name) in [".", ".."].into_iter().enumerate().skip(usize::try_from(cookie).unwrap_or(usize::MAX)) {
+            if !out.entry(i as u64 + 1, own, filetype::DIRECTORY, name) {
+                dir.listing = Listing::default();
+                return write_u32(mem, used, len);
+            }
+            names.push(Arc::from(name));
+            pos = i as u64 + 1;
+        }
+        // Where the directory's own entries resume: after the name at
+        // position `pos - 1`, if the last call listed it; else from the
+        // start, skipping as many entries as wasmtime would.
+        let mut after: Option<Arc<str>> = None;
+        let mut skip = 0u64;
+        if pos > 2 {
+            match dir.listing.name_at(pos - 1) {
+                Some(name) => after = Some(Arc::clone(name)),
+                None => skip = pos - 2,
+            }
+        }
+        let mut full = false;
+        while !full {
+            // Each entry takes at least a header and a byte of name.
+            let want = (out.cap as usize / (abi::DIRENT_SIZE + 1) + 1).min(256);
+            let page = node.fs.read_dir(node.ino, after.as_deref(), if skip > 0 { 256 } else { want })?;
+            let Some(last) = page.last() else { break };
+            after = Some(Arc::clone(&last.name));
+            for e in page {
+                if skip > 0 {
+                    skip -= 1;
+                    continue;
+                }
+                let ino = dir.desc.metadata_hash_of(e.ino).0;
+                names.push(Arc::clone(&e.name));
+                pos += 1;
+                if !out.entry(pos, ino, abi::filetype_of(e.kind), &e.name) {
+                    full = true;
+                    break;
+                }
+            }
+        }
+        let written = len - out.cap;
+        dir.listing = Listing { base: cookie, names };
+        write_u32(mem, used, written)
+    }
+}
+
+/// Writes dirents into the guest's buffer, cutting the last one off where
+/// the buffer ends, as wasmtime does.
+struct DirentWriter<'m, M: Memory + ?Sized> {
+    mem: &'m mut M,
+    at: u32,
+    cap: u32,
+}
+
+impl<M: Memory + ?Sized> DirentWriter<'_, M> {
+    /// Writes one entry; false once the buffer is full.
+    fn entry(&mut self, next: u64, ino: u64, kind: u8, name: &str) -> bool {
+        let header = abi::dirent(next, ino, name.len() as u32, kind);
+        self.put(&header) && self.put(name.as_bytes())
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> bool {
+        let n = bytes.len().min(self.cap as usize);
+        // In bounds: the whole buffer was checked.
+        self.mem.write(self.at, &bytes[..n]);
+        self.at += n as u32;
+        self.cap -= n as u32;
+        self.cap > 0
+    }
+}
+
+/// How much of an iovec of `len` bytes fits after `total`: results are
+/// u32 counts.
+fn fit(total: u32, len: u32) -> Option<u32> {
+    let room = u32::MAX - total;
+    if room == 0 { None } else { Some(len.min(room)) }
+}
+
+/// Reads a file into the iovecs from `offset`, stopping at the end.
+fn read_file<M: Memory + ?Sized>(
+    mem: &mut M,
+    desc: &Descriptor,
+    iovs: &[(u32, u32)],
+    offset: u64,
+    scratch: &mut Vec<u8>,
+) -> Result<u32> {
+    let mut total: u32 = 0;
+    for &(buf, len) in iovs {
+        let Some(len) = fit(total, len) else { break };
+        let at = offset.checked_add(u64::from(total)).ok_or(Errno::INVAL)?;
+        let mut got = 0u64;
+        let r = fill_bytes(mem, buf, len, scratch, |b| {
+            let n = desc.read_into(b, at + got)?;
+            got += n as u64;
+            Ok(n)
+        });
+        match r {
+            Ok(n) => {
+                total += n as u32;
+                if n < len as usize {
+                    break;
+                }
+            }
+            Err(_) if total > 0 => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(total)
+}
+
+fn stdio_type(terminal: bool) -> u8 {
+    if terminal { filetype::CHARACTER_DEVICE } else { filetype::UNKNOWN }
+}
+
+fn stdio_fdstat(terminal: bool, rights: u64) -> Fdstat {
+    Fdstat { filetype: stdio_type(terminal), flags: 0, rights_base: rights, rights_inheriting: rights }
+}
+
+/// A descriptor's rights, as wasmtime derives them from its flags.
+fn desc_fdstat(d: &Descriptor, mut flags: u16) -> Fdstat {
+    let f = d.flags();
+    let mut base = rights::ALL;
+    if d.is_dir() {
+        base &= !(rights::FD_SEEK | rights::FD_FILESTAT_SET_SIZE | rights::PATH_FILESTAT_SET_SIZE);
+    }
+    if !f.read {
+        base &= !(rights::FD_READ | rights::FD_READDIR);
+    }
+    if !f.write {
+        base &= !rights::FD_WRITE;
+    }
+    if f.data_sync {
+        flags |= fdflags::DSYNC;
+    }
+    if f.read_sync {
+        flags |= fdflags::RSYNC;
+    }
+    if f.file_sync {
+        flags |= fdflags::SYNC;
+    }
+    let filetype = if d.is_dir() { filetype::DIRECTORY } else { filetype::REGULAR_FILE };
+    Fdstat { filetype, flags, rights_base: base, rights_inheriting: base }
+}
+
+/// A `filestat` of metadata, as wasmtime fills it: device 1, the inode the
+/// lower word of the metadata hash.
+pub(super) fn filestat(ino: u64, m: Metadata) -> Result<Filestat> {
+    Ok(Filestat {
+        dev: 1,
+        ino,
+        filetype: abi::filetype_of(m.kind),
+        nlink: m.nlink,
+        size: m.size,
+        atim: abi::nanos(m.atime)?,
+        mtim: abi::nanos(m.mtime)?,
+        ctim: abi::nanos(m.ctime)?,
+    })
+}
+
+/// The two `set_times` of a `fstflags` and its times: a time both set and
+/// `NOW` is `INVAL`.
+pub(super) fn set_times(atim: u64, mtim: u64, flags: i32) -> Result<(SetTime, SetTime)> {
+    let flags = abi::flags16(flags, fstflags::ALL)?;
+    let one = |t: u64, set: u16, now: u16| match (flags & set != 0, flags & now != 0) {
+        (true, true) => Err(Errno::INVAL),
+        (true, false) => {
+            Ok(SetTime::At(Timestamp::new(t / 1_000_000_000, (t % 1_000_000_000) as u32)))
+        }
+        (false, true) => Ok(SetTime::Now),
+        (false, false) => Ok(SetTime::Keep),
+    };
+    Ok((one(atim, fstflags::ATIM, fstflags::ATIM_NOW)?, one(mtim, fstflags::MTIM, fstflags::MTIM_NOW)?))
+}

@@ -1,0 +1,197 @@
+//! The guest's linear memory, as the embedder lends it for one call.
+//!
+//! Every pointer and length a guest passes is checked here before use: one
+//! out of bounds is [`Errno::FAULT`], never a panic or a trap, and no
+//! host allocation depends on a guest's number without a bound.
+
+use super::abi::{Errno, IOVEC_SIZE, u32_at};
+
+/// A guest's linear memory.
+///
+/// wasmtime lends the memory itself (`[u8]` implements this), so reads and
+/// writes of file data go straight between the file and the guest. An
+/// embedder whose guest memory lives elsewhere (a browser's
+/// `WebAssembly.Memory`, seen from another module) implements
+/// [`read`](Self::read) and [`write`](Self::write) as copies and leaves
+/// the slices to their defaults.
+pub trait Memory {
+    /// The memory's size in bytes.
+    fn size(&self) -> u64;
+
+    /// Copies `buf.len()` bytes from `ptr`. The range is within
+    /// [`size`](Self::size) (callers check).
+    fn read(&self, ptr: u32, buf: &mut [u8]);
+
+    /// Copies `data` to `ptr`. The range is within [`size`](Self::size).
+    fn write(&mut self, ptr: u32, data: &[u8]);
+
+    /// The bytes at `ptr..ptr + len`, in place, if this memory can lend
+    /// them. The range is within [`size`](Self::size).
+    fn slice(&self, _ptr: u32, _len: u32) -> Option<&[u8]> {
+        None
+    }
+
+    /// As [`slice`](Self::slice), writable.
+    fn slice_mut(&mut self, _ptr: u32, _len: u32) -> Option<&mut [u8]> {
+        None
+    }
+}
+
+impl Memory for [u8] {
+    fn size(&self) -> u64 {
+        self.len() as u64
+    }
+
+    fn read(&self, ptr: u32, buf: &mut [u8]) {
+        if let Some(src) = self.get(ptr as usize..ptr as usize + buf.len()) {
+            buf.copy_from_slice(src);
+        }
+    }
+
+    fn write(&mut self, ptr: u32, data: &[u8]) {
+        if let Some(dst) = self.get_mut(ptr as usize..ptr as usize + data.len()) {
+            dst.copy_from_slice(data);
+        }
+    }
+
+    fn slice(&self, ptr: u32, len: u32) -> Option<&[u8]> {
+        self.get(ptr as usize..ptr as usize + len as usize)
+    }
+
+    fn slice_mut(&mut self, ptr: u32, len: u32) -> Option<&mut [u8]> {
+        self.get_mut(ptr as usize..ptr as usize + len as usize)
+    }
+}
+
+/// Most bytes one read or write moves through a copy buffer at a time, for
+/// memories that cannot lend slices: bounds the host memory one call takes.
+pub(crate) const COPY_CHUNK: usize = 1 << 20;
+
+/// Most iovecs one call takes (POSIX `IOV_MAX`, wasi-libc's too); more is
+/// `INVAL`, as `readv(2)` says.
+pub(crate) const MAX_IOVECS: u32 = 1024;
+
+/// `ptr..ptr + len` lies within `mem`.
+pub(crate) fn check(mem: &(impl Memory + ?Sized), ptr: u32, len: u64) -> Result<(), Errno> {
+    if u64::from(ptr) + len <= mem.size() { Ok(()) } else { Err(Errno::FAULT) }
+}
+
+/// Reads a fixed-size record.
+pub(crate) fn read_array<const N: usize>(mem: &(impl Memory + ?Sized), ptr: u32) -> Result<[u8; N], Errno> {
+    check(mem, ptr, N as u64)?;
+    let mut b = [0; N];
+    mem.read(ptr, &mut b);
+    Ok(b)
+}
+
+/// Writes `data` at `ptr`.
+pub(crate) fn write_bytes(mem: &mut (impl Memory + ?Sized), ptr: u32, data: &[u8]) -> Result<(), Errno> {
+    check(mem, ptr, data.len() as u64)?;
+    mem.write(ptr, data);
+    Ok(())
+}
+
+/// Writes a u32 result.
+pub(crate) fn write_u32(mem: &mut (impl Memory + ?Sized), ptr: u32, v: u32) -> Result<(), Errno> {
+    write_bytes(mem, ptr, &v.to_le_bytes())
+}
+
+/// Writes a u64 result.
+pub(crate) fn write_u64(mem: &mut (impl Memory + ?Sized), ptr: u32, v: u64) -> Result<(), Errno> {
+    write_bytes(mem, ptr, &v.to_le_bytes())
+}
+
+/// A guest string of `len` bytes at `ptr`: `FAULT` outside memory, `ILSEQ`
+/// if not UTF-8 (as wasmtime). `max` bounds the copy: a longer string is
+/// `NAMETOOLONG` before any byte is copied.
+pub(crate) fn read_str(mem: &(impl Memory + ?Sized), ptr: u32, len: u32, max: usize) -> Result<String, Errno> {
+    check(mem, ptr, u64::from(len))?;
+    if len as usize > max {
+        return Err(Errno::NAMETOOLONG);
+    }
+    let mut buf = vec![0; len as usize];
+    mem.read(ptr, &mut buf);
+    String::from_utf8(buf).map_err(|_| Errno::ILSEQ)
+}
+
+/// The `(buf, len)` pairs of an iovec array, each checked against memory.
+pub(crate) fn iovecs(mem: &(impl Memory + ?Sized), ptr: u32, count: u32) -> Result<Vec<(u32, u32)>, Errno> {
+    if count > MAX_IOVECS {
+        return Err(Errno::INVAL);
+    }
+    check(mem, ptr, u64::from(count) * u64::from(IOVEC_SIZE))?;
+    let mut out = Vec::with_capacity(count as usize);
+    for i in 0..count {
+        let rec: [u8; 8] = read_array(mem, ptr + i * IOVEC_SIZE)?;
+        let (buf, len) = (u32_at(&rec, 0), u32_at(&rec, 4));
+        check(mem, buf, u64::from(len))?;
+        out.push((buf, len));
+    }
+    Ok(out)
+}
+
+/// Calls `f` with the guest bytes at `ptr..ptr + len` — in place where the
+/// memory lends them, else copied a [`COPY_CHUNK`] at a time, `f` then
+/// seeing each piece in turn. Stops at the first piece `f` takes short of
+/// whole; returns the bytes taken. An error after some bytes is a short
+/// count, as with `write(2)`.
+pub(crate) fn with_bytes(
+    mem: &(impl Memory + ?Sized),
+    ptr: u32,
+    len: u32,
+    scratch: &mut Vec<u8>,
+    mut f: impl FnMut(&[u8]) -> Result<usize, Errno>,
+) -> Result<usize, Errno> {
+    if let Some(bytes) = mem.slice(ptr, len) {
+        return f(bytes);
+    }
+    let mut done = 0usize;
+    while done < len as usize {
+        let n = (len as usize - done).min(COPY_CHUNK);
+        scratch.resize(n, 0);
+        mem.read(ptr + done as u32, &mut scratch[..n]);
+        let took = match f(&scratch[..n]) {
+            Ok(took) => took.min(n),
+            // What was written stays written, as with write(2).
+            Err(_) if done > 0 => break,
+            Err(e) => return Err(e),
+        };
+        done += took;
+        if took < n {
+            break;
+        }
+    }
+    Ok(done)
+}
+
+/// Calls `f` to fill the guest bytes at `ptr..ptr + len` — in place where
+/// the memory lends them, else through a copy buffer a [`COPY_CHUNK`] at a
+/// time. Stops at the first piece `f` fills short; returns the bytes filled.
+/// An error after some bytes is a short count, as with `read(2)`.
+pub(crate) fn fill_bytes(
+    mem: &mut (impl Memory + ?Sized),
+    ptr: u32,
+    len: u32,
+    scratch: &mut Vec<u8>,
+    mut f: impl FnMut(&mut [u8]) -> Result<usize, Errno>,
+) -> Result<usize, Errno> {
+    if let Some(bytes) = mem.slice_mut(ptr, len) {
+        return f(bytes);
+    }
+    let mut done = 0usize;
+    while done < len as usize {
+        let n = (len as usize - done).min(COPY_CHUNK);
+        scratch.resize(n, 0);
+        let got = match f(&mut scratch[..n]) {
+            Ok(got) => got.min(n),
+            Err(_) if done > 0 => break,
+            Err(e) => return Err(e),
+        };
+        mem.write(ptr + done as u32, &scratch[..got]);
+        done += got;
+        if got < n {
+            break;
+        }
+    }
+    Ok(done)
+}

@@ -1,0 +1,249 @@
+//! Everything but files: arguments and environment, clocks, randomness,
+//! `poll_oneoff`, the process calls and the socket calls (no descriptor
+//! here is a socket).
+
+use super::abi::{
+    self, EVENT_FD_READWRITE_HANGUP, EVENT_SIZE, Errno, SUBSCRIPTION_CLOCK_ABSTIME, SUBSCRIPTION_SIZE, clockid,
+    eventtype, fdflags, u16_at, u32_at, u64_at,
+};
+use super::memory::{Memory, check, fill_bytes, read_array, write_bytes, write_u32, write_u64};
+use super::{Entry, Exit, Result, Wasi};
+
+/// Writes `strings` NUL-terminated from `buf`, with a pointer to each at
+/// `ptrs`: `args_get` and `environ_get`.
+fn write_strings<M: Memory + ?Sized>(mem: &mut M, strings: &[String], ptrs: u32, buf: u32) -> Result {
+    let total: u64 = strings.iter().map(|s| s.len() as u64 + 1).sum();
+    check(mem, ptrs, strings.len() as u64 * 4)?;
+    check(mem, buf, total)?;
+    let mut at = buf;
+    for (i, s) in strings.iter().enumerate() {
+        write_u32(mem, ptrs + 4 * i as u32, at)?;
+        write_bytes(mem, at, s.as_bytes())?;
+        write_bytes(mem, at + s.len() as u32, &[0])?;
+        at += s.len() as u32 + 1;
+    }
+    Ok(())
+}
+
+/// `*count` and `*size` of `strings`: `args_sizes_get`, `environ_sizes_get`.
+fn write_sizes<M: Memory + ?Sized>(mem: &mut M, strings: &[String], count: u32, size: u32) -> Result {
+    let n = u32::try_from(strings.len()).map_err(|_| Errno::OVERFLOW)?;
+    let total = strings.iter().map(|s| s.len() + 1).sum::<usize>();
+    let total = u32::try_from(total).map_err(|_| Errno::OVERFLOW)?;
+    check(mem, count, 4)?;
+    check(mem, size, 4)?;
+    write_u32(mem, count, n)?;
+    write_u32(mem, size, total)
+}
+
+/// A subscription's wait, when it is a clock.
+struct Clock {
+    /// Monotonic nanoseconds at which it fires.
+    deadline: u64,
+}
+
+impl Wasi {
+    /// `args_get`.
+    pub fn args_get<M: Memory + ?Sized>(&mut self, mem: &mut M, argv: u32, buf: u32) -> Result {
+        write_strings(mem, &self.args, argv, buf)
+    }
+
+    /// `args_sizes_get`.
+    pub fn args_sizes_get<M: Memory + ?Sized>(&mut self, mem: &mut M, count: u32, size: u32) -> Result {
+        write_sizes(mem, &self.args, count, size)
+    }
+
+    /// `environ_get`.
+    pub fn environ_get<M: Memory + ?Sized>(&mut self, mem: &mut M, environ: u32, buf: u32) -> Result {
+        write_strings(mem, &self.env, environ, buf)
+    }
+
+    /// `environ_sizes_get`.
+    pub fn environ_sizes_get<M: Memory + ?Sized>(&mut self, mem: &mut M, count: u32, size: u32) -> Result {
+        write_sizes(mem, &self.env, count, size)
+    }
+
+    /// `clock_res_get`: the CPU-time clocks are `BADF`, as in wasmtime.
+    pub fn clock_res_get<M: Memory + ?Sized>(&mut self, mem: &mut M, id: i32, out: u32) -> Result {
+        match abi::enum32(id, clockid::COUNT)? {
+            clockid::REALTIME | clockid::MONOTONIC => write_u64(mem, out, self.platform.resolution()),
+            _ => Err(Errno::BADF),
+        }
+    }
+
+    /// `clock_time_get`: the CPU-time clocks are `BADF`, as in wasmtime.
+    pub fn clock_time_get<M: Memory + ?Sized>(&mut self, mem: &mut M, id: i32, _precision: u64, out: u32) -> Result {
+        let now = match abi::enum32(id, clockid::COUNT)? {
+            clockid::REALTIME => abi::nanos(self.platform.wall_clock())?,
+            clockid::MONOTONIC => self.platform.monotonic_clock(),
+            _ => return Err(Errno::BADF),
+        };
+        write_u64(mem, out, now)
+    }
+
+    /// `random_get`.
+    pub fn random_get<M: Memory + ?Sized>(&mut self, mem: &mut M, buf: u32, len: u32) -> Result {
+        check(mem, buf, u64::from(len))?;
+        let Wasi { platform, scratch, .. } = self;
+        fill_bytes(mem, buf, len, scratch, |b| {
+            platform.random(b);
+            Ok(b.len())
+        })?;
+        Ok(())
+    }
+
+    /// `sched_yield`: nothing to yield to.
+    pub fn sched_yield<M: Memory + ?Sized>(&mut self, _mem: &mut M) -> Result {
+        Ok(())
+    }
+
+    /// `proc_raise`: `NOTSUP`, as in wasmtime.
+    pub fn proc_raise<M: Memory + ?Sized>(&mut self, _mem: &mut M, sig: i32) -> Result {
+        abi::enum8(sig, 31)?;
+        Err(Errno::NOTSUP)
+    }
+
+    /// `proc_exit`: the guest ends with `code`.
+    pub fn proc_exit<M: Memory + ?Sized>(&mut self, _mem: &mut M, code: u32) -> Exit {
+        Exit(code)
+    }
+
+    /// `sock_accept`: no descriptor is a socket.
+    pub fn sock_accept<M: Memory + ?Sized>(&mut self, _mem: &mut M, fd: u32, flags: i32, _out: u32) -> Result {
+        abi::flags16(flags, fdflags::ALL)?;
+        self.fds.get(fd)?;
+        Err(Errno::NOTSOCK)
+    }
+
+    /// `sock_recv`: no descriptor is a socket.
+    #[allow(clippy::too_many_arguments, reason = "the preview1 signature")]
+    pub fn sock_recv<M: Memory + ?Sized>(
+        &mut self,
+        _mem: &mut M,
+        fd: u32,
+        _iovs: u32,
+        _len: u32,
+        flags: i32,
+        _nread: u32,
+        _oflags: u32,
+    ) -> Result {
+        abi::flags16(flags, 0b11)?;
+        self.fds.get(fd)?;
+        Err(Errno::NOTSOCK)
+    }
+
+    /// `sock_send`: no descriptor is a socket.
+    pub fn sock_send<M: Memory + ?Sized>(
+        &mut self,
+        _mem: &mut M,
+        fd: u32,
+        _iovs: u32,
+        _len: u32,
+        flags: i32,
+        _nwritten: u32,
+    ) -> Result {
+        abi::flags16(flags, 0)?;
+        self.fds.get(fd)?;
+        Err(Errno::NOTSOCK)
+    }
+
+    /// `sock_shutdown`: no descriptor is a socket.
+    pub fn sock_shutdown<M: Memory + ?Sized>(&mut self, _mem: &mut M, fd: u32, how: i32) -> Result {
+        let how = u8::try_from(how).map_err(|_| Errno::OVERFLOW)?;
+        if how & !0b11 != 0 {
+            return Err(Errno::INVAL);
+        }
+        self.fds.get(fd)?;
+        Err(Errno::NOTSOCK)
+    }
+
+    /// `poll_oneoff`: waits until a subscription is ready — files and
+    /// stdio always are; clocks when their time comes — and writes an event
+    /// for each ready one; `*nevents` gets their count.
+    pub fn poll_oneoff<M: Memory + ?Sized>(&mut self, mem: &mut M, subs: u32, events: u32, n: u32, nevents: u32) -> Result {
+        if n == 0 {
+            // It would wait forever.
+            return Err(Errno::INVAL);
+        }
+        let bytes = |size: u32| u64::from(n) * u64::from(size);
+        check(mem, subs, bytes(SUBSCRIPTION_SIZE))?;
+        check(mem, events, bytes(EVENT_SIZE))?;
+        check(mem, nevents, 4)?;
+        // Each subscription: its userdata, type, and the clock it waits for
+        // or the event it is ready with.
+        let mut ready = Vec::new();
+        let mut clocks = Vec::new();
+        let now = self.platform.monotonic_clock();
+        for i in 0..n {
+            let sub: [u8; SUBSCRIPTION_SIZE as usize] = read_array(mem, subs + i * SUBSCRIPTION_SIZE)?;
+            let userdata = u64_at(&sub, 0);
+            match abi::enum8(i32::from(sub[8]), 3)? {
+                eventtype::CLOCK => {
+                    let id = abi::enum32(u32_at(&sub, 16) as i32, clockid::COUNT)?;
+                    let timeout = u64_at(&sub, 24);
+                    let flags = abi::flags16(i32::from(u16_at(&sub, 40)), SUBSCRIPTION_CLOCK_ABSTIME)?;
+                    let absolute = flags != 0;
+                    if n == 1 && !absolute {
+                        // One relative sleep: wasmtime's special case,
+                        // reporting one byte as it does.
+                        self.platform.sleep(timeout);
+                        let event = abi::event(userdata, Errno::SUCCESS, eventtype::CLOCK, 1, 0);
+                        write_bytes(mem, events, &event)?;
+                        return write_u32(mem, nevents, 1);
+                    }
+                    let deadline = match (id, absolute) {
+                        (clockid::MONOTONIC, true) => timeout,
+                        (clockid::MONOTONIC | clockid::REALTIME, false) => now.saturating_add(timeout),
+                        (clockid::REALTIME, true) => {
+                            let wall = abi::nanos(self.platform.wall_clock())?;
+                            now.saturating_add(timeout.saturating_sub(wall))
+                        }
+                        _ => return Err(Errno::INVAL),
+                    };
+                    clocks.push((i, userdata, Clock { deadline }));
+                }
+                kind => {
+                    let fd = u32_at(&sub, 16);
+                    let (nbytes, flags) = self.fd_readiness(fd, kind == eventtype::FD_READ)?;
+                    ready.push((i, abi::event(userdata, Errno::SUCCESS, kind, nbytes, flags)));
+                }
+            }
+        }
+        if ready.is_empty() {
+            let first = clocks.iter().map(|(_, _, c)| c.deadline).min().unwrap_or(now);
+            let now = self.platform.monotonic_clock();
+            if first > now {
+                self.platform.sleep(first - now);
+            }
+        }
+        let now = self.platform.monotonic_clock();
+        for (i, userdata, clock) in clocks {
+            if clock.deadline <= now {
+                ready.push((i, abi::event(userdata, Errno::SUCCESS, eventtype::CLOCK, 0, 0)));
+            }
+        }
+        ready.sort_by_key(|&(i, _)| i);
+        for (k, (_, event)) in ready.iter().enumerate() {
+            write_bytes(mem, events + k as u32 * EVENT_SIZE, event)?;
+        }
+        write_u32(mem, nevents, ready.len() as u32)
+    }
+
+    /// What an `fd_read` (`read`) or `fd_write` subscription on `fd` is
+    /// ready with: `(nbytes, flags)` as wasmtime reports them.
+    fn fd_readiness(&self, fd: u32, read: bool) -> Result<(u64, u16)> {
+        match (self.fds.get(fd)?, read) {
+            (Entry::Stdin(_), true) | (Entry::Stdout(_) | Entry::Stderr(_), false) => Ok((1, 0)),
+            (Entry::File(f), true) => {
+                f.desc.reader()?;
+                let at_end = f.desc.stat()?.size <= f.position;
+                Ok((1, if at_end { EVENT_FD_READWRITE_HANGUP } else { 0 }))
+            }
+            (Entry::File(f), false) => {
+                f.desc.writer()?;
+                Ok((1, 0))
+            }
+            _ => Err(Errno::BADF),
+        }
+    }
+}
