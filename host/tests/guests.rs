@@ -8,11 +8,12 @@
 //! leaves in `/` (names, kinds, file bytes, symlink targets). `/` starts
 //! with `seed/`, which on the overlay and pack backends lies in the lower.
 //!
-//! p1 guests run through the preview1 adapter in both cases, so the
-//! comparison is of the two `wasi:filesystem` implementations.
+//! p1 guests (Rust wasip1, C) run on PackFS's own preview1 against
+//! wasmtime's native preview1; p2 guests (components) on PackFS's
+//! `wasi:filesystem` against wasmtime-wasi's.
 //!
 //! The guests are built once per test run (`support`) and compiled
-//! components are cached in `target/guest-tests/components`.
+//! guests are cached in `target/guest-tests/components`.
 //!
 //! [`TOOLS`] are guests that are not transcripts to compare: programs for
 //! `packfs run`'s tests and the README's demo.
@@ -23,13 +24,16 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use packfs_core::pack::write_pack;
+use packfs_core::wasi::Access;
+use packfs_core::wasi::p1::{Wasi, io::Capture};
 use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_host::Runner;
 use packfs_host::dir::DirFs;
+use packfs_host::load::{Guest, GuestCache};
 use packfs_host::mmap::open_pack;
-use packfs_host::p1::ComponentCache;
+use packfs_host::p1::HostPlatform;
 use packfs_host::wasi::PackFsCtx;
-use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{Engine, Store};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -47,6 +51,24 @@ struct Difference {
 }
 
 const DIFFERENCES: &[Difference] = &[
+    Difference {
+        guest: "dirs",
+        target: Target::P1,
+        ours: "list while removing: ok (10000, 5000)",
+        oracle: "list while removing: ok (6669, 6665)",
+        why: "PackFS's fd_readdir resumes after the last name it listed, so a guest removing entries as \
+              it lists sees each once (POSIX); wasmtime's preview1 lists the directory afresh on each \
+              call and skips as many entries as the cookie counts, so removed entries shift the rest \
+              past it and a third of the directory is never seen.",
+    },
+    Difference {
+        guest: "c_dirs",
+        target: Target::C,
+        ours: "read while removing: seen 303 removed 150",
+        oracle: "read while removing: seen 235 removed 118",
+        why: "As for dirs (P1): wasi-libc's readdir over wasmtime's preview1 skips entries that removals \
+              shifted; over PackFS's it sees each once.",
+    },
     Difference {
         guest: "files",
         target: Target::P2,
@@ -157,11 +179,11 @@ fn engine() -> &'static Engine {
     ENGINE.get_or_init(|| Engine::new(&packfs_host::Runner::config()).unwrap())
 }
 
-fn component(name: &str, target: Target) -> Component {
-    let cache = ComponentCache::new(support::component_cache_dir()).expect("cache dir");
-    let (component, _) = packfs_host::p1::load(engine(), &guest_wasm(name, target), Some(&cache))
+fn guest(name: &str, target: Target) -> Guest {
+    let cache = GuestCache::new(support::guest_cache_dir()).expect("cache dir");
+    let (guest, _) = packfs_host::load::load(engine(), &guest_wasm(name, target), Some(&cache))
         .unwrap_or_else(|e| panic!("loading {name} ({target:?}): {e}"));
-    component
+    guest
 }
 
 /// A tree a preopen starts with: its directories, parents first, and its
@@ -308,16 +330,16 @@ fn pipes() -> (MemoryOutputPipe, MemoryOutputPipe) {
 }
 
 fn wasi_ctx(b: &mut WasiCtxBuilder, out: &MemoryOutputPipe, err: &MemoryOutputPipe, name: &str) -> WasiCtx {
-    b.stdout(out.clone()).stderr(err.clone()).args(&[name]).build()
+    b.stdout(out.clone()).stderr(err.clone()).args(&[name]);
+    b.build()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }
 
 fn collect(status: i32, out: MemoryOutputPipe, err: MemoryOutputPipe, tree: Tree) -> Run {
-    Run {
-        status,
-        stdout: String::from_utf8_lossy(&out.contents()).into_owned(),
-        stderr: String::from_utf8_lossy(&err.contents()).into_owned(),
-        tree,
-    }
+    Run { status, stdout: text(&out.contents()), stderr: text(&err.contents()), tree }
 }
 
 /// The PackFS backends every guest runs on.
@@ -383,18 +405,31 @@ fn run_packfs(name: &str, target: Target, backend: Backend) -> Run {
             )
         }
     };
-    let fs = PackFsCtx::builder().preopen("/", root.clone()).preopen_read_only("/ro", ro).build();
-    let (out, err) = pipes();
-    let wasi = wasi_ctx(&mut WasiCtx::builder(), &out, &err, name);
     let runner = Runner::new(engine()).unwrap();
-    let status = runner.run(&component(name, target), wasi, fs).unwrap_or_else(|e| {
-        panic!(
-            "{name} ({target:?}) on PackFS {backend:?} trapped: {e:?}\nstdout:\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.contents()),
-            String::from_utf8_lossy(&err.contents())
-        )
+    let (status, stdout, stderr) = match guest(name, target) {
+        Guest::Module(module) => {
+            let (out, err) = (Capture::new(16 << 20), Capture::new(16 << 20));
+            let wasi = Wasi::builder(Box::new(HostPlatform::default()))
+                .arg(name)
+                .stdout(Box::new(out.clone()))
+                .stderr(Box::new(err.clone()))
+                .preopen("/", root.clone(), Access::ReadWrite)
+                .preopen("/ro", ro, Access::ReadOnly)
+                .build()
+                .unwrap();
+            (runner.run_module(&module, wasi), text(&out.contents()), text(&err.contents()))
+        }
+        Guest::Component(component) => {
+            let fs = PackFsCtx::builder().preopen("/", root.clone()).preopen_read_only("/ro", ro).build();
+            let (out, err) = pipes();
+            let wasi = wasi_ctx(&mut WasiCtx::builder(), &out, &err, name);
+            (runner.run(&component, wasi, fs), text(&out.contents()), text(&err.contents()))
+        }
+    };
+    let status = status.unwrap_or_else(|e| {
+        panic!("{name} ({target:?}) on PackFS {backend:?} trapped: {e:?}\nstdout:\n{stdout}\nstderr:\n{stderr}")
     });
-    collect(status, out, err, tree_of(&*root))
+    Run { status, stdout, stderr, tree: tree_of(&*root) }
 }
 
 struct OracleState {
@@ -408,6 +443,8 @@ impl WasiView for OracleState {
     }
 }
 
+/// The guest on wasmtime-wasi over real directories: a p1 module on
+/// wasmtime's native preview1, a component on its `wasi:filesystem`.
 fn run_oracle(name: &str, target: Target) -> Run {
     let root = tempfile::tempdir().unwrap();
     let ro = tempfile::tempdir().unwrap();
@@ -417,19 +454,33 @@ fn run_oracle(name: &str, target: Target) -> Run {
     let mut b = WasiCtx::builder();
     b.preopened_dir(root.path(), "/", FsPerms::ReadWrite).unwrap();
     b.preopened_dir(ro.path(), "/ro", FsPerms::ReadOnly).unwrap();
-    let ctx = wasi_ctx(&mut b, &out, &err, name);
-    let mut linker = Linker::<OracleState>::new(engine());
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).unwrap();
-    let mut store = Store::new(engine(), OracleState { ctx, table: ResourceTable::new() });
-    let command =
-        wasmtime_wasi::p2::bindings::sync::Command::instantiate(&mut store, &component(name, target), &linker).unwrap();
-    let status = match command.wasi_cli_run().call_run(&mut store) {
-        Ok(Ok(())) => 0,
-        Ok(Err(())) => 1,
+    b.stdout(out.clone()).stderr(err.clone()).args(&[name]);
+    let exited = |r: wasmtime::Result<i32>| match r {
+        Ok(status) => status,
         Err(e) => match e.downcast_ref::<wasmtime_wasi::I32Exit>() {
             Some(exit) => exit.0,
             None => panic!("{name} ({target:?}) on the oracle trapped: {e:?}"),
         },
+    };
+    let status = match guest(name, target) {
+        Guest::Module(module) => {
+            let mut linker = wasmtime::Linker::<wasmtime_wasi::p1::WasiP1Ctx>::new(engine());
+            wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |t| t).unwrap();
+            let mut store = Store::new(engine(), b.build_p1());
+            exited((|| {
+                let instance = linker.instantiate(&mut store, &module)?;
+                instance.get_typed_func::<(), ()>(&mut store, "_start")?.call(&mut store, ())?;
+                Ok(0)
+            })())
+        }
+        Guest::Component(component) => {
+            let mut linker = Linker::<OracleState>::new(engine());
+            wasmtime_wasi::p2::add_to_linker_sync(&mut linker).unwrap();
+            let mut store = Store::new(engine(), OracleState { ctx: b.build(), table: ResourceTable::new() });
+            let command =
+                wasmtime_wasi::p2::bindings::sync::Command::instantiate(&mut store, &component, &linker).unwrap();
+            exited(command.wasi_cli_run().call_run(&mut store).map(|r| if r.is_ok() { 0 } else { 1 }))
+        }
     };
     collect(status, out, err, tree_of_dir(root.path()))
 }

@@ -21,8 +21,8 @@ pub fn guest_target_dir() -> PathBuf {
     workspace().join("target/guest-tests")
 }
 
-/// The cache of compiled components the tests share.
-pub fn component_cache_dir() -> PathBuf {
+/// The cache of compiled guests the tests share.
+pub fn guest_cache_dir() -> PathBuf {
     guest_target_dir().join("components")
 }
 

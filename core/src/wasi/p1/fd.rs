@@ -55,6 +55,12 @@ impl Wasi {
         let mut total: u32 = 0;
         match fds.get_mut(fd)? {
             Entry::File(f) => {
+                // wasmtime's preview1 leaves this to the OS, whose write(2)
+                // refuses a descriptor not open for writing with EBADF
+                // before anything else (the preopen's access included).
+                if !f.desc.flags().write {
+                    return Err(Errno::BADF);
+                }
                 check(mem, out, 4)?;
                 if iovs.iter().all(|&(_, len)| len == 0) {
                     // Nothing to write, but the descriptor must allow it.
