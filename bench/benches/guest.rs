@@ -67,8 +67,8 @@ use std::time::Instant;
 
 use packfs_core::pack::write_pack;
 use packfs_core::{FileSystem, MemFs, OpenOptions};
+use packfs_host::load::GuestCache;
 use packfs_host::mmap::open_pack;
-use packfs_host::p1::ComponentCache;
 use packfs_host::wasi::PackFsCtx;
 use packfs_host::{GuestState, Runner};
 use wasmtime::component::{Component, Linker, ResourceTable};
@@ -210,9 +210,14 @@ struct Guest {
 fn load(engine: &Engine, target: Target) -> Guest {
     let path = support::rust_guest("bench_workload", target.triple());
     let wasm = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let cache = ComponentCache::new(support::component_cache_dir()).expect("component cache dir");
-    let (component, _): (Component, _) =
-        packfs_host::p1::load(engine, &wasm, Some(&cache)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let cache = GuestCache::new(support::guest_cache_dir()).expect("guest cache dir");
+    let component = match target {
+        Target::P1 => adapt(engine, &wasm),
+        Target::P2 => match packfs_host::load::load(engine, &wasm, Some(&cache)) {
+            Ok((packfs_host::load::Guest::Component(c), _)) => c,
+            _ => panic!("{}: not a component", path.display()),
+        },
+    };
 
     let mut linker = Linker::<GuestState>::new(engine);
     packfs_host::wasi::add_to_linker_sync(&mut linker).unwrap();
@@ -229,6 +234,20 @@ fn load(engine: &Engine, target: Target) -> Guest {
         linker.instantiate_pre(&module).unwrap()
     });
     Guest { packfs, oracle, native }
+}
+
+/// A p1 module as a component through wasmtime's preview1 adapter: the
+/// route `packfs run` took before PackFS served preview1 itself.
+fn adapt(engine: &Engine, module: &[u8]) -> Component {
+    use wasi_preview1_component_adapter_provider::{
+        WASI_SNAPSHOT_PREVIEW1_ADAPTER_NAME, WASI_SNAPSHOT_PREVIEW1_COMMAND_ADAPTER,
+    };
+    let bytes = wit_component::ComponentEncoder::default()
+        .module(module)
+        .and_then(|e| e.adapter(WASI_SNAPSHOT_PREVIEW1_ADAPTER_NAME, WASI_SNAPSHOT_PREVIEW1_COMMAND_ADAPTER))
+        .and_then(|e| e.validate(true).encode())
+        .expect("adapting the module");
+    Component::new(engine, bytes).expect("compiling the adapted component")
 }
 
 fn small(i: usize) -> [u8; SMALL] {

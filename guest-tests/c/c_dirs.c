@@ -89,6 +89,13 @@ int main(void) {
     }
     closedir(d);
     printf("read while removing: seen %d removed %d\n", seen, removed);
+    /* Whatever an implementation's listing skipped, the odd files go, so
+       the tree left does not depend on it. */
+    for (int i = 1; i < 300; i += 2) {
+        char p[300];
+        snprintf(p, sizeof p, "/d/f%03d", i);
+        unlink(p);
+    }
 
     /* links and stat */
     SHOW("mkdir /l", mkdir("/l", 0755));

@@ -1,10 +1,11 @@
 //! A plugin host that gives its guests PackFS instead of the host disk.
 //!
-//! It keeps its own store data and its own `Linker`, adds WASI with PackFS
-//! as the filesystem, and mounts two trees: a read-only snapshot of assets
-//! at `/assets` and a scratch `MemFs` at `/work`. The guest (a p1 module,
-//! adapted at load time) copies `/assets/greeting.txt` to `/work/out.txt`
-//! and to stdout; the host then reads the result back from memory.
+//! It keeps its own store data and its own core-module `Linker`, adds
+//! PackFS's preview1 to it with one call, and mounts two trees: a read-only
+//! snapshot of assets at `/assets` and a scratch `MemFs` at `/work`, with a
+//! byte limit. The guest (a p1 module) copies `/assets/greeting.txt` to
+//! `/work/out.txt` and to stdout; the host then reads the result back from
+//! memory.
 //!
 //!     cargo run -p packfs-host --example embed [-- other-guest.wasm]
 //!
@@ -12,31 +13,16 @@
 
 use std::sync::Arc;
 
-use packfs_core::{FileSystem, FileType, MemFs, OpenOptions};
-use packfs_host::wasi::{PackFsCtx, PackFsCtxView, PackFsView};
-use wasmtime::component::{Linker, ResourceTable};
-use wasmtime::{Engine, Store};
-use wasmtime_wasi::p2::bindings::sync::Command;
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use packfs_core::mem::Limits;
+use packfs_core::wasi::Access;
+use packfs_core::wasi::p1::{Wasi, io::Capture};
+use packfs_core::{FileSystem, FileType, MemFs, OpenOptions, system_clock};
+use packfs_host::p1::{HostPlatform, Inherit};
+use wasmtime::{Engine, Linker, Module, Store};
 
-/// The plugin host's own store data: WASI for everything but files, PackFS
-/// for files, one resource table for both.
+/// The plugin host's own store data, with the guest's preview1 state in it.
 struct Plugin {
-    wasi: WasiCtx,
-    fs: PackFsCtx,
-    table: ResourceTable,
-}
-
-impl WasiView for Plugin {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
-    }
-}
-
-impl PackFsView for Plugin {
-    fn packfs(&mut self) -> PackFsCtxView<'_> {
-        PackFsCtxView { ctx: &mut self.fs, table: &mut self.table }
-    }
+    wasi: Wasi,
 }
 
 /// The default guest: WASI p1 in text form. fd 3 is `/assets`, fd 4 `/work`.
@@ -77,30 +63,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => wat::parse_str(GUEST)?,
     };
 
-    // The trees: assets frozen in a snapshot, a scratch area writable.
+    // The trees: assets frozen in a snapshot, a scratch area writable up to
+    // 1 MiB (past it the guest gets EDQUOT).
     let assets = MemFs::new();
     let f = assets.open(assets.root(), "greeting.txt", &OpenOptions::create())?;
     assets.write_at(f, 0, b"hello from PackFS\n")?;
     assets.close(f);
-    let work = Arc::new(MemFs::new());
-    let fs = PackFsCtx::builder()
-        .preopen_read_only("/assets", Arc::new(assets.snapshot()))
-        .preopen("/work", work.clone())
-        .build();
+    let limits = Limits { max_bytes: Some(1 << 20), ..Limits::default() };
+    let work = Arc::new(MemFs::with_options(limits, system_clock()));
 
-    // The plugin host's linker: all of WASI, files from PackFS.
+    // The plugin host's linker: preview1, files from PackFS.
     let engine = Engine::default();
     let mut linker = Linker::<Plugin>::new(&engine);
-    packfs_host::wasi::add_to_linker_sync(&mut linker)?;
+    packfs_host::p1::add_to_linker(&mut linker, |p| &mut p.wasi)?;
 
-    // A p1 module is adapted into a component (cache it in real hosts:
-    // `packfs_host::p1::ComponentCache`).
-    let (component, _) = packfs_host::p1::load(&engine, &wasm, None)?;
-    let wasi = WasiCtx::builder().inherit_stdio().args(&["guest"]).build();
-    let mut store = Store::new(&engine, Plugin { wasi, fs, table: ResourceTable::new() });
-    let command = Command::instantiate(&mut store, &component, &linker)?;
-    let outcome = command.wasi_cli_run().call_run(&mut store)?;
-    println!("guest returned {outcome:?}");
+    let stderr = Capture::new(64 << 10);
+    let wasi = Wasi::builder(Box::new(HostPlatform::default()))
+        .arg("guest")
+        .env("PLUGIN", "embed")
+        .stdout(Box::new(Inherit::Stdout))
+        .stderr(Box::new(stderr.clone()))
+        .preopen("/assets", Arc::new(assets.snapshot()), Access::ReadOnly)
+        .preopen("/work", work.clone(), Access::ReadWrite)
+        .build()?;
+    let module = Module::new(&engine, &wasm)?;
+    let mut store = Store::new(&engine, Plugin { wasi });
+    let instance = linker.instantiate(&mut store, &module)?;
+    let status = match instance.get_typed_func::<(), ()>(&mut store, "_start")?.call(&mut store, ()) {
+        Ok(()) => 0,
+        Err(e) => packfs_host::p1::exit_status(&e).ok_or(e)?,
+    };
+    println!("guest exited with {status}; its stderr: {:?}", String::from_utf8_lossy(&stderr.contents()));
 
     // What the guest wrote is in memory, not on disk.
     for entry in work.read_dir(work.root(), None, 100)? {

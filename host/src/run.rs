@@ -290,7 +290,7 @@ impl Runner {
 
     /// Runs a p1 module's `_start` to completion over `wasi`; returns its
     /// exit status (0 when `_start` returns, else the code it passed to
-    /// `proc_exit`).
+    /// `proc_exit` modulo 256, as a POSIX exit status).
     pub fn run_module(&self, module: &Module, wasi: Wasi) -> Result<i32, RunError> {
         let mut store = self.store(P1State { wasi, limiter: Limiter::default() }, |s| &mut s.limiter);
         let (r, timed_out) = self.timed(|| {
@@ -301,7 +301,7 @@ impl Runner {
         match r? {
             Ok(()) => Ok(0),
             Err(e) => match crate::p1::exit_status(&e) {
-                Some(code) => Ok(code as i32),
+                Some(code) => Ok((code & 0xff) as i32),
                 None => Err(self.classify(e, timed_out)),
             },
         }

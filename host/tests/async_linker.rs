@@ -1,13 +1,19 @@
-//! PackFS's filesystem functions are synchronous; they must serve a store
-//! driven asynchronously, next to wasmtime-wasi's async io.
+//! PackFS's WASI functions are synchronous; they must serve a store driven
+//! asynchronously: preview1 for a core module, and `wasi:filesystem` next
+//! to wasmtime-wasi's async io for a component.
+
+mod support;
 
 use std::sync::Arc;
 
+use packfs_core::wasi::Access;
+use packfs_core::wasi::p1::Wasi;
 use packfs_core::{FileSystem, MemFs};
 use packfs_host::GuestState;
+use packfs_host::p1::HostPlatform;
 use packfs_host::wasi::PackFsCtx;
-use wasmtime::component::Linker;
-use wasmtime::{Engine, Store};
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine, Module, Store};
 
 /// A p1 command creating `/made` through the first preopen.
 const MODULE: &str = r#"
@@ -21,15 +27,41 @@ const MODULE: &str = r#"
       (i32.const 1) (i64.const 64) (i64.const 0) (i32.const 0) (i32.const 8)))))
 "#;
 
+fn async_engine() -> Engine {
+    Engine::new(&Config::new()).unwrap()
+}
+
 #[test]
-fn async_store_runs_a_guest_on_packfs() {
-    let engine = Engine::default();
-    let (component, _) = packfs_host::p1::load(&engine, &wat::parse_str(MODULE).unwrap(), None).unwrap();
+fn async_store_runs_a_p1_module_on_packfs() {
+    let engine = async_engine();
+    let module = Module::new(&engine, wat::parse_str(MODULE).unwrap()).unwrap();
+    struct State {
+        wasi: Wasi,
+    }
+    let mut linker = wasmtime::Linker::<State>::new(&engine);
+    packfs_host::p1::add_to_linker(&mut linker, |s| &mut s.wasi).unwrap();
+    let fs = Arc::new(MemFs::new());
+    let wasi =
+        Wasi::builder(Box::new(HostPlatform::default())).preopen("/", fs.clone(), Access::ReadWrite).build().unwrap();
+    let mut store = Store::new(&engine, State { wasi });
+    wasmtime_wasi::runtime::in_tokio(async {
+        let instance = linker.instantiate_async(&mut store, &module).await?;
+        instance.get_typed_func::<(), ()>(&mut store, "_start")?.call_async(&mut store, ()).await
+    })
+    .unwrap();
+    assert!(fs.lookup(fs.root(), "made").is_ok());
+}
+
+#[test]
+fn async_store_runs_a_component_on_packfs() {
+    let engine = async_engine();
+    let path = support::rust_guest("meta", "wasm32-wasip2");
+    let component = Component::from_file(&engine, &path).unwrap();
     let mut linker = Linker::<GuestState>::new(&engine);
     packfs_host::wasi::add_to_linker_async(&mut linker).unwrap();
     let fs = Arc::new(MemFs::new());
     let state = GuestState::new(
-        wasmtime_wasi::WasiCtx::builder().build(),
+        wasmtime_wasi::WasiCtx::builder().args(&["meta"]).build(),
         PackFsCtx::builder().preopen("/", fs.clone()).build(),
     );
     let mut store = Store::new(&engine, state);
@@ -39,5 +71,5 @@ fn async_store_runs_a_guest_on_packfs() {
     })
     .unwrap();
     assert_eq!(outcome, Ok(()));
-    assert!(fs.lookup(fs.root(), "made").is_ok());
+    assert!(fs.read_dir(fs.root(), None, 10).unwrap().len() > 0, "the guest left files");
 }

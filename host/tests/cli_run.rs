@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// What one run printed and how it ended.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Out {
     code: i32,
     stdout: String,
@@ -29,7 +29,7 @@ fn packfs_in<S: AsRef<OsStr>>(cwd: &Path, args: impl IntoIterator<Item = S>, std
     let mut child = Command::new(env!("CARGO_BIN_EXE_packfs"))
         .args(args)
         .current_dir(cwd)
-        .env("PACKFS_CACHE_DIR", support::component_cache_dir())
+        .env("PACKFS_CACHE_DIR", support::guest_cache_dir())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -134,11 +134,50 @@ fn guest_failed(out: Out, needle: &str) {
 }
 
 #[test]
+fn without_mounts_the_guest_has_no_preopens() {
+    let f = Fixture::new();
+    guest_failed(f.toolbox(&[], &["ls", "/"]), "ls /");
+}
+
+#[test]
 fn default_root_is_an_empty_writable_tree() {
     let f = Fixture::new();
-    let out =
-        success(f.toolbox(&[], &["ls", "/", "mkdir", "/a/b", "write", "/a/b/f", "x", "cat", "/a/b/f", "ls", "/"]));
-    assert_eq!(out, "xa\n");
+    let out = success(f.toolbox(
+        &["--mount", "/t=mem"],
+        &["ls", "/", "mkdir", "/a/b", "write", "/a/b/f", "x", "cat", "/a/b/f", "ls", "/"],
+    ));
+    assert_eq!(out, "t\nxa\nt\n");
+}
+
+/// `--timeout` and `--max-memory` end the guest with their own status and
+/// one line saying why; a mount's limits show the guest EDQUOT.
+#[test]
+fn limits_end_a_run_with_their_own_status() {
+    let f = Fixture::new();
+    let spin = r#"(module (memory (export "memory") 1) (func (export "_start") (loop (br 0))))"#;
+    std::fs::write(f.path("spin.wasm"), wat::parse_str(spin).unwrap()).unwrap();
+    let grow = r#"(module (memory (export "memory") 1)
+        (func (export "_start") (loop (br_if 0 (i32.ne (memory.grow (i32.const 16)) (i32.const -1))))))"#;
+    std::fs::write(f.path("grow.wasm"), wat::parse_str(grow).unwrap()).unwrap();
+    let out = f.packfs(["run", "--timeout", "0.3", "spin.wasm"]);
+    assert_eq!(out.code, 124, "{out:?}");
+    assert!(out.stderr.contains("time limit"), "{out:?}");
+    let out = f.packfs(["run", "--max-memory", "8M", "grow.wasm"]);
+    assert_eq!(out.code, 137, "{out:?}");
+    assert!(out.stderr.contains("memory limit of 8388608 bytes"), "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+
+    let out = f.toolbox(&["--mount", "/t=mem:max-bytes=10"], &["write", "/t/a", "12345", "write", "/t/b", "123456"]);
+    guest_failed(out.clone(), "Quota");
+    assert!(out.stderr.contains("errno 19") && out.stderr.contains("--mount /t: full"), "{out:?}");
+    let out = f.toolbox(&["--mount", "/t=mem:max-inodes=2"], &["mkdir", "/t/a", "mkdir", "/t/b"]);
+    guest_failed(out, "errno 19");
+    for bad in ["mem:max-bytes=lots", "mem:colour=red", "mem:max-bytes"] {
+        refused(f.packfs(["run", "--mount", &format!("/t={bad}"), "spin.wasm"]), &["--mount"]);
+    }
+    refused(f.packfs(["run", "--timeout", "0", "spin.wasm"]), &["--timeout"]);
+    refused(f.packfs(["run", "--max-memory", "8X", "spin.wasm"]), &["--max-memory"]);
+    refused(f.packfs(["run", "--save", "x.pack", "spin.wasm"]), &["--save needs a --mount"]);
 }
 
 #[test]
@@ -307,7 +346,16 @@ fn arguments_environment_and_stdin_pass_through() {
 
     let out = packfs_in(
         f.dir.path(),
-        [OsStr::new("run"), guest.as_os_str(), "stdin".as_ref(), "/in".as_ref(), "cat".as_ref(), "/in".as_ref()],
+        [
+            OsStr::new("run"),
+            "--mount".as_ref(),
+            "/=mem".as_ref(),
+            guest.as_os_str(),
+            "stdin".as_ref(),
+            "/in".as_ref(),
+            "cat".as_ref(),
+            "/in".as_ref(),
+        ],
         b"from stdin\n\0binary",
     );
     assert_eq!(success(out), "from stdin\n\0binary");
@@ -333,7 +381,7 @@ fn exit_status_passes_through() {
 #[test]
 fn a_trap_is_status_134_and_saves_nothing() {
     let f = Fixture::new();
-    let out = f.toolbox(&["--save", "never.pack"], &["write", "/f", "x", "echo", "before", "trap"]);
+    let out = f.toolbox(&["--mount", "/=mem", "--save", "never.pack"], &["write", "/f", "x", "echo", "before", "trap"]);
     assert_eq!(out.code, 134, "{out:?}");
     assert_eq!(out.stdout, "before\n");
     assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
@@ -376,7 +424,7 @@ fn save_round_trip() {
     assert_eq!(f.ok(["ls", "-R", "app.pack"]), "data\ndata/a.txt\ndata/sub\ndata/sub/b.txt\netc\nv2\n");
 
     // A guest that fails is still saved: its status comes after.
-    let out = f.toolbox(&["--save", "failed.pack"], &["write", "/partial", "p", "cat", "/missing"]);
+    let out = f.toolbox(&["--mount", "/=mem", "--save", "failed.pack"], &["write", "/partial", "p", "cat", "/missing"]);
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(f.ok(["cat", "failed.pack", "partial"]), "p");
 }
@@ -390,8 +438,8 @@ fn p2_component_and_c_guest() {
         &["write", "/w", "p2", "cat", "/w", "cat", "/etc/motd"],
     ));
     assert_eq!(out, "p2hello from the pack\n");
-    // A wasi-libc C program (stdio, POSIX fds) on the default root.
-    let out = success(f.run_guest(&support::c_guest("c_stdio", &["c_stdio"]), &[], &[]));
+    // A wasi-libc C program (stdio, POSIX fds) on an empty root.
+    let out = success(f.run_guest(&support::c_guest("c_stdio", &["c_stdio"]), &["--mount", "/=mem"], &[]));
     assert!(out.ends_with("done\n"), "{out}");
 }
 
@@ -436,5 +484,8 @@ fn errors_are_one_line() {
     }
     assert!(!f.path("x.pack").exists());
     // A failed save: the guest ran, its status is lost to packfs's error.
-    refused(f.toolbox(&["--save", "no/such/dir/out.pack"], &["write", "/f", "x"]), &["saving to no/such/dir/out.pack"]);
+    refused(
+        f.toolbox(&["--mount", "/=mem", "--save", "no/such/dir/out.pack"], &["write", "/f", "x"]),
+        &["saving to no/such/dir/out.pack"],
+    );
 }

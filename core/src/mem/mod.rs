@@ -63,6 +63,8 @@ pub struct MemFs {
     pins: Mutex<Pins>,
     clock: Clock,
     journal: Option<Arc<dyn Sink>>,
+    /// Changes refused for passing a [`Limits`] cap.
+    quota_refusals: std::sync::atomic::AtomicU64,
 }
 
 /// A frozen version of a [`MemFs`]: a value that reads the same forever,
@@ -184,6 +186,7 @@ impl MemFs {
             pins: Mutex::new(Pins::default()),
             clock,
             journal: None,
+            quota_refusals: Default::default(),
         }
     }
 
@@ -222,6 +225,11 @@ impl MemFs {
     /// The limits set on it.
     pub fn limits(&self) -> Limits {
         self.current.load().limits()
+    }
+
+    /// How many changes were refused with [`Error::Quota`] so far.
+    pub fn quota_refusals(&self) -> u64 {
+        self.quota_refusals.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Changes the limits; see [`Tree::set_limits`]. Limits are settings,
@@ -295,6 +303,9 @@ impl MemFs {
         let out = match change(tree, now(&self.clock)) {
             Ok(out) => out,
             Err(e) => {
+                if e == Error::Quota {
+                    self.quota_refusals.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
                 // Undo: set the touched keys back. The copy then equals
                 // `current`, behind by nothing.
                 let mut touched = tree.take_log();

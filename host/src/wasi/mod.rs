@@ -49,8 +49,8 @@ mod types;
 use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::WasiView;
 
-pub use packfs_core::wasi::{Access, Descriptor};
 pub use errors::{FsError, error_code};
+pub use packfs_core::wasi::{Access, Descriptor};
 pub use preopens::{PackFsCtx, PackFsCtxBuilder};
 pub use streams::DirStream;
 

@@ -8,8 +8,8 @@ use wasmtime::error::Context as _;
 
 use super::PackFsCtxView;
 use super::bindings::preopens;
-use packfs_core::wasi::{Access, Descriptor};
 use super::recent::Recent;
+use packfs_core::wasi::{Access, Descriptor};
 
 /// One guest-visible directory.
 #[derive(Clone)]

@@ -13,9 +13,9 @@ use super::bindings::types::{
     self, Advice, DescriptorFlags, DescriptorStat, DescriptorType, DirectoryEntry, ErrorCode, Filesize,
     MetadataHashValue, NewTimestamp, OpenFlags, PathFlags,
 };
-use packfs_core::wasi::descriptor::{self, Descriptor, Flags};
 use super::streams::{DirStream, FileReader, FileWriter, MAX_IO_CHUNK};
 use super::{FsError, PackFsCtxView, error_code};
+use packfs_core::wasi::descriptor::{self, Descriptor, Flags};
 
 type FsResult<T> = Result<T, FsError>;
 

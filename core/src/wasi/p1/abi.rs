@@ -51,6 +51,14 @@ impl Errno {
     pub const XDEV: Errno = Errno(75);
 }
 
+impl std::fmt::Display for Errno {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WASI errno {}", self.0)
+    }
+}
+
+impl std::error::Error for Errno {}
+
 impl From<Error> for Errno {
     fn from(e: Error) -> Self {
         errno(&e)

@@ -290,7 +290,14 @@ impl Wasi {
     }
 
     /// `fd_advise`: a hint, taken and ignored (files only).
-    pub fn fd_advise<M: Memory + ?Sized>(&mut self, _mem: &mut M, fd: u32, _offset: u64, _len: u64, advice: i32) -> Result {
+    pub fn fd_advise<M: Memory + ?Sized>(
+        &mut self,
+        _mem: &mut M,
+        fd: u32,
+        _offset: u64,
+        _len: u64,
+        advice: i32,
+    ) -> Result {
         abi::enum8(advice, 6)?;
         Ok(self.file(fd)?.desc.advise()?)
     }
@@ -520,9 +527,7 @@ pub(super) fn set_times(atim: u64, mtim: u64, flags: i32) -> Result<(SetTime, Se
     let flags = abi::flags16(flags, fstflags::ALL)?;
     let one = |t: u64, set: u16, now: u16| match (flags & set != 0, flags & now != 0) {
         (true, true) => Err(Errno::INVAL),
-        (true, false) => {
-            Ok(SetTime::At(Timestamp::new(t / 1_000_000_000, (t % 1_000_000_000) as u32)))
-        }
+        (true, false) => Ok(SetTime::At(Timestamp::new(t / 1_000_000_000, (t % 1_000_000_000) as u32))),
         (false, true) => Ok(SetTime::Now),
         (false, false) => Ok(SetTime::Keep),
     };

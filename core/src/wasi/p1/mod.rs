@@ -77,8 +77,8 @@ pub use abi::Errno;
 pub use io::{Input, Output, Platform};
 pub use memory::Memory;
 
-use super::descriptor::Descriptor;
 use super::Access;
+use super::descriptor::Descriptor;
 use crate::FileSystem;
 
 /// The result of a preview1 function: success, or the errno the guest sees.

@@ -160,7 +160,14 @@ impl Wasi {
     /// `poll_oneoff`: waits until a subscription is ready — files and
     /// stdio always are; clocks when their time comes — and writes an event
     /// for each ready one; `*nevents` gets their count.
-    pub fn poll_oneoff<M: Memory + ?Sized>(&mut self, mem: &mut M, subs: u32, events: u32, n: u32, nevents: u32) -> Result {
+    pub fn poll_oneoff<M: Memory + ?Sized>(
+        &mut self,
+        mem: &mut M,
+        subs: u32,
+        events: u32,
+        n: u32,
+        nevents: u32,
+    ) -> Result {
         if n == 0 {
             // It would wait forever.
             return Err(Errno::INVAL);

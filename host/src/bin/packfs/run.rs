@@ -37,9 +37,9 @@ use packfs_core::mem::Limits;
 use packfs_core::mount::MountTable;
 use packfs_core::pack::{PackStats, write_pack};
 use packfs_core::path::validate_name;
-use packfs_core::{Error, FileSystem, FileType, MemFs, resolve};
 use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::Wasi;
+use packfs_core::{Error, FileSystem, FileType, MemFs, resolve};
 use packfs_host::dir::DirFs;
 use packfs_host::journal::{Journal, SyncPolicy};
 use packfs_host::load::{Guest, GuestCache};
@@ -355,17 +355,21 @@ impl Namespace {
         Ok(Namespace { table, opened })
     }
 
-    /// Says on stderr which mounts the guest filled to a limit: the guest
-    /// saw `EDQUOT` for what did not fit (or came within a write of it).
+    /// Says on stderr which mounts refused the guest a change for their
+    /// limits (the guest saw `EDQUOT`).
     fn report_limits(&self) {
         for (path, mount) in &self.opened {
             let Some(fs) = &mount.limited else { continue };
-            let (limits, usage) = (fs.limits(), fs.usage());
-            if limits.max_bytes.is_some_and(|max| usage.bytes >= max) {
-                eprintln!("packfs: --mount {path}: full, at its limit of {}", bytes(usage.bytes));
-            }
-            if limits.max_inodes.is_some_and(|max| usage.inodes >= max) {
-                eprintln!("packfs: --mount {path}: full, at its limit of {} inodes", usage.inodes);
+            let refused = fs.quota_refusals();
+            if refused > 0 {
+                let (l, u) = (fs.limits(), fs.usage());
+                let mut held = vec![bytes(u.bytes)];
+                held.push(format!("{} inodes", u.inodes));
+                eprintln!(
+                    "packfs: --mount {path}: full: {refused} change(s) refused for its limits{} (it holds {})",
+                    LimitsShown(&l),
+                    held.join(", ")
+                );
             }
         }
     }
@@ -520,7 +524,10 @@ mod tests {
         assert_eq!(src("mem"), Ok(Source::Mem(Limits::default())));
         let both = Limits { max_bytes: Some(64 << 20), max_inodes: Some(10_000) };
         assert_eq!(src("mem:max-bytes=64M,max-inodes=10k"), Ok(Source::Mem(both)));
-        assert_eq!(src("a.pack+mem:max-inodes=5"), Ok(Source::PackOverlay("a.pack".into(), Limits { max_inodes: Some(5), ..Limits::default() })));
+        assert_eq!(
+            src("a.pack+mem:max-inodes=5"),
+            Ok(Source::PackOverlay("a.pack".into(), Limits { max_inodes: Some(5), ..Limits::default() }))
+        );
         assert_eq!(src("app.pack"), Ok(Source::Pack("app.pack".into())));
         assert_eq!(src("./mem"), Ok(Source::Pack("./mem".into())));
         assert_eq!(src("/x/app.pack+mem"), Ok(Source::PackOverlay("/x/app.pack".into(), Limits::default())));
@@ -530,16 +537,36 @@ mod tests {
         // Only the prefix is a keyword.
         assert_eq!(src("dir:a=b:c"), Ok(Source::Dir { path: "a=b:c".into(), read_only: false }));
         assert_eq!(src("journal:x+mem"), Ok(Source::Journal("x+mem".into())));
-        for bad in ["", "dir:", "dir-ro:", "journal:", "+mem", "mem:", "mem:max-bytes", "mem:max-bytes=1x", "mem:size=1",
-            "mem:max-bytes=1,max-bytes=2", "mem:max-bytes=99999999999G", "p+mem:max-inodes=-1"]
-        {
+        for bad in [
+            "",
+            "dir:",
+            "dir-ro:",
+            "journal:",
+            "+mem",
+            "mem:",
+            "mem:max-bytes",
+            "mem:max-bytes=1x",
+            "mem:size=1",
+            "mem:max-bytes=1,max-bytes=2",
+            "mem:max-bytes=99999999999G",
+            "p+mem:max-inodes=-1",
+        ] {
             assert!(src(bad).is_err(), "{bad:?}");
         }
     }
 
     #[test]
     fn sources_display_as_parsed() {
-        for s in ["mem", "a.pack", "a.pack+mem", "dir:d", "dir-ro:d", "journal:j", "mem:max-bytes=7", "a+mem:max-bytes=1,max-inodes=2"] {
+        for s in [
+            "mem",
+            "a.pack",
+            "a.pack+mem",
+            "dir:d",
+            "dir-ro:d",
+            "journal:j",
+            "mem:max-bytes=7",
+            "a+mem:max-bytes=1,max-inodes=2",
+        ] {
             assert_eq!(src(s).unwrap().to_string(), s);
         }
     }

@@ -1,15 +1,17 @@
-//! Loading p1 modules through the adapter, and the on-disk component cache.
+//! Loading guests (p1 modules, components), the on-disk cache of compiled
+//! guests, and running p1 modules with `Runner`.
 
 use std::sync::Arc;
 
+use packfs_core::wasi::Access;
+use packfs_core::wasi::p1::Wasi;
 use packfs_core::{FileSystem, MemFs};
-use packfs_host::Runner;
-use packfs_host::p1::{self, CacheStatus, ComponentCache, LoadError};
-use packfs_host::wasi::PackFsCtx;
+use packfs_host::load::{self as p1, CacheStatus, Guest, GuestCache as ComponentCache, LoadError};
+use packfs_host::p1::HostPlatform;
+use packfs_host::{Limits, RunError, Runner};
 use wasmtime::Engine;
 
-/// A p1 command that creates `/made` through the preopen and exits 7 (its
-/// `proc_exit` served by `p1::exit_adapter`, so the host sees 7).
+/// A p1 command that creates `/made` through the preopen and exits 7.
 const MODULE: &str = r#"
 (module
   (import "wasi_snapshot_preview1" "path_open"
@@ -28,15 +30,24 @@ fn module() -> Vec<u8> {
     wat::parse_str(MODULE).unwrap()
 }
 
+fn builder() -> packfs_core::wasi::p1::WasiBuilder {
+    Wasi::builder(Box::new(HostPlatform::default()))
+}
+
+fn run(runner: &Runner, wasm: &[u8], wasi: Wasi) -> Result<i32, RunError> {
+    let Guest::Module(module) = runner.load(wasm).unwrap() else { panic!("not a module") };
+    runner.run_module(&module, wasi)
+}
+
 #[test]
-fn p1_module_runs_through_the_adapter() {
+fn p1_module_runs_on_packfs_preview1() {
     let runner = Runner::new(&Engine::default()).unwrap();
-    let guest = runner.load(&module()).unwrap();
     let fs = Arc::new(MemFs::new());
-    let ctx = PackFsCtx::builder().preopen("/", fs.clone()).build();
-    let status = runner.run(&guest, wasmtime_wasi::WasiCtx::builder().build(), ctx).unwrap();
-    assert_eq!(status, 7);
+    let wasi = builder().preopen("/", fs.clone(), Access::ReadWrite).build().unwrap();
+    assert_eq!(run(&runner, &module(), wasi).unwrap(), 7);
     assert!(fs.lookup(fs.root(), "made").is_ok());
+    // Without preopens the same guest runs, and makes nothing.
+    assert_eq!(run(&runner, &module(), builder().build().unwrap()).unwrap(), 7);
 }
 
 #[test]
@@ -76,20 +87,42 @@ fn cache_stores_hits_and_replaces_corrupt_files() {
 fn bad_input_is_a_typed_error() {
     let engine = Engine::default();
     assert!(matches!(p1::load(&engine, b"not wasm", None), Err(LoadError::NotWasm)));
-    // A module importing something the adapter cannot provide.
+    assert!(matches!(p1::load(&engine, b"\0asm\x01\0\0\0\x99", None), Err(LoadError::Compile(_))));
+    // A module importing something nothing provides loads, but cannot run.
     let bad = wat::parse_str(r#"(module (import "env" "nope" (func)) (memory (export "memory") 1))"#).unwrap();
-    assert!(matches!(p1::load(&engine, &bad, None), Err(LoadError::Adapt(_))));
+    let runner = Runner::new(&engine).unwrap();
+    let guest = runner.load(&bad).unwrap();
+    assert!(runner.check(&guest).is_err());
+    let no_start = wat::parse_str(r#"(module (memory (export "memory") 1))"#).unwrap();
+    assert!(runner.check(&runner.load(&no_start).unwrap()).is_err());
 }
 
-/// Every status `proc_exit` can give, modulo 256 as a POSIX exit status; a
-/// module that never imports `proc_exit` loads unchanged.
+/// A guest growing its memory past `max_memory` ends with `MemoryLimit`;
+/// one spinning past `timeout` with `Timeout`.
+#[test]
+fn limits_end_a_run_with_their_own_error() {
+    let grow = r#"(module (memory (export "memory") 1)
+        (func (export "_start") (loop (br_if 0 (i32.ne (memory.grow (i32.const 1)) (i32.const -1))))))"#;
+    let limits = Limits { max_memory: Some(4 << 20), timeout: None };
+    let runner = Runner::new(&Engine::default()).unwrap().with_limits(limits);
+    let r = run(&runner, &wat::parse_str(grow).unwrap(), builder().build().unwrap());
+    assert!(matches!(r, Err(RunError::MemoryLimit(n)) if n == 4 << 20), "{r:?}");
+
+    let spin = r#"(module (memory (export "memory") 1) (func (export "_start") (loop (br 0))))"#;
+    let limits = Limits { max_memory: None, timeout: Some(std::time::Duration::from_millis(200)) };
+    let runner = Runner::new(&Engine::new(&Runner::config_for(&limits)).unwrap()).unwrap().with_limits(limits);
+    let r = run(&runner, &wat::parse_str(spin).unwrap(), builder().build().unwrap());
+    assert!(matches!(r, Err(RunError::Timeout(_))), "{r:?}");
+    // Within both, a guest runs as ever.
+    assert_eq!(run(&runner, &module(), builder().build().unwrap()).unwrap(), 7);
+}
+
+/// Every status `proc_exit` can give, modulo 256 as a POSIX exit status;
+/// a module that returns from `_start` exits 0.
 #[test]
 fn proc_exit_status_reaches_the_host() {
     let runner = Runner::new(&Engine::default()).unwrap();
-    let run = |wat: &str| {
-        let guest = runner.load(&wat::parse_str(wat).unwrap()).unwrap();
-        runner.run(&guest, wasmtime_wasi::WasiCtx::builder().build(), PackFsCtx::builder().build()).unwrap()
-    };
+    let run = |wat: &str| run(&runner, &wat::parse_str(wat).unwrap(), builder().build().unwrap()).unwrap();
     for (code, status) in [(0, 0), (1, 1), (42, 42), (255, 255), (256, 0), (-1, 255)] {
         let wat = format!(
             r#"(module
