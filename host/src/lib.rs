@@ -2,27 +2,38 @@
 //!
 //! Presents PackFS trees to WASI guest programs as ordinary preopened
 //! directories, on wasmtime 48. Guests use `std::fs`, wasi-libc stdio,
-//! anything that speaks `wasi:filesystem` — their I/O lands in a PackFS
-//! [`FileSystem`](packfs_core::FileSystem), never on the host disk.
+//! anything that speaks WASI — their I/O lands in a PackFS
+//! [`FileSystem`](packfs_core::FileSystem), never on the host disk unless
+//! a [`dir::DirFs`] says so.
 //!
 //! ```text
-//!   guest (wasip2 component, or wasip1 module + preview1 adapter)
-//!       │ wasi:filesystem/{types,preopens}      │ wasi:io, clocks, cli, …
-//!   wasi::types ── descriptor model ──┐        wasmtime-wasi
-//!       │ paths: packfs_core::resolve  │ one ResourceTable shared
-//!   Arc<dyn FileSystem>: MemFs · Snapshot · pack · overlay · mount table
+//!   p1 core module                         p2 component
+//!       │ wasi_snapshot_preview1               │ wasi:filesystem    │ io, clocks, cli, …
+//!   p1: packfs_core::wasi::p1             wasi::types             wasmtime-wasi
+//!       └────────── packfs_core::wasi::descriptor (the model) ──┘
+//!                   │ paths: packfs_core::resolve
+//!   Arc<dyn FileSystem>: MemFs · Snapshot · pack (mmap) · overlay · mount table · DirFs
 //! ```
 //!
-//! - [`wasi`]: the filesystem host and the `add_to_linker` functions that
-//!   plug it into any `wasmtime::component::Linker`;
-//! - [`p1`]: loading p1 core modules through the adapter, with an on-disk
-//!   cache of compiled components;
-//! - [`Runner`]: load and run a command guest against PackFS preopens.
+//! Serving guests:
+//! - [`p1`]: PackFS's own preview1 linked into a core-module `Linker`, with
+//!   this process's clocks, randomness and stdio;
+//! - [`wasi`]: `wasi:filesystem` 0.2 for components, and the
+//!   `add_to_linker` functions that plug it into a component `Linker`;
+//! - [`load`]: compiling guests, with an on-disk cache of compiled code;
+//! - [`Runner`]: load and run a command guest against PackFS preopens,
+//!   with [`Limits`] on memory and time.
 //!
-//! What it does not do: no host directories (a `dir` backend is another
-//! [`FileSystem`](packfs_core::FileSystem)); no `wasi:filesystem` 0.3
-//! (p3); no per-descriptor `mutate-directory` enforcement beyond the
-//! preopen's [`Access`](wasi::Access), as in wasmtime-wasi.
+//! Storage on the host's own filesystem:
+//! - [`dir`]: a host directory as a `FileSystem`, contained beneath it;
+//! - [`mmap`]: packs read in place from a read-only mapping;
+//! - [`journal`]: a `MemFs` made durable by a write-ahead log;
+//! - [`publish`]: files published atomically (packs, saves).
+//!
+//! What it does not do: no `wasi:filesystem` 0.3 (p3); no sockets for p1
+//! guests (their `sock_*` calls answer as wasmtime's do); no
+//! per-descriptor `mutate-directory` enforcement beyond the preopen's
+//! [`Access`](wasi::Access), as in wasmtime-wasi.
 
 #![warn(missing_docs, unreachable_pub)]
 

@@ -12,20 +12,23 @@
 //!   stat     the metadata of each
 //!   readdir  list ROOT/d (must hold exactly N entries)
 //!   unlink   remove them all
-//!   write    ROOT/big: 64 MiB in 64 KiB writes (ROOT is created, untimed)
-//!   bigread  ROOT/big read back in 64 KiB reads
-//! or `all` (every phase) or `ro` (read,stat,readdir,bigread: on a tree
-//! prepared by the host, e.g. a read-only pack, with the files `create`
-//! and `write` would have made).
+//!   mkdir    N/5 directories in ROOT/m (ROOT/m is created, untimed)
+//!   rmdir    remove them
+//!   writeP   ROOT/big: 64 MiB in writes of P (4k, 64k or 1m) bytes
+//!   readP    ROOT/big read back in reads of P bytes
+//! or `all` (every phase) or `ro` (read,stat,readdir and the reads: on a
+//! tree prepared by the host, e.g. a read-only pack, with the files
+//! `create` and `write64k` would have made).
 //! N       number of small files
 //! ROOT    default /work
 //! ```
 //!
 //! Prints `phase NAME NANOSECONDS OPS` per phase, then `done`. Contents are
-//! checked (sizes and each file's leading index), not timed separately.
-//! Small file `i` is `d/fNNNNN` (five digits) holding its index in five
-//! ASCII digits then `.` up to 128 bytes; 64 KiB chunk `k` of `big` starts
-//! with `k` as 8 little-endian bytes, the rest `0xa5`.
+//! checked (sizes and each file's leading index; the big file after its
+//! read, untimed). Small file `i` is `d/fNNNNN` (five digits) holding its
+//! index in five ASCII digits then `.` up to 128 bytes; 64 KiB chunk `k`
+//! of `big` starts with `k` as 8 little-endian bytes, the rest `0xa5`,
+//! whatever the piece size it was written in.
 //!
 //! Not compared with the oracle (`host/tests/guests.rs` lists it as a tool).
 
@@ -37,8 +40,11 @@ use std::time::Instant;
 const SMALL: usize = 128;
 const CHUNK: usize = 64 << 10;
 const BIG: usize = 64 << 20;
-const ALL: &[&str] = &["create", "read", "stat", "readdir", "unlink", "write", "bigread"];
-const RO: &[&str] = &["read", "stat", "readdir", "bigread"];
+const ALL: &[&str] = &[
+    "create", "read", "stat", "readdir", "unlink", "mkdir", "rmdir", "write4k", "read4k", "write64k", "read64k",
+    "write1m", "read1m",
+];
+const RO: &[&str] = &["read", "stat", "readdir", "read4k", "read64k", "read1m"];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
@@ -69,6 +75,30 @@ type Result<T> = std::result::Result<T, String>;
 
 fn path(root: &str, i: usize) -> String {
     format!("{root}/d/f{i:05}")
+}
+
+/// The `mkdir` phase's directories: one per five small files.
+fn dirs(root: &str, n: usize) -> Vec<String> {
+    (0..n / 5).map(|i| format!("{root}/m/d{i:05}")).collect()
+}
+
+/// A piece size: `4k`, `64k` or `1m`.
+fn piece(s: &str) -> Result<usize> {
+    match s {
+        "4k" => Ok(4 << 10),
+        "64k" => Ok(64 << 10),
+        "1m" => Ok(1 << 20),
+        _ => Err(format!("unknown piece size {s:?}")),
+    }
+}
+
+/// The big file's bytes.
+fn pattern() -> Vec<u8> {
+    let mut data = vec![0xa5u8; BIG];
+    for (k, chunk) in data.chunks_mut(CHUNK).enumerate() {
+        chunk[..8].copy_from_slice(&(k as u64).to_le_bytes());
+    }
+    data
 }
 
 fn small(i: usize) -> [u8; SMALL] {
@@ -136,32 +166,54 @@ fn run(phase: &str, n: usize, root: &str) -> Result<(u128, usize)> {
             }
             n
         }
-        "write" => {
+        "mkdir" => {
+            fs::create_dir_all(format!("{root}/m")).map_err(|e| err("mkdir", e))?;
+            let dirs = dirs(root, n);
+            start = Instant::now();
+            for d in &dirs {
+                fs::create_dir(d).map_err(|e| err(d, e))?;
+            }
+            dirs.len()
+        }
+        "rmdir" => {
+            let dirs = dirs(root, n);
+            start = Instant::now();
+            for d in &dirs {
+                fs::remove_dir(d).map_err(|e| err(d, e))?;
+            }
+            dirs.len()
+        }
+        p if p.starts_with("write") => {
+            let piece = piece(&p[5..])?;
             fs::create_dir_all(root).map_err(|e| err("mkdir", e))?;
-            let mut chunk = vec![0xa5u8; CHUNK];
+            let data = pattern();
             start = Instant::now();
             let mut f = File::create(&big).map_err(|e| err(&big, e))?;
-            for k in 0..BIG / CHUNK {
-                chunk[..8].copy_from_slice(&(k as u64).to_le_bytes());
-                f.write_all(&chunk).map_err(|e| err(&big, e))?;
+            for part in data.chunks(piece) {
+                f.write_all(part).map_err(|e| err(&big, e))?;
             }
             drop(f);
-            BIG / CHUNK
+            BIG / piece
         }
-        "bigread" => {
-            let mut chunk = vec![0u8; CHUNK];
+        p if p.starts_with("read") => {
+            let piece = piece(&p[4..])?;
+            let mut data = vec![0u8; BIG + 1];
             start = Instant::now();
             let mut f = File::open(&big).map_err(|e| err(&big, e))?;
-            for k in 0..BIG / CHUNK {
-                f.read_exact(&mut chunk).map_err(|e| err(&big, e))?;
-                if chunk[..8] != (k as u64).to_le_bytes() || chunk[CHUNK - 1] != 0xa5 {
-                    return Err(format!("{big}: chunk {k} has wrong contents"));
+            let mut at = 0;
+            loop {
+                let end = (at + piece).min(data.len());
+                let n = f.read(&mut data[at..end]).map_err(|e| err(&big, e))?;
+                if n == 0 {
+                    break;
                 }
+                at += n;
             }
-            if f.read(&mut chunk).map_err(|e| err(&big, e))? != 0 {
-                return Err(format!("{big}: longer than {BIG} bytes"));
+            let elapsed = start.elapsed();
+            if at != BIG || data[..BIG] != pattern()[..] {
+                return Err(format!("{big}: wrong contents ({at} bytes)"));
             }
-            BIG / CHUNK
+            return Ok((elapsed.as_nanos(), BIG / piece));
         }
         other => return Err(format!("unknown phase {other:?}")),
     };
