@@ -276,7 +276,7 @@ impl Wasi {
         Ok(self.file(fd)?.desc.set_size(size)?)
     }
 
-    /// `fd_filestat_set_times`: `futimens`.
+    /// `fd_filestat_set_times`: `futimens`; not of a preopen (as wasmtime).
     pub fn fd_filestat_set_times<M: Memory + ?Sized>(
         &mut self,
         _mem: &mut M,
@@ -286,7 +286,13 @@ impl Wasi {
         flags: i32,
     ) -> Result {
         let (atime, mtime) = set_times(atim, mtim, flags)?;
-        Ok(self.desc(fd)?.set_times(atime, mtime)?)
+        match self.fds.get(fd)? {
+            Entry::File(super::File { desc, .. }) | Entry::Dir(super::Dir { desc, preopen: None, .. }) => {
+                Ok(desc.set_times(atime, mtime)?)
+            }
+            // wasmtime refuses it on a preopen (and on stdio).
+            _ => Err(Errno::BADF),
+        }
     }
 
     /// `fd_advise`: a hint, taken and ignored (files only).

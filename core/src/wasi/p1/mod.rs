@@ -46,6 +46,9 @@
 //!   written only after the call succeeds, and their pointers are checked
 //!   before anything changes, so a call that fails with `EFAULT` did
 //!   nothing. Misaligned pointers are accepted (wasmtime traps).
+//! - **An argument that is no value of its type is `EINVAL`** (flag bits
+//!   or an enum tag the witx does not define; `EOVERFLOW` for one too wide
+//!   for its type), where wasmtime traps.
 //! - **Reads and writes take every iovec**, as `readv(2)`/`writev(2)` do
 //!   on a regular file; wasmtime moves only the first non-empty one. More
 //!   than 1,024 iovecs (`IOV_MAX`) is `EINVAL`, as `readv(2)` says.
