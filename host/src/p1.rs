@@ -12,32 +12,12 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use packfs_core::Timestamp;
-use packfs_core::wasi::p1::calls::{Never, Outcome};
+use packfs_core::wasi::p1::calls::Outcome;
 use packfs_core::wasi::p1::{Errno, Exit, Input, Output, Platform, Wasi};
 use wasmtime::{Caller, Extern, Linker};
 
 /// The import module of every preview1 function.
 pub const MODULE: &str = "wasi_snapshot_preview1";
-
-/// A preview1 result as wasmtime returns it to the guest.
-trait Ret {
-    type Wasm;
-    fn ret(self) -> Self::Wasm;
-}
-
-impl Ret for Errno {
-    type Wasm = i32;
-    fn ret(self) -> i32 {
-        i32::from(self.0)
-    }
-}
-
-impl Ret for Never {
-    type Wasm = ();
-    fn ret(self) {
-        match self {}
-    }
-}
 
 /// Adds every `wasi_snapshot_preview1` function to `linker`, served by the
 /// [`Wasi`] that `get` lends from the store's data.
@@ -70,7 +50,7 @@ pub fn add_to_linker<T: 'static>(
                     _ => return Err(wasmtime::Error::msg("a preview1 module must export its memory as `memory`")),
                 };
                 let (bytes, data) = memory.data_and_store_mut(&mut caller);
-                get(data).$name(bytes, $($arg),*).into_wasm().map(Ret::ret).map_err(wasmtime::Error::new)
+                get(data).$name(bytes, $($arg),*).into_wasm().map_err(wasmtime::Error::new)
             })?;)*
         };
     }

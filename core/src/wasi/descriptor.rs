@@ -318,7 +318,7 @@ impl Descriptor {
 
     /// `metadata-hash`: a number per inode, unique across filesystems.
     pub fn metadata_hash(&self) -> (u64, u64) {
-        metadata_hash(self.node.device(), self.node.ino)
+        self.metadata_hash_of(self.node.ino)
     }
 
     /// The hash [`metadata_hash`](Self::metadata_hash) gives `ino` of this

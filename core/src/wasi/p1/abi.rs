@@ -195,6 +195,10 @@ pub mod fstflags {
 
 /// `$lookupflags` (u32): follow a symlink at the end of the path.
 pub const LOOKUP_SYMLINK_FOLLOW: u32 = 1;
+/// `$riflags` (u16): peek, wait for all.
+pub const RIFLAGS_ALL: u16 = 0b11;
+/// `$sdflags` (u8): shut reading, writing.
+pub const SDFLAGS_ALL: u8 = 0b11;
 
 /// `$filetype` (u8).
 pub mod filetype {
@@ -220,34 +224,20 @@ pub fn nanos(t: Timestamp) -> Result<u64, Errno> {
     t.secs.checked_mul(1_000_000_000).and_then(|ns| ns.checked_add(u64::from(t.nanos))).ok_or(Errno::OVERFLOW)
 }
 
-/// A flags argument of representation u16 (fdflags, oflags, fstflags).
-pub fn flags16(v: i32, valid: u16) -> Result<u16, Errno> {
-    let v = u16::try_from(v).map_err(|_| Errno::OVERFLOW)?;
-    if v & !valid != 0 { Err(Errno::INVAL) } else { Ok(v) }
+/// A flags argument: `OVERFLOW` if it does not fit the flags' type `T`
+/// (u16, u32 or u64), `INVAL` with a bit outside `valid`.
+pub fn flags<T>(v: impl TryInto<T>, valid: T) -> Result<T, Errno>
+where
+    T: Copy + PartialEq + Default + std::ops::BitAnd<Output = T> + std::ops::Not<Output = T>,
+{
+    let v = v.try_into().map_err(|_| Errno::OVERFLOW)?;
+    if v & !valid != T::default() { Err(Errno::INVAL) } else { Ok(v) }
 }
 
-/// A flags argument of representation u32 (lookupflags).
-pub fn flags32(v: i32, valid: u32) -> Result<u32, Errno> {
-    let v = u32::try_from(v).map_err(|_| Errno::OVERFLOW)?;
-    if v & !valid != 0 { Err(Errno::INVAL) } else { Ok(v) }
-}
-
-/// A flags argument of representation u64 (rights).
-pub fn flags64(v: i64, valid: u64) -> Result<u64, Errno> {
-    let v = u64::try_from(v).map_err(|_| Errno::OVERFLOW)?;
-    if v & !valid != 0 { Err(Errno::INVAL) } else { Ok(v) }
-}
-
-/// An enum argument with tags `0..count` of representation u8 (whence,
-/// advice, signal, sdflags' bits are flags).
-pub fn enum8(v: i32, count: u8) -> Result<u8, Errno> {
-    let v = u8::try_from(v).map_err(|_| Errno::OVERFLOW)?;
-    if v < count { Ok(v) } else { Err(Errno::INVAL) }
-}
-
-/// An enum argument with tags `0..count` of representation u32 (clockid).
-pub fn enum32(v: i32, count: u32) -> Result<u32, Errno> {
-    let v = u32::try_from(v).map_err(|_| Errno::OVERFLOW)?;
+/// An enum argument with tags `0..count`: `OVERFLOW` if it does not fit
+/// the tag's type `T` (u8 or u32), `INVAL` past the last tag.
+pub fn tag<T: PartialOrd>(v: impl TryInto<T>, count: T) -> Result<T, Errno> {
+    let v = v.try_into().map_err(|_| Errno::OVERFLOW)?;
     if v < count { Ok(v) } else { Err(Errno::INVAL) }
 }
 

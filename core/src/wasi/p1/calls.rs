@@ -111,43 +111,45 @@ impl Arg for i64 {
     }
 }
 
-/// What a preview1 function returns, as a binding passes it on: the wasm
-/// result (an errno, or nothing for `proc_exit`) or the exit that ends the
-/// guest.
+/// What a preview1 function returns, as a binding passes it on: its wasm
+/// result (an `i32` errno, or nothing for `proc_exit`) or the exit that
+/// ends the guest.
 pub trait Outcome {
-    /// The wasm result type: `i32`, or `()` for `proc_exit`.
-    type Wasm: Into<Option<i32>>;
+    /// The wasm result: `i32`, or `()` for `proc_exit`.
+    type Wasm: WasmResult;
     /// The wasm result, or the exit.
     fn into_wasm(self) -> Result<Self::Wasm, Exit>;
 }
 
 impl Outcome for super::Result {
-    type Wasm = Errno;
-    fn into_wasm(self) -> Result<Errno, Exit> {
-        Ok(self.err().unwrap_or(Errno::SUCCESS))
+    type Wasm = i32;
+    fn into_wasm(self) -> Result<i32, Exit> {
+        Ok(i32::from(self.err().unwrap_or(Errno::SUCCESS).0))
     }
 }
 
 impl Outcome for Exit {
-    type Wasm = Never;
-    fn into_wasm(self) -> Result<Never, Exit> {
+    type Wasm = ();
+    fn into_wasm(self) -> Result<(), Exit> {
         Err(self)
     }
 }
 
-/// `proc_exit`'s result: it never returns.
-#[derive(Debug, Clone, Copy)]
-pub enum Never {}
+/// A wasm result as a value, if it has one.
+pub trait WasmResult {
+    /// The `i32`, or `None` for `()`.
+    fn value(self) -> Option<i32>;
+}
 
-impl From<Never> for Option<i32> {
-    fn from(n: Never) -> Self {
-        match n {}
+impl WasmResult for i32 {
+    fn value(self) -> Option<i32> {
+        Some(self)
     }
 }
 
-impl From<Errno> for Option<i32> {
-    fn from(e: Errno) -> Self {
-        Some(i32::from(e.0))
+impl WasmResult for () {
+    fn value(self) -> Option<i32> {
+        None
     }
 }
 
@@ -178,7 +180,7 @@ macro_rules! table {
                     if args.next().is_some() {
                         return None;
                     }
-                    Some(Outcome::into_wasm(wasi.$name(mem, $($arg),*)).map(Into::into))
+                    Some(Outcome::into_wasm(wasi.$name(mem, $($arg),*)).map(WasmResult::value))
                 })*
                 _ => None,
             }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::abi::{self, Errno, Fdstat, Filestat, fdflags, filetype, fstflags, rights, whence};
-use super::memory::{self, Memory, check, fill_bytes, with_bytes, write_bytes, write_u32, write_u64};
+use super::memory::{Iovecs, Memory, check, fill_bytes, with_bytes, write_bytes, write_u32, write_u64};
 use super::{Entry, File, Listing, Result, Wasi};
 use crate::wasi::descriptor::Descriptor;
 use crate::{Metadata, SetTime, Timestamp};
@@ -22,8 +22,8 @@ impl Wasi {
     /// `fd_write`: writes the iovecs at the position (the end, in append
     /// mode); `*nwritten` gets the count.
     pub fn fd_write<M: Memory + ?Sized>(&mut self, mem: &mut M, fd: u32, iovs: u32, len: u32, nwritten: u32) -> Result {
-        let iovs = memory::iovecs(mem, iovs, len)?;
-        let n = self.write(mem, fd, &iovs, WriteAt::Cursor, nwritten)?;
+        let iovs = Iovecs::new(mem, iovs, len)?;
+        let n = self.write(mem, fd, iovs, WriteAt::Cursor, nwritten)?;
         write_u32(mem, nwritten, n)
     }
 
@@ -38,21 +38,13 @@ impl Wasi {
         offset: u64,
         nwritten: u32,
     ) -> Result {
-        let iovs = memory::iovecs(mem, iovs, len)?;
-        let n = self.write(mem, fd, &iovs, WriteAt::Offset(offset), nwritten)?;
+        let iovs = Iovecs::new(mem, iovs, len)?;
+        let n = self.write(mem, fd, iovs, WriteAt::Offset(offset), nwritten)?;
         write_u32(mem, nwritten, n)
     }
 
-    fn write<M: Memory + ?Sized>(
-        &mut self,
-        mem: &mut M,
-        fd: u32,
-        iovs: &[(u32, u32)],
-        at: WriteAt,
-        out: u32,
-    ) -> Result<u32> {
+    fn write<M: Memory + ?Sized>(&mut self, mem: &mut M, fd: u32, iovs: Iovecs, at: WriteAt, out: u32) -> Result<u32> {
         let Wasi { fds, scratch, .. } = self;
-        let mut total: u32 = 0;
         match fds.get_mut(fd)? {
             Entry::File(f) => {
                 // wasmtime's preview1 leaves this to the OS, whose write(2)
@@ -62,85 +54,65 @@ impl Wasi {
                     return Err(Errno::BADF);
                 }
                 check(mem, out, 4)?;
-                if iovs.iter().all(|&(_, len)| len == 0) {
-                    // Nothing to write, but the descriptor must allow it.
-                    f.desc.writer()?;
-                    return Ok(0);
-                }
                 let start = match at {
                     WriteAt::Cursor => f.position,
                     WriteAt::Offset(offset) => offset,
                 };
-                for &(buf, len) in iovs {
-                    let Some(len) = fit(total, len) else { break };
-                    let r = with_bytes(mem, buf, len, scratch, |b| {
+                let total = iovs.each(mem, |mem, buf, len, done| {
+                    let offset = start.checked_add(u64::from(done)).ok_or(Errno::FBIG)?;
+                    let mut took = 0u64;
+                    with_bytes(mem, buf, len, scratch, |b| {
                         if f.append {
                             let end = f.desc.append(b)?;
                             if let WriteAt::Cursor = at {
                                 f.position = end;
                             }
                         } else {
-                            let offset = start.checked_add(u64::from(total)).ok_or(Errno::FBIG)?;
-                            f.desc.write(b, offset)?;
+                            f.desc.write(b, offset + took)?;
                         }
-                        total += b.len() as u32;
+                        took += b.len() as u64;
                         Ok(b.len())
-                    });
-                    match r {
-                        Ok(n) if n == len as usize => {}
-                        Ok(_) => break,
-                        Err(_) if total > 0 => break,
-                        Err(e) => return Err(e),
-                    }
-                }
+                    })
+                })?;
                 if let (WriteAt::Cursor, false) = (at, f.append) {
                     f.position = start + u64::from(total);
                 }
+                Ok(total)
             }
             Entry::Stdout(o) | Entry::Stderr(o) => {
                 if let WriteAt::Offset(_) = at {
                     return Err(Errno::SPIPE);
                 }
                 check(mem, out, 4)?;
-                for &(buf, len) in iovs {
-                    let Some(len) = fit(total, len) else { break };
-                    match with_bytes(mem, buf, len, scratch, |b| o.write(b).map(|()| b.len())) {
-                        Ok(n) => total += n as u32,
-                        Err(_) if total > 0 => break,
-                        Err(e) => return Err(e),
-                    }
-                }
+                iovs.each(mem, |mem, buf, len, _| with_bytes(mem, buf, len, scratch, |b| o.write(b).map(|()| b.len())))
             }
-            _ => return Err(Errno::BADF),
+            _ => Err(Errno::BADF),
         }
-        Ok(total)
     }
 
     /// `fd_read`: reads into the iovecs from the position; `*nread` gets
     /// the count (0 at the end).
     pub fn fd_read<M: Memory + ?Sized>(&mut self, mem: &mut M, fd: u32, iovs: u32, len: u32, nread: u32) -> Result {
-        let iovs = memory::iovecs(mem, iovs, len)?;
+        let iovs = Iovecs::new(mem, iovs, len)?;
         let Wasi { fds, scratch, .. } = self;
-        let mut total: u32 = 0;
-        match fds.get_mut(fd)? {
+        let total = match fds.get_mut(fd)? {
             Entry::File(f) => {
                 check(mem, nread, 4)?;
-                if iovs.iter().all(|&(_, len)| len == 0) {
-                    f.desc.reader()?;
-                }
-                total = read_file(mem, &f.desc, &iovs, f.position, scratch)?;
+                let total = read_file(mem, &f.desc, iovs, f.position, scratch)?;
                 f.position += u64::from(total);
+                total
             }
             Entry::Stdin(input) => {
                 check(mem, nread, 4)?;
                 // One read, into the first buffer that takes bytes: a
                 // second would wait for more input.
-                if let Some(&(buf, len)) = iovs.iter().find(|&&(_, len)| len > 0) {
-                    total = fill_bytes(mem, buf, len, scratch, |b| input.read(b))? as u32;
+                match iovs.first(mem) {
+                    Some((buf, len)) => fill_bytes(mem, buf, len, scratch, |b| input.read(b))? as u32,
+                    None => 0,
                 }
             }
             _ => return Err(Errno::BADF),
-        }
+        };
         write_u32(mem, nread, total)
     }
 
@@ -154,15 +126,12 @@ impl Wasi {
         offset: u64,
         nread: u32,
     ) -> Result {
-        let iovs = memory::iovecs(mem, iovs, len)?;
+        let iovs = Iovecs::new(mem, iovs, len)?;
         let Wasi { fds, scratch, .. } = self;
         let n = match fds.get(fd)? {
             Entry::File(f) => {
                 check(mem, nread, 4)?;
-                if iovs.iter().all(|&(_, len)| len == 0) {
-                    f.desc.reader()?;
-                }
-                read_file(mem, &f.desc, &iovs, offset, scratch)?
+                read_file(mem, &f.desc, iovs, offset, scratch)?
             }
             Entry::Stdin(_) => return Err(Errno::SPIPE),
             _ => return Err(Errno::BADF),
@@ -172,7 +141,7 @@ impl Wasi {
 
     /// `fd_seek`: moves the position; `*newoffset` gets it.
     pub fn fd_seek<M: Memory + ?Sized>(&mut self, mem: &mut M, fd: u32, offset: i64, how: i32, out: u32) -> Result {
-        let how = abi::enum8(how, 3)?;
+        let how = abi::tag::<u8>(how, 3)?;
         let f = self.seekable(fd)?;
         check(mem, out, 8)?;
         let pos = match how {
@@ -239,7 +208,7 @@ impl Wasi {
     /// `fd_fdstat_set_flags`: only `APPEND` and `NONBLOCK` change, as in
     /// wasmtime; the sync flags are `INVAL`.
     pub fn fd_fdstat_set_flags<M: Memory + ?Sized>(&mut self, _mem: &mut M, fd: u32, flags: i32) -> Result {
-        let flags = abi::flags16(flags, fdflags::ALL)?;
+        let flags = abi::flags::<u16>(flags, fdflags::ALL)?;
         let f = self.file_mut(fd)?;
         if flags & (fdflags::DSYNC | fdflags::SYNC | fdflags::RSYNC) != 0 {
             return Err(Errno::INVAL);
@@ -252,8 +221,8 @@ impl Wasi {
     /// `fd_fdstat_set_rights`: rights are not kept, so `NOTSUP`, as in
     /// wasmtime.
     pub fn fd_fdstat_set_rights<M: Memory + ?Sized>(&mut self, _mem: &mut M, fd: u32, base: i64, inh: i64) -> Result {
-        abi::flags64(base, rights::ALL)?;
-        abi::flags64(inh, rights::ALL)?;
+        abi::flags::<u64>(base, rights::ALL)?;
+        abi::flags::<u64>(inh, rights::ALL)?;
         self.desc(fd)?;
         Err(Errno::NOTSUP)
     }
@@ -304,7 +273,7 @@ impl Wasi {
         _len: u64,
         advice: i32,
     ) -> Result {
-        abi::enum8(advice, 6)?;
+        abi::tag::<u8>(advice, 6)?;
         Ok(self.file(fd)?.desc.advise()?)
     }
 
@@ -373,7 +342,6 @@ impl Wasi {
                 dir.listing = Listing::default();
                 return write_u32(mem, used, len);
             }
-            names.push(Arc::from(name));
             pos = i as u64 + 1;
         }
         // Where the directory's own entries resume: after the name at
@@ -409,7 +377,7 @@ impl Wasi {
             }
         }
         let written = len - out.cap;
-        dir.listing = Listing { base: cookie, names };
+        dir.listing = Listing { base: cookie.max(2), names };
         write_u32(mem, used, written)
     }
 }
@@ -439,43 +407,26 @@ impl<M: Memory + ?Sized> DirentWriter<'_, M> {
     }
 }
 
-/// How much of an iovec of `len` bytes fits after `total`: results are
-/// u32 counts.
-fn fit(total: u32, len: u32) -> Option<u32> {
-    let room = u32::MAX - total;
-    if room == 0 { None } else { Some(len.min(room)) }
-}
-
-/// Reads a file into the iovecs from `offset`, stopping at the end.
+/// Reads a file into the iovecs from `offset`, stopping at the end. With
+/// nothing to read into, the descriptor must still allow reading.
 fn read_file<M: Memory + ?Sized>(
     mem: &mut M,
     desc: &Descriptor,
-    iovs: &[(u32, u32)],
+    iovs: Iovecs,
     offset: u64,
     scratch: &mut Vec<u8>,
 ) -> Result<u32> {
-    let mut total: u32 = 0;
-    for &(buf, len) in iovs {
-        let Some(len) = fit(total, len) else { break };
-        let at = offset.checked_add(u64::from(total)).ok_or(Errno::INVAL)?;
-        let mut got = 0u64;
-        let r = fill_bytes(mem, buf, len, scratch, |b| {
-            let n = desc.read_into(b, at + got)?;
-            got += n as u64;
-            Ok(n)
-        });
-        match r {
-            Ok(n) => {
-                total += n as u32;
-                if n < len as usize {
-                    break;
-                }
-            }
-            Err(_) if total > 0 => break,
-            Err(e) => return Err(e),
-        }
+    if iovs.is_empty(mem) {
+        desc.reader()?;
     }
-    Ok(total)
+    iovs.each(mem, |mem, buf, len, done| {
+        let mut at = offset.checked_add(u64::from(done)).ok_or(Errno::INVAL)?;
+        fill_bytes(mem, buf, len, scratch, |b| {
+            let n = desc.read_into(b, at)?;
+            at += n as u64;
+            Ok(n)
+        })
+    })
 }
 
 fn stdio_type(terminal: bool) -> u8 {
@@ -530,7 +481,7 @@ pub(super) fn filestat(ino: u64, m: Metadata) -> Result<Filestat> {
 /// The two `set_times` of a `fstflags` and its times: a time both set and
 /// `NOW` is `INVAL`.
 pub(super) fn set_times(atim: u64, mtim: u64, flags: i32) -> Result<(SetTime, SetTime)> {
-    let flags = abi::flags16(flags, fstflags::ALL)?;
+    let flags = abi::flags::<u16>(flags, fstflags::ALL)?;
     let one = |t: u64, set: u16, now: u16| match (flags & set != 0, flags & now != 0) {
         (true, true) => Err(Errno::INVAL),
         (true, false) => Ok(SetTime::At(Timestamp::new(t / 1_000_000_000, (t % 1_000_000_000) as u32))),

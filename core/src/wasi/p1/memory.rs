@@ -114,45 +114,87 @@ pub(crate) fn read_str(mem: &(impl Memory + ?Sized), ptr: u32, len: u32, max: us
     String::from_utf8(buf).map_err(|_| Errno::ILSEQ)
 }
 
-/// The `(buf, len)` pairs of an iovec array, each checked against memory.
-pub(crate) fn iovecs(mem: &(impl Memory + ?Sized), ptr: u32, count: u32) -> Result<Vec<(u32, u32)>, Errno> {
-    if count > MAX_IOVECS {
-        return Err(Errno::INVAL);
-    }
-    check(mem, ptr, u64::from(count) * u64::from(IOVEC_SIZE))?;
-    let mut out = Vec::with_capacity(count as usize);
-    for i in 0..count {
-        let rec: [u8; 8] = read_array(mem, ptr + i * IOVEC_SIZE)?;
-        let (buf, len) = (u32_at(&rec, 0), u32_at(&rec, 4));
-        check(mem, buf, u64::from(len))?;
-        out.push((buf, len));
-    }
-    Ok(out)
+/// An iovec array whose records and buffers all lie within memory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Iovecs {
+    ptr: u32,
+    count: u32,
 }
 
-/// Calls `f` with the guest bytes at `ptr..ptr + len` — in place where the
-/// memory lends them, else copied a [`COPY_CHUNK`] at a time, `f` then
-/// seeing each piece in turn. Stops at the first piece `f` takes short of
-/// whole; returns the bytes taken. An error after some bytes is a short
-/// count, as with `write(2)`.
-pub(crate) fn with_bytes(
-    mem: &(impl Memory + ?Sized),
-    ptr: u32,
-    len: u32,
-    scratch: &mut Vec<u8>,
-    mut f: impl FnMut(&[u8]) -> Result<usize, Errno>,
-) -> Result<usize, Errno> {
-    if let Some(bytes) = mem.slice(ptr, len) {
-        return f(bytes);
+impl Iovecs {
+    /// Checks the array at `ptr` and every buffer it names; nothing is
+    /// kept but where it is (a call reads its records as it goes).
+    pub(crate) fn new(mem: &(impl Memory + ?Sized), ptr: u32, count: u32) -> Result<Self, Errno> {
+        if count > MAX_IOVECS {
+            return Err(Errno::INVAL);
+        }
+        check(mem, ptr, u64::from(count) * u64::from(IOVEC_SIZE))?;
+        let iovs = Iovecs { ptr, count };
+        for i in 0..count {
+            let (buf, len) = iovs.get(mem, i);
+            check(mem, buf, u64::from(len))?;
+        }
+        Ok(iovs)
     }
+
+    /// Buffer `i`: its pointer and length.
+    pub(crate) fn get(&self, mem: &(impl Memory + ?Sized), i: u32) -> (u32, u32) {
+        let mut rec = [0; IOVEC_SIZE as usize];
+        mem.read(self.ptr + i * IOVEC_SIZE, &mut rec);
+        (u32_at(&rec, 0), u32_at(&rec, 4))
+    }
+
+    /// Every buffer is empty (or there are none).
+    pub(crate) fn is_empty(&self, mem: &(impl Memory + ?Sized)) -> bool {
+        (0..self.count).all(|i| self.get(mem, i).1 == 0)
+    }
+
+    /// The first buffer that is not empty.
+    pub(crate) fn first(&self, mem: &(impl Memory + ?Sized)) -> Option<(u32, u32)> {
+        (0..self.count).map(|i| self.get(mem, i)).find(|&(_, len)| len > 0)
+    }
+
+    /// Moves bytes through each buffer in turn: `step(mem, buf, len,
+    /// done)` moves up to `len` bytes at `buf`, `done` having been moved
+    /// before it. Stops at a buffer taken short; returns the count, which
+    /// fits a u32 (buffers past that are cut).
+    pub(crate) fn each<M: Memory + ?Sized>(
+        &self,
+        mem: &mut M,
+        mut step: impl FnMut(&mut M, u32, u32, u32) -> Result<usize, Errno>,
+    ) -> Result<u32, Errno> {
+        let mut done: u32 = 0;
+        for i in 0..self.count {
+            let (buf, len) = self.get(mem, i);
+            let len = len.min(u32::MAX - done);
+            if len == 0 {
+                continue;
+            }
+            match step(mem, buf, len, done) {
+                Ok(n) => {
+                    done += n.min(len as usize) as u32;
+                    if n < len as usize {
+                        break;
+                    }
+                }
+                // What was moved stays moved, as with readv(2)/writev(2).
+                Err(_) if done > 0 => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
+}
+
+/// Runs `step(at, n)` over `len` bytes, a [`COPY_CHUNK`] of `n` bytes at
+/// offset `at` at a time; stops at a piece taken short. An error after
+/// some bytes is a short count, as with `read(2)` and `write(2)`.
+fn pieces(len: u32, mut step: impl FnMut(u32, usize) -> Result<usize, Errno>) -> Result<usize, Errno> {
     let mut done = 0usize;
     while done < len as usize {
         let n = (len as usize - done).min(COPY_CHUNK);
-        scratch.resize(n, 0);
-        mem.read(ptr + done as u32, &mut scratch[..n]);
-        let took = match f(&scratch[..n]) {
+        let took = match step(done as u32, n) {
             Ok(took) => took.min(n),
-            // What was written stays written, as with write(2).
             Err(_) if done > 0 => break,
             Err(e) => return Err(e),
         };
@@ -164,10 +206,29 @@ pub(crate) fn with_bytes(
     Ok(done)
 }
 
+/// Calls `f` with the guest bytes at `ptr..ptr + len` — in place where the
+/// memory lends them, else copied a [`COPY_CHUNK`] at a time, `f` then
+/// seeing each piece in turn (see [`pieces`]). Returns the bytes taken.
+pub(crate) fn with_bytes(
+    mem: &(impl Memory + ?Sized),
+    ptr: u32,
+    len: u32,
+    scratch: &mut Vec<u8>,
+    mut f: impl FnMut(&[u8]) -> Result<usize, Errno>,
+) -> Result<usize, Errno> {
+    if let Some(bytes) = mem.slice(ptr, len) {
+        return f(bytes);
+    }
+    pieces(len, |at, n| {
+        scratch.resize(n, 0);
+        mem.read(ptr + at, &mut scratch[..n]);
+        f(&scratch[..n])
+    })
+}
+
 /// Calls `f` to fill the guest bytes at `ptr..ptr + len` — in place where
 /// the memory lends them, else through a copy buffer a [`COPY_CHUNK`] at a
-/// time. Stops at the first piece `f` fills short; returns the bytes filled.
-/// An error after some bytes is a short count, as with `read(2)`.
+/// time (see [`pieces`]). Returns the bytes filled.
 pub(crate) fn fill_bytes(
     mem: &mut (impl Memory + ?Sized),
     ptr: u32,
@@ -178,20 +239,10 @@ pub(crate) fn fill_bytes(
     if let Some(bytes) = mem.slice_mut(ptr, len) {
         return f(bytes);
     }
-    let mut done = 0usize;
-    while done < len as usize {
-        let n = (len as usize - done).min(COPY_CHUNK);
+    pieces(len, |at, n| {
         scratch.resize(n, 0);
-        let got = match f(&mut scratch[..n]) {
-            Ok(got) => got.min(n),
-            Err(_) if done > 0 => break,
-            Err(e) => return Err(e),
-        };
-        mem.write(ptr + done as u32, &scratch[..got]);
-        done += got;
-        if got < n {
-            break;
-        }
-    }
-    Ok(done)
+        let got = f(&mut scratch[..n])?.min(n);
+        mem.write(ptr + at, &scratch[..got]);
+        Ok(got)
+    })
 }

@@ -128,10 +128,10 @@ struct File {
     nonblock: bool,
 }
 
-/// The entries one `fd_readdir` call returned, by cookie: entry `i` of
-/// `names` is the one at position `base + i` of the listing (`.` is 0,
-/// `..` 1, the directory's first entry 2), so a call resuming at cookie
-/// `c` goes on after the name at position `c - 1`.
+/// The directory's own entries one `fd_readdir` call returned, by
+/// cookie: entry `i` of `names` is the one at position `base + i` of the
+/// listing (`.` is 0, `..` 1, the directory's first entry 2), so a call
+/// resuming at cookie `c` goes on after the name at position `c - 1`.
 #[derive(Default)]
 struct Listing {
     base: u64,
@@ -152,7 +152,7 @@ struct Fds {
     slots: Vec<Option<Entry>>,
     /// Every empty slot.
     free: BTreeSet<u32>,
-    open: usize,
+    /// Most open at once.
     max: usize,
 }
 
@@ -165,8 +165,13 @@ impl Fds {
         self.slots.get_mut(fd as usize).and_then(Option::as_mut).ok_or(Errno::BADF)
     }
 
+    /// Descriptors open now.
+    fn open(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
     fn push(&mut self, entry: Entry) -> Result<u32> {
-        if self.open >= self.max {
+        if self.open() >= self.max {
             return Err(Errno::MFILE);
         }
         let fd = match self.free.pop_last() {
@@ -178,14 +183,12 @@ impl Fds {
             }
         };
         self.slots[fd as usize] = Some(entry);
-        self.open += 1;
         Ok(fd)
     }
 
     fn remove(&mut self, fd: u32) -> Result<Entry> {
         let entry = self.slots.get_mut(fd as usize).and_then(Option::take).ok_or(Errno::BADF)?;
         self.free.insert(fd);
-        self.open -= 1;
         Ok(entry)
     }
 
@@ -200,7 +203,6 @@ impl Fds {
         let entry = self.remove(from)?;
         self.free.remove(&to);
         self.slots[to as usize] = Some(entry);
-        self.open += 1;
         Ok(())
     }
 }
@@ -329,7 +331,7 @@ impl WasiBuilder {
     /// The guest's state; fails only if a preopen's root cannot be pinned
     /// (a broken backend).
     pub fn build(self) -> crate::Result<Wasi> {
-        let mut fds = Fds { slots: Vec::new(), free: BTreeSet::new(), open: 0, max: usize::MAX };
+        let mut fds = Fds { slots: Vec::new(), free: BTreeSet::new(), max: usize::MAX };
         let mut push = |e| fds.push(e).map_err(|_| crate::Error::Invalid);
         push(Entry::Stdin(self.stdin))?;
         push(Entry::Stdout(self.stdout))?;

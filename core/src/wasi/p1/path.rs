@@ -15,7 +15,7 @@ fn path<M: Memory + ?Sized>(mem: &M, ptr: u32, len: u32) -> Result<String> {
 }
 
 fn follows(flags: i32) -> Result<bool> {
-    Ok(abi::flags32(flags, LOOKUP_SYMLINK_FOLLOW)? != 0)
+    Ok(abi::flags::<u32>(flags, LOOKUP_SYMLINK_FOLLOW)? != 0)
 }
 
 impl Wasi {
@@ -99,10 +99,10 @@ impl Wasi {
         opened: u32,
     ) -> Result {
         let follow = follows(dirflags)?;
-        let o = abi::flags16(oflags, oflags::ALL)?;
-        let base = abi::flags64(base, rights::ALL)?;
-        abi::flags64(inheriting, rights::ALL)?;
-        let fdf = abi::flags16(fdflags, fdflags::ALL)?;
+        let o = abi::flags::<u16>(oflags, oflags::ALL)?;
+        let base = abi::flags::<u64>(base, rights::ALL)?;
+        abi::flags::<u64>(inheriting, rights::ALL)?;
+        let fdf = abi::flags::<u16>(fdflags, fdflags::ALL)?;
         let p = path(mem, p, len)?;
         let dir = match self.fds.get(fd)? {
             Entry::Dir(d) => &d.desc,
@@ -110,7 +110,7 @@ impl Wasi {
             _ => return Err(Errno::BADF),
         };
         check(mem, opened, 4)?;
-        if self.fds.open >= self.fds.max {
+        if self.fds.open() >= self.fds.max {
             return Err(Errno::MFILE);
         }
         let open = OpenFlags {

@@ -36,12 +36,6 @@ fn write_sizes<M: Memory + ?Sized>(mem: &mut M, strings: &[String], count: u32, 
     write_u32(mem, size, total)
 }
 
-/// A subscription's wait, when it is a clock.
-struct Clock {
-    /// Monotonic nanoseconds at which it fires.
-    deadline: u64,
-}
-
 impl Wasi {
     /// `args_get`.
     pub fn args_get<M: Memory + ?Sized>(&mut self, mem: &mut M, argv: u32, buf: u32) -> Result {
@@ -65,7 +59,7 @@ impl Wasi {
 
     /// `clock_res_get`: the CPU-time clocks are `BADF`, as in wasmtime.
     pub fn clock_res_get<M: Memory + ?Sized>(&mut self, mem: &mut M, id: i32, out: u32) -> Result {
-        match abi::enum32(id, clockid::COUNT)? {
+        match abi::tag::<u32>(id, clockid::COUNT)? {
             clockid::REALTIME | clockid::MONOTONIC => write_u64(mem, out, self.platform.resolution()),
             _ => Err(Errno::BADF),
         }
@@ -73,7 +67,7 @@ impl Wasi {
 
     /// `clock_time_get`: the CPU-time clocks are `BADF`, as in wasmtime.
     pub fn clock_time_get<M: Memory + ?Sized>(&mut self, mem: &mut M, id: i32, _precision: u64, out: u32) -> Result {
-        let now = match abi::enum32(id, clockid::COUNT)? {
+        let now = match abi::tag::<u32>(id, clockid::COUNT)? {
             clockid::REALTIME => abi::nanos(self.platform.wall_clock())?,
             clockid::MONOTONIC => self.platform.monotonic_clock(),
             _ => return Err(Errno::BADF),
@@ -99,7 +93,7 @@ impl Wasi {
 
     /// `proc_raise`: `NOTSUP`, as in wasmtime.
     pub fn proc_raise<M: Memory + ?Sized>(&mut self, _mem: &mut M, sig: i32) -> Result {
-        abi::enum8(sig, 31)?;
+        abi::tag::<u8>(sig, 31)?;
         Err(Errno::NOTSUP)
     }
 
@@ -110,7 +104,7 @@ impl Wasi {
 
     /// `sock_accept`: no descriptor is a socket.
     pub fn sock_accept<M: Memory + ?Sized>(&mut self, _mem: &mut M, fd: u32, flags: i32, _out: u32) -> Result {
-        abi::flags16(flags, fdflags::ALL)?;
+        abi::flags::<u16>(flags, fdflags::ALL)?;
         self.fds.get(fd)?;
         Err(Errno::NOTSOCK)
     }
@@ -127,7 +121,7 @@ impl Wasi {
         _nread: u32,
         _oflags: u32,
     ) -> Result {
-        abi::flags16(flags, 0b11)?;
+        abi::flags::<u16>(flags, abi::RIFLAGS_ALL)?;
         self.fds.get(fd)?;
         Err(Errno::NOTSOCK)
     }
@@ -142,17 +136,14 @@ impl Wasi {
         flags: i32,
         _nwritten: u32,
     ) -> Result {
-        abi::flags16(flags, 0)?;
+        abi::flags::<u16>(flags, 0)?;
         self.fds.get(fd)?;
         Err(Errno::NOTSOCK)
     }
 
     /// `sock_shutdown`: no descriptor is a socket.
     pub fn sock_shutdown<M: Memory + ?Sized>(&mut self, _mem: &mut M, fd: u32, how: i32) -> Result {
-        let how = u8::try_from(how).map_err(|_| Errno::OVERFLOW)?;
-        if how & !0b11 != 0 {
-            return Err(Errno::INVAL);
-        }
+        abi::flags::<u8>(how, abi::SDFLAGS_ALL)?;
         self.fds.get(fd)?;
         Err(Errno::NOTSOCK)
     }
@@ -184,11 +175,11 @@ impl Wasi {
         for i in 0..n {
             let sub: [u8; SUBSCRIPTION_SIZE as usize] = read_array(mem, subs + i * SUBSCRIPTION_SIZE)?;
             let userdata = u64_at(&sub, 0);
-            match abi::enum8(i32::from(sub[8]), 3)? {
+            match abi::tag::<u8>(sub[8], 3)? {
                 eventtype::CLOCK => {
-                    let id = abi::enum32(u32_at(&sub, 16) as i32, clockid::COUNT)?;
+                    let id = abi::tag::<u32>(u32_at(&sub, 16), clockid::COUNT)?;
                     let timeout = u64_at(&sub, 24);
-                    let flags = abi::flags16(i32::from(u16_at(&sub, 40)), SUBSCRIPTION_CLOCK_ABSTIME)?;
+                    let flags = abi::flags::<u16>(u16_at(&sub, 40), SUBSCRIPTION_CLOCK_ABSTIME)?;
                     let absolute = flags != 0;
                     if n == 1 && !absolute {
                         // One relative sleep: wasmtime's special case,
@@ -207,7 +198,7 @@ impl Wasi {
                         }
                         _ => return Err(Errno::INVAL),
                     };
-                    clocks.push((i, userdata, Clock { deadline }));
+                    clocks.push((i, userdata, deadline));
                 }
                 kind => {
                     let fd = u32_at(&sub, 16);
@@ -217,15 +208,16 @@ impl Wasi {
             }
         }
         if ready.is_empty() {
-            let first = clocks.iter().map(|(_, _, c)| c.deadline).min().unwrap_or(now);
+            let first = clocks.iter().map(|&(_, _, deadline)| deadline).min().unwrap_or(now);
             let now = self.platform.monotonic_clock();
             if first > now {
                 self.platform.sleep(first - now);
             }
         }
         let now = self.platform.monotonic_clock();
-        for (i, userdata, clock) in clocks {
-            if clock.deadline <= now {
+        // Each clock: its subscription, userdata and monotonic deadline.
+        for (i, userdata, deadline) in clocks {
+            if deadline <= now {
                 ready.push((i, abi::event(userdata, Errno::SUCCESS, eventtype::CLOCK, 0, 0)));
             }
         }
