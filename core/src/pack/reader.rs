@@ -342,6 +342,8 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
         }
         let (ino, kind) = self.entry(dir, name)?;
         match kind {
+            // As Linux's O_NOFOLLOW, and MemFs: O_DIRECTORY is checked first.
+            FileType::Symlink if opts.directory => Err(Error::NotDir),
             FileType::Symlink => Err(Error::Loop),
             FileType::File if opts.directory => Err(Error::NotDir),
             _ => Ok(ino),

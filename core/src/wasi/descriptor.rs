@@ -191,7 +191,12 @@ impl Descriptor {
     /// cannot be a new non-directory (Linux: `EEXIST` if it exists, else
     /// `ENOENT`).
     fn new_entry<'a>(&self, path: &'a str) -> Result<Parent<'a>> {
-        match self.locate(path)? {
+        self.new_entry_at(self.locate(path)?)
+    }
+
+    /// As [`new_entry`](Self::new_entry), for a path already walked.
+    fn new_entry_at<'a>(&self, last: Last<'a>) -> Result<Parent<'a>> {
+        match last {
             Last::Dir(_) => Err(Error::Exists),
             Last::Entry(p) if p.trailing_slash => match self.kind_at(p.dir, &p.name)? {
                 Some(_) => Err(Error::Exists),
@@ -383,6 +388,11 @@ impl Descriptor {
     pub fn set_times_at(&self, follow: bool, path: &str, atime: SetTime, mtime: SetTime) -> Result<()> {
         self.dir()?;
         self.may_change()?;
+        // Both times kept: Linux's utimensat returns before looking at
+        // the last name (the walk to it still counts, as in cap-std).
+        if (atime, mtime) == (SetTime::Keep, SetTime::Keep) {
+            return self.locate(path).map(|_| ());
+        }
         let ino = self.resolve(path, follow)?;
         self.fs().set_times(ino, atime, mtime)
     }
@@ -427,12 +437,17 @@ impl Descriptor {
     pub fn symlink_at(&self, target: &str, path: &str) -> Result<()> {
         self.dir()?;
         self.may_change()?;
-        // An absolute target could never be followed inside the sandbox;
-        // cap-std refuses to create one.
+        // An absolute target could never be followed inside the sandbox:
+        // cap-std refuses it before anything else. Then the walk's errors,
+        // an empty target's ENOENT (Linux), and the new name's own.
         if target.starts_with('/') {
             return Err(Error::NotPermitted);
         }
-        let p = self.new_entry(path)?;
+        let last = self.locate(path)?;
+        if target.is_empty() {
+            return Err(Error::NotFound);
+        }
+        let p = self.new_entry_at(last)?;
         self.fs().symlink(p.dir, &p.name, target).map(|_| ())
     }
 
@@ -467,15 +482,21 @@ impl Descriptor {
         self.changes_with(new_dir)?;
         let ino = self.resolve(old, follow)?;
         let p = new_dir.new_entry(new)?;
+        // A taken name is EEXIST before a directory is EPERM, as Linux
+        // looks the new name up first.
+        if self.kind_at(p.dir, &p.name)?.is_some() {
+            return Err(Error::Exists);
+        }
         self.fs().link(ino, p.dir, &p.name)
     }
 
     /// `renameat`.
     pub fn rename_at(&self, old: &str, new_dir: &Descriptor, new: &str) -> Result<()> {
         self.changes_with(new_dir)?;
-        // Renaming `.` or onto `.` is EBUSY/EINVAL on Linux.
+        // Renaming `.` or `a/..`, or onto one, is EBUSY on Linux (a last
+        // component that is no name), and in wasmtime.
         let (Last::Entry(from), Last::Entry(to)) = (self.locate(old)?, new_dir.locate(new)?) else {
-            return Err(Error::Invalid);
+            return Err(Error::Busy);
         };
         if from.trailing_slash || to.trailing_slash {
             let (_, kind) = self.kind_at(from.dir, &from.name)?.ok_or(Error::NotFound)?;
@@ -545,7 +566,9 @@ impl Descriptor {
             }
         })?;
         let p = match last {
-            // `.`: open(2) refuses O_CREAT or writing on a directory.
+            // `.`: open(2) refuses O_CREAT|O_EXCL of what exists, then
+            // O_CREAT or writing on a directory.
+            Last::Dir(_) if opts.create && opts.exclusive => return Err(Error::Exists),
             Last::Dir(_) if opts.create || opts.writes() => return Err(Error::IsDir),
             Last::Dir(ino) => return Ok((Node::pin(fs, ino)?, Some(FileType::Dir))),
             Last::Entry(p) => p,

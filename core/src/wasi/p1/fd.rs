@@ -259,7 +259,12 @@ impl Wasi {
             Entry::File(super::File { desc, .. }) | Entry::Dir(super::Dir { desc, preopen: None, .. }) => {
                 Ok(desc.set_times(atime, mtime)?)
             }
-            // wasmtime refuses it on a preopen (and on stdio).
+            // wasmtime holds a preopen as an `O_PATH` descriptor, whose
+            // times it cannot set (setting none succeeds, where it may).
+            Entry::Dir(super::Dir { desc, .. }) => {
+                desc.set_times(SetTime::Keep, SetTime::Keep)?;
+                if (atime, mtime) == (SetTime::Keep, SetTime::Keep) { Ok(()) } else { Err(Errno::BADF) }
+            }
             _ => Err(Errno::BADF),
         }
     }

@@ -62,6 +62,11 @@
 //!   more.
 //! - **A guest holds at most [`WasiBuilder::max_fds`] descriptors**
 //!   (`EMFILE` after), so it cannot grow the host's table without bound.
+//! - **Paths answer as Linux does where wasmtime (cap-std) does not**:
+//!   opening a symlink with `O_DIRECTORY` and without following it is
+//!   `ENOTDIR` (wasmtime: `ELOOP`); a path ending in `/` must name a
+//!   directory, through a symlink too (wasmtime: `stat("link-to-file/")`
+//!   without following succeeds, `rmdir("dir/")` is `EINVAL`).
 //! - **`path_link` follows a symlink in the old path when asked**
 //!   (`linkat(AT_SYMLINK_FOLLOW)`); wasmtime refuses with `EINVAL`.
 
