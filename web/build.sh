@@ -21,7 +21,7 @@ version="$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)".*/\1/p' web/Cargo.toml)"
 
 rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$version" ]; then
-    # Not --locked: the CLI's own lock file does not build here (DESIGN.md).
+    # Not --locked: the CLI's own lock file does not build here (docs/design.md).
     cargo install wasm-bindgen-cli --version "$version"
 fi
 
