@@ -28,13 +28,14 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use js_sys::{Promise, Uint8Array};
-use packfs_core::pack::{PackFs, ReadOptions};
+use packfs_core::pack::layout::{HEADER_LEN, TRAILER_LEN};
+use packfs_core::pack::{Layout, PackFs, ReadOptions};
 use packfs_core::{Error, Result};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Headers, Request, RequestInit, Response};
 
-use crate::lazy::{Geometry, HEADER_LEN, LazyPack, Sparse, TRAILER_LEN, Want};
+use crate::lazy::{LazyPack, Sparse, Want};
 
 /// Bytes asked for from the end of the pack by the first request.
 const TAIL: u64 = 64 * 1024;
@@ -157,7 +158,7 @@ impl Remote {
         // SAFETY: `sparse` is ours alone until it is handed to the pack below.
         unsafe { sparse.fill(tail_start, &tail.body)? };
         let trailer = tail.body.get(tail.body.len().saturating_sub(TRAILER_LEN as usize)..).unwrap_or_default();
-        let geo = Geometry::from_trailer(trailer).filter(|g| g.pack_len == total);
+        let geo = Layout::from_trailer(trailer).ok().filter(|g| g.pack_len == total);
         let header = start(&url, Some(&format!("bytes=0-{}", HEADER_LEN.min(tail_start) - 1)))?;
         let index = match geo {
             Some(g) if g.index_offset < tail_start => {

@@ -18,17 +18,9 @@ use std::cell::UnsafeCell;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
-use packfs_core::pack::{ByteSource, PackFs, PackInfo, ReadOptions, VerifyReport};
+use packfs_core::pack::layout::TRAILER_LEN;
+use packfs_core::pack::{ByteSource, Layout, PackFs, PackInfo, ReadOptions, VerifyReport};
 use packfs_core::{DirEntry, Error, FileSystem, Ino, Metadata, OpenOptions, Result, SetTime};
-
-/// Header length (docs/pack-format.md §3).
-pub const HEADER_LEN: u64 = 64;
-/// Trailer length (§10).
-pub const TRAILER_LEN: u64 = 128;
-const TRAILER_MAGIC: [u8; 8] = *b"\x89PACKEND";
-const INODE_LEN: u64 = 48;
-const BLOB_LEN: u64 = 24;
-const KIND_FILE: u8 = 1;
 
 /// A pack's bytes, some of which may not have arrived yet (they read as
 /// zeros until [`Sparse::fill`] writes them).
@@ -104,56 +96,6 @@ impl ByteSource for Sparse {
     }
 }
 
-/// The trailer fields this layer needs to plan fetches (§10). They are
-/// read before the core checks the pack and trusted only to say what to
-/// fetch; the core's open checks them all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Geometry {
-    /// `pack_len`.
-    pub pack_len: u64,
-    /// `data_offset`.
-    pub data_offset: u64,
-    /// `data_len`.
-    pub data_len: u64,
-    /// `index_offset`: the index region runs from here to the trailer.
-    pub index_offset: u64,
-    inodes_offset: u64,
-    inode_count: u64,
-    blobs_offset: u64,
-    blob_count: u64,
-}
-
-fn u64_at(bytes: &[u8], at: u64) -> Option<u64> {
-    let at = usize::try_from(at).ok()?;
-    let b = bytes.get(at..at.checked_add(8)?)?;
-    Some(u64::from_le_bytes(b.try_into().ok()?))
-}
-
-impl Geometry {
-    /// Reads the trailer (the last 128 bytes of a pack); `None` when it is
-    /// not one (wrong length or magic).
-    pub fn from_trailer(t: &[u8]) -> Option<Geometry> {
-        if t.len() as u64 != TRAILER_LEN || t[..8] != TRAILER_MAGIC {
-            return None;
-        }
-        Some(Geometry {
-            pack_len: u64_at(t, 16)?,
-            data_offset: u64_at(t, 24)?,
-            data_len: u64_at(t, 32)?,
-            index_offset: u64_at(t, 40)?,
-            inodes_offset: u64_at(t, 56)?,
-            inode_count: u64_at(t, 64)?,
-            blobs_offset: u64_at(t, 88)?,
-            blob_count: u64_at(t, 96)?,
-        })
-    }
-
-    /// Where the trailer starts.
-    pub fn trailer_offset(&self) -> u64 {
-        self.pack_len.saturating_sub(TRAILER_LEN)
-    }
-}
-
 /// Which blobs are here: `None` once all are.
 struct Present {
     bits: Option<Vec<u64>>,
@@ -206,7 +148,7 @@ pub struct Want {
 /// A read-only filesystem over a pack whose blobs may not all be here yet.
 pub struct LazyPack {
     pack: PackFs<Sparse>,
-    geo: Geometry,
+    geo: Layout,
     present: Mutex<Present>,
     wanted: Mutex<BTreeSet<u64>>,
 }
@@ -225,7 +167,7 @@ impl LazyPack {
     pub fn complete(bytes: Vec<u8>, options: ReadOptions) -> Result<Self> {
         let len = bytes.len() as u64;
         let geo = match len.checked_sub(TRAILER_LEN).and_then(|t| bytes.get(t as usize..)) {
-            Some(t) => Geometry::from_trailer(t),
+            Some(t) => Layout::from_trailer(t).ok(),
             None => None,
         };
         let pack = PackFs::open_with(Sparse::complete(bytes), options)?;
@@ -241,7 +183,7 @@ impl LazyPack {
 
     /// Opens a pack of which the header, index region and trailer are in
     /// `source` (the rest still zeros).
-    pub fn partial(source: Sparse, geo: Geometry, options: ReadOptions) -> Result<Self> {
+    pub fn partial(source: Sparse, geo: Layout, options: ReadOptions) -> Result<Self> {
         let pack = PackFs::open_with(source, options)?;
         let blobs = pack.info().blobs;
         let lazy = LazyPack {
@@ -253,7 +195,7 @@ impl LazyPack {
         {
             // An empty blob has no bytes to fetch: it is here from the start.
             let mut present = lock(&lazy.present);
-            for k in (0..blobs).filter(|&k| lazy.blob_range(k).is_some_and(|(s, e)| s == e)) {
+            for k in (0..blobs).filter(|&k| lazy.pack.blob_extent(k).is_some_and(|(s, e)| s == e)) {
                 present.set(k);
             }
         }
@@ -265,21 +207,14 @@ impl LazyPack {
         self.pack.info()
     }
 
-    /// The pack's geometry.
-    pub fn geometry(&self) -> Geometry {
+    /// Where the pack's sections lie.
+    pub fn geometry(&self) -> Layout {
         self.geo
     }
 
     /// True once every blob is here.
     pub fn is_complete(&self) -> bool {
         lock(&self.present).bits.is_none()
-    }
-
-    fn blob_range(&self, k: u64) -> Option<(u64, u64)> {
-        let at = self.geo.blobs_offset.checked_add(k.checked_mul(BLOB_LEN)?)?;
-        let bytes = self.pack.source().bytes();
-        let start = u64_at(bytes, at)?;
-        Some((start, start.checked_add(u64_at(bytes, at + 8)?)?))
     }
 
     /// Checks that `ino`'s content is here; if not, records its blob as
@@ -290,15 +225,7 @@ impl LazyPack {
             return Ok(());
         }
         // Anything unexpected is left to the core, which reports it.
-        let Some(i) = ino.checked_sub(1).filter(|&i| i < self.geo.inode_count) else { return Ok(()) };
-        let Some(at) = i.checked_mul(INODE_LEN).and_then(|o| o.checked_add(self.geo.inodes_offset)) else {
-            return Ok(());
-        };
-        let bytes = self.pack.source().bytes();
-        if usize::try_from(at).ok().and_then(|a| bytes.get(a)) != Some(&KIND_FILE) {
-            return Ok(());
-        }
-        let Some(k) = u64_at(bytes, at + 32).filter(|&k| k < self.geo.blob_count) else { return Ok(()) };
+        let Some(k) = self.pack.blob_of(ino) else { return Ok(()) };
         if present.get(k) {
             return Ok(());
         }
@@ -325,7 +252,7 @@ impl LazyPack {
         if present.bits.is_none() {
             return Vec::new();
         }
-        let ks: Vec<u64> = (0..self.geo.blob_count).filter(|&k| !present.get(k)).collect();
+        let ks: Vec<u64> = (0..self.pack.info().blobs).filter(|&k| !present.get(k)).collect();
         drop(present);
         self.ranges(ks)
     }
@@ -333,7 +260,7 @@ impl LazyPack {
     fn ranges(&self, ks: Vec<u64>) -> Vec<Want> {
         let mut out: Vec<Want> = Vec::new();
         for k in ks {
-            let Some((start, end)) = self.blob_range(k) else { continue };
+            let Some((start, end)) = self.pack.blob_extent(k) else { continue };
             match out.last_mut() {
                 // Blobs are in offset order and do not overlap: merge ranges
                 // less than 4 KiB apart (the blobs between, wholly inside
@@ -378,7 +305,7 @@ impl LazyPack {
             if present.get(k) {
                 continue;
             }
-            let (start, end) = self.blob_range(k).ok_or(Error::Invalid)?;
+            let (start, end) = self.pack.blob_extent(k).ok_or(Error::Invalid)?;
             if start < want.start || end > want.end {
                 return Err(Error::Invalid);
             }
@@ -486,13 +413,14 @@ mod tests {
     }
 
     /// A copy of `bytes` with only the header, index region and trailer.
-    fn skeleton(bytes: &[u8]) -> (Sparse, Geometry) {
-        let geo = Geometry::from_trailer(&bytes[bytes.len() - 128..]).unwrap();
+    fn skeleton(bytes: &[u8]) -> (Sparse, Layout) {
+        let geo = Layout::from_trailer(&bytes[bytes.len() - TRAILER_LEN as usize..]).unwrap();
         let sparse = Sparse::zeroed(bytes.len() as u64).unwrap();
         // SAFETY: `sparse` is not shared yet.
         unsafe {
-            sparse.fill(0, &bytes[..64]).unwrap();
-            sparse.fill(geo.index_offset, &bytes[geo.index_offset as usize..]).unwrap();
+            for (start, end) in geo.required() {
+                sparse.fill(start, &bytes[start as usize..end as usize]).unwrap();
+            }
         }
         (sparse, geo)
     }

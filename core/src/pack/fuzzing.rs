@@ -4,9 +4,9 @@
 use std::collections::VecDeque;
 
 use super::blob::checksum;
-use super::header::HEADER_LEN;
+use super::header::{self, HEADER_LEN};
 use super::reader::{PackFs, ReadOptions};
-use super::trailer::TRAILER_LEN;
+use super::trailer::{self, TRAILER_LEN};
 use crate::{FileSystem, FileType};
 
 fn put_u64(bytes: &mut [u8], at: usize, v: u64) {
@@ -26,17 +26,19 @@ fn get_u64(bytes: &[u8], at: usize) -> Option<u64> {
 pub fn reseal(bytes: &mut [u8]) {
     let len = bytes.len();
     if len >= HEADER_LEN as usize {
-        let sum = checksum(&bytes[..56]);
-        put_u64(bytes, 56, sum);
+        let sum = checksum(&bytes[..header::CHECKED_LEN]);
+        put_u64(bytes, header::CHECKED_LEN, sum);
     }
     let Some(t) = len.checked_sub(TRAILER_LEN as usize).filter(|&t| t >= HEADER_LEN as usize) else { return };
-    put_u64(bytes, t + 16, len as u64);
-    if let Some(index) = get_u64(bytes, t + 40).and_then(|o| usize::try_from(o).ok()).filter(|&o| o <= t) {
+    put_u64(bytes, t + trailer::PACK_LEN_AT, len as u64);
+    if let Some(index) =
+        get_u64(bytes, t + trailer::INDEX_OFFSET_AT).and_then(|o| usize::try_from(o).ok()).filter(|&o| o <= t)
+    {
         let sum = checksum(&bytes[index..t]);
-        put_u64(bytes, t + 48, sum);
+        put_u64(bytes, t + trailer::INDEX_CHECKSUM_AT, sum);
     }
-    let sum = checksum(&bytes[t..t + 120]);
-    put_u64(bytes, t + 120, sum);
+    let sum = checksum(&bytes[t..t + trailer::CHECKED_LEN]);
+    put_u64(bytes, t + trailer::CHECKED_LEN, sum);
 }
 
 /// Opens `bytes` as a pack both ways (with and without checking blobs on

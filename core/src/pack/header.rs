@@ -23,12 +23,12 @@ use super::cursor::{Cursor, bad_field};
 use crate::Error;
 
 /// The header's size in bytes.
-pub(crate) const HEADER_LEN: u64 = 64;
+pub const HEADER_LEN: u64 = 64;
 /// The first eight bytes of every pack. The high first byte catches 7-bit
 /// transfers, the newline catches newline translation.
 pub(crate) const MAGIC: [u8; 8] = *b"\x89PACKFS\n";
 /// Bytes covered by `header_checksum`.
-const CHECKED_LEN: usize = 56;
+pub(crate) const CHECKED_LEN: usize = 56;
 
 /// Incompatible-feature flags this reader understands (none in version 1).
 pub(crate) const KNOWN_INCOMPAT: u32 = 0;

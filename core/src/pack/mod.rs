@@ -38,12 +38,14 @@ mod hash_index;
 mod header;
 mod index;
 mod inode;
+pub mod layout;
 mod reader;
 mod trailer;
 mod verify;
 mod writer;
 
 pub use corrupt::{CorruptKind, CorruptPack, Structure};
+pub use layout::Layout;
 pub use reader::{ByteSource, PackFs, PackInfo, ReadOptions};
 pub use verify::{BadEntry, VerifyReport};
 pub use writer::{PackOptions, PackStats, WriteError, write_pack};

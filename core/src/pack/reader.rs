@@ -225,7 +225,7 @@ impl<S: ByteSource> PackFs<S> {
     /// The undecoded record of inode number `ino` and its offset, for the
     /// read path's one-field accessors; `NotFound` for a number the pack does
     /// not have.
-    fn raw(&self, ino: Ino) -> Result<(&inode::Raw, u64)> {
+    pub(crate) fn raw(&self, ino: Ino) -> Result<(&inode::Raw, u64)> {
         let i = ino.checked_sub(1).filter(|&i| i < self.index.inode_count()).ok_or(Error::NotFound)?;
         Ok(self.index.inode_raw(self.bytes(), i)?)
     }

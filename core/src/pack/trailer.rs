@@ -37,11 +37,17 @@ use super::cursor::{Cursor, bad_field, range};
 use super::header::{HEADER_LEN, Header};
 
 /// The trailer's size in bytes.
-pub(crate) const TRAILER_LEN: u64 = 128;
+pub const TRAILER_LEN: u64 = 128;
 /// The trailer's first eight bytes.
 pub(crate) const MAGIC: [u8; 8] = *b"\x89PACKEND";
-/// Bytes covered by `trailer_checksum`.
-const CHECKED_LEN: usize = 120;
+/// Bytes covered by `trailer_checksum`, which follows them.
+pub(crate) const CHECKED_LEN: usize = 120;
+/// Where `pack_len` lies in the trailer.
+pub(crate) const PACK_LEN_AT: usize = 16;
+/// Where `index_offset` lies in the trailer.
+pub(crate) const INDEX_OFFSET_AT: usize = 40;
+/// Where `index_checksum` lies in the trailer.
+pub(crate) const INDEX_CHECKSUM_AT: usize = 48;
 /// Most records in any table: indices are 32-bit.
 pub(crate) const MAX_COUNT: u64 = u32::MAX as u64;
 
@@ -111,6 +117,27 @@ impl Trailer {
         let len = pack.len() as u64;
         let at = Self::offset_in(len)?;
         let bytes = super::cursor::slice(pack, Structure::Trailer, "trailer", at, TRAILER_LEN, at)?;
+        let t = Self::parse(bytes, at)?;
+        if t.version != header.version {
+            return Err(CorruptPack::new(
+                at,
+                CorruptKind::VersionMismatch { header: header.version, trailer: t.version },
+            ));
+        }
+        if t.pack_len != len {
+            return Err(CorruptPack::new(at, CorruptKind::LengthMismatch { expected: t.pack_len, actual: len }));
+        }
+        if !at.is_multiple_of(8) {
+            return Err(bad_field(at, Structure::Trailer, "pack_len", t.pack_len));
+        }
+        t.check_geometry(at)?;
+        Ok(t)
+    }
+
+    /// The trailer's own fields from its 128 `bytes` (found at `at`), with
+    /// its magic and checksum checked: what a reader holding only the end
+    /// of a pack can know of it. [`decode`](Self::decode) checks the rest.
+    pub(crate) fn parse(bytes: &[u8], at: u64) -> Result<Trailer, CorruptPack> {
         let mut c = Cursor::new(bytes, at);
         if c.array::<8>()? != MAGIC {
             return Err(CorruptPack::new(at, CorruptKind::BadMagic(Structure::Trailer)));
@@ -139,19 +166,6 @@ impl Trailer {
             strings_offset: f[11],
             strings_len: f[12],
         };
-        if t.version != header.version {
-            return Err(CorruptPack::new(
-                at,
-                CorruptKind::VersionMismatch { header: header.version, trailer: version },
-            ));
-        }
-        if t.pack_len != len {
-            return Err(CorruptPack::new(at, CorruptKind::LengthMismatch { expected: t.pack_len, actual: len }));
-        }
-        if !at.is_multiple_of(8) {
-            return Err(bad_field(at, Structure::Trailer, "pack_len", t.pack_len));
-        }
-        t.check_geometry(at)?;
         Ok(t)
     }
 

@@ -226,3 +226,35 @@ fn pack_open_refuses_unknown_versions_and_flags() {
     fuzzing::reseal(&mut b);
     assert!(PackFs::open(b.as_slice()).is_ok());
 }
+
+/// A pack holding only what `Layout::required` names opens, and
+/// `blob_of`/`blob_extent` say where each file's bytes lie: filled in,
+/// they read back whole.
+#[test]
+fn a_partial_pack_opens_from_its_layout_and_finds_its_blobs() {
+    use packfs_core::pack::Layout;
+    use packfs_core::pack::layout::{HEADER_LEN, TRAILER_LEN};
+    let (_, bytes) = sample();
+    let layout = Layout::from_trailer(&bytes[bytes.len() - TRAILER_LEN as usize..]).unwrap();
+    assert_eq!(layout.pack_len, bytes.len() as u64);
+    assert_eq!(layout.trailer_offset(), bytes.len() as u64 - TRAILER_LEN);
+    assert!(layout.data_offset >= HEADER_LEN && layout.data_offset + layout.data_len <= layout.index_offset);
+    let mut partial = vec![0u8; bytes.len()];
+    for (start, end) in layout.required() {
+        partial[start as usize..end as usize].copy_from_slice(&bytes[start as usize..end as usize]);
+    }
+    let p = PackFs::open(partial.clone()).unwrap();
+    let f = packfs_core::resolve::resolve(&p, p.root(), "dir/f", false).unwrap();
+    let k = p.blob_of(f).unwrap();
+    assert_eq!(p.blob_of(p.root()), None, "a directory has no blob");
+    assert_eq!(p.blob_of(9999), None);
+    let (start, end) = p.blob_extent(k).unwrap();
+    assert!(start >= layout.data_offset && end <= layout.data_offset + layout.data_len);
+    assert_eq!(&bytes[start as usize..end as usize], b"hello, pack");
+    assert_eq!(p.blob_extent(u64::from(u32::MAX)), None);
+    // Not a trailer: too short, or its magic or checksum wrong.
+    assert!(Layout::from_trailer(&bytes[..10]).is_err());
+    let mut bad = bytes[bytes.len() - TRAILER_LEN as usize..].to_vec();
+    bad[20] ^= 1;
+    assert!(Layout::from_trailer(&bad).is_err());
+}
