@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the browser package: web/pkg/packfs_web.{js,d.ts} + packfs_web_bg.wasm.
+# Builds the browser package: web/pkg/packfs_web.{js,d.ts} + packfs_web_bg.wasm,
+# and the preview1 runner (runner.js, runner.d.ts, worker.js).
 #
 #   web/build.sh            release build (what the demo page and tests use)
 #   web/build.sh --debug    debug build
@@ -30,4 +31,6 @@ flags=()
 cargo build -p packfs-web --target wasm32-unknown-unknown "${flags[@]}"
 wasm-bindgen --target web --out-dir web/pkg \
     "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$profile/packfs_web.wasm"
+# The preview1 runner: runP1 (runner.js, runner.d.ts) and the Worker it starts.
+cp web/js/runner.js web/js/runner.d.ts web/js/worker.js web/pkg/
 echo "built web/pkg ($profile, wasm-bindgen $version)"

@@ -8,9 +8,12 @@
 # Then runs:
 #   1. the crate's unit tests on the host,
 #   2. the API tests in headless Chromium (wasm-bindgen-test, chromedriver),
-#   3. the end-to-end tests of the demo page and the Range-laziness tests
-#      (node --test, playwright-core driving /usr/bin/chromium, pages served
-#      by web/e2e/server.mjs on 127.0.0.1). Screenshots: web/e2e/artifacts/.
+#   3. the p1 guests on PackFS natively (host/tests/guests.rs), which leave
+#      their transcripts and starting packs for step 4,
+#   4. the end-to-end tests of the demo page, the Range-laziness tests and
+#      the p1 guests in a Web Worker (node --test, playwright-core driving
+#      /usr/bin/chromium, pages served by web/e2e/server.mjs on 127.0.0.1).
+#      Screenshots: web/e2e/artifacts/.
 set -euo pipefail
 web="$(cd "$(dirname "$0")" && pwd)"
 cd "$web/.."
@@ -39,5 +42,8 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" \
     cargo test -p packfs-web --target wasm32-unknown-unknown
 
-echo "== packfs-web: demo page and Range laziness in headless Chromium (playwright-core)"
+echo "== packfs-web: the p1 guests' native transcripts and starting packs (target/guest-tests/browser)"
+cargo test -p packfs-host --test guests -- p1
+
+echo "== packfs-web: demo page, Range laziness and p1 guests in headless Chromium (playwright-core)"
 (cd web && node --test --test-concurrency=1 e2e/)

@@ -504,8 +504,28 @@ fn check_on(name: &str, target: Target, backends: &[Backend]) {
         assert!(ours.stdout.ends_with("done\n"), "{who} did not finish:\n{}", ours.stdout);
         println!("--- {who} ---\n{}", ours.stdout);
         compare(&who, name, target, &ours.stdout, &oracle.stdout);
+        if let (Backend::Pack, Target::P1 | Target::C) = (backend, target) {
+            for_the_browser(name, &ours.stdout);
+        }
         compare_trees(&who, &ours.tree, &oracle.tree);
     }
+}
+
+/// Where the browser's guest test (`web/e2e/p1.test.mjs`) finds what to
+/// check a p1 guest against: each guest's transcript on PackFS over the
+/// packs of the starting trees (checked against the oracle just before),
+/// and those packs, `seed.pack` (for `/`, under an overlay) and `ro.pack`.
+fn for_the_browser(name: &str, transcript: &str) {
+    static PACKS: OnceLock<()> = OnceLock::new();
+    let dir = support::guest_target_dir().join("browser");
+    PACKS.get_or_init(|| {
+        std::fs::create_dir_all(&dir).unwrap();
+        for (file, layout) in [("seed.pack", Layout::seed()), ("ro.pack", Layout::ro())] {
+            let out = std::fs::File::create(dir.join(file)).unwrap();
+            write_pack(&layout.in_memory().snapshot(), out).unwrap();
+        }
+    });
+    std::fs::write(dir.join(format!("{name}.txt")), transcript).unwrap();
 }
 
 /// The trees the guest left must be the same, entry for entry.

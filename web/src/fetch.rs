@@ -33,7 +33,7 @@ use packfs_core::pack::{Layout, PackFs, ReadOptions};
 use packfs_core::{Error, Result};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Headers, Request, RequestInit, Response};
+use web_sys::{Headers, Request, RequestInit, Response, XmlHttpRequest, XmlHttpRequestResponseType};
 
 use crate::lazy::{LazyPack, Sparse, Want};
 
@@ -97,6 +97,27 @@ fn parse_content_range(s: &str) -> Option<(u64, u64, u64)> {
     let (a, b) = span.split_once('-')?;
     let (a, b, total) = (a.trim().parse().ok()?, b.trim().parse().ok()?, total.trim().parse().ok()?);
     (a <= b && b < total).then_some((a, b, total))
+}
+
+/// The `Range` header for `w`.
+fn range(w: &Want) -> String {
+    format!("bytes={}-{}", w.start, w.end - 1)
+}
+
+/// A GET of `url` with `range` as the `Range` header, synchronously (an
+/// `XMLHttpRequest` that blocks the thread: allowed in workers only).
+fn get_blocking(url: &str, range: &str) -> Result<Reply> {
+    let err = |e: JsValue| io(url, js_text(&e));
+    let xhr = XmlHttpRequest::new().map_err(err)?;
+    xhr.open_with_async("GET", url, false).map_err(err)?;
+    xhr.set_request_header("Range", range).map_err(err)?;
+    xhr.set_response_type(XmlHttpRequestResponseType::Arraybuffer);
+    xhr.send().map_err(err)?;
+    let header = |name| xhr.get_response_header(name).ok().flatten();
+    let range = header("Content-Range").as_deref().and_then(parse_content_range);
+    let validator = header("ETag").or_else(|| header("Last-Modified"));
+    let body = Uint8Array::new(&xhr.response().map_err(err)?).to_vec();
+    Ok(Reply { status: xhr.status().map_err(err)?, range, validator, body })
 }
 
 /// Starts a GET of `url`, with `range` as the `Range` header; the future
@@ -182,7 +203,7 @@ impl Remote {
             // Not a pack (or a damaged one): let the core say what is wrong.
             return Err(PackFs::open(sparse).err().unwrap_or_else(|| io(&url, "unreadable trailer")));
         };
-        let pack = LazyPack::partial(sparse, geo, options)?;
+        let pack = LazyPack::partial(sparse, geo, options, (tail_start, total))?;
         Ok(Remote { pack: Arc::new(pack), url, validator, fetched: Cell::new(fetched), requests: Cell::new(requests) })
     }
 
@@ -205,35 +226,70 @@ impl Remote {
     async fn fetch(&self, wants: Vec<Want>) -> Result<()> {
         let mut pending = Vec::with_capacity(wants.len());
         for w in wants {
-            pending.push((w, start(&self.url, Some(&format!("bytes={}-{}", w.start, w.end - 1)))?));
+            pending.push((w, start(&self.url, Some(&range(&w)))?));
         }
         for (w, p) in pending {
             let r = finish(&self.url, p).await?;
-            self.count(&r);
-            r.same_pack(&self.url, &self.validator)?;
-            let geo = self.pack.geometry();
-            match (r.status, r.range) {
-                (206, Some((a, b, t))) if a == w.start && b + 1 == w.end && t == geo.pack_len => {
-                    // SAFETY: this crate calls into a `LazyPack` only
-                    // synchronously on the one JavaScript thread (wasm32
-                    // without threads), and those calls return owned data: no
-                    // slice of the buffer is alive across this `await`ed
-                    // point, and nothing else runs during `fill`.
-                    unsafe { self.pack.fill(&w, &r.body)? };
-                }
-                (200, _) if r.body.len() as u64 == geo.pack_len => {
-                    // The server ignored the range: take all of the data.
-                    let everything = self.pack.missing();
-                    for m in everything {
-                        let part = r.body.get(m.start as usize..m.end as usize).ok_or(Error::Invalid)?;
-                        // SAFETY: as above.
-                        unsafe { self.pack.fill(&m, part)? };
-                    }
-                }
-                (s, _) => return Err(io(&self.url, format!("HTTP {s} to a Range request at {}", w.start))),
-            }
+            // SAFETY: this crate calls into a `LazyPack` only synchronously
+            // on the one JavaScript thread (wasm32 without threads), and
+            // those calls return owned data: no slice of the buffer is alive
+            // across this `await`ed point, and nothing else runs meanwhile.
+            unsafe { self.store(&w, r)? };
         }
         Ok(())
+    }
+
+    /// Fetches the ranges `wants` one after the other with synchronous
+    /// requests, which block the thread: for a Web Worker, whose guest
+    /// must see a read wait, never fail, for bytes not here yet.
+    fn fetch_blocking(&self, wants: Vec<Want>) -> Result<()> {
+        for w in wants {
+            let r = get_blocking(&self.url, &range(&w))?;
+            // SAFETY: nothing else runs on this thread during the call, and
+            // no slice of the pack's bytes is alive (the operation that
+            // wanted these blobs has returned).
+            unsafe { self.store(&w, r)? };
+        }
+        Ok(())
+    }
+
+    /// Checks a reply to the request for `w` and stores its blobs.
+    ///
+    /// # Safety
+    ///
+    /// As [`LazyPack::fill`].
+    unsafe fn store(&self, w: &Want, r: Reply) -> Result<()> {
+        self.count(&r);
+        r.same_pack(&self.url, &self.validator)?;
+        let geo = self.pack.geometry();
+        match (r.status, r.range) {
+            (206, Some((a, b, t))) if a == w.start && b + 1 == w.end && t == geo.pack_len => {
+                // SAFETY: passed on to our caller.
+                unsafe { self.pack.fill(w, &r.body) }
+            }
+            (200, _) if r.body.len() as u64 == geo.pack_len => {
+                // The server ignored the range: take all of the data.
+                for m in self.pack.missing() {
+                    let part = r.body.get(m.start as usize..m.end as usize).ok_or(Error::Invalid)?;
+                    // SAFETY: as above.
+                    unsafe { self.pack.fill(&m, part)? };
+                }
+                Ok(())
+            }
+            (s, _) => Err(io(&self.url, format!("HTTP {s} to a Range request at {}", w.start))),
+        }
+    }
+
+    /// Fetches, with blocking requests, the blobs the last operation
+    /// wanted; true if there were any. For a Worker, where a guest's read
+    /// must wait for its bytes.
+    pub fn fetch_wanted_blocking(&self) -> Result<bool> {
+        let wants = self.pack.take_wanted();
+        if wants.is_empty() {
+            return Ok(false);
+        }
+        self.fetch_blocking(wants)?;
+        Ok(true)
     }
 
     /// Runs `op`; while it fails for want of blobs, fetches them and runs it

@@ -182,8 +182,9 @@ impl LazyPack {
     }
 
     /// Opens a pack of which the header, index region and trailer are in
-    /// `source` (the rest still zeros).
-    pub fn partial(source: Sparse, geo: Layout, options: ReadOptions) -> Result<Self> {
+    /// `source`, and the bytes `here` too (the rest still zeros): blobs
+    /// wholly inside `here` are not fetched again.
+    pub fn partial(source: Sparse, geo: Layout, options: ReadOptions, here: (u64, u64)) -> Result<Self> {
         let pack = PackFs::open_with(source, options)?;
         let blobs = pack.info().blobs;
         let lazy = LazyPack {
@@ -193,9 +194,11 @@ impl LazyPack {
             wanted: Mutex::new(BTreeSet::new()),
         };
         {
-            // An empty blob has no bytes to fetch: it is here from the start.
+            // An empty blob has no bytes to fetch: it is here from the start;
+            // so is one the opening fetch brought.
             let mut present = lock(&lazy.present);
-            for k in (0..blobs).filter(|&k| lazy.pack.blob_extent(k).is_some_and(|(s, e)| s == e)) {
+            let brought = |(s, e): (u64, u64)| s == e || (here.0 <= s && e <= here.1);
+            for k in (0..blobs).filter(|&k| lazy.pack.blob_extent(k).is_some_and(brought)) {
                 present.set(k);
             }
         }
@@ -437,7 +440,7 @@ mod tests {
     fn reads_wait_for_their_blob_and_nothing_else() {
         let bytes = sample();
         let (sparse, geo) = skeleton(&bytes);
-        let pack = LazyPack::partial(sparse, geo, ReadOptions::new().verify_on_read(true)).unwrap();
+        let pack = LazyPack::partial(sparse, geo, ReadOptions::new().verify_on_read(true), (0, 0)).unwrap();
         assert!(!pack.is_complete());
         // Metadata and listings need no content.
         assert_eq!(pack.read_dir(pack.root(), None, 10).unwrap().len(), 4);
@@ -480,7 +483,7 @@ mod tests {
         let mut bytes = Vec::new();
         write_pack(&fs.snapshot(), &mut bytes).unwrap();
         let (sparse, geo) = skeleton(&bytes);
-        let pack = LazyPack::partial(sparse, geo, ReadOptions::new()).unwrap();
+        let pack = LazyPack::partial(sparse, geo, ReadOptions::new(), (0, 0)).unwrap();
         let missing = pack.missing();
         assert_eq!(missing.len(), 1, "{missing:?}");
         assert!(missing.iter().all(|w| w.end > w.start));
@@ -493,13 +496,22 @@ mod tests {
         // SAFETY: as above.
         unsafe { pack.fill(&missing[0], &vec![0; (missing[0].end - missing[0].start) as usize]).unwrap() };
         assert_eq!(read(&pack, "big").unwrap(), vec![7u8; 10_000]);
+
+        // Blobs the opening fetch brought along are not fetched again.
+        let (sparse, geo) = skeleton(&bytes);
+        let (start, end) = (missing[0].start, missing[0].end);
+        // SAFETY: `sparse` is not shared yet.
+        unsafe { sparse.fill(start, &bytes[start as usize..end as usize]).unwrap() };
+        let pack = LazyPack::partial(sparse, geo, ReadOptions::new(), (start, end)).unwrap();
+        assert!(pack.is_complete());
+        assert_eq!(read(&pack, "big").unwrap(), vec![7u8; 10_000]);
     }
 
     #[test]
     fn a_fill_must_match_its_range() {
         let bytes = sample();
         let (sparse, geo) = skeleton(&bytes);
-        let pack = LazyPack::partial(sparse, geo, ReadOptions::new()).unwrap();
+        let pack = LazyPack::partial(sparse, geo, ReadOptions::new(), (0, 0)).unwrap();
         let w = pack.missing()[0];
         // SAFETY: single-threaded test; no slices alive.
         unsafe {

@@ -23,13 +23,16 @@
 //! [`error`]) and `errno`.
 //!
 //! The Rust side: [`ops`] holds the path operations (host-tested), [`lazy`]
-//! the pack whose bytes arrive piece by piece, [`fetch`] the HTTP side.
+//! the pack whose bytes arrive piece by piece, [`fetch`] the HTTP side,
+//! [`p1`] WASI preview1 guests over these filesystems (run in a Web Worker
+//! by `runner.js`'s `runP1`).
 
 pub mod error;
 pub mod fetch;
 mod glue;
 pub mod lazy;
 pub mod ops;
+pub mod p1;
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -48,6 +51,15 @@ use crate::ops::Backend;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &'static str = r#"
+/** A preview1 guest's arguments, environment and stdio (`Preview1`). */
+export interface Preview1Options {
+  args?: string[];
+  env?: Record<string, string>;
+  stdin?: Uint8Array;
+  stdout?: (bytes: Uint8Array) => void;
+  stderr?: (bytes: Uint8Array) => void;
+}
+
 /** What an entry is. */
 export type FileKind = "file" | "dir" | "symlink";
 

@@ -1,0 +1,40 @@
+/** A filesystem shown to the guest, in descriptor order (3, 4, ...). */
+export interface Preopen {
+  /** The guest path, e.g. "/" or "/data". */
+  path: string;
+  /** An empty in-memory tree, a read-only pack, or an in-memory overlay over a pack. */
+  kind: "mem" | "pack" | "overlay";
+  /** The pack's URL: opened lazily, each file's bytes fetched on its first read. */
+  url?: string;
+  /** The pack's bytes, instead of a URL. */
+  bytes?: Uint8Array;
+  /** Every change refused (EPERM), as a read-only preopen. */
+  readOnly?: boolean;
+  /** Quotas of a mem or overlay preopen: { maxBytes, maxInodes }. */
+  options?: { maxBytes?: number; maxInodes?: number };
+  /** Return this filesystem compacted into a pack after the run. */
+  save?: boolean;
+}
+
+export interface RunOptions {
+  args?: string[];
+  env?: Record<string, string>;
+  stdin?: Uint8Array;
+  stdout?: (bytes: Uint8Array) => void;
+  stderr?: (bytes: Uint8Array) => void;
+  preopens?: Preopen[];
+}
+
+export interface RunResult {
+  /** The status the guest passed to proc_exit, or 0 when _start returned. */
+  exitCode: number;
+  /** Bytes fetched from URL packs (opening them included). */
+  bytesFetched: number;
+  /** HTTP requests made for them. */
+  requests: number;
+  /** The preopens marked `save`, compacted. */
+  saved: { path: string; pack: Uint8Array }[];
+}
+
+/** Runs a WASI preview1 module in a Web Worker over packfs-web's filesystems. */
+export function runP1(module: BufferSource | WebAssembly.Module, options?: RunOptions): Promise<RunResult>;

@@ -1,0 +1,54 @@
+// Runs a WASI preview1 module (wasm32-wasip1, wasi-libc C, ...) in a Web
+// Worker over packfs-web's filesystems. The worker may block, so a guest
+// reading a lazy URL pack waits for each file's bytes (one Range request)
+// instead of failing; the page stays responsive.
+//
+//   import { runP1 } from "./pkg/runner.js";
+//   const { exitCode } = await runP1(wasmBytes, {
+//     args: ["demo"],
+//     preopens: [{ path: "/", kind: "overlay", url: "/assets.pack", save: true }],
+//     stdout: (bytes) => console.log(new TextDecoder().decode(bytes)),
+//   });
+//
+// No cross-origin isolation is needed; with it, sleeps wait instead of
+// spinning.
+
+/**
+ * Runs `module` (bytes, or a WebAssembly.Module) to its exit. Options:
+ * `args` (the first is the program's name), `env` (an object of strings),
+ * `stdin` (a Uint8Array), `stdout` and `stderr` (called with each write's
+ * bytes), `preopens`: `{ path, kind: "mem" | "pack" | "overlay", url?,
+ * bytes?, readOnly?, options?, save? }` in descriptor order (a pack or an
+ * overlay's lower comes from `url`, lazily, or `bytes`; `save`: return it
+ * compacted after the run). Resolves to `{ exitCode, bytesFetched,
+ * requests, saved: [{ path, pack }] }`; rejects if the guest traps or a
+ * preopen cannot be opened.
+ */
+export function runP1(module, options = {}) {
+  const { stdout, stderr, ...rest } = options;
+  const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+  return new Promise((resolve, reject) => {
+    worker.onmessage = (e) => {
+      const m = e.data;
+      if (m.type === "stdout") stdout?.(m.bytes);
+      else if (m.type === "stderr") stderr?.(m.bytes);
+      else {
+        worker.terminate();
+        if (m.type === "exit") {
+          const { type, ...result } = m;
+          resolve(result);
+        } else {
+          const err = new Error(m.message);
+          err.code = m.code;
+          reject(err);
+        }
+      }
+    };
+    worker.onerror = (e) => {
+      worker.terminate();
+      reject(new Error(e.message ?? "the worker failed"));
+    };
+    const bytes = module instanceof WebAssembly.Module ? module : new Uint8Array(module);
+    worker.postMessage({ module: bytes, ...rest });
+  });
+}

@@ -1,0 +1,74 @@
+// Runs one WASI preview1 guest in this Web Worker over packfs-web's
+// filesystems (see runner.js, which starts it). A read of a lazy pack's
+// bytes not here yet blocks this worker on a synchronous Range request.
+//
+// Message in:  { module, args, env, stdin, preopens }, preopens as runner.js
+//              documents them.
+// Messages out: { type: "stdout" | "stderr", bytes }, then
+//              { type: "exit", exitCode, bytesFetched, requests, saved }
+//              or { type: "error", message, code }.
+
+import init, { MemFs, Overlay, Pack, Preview1 } from "./packfs_web.js";
+
+async function open(p) {
+  if (p.kind === "mem") return { fs: new MemFs(p.options) };
+  const pack = p.url !== undefined ? await Pack.fromUrl(p.url) : Pack.fromBytes(p.bytes);
+  if (p.kind === "pack") return { fs: pack, pack };
+  if (p.kind === "overlay") return { fs: new Overlay(pack, p.options), pack };
+  throw new Error(`unknown preopen kind ${JSON.stringify(p.kind)} (mem, pack or overlay)`);
+}
+
+async function run(msg) {
+  await init();
+  const post = (type) => (bytes) => self.postMessage({ type, bytes });
+  const p1 = new Preview1({
+    args: msg.args ?? ["guest"],
+    env: msg.env ?? {},
+    stdin: msg.stdin,
+    stdout: post("stdout"),
+    stderr: post("stderr"),
+  });
+  const opened = [];
+  for (const p of msg.preopens ?? []) {
+    const o = await open(p);
+    if (p.kind === "mem") p1.preopenMemFs(p.path, o.fs, p.readOnly);
+    else if (p.kind === "pack") p1.preopenPack(p.path, o.fs);
+    else p1.preopenOverlay(p.path, o.fs, p.readOnly);
+    opened.push({ ...o, spec: p });
+  }
+  const imports = {};
+  Preview1.functions().forEach((name, i) => {
+    imports[name] = (...args) => p1.call(i, args);
+  });
+  const module = msg.module instanceof WebAssembly.Module ? msg.module : await WebAssembly.compile(msg.module);
+  const instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: imports });
+  p1.start(instance.exports.memory);
+  let exitCode = 0;
+  try {
+    instance.exports._start();
+  } catch (e) {
+    if (typeof e?.exitCode !== "number") throw e;
+    exitCode = e.exitCode;
+  }
+  const saved = [];
+  for (const o of opened) {
+    if (o.spec.save) saved.push({ path: o.spec.path, pack: await o.fs.compact() });
+  }
+  const packs = opened.filter((o) => o.pack);
+  self.postMessage(
+    {
+      type: "exit",
+      exitCode,
+      bytesFetched: packs.reduce((n, o) => n + o.pack.bytesFetched, 0),
+      requests: packs.reduce((n, o) => n + o.pack.requests, 0),
+      saved,
+    },
+    saved.map((s) => s.pack.buffer),
+  );
+}
+
+self.onmessage = (e) => {
+  run(e.data).catch((err) => {
+    self.postMessage({ type: "error", message: String(err?.stack ?? err), code: err?.code });
+  });
+};

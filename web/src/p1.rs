@@ -1,0 +1,258 @@
+//! WASI preview1 guests over this crate's filesystems: [`Preview1`] is
+//! core's `wasi_snapshot_preview1` ([`packfs_core::wasi::p1`]), its calls
+//! made from the guest's imports by the worker script (`worker.js`), the
+//! guest's `WebAssembly.Memory` reached by copies.
+//!
+//! It is meant for a Web Worker: a read of a lazy pack's file whose bytes
+//! are not here yet waits on a synchronous HTTP Range request for them
+//! (which a worker may make and a page may not), so a guest reads a pack it
+//! was never given in full, fetching only what it reads. Sleeping
+//! (`poll_oneoff` on a clock) waits with `Atomics.wait` where the page is
+//! cross-origin isolated, else spins.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use js_sys::{Array, Function, Object, Reflect, Uint8Array, WebAssembly};
+use packfs_core::wasi::Access;
+use packfs_core::wasi::p1::calls::{self, FUNCTIONS};
+use packfs_core::wasi::p1::io::{Bytes, Discard};
+use packfs_core::wasi::p1::{Errno, Input, Memory, Output, Platform, Wasi, WasiBuilder};
+use packfs_core::{FileSystem, Timestamp};
+use wasm_bindgen::prelude::*;
+
+use crate::fetch::Remote;
+use crate::{Inner, JsResult, MemFs, Overlay, Pack};
+
+#[wasm_bindgen(inline_js = r#"
+export class GuestExit extends Error {
+  constructor(code) { super(`the guest exited with status ${code}`); this.exitCode = code; }
+}
+export function exit_error(code) { return new GuestExit(code); }
+export function monotonic_ns() { return BigInt(Math.round(performance.now() * 1e6)); }
+export function random_fill(buf) {
+  for (let i = 0; i < buf.length; i += 65536) crypto.getRandomValues(buf.subarray(i, i + 65536));
+}
+export function sleep_ms(ms) {
+  try {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  } catch {
+    const end = performance.now() + ms;
+    while (performance.now() < end) {}
+  }
+}
+"#)]
+extern "C" {
+    fn exit_error(code: u32) -> JsValue;
+    fn monotonic_ns() -> u64;
+    fn random_fill(buf: &Uint8Array);
+    fn sleep_ms(ms: f64);
+}
+
+/// The page's (or worker's) clocks, `crypto.getRandomValues` and sleep.
+struct BrowserPlatform;
+
+impl Platform for BrowserPlatform {
+    fn wall_clock(&self) -> Timestamp {
+        (crate::clock())()
+    }
+
+    fn monotonic_clock(&self) -> u64 {
+        monotonic_ns()
+    }
+
+    fn random(&mut self, buf: &mut [u8]) {
+        let view = Uint8Array::new_with_length(buf.len() as u32);
+        random_fill(&view);
+        view.copy_to(buf);
+    }
+
+    fn sleep(&mut self, nanos: u64) {
+        sleep_ms(nanos as f64 / 1e6);
+    }
+
+    fn resolution(&self) -> u64 {
+        // performance.now() is coarsened to 5 µs or more in browsers.
+        5_000
+    }
+}
+
+/// A JavaScript callback taking each write's bytes.
+struct Callback(Function);
+
+// SAFETY: this crate is built for wasm32 without threads: there is no other
+// thread a `Callback` could be sent to or used from.
+unsafe impl Send for Callback {}
+
+impl Output for Callback {
+    fn write(&mut self, data: &[u8]) -> Result<(), Errno> {
+        self.0.call1(&JsValue::NULL, &Uint8Array::from(data)).map(drop).map_err(|_| Errno::IO)
+    }
+}
+
+/// The guest's memory, reached through a fresh view of its buffer (a
+/// `memory.grow` replaces the buffer).
+struct GuestMemory {
+    view: Uint8Array,
+}
+
+impl Memory for GuestMemory {
+    fn size(&self) -> u64 {
+        u64::from(self.view.length())
+    }
+
+    fn read(&self, ptr: u32, buf: &mut [u8]) {
+        self.view.subarray(ptr, ptr + buf.len() as u32).copy_to(buf);
+    }
+
+    fn write(&mut self, ptr: u32, data: &[u8]) {
+        self.view.subarray(ptr, ptr + data.len() as u32).copy_from(data);
+    }
+}
+
+fn get(options: &JsValue, key: &str) -> JsValue {
+    Reflect::get(options, &key.into()).unwrap_or(JsValue::UNDEFINED)
+}
+
+fn invalid(what: &str) -> JsValue {
+    crate::error::js_error("invalid", "EINVAL", what)
+}
+
+/// A preview1 guest's state: build it, preopen filesystems, give it the
+/// instance's memory, then let the guest's imports [`call`](Self::call) it.
+#[wasm_bindgen]
+pub struct Preview1 {
+    builder: Option<WasiBuilder>,
+    wasi: Option<Wasi>,
+    memory: Option<WebAssembly::Memory>,
+    /// The lazy packs under the preopens, to fetch what a call wanted.
+    remotes: Vec<Rc<Remote>>,
+}
+
+#[wasm_bindgen]
+impl Preview1 {
+    /// A guest's state from `{ args, env, stdin, stdout, stderr }`: `args`
+    /// an array of strings (the first the program's name), `env` an object
+    /// of strings, `stdin` bytes, `stdout`/`stderr` functions called with
+    /// each write's bytes (discarded without).
+    #[wasm_bindgen(constructor)]
+    pub fn new(#[wasm_bindgen(unchecked_param_type = "Preview1Options")] options: JsValue) -> JsResult<Preview1> {
+        let mut b = Wasi::builder(Box::new(BrowserPlatform));
+        let args = get(&options, "args");
+        if !args.is_undefined() {
+            let args: Array = args.dyn_into().map_err(|_| invalid("args must be an array of strings"))?;
+            for a in args.iter() {
+                b = b.arg(a.as_string().ok_or_else(|| invalid("args must be an array of strings"))?);
+            }
+        }
+        let env = get(&options, "env");
+        if !env.is_undefined() {
+            let env: Object = env.dyn_into().map_err(|_| invalid("env must be an object of strings"))?;
+            for pair in Object::entries(&env).iter() {
+                let pair: Array = pair.unchecked_into();
+                let (k, v) = (pair.get(0).as_string(), pair.get(1).as_string());
+                let (Some(k), Some(v)) = (k, v) else { return Err(invalid("env must be an object of strings")) };
+                b = b.env(k, v);
+            }
+        }
+        let stdin = get(&options, "stdin");
+        let stdin: Box<dyn Input> = match stdin.dyn_ref::<Uint8Array>() {
+            Some(bytes) => Box::new(Bytes::new(bytes.to_vec())),
+            None if stdin.is_undefined() => Box::new(Bytes::default()),
+            None => return Err(invalid("stdin must be a Uint8Array")),
+        };
+        let output = |key: &str| -> JsResult<Box<dyn Output>> {
+            let f = get(&options, key);
+            match f.dyn_into::<Function>() {
+                Ok(f) => Ok(Box::new(Callback(f))),
+                Err(f) if f.is_undefined() => Ok(Box::new(Discard)),
+                Err(_) => Err(invalid(&format!("{key} must be a function"))),
+            }
+        };
+        b = b.stdin(stdin).stdout(output("stdout")?).stderr(output("stderr")?);
+        Ok(Preview1 { builder: Some(b), wasi: None, memory: None, remotes: Vec::new() })
+    }
+
+    /// The import names of `wasi_snapshot_preview1`, in the order
+    /// [`call`](Self::call) numbers them.
+    pub fn functions() -> Vec<String> {
+        FUNCTIONS.iter().map(|(name, _)| name.to_string()).collect()
+    }
+
+    fn preopen(&mut self, path: &str, inner: &Inner, fs: Arc<dyn FileSystem>, access: Access) -> JsResult<()> {
+        let b = self.builder.take().ok_or_else(|| invalid("preopen after start"))?;
+        self.builder = Some(b.preopen(path, fs, access));
+        if let Some(r) = &inner.remote {
+            self.remotes.push(r.clone());
+        }
+        Ok(())
+    }
+
+    /// Shows `fs` to the guest at `path` (descriptors 3, 4, ... in order).
+    #[wasm_bindgen(js_name = preopenMemFs)]
+    pub fn preopen_memfs(&mut self, path: &str, fs: &MemFs, read_only: Option<bool>) -> JsResult<()> {
+        let access = if read_only == Some(true) { Access::ReadOnly } else { Access::ReadWrite };
+        self.preopen(path, &fs.inner, fs.mem.clone(), access)
+    }
+
+    /// Shows `pack` to the guest at `path`, read-only.
+    #[wasm_bindgen(js_name = preopenPack)]
+    pub fn preopen_pack(&mut self, path: &str, pack: &Pack) -> JsResult<()> {
+        self.preopen(path, &pack.inner, pack.pack.clone(), Access::ReadOnly)
+    }
+
+    /// Shows `fs` to the guest at `path`.
+    #[wasm_bindgen(js_name = preopenOverlay)]
+    pub fn preopen_overlay(&mut self, path: &str, fs: &Overlay, read_only: Option<bool>) -> JsResult<()> {
+        let access = if read_only == Some(true) { Access::ReadOnly } else { Access::ReadWrite };
+        self.preopen(path, &fs.inner, fs.mem.clone(), access)
+    }
+
+    /// Gives the guest's exported memory; the preopens are then fixed.
+    pub fn start(&mut self, memory: WebAssembly::Memory) -> JsResult<()> {
+        let b = self.builder.take().ok_or_else(|| invalid("started twice"))?;
+        self.wasi = Some(b.build().map_err(|e| crate::error::to_js(&e, None))?);
+        self.memory = Some(memory);
+        Ok(())
+    }
+
+    /// Calls preview1 function number `index` with the guest's `args`
+    /// (numbers, and BigInts for 64-bit ones); returns the errno. Throws a
+    /// `GuestExit` (with `exitCode`) for `proc_exit`. A call that wanted a
+    /// lazy pack's bytes not here yet fetches them, blocking, and runs
+    /// again.
+    pub fn call(&mut self, index: u32, args: Array) -> JsResult<i32> {
+        let (Some(wasi), Some(memory)) = (&mut self.wasi, &self.memory) else {
+            return Err(invalid("a guest call before start"));
+        };
+        let (name, _) = FUNCTIONS.get(index as usize).ok_or_else(|| invalid("no such preview1 function"))?;
+        let mut values = Vec::with_capacity(args.length() as usize);
+        for v in args.iter() {
+            values.push(match v.as_f64() {
+                Some(n) => n as i64,
+                None => i64::try_from(v).map_err(|_| invalid("a preview1 argument that is no number"))?,
+            });
+        }
+        loop {
+            for r in &self.remotes {
+                r.pack.take_wanted();
+            }
+            let mut mem = GuestMemory { view: Uint8Array::new(&memory.buffer()) };
+            let outcome = calls::call(wasi, &mut mem, name, &values)
+                .ok_or_else(|| invalid(&format!("{name}: wrong number of arguments")))?;
+            // Fetch what the call wanted, then run it again (it failed
+            // without changing anything); a failed fetch leaves the errno.
+            let mut fetched = false;
+            for r in &self.remotes {
+                fetched |= r.fetch_wanted_blocking().unwrap_or(false);
+            }
+            if fetched {
+                continue;
+            }
+            return match outcome {
+                Ok(errno) => Ok(errno.unwrap_or(0)),
+                Err(exit) => Err(exit_error(exit.0)),
+            };
+        }
+    }
+}
