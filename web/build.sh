@@ -31,6 +31,11 @@ flags=()
 cargo build -p packfs-web --target wasm32-unknown-unknown "${flags[@]}"
 wasm-bindgen --target web --out-dir web/pkg \
     "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$profile/packfs_web.wasm"
-# The preview1 runner: runP1 (runner.js, runner.d.ts) and the Worker it starts.
+# The preview1 runner: runP1 (runner.js, runner.d.ts) and the Worker it starts;
+# and the demo page's guest (guest-tests/src/bin/demo.rs), as pkg/demo.wasm.
 cp web/js/runner.js web/js/runner.d.ts web/js/worker.js web/pkg/
+rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
+cargo build --release --target wasm32-wasip1 --manifest-path guest-tests/Cargo.toml \
+    --target-dir target/guest-tests --bin demo
+cp target/guest-tests/wasm32-wasip1/release/demo.wasm web/pkg/
 echo "built web/pkg ($profile, wasm-bindgen $version)"

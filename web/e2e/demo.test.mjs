@@ -179,3 +179,36 @@ test("a missing URL is reported, the page keeps working", async () => {
   await page.waitForSelector(entry("hello.txt"));
   await context.close();
 });
+
+test("run a WASI guest over the open pack: its output, what it fetched, its writes in the tree and the download", async () => {
+  const { page, context, errors } = await openDemo();
+  await page.fill("#url-input", "/fixtures/demo.pack");
+  await page.click("#open-url");
+  await page.waitForSelector(entry("docs"));
+  await page.click("#run");
+  await page.fill("#run-args", "/docs /out/report.txt");
+  await page.click("#run-start");
+  await page.waitForFunction(() => /exit status/.test(document.getElementById("run-result").textContent));
+  const out = await page.textContent("#run-output");
+  const files = demoFiles();
+  const words = (p) => files[p].split(/\s+/).filter(Boolean).length;
+  assert.match(out, /report written to \/out\/report\.txt\n$/);
+  assert.match(out, new RegExp(`${words("docs/notes.txt")}\\s+\\d+\\s+/docs/notes\\.txt`));
+  assert.match(out, /total \(2 files\)/);
+  assert.match(await page.textContent("#run-result"), /^exit status 0 · the guest fetched \d+(\.\d)? KiB in \d+ requests?$/);
+  // The guest's write is in the page's tree, and in the download.
+  await page.waitForSelector(entry("out"));
+  await page.click(entry("out"));
+  await page.click(entry("out/report.txt"));
+  await page.waitForSelector("#editor");
+  const report = await page.inputValue("#editor");
+  assert.ok(out.startsWith(report), `${report} is what the guest printed`);
+  await page.screenshot({ path: `${ARTIFACTS}demo-run.png`, fullPage: true });
+  const [download] = await Promise.all([page.waitForEvent("download"), page.click("#download")]);
+  const { Pack } = await packfs();
+  const pack = Pack.fromBytes(readFileSync(await download.path()));
+  assert.equal(new TextDecoder().decode(await pack.readFile("out/report.txt")), report);
+  assert.equal(new TextDecoder().decode(await pack.readFile("docs/notes.txt")), files["docs/notes.txt"]);
+  assert.deepEqual(errors, []);
+  await context.close();
+});

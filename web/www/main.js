@@ -1,9 +1,10 @@
 // The PackFS demo page: open a pack (file picker, drag and drop, or URL),
 // browse it, view text and images, edit or add files in an overlay, check
-// checksums and download the result as a new pack. No bundler: this module
-// imports the wasm-bindgen package directly.
+// checksums, run a WASI guest over it, and download the result as a new
+// pack. No bundler: this module imports the wasm-bindgen package directly.
 
 import init, { MemFs, Overlay, Pack } from "../pkg/packfs_web.js";
+import { runP1 } from "../pkg/runner.js";
 
 const $ = (id) => document.getElementById(id);
 const IMAGE_TYPES = { png: "image/png", jpg: "image/jpeg", jpeg: "image/jpeg", gif: "image/gif", webp: "image/webp", svg: "image/svg+xml" };
@@ -154,6 +155,44 @@ async function download() {
     status(`Downloaded ${a.download} (${human(bytes.length)}).`);
   } catch (e) {
     fail(e);
+  }
+}
+
+// ---- running a guest -------------------------------------------------------
+
+let guest = null;
+
+/** Runs the bundled guest in a worker over this tree (an overlay over the
+ *  pack by URL, fetching only what the guest reads, when nothing was
+ *  changed here; else over this tree compacted); what it left becomes
+ *  the page's tree. */
+async function runGuest() {
+  const out = $("run-output");
+  const result = $("run-result");
+  out.textContent = "";
+  result.textContent = "running…";
+  $("run-start").disabled = true;
+  try {
+    guest ??= await (await fetch("../pkg/demo.wasm")).arrayBuffer();
+    const lazy = state.pack?.url && state.changed.size === 0;
+    const root = lazy
+      ? { path: "/", kind: "overlay", url: state.pack.url, save: true }
+      : { path: "/", kind: "overlay", bytes: await state.fs.compact(), save: true };
+    const args = ["demo", ...$("run-args").value.split(/\s+/).filter(Boolean)];
+    const dec = new TextDecoder();
+    const show = (bytes) => (out.textContent += dec.decode(bytes, { stream: true }));
+    const r = await runP1(guest, { args, preopens: [root], stdout: show, stderr: show });
+    const fetched = lazy ? ` · the guest fetched ${human(r.bytesFetched)} in ${plural(r.requests, "request")}` : "";
+    result.textContent = `exit status ${r.exitCode}${fetched}`;
+    const pack = Pack.fromBytes(r.saved[0].pack);
+    adopt(pack, new Overlay(pack), state.name);
+    $("run-panel").hidden = false;
+    status(`The guest exited with status ${r.exitCode}; the tree is as it left it.`);
+  } catch (e) {
+    result.textContent = "failed";
+    fail(e);
+  } finally {
+    $("run-start").disabled = false;
   }
 }
 
@@ -355,6 +394,8 @@ function wire() {
   $("new-empty").addEventListener("click", openEmpty);
   $("verify").addEventListener("click", verify);
   $("download").addEventListener("click", download);
+  $("run").addEventListener("click", () => ($("run-panel").hidden = !$("run-panel").hidden));
+  $("run-start").addEventListener("click", runGuest);
   $("save").addEventListener("click", save);
   $("delete").addEventListener("click", remove);
   $("new-file-form").addEventListener("submit", (ev) => {
