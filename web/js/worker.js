@@ -18,6 +18,24 @@ async function open(p) {
   throw new Error(`unknown preopen kind ${JSON.stringify(p.kind)} (mem, pack or overlay)`);
 }
 
+/** The import for preview1 function `i`: its arguments as numbers, a
+ *  64-bit one (a BigInt) as its low and high 32 bits. */
+function lower(p1, i, sig) {
+  if (!sig.includes("I")) {
+    // 32-bit values only (most calls): straight through.
+    return (a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0) => p1.call(i, a, b, c, d, e, f, g, 0, 0, 0, 0);
+  }
+  return (...args) => {
+    const v = [];
+    for (let k = 0; k < sig.length; k++) {
+      if (sig[k] === "I") v.push(Number(BigInt.asUintN(32, args[k])), Number(args[k] >> 32n));
+      else v.push(args[k]);
+    }
+    while (v.length < 11) v.push(0);
+    return p1.call(i, ...v);
+  };
+}
+
 async function run(msg) {
   await init();
   const post = (type) => (bytes) => self.postMessage({ type, bytes });
@@ -37,8 +55,9 @@ async function run(msg) {
     opened.push({ ...o, spec: p });
   }
   const imports = {};
+  const signatures = Preview1.signatures();
   Preview1.functions().forEach((name, i) => {
-    imports[name] = (...args) => p1.call(i, args);
+    imports[name] = lower(p1, i, signatures[i]);
   });
   const module = msg.module instanceof WebAssembly.Module ? msg.module : await WebAssembly.compile(msg.module);
   const instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: imports });

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use js_sys::{Array, Function, Object, Reflect, Uint8Array, WebAssembly};
 use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::calls::{self, FUNCTIONS};
+use packfs_core::wasi::p1::calls::{self, FUNCTIONS, ValType};
 use packfs_core::wasi::p1::io::{Bytes, Discard};
 use packfs_core::wasi::p1::{Errno, Input, Memory, Output, Platform, Wasi, WasiBuilder};
 use packfs_core::{FileSystem, Timestamp};
@@ -179,6 +179,16 @@ impl Preview1 {
         FUNCTIONS.iter().map(|(name, _)| name.to_string()).collect()
     }
 
+    /// Each function's parameters, in the same order: `i` for a 32-bit
+    /// one, `I` for a 64-bit one (passed to [`call`](Self::call) as two
+    /// numbers, its low and high 32 bits).
+    pub fn signatures() -> Vec<String> {
+        FUNCTIONS
+            .iter()
+            .map(|(_, params)| params.iter().map(|t| if *t == ValType::I64 { 'I' } else { 'i' }).collect())
+            .collect()
+    }
+
     fn preopen(&mut self, path: &str, inner: &Inner, fs: Arc<dyn FileSystem>, access: Access) -> JsResult<()> {
         let b = self.builder.take().ok_or_else(|| invalid("preopen after start"))?;
         self.builder = Some(b.preopen(path, fs, access));
@@ -216,29 +226,49 @@ impl Preview1 {
         Ok(())
     }
 
-    /// Calls preview1 function number `index` with the guest's `args`
-    /// (numbers, and BigInts for 64-bit ones); returns the errno. Throws a
-    /// `GuestExit` (with `exitCode`) for `proc_exit`. A call that wanted a
-    /// lazy pack's bytes not here yet fetches them, blocking, and runs
-    /// again.
-    pub fn call(&mut self, index: u32, args: Array) -> JsResult<i32> {
+    /// Calls preview1 function number `index` with the guest's arguments
+    /// as numbers, as [`signatures`](Self::signatures) lays them out (the
+    /// rest zeros); returns the errno. Throws a `GuestExit` (with
+    /// `exitCode`) for `proc_exit`. A call that wanted a lazy pack's bytes
+    /// not here yet fetches them, blocking, and runs again.
+    #[allow(clippy::too_many_arguments, reason = "the widest preview1 call, in numbers: no array per call")]
+    pub fn call(
+        &mut self,
+        index: u32,
+        a0: f64,
+        a1: f64,
+        a2: f64,
+        a3: f64,
+        a4: f64,
+        a5: f64,
+        a6: f64,
+        a7: f64,
+        a8: f64,
+        a9: f64,
+        a10: f64,
+    ) -> JsResult<i32> {
         let (Some(wasi), Some(memory)) = (&mut self.wasi, &self.memory) else {
             return Err(invalid("a guest call before start"));
         };
-        let (name, _) = FUNCTIONS.get(index as usize).ok_or_else(|| invalid("no such preview1 function"))?;
-        let mut values = Vec::with_capacity(args.length() as usize);
-        for v in args.iter() {
-            values.push(match v.as_f64() {
-                Some(n) => n as i64,
-                None => i64::try_from(v).map_err(|_| invalid("a preview1 argument that is no number"))?,
-            });
+        let (name, params) = FUNCTIONS.get(index as usize).ok_or_else(|| invalid("no such preview1 function"))?;
+        let raw = [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10];
+        let mut words = raw.iter().map(|&x| x as i64);
+        let mut values = [0i64; 9];
+        for (v, t) in values.iter_mut().zip(params.iter()) {
+            let lo = words.next().unwrap_or(0);
+            *v = match t {
+                // An i32 arrives as a JS number in its signed range.
+                ValType::I32 => lo,
+                ValType::I64 => (lo as u32 as i64) | (words.next().unwrap_or(0) << 32),
+            };
         }
+        let values = &values[..params.len()];
         loop {
             for r in &self.remotes {
                 r.pack.take_wanted();
             }
             let mut mem = GuestMemory { view: Uint8Array::new(&memory.buffer()) };
-            let outcome = calls::call(wasi, &mut mem, name, &values)
+            let outcome = calls::call(wasi, &mut mem, name, values)
                 .ok_or_else(|| invalid(&format!("{name}: wrong number of arguments")))?;
             // Fetch what the call wanted, then run it again (it failed
             // without changing anything); a failed fetch leaves the errno.

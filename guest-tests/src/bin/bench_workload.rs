@@ -4,7 +4,7 @@
 //! numbers exclude instantiation and the host's setup.
 //!
 //! ```text
-//! bench_workload PHASES N [ROOT]
+//! bench_workload PHASES N [ROOT [BIG_MIB]]
 //!
 //! PHASES  comma-separated, run in this order:
 //!   create   N files of 128 bytes in ROOT/d (ROOT/d is created, untimed)
@@ -21,6 +21,7 @@
 //! `create` and `write64k` would have made).
 //! N       number of small files
 //! ROOT    default /work
+//! BIG_MIB the big file's size in MiB, default 64
 //! ```
 //!
 //! Prints `phase NAME NANOSECONDS OPS` per phase, then `done`. Contents are
@@ -39,7 +40,8 @@ use std::time::Instant;
 
 const SMALL: usize = 128;
 const CHUNK: usize = 64 << 10;
-const BIG: usize = 64 << 20;
+/// The big file's default size.
+const BIG_DEFAULT: usize = 64 << 20;
 const ALL: &[&str] = &[
     "create", "read", "stat", "readdir", "unlink", "mkdir", "rmdir", "write4k", "read4k", "write64k", "read64k",
     "write1m", "read1m",
@@ -53,13 +55,21 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let root = args.get(3).map_or("/work", String::as_str);
+    let big = match args.get(4).map(|m| m.parse::<usize>()) {
+        None => BIG_DEFAULT,
+        Some(Ok(mib)) if mib > 0 => mib << 20,
+        Some(_) => {
+            eprintln!("bench_workload: BIG_MIB must be a positive number");
+            return ExitCode::from(2);
+        }
+    };
     let phases: Vec<&str> = match phases.as_str() {
         "all" => ALL.to_vec(),
         "ro" => RO.to_vec(),
         list => list.split(',').collect(),
     };
     for phase in phases {
-        match run(phase, n, root) {
+        match run(phase, n, root, big) {
             Ok((ns, ops)) => println!("phase {phase} {ns} {ops}"),
             Err(e) => {
                 eprintln!("bench_workload: {phase}: {e}");
@@ -93,8 +103,8 @@ fn piece(s: &str) -> Result<usize> {
 }
 
 /// The big file's bytes.
-fn pattern() -> Vec<u8> {
-    let mut data = vec![0xa5u8; BIG];
+fn pattern(big: usize) -> Vec<u8> {
+    let mut data = vec![0xa5u8; big];
     for (k, chunk) in data.chunks_mut(CHUNK).enumerate() {
         chunk[..8].copy_from_slice(&(k as u64).to_le_bytes());
     }
@@ -108,7 +118,7 @@ fn small(i: usize) -> [u8; SMALL] {
 }
 
 /// Runs one phase; returns its time in nanoseconds and its operation count.
-fn run(phase: &str, n: usize, root: &str) -> Result<(u128, usize)> {
+fn run(phase: &str, n: usize, root: &str, big_len: usize) -> Result<(u128, usize)> {
     let err = |what: &str, e: std::io::Error| format!("{what}: {e}");
     // Paths are made before the clock starts: formatting is not the host's work.
     let paths: Vec<String> = (0..n).map(|i| path(root, i)).collect();
@@ -186,18 +196,18 @@ fn run(phase: &str, n: usize, root: &str) -> Result<(u128, usize)> {
         p if p.starts_with("write") => {
             let piece = piece(&p[5..])?;
             fs::create_dir_all(root).map_err(|e| err("mkdir", e))?;
-            let data = pattern();
+            let data = pattern(big_len);
             start = Instant::now();
             let mut f = File::create(&big).map_err(|e| err(&big, e))?;
             for part in data.chunks(piece) {
                 f.write_all(part).map_err(|e| err(&big, e))?;
             }
             drop(f);
-            BIG / piece
+            big_len / piece
         }
         p if p.starts_with("read") => {
             let piece = piece(&p[4..])?;
-            let mut data = vec![0u8; BIG + 1];
+            let mut data = vec![0u8; big_len + 1];
             start = Instant::now();
             let mut f = File::open(&big).map_err(|e| err(&big, e))?;
             let mut at = 0;
@@ -210,10 +220,10 @@ fn run(phase: &str, n: usize, root: &str) -> Result<(u128, usize)> {
                 at += n;
             }
             let elapsed = start.elapsed();
-            if at != BIG || data[..BIG] != pattern()[..] {
+            if at != big_len || data[..big_len] != pattern(big_len)[..] {
                 return Err(format!("{big}: wrong contents ({at} bytes)"));
             }
-            return Ok((elapsed.as_nanos(), BIG / piece));
+            return Ok((elapsed.as_nanos(), big_len / piece));
         }
         other => return Err(format!("unknown phase {other:?}")),
     };
