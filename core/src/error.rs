@@ -1,17 +1,23 @@
-//! The one error type of every backend.
+//! The one error type of every backend, and the one table from it to the
+//! codes guests and scripts see.
 //!
-//! Each variant names one WASI `filesystem/types.error-code`; the host maps
-//! them in one exhaustive `match`. Variants that describe *why* carry it
-//! (a corrupt pack says where and what), the rest are the errno alone.
+//! Each variant is one WASI `filesystem/types.error-code` ([`Code`], from
+//! [`Error::code`]); every mapping — preview1's errno, `wasi:filesystem`'s
+//! `error-code`, the browser's `code`, the POSIX name — derives from that
+//! one `match`. Variants that describe *why* carry it (a corrupt pack says
+//! where and what, an OS error keeps its source), the rest are the code
+//! alone.
+
+use std::sync::Arc;
 
 /// Result of a filesystem operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A filesystem error. Variant names follow WASI `error-code`.
 ///
-/// Deliberately not `#[non_exhaustive]`: the host's mapping onto WASI
-/// `error-code` is one exhaustive `match`, so a new variant cannot be added
-/// without deciding what a guest sees.
+/// Deliberately not `#[non_exhaustive]`: [`Error::code`] is one exhaustive
+/// `match`, so a new variant cannot be added without deciding what a guest
+/// sees.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     /// `no-entry` (ENOENT): the name or inode does not exist.
@@ -81,9 +87,30 @@ pub enum Error {
     /// `unsupported` (ENOTSUP): the backend cannot do this at all.
     #[error("operation not supported")]
     Unsupported,
-    /// `io` (EIO): the backend failed; the message says how.
-    #[error("i/o error: {0}")]
-    Io(String),
+    /// `io` (EIO): the operating system failed; the source is kept.
+    #[error("{0}")]
+    Os(OsError),
+    /// `io` (EIO): a journal's bytes are not a valid journal (its header, or
+    /// a record that does not apply); the message says where.
+    #[error("corrupt journal: {0}")]
+    CorruptJournal(String),
+    /// `io` (EIO): a filesystem under this one (an overlay's lower, a
+    /// mounted filesystem, a host directory, a journal) broke the
+    /// [`FileSystem`] contract, holds what PackFS cannot (a name or target
+    /// that is not UTF-8, a fifo, more than a pack holds) or can serve no
+    /// more (a journal closed after a failure); the message says what.
+    ///
+    /// [`FileSystem`]: crate::FileSystem
+    #[error("{0}")]
+    Backend(String),
+    /// `io` (EIO): a remote source failed (an HTTP request, an unexpected
+    /// reply); the message says which and how.
+    #[error("{0}")]
+    Remote(String),
+    /// `io` (EIO): a pack's content is not here yet (a lazy pack, read
+    /// synchronously): its reader records what to fetch.
+    #[error("pack content not loaded yet")]
+    NotLoaded,
     /// `io` (EIO): a pack failed a check; the payload says where and which.
     #[error("{0}")]
     Corrupt(crate::pack::CorruptPack),
@@ -98,31 +125,171 @@ pub enum Error {
     },
 }
 
+/// An operating-system error with what was being done, kept whole (its
+/// `kind` and raw errno through [`OsError::source`]). Equal to another of
+/// the same kind and message.
+#[derive(Debug, Clone)]
+pub struct OsError {
+    what: Arc<str>,
+    source: Arc<std::io::Error>,
+}
+
+impl OsError {
+    /// `source`, met while doing `what` ("journal append").
+    pub fn new(what: impl Into<Arc<str>>, source: std::io::Error) -> Self {
+        OsError { what: what.into(), source: Arc::new(source) }
+    }
+
+    /// The OS error.
+    pub fn source(&self) -> &std::io::Error {
+        &self.source
+    }
+}
+
+impl PartialEq for OsError {
+    fn eq(&self, other: &Self) -> bool {
+        self.what == other.what
+            && self.source.kind() == other.source.kind()
+            && self.source.to_string() == other.source.to_string()
+    }
+}
+
+impl Eq for OsError {}
+
+impl std::fmt::Display for OsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.what.is_empty() { write!(f, "{}", self.source) } else { write!(f, "{}: {}", self.what, self.source) }
+    }
+}
+
+impl std::error::Error for OsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.source)
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Os(OsError::new("", e))
+    }
+}
+
+/// A WASI `filesystem/types.error-code`: what a PackFS [`Error`] is to a
+/// guest or a script, whatever it says of why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs, reason = "named as the WIT names them")]
+pub enum Code {
+    NoEntry,
+    Exist,
+    NotDirectory,
+    IsDirectory,
+    NotEmpty,
+    Access,
+    NotPermitted,
+    ReadOnly,
+    Loop,
+    NameTooLong,
+    InsufficientSpace,
+    Quota,
+    CrossDevice,
+    Invalid,
+    FileTooLarge,
+    BadDescriptor,
+    TooManyLinks,
+    Busy,
+    Unsupported,
+    Io,
+}
+
+impl Code {
+    /// Its WIT name (`"no-entry"`, ...), as the browser's errors carry it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Code::NoEntry => "no-entry",
+            Code::Exist => "exist",
+            Code::NotDirectory => "not-directory",
+            Code::IsDirectory => "is-directory",
+            Code::NotEmpty => "not-empty",
+            Code::Access => "access",
+            Code::NotPermitted => "not-permitted",
+            Code::ReadOnly => "read-only",
+            Code::Loop => "loop",
+            Code::NameTooLong => "name-too-long",
+            Code::InsufficientSpace => "insufficient-space",
+            Code::Quota => "quota",
+            Code::CrossDevice => "cross-device",
+            Code::Invalid => "invalid",
+            Code::FileTooLarge => "file-too-large",
+            Code::BadDescriptor => "bad-descriptor",
+            Code::TooManyLinks => "too-many-links",
+            Code::Busy => "busy",
+            Code::Unsupported => "unsupported",
+            Code::Io => "io",
+        }
+    }
+
+    /// The POSIX errno name (`"ENOENT"`, ...).
+    pub fn errno_name(self) -> &'static str {
+        match self {
+            Code::NoEntry => "ENOENT",
+            Code::Exist => "EEXIST",
+            Code::NotDirectory => "ENOTDIR",
+            Code::IsDirectory => "EISDIR",
+            Code::NotEmpty => "ENOTEMPTY",
+            Code::Access => "EACCES",
+            Code::NotPermitted => "EPERM",
+            Code::ReadOnly => "EROFS",
+            Code::Loop => "ELOOP",
+            Code::NameTooLong => "ENAMETOOLONG",
+            Code::InsufficientSpace => "ENOSPC",
+            Code::Quota => "EDQUOT",
+            Code::CrossDevice => "EXDEV",
+            Code::Invalid => "EINVAL",
+            Code::FileTooLarge => "EFBIG",
+            Code::BadDescriptor => "EBADF",
+            Code::TooManyLinks => "EMLINK",
+            Code::Busy => "EBUSY",
+            Code::Unsupported => "ENOTSUP",
+            Code::Io => "EIO",
+        }
+    }
+}
+
 impl Error {
+    /// What the error is to a guest: the one table every mapping derives
+    /// from.
+    pub fn code(&self) -> Code {
+        match self {
+            Error::NotFound => Code::NoEntry,
+            Error::Exists => Code::Exist,
+            Error::NotDir => Code::NotDirectory,
+            Error::IsDir => Code::IsDirectory,
+            Error::NotEmpty => Code::NotEmpty,
+            Error::Access => Code::Access,
+            Error::NotPermitted => Code::NotPermitted,
+            Error::ReadOnly => Code::ReadOnly,
+            Error::Loop => Code::Loop,
+            Error::NameTooLong => Code::NameTooLong,
+            Error::NoSpace => Code::InsufficientSpace,
+            Error::Quota => Code::Quota,
+            Error::CrossDevice => Code::CrossDevice,
+            Error::Invalid => Code::Invalid,
+            Error::FileTooLarge => Code::FileTooLarge,
+            Error::BadDescriptor => Code::BadDescriptor,
+            Error::TooManyLinks => Code::TooManyLinks,
+            Error::Busy => Code::Busy,
+            Error::Unsupported | Error::UnsupportedVersion { .. } => Code::Unsupported,
+            Error::Os(_)
+            | Error::CorruptJournal(_)
+            | Error::Backend(_)
+            | Error::Remote(_)
+            | Error::NotLoaded
+            | Error::Corrupt(_) => Code::Io,
+        }
+    }
+
     /// The POSIX errno name, for messages and tests.
     pub fn errno_name(&self) -> &'static str {
-        match self {
-            Error::NotFound => "ENOENT",
-            Error::Exists => "EEXIST",
-            Error::NotDir => "ENOTDIR",
-            Error::IsDir => "EISDIR",
-            Error::NotEmpty => "ENOTEMPTY",
-            Error::Access => "EACCES",
-            Error::NotPermitted => "EPERM",
-            Error::ReadOnly => "EROFS",
-            Error::Loop => "ELOOP",
-            Error::NameTooLong => "ENAMETOOLONG",
-            Error::NoSpace => "ENOSPC",
-            Error::Quota => "EDQUOT",
-            Error::CrossDevice => "EXDEV",
-            Error::Invalid => "EINVAL",
-            Error::FileTooLarge => "EFBIG",
-            Error::BadDescriptor => "EBADF",
-            Error::TooManyLinks => "EMLINK",
-            Error::Busy => "EBUSY",
-            Error::Unsupported => "ENOTSUP",
-            Error::Io(_) | Error::Corrupt(_) => "EIO",
-            Error::UnsupportedVersion { .. } => "ENOTSUP",
-        }
+        self.code().errno_name()
     }
 }

@@ -53,7 +53,7 @@ impl Header {
     /// Reads the header at the start of `log`.
     pub fn decode(log: &[u8]) -> Result<Self> {
         let mut r = Reader(log);
-        let bad = || Error::Io("not a PackFS journal (bad header)".into());
+        let bad = || Error::CorruptJournal("not a PackFS journal (bad header)".into());
         if r.take(8) != Some(&MAGIC[..]) {
             return Err(bad());
         }
@@ -391,7 +391,7 @@ pub fn replay(tree: &mut Tree, body: &[u8]) -> Result<Replayed> {
     let result = (|| -> Result<()> {
         for (now, op) in records.by_ref() {
             op.apply(tree, now)
-                .map_err(|e| Error::Io(format!("journal record {count} ({}) failed: {e}", shown(&op))))?;
+                .map_err(|e| Error::CorruptJournal(format!("record {count} ({}) failed: {e}", shown(&op))))?;
             count += 1;
         }
         Ok(())

@@ -68,7 +68,7 @@ pub mod resolve;
 pub mod treap;
 pub mod wasi;
 
-pub use error::{Error, Result};
+pub use error::{Code, Error, OsError, Result};
 pub use fs::FileSystem;
 pub use mem::{MemFs, Snapshot};
 pub use meta::{Clock, DirEntry, FileType, Ino, Metadata, OpenOptions, SetTime, Timestamp, system_clock};

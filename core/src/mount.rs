@@ -39,7 +39,7 @@ pub const MAX_MOUNTS: MountId = 1 << (64 - INO_BITS);
 
 fn join((mount, ino): At) -> Result<Ino> {
     if ino >> INO_BITS != 0 {
-        return Err(Error::Io(format!("inode number {ino:#x} of mount {mount} needs more than {INO_BITS} bits")));
+        return Err(Error::Backend(format!("inode number {ino:#x} of mount {mount} needs more than {INO_BITS} bits")));
     }
     Ok(u64::from(mount) << INO_BITS | ino)
 }

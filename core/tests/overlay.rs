@@ -424,5 +424,5 @@ fn a_stuck_lower_listing_is_an_error() {
     }
     let low = Arc::new(Counting { stuck: true, ..Arc::into_inner(counting(base.snapshot())).unwrap() });
     let fs = MemFs::overlay(low).unwrap();
-    assert!(matches!(fs.read_dir(ROOT, None, 1000), Err(Error::Io(_))));
+    assert!(matches!(fs.read_dir(ROOT, None, 1000), Err(Error::Backend(_))));
 }

@@ -176,7 +176,7 @@ fn errno(e: Errno) -> Error {
         Errno::MLINK => Error::TooManyLinks,
         Errno::BUSY => Error::Busy,
         Errno::NOTSUP => Error::Unsupported,
-        e => Error::Io(e.to_string()),
+        e => Error::from(std::io::Error::from(e)),
     }
 }
 
@@ -295,7 +295,7 @@ impl DirFs {
         if leave_out(&path) {
             return Ok(());
         }
-        Err(Error::Io(format!("{path}: {what}, which PackFS cannot hold")))
+        Err(Error::Backend(format!("{path}: {what}, which PackFS cannot hold")))
     }
 
     fn writable(&self) -> Result<()> {
@@ -721,7 +721,7 @@ impl FileSystem for DirFs {
             return Err(Error::Invalid);
         }
         let target = rustix::fs::readlinkat(&fd, "", Vec::new()).map_err(errno)?;
-        target.into_string().map_err(|_| Error::Io("symlink target is not UTF-8".into()))
+        target.into_string().map_err(|_| Error::Backend("symlink target is not UTF-8".into()))
     }
 
     fn link(&self, ino: Ino, dir: Ino, name: &str) -> Result<()> {

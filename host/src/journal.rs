@@ -42,7 +42,7 @@ use anyhow::{Context, Result, bail};
 use packfs_core::journal::{HEADER_LEN, Header, Sink, replay};
 use packfs_core::mem::{Limits, Tree};
 use packfs_core::pack::write_pack;
-use packfs_core::{Clock, Error, MemFs, system_clock};
+use packfs_core::{Clock, Error, MemFs, OsError, system_clock};
 
 use crate::mmap::open_pack;
 use crate::publish::write_atomic;
@@ -294,7 +294,7 @@ impl Sink for LogFile {
     fn append(&self, record: &[u8]) -> packfs_core::Result<u64> {
         let mut st = lock(&self.append);
         if let Some(why) = st.closed {
-            return Err(Error::Io(why.into()));
+            return Err(Error::Backend(why.into()));
         }
         if let Err(e) = self.file.write_all_at(record, st.len) {
             // A record half on disk would end replay early and hide every
@@ -302,7 +302,7 @@ impl Sink for LogFile {
             if self.file.set_len(st.len).is_err() {
                 st.closed = Some("a failed journal append could not be undone");
             }
-            return Err(Error::Io(format!("journal append: {e}")));
+            return Err(Error::Os(OsError::new("journal append", e)));
         }
         st.len += record.len() as u64;
         st.seq += 1;
@@ -317,7 +317,7 @@ impl Sink for LogFile {
                 return Ok(());
             }
             if st.failed {
-                return Err(Error::Io("an earlier journal sync failed: reopen the journal".into()));
+                return Err(Error::Backend("an earlier journal sync failed: reopen the journal".into()));
             }
             if st.syncing {
                 st = self.synced_cv.wait(st).unwrap_or_else(|e| e.into_inner());
@@ -339,7 +339,7 @@ impl Sink for LogFile {
                 drop(st);
                 // The lock goes too: another process may reopen and recover it.
                 drop(self.close("a journal sync failed: reopen the journal"));
-                return Err(Error::Io(format!("journal sync: {e}")));
+                return Err(Error::Os(OsError::new("journal sync", e)));
             }
         }
     }
@@ -419,15 +419,15 @@ mod tests {
         for policy in [SyncPolicy::EveryOp, SyncPolicy::GroupCommit] {
             let log = Arc::new(LogFile::new(file.try_clone().unwrap(), 0, policy, None));
             let fs = MemFs::journaled(Tree::new(system_clock()(), Limits::default()), log.clone(), system_clock());
-            assert!(matches!(fs.mkdir(fs.root(), "a", 0o755), Err(Error::Io(_))));
+            assert!(matches!(fs.mkdir(fs.root(), "a", 0o755), Err(Error::Backend(_) | Error::Os(_))));
             if policy == SyncPolicy::EveryOp {
                 assert_eq!(fs.lookup(fs.root(), "a"), Err(Error::NotFound), "not published");
             }
             // Nothing is recorded or acknowledged after it, even if a
             // later sync would succeed.
-            assert!(matches!(fs.mkdir(fs.root(), "b", 0o755), Err(Error::Io(_))));
-            assert!(matches!(log.append(b"x"), Err(Error::Io(_))));
-            assert!(matches!(log.sync(1), Err(Error::Io(_))));
+            assert!(matches!(fs.mkdir(fs.root(), "b", 0o755), Err(Error::Backend(_) | Error::Os(_))));
+            assert!(matches!(log.append(b"x"), Err(Error::Backend(_) | Error::Os(_))));
+            assert!(matches!(log.sync(1), Err(Error::Backend(_) | Error::Os(_))));
         }
     }
 
@@ -475,7 +475,7 @@ mod tests {
                         let name = format!("r{round}-{i}");
                         match fs.mkdir(fs.root(), &name, 0o755) {
                             Ok(_) => ok.push(name),
-                            Err(Error::Io(_)) => return ok,
+                            Err(Error::Backend(_) | Error::Os(_)) => return ok,
                             Err(e) => panic!("{name}: {e}"),
                         }
                         made.fetch_add(1, Ordering::Relaxed);

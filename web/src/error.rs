@@ -7,28 +7,7 @@ use wasm_bindgen::JsValue;
 
 /// The WASI `filesystem/types.error-code` name of an error.
 pub fn code(e: &Error) -> &'static str {
-    match e {
-        Error::NotFound => "no-entry",
-        Error::Exists => "exist",
-        Error::NotDir => "not-directory",
-        Error::IsDir => "is-directory",
-        Error::NotEmpty => "not-empty",
-        Error::Access => "access",
-        Error::NotPermitted => "not-permitted",
-        Error::ReadOnly => "read-only",
-        Error::Loop => "loop",
-        Error::NameTooLong => "name-too-long",
-        Error::NoSpace => "insufficient-space",
-        Error::Quota => "quota",
-        Error::CrossDevice => "cross-device",
-        Error::Invalid => "invalid",
-        Error::FileTooLarge => "file-too-large",
-        Error::BadDescriptor => "bad-descriptor",
-        Error::TooManyLinks => "too-many-links",
-        Error::Busy => "busy",
-        Error::Unsupported | Error::UnsupportedVersion { .. } => "unsupported",
-        Error::Io(_) | Error::Corrupt(_) => "io",
-    }
+    e.code().name()
 }
 
 /// The message of a thrown error: `code: what[: path]`.
@@ -58,7 +37,7 @@ mod tests {
     fn codes_are_wasi_names() {
         assert_eq!(code(&Error::NotFound), "no-entry");
         assert_eq!(code(&Error::Quota), "quota");
-        assert_eq!(code(&Error::Io("x".into())), "io");
+        assert_eq!(code(&Error::Remote("x".into())), "io");
         assert_eq!(message(&Error::NotDir, Some("a/b")), "not-directory: not a directory: a/b");
         assert_eq!(message(&Error::ReadOnly, None), "read-only: read-only filesystem");
     }

@@ -81,7 +81,7 @@ impl Reply {
 }
 
 fn io(url: &str, what: impl std::fmt::Display) -> Error {
-    Error::Io(format!("{url}: {what}"))
+    Error::Remote(format!("{url}: {what}"))
 }
 
 fn js_text(v: &JsValue) -> String {

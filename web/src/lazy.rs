@@ -159,7 +159,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The error a read of content that has not arrived gives.
 pub fn not_loaded() -> Error {
-    Error::Io("pack content not loaded yet".into())
+    Error::NotLoaded
 }
 
 impl LazyPack {
@@ -172,7 +172,7 @@ impl LazyPack {
         };
         let pack = PackFs::open_with(Sparse::complete(bytes), options)?;
         // The core accepted the pack, so the trailer parses.
-        let geo = geo.ok_or_else(|| Error::Io("trailer unreadable after open".into()))?;
+        let geo = geo.ok_or_else(|| Error::Backend("trailer unreadable after open".into()))?;
         Ok(LazyPack {
             pack,
             geo,
@@ -290,7 +290,7 @@ impl LazyPack {
     /// JavaScript thread that returns owned data.
     pub unsafe fn fill(&self, want: &Want, data: &[u8]) -> Result<()> {
         if data.len() as u64 != want.end - want.start {
-            return Err(Error::Io(format!(
+            return Err(Error::Remote(format!(
                 "fetched {} bytes for the range {}..{} of the pack",
                 data.len(),
                 want.start,

@@ -104,7 +104,8 @@ impl From<WriteError> for Error {
             WriteError::Output(e) if matches!(e.kind(), ErrorKind::OutOfMemory | ErrorKind::StorageFull) => {
                 Error::NoSpace
             }
-            e => Error::Io(e.to_string()),
+            WriteError::Output(e) => Error::Os(crate::OsError::new("writing the pack", e)),
+            e => Error::Backend(e.to_string()),
         }
     }
 }

@@ -591,7 +591,7 @@ pub fn write_all(fs: &dyn FileSystem, ino: Ino, mut offset: u64, mut data: &[u8]
     while !data.is_empty() {
         let n = fs.write_at(ino, offset, data)?;
         if n == 0 {
-            return Err(Error::Io("backend wrote nothing".into()));
+            return Err(Error::Backend("backend wrote nothing".into()));
         }
         offset += n as u64;
         data = data.get(n..).unwrap_or_default();

@@ -1,6 +1,6 @@
 //! Errors: `packfs_core::Error` → WASI `error-code`, kept apart from traps.
 
-use packfs_core::Error;
+use packfs_core::{Code, Error};
 use wasmtime::component::ResourceTableError;
 
 use super::bindings::types::ErrorCode;
@@ -33,29 +33,28 @@ impl From<ResourceTableError> for FsError {
     }
 }
 
-/// The WASI `error-code` for a PackFS error: the one place they are mapped.
+/// The WASI `error-code` for a PackFS error, from its [`Code`].
 pub fn error_code(e: &Error) -> ErrorCode {
-    match e {
-        Error::NotFound => ErrorCode::NoEntry,
-        Error::Exists => ErrorCode::Exist,
-        Error::NotDir => ErrorCode::NotDirectory,
-        Error::IsDir => ErrorCode::IsDirectory,
-        Error::NotEmpty => ErrorCode::NotEmpty,
-        Error::Access => ErrorCode::Access,
-        Error::NotPermitted => ErrorCode::NotPermitted,
-        Error::ReadOnly => ErrorCode::ReadOnly,
-        Error::Loop => ErrorCode::Loop,
-        Error::NameTooLong => ErrorCode::NameTooLong,
-        Error::NoSpace => ErrorCode::InsufficientSpace,
-        Error::Quota => ErrorCode::Quota,
-        Error::CrossDevice => ErrorCode::CrossDevice,
-        Error::Invalid => ErrorCode::Invalid,
-        Error::FileTooLarge => ErrorCode::FileTooLarge,
-        Error::BadDescriptor => ErrorCode::BadDescriptor,
-        Error::TooManyLinks => ErrorCode::TooManyLinks,
-        Error::Unsupported => ErrorCode::Unsupported,
-        Error::Busy => ErrorCode::Busy,
-        Error::Io(_) | Error::Corrupt(_) => ErrorCode::Io,
-        Error::UnsupportedVersion { .. } => ErrorCode::Unsupported,
+    match e.code() {
+        Code::NoEntry => ErrorCode::NoEntry,
+        Code::Exist => ErrorCode::Exist,
+        Code::NotDirectory => ErrorCode::NotDirectory,
+        Code::IsDirectory => ErrorCode::IsDirectory,
+        Code::NotEmpty => ErrorCode::NotEmpty,
+        Code::Access => ErrorCode::Access,
+        Code::NotPermitted => ErrorCode::NotPermitted,
+        Code::ReadOnly => ErrorCode::ReadOnly,
+        Code::Loop => ErrorCode::Loop,
+        Code::NameTooLong => ErrorCode::NameTooLong,
+        Code::InsufficientSpace => ErrorCode::InsufficientSpace,
+        Code::Quota => ErrorCode::Quota,
+        Code::CrossDevice => ErrorCode::CrossDevice,
+        Code::Invalid => ErrorCode::Invalid,
+        Code::FileTooLarge => ErrorCode::FileTooLarge,
+        Code::BadDescriptor => ErrorCode::BadDescriptor,
+        Code::TooManyLinks => ErrorCode::TooManyLinks,
+        Code::Unsupported => ErrorCode::Unsupported,
+        Code::Busy => ErrorCode::Busy,
+        Code::Io => ErrorCode::Io,
     }
 }

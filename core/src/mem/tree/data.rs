@@ -119,7 +119,7 @@ impl Tree {
         let i = self.inode_mut(ino)?;
         match i.data {
             Data::File(_) => Ok(i),
-            Data::Lower { .. } => Err(Error::Io("copy-up left a lower file".into())),
+            Data::Lower { .. } => Err(Error::Backend("copy-up left a lower file".into())),
             Data::Dir { .. } => Err(Error::IsDir),
             Data::Symlink(_) => Err(Error::Invalid),
         }

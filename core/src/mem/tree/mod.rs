@@ -537,7 +537,7 @@ impl Tree {
                 if let (Some(a), Some(e)) = (&below_after, page.first())
                     && e.name.as_bytes() <= a.as_bytes()
                 {
-                    return Err(Error::Io(format!("lower directory {ldir} lists {:?} after {a:?}", e.name)));
+                    return Err(Error::Backend(format!("lower directory {ldir} lists {:?} after {a:?}", e.name)));
                 }
                 below_done = page.is_empty();
                 below_after = page.last().map(|e| e.name.clone());

@@ -111,7 +111,7 @@ impl Tree {
     }
 
     pub(super) fn lower(&self) -> Result<&dyn FileSystem> {
-        self.lower.as_deref().ok_or_else(|| Error::Io("lower-backed inode without a lower filesystem".into()))
+        self.lower.as_deref().ok_or_else(|| Error::Backend("lower-backed inode without a lower filesystem".into()))
     }
 
     /// Gives `ino`, if only the lower holds it so far (it was found through
@@ -124,7 +124,7 @@ impl Tree {
         while let Some((lower, lino)) = self.lower_only(at) {
             // A sane lower's directories nest no deeper than a path allows.
             if records.len() > MAX_PATH / 2 {
-                return Err(Error::Io(format!("lower directory {lino} nests too deep")));
+                return Err(Error::Backend(format!("lower directory {lino} nests too deep")));
             }
             let md = lower.metadata(lino)?;
             let parent = if md.kind == FileType::Dir { from_lower(lower, lower.parent(lino)?)? } else { ROOT };
@@ -165,7 +165,7 @@ impl Tree {
             let want = (size - offset).min(buf.len() as u64) as usize;
             let n = lower.read_at(lino, offset, &mut buf[..want])?;
             if n == 0 {
-                return Err(Error::Io(format!("lower file {lino} ended at {offset} of {size} bytes")));
+                return Err(Error::Backend(format!("lower file {lino} ended at {offset} of {size} bytes")));
             }
             content.write(offset, &buf[..n]);
             offset += n as u64;

@@ -7,7 +7,7 @@
 //! preview1: a flags or enum value that does not fit its representation is
 //! `OVERFLOW`, one with bits or a tag the witx does not define is `INVAL`.
 
-use crate::{Error, FileType, Timestamp};
+use crate::{Code, Error, FileType, Timestamp};
 
 /// A WASI errno (`$errno`, u16).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -68,27 +68,27 @@ impl From<Error> for Errno {
 /// The errno a guest sees for a PackFS error, as wasmtime's preview1 maps
 /// the `wasi:filesystem` error code of the same name.
 pub fn errno(e: &Error) -> Errno {
-    match e {
-        Error::NotFound => Errno::NOENT,
-        Error::Exists => Errno::EXIST,
-        Error::NotDir => Errno::NOTDIR,
-        Error::IsDir => Errno::ISDIR,
-        Error::NotEmpty => Errno::NOTEMPTY,
-        Error::Access => Errno::ACCES,
-        Error::NotPermitted => Errno::PERM,
-        Error::ReadOnly => Errno::ROFS,
-        Error::Loop => Errno::LOOP,
-        Error::NameTooLong => Errno::NAMETOOLONG,
-        Error::NoSpace => Errno::NOSPC,
-        Error::Quota => Errno::DQUOT,
-        Error::CrossDevice => Errno::XDEV,
-        Error::Invalid => Errno::INVAL,
-        Error::FileTooLarge => Errno::FBIG,
-        Error::BadDescriptor => Errno::BADF,
-        Error::TooManyLinks => Errno::MLINK,
-        Error::Busy => Errno::BUSY,
-        Error::Unsupported | Error::UnsupportedVersion { .. } => Errno::NOTSUP,
-        Error::Io(_) | Error::Corrupt(_) => Errno::IO,
+    match e.code() {
+        Code::NoEntry => Errno::NOENT,
+        Code::Exist => Errno::EXIST,
+        Code::NotDirectory => Errno::NOTDIR,
+        Code::IsDirectory => Errno::ISDIR,
+        Code::NotEmpty => Errno::NOTEMPTY,
+        Code::Access => Errno::ACCES,
+        Code::NotPermitted => Errno::PERM,
+        Code::ReadOnly => Errno::ROFS,
+        Code::Loop => Errno::LOOP,
+        Code::NameTooLong => Errno::NAMETOOLONG,
+        Code::InsufficientSpace => Errno::NOSPC,
+        Code::Quota => Errno::DQUOT,
+        Code::CrossDevice => Errno::XDEV,
+        Code::Invalid => Errno::INVAL,
+        Code::FileTooLarge => Errno::FBIG,
+        Code::BadDescriptor => Errno::BADF,
+        Code::TooManyLinks => Errno::MLINK,
+        Code::Busy => Errno::BUSY,
+        Code::Unsupported => Errno::NOTSUP,
+        Code::Io => Errno::IO,
     }
 }
 
