@@ -15,7 +15,7 @@ use std::time::Duration;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use packfs_core::FileSystem;
-use packfs_host::dir::DirFs;
+use packfs_os::dir::DirFs;
 
 const SIZES: [usize; 3] = [10_000, 40_000, 160_000];
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use packfs_core::mem::Limits;
 use packfs_core::{FileSystem, MemFs, OpenOptions};
-use packfs_host::journal::{Journal, SyncPolicy};
+use packfs_os::journal::{Journal, SyncPolicy};
 
 const FILES: usize = 400;
 const THREADS: usize = 8;

@@ -15,7 +15,7 @@
 //!   Every reader delivers each file's bytes into memory of its own, as
 //!   `std::fs::read` does (a reused buffer where it can):
 //!   - `packfs_mmap`: `resolve` the path in a pack mapped by
-//!     `packfs_host::mmap::open_pack`, then `read_at` into a buffer, as a
+//!     `packfs_os::mmap::open_pack`, then `read_at` into a buffer, as a
 //!     caller of the `FileSystem` trait (the WASI host) reads;
 //!   - `packfs_mmap_lookup`: the same without `resolve`: one
 //!     `FileSystem::lookup` per component (the cost of the walk itself);
@@ -60,7 +60,7 @@ use criterion::{
 use packfs_bench::trees::{Rng, Spec, compaction_tree, flat_memfs, memfs, read_tree};
 use packfs_core::pack::{ByteSource, PackFs, PackOptions};
 use packfs_core::{FileSystem, resolve};
-use packfs_host::mmap::{MappedFile, open_pack};
+use packfs_os::mmap::{MappedFile, open_pack};
 
 fn group<'c>(c: &'c mut Criterion, name: &str) -> BenchmarkGroup<'c, WallTime> {
     let mut g = c.benchmark_group(name);

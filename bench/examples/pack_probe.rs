@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use packfs_bench::trees::{Rng, compaction_tree, flat_memfs, memfs, read_tree};
 use packfs_core::pack::{PackFs, PackOptions};
 use packfs_core::{FileSystem, Snapshot, resolve};
-use packfs_host::mmap::open_pack;
+use packfs_os::mmap::open_pack;
 
 fn time(mut f: impl FnMut()) -> Duration {
     let t = Instant::now();

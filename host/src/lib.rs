@@ -4,7 +4,7 @@
 //! directories, on wasmtime 48. Guests use `std::fs`, wasi-libc stdio,
 //! anything that speaks WASI — their I/O lands in a PackFS
 //! [`FileSystem`](packfs_core::FileSystem), never on the host disk unless
-//! a [`dir::DirFs`] says so.
+//! a `packfs_os::dir::DirFs` says so.
 //!
 //! ```text
 //!   p1 core module                         p2 component
@@ -24,11 +24,8 @@
 //! - [`Runner`]: load and run a command guest against PackFS preopens,
 //!   with [`Limits`] on memory and time.
 //!
-//! Storage on the host's own filesystem:
-//! - [`dir`]: a host directory as a `FileSystem`, contained beneath it;
-//! - [`mmap`]: packs read in place from a read-only mapping;
-//! - [`journal`]: a `MemFs` made durable by a write-ahead log;
-//! - [`publish`]: files published atomically (packs, saves).
+//! The trees on the host's own filesystem — host directories, mapped
+//! packs, journals — are `packfs-os`'s, which needs no wasmtime.
 //!
 //! What it does not do: no `wasi:filesystem` 0.3 (p3); no sockets for p1
 //! guests (their `sock_*` calls answer as wasmtime's do); no
@@ -37,12 +34,8 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
-pub mod dir;
-pub mod journal;
 pub mod load;
-pub mod mmap;
 pub mod p1;
-pub mod publish;
 mod run;
 pub mod wasi;
 

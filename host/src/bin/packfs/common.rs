@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result, anyhow};
 use packfs_core::pack::ReadOptions;
 use packfs_core::{DirEntry, FileSystem, FileType, Ino, Metadata, Timestamp, resolve};
-use packfs_host::mmap::{MappedPack, OpenPackError, open_pack_with};
+use packfs_os::mmap::{MappedPack, OpenPackError, open_pack_with};
 
 /// Entries asked for per `read_dir` call.
 const DIR_PAGE: usize = 4096;

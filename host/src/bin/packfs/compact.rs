@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use packfs_core::pack::write_pack;
-use packfs_host::journal::Journal;
-use packfs_host::publish::write_atomic;
+use packfs_os::journal::Journal;
+use packfs_os::publish::write_atomic;
 
 use crate::common::bytes;
 
@@ -30,7 +30,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         bail!("{shown}: not a directory");
     }
     let tree = Journal::read(&args.journal).with_context(|| format!("{shown}"))?;
-    let stats = write_atomic(&args.output, |file| write_pack(&tree, file).map_err(std::io::Error::other))
+    let stats = write_atomic(&args.output, |file| write_pack(&tree, file))
         .with_context(|| format!("compacting {shown} into {}", args.output.display()))?;
     out!("{}: {} entries ({} inodes)", args.output.display(), stats.dirents, stats.inodes);
     out!("  content: {}", bytes(stats.file_bytes));

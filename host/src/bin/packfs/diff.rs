@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use packfs_core::{FileSystem, FileType, Ino};
-use packfs_host::mmap::MappedPack;
+use packfs_os::mmap::MappedPack;
 
 use crate::common::{open_pack, walk};
 

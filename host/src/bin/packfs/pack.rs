@@ -6,7 +6,6 @@
 //! published atomically: `OUT.pack` is the old pack or the new one, never
 //! half of one. The same tree gives the same bytes.
 
-use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -15,8 +14,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use packfs_core::FileType;
 use packfs_core::pack::{PackOptions, WriteError};
-use packfs_host::dir::DirFs;
-use packfs_host::publish::{through_symlinks, write_atomic};
+use packfs_os::dir::DirFs;
+use packfs_os::publish::{through_symlinks, write_atomic};
 
 use crate::common::bytes;
 use crate::exclude::{Rule, Source, excludes};
@@ -74,9 +73,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     progress.enable_steady_tick(Duration::from_millis(100));
 
     let source = Source::new(&dir, rules, progress.clone());
-    let written = write_atomic(&args.output, |file| {
-        PackOptions::new().align(args.align).write(&source, file).map_err(io::Error::other)
-    });
+    let written = write_atomic(&args.output, |file| PackOptions::new().align(args.align).write(&source, file));
     progress.finish_and_clear();
     let stats = written
         .map_err(|e| explain(e, &source, &args.dir))
@@ -122,10 +119,10 @@ fn own_output(dir: &Path, out: &Path) -> Result<Vec<Rule>> {
 }
 
 /// The writer's error, with the source path it concerns where known.
-fn explain(e: io::Error, source: &Source<'_>, dir: &Path) -> anyhow::Error {
-    let path = match e.get_ref().and_then(|inner| inner.downcast_ref::<WriteError>()) {
-        Some(WriteError::SourceChanged { ino } | WriteError::BadSource { ino, .. }) => source.path_of(*ino),
-        Some(WriteError::Source(_)) => source.failed_path(),
+fn explain(e: WriteError, source: &Source<'_>, dir: &Path) -> anyhow::Error {
+    let path = match &e {
+        WriteError::SourceChanged { ino } | WriteError::BadSource { ino, .. } => source.path_of(*ino),
+        WriteError::Source(_) => source.failed_path(),
         _ => None,
     };
     match path {

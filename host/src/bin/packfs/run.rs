@@ -40,13 +40,13 @@ use packfs_core::path::validate_name;
 use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::Wasi;
 use packfs_core::{Error, FileSystem, FileType, MemFs, resolve};
-use packfs_host::dir::DirFs;
-use packfs_host::journal::{Journal, SyncPolicy};
 use packfs_host::load::{Guest, GuestCache};
 use packfs_host::p1::{HostPlatform, Inherit};
-use packfs_host::publish::write_atomic;
 use packfs_host::wasi::PackFsCtx;
 use packfs_host::{Limits as RunLimits, RunError, Runner};
+use packfs_os::dir::DirFs;
+use packfs_os::journal::{Journal, SyncPolicy};
+use packfs_os::publish::write_atomic;
 
 use crate::common::{bytes, open_pack};
 
@@ -503,7 +503,7 @@ fn utf8(s: OsString, what: &str) -> Result<String> {
 /// Writes the namespace as a pack to `out`, atomically.
 fn save(table: &MountTable, out: &Path) -> Result<PackStats> {
     // The guest has exited: nothing changes the namespace while it is walked.
-    Ok(write_atomic(out, |file| write_pack(table, file).map_err(std::io::Error::other))?)
+    Ok(write_atomic(out, |file| write_pack(table, file))?)
 }
 
 /// A possibly multi-line message (wasmtime's) as one line.

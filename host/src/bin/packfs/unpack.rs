@@ -24,8 +24,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use packfs_core::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, SetTime};
-use packfs_host::dir::DirFs;
-use packfs_host::mmap::MappedPack;
+use packfs_os::dir::DirFs;
+use packfs_os::mmap::MappedPack;
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 
 use crate::common::{bytes, join, list, open_pack};

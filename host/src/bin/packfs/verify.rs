@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use packfs_host::mmap::{OpenPackError, open_pack};
+use packfs_os::mmap::{OpenPackError, open_pack};
 
 use crate::common::{bytes, open_error};
 

@@ -33,16 +33,28 @@ pub enum Temporary {
 /// gets a fresh, empty file; `path` is replaced only if it returns `Ok`.
 /// A symlink at `path` is written through (its target is replaced, as a
 /// shell's `>` would write it), and a file replaced keeps its permissions.
-pub fn write_atomic<T>(path: &Path, write: impl FnOnce(&mut File) -> io::Result<T>) -> io::Result<T> {
+/// `write`'s error comes back as it was; publishing's own are `E::from`
+/// their `io::Error`.
+pub fn write_atomic<T, E: From<io::Error>>(path: &Path, write: impl FnOnce(&mut File) -> Result<T, E>) -> Result<T, E> {
     write_atomic_with(path, Temporary::Anonymous, write)
 }
 
 /// [`write_atomic`], holding the content in the given kind of temporary.
-pub fn write_atomic_with<T>(
+pub fn write_atomic_with<T, E: From<io::Error>>(
     path: &Path,
     how: Temporary,
-    write: impl FnOnce(&mut File) -> io::Result<T>,
-) -> io::Result<T> {
+    write: impl FnOnce(&mut File) -> Result<T, E>,
+) -> Result<T, E> {
+    publish(path, how, write)?
+}
+
+/// [`write_atomic_with`]'s work: publishing's own errors outside, `write`'s
+/// inside.
+fn publish<T, E>(
+    path: &Path,
+    how: Temporary,
+    write: impl FnOnce(&mut File) -> Result<T, E>,
+) -> io::Result<Result<T, E>> {
     let path = &through_symlinks(path)?;
     let old = match std::fs::metadata(path) {
         Ok(md) if md.is_dir() => return Err(io::Error::new(io::ErrorKind::IsADirectory, "is a directory")),
@@ -66,7 +78,10 @@ pub fn write_atomic_with<T>(
         Some(p) => p,
         None => Pending::named(dir, name)?,
     };
-    let out = write(&mut pending.file)?;
+    let out = match write(&mut pending.file) {
+        Ok(out) => out,
+        Err(e) => return Ok(Err(e)),
+    };
     if let Some(permissions) = old {
         pending.file.set_permissions(permissions)?;
     }
@@ -75,7 +90,7 @@ pub fn write_atomic_with<T>(
     std::fs::rename(&temp, path)?;
     pending.temp = None; // published: nothing left to remove
     dir_file.sync_all().map_err(|e| io::Error::new(e.kind(), format!("published, but not synced to disk: {e}")))?;
-    Ok(out)
+    Ok(Ok(out))
 }
 
 /// `path` with symlinks at its end followed (at most 40, as Linux's walks), each
@@ -270,7 +285,7 @@ mod tests {
         let mut called = false;
         let e = write_atomic(&sub, |_| {
             called = true;
-            Ok(())
+            io::Result::Ok(())
         });
         assert_eq!(e.unwrap_err().kind(), io::ErrorKind::IsADirectory);
         assert!(!called);

@@ -13,7 +13,7 @@
 //!
 //! ```no_run
 //! use packfs_core::FileSystem;
-//! use packfs_host::mmap::open_pack;
+//! use packfs_os::mmap::open_pack;
 //!
 //! let pack = open_pack("assets.pack")?;
 //! let ino = packfs_core::resolve::resolve(&pack, pack.root(), "css/site.css", true)?;

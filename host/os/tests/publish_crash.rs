@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use packfs_core::pack::{PackFs, write_pack};
 use packfs_core::{FileSystem, MemFs, OpenOptions};
-use packfs_host::publish::{Temporary, write_atomic_with};
+use packfs_os::publish::{Temporary, write_atomic_with};
 
 const CHILD_ENV: &str = "PACKFS_PUBLISH_CHILD";
 /// Set (to anything) when the child is to use named temporaries.

@@ -16,7 +16,7 @@ use std::time::Duration;
 use packfs_core::mem::Limits;
 use packfs_core::resolve::resolve_parent;
 use packfs_core::{FileSystem, FileType, MemFs, OpenOptions, Snapshot};
-use packfs_host::journal::{Journal, SyncPolicy};
+use packfs_os::journal::{Journal, SyncPolicy};
 
 const CHILD_ENV: &str = "PACKFS_JOURNAL_CHILD";
 const KILLS: usize = 200;

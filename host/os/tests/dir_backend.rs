@@ -7,7 +7,7 @@ use std::path::Path;
 
 use packfs_core::resolve::{resolve, resolve_parent};
 use packfs_core::{Error, FileSystem, FileType, OpenOptions, SetTime, Timestamp};
-use packfs_host::dir::DirFs;
+use packfs_os::dir::DirFs;
 
 /// `outside/` holds a secret; `root/` is what the backend serves.
 struct Fixture {

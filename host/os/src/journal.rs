@@ -41,7 +41,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use anyhow::{Context, Result, bail};
 use packfs_core::journal::{HEADER_LEN, Header, Sink, replay};
 use packfs_core::mem::{Limits, Tree};
-use packfs_core::pack::write_pack;
+use packfs_core::pack::{WriteError, write_pack};
 use packfs_core::{Clock, Error, MemFs, OsError, system_clock};
 
 use crate::mmap::open_pack;
@@ -211,8 +211,8 @@ impl Journal {
         let held = held.ok_or_else(|| anyhow::anyhow!("the journal was closed before its checkpoint"))?;
         write_atomic(&base, |f| {
             let mut out = io::BufWriter::new(f);
-            write_pack(&snapshot, &mut out).map_err(io::Error::other)?;
-            out.flush()
+            write_pack(&snapshot, &mut out)?;
+            out.flush().map_err(WriteError::from)
         })
         .with_context(|| format!("writing checkpoint {}", base.display()))?;
         let header = Header { generation: next, created: system_clock()() };
