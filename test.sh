@@ -23,6 +23,14 @@ need_deb() {
 }
 need_deb clang lld wasi-libc libclang-rt-14-dev-wasm32
 
+# The lint policy: formatted, and no clippy warning (clippy.toml adds the
+# project's own rules).
+for c in rustfmt clippy; do
+    rustup component list --installed | grep -q "^$c" || rustup component add "$c"
+done
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
+
 # Every crate's tests: unit, property, model, concurrency, doc tests.
 cargo test --workspace --all-targets
 cargo test --workspace --doc

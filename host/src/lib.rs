@@ -33,6 +33,7 @@
 //! [`Access`](wasi::Access), as in wasmtime-wasi.
 
 #![warn(missing_docs, unreachable_pub)]
+#![deny(unsafe_code)]
 
 pub mod load;
 pub mod p1;

@@ -159,6 +159,7 @@ impl GuestCache {
         Ok((guest, status))
     }
 
+    #[allow(unsafe_code, reason = "loading compiled code the cache wrote: see SAFETY")]
     fn deserialize(engine: &Engine, file: &[u8]) -> Option<Guest> {
         let (payload, digest) = file.split_at_checked(file.len().checked_sub(DIGEST_LEN)?)?;
         if Sha256::digest(payload).as_slice() != digest {

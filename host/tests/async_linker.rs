@@ -71,5 +71,5 @@ fn async_store_runs_a_component_on_packfs() {
     })
     .unwrap();
     assert_eq!(outcome, Ok(()));
-    assert!(fs.read_dir(fs.root(), None, 10).unwrap().len() > 0, "the guest left files");
+    assert!(!fs.read_dir(fs.root(), None, 10).unwrap().is_empty(), "the guest left files");
 }

@@ -27,6 +27,8 @@
 //! [`p1`] WASI preview1 guests over these filesystems (run in a Web Worker
 //! by `runner.js`'s `runP1`).
 
+#![deny(unsafe_code)]
+
 pub mod error;
 pub mod fetch;
 mod glue;

@@ -82,6 +82,7 @@ struct Callback(Function);
 
 // SAFETY: this crate is built for wasm32 without threads: there is no other
 // thread a `Callback` could be sent to or used from.
+#[allow(unsafe_code, reason = "no threads to send it to: see SAFETY")]
 unsafe impl Send for Callback {}
 
 impl Output for Callback {

@@ -16,6 +16,7 @@
 //! builds, inspects and unpacks packs with them.
 
 #![warn(missing_docs, unreachable_pub)]
+#![deny(unsafe_code)]
 
 pub mod dir;
 pub mod journal;

@@ -45,6 +45,7 @@ impl MappedFile {
     /// failing disk, a FUSE or network filesystem losing the file) is a
     /// `SIGBUS` too: on such storage, read the pack into memory instead
     /// (`PackFs::open` over a `Vec<u8>`).
+    #[allow(unsafe_code, reason = "mapping a file: see SAFETY")]
     pub fn open(path: impl AsRef<Path>) -> io::Result<MappedFile> {
         let file = File::open(path)?;
         if !file.metadata()?.is_file() {
