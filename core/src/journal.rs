@@ -17,7 +17,7 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::mem::{Op, Tree};
+use crate::mem::{Log, Op, Tree};
 use crate::{Error, OpenOptions, Result, SetTime, Timestamp};
 
 /// Magic number opening every journal file.
@@ -85,6 +85,23 @@ pub trait Sink: Send + Sync {
     /// after publication and before acknowledging, so that concurrent
     /// writers share fsyncs.
     fn durable_before_visible(&self) -> bool;
+}
+
+/// Every byte sink records a `MemFs`'s changes in this format.
+impl<S: Sink + ?Sized> Log for S {
+    fn record(&self, op: &Op<'_>, now: Timestamp) -> Result<u64> {
+        let mut record = Vec::new();
+        encode(op, now, &mut record)?;
+        self.append(&record)
+    }
+
+    fn durable(&self, seq: u64) -> Result<()> {
+        self.sync(seq)
+    }
+
+    fn durable_before_visible(&self) -> bool {
+        Sink::durable_before_visible(self)
+    }
 }
 
 const OPEN: u8 = 1;

@@ -21,7 +21,6 @@ use tree::Touch;
 pub use tree::{LOWER_TAG, Limits, ROOT, Tree, Usage};
 
 use crate::fold::FoldState;
-use crate::journal::{self, Sink};
 use crate::meta::system_clock;
 use crate::{Clock, DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime, Timestamp};
 
@@ -36,6 +35,22 @@ type Pins = HashMap<Ino, Pin, FoldState>;
 struct Pin {
     count: u32,
     orphan: bool,
+}
+
+/// Where a journaled [`MemFs`] records each change before publishing it.
+/// The journal's record format implements it for every
+/// [`journal::Sink`](crate::journal::Sink) of bytes; `mem` knows no more
+/// of journals than this.
+pub trait Log: Send + Sync {
+    /// Records `op`, applied at `now` (all of it, or none of it); returns
+    /// its sequence number. Called under the writer lock, before the
+    /// change is published.
+    fn record(&self, op: &Op<'_>, now: Timestamp) -> Result<u64>;
+    /// Returns once record `seq` and every one before it are durable.
+    fn durable(&self, seq: u64) -> Result<()>;
+    /// True: durable under the writer lock, before any reader sees the
+    /// change; false: group commit, durable before it is acknowledged.
+    fn durable_before_visible(&self) -> bool;
 }
 
 /// A writable in-memory filesystem.
@@ -62,7 +77,7 @@ pub struct MemFs {
     writer: Mutex<Spare>,
     pins: Mutex<Pins>,
     clock: Clock,
-    journal: Option<Arc<dyn Sink>>,
+    journal: Option<Arc<dyn Log>>,
     /// Changes refused for passing a [`Limits`] cap.
     quota_refusals: std::sync::atomic::AtomicU64,
 }
@@ -191,8 +206,9 @@ impl MemFs {
     }
 
     /// A filesystem holding `tree` (typically replayed from a journal) whose
-    /// every change is recorded in `sink` before it is acknowledged.
-    pub fn journaled(tree: Tree, sink: Arc<dyn Sink>, clock: Clock) -> Self {
+    /// every change is recorded in `sink` before it is acknowledged (any
+    /// [`journal::Sink`](crate::journal::Sink) is a [`Log`]).
+    pub fn journaled(tree: Tree, sink: Arc<dyn Log>, clock: Clock) -> Self {
         MemFs { journal: Some(sink), ..Self::from_tree(tree, clock) }
     }
 
@@ -264,11 +280,9 @@ impl MemFs {
             |tree, now| {
                 let out = op.apply(tree, now)?;
                 if let Some(sink) = &self.journal {
-                    let mut record = Vec::new();
-                    journal::encode(&op, now, &mut record)?;
-                    let seq = sink.append(&record)?;
+                    let seq = sink.record(&op, now)?;
                     if sink.durable_before_visible() {
-                        sink.sync(seq)?;
+                        sink.durable(seq)?;
                     } else {
                         pending = Some((sink, seq));
                     }
@@ -282,7 +296,7 @@ impl MemFs {
             },
         )?;
         if let Some((sink, seq)) = pending {
-            sink.sync(seq)?;
+            sink.durable(seq)?;
         }
         Ok(out)
     }

@@ -125,6 +125,11 @@ pub(crate) fn bad_field(at: u64, of: Structure, field: &'static str, value: u64)
     CorruptPack::new(at, CorruptKind::BadField { of, field, value })
 }
 
+/// `len` bytes at `offset` in the string pool `strings`, if they lie in it.
+pub(super) fn pool_get(strings: &[u8], offset: u64, len: u16) -> Option<&[u8]> {
+    strings.get(usize::try_from(offset).ok()?..)?.get(..usize::from(len))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

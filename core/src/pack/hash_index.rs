@@ -41,8 +41,8 @@ use std::hash::BuildHasher;
 use crate::fold::fold;
 
 use super::blob::{self, BlobRecord};
+use super::cursor::pool_get;
 use super::dirent::{self, DirentRecord};
-use super::index::pool_get;
 use super::inode;
 use crate::FileType;
 

@@ -46,7 +46,7 @@ use std::ops::Range;
 
 use super::blob::{self, BlobRecord};
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
-use super::cursor::{bad_field, le_u16, le_u64, range, slice};
+use super::cursor::{bad_field, le_u16, le_u64, pool_get, range, slice};
 use super::dirent::{self, DirentRecord};
 use super::hash_index::Tables;
 use super::header::Header;
@@ -135,11 +135,6 @@ fn record<'p, const N: usize>(
             CorruptKind::OutOfBounds { of, field: "index", start: i, len: 1, limit: table.count },
         )),
     }
-}
-
-/// `len` bytes at `offset` in the string pool `strings`, if they lie in it.
-pub(super) fn pool_get(strings: &[u8], offset: u64, len: u16) -> Option<&[u8]> {
-    strings.get(usize::try_from(offset).ok()?..)?.get(..usize::from(len))
 }
 
 /// The first 8 bytes of `name` as a big-endian word, zero-padded.
