@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
 import { startServer } from "../e2e/server.mjs";
-import { launch, newPage } from "../e2e/browser.mjs";
+import { launch, pageResult } from "../e2e/browser.mjs";
 import { noise, packOf } from "../e2e/fixtures.mjs";
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
@@ -47,13 +47,7 @@ const server = await startServer({
 const browser = await launch();
 let res;
 try {
-  const { page, errors } = await newPage(browser);
-  await page.goto(`${server.url}/bench/bench.html?rounds=${rounds}`);
-  await page.waitForFunction(() => window.benchResults, null, { timeout: 20 * 60_000, polling: 1000 });
-  res = await page.evaluate(() => window.benchResults);
-  if (res.error) throw new Error(res.error);
-  if (errors.length) throw errors[0];
-  res.chromium = browser.version();
+  res = await pageResult(browser, `${server.url}/bench/bench.html?rounds=${rounds}`, "benchResults", 20 * 60_000);
 } finally {
   await browser.close();
   await server.close();

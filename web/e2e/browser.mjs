@@ -33,3 +33,18 @@ export async function newPage(browser, { acceptDownloads = false } = {}) {
   });
   return { page, context, errors };
 }
+
+/**
+ * Opens `url` in a fresh page of `browser`, waits (up to `timeoutMs`) for
+ * the page to set `window[name]`, and returns it with the browser's
+ * version; throws the page's own `error`, or its first uncaught error.
+ */
+export async function pageResult(browser, url, name, timeoutMs) {
+  const { page, errors } = await newPage(browser);
+  await page.goto(url);
+  await page.waitForFunction((n) => window[n], name, { timeout: timeoutMs, polling: 1000 });
+  const res = await page.evaluate((n) => window[n], name);
+  if (res.error) throw new Error(res.error);
+  if (errors.length) throw errors[0];
+  return { ...res, chromium: browser.version() };
+}
