@@ -18,14 +18,17 @@
 //! documented differences: wasmtime traps), unless both refuse the call
 //! first for something else; the comparison stops there.
 
+mod support;
+
 use std::fmt::Write as _;
 use std::sync::{Arc, OnceLock};
 
 use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::Wasi;
-use packfs_core::{FileSystem, FileType, MemFs, OpenOptions};
+use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_host::p1::HostPlatform;
 use proptest::prelude::*;
+use support::trees::{tree_of, tree_of_dir};
 use wasmtime::{Engine, Instance, Linker, Module, Store};
 use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::{FsPerms, WasiCtx};
@@ -515,54 +518,6 @@ fn output(call: &Call, i: usize, m: &[u8]) -> String {
         }
         _ => String::new(),
     }
-}
-
-/// A tree by path, as the guest tests compare it.
-fn tree_of(fs: &dyn FileSystem) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut todo = vec![(fs.root(), String::new())];
-    while let Some((dir, path)) = todo.pop() {
-        for e in fs.read_dir(dir, None, 1000).unwrap() {
-            let p = format!("{path}/{}", e.name);
-            out.push(match e.kind {
-                FileType::Dir => {
-                    todo.push((e.ino, p.clone()));
-                    format!("{p}/")
-                }
-                FileType::File => {
-                    let mut buf = vec![0; 100];
-                    let n = fs.read_at(e.ino, 0, &mut buf).unwrap();
-                    format!("{p} {:?}", &buf[..n])
-                }
-                FileType::Symlink => format!("{p} -> {}", fs.readlink(e.ino).unwrap()),
-            });
-        }
-    }
-    out.sort();
-    out
-}
-
-fn tree_of_dir(root: &std::path::Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut todo = vec![(root.to_path_buf(), String::new())];
-    while let Some((dir, path)) = todo.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let e = e.unwrap();
-            let p = format!("{path}/{}", e.file_name().to_str().unwrap());
-            let t = e.file_type().unwrap();
-            out.push(if t.is_dir() {
-                todo.push((e.path(), p.clone()));
-                format!("{p}/")
-            } else if t.is_symlink() {
-                format!("{p} -> {}", std::fs::read_link(e.path()).unwrap().to_str().unwrap())
-            } else {
-                let data = std::fs::read(e.path()).unwrap();
-                format!("{p} {:?}", &data[..data.len().min(100)])
-            });
-        }
-    }
-    out.sort();
-    out
 }
 
 /// Calls where PackFS answers as Linux does and wasmtime does not, and

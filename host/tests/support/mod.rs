@@ -7,6 +7,8 @@
 
 #![allow(dead_code, reason = "each test file uses its own part")]
 
+pub mod trees;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
