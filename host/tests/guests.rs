@@ -77,8 +77,8 @@ const DIFFERENCES: &[Difference] = &[
         oracle: "read write-only: err Uncategorized (errno 29)",
         why: "PackFS refuses read-via-stream on a descriptor not opened for reading with bad-descriptor \
               (EBADF, 8); wasmtime-wasi opens the stream and fails its first read, which wasi-libc (p2) \
-              reports as EIO (29) because it does not ask filesystem-error-code. Through the p1 adapter \
-              both are EBADF.",
+              reports as EIO (29) because it does not ask filesystem-error-code. On preview1 (PackFS's \
+              own and wasmtime's native) both are EBADF.",
     },
     Difference {
         guest: "files",
