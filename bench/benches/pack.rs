@@ -58,7 +58,7 @@ use criterion::{
     BatchSize, BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
 use packfs_bench::trees::{Rng, Spec, compaction_tree, flat_memfs, memfs, read_tree};
-use packfs_core::pack::{ByteSource, PackFs, PackOptions};
+use packfs_core::pack::{PackFs, PackOptions};
 use packfs_core::{FileSystem, resolve};
 use packfs_os::mmap::{MappedFile, open_pack};
 

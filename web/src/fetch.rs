@@ -24,22 +24,27 @@
 //! exposed (`Access-Control-Expose-Headers: Content-Range`; add `ETag` for
 //! the check above, where `Last-Modified` is readable without it).
 
-// The pack's bytes arrive after it is opened: filling them is unsafe,
-// each use argued where it stands.
-#![allow(unsafe_code)]
-
 use std::cell::Cell;
 use std::sync::Arc;
 
 use js_sys::{Promise, Uint8Array};
 use packfs_core::pack::layout::{HEADER_LEN, TRAILER_LEN};
-use packfs_core::pack::{Layout, PackFs, ReadOptions};
+use std::ops::Range;
+
+use packfs_core::pack::{Layout, PackFs, Partial, ReadOptions};
 use packfs_core::{Error, Result};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Headers, Request, RequestInit, Response, XmlHttpRequest, XmlHttpRequestResponseType};
 
-use crate::lazy::{LazyPack, Sparse, Want};
+/// A pack whose blobs arrive as reads ask for them (core's [`Partial`]);
+/// one opened from bytes is simply complete.
+pub type LazyPack = PackFs<Partial>;
+
+/// Opens the pack in `bytes`, all of it here.
+pub fn complete(bytes: Vec<u8>, options: ReadOptions) -> Result<LazyPack> {
+    PackFs::open_partial(bytes.len() as u64, vec![(0, bytes)], options)
+}
 
 /// Bytes asked for from the end of the pack by the first request.
 const TAIL: u64 = 64 * 1024;
@@ -103,8 +108,8 @@ fn parse_content_range(s: &str) -> Option<(u64, u64, u64)> {
     (a <= b && b < total).then_some((a, b, total))
 }
 
-/// The `Range` header for `w`.
-fn range(w: &Want) -> String {
+/// The `Range` header for `w` (never empty: empty blobs are never wanted).
+fn range(w: &Range<u64>) -> String {
     format!("bytes={}-{}", w.start, w.end - 1)
 }
 
@@ -173,15 +178,12 @@ impl Remote {
             (s, _) => return Err(io(&url, format!("HTTP {s}"))),
         };
         if tail_start == 0 {
-            let pack = LazyPack::complete(tail.body, options)?;
+            let pack = complete(tail.body, options)?;
             let remote = Remote { pack: Arc::new(pack), url, validator, fetched: Cell::new(0), requests: Cell::new(0) };
             remote.fetched.set(fetched);
             remote.requests.set(requests);
             return Ok(remote);
         }
-        let sparse = Sparse::zeroed(total)?;
-        // SAFETY: `sparse` is ours alone until it is handed to the pack below.
-        unsafe { sparse.fill(tail_start, &tail.body)? };
         let trailer = tail.body.get(tail.body.len().saturating_sub(TRAILER_LEN as usize)..).unwrap_or_default();
         let geo = Layout::from_trailer(trailer).ok().filter(|g| g.pack_len == total);
         let header = start(&url, Some(&format!("bytes=0-{}", HEADER_LEN.min(tail_start) - 1)))?;
@@ -191,23 +193,20 @@ impl Remote {
             }
             _ => None,
         };
+        let mut pieces = vec![(tail_start, tail.body)];
         for (at, pending) in [(0, header)].into_iter().chain(index) {
             let r = finish(&url, pending).await?;
             tally(&r);
             r.same_pack(&url, &validator)?;
             match (r.status, r.range) {
                 (206, Some((a, _, t))) if a == at && t == total && at + r.body.len() as u64 <= tail_start => {
-                    // SAFETY: as above.
-                    unsafe { sparse.fill(at, &r.body)? };
+                    pieces.push((at, r.body));
                 }
                 (s, _) => return Err(io(&url, format!("HTTP {s} to a Range request at {at}"))),
             }
         }
-        let Some(geo) = geo else {
-            // Not a pack (or a damaged one): let the core say what is wrong.
-            return Err(PackFs::open(sparse).err().unwrap_or_else(|| io(&url, "unreadable trailer")));
-        };
-        let pack = LazyPack::partial(sparse, geo, options, (tail_start, total))?;
+        // Not a pack, or a damaged one: the core says what is wrong.
+        let pack = PackFs::open_partial(total, pieces, options)?;
         Ok(Remote { pack: Arc::new(pack), url, validator, fetched: Cell::new(fetched), requests: Cell::new(requests) })
     }
 
@@ -227,18 +226,15 @@ impl Remote {
     }
 
     /// Fetches the ranges `wants` (all at once) and stores them.
-    async fn fetch(&self, wants: Vec<Want>) -> Result<()> {
+    async fn fetch(&self, wants: Vec<Range<u64>>) -> Result<()> {
         let mut pending = Vec::with_capacity(wants.len());
         for w in wants {
-            pending.push((w, start(&self.url, Some(&range(&w)))?));
+            let p = start(&self.url, Some(&range(&w)))?;
+            pending.push((w, p));
         }
         for (w, p) in pending {
             let r = finish(&self.url, p).await?;
-            // SAFETY: this crate calls into a `LazyPack` only synchronously
-            // on the one JavaScript thread (wasm32 without threads), and
-            // those calls return owned data: no slice of the buffer is alive
-            // across this `await`ed point, and nothing else runs meanwhile.
-            unsafe { self.store(&w, r)? };
+            self.store(&w, r)?;
         }
         Ok(())
     }
@@ -246,40 +242,27 @@ impl Remote {
     /// Fetches the ranges `wants` one after the other with synchronous
     /// requests, which block the thread: for a Web Worker, whose guest
     /// must see a read wait, never fail, for bytes not here yet.
-    fn fetch_blocking(&self, wants: Vec<Want>) -> Result<()> {
+    fn fetch_blocking(&self, wants: Vec<Range<u64>>) -> Result<()> {
         for w in wants {
             let r = get_blocking(&self.url, &range(&w))?;
-            // SAFETY: nothing else runs on this thread during the call, and
-            // no slice of the pack's bytes is alive (the operation that
-            // wanted these blobs has returned).
-            unsafe { self.store(&w, r)? };
+            self.store(&w, r)?;
         }
         Ok(())
     }
 
     /// Checks a reply to the request for `w` and stores its blobs.
-    ///
-    /// # Safety
-    ///
-    /// As [`LazyPack::fill`].
-    unsafe fn store(&self, w: &Want, r: Reply) -> Result<()> {
+    fn store(&self, w: &Range<u64>, r: Reply) -> Result<()> {
         self.count(&r);
         r.same_pack(&self.url, &self.validator)?;
-        let geo = self.pack.geometry();
+        let total = self.pack.info().pack_len;
         match (r.status, r.range) {
-            (206, Some((a, b, t))) if a == w.start && b + 1 == w.end && t == geo.pack_len => {
-                // SAFETY: passed on to our caller.
-                unsafe { self.pack.fill(w, &r.body) }
+            (206, Some((a, b, t)))
+                if a == w.start && b + 1 == w.end && t == total && r.body.len() as u64 == w.end - w.start =>
+            {
+                self.pack.store(w.start, &r.body).map(|_| ())
             }
-            (200, _) if r.body.len() as u64 == geo.pack_len => {
-                // The server ignored the range: take all of the data.
-                for m in self.pack.missing() {
-                    let part = r.body.get(m.start as usize..m.end as usize).ok_or(Error::Invalid)?;
-                    // SAFETY: as above.
-                    unsafe { self.pack.fill(&m, part)? };
-                }
-                Ok(())
-            }
+            // The server ignored the range: take all of the data.
+            (200, _) if r.body.len() as u64 == total => self.pack.store(0, &r.body).map(|_| ()),
             (s, _) => Err(io(&self.url, format!("HTTP {s} to a Range request at {}", w.start))),
         }
     }

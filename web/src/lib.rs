@@ -22,8 +22,9 @@
 //! index. Errors are `Error`s with `code` (the WASI `error-code` name, see
 //! [`error`]) and `errno`.
 //!
-//! The Rust side: [`ops`] holds the path operations (host-tested), [`lazy`]
-//! the pack whose bytes arrive piece by piece, [`fetch`] the HTTP side,
+//! The Rust side: [`ops`] holds the path operations (host-tested), [`fetch`]
+//! the pack whose bytes arrive piece by piece over HTTP (core's
+//! `Partial` holds them),
 //! [`p1`] WASI preview1 guests over these filesystems (run in a Web Worker
 //! by `runner.js`'s `runP1`).
 
@@ -32,7 +33,6 @@
 pub mod error;
 pub mod fetch;
 mod glue;
-pub mod lazy;
 pub mod ops;
 pub mod p1;
 
@@ -47,8 +47,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
 use crate::error::{js_error, to_js};
+use crate::fetch::LazyPack;
 use crate::fetch::Remote;
-use crate::lazy::LazyPack;
 use crate::ops::Backend;
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -611,7 +611,8 @@ impl Pack {
         bytes: &Uint8Array,
         #[wasm_bindgen(unchecked_optional_param_type = "PackOptions")] options: Option<JsValue>,
     ) -> JsResult<Pack> {
-        let pack = LazyPack::complete(bytes.to_vec(), read_options(&options, false)?).map_err(|e| to_js(&e, None))?;
+        let pack =
+            crate::fetch::complete(bytes.to_vec(), read_options(&options, false)?).map_err(|e| to_js(&e, None))?;
         let pack = Arc::new(pack);
         Ok(Pack { inner: Inner { backend: Backend::Pack(pack.clone()), remote: None }, pack })
     }

@@ -17,7 +17,7 @@ pub enum Backend {
     /// A writable in-memory filesystem, or an overlay (a `MemFs` over a pack).
     Mem(Arc<MemFs>),
     /// A read-only pack.
-    Pack(Arc<crate::lazy::LazyPack>),
+    Pack(Arc<crate::fetch::LazyPack>),
 }
 
 impl Backend {
@@ -286,7 +286,6 @@ impl std::io::Write for Growing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lazy::LazyPack;
     use packfs_core::mem::Limits;
     use packfs_core::pack::ReadOptions;
     use packfs_core::system_clock;
@@ -371,7 +370,7 @@ mod tests {
         write_file(&b, "d/f", b"data").unwrap();
         symlink(b.fs(), "d/f", "l").unwrap();
         let bytes = compact(&b).unwrap();
-        let p = Backend::Pack(Arc::new(LazyPack::complete(bytes.clone(), ReadOptions::new()).unwrap()));
+        let p = Backend::Pack(Arc::new(crate::fetch::complete(bytes.clone(), ReadOptions::new()).unwrap()));
         assert_eq!(read_file(p.fs(), "l").unwrap(), b"data");
         assert_eq!(write_file(&p, "d/f", b"x"), Err(Error::ReadOnly));
         assert_eq!(write_file(&p, "d/new", b"x"), Err(Error::ReadOnly));

@@ -51,6 +51,22 @@ impl BlobRecord {
     }
 
     /// Checks `bytes` (this blob's) against the stored checksum.
+    /// Where the blob's bytes lie in the pack (open checked they lie in
+    /// the data section; the sum is still checked).
+    pub(crate) fn extent(&self) -> Result<std::ops::Range<u64>, CorruptPack> {
+        let end = self.offset.checked_add(self.len).ok_or_else(|| {
+            let kind = CorruptKind::OutOfBounds {
+                of: Structure::BlobRecord,
+                field: "offset",
+                start: self.offset,
+                len: self.len,
+                limit: u64::MAX,
+            };
+            CorruptPack::new(self.offset, kind)
+        })?;
+        Ok(self.offset..end)
+    }
+
     pub(crate) fn check(&self, bytes: &[u8]) -> Result<(), CorruptPack> {
         let actual = checksum(bytes);
         if actual != self.checksum {

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 
 use super::blob::checksum;
 use super::header::{self, HEADER_LEN};
+use super::layout::Layout;
 use super::reader::{PackFs, ReadOptions};
 use super::trailer::{self, TRAILER_LEN};
 use crate::{FileSystem, FileType};
@@ -48,6 +49,7 @@ pub fn reseal(bytes: &mut [u8]) {
 /// only if the reader contradicts itself on a pack that opened; any error
 /// is fine. Returns whether the pack opened.
 pub fn exercise(bytes: &[u8]) -> bool {
+    exercise_partial(bytes);
     let mut opened = false;
     for opts in [ReadOptions::new(), ReadOptions::new().verify_on_read(true)] {
         let Ok(fs) = PackFs::open_with(bytes, opts) else { continue };
@@ -80,6 +82,36 @@ pub fn exercise(bytes: &[u8]) -> bool {
         let _ = fs.verify();
     }
     opened
+}
+
+/// Opens `bytes` as a [`Partial`] pack holding only what an open needs
+/// (found by [`Layout`], as a lazy reader finds it), reads every file at the
+/// root, storing each blob a read wants, and checks that the answers agree
+/// with the whole pack's.
+fn exercise_partial(bytes: &[u8]) {
+    let len = bytes.len() as u64;
+    let Some(geo) = len.checked_sub(TRAILER_LEN).and_then(|t| Layout::from_trailer(&bytes[t as usize..]).ok()) else {
+        return;
+    };
+    let pieces = geo.required().into_iter().filter_map(|(s, e)| Some((s, bytes.get(s as usize..e as usize)?.to_vec())));
+    let (Ok(partial), Ok(whole)) =
+        (PackFs::open_partial(len, pieces.collect(), ReadOptions::new()), PackFs::open(bytes))
+    else {
+        return;
+    };
+    let Ok(entries) = whole.read_dir(whole.root(), None, 64) else { return };
+    for e in entries.iter().filter(|e| e.kind == FileType::File) {
+        let mut got = partial.file_bytes(e.ino).map(<[u8]>::to_vec);
+        if got == Err(crate::Error::NotLoaded) {
+            for r in partial.take_wanted() {
+                if let Some(piece) = bytes.get(r.start as usize..r.end as usize) {
+                    let _ = partial.store(r.start, piece);
+                }
+            }
+            got = partial.file_bytes(e.ino).map(<[u8]>::to_vec);
+        }
+        assert_eq!(got, whole.file_bytes(e.ino).map(<[u8]>::to_vec), "a partial pack disagrees with the whole");
+    }
 }
 
 fn read_file(fs: &PackFs<&[u8]>, ino: u64, size: u64) {

@@ -15,8 +15,8 @@
 //!                  inode index    hash bits 42..64 << 10     offset in the  inode index
 //!                  (u32::MAX:     | kind << 8 | name length  string pool    of the entry
 //!                   empty)
-//! file (16 bytes)  start: usize, end: usize — the content's byte range in the pack
-//!                  (start > end for a directory or symlink)
+//! file (24 bytes)  start: u64, end: u64 — the content's byte range in the pack
+//!                  (start > end for a directory or symlink); blob: u32, its blob
 //! ```
 //!
 //! Names: linear probing, at most two thirds full. The hash (of the name and
@@ -69,14 +69,16 @@ struct Slot {
 
 const FREE: Slot = Slot { parent: EMPTY, check: 0, name: 0, child: 0 };
 
-/// Where a file's content lies in the pack; `start > end` for another kind.
+/// Where a file's content lies in the pack, and which blob it is; `start >
+/// end` for another kind.
 #[derive(Debug, Clone, Copy)]
 struct Extent {
-    start: usize,
-    end: usize,
+    start: u64,
+    end: u64,
+    blob: u32,
 }
 
-const NOT_FILE: Extent = Extent { start: 1, end: 0 };
+const NOT_FILE: Extent = Extent { start: 1, end: 0, blob: 0 };
 
 /// The tables of one index, as open found them (see
 /// [`Index::tables`](super::index::Index::tables)).
@@ -84,16 +86,16 @@ pub(crate) struct Tables<'p> {
     pub(crate) inodes: &'p [inode::Raw],
     pub(crate) dirents: &'p [[u8; dirent::RECORD_LEN as usize]],
     pub(crate) blobs: &'p [[u8; blob::RECORD_LEN as usize]],
-    /// The string pool, and its absolute offset in the pack.
+    /// The string pool, and where it starts in the index region.
     pub(crate) strings: &'p [u8],
-    pub(crate) strings_offset: usize,
+    pub(crate) strings_start: usize,
 }
 
 /// The tables; see the module doc.
 pub(crate) struct HashIndex {
     slots: Box<[Slot]>,
     seed: u64,
-    /// Absolute offset of the string pool.
+    /// Where the string pool starts in the index region.
     pool: usize,
     files: Box<[Extent]>,
 }
@@ -193,10 +195,9 @@ impl HashIndex {
                 if rec[0] != 1 {
                     return Some(NOT_FILE);
                 }
-                let b = BlobRecord::from_record(t.blobs.get(usize::try_from(inode::data(rec)).ok()?)?);
-                let start = usize::try_from(b.offset).ok()?;
-                let end = usize::try_from(b.len).ok().and_then(|len| start.checked_add(len))?;
-                Some(Extent { start, end })
+                let blob = u32::try_from(inode::data(rec)).ok()?;
+                let b = BlobRecord::from_record(t.blobs.get(usize::try_from(blob).ok()?)?);
+                Some(Extent { start: b.offset, end: b.offset.checked_add(b.len)?, blob })
             })
             .collect::<Option<Box<[Extent]>>>()?;
         // At most two thirds full; `dirents` lies in memory, so this does
@@ -227,12 +228,12 @@ impl HashIndex {
                 slots[free] = slot;
             }
         }
-        Some(HashIndex { slots, seed, pool: t.strings_offset, files })
+        Some(HashIndex { slots, seed, pool: t.strings_start, files })
     }
 
     /// The inode index and kind of the entry `name` in directory `parent`
-    /// (an inode index), if there is one; `pack` is the whole pack.
-    pub(crate) fn find(&self, pack: &[u8], parent: u64, name: &[u8]) -> Option<(u32, FileType)> {
+    /// (an inode index), if there is one; `region` is the index region.
+    pub(crate) fn find(&self, region: &[u8], parent: u64, name: &[u8]) -> Option<(u32, FileType)> {
         let parent = u32::try_from(parent).ok().filter(|&p| p != EMPTY)?;
         if name.len() > MAX_NAME {
             return None;
@@ -246,7 +247,7 @@ impl HashIndex {
             }
             if s.parent == parent && s.check & !KIND_BITS == check {
                 let start = self.pool.checked_add(s.name as usize)?;
-                let stored = pack.get(start..start.checked_add(name.len())?)?;
+                let stored = region.get(start..start.checked_add(name.len())?)?;
                 if same(stored, name) {
                     return Some((s.child, kind_of((s.check & KIND_BITS) >> 8)?));
                 }
@@ -255,15 +256,16 @@ impl HashIndex {
         None
     }
 
-    /// The content of inode index `i` if it is a file, from `pack`.
-    pub(crate) fn file<'p>(&self, pack: &'p [u8], i: u64) -> Option<&'p [u8]> {
+    /// The blob holding inode index `i`'s content and where it lies in
+    /// the pack, if `i` is a file.
+    pub(crate) fn file(&self, i: u64) -> Option<(u64, std::ops::Range<u64>)> {
         let e = self.files.get(usize::try_from(i).ok()?)?;
-        pack.get(e.start..e.end)
+        (e.start <= e.end).then(|| (u64::from(e.blob), e.start..e.end))
     }
 
     /// The longest probe sequence any entry needs (for tests).
     #[cfg(test)]
-    pub(crate) fn longest_probe(&self, pack: &[u8]) -> usize {
+    pub(crate) fn longest_probe(&self, region: &[u8]) -> usize {
         let mask = self.slots.len() - 1;
         let mut worst = 0;
         for (i, s) in self.slots.iter().enumerate() {
@@ -271,7 +273,7 @@ impl HashIndex {
                 continue;
             }
             let start = self.pool + s.name as usize;
-            let name = &pack[start..start + (s.check & 0xff) as usize];
+            let name = &region[start..start + (s.check & 0xff) as usize];
             let (home, _) = hash(self.seed, s.parent, name);
             worst = worst.max(i.wrapping_sub(home) & mask);
         }
@@ -347,10 +349,12 @@ mod tests {
         assert_eq!(hashed.file_bytes(found).unwrap(), format!("0/{}", "x".repeat(255)).as_bytes());
     }
 
-    fn index_of(bytes: &[u8]) -> (Index, Tables<'_>) {
+    /// The index of `bytes`, its region and its tables.
+    fn index_of(bytes: &[u8]) -> (&[u8], Tables<'_>) {
         let index = Index::open(bytes).unwrap();
-        let t = index.tables(bytes).unwrap();
-        (index, t)
+        let r = index.region();
+        let region = &bytes[r.start as usize..r.end as usize];
+        (region, index.tables(region).unwrap())
     }
 
     #[test]
@@ -361,11 +365,11 @@ mod tests {
         }
         let mut bytes = Vec::new();
         write_pack(&fs.snapshot(), &mut bytes).unwrap();
-        let (_, t) = index_of(&bytes);
+        let (region, t) = index_of(&bytes);
         // 2,000 names in 4,096 slots collide somewhere for any seed.
         assert!(HashIndex::build_with(7, 1, &t).is_none());
         let h = HashIndex::build_with(7, MAX_PROBE, &t).unwrap();
-        assert!(h.longest_probe(&bytes) < 64, "{}", h.longest_probe(&bytes));
+        assert!(h.longest_probe(region) < 64, "{}", h.longest_probe(region));
         let pack = PackFs::open(&bytes[..]).unwrap();
         pack.hashed.set(HashIndex::build_with(7, 1, &t)).unwrap();
         let f: Ino = pack.lookup(pack.root(), "f1999").unwrap();

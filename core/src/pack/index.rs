@@ -38,25 +38,30 @@
 //!   the table (7), so a lookup returns the dirent's inode number without
 //!   reading that inode's record.
 //!
-//! If the bytes change after open (a [`ByteSource`](super::ByteSource) that
-//! does not keep its promise, a mapped file rewritten underneath), answers
-//! may be wrong, but reads stay in bounds and errors stay typed.
+//! Everything here reads the *index region* alone (`index_offset` to the
+//! trailer), which a reader holding only part of a pack has in one piece;
+//! the blobs' bytes are the [`ByteSource`]'s business. If the bytes change
+//! after open (a source that does not keep its promise, a mapped file
+//! rewritten underneath), answers may be wrong, but reads stay in bounds
+//! and errors stay typed.
 
 use std::ops::Range;
 
 use super::blob::{self, BlobRecord};
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
-use super::cursor::{bad_field, le_u16, le_u64, pool_get, range, slice};
+use super::cursor::{bad_field, le_u16, le_u64, pool_get, range};
 use super::dirent::{self, DirentRecord};
 use super::hash_index::Tables;
-use super::header::Header;
+use super::header::{HEADER_LEN, Header};
 use super::inode::{self, Body, InodeRecord};
-use super::trailer::{Table, Trailer};
+use super::reader::ByteSource;
+use super::trailer::{TRAILER_LEN, Table, Trailer};
 use crate::Error;
 use crate::path::validate_name;
 
 /// The checked geometry of one pack. It holds no bytes: every accessor takes
-/// the pack's bytes, which must be the ones it was opened on.
+/// the index region (`region`, [`Index::region`] of the pack it was opened
+/// on).
 #[derive(Debug, Clone)]
 pub(crate) struct Index {
     pub(crate) header: Header,
@@ -65,10 +70,10 @@ pub(crate) struct Index {
     spans: Spans,
 }
 
-/// The byte ranges of the three record tables and the string pool, from the
-/// trailer (whose geometry `Trailer::decode` checked against the pack's
-/// length). Accessors still take them with `get`: bytes shorter than at
-/// open are [`CorruptPack`], not a panic.
+/// The byte ranges of the three record tables and the string pool within
+/// the index region, from the trailer (whose geometry `Trailer::decode`
+/// checked against the pack's length). Accessors still take them with
+/// `get`: bytes shorter than at open are [`CorruptPack`], not a panic.
 #[derive(Debug, Clone)]
 struct Spans {
     inodes: Range<usize>,
@@ -87,6 +92,7 @@ impl Spans {
                 )
             };
             let end = count.checked_mul(len).and_then(|n| n.checked_add(start)).ok_or_else(bad)?;
+            let (start, end) = (start.checked_sub(t.index_offset).ok_or_else(bad)?, end - t.index_offset);
             Ok(usize::try_from(start).map_err(|_| bad())?..usize::try_from(end).map_err(|_| bad())?)
         };
         Ok(Spans {
@@ -98,19 +104,37 @@ impl Spans {
     }
 }
 
-/// `span` of `pack` as a table of `N`-byte records.
-fn table<'p, const N: usize>(pack: &'p [u8], span: &Range<usize>, of: Structure) -> Result<&'p [[u8; N]], CorruptPack> {
-    match pack.get(span.clone()) {
+/// `span` of the index region as a table of `N`-byte records.
+fn table<'p, const N: usize>(
+    region: &'p [u8],
+    span: &Range<usize>,
+    of: Structure,
+) -> Result<&'p [[u8; N]], CorruptPack> {
+    match region.get(span.clone()) {
         Some(bytes) => Ok(bytes.as_chunks().0),
-        None => Err(shrunk(pack, span, of)),
+        None => Err(shrunk(region, span, of)),
     }
 }
 
-/// The error for a table or pool no longer inside the bytes (a source that
-/// changed after open).
-fn shrunk(pack: &[u8], span: &Range<usize>, of: Structure) -> CorruptPack {
+/// The error for a table or pool not inside the region (a source that
+/// broke its promise); offsets within the region.
+fn shrunk(region: &[u8], span: &Range<usize>, of: Structure) -> CorruptPack {
     let (start, len) = (span.start as u64, span.len() as u64);
-    CorruptPack::new(start, CorruptKind::OutOfBounds { of, field: "offset", start, len, limit: pack.len() as u64 })
+    CorruptPack::new(start, CorruptKind::OutOfBounds { of, field: "offset", start, len, limit: region.len() as u64 })
+}
+
+/// `range` of `source`: `NotLoaded` when the source does not have it,
+/// `Corrupt` when it lies past the end (`of` names what was wanted).
+fn need<S: ByteSource + ?Sized>(source: &S, range: Range<u64>, of: Structure) -> Result<&[u8], Error> {
+    let len = range.end.saturating_sub(range.start);
+    match source.get(range.clone()) {
+        Some(bytes) if bytes.len() as u64 == len => Ok(bytes),
+        _ if range.end <= source.size() => Err(Error::NotLoaded),
+        _ => {
+            let (start, limit) = (range.start, source.size());
+            Err(CorruptPack::new(start, CorruptKind::OutOfBounds { of, field: "offset", start, len, limit }).into())
+        }
+    }
 }
 
 /// Absolute offset of record `i` of `table`, for error reports only
@@ -121,13 +145,13 @@ fn at(table: Table, len: u64, i: u64) -> u64 {
 
 /// Record `i` of `table` (cut out of `span`), and its absolute offset.
 fn record<'p, const N: usize>(
-    pack: &'p [u8],
+    region: &'p [u8],
     span: &Range<usize>,
     table: Table,
     i: u64,
     of: Structure,
 ) -> Result<(&'p [u8; N], u64), CorruptPack> {
-    let records = self::table::<N>(pack, span, of)?;
+    let records = self::table::<N>(region, span, of)?;
     match usize::try_from(i).ok().and_then(|i| records.get(i)) {
         Some(rec) => Ok((rec, at(table, N as u64, i))),
         None => Err(CorruptPack::new(
@@ -158,15 +182,33 @@ fn cmp_names(probe: &[u8], name: &[u8], key: u64) -> std::cmp::Ordering {
 }
 
 impl Index {
-    /// Opens `pack`: header, trailer, index checksum, structure.
-    pub(crate) fn open(pack: &[u8]) -> Result<Index, Error> {
-        let header = Header::decode(pack)?;
-        let trailer = Trailer::decode(pack, &header)?;
+    /// Opens the pack in `source`: header, trailer, index checksum,
+    /// structure. It reads the header, the trailer and the index region,
+    /// nothing else.
+    pub(crate) fn open<S: ByteSource + ?Sized>(source: &S) -> Result<Index, Error> {
+        let size = source.size();
+        let header = Header::decode(need(source, 0..HEADER_LEN.min(size), Structure::Header)?)?;
+        let at = Trailer::offset_in(size)?;
+        let trailer = Trailer::decode(need(source, at..size, Structure::Trailer)?, size, &header)?;
         let spans = Spans::new(&trailer)?;
         let index = Index { header, trailer, spans };
-        index.check_checksum(pack)?;
-        index.check_structure(pack)?;
+        let region = index.region_in(source)?;
+        index.check_checksum(region)?;
+        index.check_structure(region)?;
         Ok(index)
+    }
+
+    /// Where the index region lies in the pack: from `index_offset` to the
+    /// trailer (`Trailer::decode` checked that this is a range).
+    pub(crate) fn region(&self) -> Range<u64> {
+        let t = &self.trailer;
+        t.index_offset..t.pack_len - TRAILER_LEN
+    }
+
+    /// The index region's bytes in `source` (a source that no longer has
+    /// them broke its promise: an error, not a panic).
+    pub(crate) fn region_in<'s, S: ByteSource + ?Sized>(&self, source: &'s S) -> Result<&'s [u8], Error> {
+        need(source, self.region(), Structure::Index)
     }
 
     /// Number of inodes.
@@ -180,20 +222,8 @@ impl Index {
     }
 
     /// Checks the index checksum.
-    pub(crate) fn check_checksum(&self, pack: &[u8]) -> Result<(), CorruptPack> {
+    pub(crate) fn check_checksum(&self, region: &[u8]) -> Result<(), CorruptPack> {
         let t = &self.trailer;
-        let end = Trailer::offset_in(pack.len() as u64)?;
-        let len = end.checked_sub(t.index_offset).ok_or(CorruptPack::new(
-            end,
-            CorruptKind::OutOfBounds {
-                of: Structure::Trailer,
-                field: "index_offset",
-                start: t.index_offset,
-                len: 0,
-                limit: end,
-            },
-        ))?;
-        let region = slice(pack, Structure::Index, "index_offset", t.index_offset, len, end)?;
         let actual = blob::checksum(region);
         if actual != t.index_checksum {
             let kind = CorruptKind::Checksum { of: Structure::Index, expected: t.index_checksum, actual };
@@ -203,33 +233,40 @@ impl Index {
     }
 
     /// Inode record `i`, decoded and checked.
-    pub(crate) fn inode(&self, pack: &[u8], i: u64) -> Result<InodeRecord, CorruptPack> {
-        let (rec, at) = self.inode_raw(pack, i)?;
+    pub(crate) fn inode(&self, region: &[u8], i: u64) -> Result<InodeRecord, CorruptPack> {
+        let (rec, at) = self.inode_raw(region, i)?;
         InodeRecord::from_record(rec, at)
     }
 
     /// Inode record `i` as it lies in the table, and its absolute offset,
     /// for the accessors that read one field ([`inode::kind`],
     /// [`inode::data`], [`inode::count`]).
-    pub(crate) fn inode_raw<'p>(&self, pack: &'p [u8], i: u64) -> Result<(&'p inode::Raw, u64), CorruptPack> {
-        record(pack, &self.spans.inodes, self.trailer.inodes, i, Structure::Inode)
+    pub(crate) fn inode_raw<'p>(&self, region: &'p [u8], i: u64) -> Result<(&'p inode::Raw, u64), CorruptPack> {
+        record(region, &self.spans.inodes, self.trailer.inodes, i, Structure::Inode)
     }
 
     /// Dirent record `j`.
-    pub(crate) fn dirent(&self, pack: &[u8], j: u64) -> Result<DirentRecord, CorruptPack> {
-        let (rec, _) = record(pack, &self.spans.dirents, self.trailer.dirents, j, Structure::Dirent)?;
+    pub(crate) fn dirent(&self, region: &[u8], j: u64) -> Result<DirentRecord, CorruptPack> {
+        let (rec, _) = record(region, &self.spans.dirents, self.trailer.dirents, j, Structure::Dirent)?;
         Ok(DirentRecord::from_record(rec))
     }
 
     /// Blob record `k`.
-    pub(crate) fn blob(&self, pack: &[u8], k: u64) -> Result<BlobRecord, CorruptPack> {
-        let (rec, _) = record(pack, &self.spans.blobs, self.trailer.blobs, k, Structure::BlobRecord)?;
+    pub(crate) fn blob(&self, region: &[u8], k: u64) -> Result<BlobRecord, CorruptPack> {
+        let (rec, _) = record(region, &self.spans.blobs, self.trailer.blobs, k, Structure::BlobRecord)?;
         Ok(BlobRecord::from_record(rec))
     }
 
+    /// The first blob whose bytes start at or after `offset` (blobs lie in
+    /// offset order, as open checked), or the blob count.
+    pub(crate) fn first_blob_from(&self, region: &[u8], offset: u64) -> Result<u64, CorruptPack> {
+        let records = table::<{ blob::RECORD_LEN as usize }>(region, &self.spans.blobs, Structure::BlobRecord)?;
+        Ok(records.partition_point(|r| le_u64::<0, { blob::RECORD_LEN as usize }>(r) < offset) as u64)
+    }
+
     /// The string pool.
-    fn strings<'p>(&self, pack: &'p [u8]) -> Result<&'p [u8], CorruptPack> {
-        pack.get(self.spans.strings.clone()).ok_or_else(|| shrunk(pack, &self.spans.strings, Structure::Index))
+    fn strings<'p>(&self, region: &'p [u8]) -> Result<&'p [u8], CorruptPack> {
+        region.get(self.spans.strings.clone()).ok_or_else(|| shrunk(region, &self.spans.strings, Structure::Index))
     }
 
     /// `len` bytes at `offset` in the string pool `strings`.
@@ -251,43 +288,38 @@ impl Index {
     /// `len` bytes at `offset` in the string pool, as UTF-8.
     fn string<'a>(
         &self,
-        pack: &'a [u8],
+        region: &'a [u8],
         offset: u64,
         len: u64,
         of: Structure,
         at: u64,
     ) -> Result<&'a str, CorruptPack> {
-        let bytes = self.string_bytes(self.strings(pack)?, offset, len, of, at)?;
+        let bytes = self.string_bytes(self.strings(region)?, offset, len, of, at)?;
         std::str::from_utf8(bytes).map_err(|_| CorruptPack::new(at, CorruptKind::BadName))
     }
 
     /// A dirent's name.
-    pub(crate) fn name<'a>(&self, pack: &'a [u8], d: &DirentRecord) -> Result<&'a str, CorruptPack> {
-        self.string(pack, d.name_offset, d.name_len.into(), Structure::Dirent, d.name_offset)
+    pub(crate) fn name<'a>(&self, region: &'a [u8], d: &DirentRecord) -> Result<&'a str, CorruptPack> {
+        self.string(region, d.name_offset, d.name_len.into(), Structure::Dirent, d.name_offset)
     }
 
     /// A symlink's target (`None` for other kinds).
-    pub(crate) fn target<'a>(&self, pack: &'a [u8], r: &InodeRecord) -> Result<Option<&'a str>, CorruptPack> {
+    pub(crate) fn target<'a>(&self, region: &'a [u8], r: &InodeRecord) -> Result<Option<&'a str>, CorruptPack> {
         match r.body {
-            Body::Symlink { target } => self.string(pack, target, r.size, Structure::Inode, target).map(Some),
+            Body::Symlink { target } => self.string(region, target, r.size, Structure::Inode, target).map(Some),
             _ => Ok(None),
         }
     }
 
-    /// A blob's bytes, unchecked against its checksum.
-    pub(crate) fn blob_bytes<'a>(&self, pack: &'a [u8], b: &BlobRecord) -> Result<&'a [u8], CorruptPack> {
-        slice(pack, Structure::Blob, "offset", b.offset, b.len, b.offset)
-    }
-
-    /// The tables as they lie in `pack`, for building a [`HashIndex`]
+    /// The tables as they lie in the region, for building a [`HashIndex`]
     /// (`None` if they no longer lie in it).
-    pub(crate) fn tables<'p>(&self, pack: &'p [u8]) -> Option<Tables<'p>> {
+    pub(crate) fn tables<'p>(&self, region: &'p [u8]) -> Option<Tables<'p>> {
         Some(Tables {
-            inodes: table(pack, &self.spans.inodes, Structure::Inode).ok()?,
-            dirents: table(pack, &self.spans.dirents, Structure::Dirent).ok()?,
-            blobs: table(pack, &self.spans.blobs, Structure::BlobRecord).ok()?,
-            strings: self.strings(pack).ok()?,
-            strings_offset: self.spans.strings.start,
+            inodes: table(region, &self.spans.inodes, Structure::Inode).ok()?,
+            dirents: table(region, &self.spans.dirents, Structure::Dirent).ok()?,
+            blobs: table(region, &self.spans.blobs, Structure::BlobRecord).ok()?,
+            strings: self.strings(region).ok()?,
+            strings_start: self.spans.strings.start,
         })
     }
 
@@ -302,12 +334,12 @@ impl Index {
     /// answer may be wrong, never a panic.
     pub(crate) fn search(
         &self,
-        pack: &[u8],
+        region: &[u8],
         first: u64,
         count: u64,
         name: &[u8],
     ) -> Result<(u64, Option<DirentRecord>), CorruptPack> {
-        let records = table::<{ dirent::RECORD_LEN as usize }>(pack, &self.spans.dirents, Structure::Dirent)?;
+        let records = table::<{ dirent::RECORD_LEN as usize }>(region, &self.spans.dirents, Structure::Dirent)?;
         let bad_run = || CorruptPack::new(first, CorruptKind::Unsorted);
         let start = usize::try_from(first).map_err(|_| bad_run())?;
         let end = usize::try_from(count).ok().and_then(|n| start.checked_add(n)).ok_or_else(bad_run)?;
@@ -321,7 +353,7 @@ impl Index {
             };
             CorruptPack::new(first, kind)
         })?;
-        let strings = self.strings(pack)?;
+        let strings = self.strings(region)?;
         let key = prefix(name);
         let (mut lo, mut hi) = (0, run.len());
         while lo < hi {
@@ -361,14 +393,14 @@ impl Index {
     }
 
     /// The one structural pass described in the module doc.
-    fn check_structure(&self, pack: &[u8]) -> Result<(), CorruptPack> {
+    fn check_structure(&self, region: &[u8]) -> Result<(), CorruptPack> {
         let t = &self.trailer;
         // Cannot overflow: Trailer::decode checked it.
         let data_end = t.data_offset.saturating_add(t.data_len);
         let align = self.header.align();
         let mut prev_end = t.data_offset;
         for k in 0..t.blobs.count {
-            let b = self.blob(pack, k)?;
+            let b = self.blob(region, k)?;
             let at = at(t.blobs, blob::RECORD_LEN, k);
             if !b.offset.is_multiple_of(align) {
                 return Err(bad_field(at, Structure::BlobRecord, "offset", b.offset));
@@ -383,7 +415,7 @@ impl Index {
         let mut next_run = 0u64;
         for i in 0..t.inodes.count {
             let at = at(t.inodes, inode::RECORD_LEN, i);
-            let r = self.inode(pack, i)?;
+            let r = self.inode(region, i)?;
             if i == 0 && r.kind() != crate::FileType::Dir {
                 return Err(CorruptPack::new(at, CorruptKind::BadTree { inode: 0 }));
             }
@@ -392,12 +424,12 @@ impl Index {
                     if blob >= t.blobs.count {
                         return Err(bad_field(at, Structure::Inode, "data", blob));
                     }
-                    if self.blob(pack, blob)?.len != r.size {
+                    if self.blob(region, blob)?.len != r.size {
                         return Err(bad_field(at, Structure::Inode, "size", r.size));
                     }
                 }
                 Body::Symlink { .. } => {
-                    let target = self.target(pack, &r)?.unwrap_or_default();
+                    let target = self.target(region, &r)?.unwrap_or_default();
                     if target.contains('\0') {
                         return Err(CorruptPack::new(at, CorruptKind::BadName));
                     }
@@ -412,7 +444,7 @@ impl Index {
                         return Err(CorruptPack::new(at, CorruptKind::BadRun { expected: next_run, actual: first }));
                     }
                     next_run = range(Structure::Inode, "data", first, count.into(), 0, t.dirents.count, at)?;
-                    let subdirs = self.check_run(pack, i, first, count.into(), &mut names)?;
+                    let subdirs = self.check_run(region, i, first, count.into(), &mut names)?;
                     let want = subdirs.saturating_add(2);
                     if u64::from(r.nlink) != want {
                         let kind = CorruptKind::LinkCount { inode: i, expected: r.nlink.into(), actual: want };
@@ -433,7 +465,7 @@ impl Index {
             if n == 0 {
                 return Err(CorruptPack::new(at, CorruptKind::BadTree { inode: i }));
             }
-            let r = self.inode(pack, i)?;
+            let r = self.inode(region, i)?;
             if r.kind() != crate::FileType::Dir && r.nlink != n {
                 let kind = CorruptKind::LinkCount { inode: i, expected: r.nlink.into(), actual: n.into() };
                 return Err(CorruptPack::new(at, kind));
@@ -444,14 +476,21 @@ impl Index {
 
     /// Checks directory `dir`'s run of entries; counts names per inode in
     /// `names`; returns the number of subdirectories.
-    fn check_run(&self, pack: &[u8], dir: u64, first: u64, count: u64, names: &mut [u32]) -> Result<u64, CorruptPack> {
+    fn check_run(
+        &self,
+        region: &[u8],
+        dir: u64,
+        first: u64,
+        count: u64,
+        names: &mut [u32],
+    ) -> Result<u64, CorruptPack> {
         let t = &self.trailer;
         let mut prev: Option<&str> = None;
         let mut subdirs = 0u64;
         for j in first..first.saturating_add(count) {
             let at = at(t.dirents, dirent::RECORD_LEN, j);
-            let d = self.dirent(pack, j)?;
-            let name = self.name(pack, &d).map_err(|e| CorruptPack::new(at, e.kind))?;
+            let d = self.dirent(region, j)?;
+            let name = self.name(region, &d).map_err(|e| CorruptPack::new(at, e.kind))?;
             if validate_name(name).is_err() {
                 return Err(CorruptPack::new(at, CorruptKind::BadName));
             }
@@ -464,7 +503,7 @@ impl Index {
             let Some(slot) = slot else { return Err(bad_field(at, Structure::Dirent, "inode", target)) };
             *slot = slot.saturating_add(1);
             let named = *slot;
-            if let Body::Dir { parent, .. } = self.inode(pack, target)?.body {
+            if let Body::Dir { parent, .. } = self.inode(region, target)?.body {
                 if target <= dir || named > 1 || u64::from(parent) != dir {
                     return Err(CorruptPack::new(at, CorruptKind::BadTree { inode: target }));
                 }
@@ -518,6 +557,12 @@ mod tests {
         }
     }
 
+    /// The index region of `b`.
+    fn region<'b>(b: &'b [u8], index: &Index) -> &'b [u8] {
+        let r = index.region();
+        &b[r.start as usize..r.end as usize]
+    }
+
     #[test]
     fn names_compare_as_bytes() {
         let names: [&[u8]; 14] = [
@@ -548,8 +593,8 @@ mod tests {
         let b = sample();
         let index = Index::open(&b).unwrap();
         assert_eq!((index.inode_count(), index.trailer.dirents.count, index.blob_count()), (5, 5, 1));
-        assert_eq!(index.inode(&b, 3).unwrap().nlink, 2);
-        let (_, f) = index.search(&b, 4, 1, b"f").unwrap();
+        assert_eq!(index.inode(region(&b, &index), 3).unwrap().nlink, 2);
+        let (_, f) = index.search(region(&b, &index), 4, 1, b"f").unwrap();
         assert_eq!(f.map(|d| d.inode), Some(3));
     }
 
@@ -580,7 +625,7 @@ mod tests {
         let b_name = {
             let b = sample();
             let index = Index::open(&b).unwrap();
-            index.dirent(&b, 1).unwrap().name_offset
+            index.dirent(region(&b, &index), 1).unwrap().name_offset
         };
         assert_eq!(kind_after(&[('d', 0, 0, b_name, 8)]), CorruptKind::Unsorted);
         // A name that is not a valid name.

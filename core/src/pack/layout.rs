@@ -64,7 +64,7 @@ impl<S: ByteSource> PackFs<S> {
 
     /// Where blob `k`'s bytes lie in the pack, `(start, end)`.
     pub fn blob_extent(&self, k: u64) -> Option<(u64, u64)> {
-        let b = self.index.blob(self.bytes(), k).ok()?;
+        let b = self.index.blob(self.region().ok()?, k).ok()?;
         Some((b.offset, b.offset.checked_add(b.len)?))
     }
 }

@@ -15,10 +15,12 @@
 //!   data as the walk meets it, then the index and the trailer. Memory is
 //!   O(entries); the output is never sought. Equal contents share a blob
 //!   only after a byte-by-byte comparison.
-//! - Reading ([`PackFs`]) works in place over any [`ByteSource`]. Opening
-//!   checks the header, trailer, index checksum and structure — O(entries),
-//!   never O(data) — so a corrupt or hostile pack is an [`Error::Corrupt`]
-//!   (or [`Error::UnsupportedVersion`]), never a panic.
+//! - Reading ([`PackFs`]) works in place over any [`ByteSource`]: a slice,
+//!   a mapped file, or a [`Partial`] pack whose blobs arrive as reads ask
+//!   for them. Opening reads the header, the trailer and the index region
+//!   and checks them — O(entries), never O(data) — so a corrupt or hostile
+//!   pack is an [`Error::Corrupt`] (or [`Error::UnsupportedVersion`]),
+//!   never a panic.
 //! - [`PackFs::verify`] also checks every blob; [`ReadOptions`] can check
 //!   each blob on its first read.
 //!
@@ -39,6 +41,7 @@ mod header;
 mod index;
 mod inode;
 pub mod layout;
+mod partial;
 mod reader;
 mod trailer;
 mod verify;
@@ -46,6 +49,7 @@ mod writer;
 
 pub use corrupt::{CorruptKind, CorruptPack, Structure};
 pub use layout::Layout;
+pub use partial::Partial;
 pub use reader::{ByteSource, PackFs, PackInfo, ReadOptions};
 pub use verify::{BadEntry, VerifyReport};
 pub use writer::{PackOptions, PackStats, WriteError, write_pack};

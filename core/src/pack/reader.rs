@@ -18,52 +18,83 @@
 //! record, and compares names as bytes. `metadata` and `readlink` decode
 //! and check the whole record.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use super::corrupt::CorruptPack;
+use super::corrupt::{CorruptKind, CorruptPack, Structure};
 use super::hash_index::HashIndex;
 use super::index::Index;
 use super::inode::{self, Body, InodeRecord};
 use crate::path::validate_name;
 use crate::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result};
 
-/// Where a pack's bytes live: memory, a mapped file (the host), bytes
-/// fetched by a browser (the web build). Reads borrow from it, zero-copy.
+/// Where a pack's bytes live: memory, a mapped file (the host), or a
+/// source that holds only some of them ([`Partial`](super::Partial): blobs
+/// fetched as reads ask for them). Reads borrow from it, zero-copy.
+///
+/// A source says which bytes are *here*; the reader checks what they
+/// mean. Opening takes the header, the trailer and the index region (see
+/// [`Layout::required`](super::Layout::required)) with [`get`](Self::get);
+/// a file's bytes come by [`blob`](Self::blob), one blob at a time.
 pub trait ByteSource: Send + Sync {
-    /// The whole pack.
-    fn bytes(&self) -> &[u8];
+    /// The whole pack's length in bytes.
+    fn size(&self) -> u64;
+
+    /// The bytes `range` of the pack; `None` when they are not all here
+    /// (past the end, or not fetched yet).
+    fn get(&self, range: Range<u64>) -> Option<&[u8]>;
+
+    /// Blob `k`'s bytes, which lie at `range`; `None` when they are not
+    /// here. A source that keeps blobs apart (fetched or decoded one by
+    /// one) finds them by `k`; the others need only [`get`](Self::get).
+    fn blob(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
+        let _ = k;
+        self.get(range)
+    }
+}
+
+/// `range` of bytes that are all here.
+fn cut(bytes: &[u8], range: Range<u64>) -> Option<&[u8]> {
+    bytes.get(usize::try_from(range.start).ok()?..usize::try_from(range.end).ok()?)
 }
 
 impl ByteSource for [u8] {
-    fn bytes(&self) -> &[u8] {
-        self
+    fn size(&self) -> u64 {
+        self.len() as u64
+    }
+    fn get(&self, range: Range<u64>) -> Option<&[u8]> {
+        cut(self, range)
     }
 }
 
 impl ByteSource for Vec<u8> {
-    fn bytes(&self) -> &[u8] {
-        self
+    fn size(&self) -> u64 {
+        self.len() as u64
+    }
+    fn get(&self, range: Range<u64>) -> Option<&[u8]> {
+        cut(self, range)
     }
 }
 
-impl<T: ByteSource + ?Sized> ByteSource for &T {
-    fn bytes(&self) -> &[u8] {
-        (**self).bytes()
-    }
+/// A source behind a pointer is the source.
+macro_rules! forward {
+    ($($ptr:ty),*) => {$(
+        impl<T: ByteSource + ?Sized> ByteSource for $ptr {
+            fn size(&self) -> u64 {
+                (**self).size()
+            }
+            fn get(&self, range: Range<u64>) -> Option<&[u8]> {
+                (**self).get(range)
+            }
+            fn blob(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
+                (**self).blob(k, range)
+            }
+        }
+    )*};
 }
 
-impl<T: ByteSource + ?Sized> ByteSource for Box<T> {
-    fn bytes(&self) -> &[u8] {
-        (**self).bytes()
-    }
-}
-
-impl<T: ByteSource + ?Sized> ByteSource for Arc<T> {
-    fn bytes(&self) -> &[u8] {
-        (**self).bytes()
-    }
-}
+forward!(&T, Box<T>, Arc<T>);
 
 /// How to open a pack.
 ///
@@ -141,7 +172,7 @@ impl Verified {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct PackFs<S> {
-    source: S,
+    pub(crate) source: S,
     pub(crate) index: Index,
     pub(crate) verified: Option<Verified>,
     /// The in-memory tables, built on the first lookup; `None` inside if
@@ -182,7 +213,7 @@ impl<S: ByteSource> PackFs<S> {
 
     /// Opens the pack in `source` as `options` say.
     pub fn open_with(source: S, options: ReadOptions) -> Result<Self> {
-        let index = Index::open(source.bytes())?;
+        let index = Index::open(&source)?;
         let verified = options.verify_on_read.then(|| Verified::new(index.blob_count()));
         Ok(PackFs { source, index, verified, hashed: OnceLock::new() })
     }
@@ -211,8 +242,29 @@ impl<S: ByteSource> PackFs<S> {
         }
     }
 
-    pub(crate) fn bytes(&self) -> &[u8] {
-        self.source.bytes()
+    /// The index region, which open found here.
+    pub(crate) fn region(&self) -> Result<&[u8]> {
+        self.index.region_in(&self.source)
+    }
+
+    /// Blob `k`, at `range`, from the source: `NotLoaded` when the source
+    /// does not have it yet, `Corrupt` when it lies past the source's end.
+    pub(crate) fn blob_from_source(&self, k: u64, range: Range<u64>) -> Result<&[u8]> {
+        if let Some(bytes) = self.source.blob(k, range.clone())
+            && bytes.len() as u64 == range.end - range.start
+        {
+            return Ok(bytes);
+        }
+        let size = self.source.size();
+        if range.end <= size {
+            return Err(Error::NotLoaded);
+        }
+        let (start, len) = (range.start, range.end - range.start);
+        Err(CorruptPack::new(
+            start,
+            CorruptKind::OutOfBounds { of: Structure::Blob, field: "offset", start, len, limit: size },
+        )
+        .into())
     }
 
     /// The record of inode number `ino`; `NotFound` for a number the pack
@@ -227,7 +279,7 @@ impl<S: ByteSource> PackFs<S> {
     /// not have.
     pub(crate) fn raw(&self, ino: Ino) -> Result<(&inode::Raw, u64)> {
         let i = ino.checked_sub(1).filter(|&i| i < self.index.inode_count()).ok_or(Error::NotFound)?;
-        Ok(self.index.inode_raw(self.bytes(), i)?)
+        Ok(self.index.inode_raw(self.region()?, i)?)
     }
 
     /// The kind of inode number `ino`, read from its record alone.
@@ -248,10 +300,9 @@ impl<S: ByteSource> PackFs<S> {
 
     /// Blob `k`'s bytes, checked against its checksum on first use when
     /// the pack was opened with [`ReadOptions::verify_on_read`].
-    fn blob(&self, k: u64) -> Result<&[u8], CorruptPack> {
-        let pack = self.bytes();
-        let b = self.index.blob(pack, k)?;
-        let bytes = self.index.blob_bytes(pack, &b)?;
+    fn blob(&self, k: u64) -> Result<&[u8]> {
+        let b = self.index.blob(self.region()?, k)?;
+        let bytes = self.blob_from_source(k, b.extent()?)?;
         if let Some(v) = &self.verified
             && !v.get(k)
         {
@@ -268,13 +319,13 @@ impl<S: ByteSource> PackFs<S> {
         // it; blobs to check on first read take the records' way.
         if self.verified.is_none()
             && let Some(Some(h)) = self.hashed.get()
-            && let Some(bytes) = h.file(self.bytes(), ino.wrapping_sub(1))
+            && let Some((k, range)) = h.file(ino.wrapping_sub(1))
         {
-            return Ok(bytes);
+            return self.blob_from_source(k, range);
         }
         let (rec, at) = self.raw(ino)?;
         match inode::kind(rec, at)? {
-            FileType::File => Ok(self.blob(inode::data(rec))?),
+            FileType::File => self.blob(inode::data(rec)),
             FileType::Dir => Err(Error::IsDir),
             FileType::Symlink => Err(Error::Invalid),
         }
@@ -288,9 +339,9 @@ impl<S: ByteSource> PackFs<S> {
     /// on a miss, to tell `Invalid`, `NotDir` and `NotFound` apart as the
     /// search does. Without it, a binary search in the directory's run.
     fn entry(&self, dir: Ino, name: &str) -> Result<(Ino, FileType)> {
-        let pack = self.bytes();
-        if let Some(h) = self.hashed.get_or_init(|| self.index.tables(pack).and_then(|t| HashIndex::build(&t))) {
-            if let Some((i, kind)) = h.find(pack, dir.wrapping_sub(1), name.as_bytes()) {
+        let region = self.region()?;
+        if let Some(h) = self.hashed.get_or_init(|| self.index.tables(region).and_then(|t| HashIndex::build(&t))) {
+            if let Some((i, kind)) = h.find(region, dir.wrapping_sub(1), name.as_bytes()) {
                 return Ok((u64::from(i) + 1, kind));
             }
             validate_name(name)?;
@@ -299,7 +350,7 @@ impl<S: ByteSource> PackFs<S> {
         }
         validate_name(name)?;
         let (first, count) = self.run(dir)?;
-        let (_, found) = self.index.search(pack, first, count, name.as_bytes())?;
+        let (_, found) = self.index.search(region, first, count, name.as_bytes())?;
         let ino = u64::from(found.ok_or(Error::NotFound)?.inode) + 1;
         Ok((ino, self.kind(ino)?))
     }
@@ -373,11 +424,11 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
 
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
         let (first, count) = self.run(dir)?;
-        let pack = self.bytes();
+        let region = self.region()?;
         let end = first.saturating_add(count);
         let start = match after {
             None => first,
-            Some(a) => match self.index.search(pack, first, count, a.as_bytes())? {
+            Some(a) => match self.index.search(region, first, count, a.as_bytes())? {
                 (j, Some(_)) => j + 1,
                 (j, None) => j,
             },
@@ -387,18 +438,18 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
         // no allocation sized by it alone.
         let mut out = Vec::with_capacity(n.min(1024));
         for j in start..start + n as u64 {
-            let d = self.index.dirent(pack, j)?;
+            let d = self.index.dirent(region, j)?;
             let i = u64::from(d.inode);
-            let (rec, at) = self.index.inode_raw(pack, i)?;
+            let (rec, at) = self.index.inode_raw(region, i)?;
             let kind = inode::kind(rec, at)?;
-            out.push(DirEntry { name: self.index.name(pack, &d)?.into(), ino: i + 1, kind });
+            out.push(DirEntry { name: self.index.name(region, &d)?.into(), ino: i + 1, kind });
         }
         Ok(out)
     }
 
     fn readlink(&self, ino: Ino) -> Result<String> {
         let r = self.record(ino)?;
-        match self.index.target(self.bytes(), &r)? {
+        match self.index.target(self.region()?, &r)? {
             Some(t) => Ok(t.to_owned()),
             None => Err(Error::Invalid),
         }

@@ -110,13 +110,12 @@ impl Trailer {
             .ok_or(CorruptPack::new(0, CorruptKind::Truncated { needed: HEADER_LEN + TRAILER_LEN, available: len }))
     }
 
-    /// Decodes the trailer at the end of `pack` and checks it against the
-    /// header and the pack's length: magic, checksum, version, length, then
-    /// geometry.
-    pub(crate) fn decode(pack: &[u8], header: &Header) -> Result<Trailer, CorruptPack> {
-        let len = pack.len() as u64;
+    /// Decodes the trailer, `bytes`, the last [`TRAILER_LEN`] of a pack of
+    /// `len` bytes, and checks it against the header and that length:
+    /// magic, checksum, version, length, then geometry.
+    pub(crate) fn decode(bytes: &[u8], len: u64, header: &Header) -> Result<Trailer, CorruptPack> {
         let at = Self::offset_in(len)?;
-        let bytes = super::cursor::slice(pack, Structure::Trailer, "trailer", at, TRAILER_LEN, at)?;
+        let bytes = super::cursor::slice(bytes, Structure::Trailer, "trailer", 0, TRAILER_LEN, at)?;
         let t = Self::parse(bytes, at)?;
         if t.version != header.version {
             return Err(CorruptPack::new(
@@ -229,16 +228,21 @@ mod tests {
         out
     }
 
+    /// Decodes the end of a whole pack.
+    fn decode(pack: &[u8]) -> Result<Trailer, CorruptPack> {
+        Trailer::decode(&pack[pack.len().saturating_sub(TRAILER_LEN as usize)..], pack.len() as u64, &HEADER)
+    }
+
     #[test]
     fn trailer_round_trips() {
         let bytes = pack(|_| {});
-        let t = Trailer::decode(&bytes, &HEADER).unwrap();
+        let t = decode(&bytes).unwrap();
         assert_eq!(t.encode()[..], bytes[120..]);
     }
 
     #[test]
     fn trailer_rejects_bad_geometry() {
-        let kind = |edit: fn(&mut Trailer)| Trailer::decode(&pack(edit), &HEADER).unwrap_err().kind;
+        let kind = |edit: fn(&mut Trailer)| decode(&pack(edit)).unwrap_err().kind;
         assert!(matches!(kind(|t| t.version = 2), CorruptKind::VersionMismatch { header: 1, trailer: 2 }));
         assert!(matches!(kind(|t| t.pack_len = 1), CorruptKind::LengthMismatch { .. }));
         assert!(matches!(kind(|t| t.data_offset = 8), CorruptKind::OutOfBounds { .. }));
@@ -251,10 +255,7 @@ mod tests {
         assert!(matches!(kind(|t| t.strings_len = 1), CorruptKind::OutOfBounds { .. }));
         let mut bytes = pack(|_| {});
         bytes[130] ^= 1;
-        assert!(matches!(
-            Trailer::decode(&bytes, &HEADER).unwrap_err().kind,
-            CorruptKind::Checksum { of: Structure::Trailer, .. }
-        ));
-        assert!(matches!(Trailer::decode(&bytes[..100], &HEADER).unwrap_err().kind, CorruptKind::Truncated { .. }));
+        assert!(matches!(decode(&bytes).unwrap_err().kind, CorruptKind::Checksum { of: Structure::Trailer, .. }));
+        assert!(matches!(decode(&bytes[..100]).unwrap_err().kind, CorruptKind::Truncated { .. }));
     }
 }

@@ -82,15 +82,15 @@ impl<S: ByteSource> PackFs<S> {
     /// remembered by [`verify_on_read`](super::ReadOptions::verify_on_read).
     /// Time O(pack size); memory O(entries) at most, and no recursion.
     pub fn verify(&self) -> Result<VerifyReport> {
-        let pack = self.bytes();
-        let index = Index::open(pack)?;
+        let index = Index::open(self.source())?;
+        let pack = index.region_in(self.source())?;
         let mut report = VerifyReport::default();
         let mut bad: Vec<(u64, CorruptPack)> = Vec::new();
         for k in 0..index.blob_count() {
             let b = index.blob(pack, k)?;
             report.blobs += 1;
             report.bytes += b.len;
-            match b.check(index.blob_bytes(pack, &b)?) {
+            match b.check(self.blob_from_source(k, b.extent()?)?) {
                 Ok(()) => {
                     if let Some(v) = &self.verified {
                         v.set(k);
@@ -110,7 +110,7 @@ impl<S: ByteSource> PackFs<S> {
     /// reports the names of files whose blob is in `bad` (sorted by blob),
     /// as many as the report lists.
     fn name_bad_blobs(&self, index: &Index, bad: &[(u64, CorruptPack)], report: &mut VerifyReport) -> Result<()> {
-        let pack = self.bytes();
+        let pack = index.region_in(self.source())?;
         let mut named = vec![false; bad.len()];
         let mut path = String::new();
         // (next dirent, end of run, path length to restore when done)

@@ -79,9 +79,20 @@ impl MappedFile {
     }
 }
 
-impl ByteSource for MappedFile {
-    fn bytes(&self) -> &[u8] {
+impl MappedFile {
+    /// The whole file.
+    pub fn bytes(&self) -> &[u8] {
         &self.map
+    }
+}
+
+impl ByteSource for MappedFile {
+    fn size(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    fn get(&self, range: std::ops::Range<u64>) -> Option<&[u8]> {
+        ByteSource::get(&self.map[..], range)
     }
 }
 

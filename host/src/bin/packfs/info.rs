@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use packfs_core::pack::ByteSource;
 use packfs_core::{FileSystem, FileType};
 
 use crate::common::{bytes, open_pack, walk};

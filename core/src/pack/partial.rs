@@ -1,0 +1,209 @@
+//! [`Partial`]: a pack of which only some bytes are here, for readers that
+//! fetch a pack piece by piece (the browser, over HTTP Range requests; an
+//! object store).
+//!
+//! [`PackFs::open_partial`] takes whatever was fetched before opening; it
+//! must hold the header and the index region with the trailer
+//! ([`Layout::required`](super::Layout::required)). Blobs lying wholly
+//! inside those pieces are here from the start; the others arrive by
+//! [`PackFs::store`]. A read of a blob that is not here is
+//! [`Error::NotLoaded`] and records the blob as *wanted*: the fetching layer
+//! takes the wanted blobs as byte ranges ([`PackFs::take_wanted`]), fetches
+//! and stores them, and runs the operation again. That works through an
+//! overlay too (its reads of the lower land here), so no layer above needs
+//! to know which blob backs which path.
+//!
+//! Memory: the pieces held at open, a 24-byte slot per blob (the index
+//! holds 24 bytes per blob too), and the blobs stored. A stored blob is set
+//! once and never moves, so reads borrow it as they borrow a mapped pack,
+//! and storing is safe while other threads read.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use super::reader::{ByteSource, PackFs, ReadOptions};
+use crate::{Error, Result};
+
+/// Wanted blobs closer than this are fetched as one range (the bytes
+/// between come along): one request costs more than a few KiB more.
+const MERGE_GAP: u64 = 4096;
+
+/// A pack's bytes, some of which may not have arrived yet; see the module
+/// doc. It is made by [`PackFs::open_partial`] only.
+pub struct Partial {
+    size: u64,
+    /// What was here at open: disjoint runs sorted by offset.
+    held: Vec<(u64, Box<[u8]>)>,
+    /// Blobs stored since, by number.
+    blobs: Box<[OnceLock<Box<[u8]>>]>,
+    /// Blobs a read wanted and did not find.
+    wanted: Mutex<BTreeSet<u64>>,
+    /// Blobs neither held nor stored.
+    missing: AtomicU64,
+}
+
+impl std::fmt::Debug for Partial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Partial").field("size", &self.size).field("missing", &self.missing).finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Partial {
+    /// The held run holding all of `range`, cut to it.
+    fn held(&self, range: &Range<u64>) -> Option<&[u8]> {
+        let i = self.held.partition_point(|(at, _)| *at <= range.start).checked_sub(1)?;
+        let (at, bytes) = &self.held[i];
+        let (start, end) = (range.start - at, range.end.checked_sub(*at)?);
+        bytes[..].get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
+    }
+
+    /// Sorts `pieces` and joins the overlapping or touching ones into
+    /// disjoint runs; `Invalid` for a piece past `size`.
+    fn runs(size: u64, mut pieces: Vec<(u64, Vec<u8>)>) -> Result<Vec<(u64, Box<[u8]>)>> {
+        pieces.sort_by_key(|(at, _)| *at);
+        let mut runs: Vec<(u64, Vec<u8>)> = Vec::with_capacity(pieces.len());
+        for (at, bytes) in pieces {
+            let end = at.checked_add(bytes.len() as u64).filter(|&e| e <= size).ok_or(Error::Invalid)?;
+            match runs.last_mut() {
+                Some((start, run)) if at <= *start + run.len() as u64 => {
+                    // Both came from the same pack: the overlap is the same
+                    // bytes; only what lies past the run is new.
+                    let run_end = *start + run.len() as u64;
+                    if end > run_end {
+                        run.extend_from_slice(&bytes[(run_end - at) as usize..]);
+                    }
+                }
+                _ => runs.push((at, bytes)),
+            }
+        }
+        Ok(runs.into_iter().map(|(at, bytes)| (at, bytes.into_boxed_slice())).collect())
+    }
+}
+
+impl ByteSource for Partial {
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn get(&self, range: Range<u64>) -> Option<&[u8]> {
+        self.held(&range)
+    }
+
+    fn blob(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
+        if range.is_empty() {
+            return Some(&[]);
+        }
+        if let Some(bytes) = self.held(&range) {
+            return Some(bytes);
+        }
+        let slot = self.blobs.get(usize::try_from(k).ok()?)?;
+        if let Some(bytes) = slot.get() {
+            return Some(bytes);
+        }
+        lock(&self.wanted).insert(k);
+        None
+    }
+}
+
+impl PackFs<Partial> {
+    /// Opens a pack of `size` bytes of which only `pieces` are here, each
+    /// `(offset, bytes)`, in any order, overlapping or not. They must hold
+    /// the header and the index region with the trailer, else the open is
+    /// [`Error::NotLoaded`]; the open checks them as it checks any pack.
+    /// `Invalid` for a piece past `size`.
+    pub fn open_partial(size: u64, pieces: Vec<(u64, Vec<u8>)>, options: ReadOptions) -> Result<Self> {
+        let held = Partial::runs(size, pieces)?;
+        let source = Partial {
+            size,
+            held,
+            blobs: Box::new([]),
+            wanted: Mutex::new(BTreeSet::new()),
+            missing: AtomicU64::new(0),
+        };
+        let mut pack = PackFs::open_with(source, options)?;
+        // The open checked the blob count against the index region, which
+        // is here: the slots are bounded by what was fetched.
+        let count = pack.info().blobs;
+        pack.source.blobs = (0..count).map(|_| OnceLock::new()).collect();
+        let missing = (0..count).filter(|&k| !pack.here(k)).count() as u64;
+        pack.source.missing = AtomicU64::new(missing);
+        Ok(pack)
+    }
+
+    /// Whether blob `k` is here (empty, held since open, or stored).
+    fn here(&self, k: u64) -> bool {
+        let Some((start, end)) = self.blob_extent(k) else { return true };
+        let s = &self.source;
+        start == end
+            || s.held(&(start..end)).is_some()
+            || usize::try_from(k).ok().and_then(|k| s.blobs.get(k)).is_some_and(|b| b.get().is_some())
+    }
+
+    /// Keeps the blobs lying wholly inside `bytes`, fetched from `offset`,
+    /// that were not here, and returns how many. Blobs already here stay as
+    /// they are (one may have passed its checksum). `Invalid` for bytes
+    /// past the pack's end.
+    pub fn store(&self, offset: u64, bytes: &[u8]) -> Result<u64> {
+        let end = offset.checked_add(bytes.len() as u64).filter(|&e| e <= self.source.size).ok_or(Error::Invalid)?;
+        let mut k = self.index.first_blob_from(self.region()?, offset)?;
+        let mut stored = 0;
+        while let Some((start, blob_end)) = self.blob_extent(k).filter(|&(_, e)| e <= end) {
+            if start < blob_end && !self.here(k) {
+                let part = &bytes[(start - offset) as usize..(blob_end - offset) as usize];
+                let slot = usize::try_from(k).ok().and_then(|i| self.source.blobs.get(i));
+                if slot.is_some_and(|s| s.set(part.into()).is_ok()) {
+                    self.source.missing.fetch_sub(1, Ordering::Relaxed);
+                    stored += 1;
+                }
+            }
+            k += 1;
+        }
+        Ok(stored)
+    }
+
+    /// True once every blob is here.
+    pub fn is_complete(&self) -> bool {
+        self.source.missing.load(Ordering::Relaxed) == 0
+    }
+
+    /// True when a read asked for blobs that are not here.
+    pub fn has_wanted(&self) -> bool {
+        !lock(&self.source.wanted).is_empty()
+    }
+
+    /// The wanted blobs still not here, as byte ranges to fetch (close ones
+    /// merged), and forgets them.
+    pub fn take_wanted(&self) -> Vec<Range<u64>> {
+        let ks = std::mem::take(&mut *lock(&self.source.wanted));
+        self.ranges(ks.into_iter().filter(|&k| !self.here(k)))
+    }
+
+    /// Every blob not here, as byte ranges (close ones merged): what
+    /// loading the whole pack fetches.
+    pub fn missing(&self) -> Vec<Range<u64>> {
+        if self.is_complete() {
+            return Vec::new();
+        }
+        self.ranges((0..self.info().blobs).filter(|&k| !self.here(k)))
+    }
+
+    /// Blobs `ks`, in increasing order, as byte ranges: blobs lie in offset
+    /// order without overlap, so a range grows by the next blob when the
+    /// gap is small.
+    fn ranges(&self, ks: impl Iterator<Item = u64>) -> Vec<Range<u64>> {
+        let mut out: Vec<Range<u64>> = Vec::new();
+        for (start, end) in ks.filter_map(|k| self.blob_extent(k)) {
+            match out.last_mut() {
+                Some(r) if start >= r.end && start - r.end < MERGE_GAP => r.end = end,
+                _ => out.push(start..end),
+            }
+        }
+        out
+    }
+}
