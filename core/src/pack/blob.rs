@@ -68,7 +68,11 @@ impl BlobRecord {
     }
 
     pub(crate) fn check(&self, bytes: &[u8]) -> Result<(), CorruptPack> {
-        let actual = checksum(bytes);
+        self.check_sum(checksum(bytes))
+    }
+
+    /// Checks the checksum `actual` of the blob's content.
+    pub(crate) fn check_sum(&self, actual: u64) -> Result<(), CorruptPack> {
         if actual != self.checksum {
             let kind = CorruptKind::Checksum { of: Structure::Blob, expected: self.checksum, actual };
             return Err(CorruptPack::new(self.offset, kind));

@@ -46,6 +46,10 @@ pub enum Structure {
     BlobRecord,
     /// The bytes of one blob in the data section.
     Blob,
+    /// One record of the chunk table (version 2).
+    ChunkRecord,
+    /// The stored bytes of one chunk in the data section (version 2).
+    Chunk,
 }
 
 impl fmt::Display for Structure {
@@ -58,6 +62,8 @@ impl fmt::Display for Structure {
             Structure::Dirent => "dirent record",
             Structure::BlobRecord => "blob record",
             Structure::Blob => "blob",
+            Structure::ChunkRecord => "chunk record",
+            Structure::Chunk => "chunk",
         })
     }
 }
@@ -142,6 +148,11 @@ pub enum CorruptKind {
         /// The inode index at fault.
         inode: u64,
     },
+    /// A compressed chunk does not decode to exactly its declared length.
+    Decode {
+        /// The chunk's index in the chunk table.
+        chunk: u64,
+    },
     /// A stored link count disagrees with the entries.
     LinkCount {
         /// The inode index.
@@ -179,6 +190,7 @@ impl fmt::Display for CorruptKind {
                 write!(f, "directory run starts at entry {actual}, expected {expected}")
             }
             CorruptKind::BadTree { inode } => write!(f, "malformed tree at inode index {inode}"),
+            CorruptKind::Decode { chunk } => write!(f, "chunk {chunk} does not decode to its declared length"),
             CorruptKind::LinkCount { inode, expected, actual } => {
                 write!(f, "inode index {inode} stores nlink {expected}, entries give {actual}")
             }

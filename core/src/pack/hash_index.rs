@@ -373,7 +373,7 @@ mod tests {
         let pack = PackFs::open(&bytes[..]).unwrap();
         pack.hashed.set(HashIndex::build_with(7, 1, &t)).unwrap();
         let f: Ino = pack.lookup(pack.root(), "f1999").unwrap();
-        assert_eq!(pack.file_bytes(f).unwrap(), b"");
+        assert_eq!(*pack.file_bytes(f).unwrap(), *b"");
     }
 
     #[test]

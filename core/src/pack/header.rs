@@ -5,11 +5,14 @@
 //! ```text
 //! offset size field            value
 //!      0    8 magic            89 50 41 43 4B 46 53 0A  ("\x89PACKFS\n")
-//!      8    4 version          1
+//!      8    4 version          1, or 2 (compressed chunks)
 //!     12    4 incompat_flags   0; a reader refuses any bit it does not know
 //!     16    4 compat_flags     0; a reader ignores bits it does not know
-//!     20    4 align_log2       log2 of the blob alignment, 3..=16
-//!     24   32 reserved         written 0, ignored
+//!     20    4 align_log2       log2 of the blob alignment, 3..=16 (version
+//!                              2: of the raw-stored files' start)
+//!     24    4 chunk_log2       version 2: log2 of the chunk size, 12..=20;
+//!                              version 1: reserved
+//!     28   28 reserved         written 0, ignored
 //!     56    8 header_checksum  xxh3-64 of bytes 0..56
 //! ```
 //!
@@ -42,6 +45,8 @@ pub(crate) struct Header {
     pub(crate) incompat_flags: u32,
     pub(crate) compat_flags: u32,
     pub(crate) align_log2: u32,
+    /// Version 2's chunk size, log2; 0 in version 1.
+    pub(crate) chunk_log2: u32,
 }
 
 impl Header {
@@ -53,6 +58,7 @@ impl Header {
         out[12..16].copy_from_slice(&self.incompat_flags.to_le_bytes());
         out[16..20].copy_from_slice(&self.compat_flags.to_le_bytes());
         out[20..24].copy_from_slice(&self.align_log2.to_le_bytes());
+        out[24..28].copy_from_slice(&self.chunk_log2.to_le_bytes());
         let sum = xxh3_64(&out[..CHECKED_LEN]);
         out[CHECKED_LEN..].copy_from_slice(&sum.to_le_bytes());
         out
@@ -71,12 +77,16 @@ impl Header {
         }
         let version = c.u32()?;
         let incompat_flags = c.u32()?;
-        if version != super::FORMAT_VERSION || incompat_flags & !KNOWN_INCOMPAT != 0 {
+        if !(1..=super::FORMAT_VERSION).contains(&version) || incompat_flags & !KNOWN_INCOMPAT != 0 {
             return Err(Error::UnsupportedVersion { version, incompat_flags });
         }
         let compat_flags = c.u32()?;
         let align_log2 = c.u32()?;
-        c.skip(32)?;
+        let chunk_log2 = match c.u32()? {
+            _ if version == 1 => 0,
+            v => v,
+        };
+        c.skip(28)?;
         let expected = c.u64()?;
         let actual = xxh3_64(&head[..CHECKED_LEN]);
         if expected != actual {
@@ -86,12 +96,20 @@ impl Header {
         if !ALIGN_LOG2.contains(&align_log2) {
             return Err(bad_field(0, Structure::Header, "align_log2", align_log2.into()).into());
         }
-        Ok(Header { version, incompat_flags, compat_flags, align_log2 })
+        if version >= 2 && !super::chunk::CHUNK_LOG2.contains(&chunk_log2) {
+            return Err(bad_field(0, Structure::Header, "chunk_log2", chunk_log2.into()).into());
+        }
+        Ok(Header { version, incompat_flags, compat_flags, align_log2, chunk_log2 })
     }
 
     /// The blob alignment in bytes.
     pub(crate) fn align(&self) -> u64 {
         1 << self.align_log2
+    }
+
+    /// Version 2's chunk size in bytes (0 in version 1).
+    pub(crate) fn chunk_size(&self) -> u64 {
+        if self.version >= 2 { 1 << self.chunk_log2 } else { 0 }
     }
 }
 
@@ -100,7 +118,7 @@ mod tests {
     use super::*;
 
     fn header() -> Header {
-        Header { version: 1, incompat_flags: 0, compat_flags: 0, align_log2: 3 }
+        Header { version: 1, incompat_flags: 0, compat_flags: 0, align_log2: 3, chunk_log2: 0 }
     }
 
     #[test]
@@ -114,8 +132,12 @@ mod tests {
 
     #[test]
     fn header_refuses_what_it_does_not_know() {
-        let h = Header { version: 2, ..header() };
-        assert_eq!(Header::decode(&h.encode()), Err(Error::UnsupportedVersion { version: 2, incompat_flags: 0 }));
+        let h = Header { version: 3, ..header() };
+        assert_eq!(Header::decode(&h.encode()), Err(Error::UnsupportedVersion { version: 3, incompat_flags: 0 }));
+        let h = Header { version: 2, chunk_log2: 17, ..header() };
+        assert_eq!(Header::decode(&h.encode()), Ok(h));
+        let h = Header { version: 2, chunk_log2: 21, ..header() };
+        assert!(matches!(Header::decode(&h.encode()), Err(Error::Corrupt(_))));
         let h = Header { incompat_flags: 4, ..header() };
         assert_eq!(Header::decode(&h.encode()), Err(Error::UnsupportedVersion { version: 1, incompat_flags: 4 }));
         let h = Header { align_log2: 2, ..header() };

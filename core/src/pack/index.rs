@@ -48,6 +48,7 @@
 use std::ops::Range;
 
 use super::blob::{self, BlobRecord};
+use super::chunk::ChunkTable;
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
 use super::cursor::{bad_field, le_u16, le_u64, pool_get, range};
 use super::dirent::{self, DirentRecord};
@@ -68,6 +69,8 @@ pub(crate) struct Index {
     pub(crate) trailer: Trailer,
     /// Where the trailer's tables and string pool lie, as byte ranges.
     spans: Spans,
+    /// Version 2's chunk table.
+    pub(crate) chunks: Option<ChunkTable>,
 }
 
 /// The byte ranges of the three record tables and the string pool within
@@ -191,9 +194,13 @@ impl Index {
         let at = Trailer::offset_in(size)?;
         let trailer = Trailer::decode(need(source, at..size, Structure::Trailer)?, size, &header)?;
         let spans = Spans::new(&trailer)?;
-        let index = Index { header, trailer, spans };
+        let mut index = Index { header, trailer, spans, chunks: None };
         let region = index.region_in(source)?;
         index.check_checksum(region)?;
+        if header.version >= 2 {
+            let end = index.spans.strings.end as u64;
+            index.chunks = Some(ChunkTable::read(region, trailer.index_offset, end, header.chunk_size())?);
+        }
         index.check_structure(region)?;
         Ok(index)
     }
@@ -257,11 +264,38 @@ impl Index {
         Ok(BlobRecord::from_record(rec))
     }
 
-    /// The first blob whose bytes start at or after `offset` (blobs lie in
-    /// offset order, as open checked), or the blob count.
-    pub(crate) fn first_blob_from(&self, region: &[u8], offset: u64) -> Result<u64, CorruptPack> {
+    /// How many extents — stored pieces a reader fetches one by one — the
+    /// pack has: its blobs in version 1, its chunks in version 2.
+    pub(crate) fn extent_count(&self) -> u64 {
+        self.chunks.as_ref().map_or(self.blob_count(), |c| c.count)
+    }
+
+    /// Where extent `k`'s stored bytes lie in the pack.
+    pub(crate) fn extent(&self, region: &[u8], k: u64) -> Result<Range<u64>, CorruptPack> {
+        match &self.chunks {
+            Some(c) => Ok(c.get(region, k)?.extent()),
+            None => self.blob(region, k)?.extent(),
+        }
+    }
+
+    /// The first extent whose bytes start at or after `offset` (extents lie
+    /// in offset order, as open checked), or the extent count.
+    pub(crate) fn first_extent_from(&self, region: &[u8], offset: u64) -> Result<u64, CorruptPack> {
+        if let Some(c) = &self.chunks {
+            return c.first_from(region, offset);
+        }
         let records = table::<{ blob::RECORD_LEN as usize }>(region, &self.spans.blobs, Structure::BlobRecord)?;
         Ok(records.partition_point(|r| le_u64::<0, { blob::RECORD_LEN as usize }>(r) < offset) as u64)
+    }
+
+    /// The extents holding content `range` of blob `k`: the blob itself in
+    /// version 1, the chunks the range touches in version 2.
+    pub(crate) fn extents_of(&self, region: &[u8], k: u64, range: Range<u64>) -> Result<Range<u64>, CorruptPack> {
+        match &self.chunks {
+            None => Ok(k..k + 1),
+            Some(_) if range.is_empty() => Ok(0..0),
+            Some(c) => Ok(c.at(region, range.start)?..c.at(region, range.end - 1)? + 1),
+        }
     }
 
     /// The string pool.
@@ -397,15 +431,22 @@ impl Index {
         let t = &self.trailer;
         // Cannot overflow: Trailer::decode checked it.
         let data_end = t.data_offset.saturating_add(t.data_len);
-        let align = self.header.align();
-        let mut prev_end = t.data_offset;
+        // Version 1's blobs lie in the data section, aligned; version 2's
+        // in the content space, which its chunks tile.
+        let (align, mut prev_end, end) = match &self.chunks {
+            None => (self.header.align(), t.data_offset, data_end),
+            Some(c) => {
+                c.check(region, t.data_offset..data_end)?;
+                (1, 0, c.content_len)
+            }
+        };
         for k in 0..t.blobs.count {
             let b = self.blob(region, k)?;
             let at = at(t.blobs, blob::RECORD_LEN, k);
             if !b.offset.is_multiple_of(align) {
                 return Err(bad_field(at, Structure::BlobRecord, "offset", b.offset));
             }
-            prev_end = range(Structure::BlobRecord, "offset", b.offset, b.len, prev_end, data_end, at)?;
+            prev_end = range(Structure::BlobRecord, "offset", b.offset, b.len, prev_end, end, at)?;
         }
 
         // Names per inode. Bounded by the pack's size: each inode is 48 bytes of it.

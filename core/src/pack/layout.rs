@@ -1,15 +1,17 @@
 //! What a reader that holds only part of a pack needs of its layout: which
 //! bytes must be here before it opens ([`Layout::required`]: the header,
 //! and the index region with the trailer), and once it is open, where each
-//! file's bytes lie ([`PackFs::blob_of`], [`PackFs::blob_extent`]). A lazy
+//! file's bytes lie ([`PackFs::extents_of`], [`PackFs::extent`]). A lazy
 //! reader (the browser's, over HTTP Range requests) fetches by these and
 //! leaves every other check to the open.
 
+use super::chunk::Codec;
 use super::corrupt::{CorruptPack, Structure};
 use super::inode;
 use super::reader::{ByteSource, PackFs};
 use super::trailer::Trailer;
 use crate::{FileType, Ino};
+use std::ops::Range;
 
 pub use super::header::HEADER_LEN;
 pub use super::trailer::TRAILER_LEN;
@@ -55,16 +57,76 @@ impl Layout {
 }
 
 impl<S: ByteSource> PackFs<S> {
-    /// The blob holding file `ino`'s bytes; `None` for another kind, or a
-    /// number the pack does not have.
-    pub fn blob_of(&self, ino: Ino) -> Option<u64> {
-        let (rec, at) = self.raw(ino).ok()?;
-        (inode::kind(rec, at).ok()? == FileType::File).then(|| inode::data(rec))
+    /// How many extents the pack has: the pieces of stored data a lazy
+    /// reader fetches one by one (blobs in version 1, chunks in version 2).
+    pub fn extent_count(&self) -> u64 {
+        self.index.extent_count()
     }
 
-    /// Where blob `k`'s bytes lie in the pack, `(start, end)`.
-    pub fn blob_extent(&self, k: u64) -> Option<(u64, u64)> {
-        let b = self.index.blob(self.region().ok()?, k).ok()?;
-        Some((b.offset, b.offset.checked_add(b.len)?))
+    /// The extents holding file `ino`'s bytes (none for an empty file);
+    /// `None` for another kind, or a number the pack does not have.
+    pub fn extents_of(&self, ino: Ino) -> Option<Range<u64>> {
+        let (rec, at) = self.raw(ino).ok()?;
+        if inode::kind(rec, at).ok()? != FileType::File {
+            return None;
+        }
+        let region = self.region().ok()?;
+        let k = inode::data(rec);
+        self.index.extents_of(region, k, self.index.blob(region, k).ok()?.extent().ok()?).ok()
     }
+
+    /// What the pack stores, from its index alone: the bytes of distinct
+    /// content, and for a version 2 pack how each codec stores them.
+    pub fn content_stats(&self) -> crate::Result<ContentStats> {
+        let region = self.region()?;
+        let mut stats = ContentStats::default();
+        for k in 0..self.index.blob_count() {
+            stats.blob_bytes += self.index.blob(region, k)?.len;
+        }
+        if let Some(t) = &self.index.chunks {
+            for k in 0..t.count {
+                let (r, c) = (t.get(region, k)?, t.content(region, k)?);
+                let i = match stats.codecs.iter().position(|s| s.codec == r.codec()) {
+                    Some(i) => i,
+                    None => {
+                        stats.codecs.push(CodecStats { codec: r.codec(), chunks: 0, content: 0, stored: 0 });
+                        stats.codecs.len() - 1
+                    }
+                };
+                let s = &mut stats.codecs[i];
+                s.chunks += 1;
+                s.content += c.end - c.start;
+                s.stored += u64::from(r.stored_len);
+            }
+        }
+        Ok(stats)
+    }
+
+    /// Where extent `k`'s stored bytes lie in the pack, `(start, end)`.
+    pub fn extent(&self, k: u64) -> Option<(u64, u64)> {
+        let r = self.index.extent(self.region().ok()?, k).ok()?;
+        Some((r.start, r.end))
+    }
+}
+
+/// What a pack stores ([`PackFs::content_stats`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContentStats {
+    /// Bytes of distinct content (each blob once).
+    pub blob_bytes: u64,
+    /// Version 2: per codec, in the order first met.
+    pub codecs: Vec<CodecStats>,
+}
+
+/// How one codec stores a version 2 pack's chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodecStats {
+    /// The codec.
+    pub codec: Codec,
+    /// Chunks it stores.
+    pub chunks: u64,
+    /// Their content, in bytes.
+    pub content: u64,
+    /// Their stored bytes.
+    pub stored: u64,
 }

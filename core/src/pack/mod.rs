@@ -31,6 +31,10 @@
 //! [`Error::UnsupportedVersion`]: crate::Error::UnsupportedVersion
 
 mod blob;
+mod cache;
+mod chunk;
+mod chunker;
+mod content;
 mod corrupt;
 mod cursor;
 mod dirent;
@@ -47,12 +51,15 @@ mod trailer;
 mod verify;
 mod writer;
 
+pub use chunk::{Codec, Compression};
 pub use corrupt::{CorruptKind, CorruptPack, Structure};
-pub use layout::Layout;
+pub use layout::{CodecStats, ContentStats, Layout};
 pub use partial::Partial;
 pub use reader::{ByteSource, PackFs, PackInfo, ReadOptions};
 pub use verify::{BadEntry, VerifyReport};
 pub use writer::{PackOptions, PackStats, WriteError, write_pack};
 
-/// The format version this crate writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest format version this crate writes and reads; it reads every
+/// version from 1. Uncompressed packs are written as version 1, compressed
+/// ones as version 2.
+pub const FORMAT_VERSION: u32 = 2;

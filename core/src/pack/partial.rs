@@ -6,15 +6,16 @@
 //! must hold the header and the index region with the trailer
 //! ([`Layout::required`](super::Layout::required)). Blobs lying wholly
 //! inside those pieces are here from the start; the others arrive by
-//! [`PackFs::store`]. A read of a blob that is not here is
-//! [`Error::NotLoaded`] and records the blob as *wanted*: the fetching layer
-//! takes the wanted blobs as byte ranges ([`PackFs::take_wanted`]), fetches
-//! and stores them, and runs the operation again. That works through an
+//! [`PackFs::store`]. The unit is the *extent* (a blob in version 1, a
+//! chunk in version 2; [`PackFs::extent`]). A read of an extent that is not
+//! here is [`Error::NotLoaded`] and records it as *wanted*: the fetching
+//! layer takes the wanted extents as byte ranges ([`PackFs::take_wanted`]),
+//! fetches and stores them, and runs the operation again. That works through an
 //! overlay too (its reads of the lower land here), so no layer above needs
-//! to know which blob backs which path.
+//! to know which extent backs which path.
 //!
-//! Memory: the pieces held at open, a 24-byte slot per blob (the index
-//! holds 24 bytes per blob too), and the blobs stored. A stored blob is set
+//! Memory: the pieces held at open, a 24-byte slot per extent (the index
+//! holds 24 or 32 bytes per extent too), and the extents stored. One is set
 //! once and never moves, so reads borrow it as they borrow a mapped pack,
 //! and storing is safe while other threads read.
 
@@ -26,7 +27,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use super::reader::{ByteSource, PackFs, ReadOptions};
 use crate::{Error, Result};
 
-/// Wanted blobs closer than this are fetched as one range (the bytes
+/// Wanted extents closer than this are fetched as one range (the bytes
 /// between come along): one request costs more than a few KiB more.
 const MERGE_GAP: u64 = 4096;
 
@@ -36,11 +37,11 @@ pub struct Partial {
     size: u64,
     /// What was here at open: disjoint runs sorted by offset.
     held: Vec<(u64, Box<[u8]>)>,
-    /// Blobs stored since, by number.
-    blobs: Box<[OnceLock<Box<[u8]>>]>,
-    /// Blobs a read wanted and did not find.
+    /// Extents stored since, by number.
+    extents: Box<[OnceLock<Box<[u8]>>]>,
+    /// Extents a read wanted and did not find.
     wanted: Mutex<BTreeSet<u64>>,
-    /// Blobs neither held nor stored.
+    /// Extents neither held nor stored.
     missing: AtomicU64,
 }
 
@@ -95,14 +96,14 @@ impl ByteSource for Partial {
         self.held(&range)
     }
 
-    fn blob(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
+    fn extent(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
         if range.is_empty() {
             return Some(&[]);
         }
         if let Some(bytes) = self.held(&range) {
             return Some(bytes);
         }
-        let slot = self.blobs.get(usize::try_from(k).ok()?)?;
+        let slot = self.extents.get(usize::try_from(k).ok()?)?;
         if let Some(bytes) = slot.get() {
             return Some(bytes);
         }
@@ -122,41 +123,41 @@ impl PackFs<Partial> {
         let source = Partial {
             size,
             held,
-            blobs: Box::new([]),
+            extents: Box::new([]),
             wanted: Mutex::new(BTreeSet::new()),
             missing: AtomicU64::new(0),
         };
         let mut pack = PackFs::open_with(source, options)?;
-        // The open checked the blob count against the index region, which
-        // is here: the slots are bounded by what was fetched.
-        let count = pack.info().blobs;
-        pack.source.blobs = (0..count).map(|_| OnceLock::new()).collect();
+        // The open checked the extent count against the index region,
+        // which is here: the slots are bounded by what was fetched.
+        let count = pack.extent_count();
+        pack.source.extents = (0..count).map(|_| OnceLock::new()).collect();
         let missing = (0..count).filter(|&k| !pack.here(k)).count() as u64;
         pack.source.missing = AtomicU64::new(missing);
         Ok(pack)
     }
 
-    /// Whether blob `k` is here (empty, held since open, or stored).
+    /// Whether extent `k` is here (empty, held since open, or stored).
     fn here(&self, k: u64) -> bool {
-        let Some((start, end)) = self.blob_extent(k) else { return true };
+        let Some((start, end)) = self.extent(k) else { return true };
         let s = &self.source;
         start == end
             || s.held(&(start..end)).is_some()
-            || usize::try_from(k).ok().and_then(|k| s.blobs.get(k)).is_some_and(|b| b.get().is_some())
+            || usize::try_from(k).ok().and_then(|k| s.extents.get(k)).is_some_and(|b| b.get().is_some())
     }
 
-    /// Keeps the blobs lying wholly inside `bytes`, fetched from `offset`,
-    /// that were not here, and returns how many. Blobs already here stay as
-    /// they are (one may have passed its checksum). `Invalid` for bytes
+    /// Keeps the extents lying wholly inside `bytes`, fetched from
+    /// `offset`, that were not here, and returns how many. Those already
+    /// here stay as they are (one may have passed its checksum). `Invalid` for bytes
     /// past the pack's end.
     pub fn store(&self, offset: u64, bytes: &[u8]) -> Result<u64> {
         let end = offset.checked_add(bytes.len() as u64).filter(|&e| e <= self.source.size).ok_or(Error::Invalid)?;
-        let mut k = self.index.first_blob_from(self.region()?, offset)?;
+        let mut k = self.index.first_extent_from(self.region()?, offset)?;
         let mut stored = 0;
-        while let Some((start, blob_end)) = self.blob_extent(k).filter(|&(_, e)| e <= end) {
-            if start < blob_end && !self.here(k) {
-                let part = &bytes[(start - offset) as usize..(blob_end - offset) as usize];
-                let slot = usize::try_from(k).ok().and_then(|i| self.source.blobs.get(i));
+        while let Some((start, extent_end)) = self.extent(k).filter(|&(_, e)| e <= end) {
+            if start < extent_end && !self.here(k) {
+                let part = &bytes[(start - offset) as usize..(extent_end - offset) as usize];
+                let slot = usize::try_from(k).ok().and_then(|i| self.source.extents.get(i));
                 if slot.is_some_and(|s| s.set(part.into()).is_ok()) {
                     self.source.missing.fetch_sub(1, Ordering::Relaxed);
                     stored += 1;
@@ -167,38 +168,38 @@ impl PackFs<Partial> {
         Ok(stored)
     }
 
-    /// True once every blob is here.
+    /// True once every extent is here.
     pub fn is_complete(&self) -> bool {
         self.source.missing.load(Ordering::Relaxed) == 0
     }
 
-    /// True when a read asked for blobs that are not here.
+    /// True when a read asked for extents that are not here.
     pub fn has_wanted(&self) -> bool {
         !lock(&self.source.wanted).is_empty()
     }
 
-    /// The wanted blobs still not here, as byte ranges to fetch (close ones
+    /// The wanted extents still not here, as byte ranges to fetch (close ones
     /// merged), and forgets them.
     pub fn take_wanted(&self) -> Vec<Range<u64>> {
         let ks = std::mem::take(&mut *lock(&self.source.wanted));
         self.ranges(ks.into_iter().filter(|&k| !self.here(k)))
     }
 
-    /// Every blob not here, as byte ranges (close ones merged): what
+    /// Every extent not here, as byte ranges (close ones merged): what
     /// loading the whole pack fetches.
     pub fn missing(&self) -> Vec<Range<u64>> {
         if self.is_complete() {
             return Vec::new();
         }
-        self.ranges((0..self.info().blobs).filter(|&k| !self.here(k)))
+        self.ranges((0..self.extent_count()).filter(|&k| !self.here(k)))
     }
 
-    /// Blobs `ks`, in increasing order, as byte ranges: blobs lie in offset
-    /// order without overlap, so a range grows by the next blob when the
+    /// Extents `ks`, in increasing order, as byte ranges: extents lie in
+    /// offset order without overlap, so a range grows by the next one when the
     /// gap is small.
     fn ranges(&self, ks: impl Iterator<Item = u64>) -> Vec<Range<u64>> {
         let mut out: Vec<Range<u64>> = Vec::new();
-        for (start, end) in ks.filter_map(|k| self.blob_extent(k)) {
+        for (start, end) in ks.filter_map(|k| self.extent(k)) {
             match out.last_mut() {
                 Some(r) if start >= r.end && start - r.end < MERGE_GAP => r.end = end,
                 _ => out.push(start..end),

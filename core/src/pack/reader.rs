@@ -18,11 +18,12 @@
 //! record, and compares names as bytes. `metadata` and `readlink` decode
 //! and check the whole record.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use super::corrupt::{CorruptKind, CorruptPack, Structure};
+use super::cache::ChunkCache;
 use super::hash_index::HashIndex;
 use super::index::Index;
 use super::inode::{self, Body, InodeRecord};
@@ -36,7 +37,8 @@ use crate::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, R
 /// A source says which bytes are *here*; the reader checks what they
 /// mean. Opening takes the header, the trailer and the index region (see
 /// [`Layout::required`](super::Layout::required)) with [`get`](Self::get);
-/// a file's bytes come by [`blob`](Self::blob), one blob at a time.
+/// a file's bytes come by [`extent`](Self::extent), one stored piece at a
+/// time.
 pub trait ByteSource: Send + Sync {
     /// The whole pack's length in bytes.
     fn size(&self) -> u64;
@@ -45,10 +47,12 @@ pub trait ByteSource: Send + Sync {
     /// (past the end, or not fetched yet).
     fn get(&self, range: Range<u64>) -> Option<&[u8]>;
 
-    /// Blob `k`'s bytes, which lie at `range`; `None` when they are not
-    /// here. A source that keeps blobs apart (fetched or decoded one by
-    /// one) finds them by `k`; the others need only [`get`](Self::get).
-    fn blob(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
+    /// Extent `k`'s bytes, which lie at `range`; `None` when they are not
+    /// here. An extent is what the index lists as one piece of stored
+    /// data: a blob in version 1, a chunk in version 2
+    /// ([`PackFs::extent`]). A source that keeps them apart (fetched one
+    /// by one) finds them by `k`; the others need only [`get`](Self::get).
+    fn extent(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
         let _ = k;
         self.get(range)
     }
@@ -87,8 +91,8 @@ macro_rules! forward {
             fn get(&self, range: Range<u64>) -> Option<&[u8]> {
                 (**self).get(range)
             }
-            fn blob(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
-                (**self).blob(k, range)
+            fn extent(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
+                (**self).extent(k, range)
             }
         }
     )*};
@@ -109,39 +113,56 @@ forward!(&T, Box<T>, Arc<T>);
 /// assert!(pack.verify()?.is_ok());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadOptions {
     verify_on_read: bool,
+    cache_bytes: u64,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions { verify_on_read: false, cache_bytes: 32 << 20 }
+    }
 }
 
 impl ReadOptions {
-    /// Blobs are read unchecked (the index is always checked at open).
+    /// Blobs are read unchecked (the index is always checked at open, and
+    /// a compressed chunk's stored bytes before every decode); 32 MiB of
+    /// decoded chunks are kept.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Checks each blob against its checksum on its first read (by
-    /// `read_at` or `file_bytes`) and remembers that it passed; a blob that
-    /// fails is [`Error::Corrupt`] on every read.
+    /// Checks each blob (version 2: each chunk) against its checksum on its
+    /// first read (by `read_at` or `file_bytes`) and remembers that it
+    /// passed; one that fails is [`Error::Corrupt`] on every read.
     pub fn verify_on_read(mut self, on: bool) -> Self {
         self.verify_on_read = on;
         self
     }
+
+    /// Keeps at most `bytes` of decoded chunks of a compressed pack (plus
+    /// those readers hold at that moment), least recently used out first.
+    pub fn cache_bytes(mut self, bytes: u64) -> Self {
+        self.cache_bytes = bytes;
+        self
+    }
 }
 
-/// One bit per blob: set once the blob has passed its checksum. Lock-free;
-/// two threads reading one new blob may both check it, harmlessly.
+/// One bit per extent (blob or chunk): set once it has passed its
+/// checksum. Lock-free; two threads reading one new extent may both check
+/// it, harmlessly.
 pub(crate) struct Verified(Box<[AtomicU64]>);
 
 impl Verified {
-    /// Bits for `blobs` blobs. `blobs * 24` bytes of blob records lie in the
-    /// pack, so this is at most 1/192 of its size.
-    fn new(blobs: u64) -> Self {
-        let words = blobs.div_ceil(64) as usize;
+    /// Bits for `n` extents. 24 or 32 bytes of records per extent lie in
+    /// the pack, so this is at most 1/192 of its size.
+    fn new(n: u64) -> Self {
+        let words = n.div_ceil(64) as usize;
         Verified((0..words).map(|_| AtomicU64::new(0)).collect())
     }
 
-    fn get(&self, k: u64) -> bool {
+    pub(crate) fn get(&self, k: u64) -> bool {
         let word = self.0.get((k / 64) as usize).map_or(0, |w| w.load(Ordering::Acquire));
         word & (1 << (k % 64)) != 0
     }
@@ -178,6 +199,8 @@ pub struct PackFs<S> {
     /// The in-memory tables, built on the first lookup; `None` inside if
     /// they could not be (lookups then search).
     pub(crate) hashed: OnceLock<Option<HashIndex>>,
+    /// Decoded chunks of a compressed pack.
+    pub(crate) cache: ChunkCache,
 }
 
 impl<S: ByteSource> std::fmt::Debug for PackFs<S> {
@@ -203,6 +226,8 @@ pub struct PackInfo {
     pub data_len: u64,
     /// Bytes of the whole pack.
     pub pack_len: u64,
+    /// Version 2's chunk size (0 in version 1).
+    pub chunk_size: u64,
 }
 
 impl<S: ByteSource> PackFs<S> {
@@ -214,8 +239,9 @@ impl<S: ByteSource> PackFs<S> {
     /// Opens the pack in `source` as `options` say.
     pub fn open_with(source: S, options: ReadOptions) -> Result<Self> {
         let index = Index::open(&source)?;
-        let verified = options.verify_on_read.then(|| Verified::new(index.blob_count()));
-        Ok(PackFs { source, index, verified, hashed: OnceLock::new() })
+        let verified = options.verify_on_read.then(|| Verified::new(index.extent_count()));
+        let cache = ChunkCache::new(options.cache_bytes);
+        Ok(PackFs { source, index, verified, hashed: OnceLock::new(), cache })
     }
 
     /// The bytes' owner.
@@ -239,32 +265,19 @@ impl<S: ByteSource> PackFs<S> {
             blobs: t.blobs.count,
             data_len: t.data_len,
             pack_len: t.pack_len,
+            chunk_size: self.index.header.chunk_size(),
         }
+    }
+
+    /// How many compressed chunks have been decoded since open (each
+    /// decode of a chunk the cache did not hold counts).
+    pub fn chunks_decoded(&self) -> u64 {
+        self.cache.decoded.load(Ordering::Relaxed)
     }
 
     /// The index region, which open found here.
     pub(crate) fn region(&self) -> Result<&[u8]> {
         self.index.region_in(&self.source)
-    }
-
-    /// Blob `k`, at `range`, from the source: `NotLoaded` when the source
-    /// does not have it yet, `Corrupt` when it lies past the source's end.
-    pub(crate) fn blob_from_source(&self, k: u64, range: Range<u64>) -> Result<&[u8]> {
-        if let Some(bytes) = self.source.blob(k, range.clone())
-            && bytes.len() as u64 == range.end - range.start
-        {
-            return Ok(bytes);
-        }
-        let size = self.source.size();
-        if range.end <= size {
-            return Err(Error::NotLoaded);
-        }
-        let (start, len) = (range.start, range.end - range.start);
-        Err(CorruptPack::new(
-            start,
-            CorruptKind::OutOfBounds { of: Structure::Blob, field: "offset", start, len, limit: size },
-        )
-        .into())
     }
 
     /// The record of inode number `ino`; `NotFound` for a number the pack
@@ -298,37 +311,33 @@ impl<S: ByteSource> PackFs<S> {
         }
     }
 
-    /// Blob `k`'s bytes, checked against its checksum on first use when
-    /// the pack was opened with [`ReadOptions::verify_on_read`].
-    fn blob(&self, k: u64) -> Result<&[u8]> {
-        let b = self.index.blob(self.region()?, k)?;
-        let bytes = self.blob_from_source(k, b.extent()?)?;
-        if let Some(v) = &self.verified
-            && !v.get(k)
+    /// The blob holding file `ino`'s content and where that lies (in the
+    /// pack, or version 2's content space); `IsDir` or `Invalid` for
+    /// another kind.
+    fn file_blob(&self, ino: Ino) -> Result<(u64, Range<u64>)> {
+        // The hash index knows where each file lies, once a lookup built it.
+        if let Some(Some(h)) = self.hashed.get()
+            && let Some(found) = h.file(ino.wrapping_sub(1))
         {
-            b.check(bytes)?;
-            v.set(k);
-        }
-        Ok(bytes)
-    }
-
-    /// A file's whole content, borrowed from the pack without a copy (from
-    /// the mapping, when the source is a mapped file).
-    pub fn file_bytes(&self, ino: Ino) -> Result<&[u8]> {
-        // The hash index knows where each file lies, once a lookup built
-        // it; blobs to check on first read take the records' way.
-        if self.verified.is_none()
-            && let Some(Some(h)) = self.hashed.get()
-            && let Some((k, range)) = h.file(ino.wrapping_sub(1))
-        {
-            return self.blob_from_source(k, range);
+            return Ok(found);
         }
         let (rec, at) = self.raw(ino)?;
         match inode::kind(rec, at)? {
-            FileType::File => self.blob(inode::data(rec)),
+            FileType::File => {
+                let k = inode::data(rec);
+                Ok((k, self.index.blob(self.region()?, k)?.extent()?))
+            }
             FileType::Dir => Err(Error::IsDir),
             FileType::Symlink => Err(Error::Invalid),
         }
+    }
+
+    /// A file's whole content: borrowed from the pack without a copy (from
+    /// the mapping, when the source is a mapped file) where it is stored
+    /// raw, decoded where it is compressed.
+    pub fn file_bytes(&self, ino: Ino) -> Result<Cow<'_, [u8]>> {
+        let (k, range) = self.file_blob(ino)?;
+        self.content(k, range)
     }
 
     /// The inode number and kind of the entry `name` in directory `dir`.
@@ -408,11 +417,8 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
     fn close(&self, _ino: Ino) {}
 
     fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        let bytes = self.file_bytes(ino)?;
-        let Some(rest) = usize::try_from(offset).ok().and_then(|o| bytes.get(o..)) else { return Ok(0) };
-        let n = rest.len().min(buf.len());
-        buf[..n].copy_from_slice(&rest[..n]);
-        Ok(n)
+        let (k, range) = self.file_blob(ino)?;
+        self.read_content(k, range, offset, buf)
     }
 
     fn parent(&self, dir: Ino) -> Result<Ino> {

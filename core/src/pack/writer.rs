@@ -31,8 +31,9 @@ use hashbrown::HashTable;
 
 use xxhash_rust::xxh3::{Xxh3Default, Xxh3DefaultBuilder, xxh3_64};
 
-use super::FORMAT_VERSION;
 use super::blob::BlobRecord;
+use super::chunk::{CHUNK_LOG2, Compression};
+use super::chunker::Chunker;
 use super::dirent::DirentRecord;
 use super::header::{ALIGN_LOG2, HEADER_LEN, Header};
 use super::inode::{Body, InodeRecord};
@@ -43,6 +44,9 @@ use crate::{DirEntry, Error, FileSystem, FileType, Ino, Timestamp};
 
 /// Bytes read from the source at a time; files up to this size are read once.
 const CHUNK: usize = 64 * 1024;
+/// A compressed pack's chunk size unless asked otherwise: squashfs's
+/// default block size.
+const DEFAULT_CHUNK_SIZE: u64 = 128 * 1024;
 /// Entries asked for per `read_dir` call.
 const DIR_PAGE: usize = 1024;
 
@@ -74,6 +78,9 @@ pub enum WriteError {
         /// What is wrong.
         what: &'static str,
     },
+    /// The chunk size asked for is not a power of two from 4 KiB to 1 MiB.
+    #[error("chunk size {0} is not a power of two from 4096 to 1048576")]
+    BadChunkSize(u64),
     /// The alignment asked for is not a power of two from 8 to 65536.
     #[error("blob alignment {0} is not a power of two from 8 to 65536")]
     BadAlignment(u64),
@@ -98,7 +105,7 @@ impl From<WriteError> for Error {
     fn from(e: WriteError) -> Self {
         match e {
             WriteError::Source(e) => e,
-            WriteError::BadAlignment(_) => Error::Invalid,
+            WriteError::BadAlignment(_) | WriteError::BadChunkSize(_) => Error::Invalid,
             // No room for the pack: in memory (a buffer that could not
             // grow) or on disk.
             WriteError::Output(e) if matches!(e.kind(), ErrorKind::OutOfMemory | ErrorKind::StorageFull) => {
@@ -155,6 +162,8 @@ pub struct PackStats {
 #[derive(Debug, Clone)]
 pub struct PackOptions<H = Xxh3DefaultBuilder> {
     align: u64,
+    compression: Option<Compression>,
+    chunk_size: u64,
     hasher: H,
     /// `hasher` is the default, xxh3: the dedup hash of a content is its
     /// checksum, computed once.
@@ -168,9 +177,15 @@ impl Default for PackOptions {
 }
 
 impl PackOptions {
-    /// 8-byte blob alignment, xxh3 dedup hashing.
+    /// 8-byte blob alignment, no compression, xxh3 dedup hashing.
     pub fn new() -> Self {
-        PackOptions { align: 8, hasher: Xxh3DefaultBuilder, key_is_checksum: true }
+        PackOptions {
+            align: 8,
+            compression: None,
+            chunk_size: DEFAULT_CHUNK_SIZE,
+            hasher: Xxh3DefaultBuilder,
+            key_is_checksum: true,
+        }
     }
 }
 
@@ -186,7 +201,23 @@ impl<H: BuildHasher> PackOptions<H> {
     /// byte stream the same however it is split into `write` calls (xxh3's
     /// and SipHash's streaming hashers do), or some duplicates go unnoticed.
     pub fn dedup_hasher<H2: BuildHasher>(self, hasher: H2) -> PackOptions<H2> {
-        PackOptions { align: self.align, hasher, key_is_checksum: false }
+        let (align, compression, chunk_size) = (self.align, self.compression, self.chunk_size);
+        PackOptions { align, compression, chunk_size, hasher, key_is_checksum: false }
+    }
+
+    /// Compresses contents (a version 2 pack), or not (`None`: version 1,
+    /// which every reader of this format reads).
+    pub fn compress(mut self, compression: Option<Compression>) -> Self {
+        self.compression = compression;
+        self
+    }
+
+    /// The chunk size of a compressed pack: a power of two from 4 KiB to
+    /// 1 MiB (128 KiB by default). A read decodes whole chunks; larger ones
+    /// compress better.
+    pub fn chunk_size(mut self, bytes: u64) -> Self {
+        self.chunk_size = bytes;
+        self
     }
 
     /// Writes `fs`, from its root, as a pack to `out`. The same tree always
@@ -196,12 +227,18 @@ impl<H: BuildHasher> PackOptions<H> {
         if !self.align.is_power_of_two() || !ALIGN_LOG2.contains(&self.align.trailing_zeros()) {
             return Err(WriteError::BadAlignment(self.align));
         }
+        let chunk_log2 = self.chunk_size.trailing_zeros();
+        if !self.chunk_size.is_power_of_two() || !CHUNK_LOG2.contains(&chunk_log2) {
+            return Err(WriteError::BadChunkSize(self.chunk_size));
+        }
         let mut w = Writer::new(fs, &self.hasher, self.key_is_checksum, out, self.align);
+        w.chunker = self.compression.map(|c| Chunker::new(c, self.chunk_size as usize));
         w.out.write(&Header::encode(&Header {
-            version: FORMAT_VERSION,
+            version: w.version(),
             incompat_flags: 0,
             compat_flags: 0,
             align_log2: self.align.trailing_zeros(),
+            chunk_log2: if w.chunker.is_some() { chunk_log2 } else { 0 },
         }))?;
         w.walk()?;
         w.finish()
@@ -262,14 +299,14 @@ impl Candidates {
 }
 
 /// The output, counting its position and hashing the index as it passes.
-struct Out<W: Write> {
+pub(crate) struct Out<W: Write> {
     inner: BufWriter<W>,
-    pos: u64,
+    pub(crate) pos: u64,
     hash: Option<Xxh3Default>,
 }
 
 impl<W: Write> Out<W> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.inner.write_all(bytes)?;
         if let Some(h) = &mut self.hash {
             h.update(bytes);
@@ -280,7 +317,7 @@ impl<W: Write> Out<W> {
 
     /// Writes `records` through `stage` (an empty buffer), `CHUNK` bytes
     /// at a time.
-    fn write_records<const N: usize>(
+    pub(crate) fn write_records<const N: usize>(
         &mut self,
         stage: &mut Vec<u8>,
         records: impl Iterator<Item = [u8; N]>,
@@ -298,7 +335,7 @@ impl<W: Write> Out<W> {
     }
 
     /// Writes zeros up to the next multiple of `align` (a power of two).
-    fn pad(&mut self, align: u64) -> std::io::Result<()> {
+    pub(crate) fn pad(&mut self, align: u64) -> std::io::Result<()> {
         const ZEROS: [u8; 4096] = [0; 4096];
         let mut n = self.pos.wrapping_neg() & (align - 1);
         while n > 0 {
@@ -339,6 +376,8 @@ struct Writer<'a, H, W: Write> {
     own: Vec<u8>,
     other: Vec<u8>,
     stats: PackStats,
+    /// Version 2: the content space, cut into chunks.
+    chunker: Option<Chunker>,
 }
 
 impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
@@ -365,6 +404,21 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
             own: vec![0; CHUNK],
             other: vec![0; CHUNK],
             stats: PackStats::default(),
+            chunker: None,
+        }
+    }
+
+    /// The version written: 2 for compressed contents.
+    fn version(&self) -> u32 {
+        if self.chunker.is_some() { 2 } else { 1 }
+    }
+
+    /// Writes a blob's next `bytes`: into the data section (version 1) or
+    /// the content space (version 2).
+    fn put(out: &mut Out<W>, chunker: &mut Option<Chunker>, bytes: &[u8]) -> std::io::Result<()> {
+        match chunker {
+            Some(c) => c.push(out, bytes),
+            None => out.write(bytes),
         }
     }
 
@@ -558,10 +612,26 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
         }
         let k = u32::try_from(self.blobs.len()).ok().filter(|&k| u64::from(k) < MAX_COUNT);
         let k = k.ok_or(WriteError::TooMany("blobs"))?;
-        self.out.pad(self.align)?;
-        let offset = self.out.pos;
+        // Version 2: a file the codec cannot shrink (judged by its first
+        // piece, still in `own`) is stored raw in chunks of its own.
+        let raw = match &mut self.chunker {
+            Some(c) => size >= c.chunk_size as u64 && !c.compresses(&self.own[..CHUNK.min(size as usize)]),
+            None => false,
+        };
+        let offset = match &mut self.chunker {
+            Some(c) => {
+                if raw {
+                    c.start_raw(&mut self.out, self.align)?;
+                }
+                c.content_len
+            }
+            None => {
+                self.out.pad(self.align)?;
+                self.out.pos
+            }
+        };
         if one_chunk {
-            self.out.write(&self.own[..size as usize])?;
+            Self::put(&mut self.out, &mut self.chunker, &self.own[..size as usize])?;
         } else {
             // Second read, for writing: it must match the first.
             let mut again = Xxh3Default::new();
@@ -570,12 +640,15 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
                 let n = (size - off).min(CHUNK as u64) as usize;
                 Self::read_exact(self.fs, src, off, &mut self.own[..n])?;
                 again.update(&self.own[..n]);
-                self.out.write(&self.own[..n])?;
+                Self::put(&mut self.out, &mut self.chunker, &self.own[..n])?;
                 off += n as u64;
             }
             if again.digest() != checksum {
                 return Err(WriteError::SourceChanged { ino: src });
             }
+        }
+        if raw && let Some(c) = &mut self.chunker {
+            c.end_raw(&mut self.out)?;
         }
         // A new key points at its first blob; a later blob of the key goes
         // second in its chain (chained blobs all differ, so order is free).
@@ -631,6 +704,9 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
 
     /// Link counts, then the index and the trailer.
     fn finish(mut self) -> Result<PackStats, WriteError> {
+        if let Some(c) = &mut self.chunker {
+            c.flush(&mut self.out)?;
+        }
         let data_len = self.out.pos - HEADER_LEN;
         let mut names = vec![0u32; self.inodes.len()];
         for d in &self.dirents {
@@ -666,10 +742,14 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
         self.out.write_records(&mut stage, self.blobs.iter().map(BlobRecord::encode))?;
         let strings_offset = self.out.pos;
         self.out.write(&self.strings)?;
-        self.out.pad(8)?; // The trailer starts at a multiple of 8.
+        self.out.pad(8)?; // The trailer (or version 2's chunk table) starts at a multiple of 8.
+        let version = self.version();
+        if let Some(c) = self.chunker.take() {
+            c.finish(&mut self.out, &mut stage)?;
+        }
         let index_checksum = self.out.hash.take().map_or(0, |h| h.digest());
         let trailer = Trailer {
-            version: FORMAT_VERSION,
+            version,
             pack_len: self.out.pos + TRAILER_LEN,
             data_offset: HEADER_LEN,
             data_len,

@@ -8,3 +8,4 @@ mod pack_partial;
 mod pack_reader;
 mod pack_roundtrip;
 mod pack_stream;
+mod pack_v2;

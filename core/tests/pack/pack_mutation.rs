@@ -10,7 +10,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use packfs_core::FileSystem;
-use packfs_core::pack::{PackOptions, fuzzing};
+use packfs_core::pack::{Compression, PackOptions, fuzzing};
 
 use crate::common::*;
 
@@ -92,6 +92,12 @@ fn pack_mutants_never_panic() {
     let mut aligned = Vec::new();
     PackOptions::new().align(64).write(&trees[1], &mut aligned).unwrap();
     bases.push(aligned);
+    // Version 2: compressed chunks, small ones so that files span several.
+    for c in [Compression::zstd(3), Compression::lz4()] {
+        let mut v2 = Vec::new();
+        PackOptions::new().compress(Some(c)).chunk_size(4096).write(&trees[1], &mut v2).unwrap();
+        bases.push(v2);
+    }
 
     let mut rng = Rng::new(0x5eed);
     let (mut runs, mut opened) = (0, 0);

@@ -157,7 +157,7 @@ fn pack_verify_names_the_files_of_a_bad_blob() {
     // Blobs are not read at open: it succeeds, and plain reads see the damage.
     let p = PackFs::open(bytes.clone()).unwrap();
     let pf = p.lookup(p.lookup(1, "dir").unwrap(), "f").unwrap();
-    assert_eq!(p.file_bytes(pf).unwrap(), b"Precious bytes");
+    assert_eq!(*p.file_bytes(pf).unwrap(), *b"Precious bytes");
     let report = p.verify().unwrap();
     assert_eq!(report.blobs, 2);
     let paths: Vec<&str> = report.bad.iter().map(|b| b.path.as_str()).collect();
@@ -175,7 +175,7 @@ fn pack_verify_names_the_files_of_a_bad_blob() {
     }
     let fine = p.lookup(1, "fine").unwrap();
     assert_eq!(p.read_at(fine, 0, &mut buf), Ok(4));
-    assert_eq!(p.file_bytes(fine).unwrap(), b"other bytes");
+    assert_eq!(*p.file_bytes(fine).unwrap(), *b"other bytes");
 }
 
 #[test]
@@ -211,9 +211,9 @@ fn pack_open_rejects_a_damaged_index_or_header() {
 fn pack_open_refuses_unknown_versions_and_flags() {
     let (_, bytes) = sample();
     let mut b = bytes.clone();
-    b[8] = 2;
+    b[8] = 3;
     fuzzing::reseal(&mut b);
-    assert_eq!(PackFs::open(b.as_slice()).err(), Some(Error::UnsupportedVersion { version: 2, incompat_flags: 0 }));
+    assert_eq!(PackFs::open(b.as_slice()).err(), Some(Error::UnsupportedVersion { version: 3, incompat_flags: 0 }));
     let mut b = bytes.clone();
     b[12] = 1;
     fuzzing::reseal(&mut b);
@@ -228,7 +228,7 @@ fn pack_open_refuses_unknown_versions_and_flags() {
 }
 
 /// A pack holding only what `Layout::required` names opens, and
-/// `blob_of`/`blob_extent` say where each file's bytes lie: filled in,
+/// `extents_of`/`extent` say where each file's bytes lie: filled in,
 /// they read back whole.
 #[test]
 fn a_partial_pack_opens_from_its_layout_and_finds_its_blobs() {
@@ -245,13 +245,14 @@ fn a_partial_pack_opens_from_its_layout_and_finds_its_blobs() {
     }
     let p = PackFs::open(partial.clone()).unwrap();
     let f = packfs_core::resolve::resolve(&p, p.root(), "dir/f", false).unwrap();
-    let k = p.blob_of(f).unwrap();
-    assert_eq!(p.blob_of(p.root()), None, "a directory has no blob");
-    assert_eq!(p.blob_of(9999), None);
-    let (start, end) = p.blob_extent(k).unwrap();
+    let ks = p.extents_of(f).unwrap();
+    assert_eq!(ks.end - ks.start, 1, "a version 1 file is one blob");
+    assert_eq!(p.extents_of(p.root()), None, "a directory has no extent");
+    assert_eq!(p.extents_of(9999), None);
+    let (start, end) = p.extent(ks.start).unwrap();
     assert!(start >= layout.data_offset && end <= layout.data_offset + layout.data_len);
     assert_eq!(&bytes[start as usize..end as usize], b"hello, pack");
-    assert_eq!(p.blob_extent(u64::from(u32::MAX)), None);
+    assert_eq!(p.extent(u64::from(u32::MAX)), None);
     // Not a trailer: too short, or its magic or checksum wrong.
     assert!(Layout::from_trailer(&bytes[..10]).is_err());
     let mut bad = bytes[bytes.len() - TRAILER_LEN as usize..].to_vec();

@@ -262,7 +262,7 @@ fn pack_of_a_snapshot_ignores_later_writes() {
     fs.mkdir(fs.root(), "new", 0o755).unwrap();
     let pack = open(pack_bytes(&snap));
     assert_same_tree(&snap, &pack);
-    assert_eq!(pack.file_bytes(pack.lookup(1, "f").unwrap()).unwrap(), b"before");
+    assert_eq!(*pack.file_bytes(pack.lookup(1, "f").unwrap()).unwrap(), *b"before");
 }
 
 #[test]

@@ -25,7 +25,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     for path in &args.paths {
         let ino = find(&pack, path, true).with_context(|| format!("{shown}"))?;
         let bytes = pack.file_bytes(ino).with_context(|| format!("{shown}: {path}"))?;
-        out.write_all(bytes)?;
+        out.write_all(&bytes)?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -1,5 +1,5 @@
-//! `packfs info PACK`: header, format version, counts, sizes, dedup ratio.
-//! Reads the index only, never the data.
+//! `packfs info PACK`: header, format version, counts, sizes, dedup ratio,
+//! compression per codec. Reads the index only, never the data.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -22,12 +22,8 @@ pub(crate) struct Args {
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let pack = open_pack(&args.pack, false)?;
     let info = pack.info();
-    let base = pack.source().bytes().as_ptr() as usize;
-    let (mut files, mut dirs, mut symlinks, mut file_bytes, mut stored) = (0u64, 1u64, 0u64, 0u64, 0u64);
+    let (mut files, mut dirs, mut symlinks, mut file_bytes) = (0u64, 1u64, 0u64, 0u64);
     let mut seen_inodes = HashSet::new();
-    // A blob is known by where it starts: blobs never overlap, so two files
-    // share content exactly when their (non-empty) bytes start at one place.
-    let mut seen_blobs = HashSet::new();
     walk(&pack, pack.root(), "", |_, e, meta| {
         if !seen_inodes.insert(e.ino) {
             return Ok(()); // another name of a hard-linked inode
@@ -38,15 +34,13 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             FileType::File => {
                 files += 1;
                 file_bytes += meta.size;
-                let blob = pack.file_bytes(e.ino)?;
-                if !blob.is_empty() && seen_blobs.insert(blob.as_ptr() as usize - base) {
-                    stored += blob.len() as u64;
-                }
             }
         }
         Ok(())
     })
     .with_context(|| format!("{}", args.pack.display()))?;
+    let content = pack.content_stats().with_context(|| format!("{}", args.pack.display()))?;
+    let stored = content.blob_bytes;
 
     let saved = file_bytes - stored;
     let ratio = if stored == 0 { 1.0 } else { file_bytes as f64 / stored as f64 };
@@ -61,5 +55,25 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     out!("  links:  {symlinks} symlinks, {} extra hard-link names", (info.dirents + 1).saturating_sub(info.inodes));
     out!("content:  {} in files, {} stored in {} blobs", bytes(file_bytes), bytes(stored), info.blobs);
     out!("dedup:    ratio {ratio:.2}, {} saved", bytes(saved));
+    if !content.codecs.is_empty() {
+        let total: u64 = content.codecs.iter().map(|c| c.stored).sum();
+        let ratio = if total == 0 { 1.0 } else { stored as f64 / total as f64 };
+        out!(
+            "chunks:   {} in {} chunks of up to {}, ratio {ratio:.2}",
+            bytes(total),
+            content.codecs.iter().map(|c| c.chunks).sum::<u64>(),
+            bytes(info.chunk_size)
+        );
+        for c in &content.codecs {
+            let r = if c.stored == 0 { 1.0 } else { c.content as f64 / c.stored as f64 };
+            out!(
+                "  {:<6}{} chunks, {} stored as {}, ratio {r:.2}",
+                c.codec.name(),
+                c.chunks,
+                bytes(c.content),
+                bytes(c.stored)
+            );
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,360 @@
+//! The chunk table (version 2): file contents laid end to end in one
+//! *content space*, cut into chunks of at most the header's chunk size,
+//! each stored on its own — compressed with zstd or lz4, or raw — so a
+//! read decodes only the chunks it touches.
+//!
+//! ```text
+//! chunk record (32 bytes)
+//! offset size field           meaning
+//!      0    8 offset          absolute offset of the stored bytes, in the
+//!                             data section
+//!      8    8 content_offset  where the chunk's content starts in the
+//!                             content space (the first chunk's is 0)
+//!     16    8 checksum        xxh3-64 of the stored bytes
+//!     24    4 stored_len      length of the stored bytes
+//!     28    1 codec           0 raw, 1 zstd (one frame), 2 lz4 (one block)
+//!     29    3 reserved        written 0, ignored
+//!
+//! chunk footer (16 bytes, the last of the index region)
+//!      0    8 chunk_count
+//!      8    8 content_len     length of the content space
+//! ```
+//!
+//! A chunk's content length is the next chunk's `content_offset` minus its
+//! own (the last one's: `content_len` minus it); it is 1 to the chunk size.
+//! A raw chunk's stored bytes are its content. A blob's `offset` is a
+//! position in the content space. Small files share chunks; a file the
+//! writer finds incompressible starts a chunk and is stored raw, so a
+//! mapped pack still lends it without a copy.
+//!
+//! Decoding is bounded: the stored bytes' checksum is checked before they
+//! are decoded, a decoder writes into a buffer of exactly the declared
+//! length and must fill it, and the declared length is at most the chunk
+//! size (1 MiB at most). A declared content space is therefore at most
+//! 32,768 times the chunk table that describes it: no small pack can claim
+//! more than a proportionate size.
+
+use super::corrupt::{CorruptKind, CorruptPack, Structure};
+use super::cursor::{le_u32, le_u64};
+
+/// One record's size in bytes.
+pub(crate) const RECORD_LEN: u64 = 32;
+/// The footer's size in bytes.
+pub(crate) const FOOTER_LEN: u64 = 16;
+/// Smallest and largest `chunk_log2`: 4 KiB to 1 MiB.
+pub(crate) const CHUNK_LOG2: std::ops::RangeInclusive<u32> = 12..=20;
+
+/// How a chunk's bytes are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Codec {
+    /// As they are.
+    Raw,
+    /// One zstd frame.
+    Zstd,
+    /// One lz4 block.
+    Lz4,
+}
+
+impl Codec {
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            Codec::Raw => 0,
+            Codec::Zstd => 1,
+            Codec::Lz4 => 2,
+        }
+    }
+
+    pub(crate) fn from_code(code: u8) -> Option<Codec> {
+        match code {
+            0 => Some(Codec::Raw),
+            1 => Some(Codec::Zstd),
+            2 => Some(Codec::Lz4),
+            _ => None,
+        }
+    }
+
+    /// The name `packfs info` and `--compress` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Raw => "raw",
+            Codec::Zstd => "zstd",
+            Codec::Lz4 => "lz4",
+        }
+    }
+}
+
+/// A decoded chunk record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ChunkRecord {
+    pub(crate) offset: u64,
+    pub(crate) content_offset: u64,
+    pub(crate) checksum: u64,
+    pub(crate) stored_len: u32,
+    /// The codec byte as stored; open checked it names a [`Codec`].
+    pub(crate) codec: u8,
+}
+
+impl ChunkRecord {
+    pub(crate) fn encode(&self) -> [u8; RECORD_LEN as usize] {
+        let mut out = [0u8; RECORD_LEN as usize];
+        out[0..8].copy_from_slice(&self.offset.to_le_bytes());
+        out[8..16].copy_from_slice(&self.content_offset.to_le_bytes());
+        out[16..24].copy_from_slice(&self.checksum.to_le_bytes());
+        out[24..28].copy_from_slice(&self.stored_len.to_le_bytes());
+        out[28] = self.codec;
+        out
+    }
+
+    pub(crate) fn from_record(rec: &[u8; RECORD_LEN as usize]) -> ChunkRecord {
+        ChunkRecord {
+            offset: le_u64::<0, 32>(rec),
+            content_offset: le_u64::<8, 32>(rec),
+            checksum: le_u64::<16, 32>(rec),
+            stored_len: le_u32::<24, 32>(rec),
+            codec: rec[28],
+        }
+    }
+
+    pub(crate) fn codec(&self) -> Codec {
+        Codec::from_code(self.codec).unwrap_or(Codec::Raw)
+    }
+
+    /// Where the stored bytes lie in the pack.
+    pub(crate) fn extent(&self) -> std::ops::Range<u64> {
+        // Open checked that this sum lies inside the data section.
+        self.offset..self.offset.saturating_add(self.stored_len.into())
+    }
+}
+
+/// Decodes chunk `k`, whose stored bytes are `stored` (their checksum
+/// already checked), into exactly `len` bytes; anything else is
+/// [`CorruptKind::Decode`].
+pub(crate) fn decode(k: u64, codec: Codec, stored: &[u8], len: usize) -> Result<Vec<u8>, CorruptPack> {
+    let bad = || CorruptPack::new(k, CorruptKind::Decode { chunk: k });
+    let mut out = vec![0u8; len];
+    let n = match codec {
+        Codec::Raw => {
+            out.copy_from_slice(stored.get(..len).filter(|_| stored.len() == len).ok_or_else(bad)?);
+            len
+        }
+        Codec::Zstd => ruzstd::decoding::FrameDecoder::new().decode_all(stored, &mut out).map_err(|_| bad())?,
+        Codec::Lz4 => lz4_flex::block::decompress_into(stored, &mut out).map_err(|_| bad())?,
+    };
+    if n != len {
+        return Err(bad());
+    }
+    Ok(out)
+}
+
+/// How the writer compresses: a codec and, for zstd, a level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compression {
+    pub(crate) codec: Codec,
+    pub(crate) level: i32,
+}
+
+impl Compression {
+    /// zstd at `level` (1..=22; 3 is zstd's own default). Without the
+    /// `zstd-c` feature (the browser build) the pure-Rust encoder writes
+    /// its one level, about zstd's 1, whatever is asked.
+    pub fn zstd(level: i32) -> Self {
+        Compression { codec: Codec::Zstd, level: level.clamp(1, 22) }
+    }
+
+    /// lz4: faster to decode, larger.
+    pub fn lz4() -> Self {
+        Compression { codec: Codec::Lz4, level: 0 }
+    }
+
+    /// The codec.
+    pub fn codec(&self) -> Codec {
+        self.codec
+    }
+
+    /// Compresses `input` into `out` (cleared first).
+    pub(crate) fn compress(&self, input: &[u8], out: &mut Vec<u8>) {
+        out.clear();
+        match self.codec {
+            Codec::Raw => out.extend_from_slice(input),
+            Codec::Lz4 => {
+                out.resize(lz4_flex::block::get_maximum_output_size(input.len()), 0);
+                // The buffer has the maximum output size: this cannot fail.
+                let n = lz4_flex::block::compress_into(input, out).unwrap_or(0);
+                out.truncate(n);
+            }
+            Codec::Zstd => zstd_compress(self.level, input, out),
+        }
+    }
+}
+
+#[cfg(feature = "zstd-c")]
+fn zstd_compress(level: i32, input: &[u8], out: &mut Vec<u8>) {
+    // Into memory, from memory: the C library fails only on allocation.
+    *out = zstd::bulk::compress(input, level)
+        .unwrap_or_else(|_| ruzstd::encoding::compress_to_vec(input, ruzstd::encoding::CompressionLevel::Fastest));
+}
+
+#[cfg(not(feature = "zstd-c"))]
+fn zstd_compress(_level: i32, input: &[u8], out: &mut Vec<u8>) {
+    *out = ruzstd::encoding::compress_to_vec(input, ruzstd::encoding::CompressionLevel::Fastest);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codecs_round_trip_and_refuse_wrong_lengths() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8 ^ (i / 1000) as u8).collect();
+        for c in [Compression::zstd(3), Compression::lz4(), Compression { codec: Codec::Raw, level: 0 }] {
+            let mut stored = Vec::new();
+            c.compress(&data, &mut stored);
+            assert_eq!(decode(0, c.codec, &stored, data.len()).unwrap(), data, "{c:?}");
+            assert!(decode(0, c.codec, &stored, data.len() - 1).is_err(), "{c:?} too long for its buffer");
+            assert!(decode(0, c.codec, &stored, data.len() + 1).is_err(), "{c:?} short of its length");
+            if c.codec != Codec::Raw {
+                assert!(stored.len() < data.len() / 2, "{c:?}: {}", stored.len());
+                assert!(decode(0, c.codec, &stored[..stored.len() / 2], data.len()).is_err(), "{c:?} truncated");
+            }
+        }
+        assert!(decode(0, Codec::Zstd, b"garbage, not a frame", 10).is_err());
+        assert!(decode(0, Codec::Lz4, &[0xff; 16], 10).is_err());
+    }
+
+    #[test]
+    fn chunk_records_round_trip() {
+        let r = ChunkRecord { offset: 64, content_offset: 1 << 33, checksum: 7, stored_len: 99, codec: 2 };
+        assert_eq!(ChunkRecord::from_record(&r.encode()), r);
+        assert_eq!(r.codec(), Codec::Lz4);
+    }
+}
+
+/// Where version 2's chunk table lies in the index region, from its
+/// footer; its records are checked by [`ChunkTable::check`].
+#[derive(Debug, Clone)]
+pub(crate) struct ChunkTable {
+    /// The records, within the index region.
+    span: std::ops::Range<usize>,
+    /// Absolute offset of the first record, for error reports.
+    at: u64,
+    pub(crate) count: u64,
+    pub(crate) content_len: u64,
+    pub(crate) chunk_size: u64,
+}
+
+impl ChunkTable {
+    /// The table of a version 2 pack whose index region (starting at
+    /// `base`) is `region`; `tables_end` is where the string pool ends, in
+    /// the region.
+    pub(crate) fn read(region: &[u8], base: u64, tables_end: u64, chunk_size: u64) -> Result<ChunkTable, CorruptPack> {
+        let len = region.len() as u64;
+        let footer_at = len.checked_sub(FOOTER_LEN).filter(|&f| f >= tables_end).ok_or_else(|| {
+            let kind = CorruptKind::Truncated { needed: tables_end + FOOTER_LEN, available: len };
+            CorruptPack::new(base, kind)
+        })?;
+        let footer: &[u8; FOOTER_LEN as usize] =
+            region.get(footer_at as usize..).and_then(|f| f.try_into().ok()).ok_or_else(|| bad_table(base, 0, len))?;
+        let (count, content_len) = (le_u64::<0, 16>(footer), le_u64::<8, 16>(footer));
+        let start = count
+            .checked_mul(RECORD_LEN)
+            .and_then(|n| footer_at.checked_sub(n))
+            .filter(|&s| s >= tables_end && (base + s).is_multiple_of(8))
+            .ok_or_else(|| bad_table(base + footer_at, count, footer_at))?;
+        Ok(ChunkTable { span: start as usize..footer_at as usize, at: base + start, count, content_len, chunk_size })
+    }
+
+    fn records<'r>(&self, region: &'r [u8]) -> Result<&'r [[u8; RECORD_LEN as usize]], CorruptPack> {
+        let bytes = region.get(self.span.clone()).ok_or_else(|| bad_table(self.at, self.count, 0))?;
+        Ok(bytes.as_chunks().0)
+    }
+
+    /// Record `k`.
+    pub(crate) fn get(&self, region: &[u8], k: u64) -> Result<ChunkRecord, CorruptPack> {
+        let records = self.records(region)?;
+        match usize::try_from(k).ok().and_then(|k| records.get(k)) {
+            Some(r) => Ok(ChunkRecord::from_record(r)),
+            None => Err(CorruptPack::new(
+                self.at,
+                CorruptKind::OutOfBounds {
+                    of: Structure::ChunkRecord,
+                    field: "index",
+                    start: k,
+                    len: 1,
+                    limit: self.count,
+                },
+            )),
+        }
+    }
+
+    /// Where chunk `k`'s content lies in the content space.
+    pub(crate) fn content(&self, region: &[u8], k: u64) -> Result<std::ops::Range<u64>, CorruptPack> {
+        let start = self.get(region, k)?.content_offset;
+        let end = if k + 1 < self.count { self.get(region, k + 1)?.content_offset } else { self.content_len };
+        Ok(start..end.max(start))
+    }
+
+    /// The chunk holding content position `pos` (open checked that the
+    /// chunks tile the content space in order).
+    pub(crate) fn at(&self, region: &[u8], pos: u64) -> Result<u64, CorruptPack> {
+        let records = self.records(region)?;
+        let after = records.partition_point(|r| le_u64::<8, 32>(r) <= pos);
+        Ok((after as u64).saturating_sub(1))
+    }
+
+    /// The first chunk whose stored bytes start at or after `offset`.
+    pub(crate) fn first_from(&self, region: &[u8], offset: u64) -> Result<u64, CorruptPack> {
+        Ok(self.records(region)?.partition_point(|r| le_u64::<0, 32>(r) < offset) as u64)
+    }
+
+    /// Checks every record against the data section `data` (absolute
+    /// range): codecs known, stored bytes inside it in order without
+    /// overlap, contents tiling the content space in order, each 1 to the
+    /// chunk size long, a raw chunk's stored bytes as long as its content.
+    pub(crate) fn check(&self, region: &[u8], data: std::ops::Range<u64>) -> Result<(), CorruptPack> {
+        let mut prev_end = data.start;
+        for k in 0..self.count {
+            let at = self.at.saturating_add(k.saturating_mul(RECORD_LEN));
+            let r = self.get(region, k)?;
+            let field =
+                |field, value| CorruptPack::new(at, CorruptKind::BadField { of: Structure::ChunkRecord, field, value });
+            let codec = Codec::from_code(r.codec).ok_or_else(|| field("codec", r.codec.into()))?;
+            if r.stored_len == 0 {
+                return Err(field("stored_len", 0));
+            }
+            prev_end = super::cursor::range(
+                Structure::ChunkRecord,
+                "offset",
+                r.offset,
+                r.stored_len.into(),
+                prev_end,
+                data.end,
+                at,
+            )?;
+            if k == 0 && r.content_offset != 0 {
+                return Err(field("content_offset", r.content_offset));
+            }
+            let content = self.content(region, k)?;
+            let len = content.end - content.start;
+            if len == 0 || len > self.chunk_size || (k + 1 == self.count && r.content_offset >= self.content_len) {
+                return Err(field("content_offset", r.content_offset));
+            }
+            if codec == Codec::Raw && u64::from(r.stored_len) != len {
+                return Err(field("stored_len", r.stored_len.into()));
+            }
+        }
+        if self.count == 0 && self.content_len != 0 {
+            return Err(CorruptPack::new(
+                self.at,
+                CorruptKind::BadField { of: Structure::ChunkRecord, field: "content_len", value: self.content_len },
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The error for a chunk table that does not fit where its footer puts it.
+fn bad_table(at: u64, count: u64, limit: u64) -> CorruptPack {
+    let kind =
+        CorruptKind::OutOfBounds { of: Structure::ChunkRecord, field: "chunk_count", start: 0, len: count, limit };
+    CorruptPack::new(at, kind)
+}

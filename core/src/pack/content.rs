@@ -1,0 +1,190 @@
+//! Reading a file's content: in version 1 a blob is one range of the
+//! pack, lent as it is; in version 2 it is a range of the content space,
+//! read chunk by chunk ([`chunk`](super::chunk)): raw chunks lent from the
+//! source, compressed ones decoded into the [`ChunkCache`] after their
+//! stored bytes pass their checksum. A whole file of raw chunks lying end
+//! to end is still lent without a copy.
+
+use std::borrow::Cow;
+use std::ops::{Deref, Range};
+use std::sync::Arc;
+
+use super::chunk::{self, ChunkTable, Codec};
+use super::corrupt::{CorruptKind, CorruptPack, Structure};
+use super::reader::{ByteSource, PackFs};
+use crate::{Error, Result};
+
+/// A chunk's content: lent by the source, or decoded and shared.
+enum ChunkBytes<'a> {
+    Lent(&'a [u8]),
+    Decoded(Arc<[u8]>),
+}
+
+impl Deref for ChunkBytes<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            ChunkBytes::Lent(b) => b,
+            ChunkBytes::Decoded(b) => b,
+        }
+    }
+}
+
+impl<S: ByteSource> PackFs<S> {
+    /// Extent `k` (a version 1 blob, a version 2 chunk) at `range`, from
+    /// the source: `NotLoaded` when the source does not have it yet,
+    /// `Corrupt` when it lies past the source's end.
+    pub(crate) fn extent_bytes(&self, k: u64, range: Range<u64>, of: Structure) -> Result<&[u8]> {
+        if let Some(bytes) = self.source.extent(k, range.clone())
+            && bytes.len() as u64 == range.end - range.start
+        {
+            return Ok(bytes);
+        }
+        let size = self.source.size();
+        if range.end <= size {
+            return Err(Error::NotLoaded);
+        }
+        let (start, len) = (range.start, range.end - range.start);
+        Err(CorruptPack::new(start, CorruptKind::OutOfBounds { of, field: "offset", start, len, limit: size }).into())
+    }
+
+    /// Blob `k`'s whole content, which lies at `range` (of the pack, or of
+    /// the content space); lent without a copy where it can be.
+    pub(crate) fn content(&self, k: u64, range: Range<u64>) -> Result<Cow<'_, [u8]>> {
+        let Some(t) = &self.index.chunks else {
+            let bytes = self.extent_bytes(k, range, Structure::Blob)?;
+            if let Some(v) = &self.verified
+                && !v.get(k)
+            {
+                self.index.blob(self.region()?, k)?.check(bytes)?;
+                v.set(k);
+            }
+            return Ok(Cow::Borrowed(bytes));
+        };
+        if let Some(lent) = self.lent(t, range.clone())? {
+            return Ok(Cow::Borrowed(lent));
+        }
+        let mut out = vec![0; usize::try_from(range.end - range.start).map_err(|_| Error::FileTooLarge)?];
+        let n = self.read_chunked(t, range, 0, &mut out)?;
+        out.truncate(n);
+        Ok(Cow::Owned(out))
+    }
+
+    /// Copies the content at `range` from `offset` on into `buf`.
+    pub(crate) fn read_content(&self, k: u64, range: Range<u64>, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        match &self.index.chunks {
+            Some(t) => self.read_chunked(t, range, offset, buf),
+            None => {
+                let bytes = self.content(k, range)?;
+                let Some(rest) = usize::try_from(offset).ok().and_then(|o| bytes.get(o..)) else { return Ok(0) };
+                let n = rest.len().min(buf.len());
+                buf[..n].copy_from_slice(&rest[..n]);
+                Ok(n)
+            }
+        }
+    }
+
+    /// The content space's `range` as one slice of the source, when it lies
+    /// in raw chunks stored end to end (each checked on first use if asked)
+    /// and the source holds them as one piece.
+    fn lent(&self, t: &ChunkTable, range: Range<u64>) -> Result<Option<&[u8]>> {
+        if range.is_empty() {
+            return Ok(Some(&[]));
+        }
+        let region = self.region()?;
+        let mut k = t.at(region, range.start)?;
+        let (r, c) = (t.get(region, k)?, t.content(region, k)?);
+        // Where the range starts in the pack, if it is one run.
+        let start = r.offset + (range.start - c.start);
+        loop {
+            let (r, c) = (t.get(region, k)?, t.content(region, k)?);
+            if r.codec() != Codec::Raw || r.offset + range.start != start + c.start {
+                return Ok(None);
+            }
+            match self.chunk(t, region, k) {
+                // Not here: the copying path asks for every chunk at once.
+                Err(Error::NotLoaded) => return Ok(None),
+                r => r?,
+            };
+            if c.end >= range.end {
+                break;
+            }
+            k += 1;
+        }
+        let len = range.end - range.start;
+        Ok(self.source.get(start..start + len).filter(|b| b.len() as u64 == len))
+    }
+
+    /// Copies content space `range`, from `offset` on, into `buf`: only the
+    /// chunks it touches are read.
+    fn read_chunked(&self, t: &ChunkTable, range: Range<u64>, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let region = self.region()?;
+        let mut pos = match range.start.checked_add(offset) {
+            Some(p) if p < range.end => p,
+            _ => return Ok(0),
+        };
+        let end = range.end.min(pos.saturating_add(buf.len() as u64));
+        let mut done = 0;
+        let mut k = t.at(region, pos)?;
+        while pos < end {
+            let content = t.content(region, k)?;
+            let bytes = match self.chunk(t, region, k) {
+                Ok(b) => b,
+                Err(Error::NotLoaded) => {
+                    // Ask for every other chunk the read needs too, so that
+                    // one round of fetching brings them all.
+                    while let Some(r) = t.get(region, k + 1).ok().filter(|r| r.content_offset < end) {
+                        k += 1;
+                        let _ = self.source.extent(k, r.extent());
+                    }
+                    return Err(Error::NotLoaded);
+                }
+                Err(e) => return Err(e),
+            };
+            let from = usize::try_from(pos - content.start).map_err(|_| Error::FileTooLarge)?;
+            let n = ((end.min(content.end) - pos) as usize).min(bytes.len().saturating_sub(from));
+            if n == 0 {
+                // Open checked that the chunks tile the content space.
+                return Err(CorruptPack::new(k, CorruptKind::Decode { chunk: k }).into());
+            }
+            buf[done..done + n].copy_from_slice(&bytes[from..from + n]);
+            done += n;
+            pos += n as u64;
+            k += 1;
+        }
+        Ok(done)
+    }
+
+    /// Chunk `k`'s content. A compressed chunk's stored bytes always pass
+    /// their checksum before they are decoded; a raw chunk's are checked on
+    /// first use when the pack was opened with `verify_on_read`.
+    fn chunk<'s>(&'s self, t: &ChunkTable, region: &[u8], k: u64) -> Result<ChunkBytes<'s>> {
+        let r = t.get(region, k)?;
+        let content = t.content(region, k)?;
+        let check = |stored: &[u8]| {
+            let actual = super::blob::checksum(stored);
+            if actual != r.checksum {
+                let kind = CorruptKind::Checksum { of: Structure::Chunk, expected: r.checksum, actual };
+                return Err(CorruptPack::new(r.offset, kind));
+            }
+            Ok(())
+        };
+        if r.codec() == Codec::Raw {
+            let stored = self.extent_bytes(k, r.extent(), Structure::Chunk)?;
+            if let Some(v) = &self.verified
+                && !v.get(k)
+            {
+                check(stored)?;
+                v.set(k);
+            }
+            return Ok(ChunkBytes::Lent(stored));
+        }
+        let decoded = self.cache.get(k, || {
+            let stored = self.extent_bytes(k, r.extent(), Structure::Chunk)?;
+            check(stored)?;
+            // Open checked that the length is at most the chunk size.
+            Ok(chunk::decode(k, r.codec(), stored, (content.end - content.start) as usize)?)
+        })?;
+        Ok(ChunkBytes::Decoded(decoded))
+    }
+}
