@@ -365,14 +365,33 @@ fn stat_shows_metadata() {
     fails(["stat", p(&pack), "no/such"], &["no/such"]);
 }
 
+/// A compressed pack (the default) whose stored bytes are damaged: verify
+/// names the files of the damaged chunk, and reads of them fail, never
+/// serve what the damage decodes to.
+#[test]
+fn verify_finds_damage_in_compressed_chunks() {
+    let f = Fixture::new();
+    let pack = f.pack("z.pack", &["--compress", "zstd:3", "--chunk-size", "4096"]);
+    assert_eq!(packfs(["verify", p(&pack)]).code, 0);
+    flip_byte(&pack, 64 + 3); // the first chunk's stored bytes
+    let r = packfs(["verify", p(&pack)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stdout.contains("chunk checksum mismatch"), "{r:?}");
+    let damaged = r.stdout.lines().next().unwrap().split(':').next().unwrap().to_owned();
+    fails(["cat", p(&pack), &damaged], &["checksum"]);
+}
+
 #[test]
 fn info_shows_format_counts_and_dedup() {
     let f = Fixture::new();
-    let pack = f.pack("a.pack", &[]);
+    let plain = f.pack("plain.pack", &["--compress", "none"]);
+    assert!(ok(["info", p(&plain)]).contains("version 1"));
+    let pack = f.pack("a.pack", &["--compress", "lz4"]);
     let info = ok(["info", p(&pack)]);
     let len = std::fs::metadata(&pack).unwrap().len();
     for want in [
-        "version 1".to_owned(),
+        "version 2".to_owned(),
+        "chunks of up to 128.00 KiB (131072 bytes)".to_owned(),
         "aligned to 8 bytes".to_owned(),
         format!("{len} bytes"),
         // 10 files + hard link + 3 symlinks + 6 directories = 20 names;
@@ -390,7 +409,8 @@ fn info_shows_format_counts_and_dedup() {
 #[test]
 fn verify_lists_damaged_entries() {
     let f = Fixture::new();
-    let pack = f.pack("a.pack", &["--align", "4096"]);
+    // Uncompressed, so that big.bin's bytes can be found in the pack.
+    let pack = f.pack("a.pack", &["--align", "4096", "--compress", "none"]);
     assert_eq!(packfs(["verify", p(&pack)]).code, 0);
 
     // Damage big.bin's content (the index stays whole: the pack opens).
@@ -457,6 +477,9 @@ fn missing_files_and_wrong_arguments_are_one_line() {
     fails(["pack", p(&f.path("src/run.sh")), "-o", p(&f.path("o.pack"))], &["run.sh", "not a directory"]);
     fails(["pack", p(&f.path("src"))], &["--output"]);
     fails(["pack", p(&f.path("src")), "-o", p(&f.path("o.pack")), "--align", "100"], &["--align", "100"]);
+    fails(["pack", p(&f.path("src")), "-o", p(&f.path("o.pack")), "--compress", "zstd:0"], &["--compress", "zstd:0"]);
+    fails(["pack", p(&f.path("src")), "-o", p(&f.path("o.pack")), "--compress", "gzip"], &["--compress", "gzip"]);
+    fails(["pack", p(&f.path("src")), "-o", p(&f.path("o.pack")), "--chunk-size", "5000"], &["--chunk-size"]);
     fails(["frobnicate"], &["frobnicate"]);
     fails(["ls", p(&missing), "-x"], &["-x"]);
     fails(["pack", p(&f.path("src")), "-o", p(&f.path("no/dir/o.pack"))], &["o.pack"]);

@@ -146,6 +146,28 @@ pub(crate) fn decode(k: u64, codec: Codec, stored: &[u8], len: usize) -> Result<
     Ok(out)
 }
 
+/// Decodes the one zstd frame at the start of `input` into `out`, never
+/// past its end; returns the bytes written and what follows the frame.
+/// Decoding goes a block at a time (at most 128 KiB each), so a frame that
+/// claims more than `out` holds costs no more than one block beyond it.
+pub(crate) fn zstd_frame<'a>(mut input: &'a [u8], out: &mut [u8]) -> Option<(usize, &'a [u8])> {
+    use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
+    use std::io::Read;
+    let mut dec = FrameDecoder::new();
+    dec.init(&mut input).ok()?;
+    let mut written = 0;
+    loop {
+        dec.decode_blocks(&mut input, BlockDecodingStrategy::UptoBlocks(1)).ok()?;
+        written += dec.read(&mut out[written..]).ok()?;
+        if dec.can_collect() != 0 {
+            return None; // more than `out` holds
+        }
+        if dec.is_finished() {
+            return Some((written, input));
+        }
+    }
+}
+
 /// How the writer compresses: a codec and, for zstd, a level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Compression {

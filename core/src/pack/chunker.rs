@@ -11,9 +11,10 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::chunk::{ChunkRecord, Codec, Compression, FOOTER_LEN};
 use super::writer::Out;
 
-/// A chunk is stored compressed only if that saves at least 1/8 of it.
+/// A chunk is stored compressed only if that saves at least 1/32 of it:
+/// less is not worth decoding.
 fn worth_it(stored: usize, content: usize) -> bool {
-    stored < content - content / 8
+    stored < content - content / 32
 }
 
 pub(crate) struct Chunker {
@@ -40,6 +41,16 @@ impl Chunker {
             records: Vec::new(),
             scratch: Vec::new(),
         }
+    }
+
+    /// The codec chunks are compressed with.
+    pub(crate) fn codec(&self) -> Codec {
+        self.comp.codec
+    }
+
+    /// Its level.
+    pub(crate) fn level(&self) -> i32 {
+        self.comp.level
     }
 
     /// Whether a file starting with `head` is worth compressing.

@@ -42,6 +42,34 @@ pub fn reseal(bytes: &mut [u8]) {
     put_u64(bytes, t + trailer::CHECKED_LEN, sum);
 }
 
+/// The same pack with its index region stored as it is: a version 2
+/// pack's compressed index decoded in place (the trailer's `index_len` set
+/// to 0, the rest resealed), so that mutations and hand edits reach the
+/// tables. Bytes that are not such a pack come back unchanged.
+pub fn plain_index(bytes: &[u8]) -> Vec<u8> {
+    let len = bytes.len();
+    let Some(t) = len.checked_sub(TRAILER_LEN as usize).filter(|&t| t >= HEADER_LEN as usize) else {
+        return bytes.to_vec();
+    };
+    let Ok(trailer) = trailer::Trailer::parse(&bytes[t..], t as u64) else { return bytes.to_vec() };
+    let index = trailer.index_offset as usize;
+    if trailer.index_len == 0 || index > t {
+        return bytes.to_vec();
+    }
+    let mut plain = vec![0u8; trailer.index_len as usize];
+    if super::chunk::zstd_frame(&bytes[index..t], &mut plain).is_none() {
+        return bytes.to_vec();
+    }
+    let mut out = bytes[..index].to_vec();
+    out.extend_from_slice(&plain);
+    out.resize(out.len().next_multiple_of(8), 0);
+    let mut tail = bytes[t..].to_vec();
+    tail[12..16].fill(0);
+    out.extend_from_slice(&tail);
+    reseal(&mut out);
+    out
+}
+
 /// Opens `bytes` as a pack both ways (with and without checking blobs on
 /// read) and, when it opens, walks every directory (in pages, resuming from
 /// cookies), looks every name up again, reads every file (`read_at` in

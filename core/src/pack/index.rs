@@ -126,6 +126,17 @@ fn shrunk(region: &[u8], span: &Range<usize>, of: Structure) -> CorruptPack {
     CorruptPack::new(start, CorruptKind::OutOfBounds { of, field: "offset", start, len, limit: region.len() as u64 })
 }
 
+/// A compressed index region (one zstd frame, then zero padding to a
+/// multiple of 8), decoded into exactly `len` bytes; the trailer checked
+/// that `len` is in proportion to it.
+fn decode_index(stored: &[u8], len: u32, at: u64) -> Result<Box<[u8]>, CorruptPack> {
+    let mut out = vec![0u8; len as usize];
+    match super::chunk::zstd_frame(stored, &mut out) {
+        Some((n, pad)) if n == out.len() && pad.len() < 8 && pad.iter().all(|&b| b == 0) => Ok(out.into_boxed_slice()),
+        _ => Err(CorruptPack::new(at, CorruptKind::Decode { chunk: u64::MAX })),
+    }
+}
+
 /// `range` of `source`: `NotLoaded` when the source does not have it,
 /// `Corrupt` when it lies past the end (`of` names what was wanted).
 fn need<S: ByteSource + ?Sized>(source: &S, range: Range<u64>, of: Structure) -> Result<&[u8], Error> {
@@ -187,22 +198,28 @@ fn cmp_names(probe: &[u8], name: &[u8], key: u64) -> std::cmp::Ordering {
 impl Index {
     /// Opens the pack in `source`: header, trailer, index checksum,
     /// structure. It reads the header, the trailer and the index region,
-    /// nothing else.
-    pub(crate) fn open<S: ByteSource + ?Sized>(source: &S) -> Result<Index, Error> {
+    /// nothing else. A compressed index region (version 2) comes back
+    /// decoded: the accessors' `region` is then that, not the source's.
+    pub(crate) fn open<S: ByteSource + ?Sized>(source: &S) -> Result<(Index, Option<Box<[u8]>>), Error> {
         let size = source.size();
         let header = Header::decode(need(source, 0..HEADER_LEN.min(size), Structure::Header)?)?;
         let at = Trailer::offset_in(size)?;
         let trailer = Trailer::decode(need(source, at..size, Structure::Trailer)?, size, &header)?;
         let spans = Spans::new(&trailer)?;
         let mut index = Index { header, trailer, spans, chunks: None };
-        let region = index.region_in(source)?;
-        index.check_checksum(region)?;
+        let stored = index.region_in(source)?;
+        index.check_checksum(stored)?;
+        let decoded = match trailer.index_len {
+            0 => None,
+            n => Some(decode_index(stored, n, trailer.index_offset)?),
+        };
+        let region = decoded.as_deref().unwrap_or(stored);
         if header.version >= 2 {
             let end = index.spans.strings.end as u64;
             index.chunks = Some(ChunkTable::read(region, trailer.index_offset, end, header.chunk_size())?);
         }
         index.check_structure(region)?;
-        Ok(index)
+        Ok((index, decoded))
     }
 
     /// Where the index region lies in the pack: from `index_offset` to the
@@ -212,8 +229,8 @@ impl Index {
         t.index_offset..t.pack_len - TRAILER_LEN
     }
 
-    /// The index region's bytes in `source` (a source that no longer has
-    /// them broke its promise: an error, not a panic).
+    /// The index region's stored bytes in `source` (a source that no
+    /// longer has them broke its promise: an error, not a panic).
     pub(crate) fn region_in<'s, S: ByteSource + ?Sized>(&self, source: &'s S) -> Result<&'s [u8], Error> {
         need(source, self.region(), Structure::Index)
     }
@@ -580,7 +597,7 @@ mod tests {
     /// written over it, checksums recomputed.
     fn kind_after(edits: &[(char, u64, usize, u64, usize)]) -> CorruptKind {
         let mut b = sample();
-        let index = Index::open(&b).unwrap();
+        let (index, _) = Index::open(&b).unwrap();
         let t = index.trailer;
         for &(table, i, field, value, width) in edits {
             let (base, len) = match table {
@@ -632,7 +649,7 @@ mod tests {
     #[test]
     fn index_sample_opens() {
         let b = sample();
-        let index = Index::open(&b).unwrap();
+        let (index, _) = Index::open(&b).unwrap();
         assert_eq!((index.inode_count(), index.trailer.dirents.count, index.blob_count()), (5, 5, 1));
         assert_eq!(index.inode(region(&b, &index), 3).unwrap().nlink, 2);
         let (_, f) = index.search(region(&b, &index), 4, 1, b"f").unwrap();
@@ -665,7 +682,7 @@ mod tests {
         // Names out of order: `a` and `b` swapped.
         let b_name = {
             let b = sample();
-            let index = Index::open(&b).unwrap();
+            let (index, _) = Index::open(&b).unwrap();
             index.dirent(region(&b, &index), 1).unwrap().name_offset
         };
         assert_eq!(kind_after(&[('d', 0, 0, b_name, 8)]), CorruptKind::Unsorted);

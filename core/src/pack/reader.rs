@@ -201,6 +201,8 @@ pub struct PackFs<S> {
     pub(crate) hashed: OnceLock<Option<HashIndex>>,
     /// Decoded chunks of a compressed pack.
     pub(crate) cache: ChunkCache,
+    /// A compressed index region, decoded at open.
+    decoded: Option<Box<[u8]>>,
 }
 
 impl<S: ByteSource> std::fmt::Debug for PackFs<S> {
@@ -238,10 +240,10 @@ impl<S: ByteSource> PackFs<S> {
 
     /// Opens the pack in `source` as `options` say.
     pub fn open_with(source: S, options: ReadOptions) -> Result<Self> {
-        let index = Index::open(&source)?;
+        let (index, decoded) = Index::open(&source)?;
         let verified = options.verify_on_read.then(|| Verified::new(index.extent_count()));
         let cache = ChunkCache::new(options.cache_bytes);
-        Ok(PackFs { source, index, verified, hashed: OnceLock::new(), cache })
+        Ok(PackFs { source, index, verified, hashed: OnceLock::new(), cache, decoded })
     }
 
     /// The bytes' owner.
@@ -277,7 +279,10 @@ impl<S: ByteSource> PackFs<S> {
 
     /// The index region, which open found here.
     pub(crate) fn region(&self) -> Result<&[u8]> {
-        self.index.region_in(&self.source)
+        match &self.decoded {
+            Some(d) => Ok(d),
+            None => self.index.region_in(&self.source),
+        }
     }
 
     /// The record of inode number `ino`; `NotFound` for a number the pack

@@ -6,7 +6,9 @@
 //! offset size field             meaning
 //!      0    8 magic             89 50 41 43 4B 45 4E 44  ("\x89PACKEND")
 //!      8    4 version           equal to the header's
-//!     12    4 reserved          written 0, ignored
+//!     12    4 index_len         version 2: the index region's length once
+//!                               decoded, if it is stored as a zstd frame
+//!                               (0: stored as it is); version 1: reserved
 //!     16    8 pack_len          length of the whole pack, trailer included;
 //!                               a multiple of 8
 //!     24    8 data_offset       start of the data section (>= 64)
@@ -50,6 +52,10 @@ pub(crate) const INDEX_OFFSET_AT: usize = 40;
 pub(crate) const INDEX_CHECKSUM_AT: usize = 48;
 /// Most records in any table: indices are 32-bit.
 pub(crate) const MAX_COUNT: u64 = u32::MAX as u64;
+/// A compressed index region decodes to at most this many times its stored
+/// length (the writer stores it as it is otherwise): what a small pack can
+/// make a reader allocate is in proportion to it.
+pub(crate) const MAX_INDEX_RATIO: u64 = 256;
 
 /// A table of fixed-size records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -62,6 +68,9 @@ pub(crate) struct Table {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Trailer {
     pub(crate) version: u32,
+    /// Version 2: the decoded length of a compressed index region; 0 for
+    /// one stored as it is.
+    pub(crate) index_len: u32,
     pub(crate) pack_len: u64,
     pub(crate) data_offset: u64,
     pub(crate) data_len: u64,
@@ -80,6 +89,7 @@ impl Trailer {
         let mut out = [0u8; TRAILER_LEN as usize];
         out[0..8].copy_from_slice(&MAGIC);
         out[8..12].copy_from_slice(&self.version.to_le_bytes());
+        out[12..16].copy_from_slice(&self.index_len.to_le_bytes());
         let fields = [
             self.pack_len,
             self.data_offset,
@@ -142,7 +152,10 @@ impl Trailer {
             return Err(CorruptPack::new(at, CorruptKind::BadMagic(Structure::Trailer)));
         }
         let version = c.u32()?;
-        c.skip(4)?;
+        let index_len = match c.u32()? {
+            _ if version < 2 => 0,
+            n => n,
+        };
         let mut f = [0u64; 13];
         for v in &mut f {
             *v = c.u64()?;
@@ -154,6 +167,7 @@ impl Trailer {
         }
         let t = Trailer {
             version,
+            index_len,
             pack_len: f[0],
             data_offset: f[1],
             data_len: f[2],
@@ -178,6 +192,13 @@ impl Trailer {
         }
         // An index region starting before the data ends would overlap it.
         let mut at = range(s, "index_offset", self.index_offset, 0, data_end, end, end)?;
+        // The tables lie in the index region as decoded.
+        let stored = end - self.index_offset;
+        let end = match u64::from(self.index_len) {
+            0 => end,
+            n if stored > 0 && n <= stored.saturating_mul(MAX_INDEX_RATIO) => self.index_offset + n,
+            n => return Err(bad_field(end, s, "index_len", n)),
+        };
         if self.inodes.count == 0 {
             return Err(bad_field(end, s, "inode_count", 0));
         }

@@ -86,8 +86,11 @@ impl<S: ByteSource> PackFs<S> {
     /// remembered by [`verify_on_read`](super::ReadOptions::verify_on_read).
     /// Time O(pack size); memory O(entries) at most, and no recursion.
     pub fn verify(&self) -> Result<VerifyReport> {
-        let index = Index::open(self.source())?;
-        let pack = index.region_in(self.source())?;
+        let (index, decoded) = Index::open(self.source())?;
+        let pack = match &decoded {
+            Some(d) => d,
+            None => index.region_in(self.source())?,
+        };
         let mut report = VerifyReport::default();
         let mut bad: Vec<(u64, CorruptPack)> = Vec::new();
         for k in 0..index.blob_count() {
@@ -108,7 +111,7 @@ impl<S: ByteSource> PackFs<S> {
             }
         }
         if !bad.is_empty() {
-            self.name_bad_blobs(&index, &bad, &mut report)?;
+            self.name_bad_blobs(&index, pack, &bad, &mut report)?;
         }
         Ok(report)
     }
@@ -149,8 +152,13 @@ impl<S: ByteSource> PackFs<S> {
     /// bounded by anything but the pack) and one shared path buffer, and
     /// reports the names of files whose blob is in `bad` (sorted by blob),
     /// as many as the report lists.
-    fn name_bad_blobs(&self, index: &Index, bad: &[(u64, CorruptPack)], report: &mut VerifyReport) -> Result<()> {
-        let pack = index.region_in(self.source())?;
+    fn name_bad_blobs(
+        &self,
+        index: &Index,
+        pack: &[u8],
+        bad: &[(u64, CorruptPack)],
+        report: &mut VerifyReport,
+    ) -> Result<()> {
         let mut named = vec![false; bad.len()];
         let mut path = String::new();
         // (next dirent, end of run, path length to restore when done)

@@ -32,18 +32,21 @@ use hashbrown::HashTable;
 use xxhash_rust::xxh3::{Xxh3Default, Xxh3DefaultBuilder, xxh3_64};
 
 use super::blob::BlobRecord;
-use super::chunk::{CHUNK_LOG2, Compression};
+use super::chunk::{CHUNK_LOG2, Codec, Compression};
 use super::chunker::Chunker;
 use super::dirent::DirentRecord;
 use super::header::{ALIGN_LOG2, HEADER_LEN, Header};
 use super::inode::{Body, InodeRecord};
-use super::trailer::{MAX_COUNT, TRAILER_LEN, Table, Trailer};
+use super::trailer::{MAX_COUNT, MAX_INDEX_RATIO, TRAILER_LEN, Table, Trailer};
 use crate::fold::FoldState;
 use crate::path::{MAX_PATH, validate_name};
 use crate::{DirEntry, Error, FileSystem, FileType, Ino, Timestamp};
 
 /// Bytes read from the source at a time; files up to this size are read once.
 const CHUNK: usize = 64 * 1024;
+/// The least zstd level a version 2 index is compressed at: it is small,
+/// read once per open, and its size is paid on every remote open.
+const INDEX_LEVEL: i32 = 19;
 /// A compressed pack's chunk size unless asked otherwise: squashfs's
 /// default block size.
 const DEFAULT_CHUNK_SIZE: u64 = 128 * 1024;
@@ -248,6 +251,40 @@ impl<H: BuildHasher> PackOptions<H> {
 /// Writes `fs` as a pack with the default [`PackOptions`].
 pub fn write_pack<W: Write>(fs: &dyn FileSystem, out: W) -> Result<PackStats, WriteError> {
     PackOptions::new().write(fs, out)
+}
+
+/// The index's tables, to be written after the data.
+struct IndexParts<'a> {
+    inodes: &'a [InodeRecord],
+    dirents: &'a [DirentRecord],
+    blobs: &'a [BlobRecord],
+    strings: &'a [u8],
+}
+
+impl IndexParts<'_> {
+    /// Writes the tables, the string pool and (version 2) the chunk table
+    /// to `out`; returns where the tables and the pool start.
+    fn write<W: Write>(
+        &self,
+        out: &mut Out<W>,
+        stage: &mut Vec<u8>,
+        chunker: Option<Chunker>,
+    ) -> std::io::Result<(Table, Table, Table, u64)> {
+        let table = |offset: u64, count: usize| Table { offset, count: count as u64 };
+        let inodes = table(out.pos, self.inodes.len());
+        out.write_records(stage, self.inodes.iter().map(InodeRecord::encode))?;
+        let dirents = table(out.pos, self.dirents.len());
+        out.write_records(stage, self.dirents.iter().map(DirentRecord::encode))?;
+        let blobs = table(out.pos, self.blobs.len());
+        out.write_records(stage, self.blobs.iter().map(BlobRecord::encode))?;
+        let strings_offset = out.pos;
+        out.write(self.strings)?;
+        out.pad(8)?; // The trailer (or version 2's chunk table) starts at a multiple of 8.
+        if let Some(c) = chunker {
+            c.finish(out, stage)?;
+        }
+        Ok((inodes, dirents, blobs, strings_offset))
+    }
 }
 
 /// The end of a chain of dedup candidates.
@@ -727,29 +764,50 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
 
         self.out.pad(8)?;
         let index_offset = self.out.pos;
-        self.out.hash = Some(Xxh3Default::new());
-        let table = |offset: u64, count: usize| Table { offset, count: count as u64 };
+        let version = self.version();
         // Records are encoded into `stage` and written (and hashed) 64 KiB
         // at a time: a hasher update per 16-byte record cost more than the
         // encoding.
         let mut stage = std::mem::take(&mut self.own);
         stage.clear();
-        let inodes = table(self.out.pos, self.inodes.len());
-        self.out.write_records(&mut stage, self.inodes.iter().map(InodeRecord::encode))?;
-        let dirents = table(self.out.pos, self.dirents.len());
-        self.out.write_records(&mut stage, self.dirents.iter().map(DirentRecord::encode))?;
-        let blobs = table(self.out.pos, self.blobs.len());
-        self.out.write_records(&mut stage, self.blobs.iter().map(BlobRecord::encode))?;
-        let strings_offset = self.out.pos;
-        self.out.write(&self.strings)?;
-        self.out.pad(8)?; // The trailer (or version 2's chunk table) starts at a multiple of 8.
-        let version = self.version();
-        if let Some(c) = self.chunker.take() {
-            c.finish(&mut self.out, &mut stage)?;
-        }
+        let parts =
+            IndexParts { inodes: &self.inodes, dirents: &self.dirents, blobs: &self.blobs, strings: &self.strings };
+        let (tables, index_len) = match self.chunker.take() {
+            None => {
+                self.out.hash = Some(Xxh3Default::new());
+                (parts.write(&mut self.out, &mut stage, None)?, 0)
+            }
+            Some(chunker) => {
+                // Version 2: the index is laid out in memory at the offsets
+                // it would have, then stored as one zstd frame if that pays.
+                let level = INDEX_LEVEL.max(if chunker.codec() == Codec::Zstd { chunker.level() } else { 0 });
+                let mut plain = Out { inner: BufWriter::new(Vec::new()), pos: index_offset, hash: None };
+                let tables = parts.write(&mut plain, &mut stage, Some(chunker))?;
+                let plain = plain.inner.into_inner().map_err(|e| e.into_error())?;
+                let mut packed = Vec::new();
+                Compression::zstd(level).compress(&plain, &mut packed);
+                self.out.hash = Some(Xxh3Default::new());
+                let fits = u32::try_from(plain.len())
+                    .ok()
+                    .filter(|&n| packed.len() < plain.len() && u64::from(n) <= packed.len() as u64 * MAX_INDEX_RATIO);
+                match fits {
+                    Some(n) => {
+                        self.out.write(&packed)?;
+                        self.out.pad(8)?;
+                        (tables, n)
+                    }
+                    None => {
+                        self.out.write(&plain)?;
+                        (tables, 0)
+                    }
+                }
+            }
+        };
+        let (inodes, dirents, blobs, strings_offset) = tables;
         let index_checksum = self.out.hash.take().map_or(0, |h| h.digest());
         let trailer = Trailer {
             version,
+            index_len,
             pack_len: self.out.pos + TRAILER_LEN,
             data_offset: HEADER_LEN,
             data_len,

@@ -135,7 +135,9 @@ fn pack_v2_stores_incompressible_files_raw_and_lends_them() {
 fn pack_v2_refuses_hostile_chunks() {
     let fs = MemFs::new();
     write_file(&fs, fs.root(), "t", &text(20_000, 5));
-    let good = v2(&fs, Compression::zstd(3), 4096);
+    // The index decoded in place, to be edited.
+    let good = fuzzing::plain_index(&v2(&fs, Compression::zstd(3), 4096));
+    assert!(PackFs::open(&good[..]).unwrap().verify().unwrap().is_ok());
     let len = good.len();
     // The chunk footer is the 16 bytes before the 128-byte trailer; the
     // records (32 bytes each) come before it.
@@ -168,6 +170,23 @@ fn pack_v2_refuses_hostile_chunks() {
     assert!(field("content_offset")(corrupt(open(&|b| put(b, record(1) + 8, 0, 8)))));
     assert!(field("content_offset")(corrupt(open(&|b| put(b, record(1) + 8, 4096 * 2, 8)))));
     assert!(field("stored_len")(corrupt(open(&|b| put(b, record(0) + 24, 0, 4)))));
+
+    // A compressed index that claims to decode to far more than it could
+    // (a bomb) is refused before anything is allocated for it; one whose
+    // frame does not decode to its length is a decode error.
+    let packed = v2(&fs, Compression::zstd(3), 4096);
+    let bomb = |n: u32| {
+        let mut b = packed.clone();
+        let t = b.len() - 128;
+        b[t + 12..t + 16].copy_from_slice(&n.to_le_bytes());
+        fuzzing::reseal(&mut b);
+        PackFs::open(b)
+    };
+    assert!(matches!(corrupt(bomb(u32::MAX)), CorruptKind::BadField { field: "index_len", .. }));
+    let real = u32::from_le_bytes(packed[packed.len() - 116..packed.len() - 112].try_into().unwrap());
+    assert!(real > 0, "the index is compressed");
+    assert!(matches!(corrupt(bomb(real + 1)), CorruptKind::Decode { .. }));
+    assert!(matches!(corrupt(bomb(real - 1)), CorruptKind::Decode { .. }));
 
     // Damaged stored bytes: the pack opens (the index is fine), a read of
     // the chunk is a checksum error before anything is decoded, and

@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use packfs_core::pack::write_pack;
 use packfs_os::journal::Journal;
 use packfs_os::publish::write_atomic;
 
 use crate::common::bytes;
+use crate::packing::Packing;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -20,6 +20,8 @@ pub(crate) struct Args {
     /// Where to write the pack; an existing file is replaced atomically.
     #[arg(short, long, value_name = "OUT.pack")]
     output: PathBuf,
+    #[command(flatten)]
+    packing: Packing,
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
@@ -30,7 +32,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         bail!("{shown}: not a directory");
     }
     let tree = Journal::read(&args.journal).with_context(|| format!("{shown}"))?;
-    let stats = write_atomic(&args.output, |file| write_pack(&tree, file))
+    let stats = write_atomic(&args.output, |file| args.packing.options().write(&tree, file))
         .with_context(|| format!("compacting {shown} into {}", args.output.display()))?;
     out!("{}: {} entries ({} inodes)", args.output.display(), stats.dirents, stats.inodes);
     out!("  content: {}", bytes(stats.file_bytes));

@@ -28,6 +28,7 @@ mod exclude;
 mod info;
 mod ls;
 mod pack;
+mod packing;
 mod run;
 mod stat;
 mod unpack;

@@ -13,12 +13,13 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use packfs_core::FileType;
-use packfs_core::pack::{PackOptions, WriteError};
+use packfs_core::pack::WriteError;
 use packfs_os::dir::DirFs;
 use packfs_os::publish::{through_symlinks, write_atomic};
 
 use crate::common::bytes;
 use crate::exclude::{Rule, Source, excludes};
+use crate::packing::Packing;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -38,6 +39,8 @@ pub(crate) struct Args {
     /// a reader map blobs page by page).
     #[arg(long, value_name = "BYTES", default_value_t = 8, value_parser = parse_align)]
     align: u64,
+    #[command(flatten)]
+    packing: Packing,
 }
 
 fn parse_align(s: &str) -> std::result::Result<u64, String> {
@@ -73,7 +76,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     progress.enable_steady_tick(Duration::from_millis(100));
 
     let source = Source::new(&dir, rules, progress.clone());
-    let written = write_atomic(&args.output, |file| PackOptions::new().align(args.align).write(&source, file));
+    let written = write_atomic(&args.output, |file| args.packing.options().align(args.align).write(&source, file));
     progress.finish_and_clear();
     let stats = written
         .map_err(|e| explain(e, &source, &args.dir))

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow, bail};
 use packfs_core::mem::Limits;
 use packfs_core::mount::MountTable;
-use packfs_core::pack::{PackStats, write_pack};
+use packfs_core::pack::PackStats;
 use packfs_core::path::validate_name;
 use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::Wasi;
@@ -49,6 +49,7 @@ use packfs_os::journal::{Journal, SyncPolicy};
 use packfs_os::publish::write_atomic;
 
 use crate::common::{bytes, open_pack};
+use crate::packing::Packing;
 
 /// Exit status when the guest traps, as wasmtime's own command gives
 /// (128 + SIGABRT).
@@ -88,6 +89,9 @@ pub(crate) struct Args {
     /// it left it to a pack at PATH, atomically. Not after a trap.
     #[arg(long, value_name = "PATH")]
     save: Option<PathBuf>,
+    /// How `--save` writes its pack.
+    #[command(flatten)]
+    packing: Packing,
     /// Most bytes of linear memory the guest may grow to (suffixes k, M, G:
     /// powers of 1024).
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
@@ -483,7 +487,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         }
     };
     if let (Some(out), Some(ns)) = (&args.save, &namespace) {
-        let stats = save(&ns.table, out).with_context(|| format!("saving to {}", out.display()))?;
+        let stats = save(&ns.table, out, &args.packing).with_context(|| format!("saving to {}", out.display()))?;
         eprintln!(
             "saved {}: {} entries, {} of file content, {} pack",
             out.display(),
@@ -501,9 +505,9 @@ fn utf8(s: OsString, what: &str) -> Result<String> {
 }
 
 /// Writes the namespace as a pack to `out`, atomically.
-fn save(table: &MountTable, out: &Path) -> Result<PackStats> {
+fn save(table: &MountTable, out: &Path, packing: &Packing) -> Result<PackStats> {
     // The guest has exited: nothing changes the namespace while it is walked.
-    Ok(write_atomic(out, |file| write_pack(table, file))?)
+    Ok(write_atomic(out, |file| packing.options().write(table, file))?)
 }
 
 /// A possibly multi-line message (wasmtime's) as one line.

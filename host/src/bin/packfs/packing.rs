@@ -1,0 +1,59 @@
+//! How `pack`, `compact` and `run --save` write a pack: `--compress` and
+//! `--chunk-size`, one set of flags for all three.
+
+use packfs_core::pack::{Compression, PackOptions};
+
+/// zstd's level unless one is asked for: close to the ratio of its top
+/// levels on source trees at a fraction of their time.
+const DEFAULT_LEVEL: i32 = 9;
+
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct Packing {
+    /// How to store file contents: zstd[:LEVEL] (levels 1 to 22, 9 by
+    /// default), lz4 (faster reads, larger), or none (a version 1 pack,
+    /// which older readers read too). Content that does not compress is
+    /// stored raw either way.
+    #[arg(long, value_name = "CODEC", default_value = "zstd", value_parser = parse_compress)]
+    compress: Codec,
+    /// A compressed pack's chunk size: a power of two from 4096 to 1048576.
+    /// A read decodes whole chunks; larger ones compress better.
+    #[arg(long, value_name = "BYTES", default_value_t = 128 * 1024, value_parser = parse_chunk_size)]
+    chunk_size: u64,
+}
+
+/// `--compress`'s value (clap takes `Option` to mean an optional flag).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Codec(Option<Compression>);
+
+fn parse_compress(s: &str) -> Result<Codec, String> {
+    let (name, level) = match s.split_once(':') {
+        Some((n, l)) => (n, Some(l)),
+        None => (s, None),
+    };
+    match (name, level) {
+        ("none", None) => Ok(Codec(None)),
+        ("lz4", None) => Ok(Codec(Some(Compression::lz4()))),
+        ("zstd", None) => Ok(Codec(Some(Compression::zstd(DEFAULT_LEVEL)))),
+        ("zstd", Some(l)) => match l.parse::<i32>() {
+            Ok(n) if (1..=22).contains(&n) => Ok(Codec(Some(Compression::zstd(n)))),
+            _ => Err(format!("zstd level {l:?}: not from 1 to 22")),
+        },
+        _ => Err("expected zstd, zstd:LEVEL, lz4 or none".into()),
+    }
+}
+
+fn parse_chunk_size(s: &str) -> Result<u64, String> {
+    let n: u64 = s.parse().map_err(|e| format!("{e}"))?;
+    if n.is_power_of_two() && (4096..=1 << 20).contains(&n) {
+        Ok(n)
+    } else {
+        Err("not a power of two from 4096 to 1048576".into())
+    }
+}
+
+impl Packing {
+    /// The writer's options.
+    pub(crate) fn options(&self) -> PackOptions {
+        PackOptions::new().compress(self.compress.0).chunk_size(self.chunk_size)
+    }
+}
