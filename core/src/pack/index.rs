@@ -126,6 +126,10 @@ fn shrunk(region: &[u8], span: &Range<usize>, of: Structure) -> CorruptPack {
     CorruptPack::new(start, CorruptKind::OutOfBounds { of, field: "offset", start, len, limit: region.len() as u64 })
 }
 
+/// A compressed index region, decoded at open (`None`: it is stored as it
+/// is and read in place).
+pub(crate) type Decoded = Option<Box<[u8]>>;
+
 /// A compressed index region (one zstd frame, then zero padding to a
 /// multiple of 8), decoded into exactly `len` bytes; the trailer checked
 /// that `len` is in proportion to it.
@@ -200,7 +204,7 @@ impl Index {
     /// structure. It reads the header, the trailer and the index region,
     /// nothing else. A compressed index region (version 2) comes back
     /// decoded: the accessors' `region` is then that, not the source's.
-    pub(crate) fn open<S: ByteSource + ?Sized>(source: &S) -> Result<(Index, Option<Box<[u8]>>), Error> {
+    pub(crate) fn open<S: ByteSource + ?Sized>(source: &S) -> Result<(Index, Decoded), Error> {
         let size = source.size();
         let header = Header::decode(need(source, 0..HEADER_LEN.min(size), Structure::Header)?)?;
         let at = Trailer::offset_in(size)?;

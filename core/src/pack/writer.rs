@@ -159,7 +159,7 @@ pub struct PackStats {
 ///
 /// let pack = PackFs::open(bytes)?;
 /// let ino = pack.lookup(pack.root(), "a.txt")?;
-/// assert_eq!(pack.file_bytes(ino)?, b"hello"); // zero-copy, 4096-aligned
+/// assert_eq!(*pack.file_bytes(ino)?, *b"hello"); // zero-copy, 4096-aligned
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
