@@ -193,8 +193,9 @@ impl Compression {
         self.codec
     }
 
-    /// Compresses `input` into `out` (cleared first).
-    pub(crate) fn compress(&self, input: &[u8], out: &mut Vec<u8>) {
+    /// Compresses `input` into `out` (cleared first), as the writer stores a
+    /// chunk.
+    pub fn compress(&self, input: &[u8], out: &mut Vec<u8>) {
         out.clear();
         match self.codec {
             Codec::Raw => out.extend_from_slice(input),

@@ -163,3 +163,18 @@ fn read_file(fs: &PackFs<&[u8]>, ino: u64, size: u64) {
         assert_eq!(read, *whole, "read_at disagrees with file_bytes");
     }
 }
+
+/// Decodes `stored` as one chunk of `codec` (its code: 0 raw, 1 zstd,
+/// 2 lz4; others are refused) into `len` bytes, as a read of a version 2
+/// pack does, and checks what a reader relies on: a success is exactly
+/// `len` bytes. Returns whether it decoded.
+pub fn decode_chunk(codec: u8, stored: &[u8], len: usize) -> bool {
+    let Some(codec) = super::chunk::Codec::from_code(codec) else { return false };
+    match super::chunk::decode(0, codec, stored, len) {
+        Ok(out) => {
+            assert_eq!(out.len(), len, "a decoded chunk is exactly its declared length");
+            true
+        }
+        Err(_) => false,
+    }
+}

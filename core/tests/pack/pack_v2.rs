@@ -276,3 +276,32 @@ proptest! {
         }
     }
 }
+
+/// The chunk decoder on bytes that are not what they claim: garbage,
+/// truncated frames, frames claiming more than their length, lengths
+/// shorter than the frame. A decode gives exactly its length or fails.
+#[test]
+fn pack_v2_chunk_decoding_never_overruns() {
+    let data = text(50_000, 9);
+    let mut rng = Rng::new(4);
+    for c in [Compression::zstd(3), Compression::lz4()] {
+        let mut stored = Vec::new();
+        c.compress(&data, &mut stored);
+        let code = if c.codec() == Codec::Zstd { 1 } else { 2 };
+        assert!(fuzzing::decode_chunk(code, &stored, data.len()));
+        for _ in 0..300 {
+            let mut s = stored.clone();
+            match rng.below(3) {
+                0 => s.truncate(rng.below(s.len() as u64) as usize),
+                1 => {
+                    let at = rng.below(s.len() as u64) as usize;
+                    s[at] ^= 1 << rng.below(8);
+                }
+                _ => s.extend((0..rng.below(64)).map(|_| rng.next() as u8)),
+            }
+            let len = [data.len(), data.len() / 2, data.len() + 1, 0, 1 << 20][rng.below(5) as usize];
+            fuzzing::decode_chunk(code, &s, len);
+        }
+    }
+    assert!(!fuzzing::decode_chunk(7, b"x", 1), "an unknown codec");
+}
