@@ -62,6 +62,12 @@ test("results are plain objects, errors are Errors with WASI codes", async () =>
       overlay: new TextDecoder().decode(over.readFileSync("dir/text")),
       lower: new TextDecoder().decode(pack.readFileSync("dir/text")),
       info: pack.info(),
+      v2: await (async () => {
+        const bytes = await fs.compact({ compress: "lz4", chunkSize: 4096 });
+        const p = Pack.fromBytes(bytes);
+        return { info: p.info(), text: new TextDecoder().decode(p.readFileSync("dir/text")) };
+      })(),
+      badCompress: await fs.compact({ compress: "gzip" }).then(() => null, (e) => e.code),
       classes: [typeof MemFs, typeof Pack.fromUrl, typeof Overlay],
     };
   });
@@ -89,6 +95,11 @@ test("results are plain objects, errors are Errors with WASI codes", async () =>
   assert.equal(r.overlay, "changed");
   assert.equal(r.lower, "text");
   assert.equal(r.info.version, 1);
+  assert.deepEqual([r.info.chunkSize, r.info.codecs], [0, []]);
+  assert.equal(r.v2.info.version, 2);
+  assert.equal(r.v2.info.chunkSize, 4096);
+  assert.equal(r.v2.text, "text");
+  assert.equal(r.badCompress, "invalid");
   assert.deepEqual(r.classes, ["function", "function", "function"]);
   assert.deepEqual(errors, []);
   await context.close();
@@ -109,7 +120,7 @@ test("the TypeScript declarations describe the API", () => {
     "writeFile(path: string, data: ArrayBufferView | ArrayBuffer | string): Promise<void>;",
     "readdir(path: string): DirEntry[];",
     "stat(path: string): Stats;",
-    "compact(): Promise<Uint8Array>;",
+    "compact(options?: CompactOptions): Promise<Uint8Array>;",
     "verify(): Promise<VerifyReport>;",
     "mkdir(path: string, options?: MkdirOptions): void;",
     "export interface PackFsError extends Error",

@@ -89,11 +89,13 @@ export function demoFiles() {
       '<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64"><circle cx="32" cy="32" r="28" fill="#3a7"/></svg>\n',
     "src/main.rs": 'fn main() {\n    println!("hello from a pack");\n}\n',
     "data/numbers.csv": Array.from({ length: 50 }, (_, i) => `${i},${i * i}`).join("\n") + "\n",
+    "data/log.txt": Array.from({ length: 300 }, (_, i) => `2026-12-01T12:${String(i % 60).padStart(2, "0")}:00Z read chunk ${i % 7} of demo.pack (${100 + ((i * 37) % 900)} bytes)`).join("\n") + "\n",
   };
 }
 
-/** Builds the demo pack. */
-export async function demoPack() {
+/** Builds the demo pack, compressed (version 2) unless `compress` says
+ * "none". */
+export async function demoPack(compress = "zstd") {
   const { MemFs } = await packfs();
   const fs = new MemFs();
   for (const [path, body] of Object.entries(demoFiles())) {
@@ -102,7 +104,8 @@ export async function demoPack() {
   }
   fs.mkdir("empty");
   fs.symlink("docs/README.md", "readme");
-  return Buffer.from(await fs.compact());
+  // Chunks small enough that the files share a few.
+  return Buffer.from(await fs.compact({ compress, chunkSize: 4096 }));
 }
 
 /** Deterministic pseudo-random bytes (xorshift32). */

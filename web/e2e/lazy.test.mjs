@@ -158,3 +158,43 @@ test("a 1 GiB pack opens with kilobytes; a file past the first GiB reads alone",
   await context.close();
   server.setFile("/fixtures/huge.pack", Buffer.alloc(0));
 });
+
+test("a compressed pack by URL: a read fetches its chunks, compressed, and decodes them", async (ctx) => {
+  // 200 text files of about 20 KB: compressible, in 16 KiB chunks.
+  const { MemFs } = await packfs();
+  const fs = new MemFs();
+  const text = (i) => Array.from({ length: 2000 }, (_, j) => `line ${j} of file ${i}\n`).join("").slice(0, 20_000 + i);
+  fs.mkdir("t");
+  for (let i = 0; i < 200; i++) fs.writeFileSync(`t/f${String(i).padStart(3, "0")}.txt`, text(i));
+  const out = await fs.compact({ compress: "zstd", chunkSize: 16384 });
+  fs.free();
+  const packed = Buffer.from(out);
+  server.setFile("/fixtures/text.pack", packed);
+  server.reset();
+
+  const { page, context, errors } = await newPage(browser);
+  await page.goto(`${server.url}/www/`);
+  await page.waitForSelector("body[data-ready=true]");
+  const r = await page.evaluate(async () => {
+    const m = await import("/pkg/packfs_web.js");
+    const p = await m.Pack.fromUrl("/fixtures/text.pack");
+    const opened = p.bytesFetched;
+    const one = new TextDecoder().decode(await p.readFile("t/f150.txt"));
+    const afterOne = p.bytesFetched;
+    const report = await p.verify();
+    return { opened, one, afterOne, ok: report.ok, total: p.bytesFetched, info: p.info() };
+  });
+  ctx.diagnostic(`a ${packed.length}-byte pack of ${r.info.contentLen} bytes: opening ${r.opened}, one file ${r.afterOne - r.opened}`);
+  assert.equal(r.info.version, 2);
+  assert.equal(r.info.chunkSize, 16384);
+  assert.ok(r.info.codecs.some((c) => c.codec === "zstd" && c.stored * 3 < c.content), JSON.stringify(r.info.codecs));
+  assert.ok(packed.length * 3 < r.info.contentLen, "compressed over 3x");
+  assert.equal(r.one, text(150));
+  // A 20 KB file spans two or three chunks: far fewer bytes than its size.
+  assert.ok(r.afterOne - r.opened < 20_000, `one file transferred ${r.afterOne - r.opened}`);
+  assert.ok(r.ok);
+  const s = structuredClone(server.stats.get("/fixtures/text.pack"));
+  assert.ok(s.bytes <= packed.length + 65536, `${s.bytes} bytes of a ${packed.length}-byte pack`);
+  assert.deepEqual(errors, []);
+  await context.close();
+});

@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
 use packfs_core::mem::Limits;
-use packfs_core::pack::{ReadOptions, VerifyReport};
+use packfs_core::pack::{Compression, PackOptions, ReadOptions, VerifyReport};
 use packfs_core::{Clock, FileType, MemFs as CoreMemFs, Metadata, Timestamp};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
@@ -112,7 +112,7 @@ export interface Usage {
   inodes: number;
 }
 
-/** A pack's header and trailer. */
+/** A pack's header and trailer, and how it stores its contents. */
 export interface PackInfo {
   version: number;
   /** Blob alignment in bytes. */
@@ -121,8 +121,23 @@ export interface PackInfo {
   dirents: number;
   /** Distinct contents. */
   blobs: number;
+  /** Bytes of distinct content. */
+  contentLen: number;
   dataLen: number;
   packLen: number;
+  /** Version 2: the chunk size (0 in version 1). */
+  chunkSize: number;
+  /** Version 2: how each codec stores the chunks (empty in version 1). */
+  codecs: { codec: "raw" | "zstd" | "lz4"; chunks: number; content: number; stored: number }[];
+}
+
+/** How `compact` writes its pack. */
+export interface CompactOptions {
+  /** "zstd" (level 3 with the browser's encoder), "lz4", or "none" (a
+   * version 1 pack; the default). */
+  compress?: "zstd" | "lz4" | "none";
+  /** A compressed pack's chunk size: a power of two from 4096 to 1048576. */
+  chunkSize?: number;
 }
 
 /** What `verify` found. */
@@ -242,6 +257,26 @@ fn opt_bool(options: &Option<JsValue>, key: &str) -> JsResult<Option<bool>> {
     v.as_bool()
         .map(Some)
         .ok_or_else(|| js_error("invalid", "EINVAL", &format!("invalid: option {key} must be true or false")))
+}
+
+/// `compact`'s options.
+fn pack_options(options: &Option<JsValue>) -> JsResult<PackOptions> {
+    let bad = |what: &str| js_error("invalid", "EINVAL", &format!("invalid: {what}"));
+    let compress = match options.as_ref().filter(|o| o.is_object()) {
+        Some(o) => Reflect::get(o, &"compress".into())?.as_string(),
+        None => None,
+    };
+    let compression = match compress.as_deref() {
+        None | Some("none") => None,
+        Some("zstd") => Some(Compression::zstd(3)),
+        Some("lz4") => Some(Compression::lz4()),
+        Some(_) => return Err(bad("option compress must be \"zstd\", \"lz4\" or \"none\"")),
+    };
+    let chunk = opt_u64(options, "chunkSize")?.unwrap_or(128 * 1024);
+    if !chunk.is_power_of_two() || !(4096..=1 << 20).contains(&chunk) {
+        return Err(bad("option chunkSize must be a power of two from 4096 to 1048576"));
+    }
+    Ok(PackOptions::new().compress(compression).chunk_size(chunk))
 }
 
 fn limits(options: &Option<JsValue>) -> JsResult<Limits> {
@@ -429,11 +464,12 @@ impl Inner {
         ops::readlink(self.fs(), path).map_err(|e| to_js(&e, Some(path)))
     }
 
-    fn compact(&self) -> js_sys::Promise {
+    fn compact(&self, options: Option<JsValue>) -> js_sys::Promise {
         let this = self.clone();
         future_to_promise(async move {
+            let packing = pack_options(&options)?;
             this.load_all().await?;
-            let bytes = this.fetching(None, || ops::compact(&this.backend)).await?;
+            let bytes = this.fetching(None, || ops::compact(&this.backend, &packing)).await?;
             Ok(Uint8Array::from(&bytes[..]).into())
         })
     }
@@ -552,10 +588,14 @@ macro_rules! fs_methods {
                 self.inner.readlink(path)
             }
 
-            /// The whole tree as a new pack (deduplicated, checksummed).
+            /// The whole tree as a new pack (deduplicated, checksummed;
+            /// compressed if asked).
             #[wasm_bindgen(unchecked_return_type = "Promise<Uint8Array>")]
-            pub fn compact(&self) -> js_sys::Promise {
-                self.inner.compact()
+            pub fn compact(
+                &self,
+                #[wasm_bindgen(unchecked_optional_param_type = "CompactOptions")] options: Option<JsValue>,
+            ) -> js_sys::Promise {
+                self.inner.compact(options)
             }
         }
     };
@@ -638,6 +678,7 @@ impl Pack {
     #[wasm_bindgen(unchecked_return_type = "PackInfo")]
     pub fn info(&self) -> JsValue {
         let i = self.pack.info();
+        let content = self.pack.content_stats().unwrap_or_default();
         let o = Object::new();
         set(&o, "version", i.version);
         set(&o, "align", i.align as f64);
@@ -646,6 +687,18 @@ impl Pack {
         set(&o, "blobs", i.blobs as f64);
         set(&o, "dataLen", i.data_len as f64);
         set(&o, "packLen", i.pack_len as f64);
+        set(&o, "contentLen", content.blob_bytes as f64);
+        set(&o, "chunkSize", i.chunk_size as f64);
+        let codecs = Array::new();
+        for c in &content.codecs {
+            let e = Object::new();
+            set(&e, "codec", c.codec.name());
+            set(&e, "chunks", c.chunks as f64);
+            set(&e, "content", c.content as f64);
+            set(&e, "stored", c.stored as f64);
+            codecs.push(&e);
+        }
+        set(&o, "codecs", codecs);
         o.into()
     }
 

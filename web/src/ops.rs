@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use packfs_core::pack::write_pack;
+use packfs_core::pack::PackOptions;
 use packfs_core::resolve::{Last, resolve, resolve_last, resolve_parent};
 use packfs_core::{Error, FileSystem, FileType, Ino, MemFs, Metadata, OpenOptions, Result};
 
@@ -256,11 +256,11 @@ pub fn readlink(fs: &dyn FileSystem, path: &str) -> Result<String> {
 }
 
 /// The whole tree as pack bytes (of a snapshot, for an in-memory one).
-pub fn compact(b: &Backend) -> Result<Vec<u8>> {
+pub fn compact(b: &Backend, options: &PackOptions) -> Result<Vec<u8>> {
     let mut out = Growing(Vec::new());
     match b {
-        Backend::Mem(m) => write_pack(&m.snapshot(), &mut out)?,
-        Backend::Pack(p) => write_pack(&**p, &mut out)?,
+        Backend::Mem(m) => options.write(&m.snapshot(), &mut out)?,
+        Backend::Pack(p) => options.write(&**p, &mut out)?,
     };
     Ok(out.0)
 }
@@ -369,13 +369,20 @@ mod tests {
         mkdir(b.fs(), "d", false).unwrap();
         write_file(&b, "d/f", b"data").unwrap();
         symlink(b.fs(), "d/f", "l").unwrap();
-        let bytes = compact(&b).unwrap();
+        let plain = PackOptions::new();
+        let bytes = compact(&b, &plain).unwrap();
         let p = Backend::Pack(Arc::new(crate::fetch::complete(bytes.clone(), ReadOptions::new()).unwrap()));
         assert_eq!(read_file(p.fs(), "l").unwrap(), b"data");
         assert_eq!(write_file(&p, "d/f", b"x"), Err(Error::ReadOnly));
         assert_eq!(write_file(&p, "d/new", b"x"), Err(Error::ReadOnly));
         assert_eq!(write_file(&p, "nope/new", b"x"), Err(Error::NotFound));
         assert_eq!(mkdir(p.fs(), "e", false), Err(Error::ReadOnly));
-        assert_eq!(compact(&p).unwrap(), bytes);
+        assert_eq!(compact(&p, &plain).unwrap(), bytes);
+        // Compressed, and back: the same tree.
+        let lz4 = PackOptions::new().compress(Some(packfs_core::pack::Compression::lz4())).chunk_size(4096);
+        let v2 = compact(&p, &lz4).unwrap();
+        let q = Backend::Pack(Arc::new(crate::fetch::complete(v2, ReadOptions::new()).unwrap()));
+        assert_eq!(read_file(q.fs(), "d/f").unwrap(), b"data");
+        assert_eq!(compact(&q, &plain).unwrap(), bytes);
     }
 }

@@ -49,7 +49,7 @@ async fn sample() -> Vec<u8> {
     let big: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
     fs.write_file_sync("docs/big.bin", Uint8Array::from(&big[..]).into()).unwrap();
     fs.symlink("docs/readme.md", "link").unwrap();
-    read(fs.compact()).await
+    read(fs.compact(None)).await
 }
 
 #[wasm_bindgen_test]
@@ -132,7 +132,7 @@ async fn packs_from_bytes_read_verify_and_refuse_writes() {
     assert_eq!(get(&report, "ok"), JsValue::TRUE);
     assert_eq!(get(&report, "blobs").as_f64().unwrap(), 2.0);
     // Compacting a pack gives the same bytes back (the writer is deterministic).
-    assert_eq!(read(pack.compact()).await, bytes);
+    assert_eq!(read(pack.compact(None)).await, bytes);
     assert!(pack.is_complete());
     assert_eq!(pack.bytes_fetched(), 0.0);
 }
@@ -182,7 +182,7 @@ async fn overlays_change_memory_never_the_pack() {
     assert_eq!(code(fs.write_file_sync("x", Uint8Array::new_with_length(2000).into()).unwrap_err()), "quota");
     assert_eq!(get(&fs.usage(), "bytes").as_f64().unwrap(), 12.0);
     assert_eq!(get(&wait(fs.verify()).await.unwrap(), "ok"), JsValue::TRUE);
-    let out = read(fs.compact()).await;
+    let out = read(fs.compact(None)).await;
     let back = Pack::from_bytes(&Uint8Array::from(&out[..]), None).unwrap();
     assert_eq!(names(back.readdir("/").unwrap()), ["big.bin", "docs", "new.txt"]);
     assert_eq!(read(back.read_file("docs/readme.md".into())).await, b"# changed");
@@ -219,7 +219,7 @@ async fn packs_from_urls_fetch_content_on_demand() {
     assert_eq!(read(fs.read_file("link".into())).await, b"# hello");
     assert_eq!(get(&wait(pack.verify()).await.unwrap(), "ok"), JsValue::TRUE);
     assert!(pack.is_complete());
-    assert_eq!(read(pack.compact()).await, bytes);
+    assert_eq!(read(pack.compact(None)).await, bytes);
     // A URL that is not a pack is an error.
     let junk = blob_url(&[0u8; 300]);
     assert_eq!(code(wait(Pack::from_url(junk, None)).await.unwrap_err()), "io");

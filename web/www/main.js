@@ -112,7 +112,12 @@ function updateSummary() {
   const { pack, fs } = state;
   if (pack) {
     const i = pack.info();
-    $("info").textContent = `${human(i.packLen)} · ${i.inodes} inodes · ${i.blobs} blobs · v${i.version}`;
+    // A compressed pack: each codec's share and ratio, e.g. "zstd 3.8x".
+    const codecs = i.codecs
+      .filter((c) => c.codec !== "raw" || i.codecs.length === 1)
+      .map((c) => `${c.codec} ${(c.content / Math.max(c.stored, 1)).toFixed(1)}x`);
+    const stored = codecs.length ? ` · ${codecs.join(", ")}` : "";
+    $("info").textContent = `${human(i.packLen)} · ${i.inodes} inodes · ${i.blobs} blobs · v${i.version}${stored}`;
     $("fetched").textContent = pack.url ? `fetched ${human(pack.bytesFetched)} in ${plural(pack.requests, "request")}` : "";
   } else {
     const u = fs.usage();
