@@ -96,6 +96,16 @@ impl ChunkCache {
         }
     }
 
+    /// Whether `len` more bytes fit under the limit now.
+    pub(crate) fn has_room(&self, len: u64) -> bool {
+        lock(&self.lru).bytes.saturating_add(len) <= self.limit
+    }
+
+    /// Whether chunk `k` is kept decoded (or being decoded) now.
+    pub(crate) fn holds(&self, k: u64) -> bool {
+        lock(&self.lru).slots.contains_key(&k)
+    }
+
     /// Bytes of decoded chunks kept now.
     #[cfg(test)]
     pub(crate) fn bytes(&self) -> u64 {

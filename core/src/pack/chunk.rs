@@ -130,20 +130,50 @@ impl ChunkRecord {
 /// already checked), into exactly `len` bytes; anything else is
 /// [`CorruptKind::Decode`].
 pub(crate) fn decode(k: u64, codec: Codec, stored: &[u8], len: usize) -> Result<Vec<u8>, CorruptPack> {
-    let bad = || CorruptPack::new(k, CorruptKind::Decode { chunk: k });
     let mut out = vec![0u8; len];
+    decode_into(k, codec, stored, &mut out)?;
+    Ok(out)
+}
+
+/// [`decode`] into `out`, whose length is the chunk's declared length.
+pub(crate) fn decode_into(k: u64, codec: Codec, stored: &[u8], out: &mut [u8]) -> Result<(), CorruptPack> {
+    let bad = || CorruptPack::new(k, CorruptKind::Decode { chunk: k });
+    let len = out.len();
     let n = match codec {
         Codec::Raw => {
             out.copy_from_slice(stored.get(..len).filter(|_| stored.len() == len).ok_or_else(bad)?);
             len
         }
-        Codec::Zstd => ruzstd::decoding::FrameDecoder::new().decode_all(stored, &mut out).map_err(|_| bad())?,
-        Codec::Lz4 => lz4_flex::block::decompress_into(stored, &mut out).map_err(|_| bad())?,
+        Codec::Zstd => zstd_decode(stored, out).ok_or_else(bad)?,
+        Codec::Lz4 => lz4_flex::block::decompress_into(stored, out).map_err(|_| bad())?,
     };
     if n != len {
         return Err(bad());
     }
-    Ok(out)
+    Ok(())
+}
+
+/// Decodes the zstd frame `stored` into `out`, never past its end: with the
+/// C library where it is built in (several times faster), else with the
+/// pure-Rust decoder. One-shot decoding writes into `out` directly; it
+/// needs no window buffer, whatever window the frame declares.
+#[cfg(feature = "zstd-c")]
+fn zstd_decode(stored: &[u8], out: &mut [u8]) -> Option<usize> {
+    thread_local! {
+        static DECODER: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { std::cell::RefCell::new(None) };
+    }
+    DECODER.with(|d| {
+        let mut d = d.try_borrow_mut().ok()?;
+        if d.is_none() {
+            *d = zstd::bulk::Decompressor::new().ok();
+        }
+        d.as_mut()?.decompress_to_buffer(stored, out).ok()
+    })
+}
+
+#[cfg(not(feature = "zstd-c"))]
+fn zstd_decode(stored: &[u8], out: &mut [u8]) -> Option<usize> {
+    zstd_frame(stored, out).filter(|&(_, rest)| rest.is_empty()).map(|(n, _)| n)
 }
 
 /// Decodes the one zstd frame at the start of `input` into `out`, never

@@ -9,10 +9,20 @@ use std::borrow::Cow;
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
-use super::chunk::{self, ChunkTable, Codec};
+use super::chunk::{self, ChunkRecord, ChunkTable, Codec};
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
 use super::reader::{ByteSource, PackFs};
 use crate::{Error, Result};
+
+/// Checks chunk `r`'s stored bytes against their checksum.
+fn check(r: &ChunkRecord, stored: &[u8]) -> Result<(), CorruptPack> {
+    let actual = super::blob::checksum(stored);
+    if actual != r.checksum {
+        let kind = CorruptKind::Checksum { of: Structure::Chunk, expected: r.checksum, actual };
+        return Err(CorruptPack::new(r.offset, kind));
+    }
+    Ok(())
+}
 
 /// A chunk's content: lent by the source, or decoded and shared.
 enum ChunkBytes<'a> {
@@ -128,6 +138,19 @@ impl<S: ByteSource> PackFs<S> {
         let mut k = t.at(region, pos)?;
         while pos < end {
             let content = t.content(region, k)?;
+            // A compressed chunk the read covers whole, no reader has
+            // decoded, and the cache has no room for: decoded straight into
+            // the caller's buffer, and not kept (it would only push out what
+            // other reads share).
+            if pos == content.start && content.end <= end && !self.cache.has_room(content.end - content.start) {
+                let len = (content.end - content.start) as usize;
+                if self.decode_direct(t, region, k, &mut buf[done..done + len])? {
+                    done += len;
+                    pos = content.end;
+                    k += 1;
+                    continue;
+                }
+            }
             let bytes = match self.chunk(t, region, k) {
                 Ok(b) => b,
                 Err(Error::NotLoaded) => {
@@ -155,20 +178,32 @@ impl<S: ByteSource> PackFs<S> {
         Ok(done)
     }
 
+    /// Decodes compressed chunk `k` into `out` (its length) if no reader
+    /// has it decoded; false for a raw chunk or one in the cache (the
+    /// caller copies those). Not here yet is false too: the caller's path
+    /// records what to fetch.
+    fn decode_direct(&self, t: &ChunkTable, region: &[u8], k: u64, out: &mut [u8]) -> Result<bool> {
+        let r = t.get(region, k)?;
+        if r.codec() == Codec::Raw || self.cache.holds(k) {
+            return Ok(false);
+        }
+        let stored = match self.extent_bytes(k, r.extent(), Structure::Chunk) {
+            Err(Error::NotLoaded) => return Ok(false),
+            s => s?,
+        };
+        check(&r, stored)?;
+        chunk::decode_into(k, r.codec(), stored, out)?;
+        self.cache.decoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(true)
+    }
+
     /// Chunk `k`'s content. A compressed chunk's stored bytes always pass
     /// their checksum before they are decoded; a raw chunk's are checked on
     /// first use when the pack was opened with `verify_on_read`.
     fn chunk<'s>(&'s self, t: &ChunkTable, region: &[u8], k: u64) -> Result<ChunkBytes<'s>> {
         let r = t.get(region, k)?;
         let content = t.content(region, k)?;
-        let check = |stored: &[u8]| {
-            let actual = super::blob::checksum(stored);
-            if actual != r.checksum {
-                let kind = CorruptKind::Checksum { of: Structure::Chunk, expected: r.checksum, actual };
-                return Err(CorruptPack::new(r.offset, kind));
-            }
-            Ok(())
-        };
+        let check = |stored: &[u8]| check(&r, stored);
         if r.codec() == Codec::Raw {
             let stored = self.extent_bytes(k, r.extent(), Structure::Chunk)?;
             if let Some(v) = &self.verified

@@ -1,0 +1,390 @@
+//! Compressed packs (format version 2) against the formats people would
+//! otherwise ship a read-only tree in, on real trees of this machine:
+//!
+//! - **size**: PackFS zstd and lz4 against `mksquashfs` with the same codec,
+//!   level and block size (128 KiB), `mkfs.erofs -zlz4hc`, `tar | zstd` and
+//!   `zip -9`;
+//! - **build time**: PackFS's writer (one thread) against `mksquashfs` on
+//!   one processor and on all of them;
+//! - **random whole-file reads** of every file in a fixed shuffled order,
+//!   against each peer format's best in-process reader: the backhand crate
+//!   for squashfs, the zip crate, and for tar.zst decompressing the whole
+//!   archive and indexing it (that cost reported apart);
+//! - **one 4 KiB read** in the middle of a 100 MiB compressed file: the
+//!   chunks it decodes, counted.
+//!
+//! Peers are the Debian tools (`apt-get install squashfs-tools erofs-utils
+//! zip zstd`); a missing one is reported and left out. Trees default to
+//! `/usr/include`, `/usr/lib/python3.11` and `/usr/lib/chromium`;
+//! `PACKFS_BENCH_TREES=dir:dir…` picks others. Times are medians of
+//! `PASSES` passes; every figure is a ratio against a baseline of the same
+//! run. Prints a markdown report.
+//!
+//! `cargo bench -p packfs-bench --bench compress`
+
+use std::collections::HashMap;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use packfs_core::pack::{Compression, PackOptions, ReadOptions};
+use packfs_core::{FileSystem, MemFs, OpenOptions};
+use packfs_os::dir::DirFs;
+use packfs_os::mmap::{MappedPack, open_pack_with};
+
+const PASSES: usize = 3;
+const LEVEL: i32 = 15;
+const BLOCK: u64 = 128 * 1024;
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) % n as u64) as usize
+    }
+}
+
+/// The median of `PASSES` runs of `f`.
+fn median(mut f: impl FnMut()) -> Duration {
+    let mut t: Vec<Duration> = (0..PASSES)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect();
+    t.sort();
+    t[PASSES / 2]
+}
+
+/// The median of `PASSES` durations `f` measures itself.
+fn median_timed(mut f: impl FnMut() -> Duration) -> Duration {
+    let mut t: Vec<Duration> = (0..PASSES).map(|_| f()).collect();
+    t.sort();
+    t[PASSES / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    format!("{:.3}x", a / b)
+}
+
+/// Runs a peer's tool; `None` (and a note) if it is missing or fails.
+fn tool(name: &str, args: &[&str]) -> Option<Duration> {
+    let start = Instant::now();
+    match Command::new(name).args(args).output() {
+        Ok(o) if o.status.success() => Some(start.elapsed()),
+        Ok(o) => {
+            eprintln!("{name} failed: {}", String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or(""));
+            None
+        }
+        Err(e) => {
+            eprintln!("{name}: {e} (left out)");
+            None
+        }
+    }
+}
+
+fn shell(script: &str) -> Option<Duration> {
+    tool("sh", &["-c", script])
+}
+
+/// Every regular file under `root`, relative, in a fixed shuffled order.
+fn files(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let Ok(dir) = std::fs::read_dir(root.join(&rel)) else { continue };
+        let mut names: Vec<_> = dir.filter_map(|e| e.ok()).collect();
+        names.sort_by_key(|e| e.file_name());
+        for e in names {
+            let path = rel.join(e.file_name());
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(path),
+                Ok(t) if t.is_file() => out.push(path.to_string_lossy().into_owned()),
+                _ => {}
+            }
+        }
+    }
+    let mut rng = Rng(7);
+    for i in (1..out.len()).rev() {
+        out.swap(i, rng.below(i + 1));
+    }
+    out
+}
+
+fn size(p: &Path) -> u64 {
+    std::fs::metadata(p).map_or(0, |m| m.len())
+}
+
+/// Reads every file of `pack` whole, in `order`.
+fn read_pack(pack: &MappedPack, order: &[String], buf: &mut Vec<u8>) -> u64 {
+    let mut total = 0;
+    for p in order {
+        let ino = packfs_core::resolve::resolve(pack, pack.root(), p, true).unwrap();
+        let n = pack.metadata(ino).unwrap().size as usize;
+        buf.resize(n, 0);
+        let mut at = 0;
+        while at < n {
+            let k = pack.read_at(ino, at as u64, &mut buf[at..]).unwrap();
+            assert!(k > 0);
+            at += k;
+        }
+        total += n as u64;
+    }
+    total
+}
+
+fn tar_index(bytes: &[u8]) -> HashMap<String, (usize, usize)> {
+    let mut archive = tar::Archive::new(bytes);
+    let mut index = HashMap::new();
+    for e in archive.entries().unwrap() {
+        let e = e.unwrap();
+        let path = e.path().unwrap().to_string_lossy().trim_start_matches("./").to_owned();
+        index.insert(path, (e.raw_file_position() as usize, e.size() as usize));
+    }
+    index
+}
+
+fn bench_tree(root: &Path, out: &Path) {
+    let order = files(root);
+    let content: u64 = order.iter().map(|p| size(&root.join(p))).sum();
+    println!("\n### `{}`: {} files, {:.1} MiB\n", root.display(), order.len(), content as f64 / 1048576.0);
+    let src = DirFs::open(root, true).unwrap();
+    let p = |name: &str| out.join(name);
+    let (zstd_pack, lz4_pack, plain_pack) = (p("zstd.pack"), p("lz4.pack"), p("plain.pack"));
+    let write = |path: &Path, options: PackOptions| {
+        let start = Instant::now();
+        options.write(&src, std::fs::File::create(path).unwrap()).unwrap();
+        start.elapsed()
+    };
+    let t_zstd = write(&zstd_pack, PackOptions::new().compress(Some(Compression::zstd(LEVEL))).chunk_size(BLOCK));
+    let t_lz4 = write(&lz4_pack, PackOptions::new().compress(Some(Compression::lz4())).chunk_size(BLOCK));
+    write(&plain_pack, PackOptions::new());
+    let r = root.to_str().unwrap();
+    let (sq_zstd, sq_lz4, erofs, tzst, zip) =
+        (p("zstd.sqfs"), p("lz4.sqfs"), p("lz4hc.erofs"), p("t.tar.zst"), p("t.zip"));
+    let sq = |dst: &Path, comp: &[&str], procs: &str| {
+        let mut a =
+            vec![r, dst.to_str().unwrap(), "-noappend", "-quiet", "-no-progress", "-b", "131072", "-processors", procs];
+        a.extend_from_slice(comp);
+        tool("mksquashfs", &a)
+    };
+    let level = LEVEL.to_string();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).to_string();
+    let t_sq_zstd = sq(&sq_zstd, &["-comp", "zstd", "-Xcompression-level", &level], "1");
+    let t_sq_zstd_all = sq(&sq_zstd, &["-comp", "zstd", "-Xcompression-level", &level], &cores);
+    let t_sq_lz4 = sq(&sq_lz4, &["-comp", "lz4"], "1");
+    tool("mkfs.erofs", &["-zlz4hc", "-Eall-fragments", erofs.to_str().unwrap(), r]);
+    shell(&format!("tar -C '{r}' -cf - . | zstd -q -{LEVEL} -o '{}'", tzst.display()));
+    shell(&format!("cd '{r}' && zip -q -9 -r -y '{}' .", zip.display()));
+
+    println!("| format | bytes | PackFS zstd ÷ it | PackFS lz4 ÷ it |");
+    println!("|---|--:|--:|--:|");
+    let (zs, ls) = (size(&zstd_pack) as f64, size(&lz4_pack) as f64);
+    for (name, path) in [
+        ("PackFS zstd:15, 128 KiB chunks", &zstd_pack),
+        ("PackFS lz4, 128 KiB chunks", &lz4_pack),
+        ("PackFS uncompressed (version 1)", &plain_pack),
+        ("mksquashfs zstd:15, 128 KiB blocks", &sq_zstd),
+        ("mksquashfs lz4, 128 KiB blocks", &sq_lz4),
+        ("mkfs.erofs lz4hc", &erofs),
+        ("tar | zstd -15", &tzst),
+        ("zip -9", &zip),
+    ] {
+        let s = size(path);
+        if s > 0 {
+            println!("| {name} | {s} | {} | {} |", ratio(zs, s as f64), ratio(ls, s as f64));
+        }
+    }
+    println!(
+        "\nBuild, one thread: PackFS zstd:15 {} ({:.1} MiB/s), lz4 {}",
+        ms(t_zstd),
+        content as f64 / 1048576.0 / t_zstd.as_secs_f64(),
+        ms(t_lz4)
+    );
+    if let (Some(a), Some(b), Some(c)) = (t_sq_zstd, t_sq_zstd_all, t_sq_lz4) {
+        println!(
+            "mksquashfs zstd:15 on 1 processor {} (PackFS ÷ it: {}), on {cores} {} ({}); lz4 on 1 {} ({})",
+            ms(a),
+            ratio(t_zstd.as_secs_f64(), a.as_secs_f64()),
+            ms(b),
+            ratio(t_zstd.as_secs_f64(), b.as_secs_f64()),
+            ms(c),
+            ratio(t_lz4.as_secs_f64(), c.as_secs_f64())
+        );
+    }
+
+    // Random whole-file reads.
+    let mut buf = Vec::new();
+    let mut rows: Vec<(String, Duration)> = Vec::new();
+    for (name, path) in [("PackFS zstd", &zstd_pack), ("PackFS lz4", &lz4_pack), ("PackFS uncompressed", &plain_pack)] {
+        let pack = open_pack_with(path, ReadOptions::new()).unwrap();
+        read_pack(&pack, &order, &mut buf); // the page cache and the chunk cache warm
+        // Cold: a pack opened afresh (outside the clock) for each pass.
+        let cold = median_timed(|| {
+            let p = open_pack_with(path, ReadOptions::new()).unwrap();
+            let start = Instant::now();
+            assert_eq!(read_pack(&p, &order, &mut buf), content);
+            start.elapsed()
+        });
+        rows.push((format!("{name}, cold"), cold));
+        if name != "PackFS uncompressed" {
+            // What bounds the cold pass: chunks decoded again after the
+            // default cache (32 MiB) let them go. With room for them all,
+            // each is decoded once.
+            let roomy = median_timed(|| {
+                let p = open_pack_with(path, ReadOptions::new().cache_bytes(1 << 30)).unwrap();
+                let start = Instant::now();
+                assert_eq!(read_pack(&p, &order, &mut buf), content);
+                start.elapsed()
+            });
+            rows.push((format!("{name}, cold, 1 GiB cache"), roomy));
+            let pack = open_pack_with(path, ReadOptions::new().cache_bytes(1 << 30)).unwrap();
+            read_pack(&pack, &order, &mut buf);
+            rows.push((
+                format!("{name}, warm, 1 GiB cache"),
+                median(|| assert_eq!(read_pack(&pack, &order, &mut buf), content)),
+            ));
+        }
+        rows.push((format!("{name}, warm"), median(|| assert_eq!(read_pack(&pack, &order, &mut buf), content))));
+    }
+    for (name, path) in [("squashfs zstd (backhand)", &sq_zstd), ("squashfs lz4 (backhand)", &sq_lz4)] {
+        if size(path) == 0 {
+            continue;
+        }
+        let open =
+            || backhand::FilesystemReader::from_reader(BufReader::new(std::fs::File::open(path).unwrap())).unwrap();
+        let pass = |fs: &backhand::FilesystemReader| {
+            let index: HashMap<String, &backhand::SquashfsFileReader> = fs
+                .files()
+                .filter_map(|n| match &n.inner {
+                    backhand::InnerNode::File(f) => {
+                        Some((n.fullpath.to_string_lossy().trim_start_matches('/').to_owned(), f))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let start = Instant::now();
+            let mut total = 0;
+            let mut buf = Vec::new();
+            for p in &order {
+                buf.clear();
+                fs.file(index[p.as_str()]).reader().read_to_end(&mut buf).unwrap();
+                total += buf.len() as u64;
+            }
+            assert_eq!(total, content);
+            start.elapsed()
+        };
+        let warm = open();
+        pass(&warm);
+        rows.push((format!("{name}, cold"), median_timed(|| pass(&open()))));
+        rows.push((format!("{name}, warm"), median_timed(|| pass(&warm))));
+    }
+    if size(&zip) > 0 {
+        let bytes = std::fs::read(&zip).unwrap();
+        let mut archive = zip::ZipArchive::new(std::io::Cursor::new(&bytes[..])).unwrap();
+        rows.push((
+            "zip -9 (zip crate)".into(),
+            median(|| {
+                let mut buf = Vec::new();
+                for p in &order {
+                    buf.clear();
+                    archive.by_name(p).unwrap().read_to_end(&mut buf).unwrap();
+                }
+            }),
+        ));
+    }
+    if size(&tzst) > 0 {
+        let packed = std::fs::read(&tzst).unwrap();
+        let unpack = median(|| {
+            std::hint::black_box(tar_index(&zstd::decode_all(&packed[..]).unwrap()));
+        });
+        let tar = zstd::decode_all(&packed[..]).unwrap();
+        let index = tar_index(&tar);
+        let reads = median(|| {
+            let mut buf = Vec::new();
+            for p in &order {
+                let (at, n) = index[p.as_str()];
+                buf.clear();
+                buf.extend_from_slice(&tar[at..at + n]);
+                std::hint::black_box(&buf);
+            }
+        });
+        rows.push((format!("tar.zst: decompress and index ({}), then", ms(unpack)), reads));
+        rows.push(("tar.zst: decompress, index and read".into(), unpack + reads));
+    }
+    let base = rows[0].1.as_secs_f64();
+    println!("\nRandom whole-file reads of all {} files:\n", order.len());
+    println!("| reader | time | it ÷ PackFS zstd |");
+    println!("|---|--:|--:|");
+    for (name, t) in &rows {
+        println!("| {name} | {} | {} |", ms(*t), ratio(t.as_secs_f64(), base));
+    }
+}
+
+/// One 4 KiB read in the middle of a 100 MiB compressed file, on a pack
+/// opened afresh each time: the chunks it decodes, and its time against a
+/// read of the same range of the uncompressed pack.
+fn one_range(out: &Path) {
+    let fs = MemFs::new();
+    let f = fs.open(fs.root(), "big.log", &OpenOptions::create()).unwrap();
+    let mut line = 0u64;
+    let mut data = Vec::with_capacity(100 << 20);
+    while data.len() < 100 << 20 {
+        data.extend_from_slice(format!("{line:09} request served in {} us\n", line * 7919 % 100_000).as_bytes());
+        line += 1;
+    }
+    data.truncate(100 << 20);
+    fs.write_at(f, 0, &data).unwrap();
+    let (zp, pp) = (out.join("big.zstd.pack"), out.join("big.plain.pack"));
+    PackOptions::new()
+        .compress(Some(Compression::zstd(LEVEL)))
+        .write(&fs.snapshot(), std::fs::File::create(&zp).unwrap())
+        .unwrap();
+    PackOptions::new().write(&fs.snapshot(), std::fs::File::create(&pp).unwrap()).unwrap();
+    let mid = 50 << 20;
+    let mut buf = [0u8; 4096];
+    let read = |path: &Path, buf: &mut [u8]| {
+        let pack = open_pack_with(path, ReadOptions::new()).unwrap();
+        let ino = pack.lookup(pack.root(), "big.log").unwrap();
+        let start = Instant::now();
+        assert_eq!(pack.read_at(ino, mid, buf).unwrap(), 4096);
+        (start.elapsed(), pack.chunks_decoded())
+    };
+    let (tz, decoded) = (0..PASSES).map(|_| read(&zp, &mut buf)).min().unwrap();
+    assert_eq!(&buf[..], &data[mid as usize..mid as usize + 4096]);
+    let (tp, _) = (0..PASSES).map(|_| read(&pp, &mut buf)).min().unwrap();
+    println!(
+        "\nOne 4 KiB read in the middle of a 100 MiB file ({} B as zstd:15): {decoded} chunk decoded, {:.1} µs; uncompressed {:.1} µs ({})",
+        size(&zp),
+        tz.as_secs_f64() * 1e6,
+        tp.as_secs_f64() * 1e6,
+        ratio(tz.as_secs_f64(), tp.as_secs_f64())
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; any other argument is not ours.
+    let trees: Vec<PathBuf> = match std::env::var("PACKFS_BENCH_TREES") {
+        Ok(t) => t.split(':').map(PathBuf::from).collect(),
+        Err(_) => ["/usr/include", "/usr/lib/python3.11", "/usr/lib/chromium"].map(PathBuf::from).to_vec(),
+    };
+    let out = tempfile::Builder::new().prefix("packfs-bench-compress-").tempdir_in("/tmp").unwrap();
+    println!("## Compressed packs (`cargo bench -p packfs-bench --bench compress`)");
+    for t in trees.iter().filter(|t| t.is_dir()) {
+        bench_tree(t, out.path());
+        for f in std::fs::read_dir(out.path()).unwrap() {
+            let _ = std::fs::remove_file(f.unwrap().path());
+        }
+    }
+    one_range(out.path());
+}
