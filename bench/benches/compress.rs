@@ -183,6 +183,10 @@ fn bench_tree(root: &Path, out: &Path) {
     let t_sq_zstd = sq(&sq_zstd, &["-comp", "zstd", "-Xcompression-level", &level], "1");
     let t_sq_zstd_all = sq(&sq_zstd, &["-comp", "zstd", "-Xcompression-level", &level], &cores);
     let t_sq_lz4 = sq(&sq_lz4, &["-comp", "lz4"], "1");
+    // Whether small files sharing blocks pays: squashfs without fragments
+    // gives every file blocks of its own.
+    let sq_nofrag = p("zstd-nofrag.sqfs");
+    sq(&sq_nofrag, &["-comp", "zstd", "-Xcompression-level", &level, "-no-fragments"], &cores);
     tool("mkfs.erofs", &["-zlz4hc", "-Eall-fragments", erofs.to_str().unwrap(), r]);
     shell(&format!("tar -C '{r}' -cf - . | zstd -q -{LEVEL} -o '{}'", tzst.display()));
     shell(&format!("cd '{r}' && zip -q -9 -r -y '{}' .", zip.display()));
@@ -196,6 +200,7 @@ fn bench_tree(root: &Path, out: &Path) {
         ("PackFS uncompressed (version 1)", &plain_pack),
         ("mksquashfs zstd:15, 128 KiB blocks", &sq_zstd),
         ("mksquashfs lz4, 128 KiB blocks", &sq_lz4),
+        ("mksquashfs zstd:15, no fragments (no block shared by files)", &sq_nofrag),
         ("mkfs.erofs lz4hc", &erofs),
         ("tar | zstd -15", &tzst),
         ("zip -9", &zip),
@@ -239,7 +244,7 @@ fn bench_tree(root: &Path, out: &Path) {
         rows.push((format!("{name}, cold"), cold));
         if name != "PackFS uncompressed" {
             // What bounds the cold pass: chunks decoded again after the
-            // default cache (32 MiB) let them go. With room for them all,
+            // default cache (128 MiB) let them go. With room for them all,
             // each is decoded once.
             let roomy = median_timed(|| {
                 let p = open_pack_with(path, ReadOptions::new().cache_bytes(1 << 30)).unwrap();

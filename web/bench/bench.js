@@ -91,7 +91,7 @@ async function main() {
   };
 
   const order = permutation(paths.length, 20251129).map((i) => paths[i]);
-  async function run(fns, kind) {
+  async function run(fns, kind, order) {
     const times = Object.fromEntries(Object.keys(fns).map((k) => [k, []]));
     const sums = {};
     for (let round = 0; round <= ROUNDS; round++) {
@@ -99,7 +99,7 @@ async function main() {
         const isAsync = name.includes("async");
         let sum = 0;
         const t0 = performance.now();
-        if (kind === "read") {
+        if (kind === "read" || kind === "compressed") {
           for (const p of order) {
             const b = isAsync ? await fn(p) : fn(p);
             sum += b.length + b[0];
@@ -125,9 +125,37 @@ async function main() {
     }));
   }
 
-  const results = [...(await run(readers, "read")), ...(await run(statters, "stat"))];
+  const results = [...(await run(readers, "read", order)), ...(await run(statters, "stat", order))];
+
+  // Compressed packs against the stored one, on a compressible tree.
+  const textPaths = await fetch("/bench/text-paths.json").then((r) => r.json());
+  const textBytes = {};
+  const textPack = {};
+  for (const kind of ["stored", "zstd", "lz4"]) {
+    textBytes[kind] = new Uint8Array(await fetch(`/bench/text-${kind}.pack`).then((r) => r.arrayBuffer()));
+    textPack[kind] = Pack.fromBytes(textBytes[kind]);
+  }
+  const textOrder = permutation(textPaths.length, 20261201).map((i) => textPaths[i]);
+  let textTotal = 0;
+  for (const p of textPaths) textTotal += textPack.stored.stat(p).size;
+  results.push(
+    ...(await run(
+      {
+        "stored (version 1)": (p) => textPack.stored.readFileSync(p),
+        "zstd (version 2)": (p) => textPack.zstd.readFileSync(p),
+        "lz4 (version 2)": (p) => textPack.lz4.readFileSync(p),
+      },
+      "compressed",
+      textOrder,
+    )),
+  );
   for (const r of results) log(`${r.kind} ${r.name}: ${r.medianMs.toFixed(1)} ms`);
-  window.benchResults = { files: paths.length, bytes: total, packBytes: packBytes.length, rounds: ROUNDS, results, ua: navigator.userAgent };
+  const text = {
+    files: textPaths.length,
+    bytes: textTotal,
+    sizes: { stored: textBytes.stored.length, zstd: textBytes.zstd.length, lz4: textBytes.lz4.length },
+  };
+  window.benchResults = { files: paths.length, bytes: total, packBytes: packBytes.length, rounds: ROUNDS, results, text, ua: navigator.userAgent };
 }
 
 main().catch((e) => {

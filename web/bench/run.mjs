@@ -14,7 +14,7 @@ import { build } from "esbuild";
 
 import { startServer } from "../e2e/server.mjs";
 import { launch, pageResult } from "../e2e/browser.mjs";
-import { noise, packOf } from "../e2e/fixtures.mjs";
+import { noise, packOf, packfs } from "../e2e/fixtures.mjs";
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 const rounds = Number(process.env.ROUNDS ?? 7);
@@ -41,8 +41,36 @@ const paths = Object.keys(files);
 const pack = await packOf(files);
 console.log(`tree: ${paths.length} files, pack ${pack.length} bytes`);
 
+// A compressible tree for the compressed packs: 4,000 text files of 1 to
+// 16 KB (log-like lines), stored (version 1), zstd and lz4 (version 2).
+const { MemFs } = await packfs();
+const textFs = new MemFs();
+const textPaths = [];
+for (let i = 0; i < 4000; i++) {
+  const path = `t${String(i % 40).padStart(2, "0")}/f${String(i).padStart(4, "0")}.log`;
+  const n = 1000 + ((i * 2654435761) >>> 0) % 15000;
+  let body = "";
+  for (let j = 0; body.length < n; j++) body += `${i}:${j} GET /assets/${(i * 31 + j) % 977}.js 200 ${(j * 7919) % 10000}us\n`;
+  textFs.mkdir(path.split("/")[0], { recursive: true });
+  textFs.writeFileSync(path, body.slice(0, n));
+  textPaths.push(path);
+}
+const textPacks = {
+  stored: Buffer.from(await textFs.compact()),
+  zstd: Buffer.from(await textFs.compact({ compress: "zstd" })),
+  lz4: Buffer.from(await textFs.compact({ compress: "lz4" })),
+};
+textFs.free();
+
 const server = await startServer({
-  files: { "/bench/tree.pack": pack, "/bench/paths.json": Buffer.from(JSON.stringify(paths)) },
+  files: {
+    "/bench/tree.pack": pack,
+    "/bench/paths.json": Buffer.from(JSON.stringify(paths)),
+    "/bench/text-stored.pack": textPacks.stored,
+    "/bench/text-zstd.pack": textPacks.zstd,
+    "/bench/text-lz4.pack": textPacks.lz4,
+    "/bench/text-paths.json": Buffer.from(JSON.stringify(textPaths)),
+  },
 });
 const browser = await launch();
 let res;
@@ -59,7 +87,7 @@ function table(kind, base) {
   const rows = res.results.filter((r) => r.kind === kind);
   const baseMs = rows.find((r) => r.name === base).medianMs;
   const lines = [
-    "| implementation | median ms / 20,000 | µs / op | ops / s | min–max ms | time vs `" + base + "` |",
+    `| implementation | median ms / ${rows[0].ops.toLocaleString("en")} | µs / op | ops / s | min–max ms | time vs \`${base}\` |`,
     "|---|---:|---:|---:|---:|---:|",
   ];
   for (const r of rows) {
@@ -119,6 +147,16 @@ ${table("read", "packfs Pack.readFileSync")}
 ## stat
 
 ${table("stat", "packfs Pack.stat")}
+
+## Compressed packs against the stored one
+
+The same reads (whole files, a fixed pseudo-random order, \`Pack.fromBytes\`)
+of a compressible tree: ${res.text.files.toLocaleString("en")} log-like text files of 1 to 16 KB,
+${(res.text.bytes / 1e6).toFixed(1)} MB, packed stored (version 1, ${(res.text.sizes.stored / 1e6).toFixed(2)} MB), with zstd
+(${(res.text.sizes.zstd / 1e6).toFixed(2)} MB: the browser's pure-Rust encoder) and with lz4
+(${(res.text.sizes.lz4 / 1e6).toFixed(2)} MB), 128 KiB chunks, the default chunk cache.
+
+${table("compressed", "stored (version 1)")}
 
 ## Notes
 

@@ -138,10 +138,11 @@ impl<S: ByteSource> PackFs<S> {
         let mut k = t.at(region, pos)?;
         while pos < end {
             let content = t.content(region, k)?;
-            // A compressed chunk the read covers whole, no reader has
-            // decoded, and the cache has no room for: decoded straight into
-            // the caller's buffer, and not kept (it would only push out what
-            // other reads share).
+            // A compressed chunk the read covers whole lies inside this one
+            // file's content: no other file's read shares it. It is kept
+            // while the cache has room, else decoded straight into the
+            // caller's buffer and not kept, so that it never pushes out the
+            // chunks files share (small files, the ends of big ones).
             if pos == content.start && content.end <= end && !self.cache.has_room(content.end - content.start) {
                 let len = (content.end - content.start) as usize;
                 if self.decode_direct(t, region, k, &mut buf[done..done + len])? {

@@ -100,6 +100,11 @@ macro_rules! forward {
 
 forward!(&T, Box<T>, Arc<T>);
 
+/// Decoded chunks kept by default: a chunk a read covers whole is kept only
+/// while there is room (else decoded into the reader's buffer), so a full
+/// cache holds mostly chunks that files share.
+const DEFAULT_CACHE: u64 = 128 << 20;
+
 /// How to open a pack.
 ///
 /// ```
@@ -121,14 +126,14 @@ pub struct ReadOptions {
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { verify_on_read: false, cache_bytes: 32 << 20 }
+        ReadOptions { verify_on_read: false, cache_bytes: DEFAULT_CACHE }
     }
 }
 
 impl ReadOptions {
     /// Blobs are read unchecked (the index is always checked at open, and
-    /// a compressed chunk's stored bytes before every decode); 32 MiB of
-    /// decoded chunks are kept.
+    /// a compressed chunk's stored bytes before every decode); up to 128 MiB
+    /// of decoded chunks are kept.
     pub fn new() -> Self {
         Self::default()
     }
