@@ -202,7 +202,7 @@ fn bench_tree(root: &Path, out: &Path) {
         ("mksquashfs lz4, 128 KiB blocks", &sq_lz4),
         ("mksquashfs zstd:15, no fragments (no block shared by files)", &sq_nofrag),
         ("mkfs.erofs lz4hc", &erofs),
-        ("tar | zstd -15", &tzst),
+        ("tar, then zstd -15", &tzst),
         ("zip -9", &zip),
     ] {
         let s = size(path);
