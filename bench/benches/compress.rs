@@ -378,7 +378,23 @@ fn one_range(out: &Path) {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; any other argument is not ours.
+    // `cargo test --all-targets` runs this too, without `--bench`: then a
+    // smoke run on a small generated tree (peers that are not installed
+    // are left out), not minutes of packing real trees.
+    if !std::env::args().any(|a| a == "--bench") {
+        let tree = tempfile::tempdir().unwrap();
+        for i in 0..40u32 {
+            let body: Vec<u8> = match i % 4 {
+                0 => (0..5000 + i * 300).map(|j| (j.wrapping_mul(2_654_435_761) >> 13) as u8).collect(),
+                _ => format!("file {i}: {}\n", "some text ".repeat(50 + i as usize * 40)).into_bytes(),
+            };
+            std::fs::create_dir_all(tree.path().join(format!("d{}", i % 3))).unwrap();
+            std::fs::write(tree.path().join(format!("d{}/f{i}", i % 3)), body).unwrap();
+        }
+        let out = tempfile::tempdir().unwrap();
+        bench_tree(tree.path(), out.path());
+        return;
+    }
     let trees: Vec<PathBuf> = match std::env::var("PACKFS_BENCH_TREES") {
         Ok(t) => t.split(':').map(PathBuf::from).collect(),
         Err(_) => ["/usr/include", "/usr/lib/python3.11", "/usr/lib/chromium"].map(PathBuf::from).to_vec(),
