@@ -42,5 +42,12 @@ cargo check --manifest-path fuzz/Cargo.toml --locked
 # The core must never grow an OS dependency.
 cargo build -p packfs-core --target wasm32-unknown-unknown
 
+# The library crates as users get them: documented without a warning, and
+# packaged and verified as `cargo publish` would (nothing is uploaded).
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p packfs-core -p packfs-os -p packfs-host
+cargo publish --dry-run --allow-dirty -p packfs-core -p packfs-os -p packfs-host
+# A plugin host in its own crate, depending on them as a user would.
+cargo run --locked --manifest-path examples/plugin-host/Cargo.toml --target-dir "${CARGO_TARGET_DIR:-target}"
+
 # The browser build: API tests and the demo page in headless Chromium.
 web/test.sh

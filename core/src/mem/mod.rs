@@ -4,7 +4,7 @@
 //! Writers take one mutex, apply their change to a private copy of the
 //! current [`Tree`] (O(1) to copy, O(log n) to change) and publish it with
 //! `ArcSwap::swap`; the version it replaces, when no reader kept it, becomes
-//! the next change's copy ([`Spare`]). Readers `load` the current tree and
+//! the next change's copy (`Spare`). Readers `load` the current tree and
 //! never block, never see half of a change.
 
 mod content;

@@ -350,7 +350,7 @@ impl Descriptor {
     }
 
     /// `metadata-hash-at`; `known` as for [`stat_at`](Self::stat_at). Also
-    /// the inode found and, for [`Recent`](super::recent::Recent), whether
+    /// the inode found and, for the host's cache of recent lookups, whether
     /// following a symlink at the end of `path` matters: `None` if it is no
     /// symlink, else `Some(follow)`.
     pub fn metadata_hash_at(

@@ -9,7 +9,7 @@ const DEFAULT_LEVEL: i32 = 9;
 
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Packing {
-    /// How to store file contents: zstd[:LEVEL] (levels 1 to 22, 9 by
+    /// How to store file contents: zstd or zstd:LEVEL (levels 1 to 22, 9 by
     /// default), lz4 (faster reads, larger), or none (a version 1 pack,
     /// which older readers read too). Content that does not compress is
     /// stored raw either way.
