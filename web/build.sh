@@ -34,6 +34,10 @@ wasm-bindgen --target web --out-dir web/pkg \
 # The preview1 runner: runP1 (runner.js, runner.d.ts) and the Worker it starts;
 # and the demo page's guest (guest-tests/src/bin/demo.rs), as pkg/demo.wasm.
 cp web/js/runner.js web/js/runner.d.ts web/js/worker.js web/pkg/
+# The npm package: its manifest (the workspace's version) and README.
+crate_version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)"
+sed "s/@VERSION@/$crate_version/" web/npm/package.json.in >web/pkg/package.json
+cp web/npm/README.md web/pkg/
 rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
 cargo build --release --target wasm32-wasip1 --manifest-path guest-tests/Cargo.toml \
     --target-dir target/guest-tests --bin demo

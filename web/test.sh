@@ -12,7 +12,10 @@
 #      their transcripts and starting packs for step 4,
 #   4. the end-to-end tests of the demo page, the Range-laziness tests and
 #      the p1 guests in a Web Worker (node --test, playwright-core driving
-#      /usr/bin/chromium, pages served by web/e2e/server.mjs on 127.0.0.1).
+#      /usr/bin/chromium, pages served by web/e2e/server.mjs on 127.0.0.1),
+#      and the npm package as a client gets it: `npm pack`, installed into
+#      web/examples/vite-app (its own npm ci), type-checked with tsc,
+#      bundled by Vite and run in Chromium (e2e/package.test.mjs).
 #      Screenshots: web/e2e/artifacts/.
 set -euo pipefail
 web="$(cd "$(dirname "$0")" && pwd)"
