@@ -31,6 +31,11 @@
 //!        Tree = Treap<(dir, name) → ino> + Treap<ino → inode>
 //! ```
 //!
+//! Its companions: [`packfs-os`](https://docs.rs/packfs-os) (host
+//! directories, mapped packs, journals) and
+//! [`packfs-host`](https://docs.rs/packfs-host) (WASI guests on wasmtime,
+//! and the `packfs` command).
+//!
 //! What it does not do: no OS file I/O, no clock of its own on
 //! `wasm32-unknown-unknown` (pass a [`Clock`]), no permission checks per
 //! handle (the layer holding handles enforces read/write rights).

@@ -25,7 +25,41 @@
 //!   with [`Limits`] on memory and time.
 //!
 //! The trees on the host's own filesystem — host directories, mapped
-//! packs, journals — are `packfs-os`'s, which needs no wasmtime.
+//! packs, journals — are [`packfs_os`]'s, which needs no wasmtime; the
+//! filesystems themselves and preview1 are [`packfs_core`]'s.
+//!
+//! A plugin host adds preview1 to its own linker and gives the guest a
+//! tree; here the guest writes "hi" to stdout, which the host captures:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use packfs_core::MemFs;
+//! use packfs_core::wasi::Access;
+//! use packfs_core::wasi::p1::{Wasi, io::Capture};
+//! use packfs_host::p1::{HostPlatform, add_to_linker};
+//! use wasmtime::{Engine, Linker, Module, Store};
+//!
+//! let engine = Engine::default();
+//! let mut linker = Linker::<Wasi>::new(&engine);
+//! add_to_linker(&mut linker, |wasi| wasi)?;
+//! let stdout = Capture::new(1024);
+//! let wasi = Wasi::builder(Box::new(HostPlatform::default()))
+//!     .stdout(Box::new(stdout.clone()))
+//!     .preopen("/", Arc::new(MemFs::new()), Access::ReadWrite)
+//!     .build()?;
+//! let guest = wat::parse_str(r#"(module
+//!     (import "wasi_snapshot_preview1" "fd_write" (func $w (param i32 i32 i32 i32) (result i32)))
+//!     (memory (export "memory") 1)
+//!     (data (i32.const 8) "hi")
+//!     (func (export "_start")
+//!         (i32.store (i32.const 0) (i32.const 8)) (i32.store (i32.const 4) (i32.const 2))
+//!         (drop (call $w (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 16)))))"#)?;
+//! let mut store = Store::new(&engine, wasi);
+//! let instance = linker.instantiate(&mut store, &Module::new(&engine, guest)?)?;
+//! instance.get_typed_func::<(), ()>(&mut store, "_start")?.call(&mut store, ())?;
+//! assert_eq!(stdout.contents(), b"hi");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! What it does not do: no `wasi:filesystem` 0.3 (p3); no sockets for p1
 //! guests (their `sock_*` calls answer as wasmtime's do); no

@@ -12,8 +12,27 @@
 //!   a temporary name and `rename`), so a crash leaves the old file or the
 //!   new one.
 //!
-//! `packfs-host` serves these trees to WASI guests; the `packfs` command
-//! builds, inspects and unpacks packs with them.
+//! Built on [`packfs_core`] (the filesystems, the pack format); `packfs-host`
+//! serves these trees to WASI guests, and its `packfs` command builds,
+//! inspects and unpacks packs with them.
+//!
+//! ```
+//! use packfs_core::pack::write_pack;
+//! use packfs_core::{FileSystem, MemFs, OpenOptions};
+//!
+//! let fs = MemFs::new();
+//! let f = fs.open(fs.root(), "index.html", &OpenOptions::create())?;
+//! fs.write_at(f, 0, b"<h1>hi</h1>")?;
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("site.pack");
+//! write_pack(&fs.snapshot(), std::fs::File::create(&path)?)?;
+//!
+//! // Mapped read-only; the bytes are read in place.
+//! let pack = packfs_os::mmap::open_pack(&path)?;
+//! let ino = pack.lookup(pack.root(), "index.html")?;
+//! assert_eq!(*pack.file_bytes(ino)?, *b"<h1>hi</h1>");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_code)]
