@@ -74,7 +74,8 @@ impl<S: ByteSource> PackFs<S> {
         if let Some(lent) = self.lent(t, range.clone())? {
             return Ok(Cow::Borrowed(lent));
         }
-        let mut out = vec![0; usize::try_from(range.end - range.start).map_err(|_| Error::FileTooLarge)?];
+        let len = usize::try_from(range.end - range.start).map_err(|_| Error::FileTooLarge)?;
+        let mut out = super::index::zeroed(len)?;
         let n = self.read_chunked(t, range, 0, &mut out)?;
         out.truncate(n);
         Ok(Cow::Owned(out))

@@ -133,12 +133,21 @@ pub(crate) type Decoded = Option<Box<[u8]>>;
 /// A compressed index region (one zstd frame, then zero padding to a
 /// multiple of 8), decoded into exactly `len` bytes; the trailer checked
 /// that `len` is in proportion to it.
-fn decode_index(stored: &[u8], len: u32, at: u64) -> Result<Box<[u8]>, CorruptPack> {
-    let mut out = vec![0u8; len as usize];
+fn decode_index(stored: &[u8], len: u32, at: u64) -> Result<Box<[u8]>, Error> {
+    let mut out = zeroed(len as usize)?;
     match super::chunk::zstd_frame(stored, &mut out) {
         Some((n, pad)) if n == out.len() && pad.len() < 8 && pad.iter().all(|&b| b == 0) => Ok(out.into_boxed_slice()),
-        _ => Err(CorruptPack::new(at, CorruptKind::Decode { chunk: u64::MAX })),
+        _ => Err(CorruptPack::new(at, CorruptKind::Decode { chunk: u64::MAX }).into()),
     }
+}
+
+/// `len` zero bytes, or `NoSpace` when the memory cannot be had (a wasm32
+/// reader's is small): a refusal, not an abort.
+pub(crate) fn zeroed(len: usize) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| Error::NoSpace)?;
+    out.resize(len, 0);
+    Ok(out)
 }
 
 /// `range` of `source`: `NotLoaded` when the source does not have it,

@@ -157,6 +157,7 @@ const GOLDEN_V2: &[u8] = include_bytes!("../data/golden-v2.pack");
 
 /// The golden tree as a version 2 pack: zstd chunks of 4 KiB, so that the
 /// 5,000-byte file spans two, and the compressed index.
+#[cfg(feature = "zstd-c")]
 fn golden_v2_bytes() -> Vec<u8> {
     let fs = golden_tree();
     let big = write_file(&fs, fs.root(), "big.txt", &"golden ".repeat(5000 / 7 + 1).as_bytes()[..5000]);
