@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use packfs_core::pack::{Compression, PackFs, PackOptions};
+use packfs_core::pack::{PackFs, PackOptions};
 use packfs_core::{FileSystem, MemFs, SetTime, Timestamp};
 
 use crate::common::*;
@@ -164,7 +164,8 @@ fn golden_v2_bytes() -> Vec<u8> {
     fs.set_times(big, SetTime::Keep, SetTime::At(Timestamp::new(7, 0))).unwrap();
     fs.set_times(fs.root(), SetTime::Keep, SetTime::At(Timestamp::new(6, 123_456_789))).unwrap();
     let mut out = Vec::new();
-    let options = PackOptions::new().align(16).compress(Some(Compression::zstd(3))).chunk_size(4096);
+    let zstd = packfs_core::pack::Compression::zstd(3);
+    let options = PackOptions::new().align(16).compress(Some(zstd)).chunk_size(4096);
     options.write(&fs.snapshot(), &mut out).unwrap();
     out
 }
