@@ -24,20 +24,40 @@ pub(crate) struct Chunker {
     open: Vec<u8>,
     /// The open chunk is part of a file stored raw.
     raw: bool,
+    /// Full chunks not written yet: (content, raw). They are compressed a
+    /// batch at a time, on every core there is, and written in order, so
+    /// the bytes are the same whatever the number of cores.
+    sealed: Vec<(Vec<u8>, bool)>,
+    /// Cores to compress on (1 where there are no threads: wasm32).
+    threads: usize,
     /// The content space's length so far, the open chunk included.
     pub(crate) content_len: u64,
+    /// Where the next chunk to be written starts in the content space.
+    written_to: u64,
     records: Vec<ChunkRecord>,
     scratch: Vec<u8>,
 }
 
+/// Chunks compressed per core in one batch: enough to keep the cores busy,
+/// few enough that a batch holds a few MiB at most.
+const PER_THREAD: usize = 4;
+
 impl Chunker {
     pub(crate) fn new(comp: Compression, chunk_size: usize) -> Self {
+        let threads = if cfg!(target_family = "wasm") {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(16))
+        };
         Chunker {
             comp,
             chunk_size,
             open: Vec::with_capacity(chunk_size),
             raw: false,
+            sealed: Vec::new(),
+            threads,
             content_len: 0,
+            written_to: 0,
             records: Vec::new(),
             scratch: Vec::new(),
         }
@@ -59,7 +79,7 @@ impl Chunker {
         worth_it(self.scratch.len(), head.len())
     }
 
-    /// Appends `bytes` to the content space, writing each chunk it fills.
+    /// Appends `bytes` to the content space, sealing each chunk it fills.
     pub(crate) fn push<W: Write>(&mut self, out: &mut Out<W>, mut bytes: &[u8]) -> std::io::Result<()> {
         while !bytes.is_empty() {
             let n = (self.chunk_size - self.open.len()).min(bytes.len());
@@ -67,13 +87,13 @@ impl Chunker {
             self.content_len += n as u64;
             bytes = &bytes[n..];
             if self.open.len() == self.chunk_size {
-                self.flush(out)?;
+                self.seal(out)?;
             }
         }
         Ok(())
     }
 
-    /// Starts a file stored raw: closes the open chunk and aligns.
+    /// Starts a file stored raw: writes what is pending and aligns.
     pub(crate) fn start_raw<W: Write>(&mut self, out: &mut Out<W>, align: u64) -> std::io::Result<()> {
         self.flush(out)?;
         out.pad(align)?;
@@ -88,28 +108,69 @@ impl Chunker {
         Ok(())
     }
 
-    /// Writes the open chunk, if it holds anything.
+    /// Closes the open chunk (if it holds anything) and writes every chunk
+    /// not written yet.
     pub(crate) fn flush<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
-        if self.open.is_empty() {
-            return Ok(());
+        if !self.open.is_empty() {
+            let full = std::mem::replace(&mut self.open, Vec::with_capacity(self.chunk_size));
+            self.sealed.push((full, self.raw));
         }
-        let content_offset = self.content_len - self.open.len() as u64;
-        let compressed = !self.raw && {
-            self.comp.compress(&self.open, &mut self.scratch);
-            worth_it(self.scratch.len(), self.open.len())
+        self.write_sealed(out)
+    }
+
+    /// Closes the open chunk; writes the sealed ones once a batch is full.
+    fn seal<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
+        let full = std::mem::replace(&mut self.open, Vec::with_capacity(self.chunk_size));
+        self.sealed.push((full, self.raw));
+        if self.sealed.len() >= self.threads * PER_THREAD {
+            self.write_sealed(out)?;
+        }
+        Ok(())
+    }
+
+    /// Compresses the sealed chunks (in parallel where there are cores)
+    /// and writes them in order, each compressed where that pays and raw
+    /// otherwise.
+    fn write_sealed<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
+        let sealed = std::mem::take(&mut self.sealed);
+        let comp = self.comp;
+        let compress = |(content, raw): &(Vec<u8>, bool)| -> Option<Vec<u8>> {
+            if *raw {
+                return None;
+            }
+            let mut stored = Vec::new();
+            comp.compress(content, &mut stored);
+            worth_it(stored.len(), content.len()).then_some(stored)
         };
-        let (codec, stored) = if compressed { (self.comp.codec, &self.scratch) } else { (Codec::Raw, &self.open) };
-        let record = ChunkRecord {
-            offset: out.pos,
-            content_offset,
-            checksum: xxh3_64(stored),
-            // At most the chunk size (1 MiB) or its compressed size, smaller.
-            stored_len: stored.len() as u32,
-            codec: codec.code(),
+        let compressed: Vec<Option<Vec<u8>>> = if self.threads > 1 && sealed.len() > 1 {
+            let per = sealed.len().div_ceil(self.threads);
+            std::thread::scope(|s| {
+                let parts: Vec<_> = sealed
+                    .chunks(per)
+                    .map(|part| s.spawn(move || part.iter().map(compress).collect::<Vec<_>>()))
+                    .collect();
+                // A compressor that panicked is a bug in it: pass it on.
+                parts.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+            })
+        } else {
+            sealed.iter().map(compress).collect()
         };
-        out.write(stored)?;
-        self.records.push(record);
-        self.open.clear();
+        for ((content, _), stored) in sealed.iter().zip(compressed) {
+            let (codec, bytes) = match &stored {
+                Some(c) => (self.comp.codec, c),
+                None => (Codec::Raw, content),
+            };
+            self.records.push(ChunkRecord {
+                offset: out.pos,
+                content_offset: self.written_to,
+                checksum: xxh3_64(bytes),
+                // At most the chunk size (1 MiB) or its compressed size, smaller.
+                stored_len: bytes.len() as u32,
+                codec: codec.code(),
+            });
+            out.write(bytes)?;
+            self.written_to += content.len() as u64;
+        }
         Ok(())
     }
 
@@ -120,5 +181,46 @@ impl Chunker {
         footer[..8].copy_from_slice(&(self.records.len() as u64).to_le_bytes());
         footer[8..].copy_from_slice(&self.content_len.to_le_bytes());
         out.write(&footer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bytes and the chunk table do not depend on how many cores
+    /// compressed them.
+    #[test]
+    fn cores_do_not_change_the_bytes() {
+        let text: Vec<u8> = (0..300_000u32).flat_map(|i| format!("{} ", i % 977).into_bytes()).collect();
+        let noise: Vec<u8> = (0..100_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8).collect();
+        let write = |threads: usize| {
+            let mut c = Chunker::new(Compression::zstd(3), 4096);
+            c.threads = threads;
+            let mut out = Out::new(Vec::new());
+            c.push(&mut out, &text[..100_000]).unwrap();
+            c.start_raw(&mut out, 64).unwrap();
+            c.push(&mut out, &noise).unwrap();
+            c.end_raw(&mut out).unwrap();
+            c.push(&mut out, &text[100_000..]).unwrap();
+            c.flush(&mut out).unwrap();
+            let (records, len) = (c.records.clone(), c.content_len);
+            let mut stage = Vec::new();
+            c.finish(&mut out, &mut stage).unwrap();
+            (out.into_inner().unwrap(), records, len)
+        };
+        let (one, records, len) = write(1);
+        assert_eq!(write(3).0, one);
+        assert_eq!(write(16).0, one);
+        // The chunks tile the content space, each 1 to 4096 bytes, raw where
+        // the noise is.
+        assert_eq!(len, (text.len() + noise.len()) as u64);
+        let ends = records.iter().skip(1).map(|r| r.content_offset).chain([len]);
+        for (r, end) in records.iter().zip(ends) {
+            assert!(end > r.content_offset && end - r.content_offset <= 4096, "{r:?} to {end}");
+        }
+        assert_eq!(records[0].content_offset, 0);
+        assert!(records.iter().any(|r| r.codec == Codec::Raw.code()));
+        assert!(records.iter().any(|r| r.codec == Codec::Zstd.code()));
     }
 }

@@ -343,6 +343,18 @@ pub(crate) struct Out<W: Write> {
 }
 
 impl<W: Write> Out<W> {
+    /// An output at position 0, hashing nothing.
+    #[cfg(test)]
+    pub(crate) fn new(inner: W) -> Self {
+        Out { inner: BufWriter::new(inner), pos: 0, hash: None }
+    }
+
+    /// The inner writer, flushed.
+    #[cfg(test)]
+    pub(crate) fn into_inner(self) -> std::io::Result<W> {
+        self.inner.into_inner().map_err(|e| e.into_error())
+    }
+
     pub(crate) fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.inner.write_all(bytes)?;
         if let Some(h) = &mut self.hash {
