@@ -4,8 +4,8 @@
 //! - **size**: PackFS zstd and lz4 against `mksquashfs` with the same codec,
 //!   level and block size (128 KiB), `mkfs.erofs -zlz4hc`, `tar | zstd` and
 //!   `zip -9`;
-//! - **build time**: PackFS's writer (one thread) against `mksquashfs` on
-//!   one processor and on all of them;
+//! - **build time**: PackFS's writer (which compresses chunks on every
+//!   core) against `mksquashfs` on one processor and on all of them;
 //! - **random whole-file reads** of every file in a fixed shuffled order,
 //!   against each peer format's best in-process reader: the backhand crate
 //!   for squashfs, the zip crate, and for tar.zst decompressing the whole
