@@ -201,3 +201,82 @@ fn pack_golden_v2_reader_reads_it() {
     let v2_tree = walk(&p).into_iter().map(|(path, _)| path).filter(|path| path != "big.txt").collect::<Vec<_>>();
     assert_eq!(v1_tree, v2_tree);
 }
+
+/// The version 2 golden pack decoded from `docs/pack-format.md` §17 alone
+/// (a second reader: the index frame, the chunk table, chunks decoded one
+/// by one), giving every file's content.
+#[test]
+fn pack_golden_v2_matches_the_spec() {
+    let b = GOLDEN_V2;
+    let xxh = xxhash_rust::xxh3::xxh3_64;
+    assert_eq!(u32_at(b, 8), 2);
+    let chunk_size = 1usize << u32_at(b, 24);
+    let t = b.len() - 128;
+    let index_offset = u64_at(b, t + 40) as usize;
+    let index_len = u32_at(b, t + 12) as usize;
+    assert!(index_len > 0, "the golden index is compressed");
+    assert_eq!(u64_at(b, t + 48), xxh(&b[index_offset..t]));
+    // The decoded index region: one zstd frame, then zero padding.
+    let mut region = vec![0u8; index_len];
+    assert!(decode_padded(&b[index_offset..t], &mut region), "the index frame decodes to index_len bytes");
+    let at = |abs: usize| abs - index_offset; // trailer offsets into the region
+    let field = |i: usize| u64_at(b, t + 56 + 8 * i) as usize;
+    let (inodes, dirents, blobs, strings) = (at(field(0)), at(field(2)), at(field(4)), at(field(6)));
+    let r = &region[..];
+    // The chunk table ends the region: records, then (count, content_len).
+    let footer = r.len() - 16;
+    let (count, content_len) = (u64_at(r, footer) as usize, u64_at(r, footer + 8) as usize);
+    let table = footer - 32 * count;
+    let mut content = Vec::new();
+    for k in 0..count {
+        let c = table + 32 * k;
+        let (offset, stored_len, codec) = (u64_at(r, c) as usize, u32_at(r, c + 24) as usize, r[c + 28]);
+        assert_eq!(u64_at(r, c + 8) as usize, content.len(), "chunks tile the content space");
+        let stored = &b[offset..offset + stored_len];
+        assert_eq!(u64_at(r, c + 16), xxh(stored));
+        let end = if k + 1 < count { u64_at(r, c + 32 + 8) as usize } else { content_len };
+        let mut chunk = vec![0u8; end - content.len()];
+        assert!(chunk.len() <= chunk_size);
+        match codec {
+            0 => chunk.copy_from_slice(stored),
+            1 => assert_eq!(ruzstd::decoding::FrameDecoder::new().decode_all(stored, &mut chunk).unwrap(), chunk.len()),
+            c => panic!("codec {c}"),
+        }
+        content.extend_from_slice(&chunk);
+    }
+    assert_eq!(content.len(), content_len);
+    // Files by name from the root's run: their blobs are ranges of the
+    // content space.
+    let name = |d: usize| {
+        let (off, len) = (u64_at(r, d) as usize, u16_at(r, d + 8) as usize);
+        std::str::from_utf8(&r[strings + off..strings + off + len]).unwrap().to_owned()
+    };
+    let (first, n) = (u64_at(r, inodes + 32) as usize, u32_at(r, inodes + 40) as usize);
+    let mut files = BTreeMap::new();
+    for j in first..first + n {
+        let d = dirents + 16 * j;
+        let i = inodes + 48 * u32_at(r, d + 12) as usize;
+        if r[i] == 1 {
+            let k = blobs + 24 * u64_at(r, i + 32) as usize;
+            let (off, len) = (u64_at(r, k) as usize, u64_at(r, k + 8) as usize);
+            assert_eq!(u64_at(r, k + 16), xxh(&content[off..off + len]), "the content checksum");
+            files.insert(name(d), String::from_utf8(content[off..off + len].to_vec()).unwrap());
+        }
+    }
+    let big: String = "golden ".repeat(5000 / 7 + 1)[..5000].to_owned();
+    assert_eq!(files.get("big.txt"), Some(&big));
+    assert_eq!(files.get("copy").map(String::as_str), Some("PackFS golden pack, version 1.\n"));
+    assert_eq!(files.get("empty").map(String::as_str), Some(""));
+    assert_eq!(files.get("run.sh").map(String::as_str), Some("#!/bin/sh\necho hi\n"));
+}
+
+/// Decodes a zstd frame followed by 0 to 7 zero bytes into exactly `out`:
+/// the frame is the longest prefix, ending before some of the trailing
+/// zeros, that decodes so (a frame may itself end in a zero byte).
+fn decode_padded(stored: &[u8], out: &mut [u8]) -> bool {
+    let zeros = stored.iter().rev().take(7).take_while(|&&b| b == 0).count();
+    (0..=zeros).any(|pad| {
+        let frame = &stored[..stored.len() - pad];
+        ruzstd::decoding::FrameDecoder::new().decode_all(frame, out).is_ok_and(|n| n == out.len())
+    })
+}
