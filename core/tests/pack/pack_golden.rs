@@ -4,7 +4,8 @@
 //! change (a new version, and a new golden pack beside this one).
 //!
 //! A second, independent reader, written from `docs/pack-format.md` alone,
-//! decodes the same pack, so the spec and the code cannot drift apart.
+//! decodes the same pack, so the spec and the code cannot drift apart; so
+//! for `golden-v2.pack` (the compressed version, §17).
 //!
 //! To regenerate after a deliberate format change:
 //! `PACKFS_BLESS=1 cargo test -p packfs-core pack_golden`.
