@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use packfs_bench::trees::Rng;
 use packfs_core::pack::{Compression, PackOptions, ReadOptions};
 use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_os::dir::DirFs;
@@ -37,29 +38,13 @@ const PASSES: usize = 3;
 const LEVEL: i32 = 15;
 const BLOCK: u64 = 128 * 1024;
 
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) % n as u64) as usize
-    }
-}
-
 /// The median of `PASSES` runs of `f`.
 fn median(mut f: impl FnMut()) -> Duration {
-    let mut t: Vec<Duration> = (0..PASSES)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    t.sort();
-    t[PASSES / 2]
+    median_timed(|| {
+        let start = Instant::now();
+        f();
+        start.elapsed()
+    })
 }
 
 /// The median of `PASSES` durations `f` measures itself.
@@ -211,7 +196,7 @@ fn bench_tree(root: &Path, out: &Path) {
         }
     }
     println!(
-        "\nBuild, one thread: PackFS zstd:15 {} ({:.1} MiB/s), lz4 {}",
+        "\nBuild: PackFS zstd:15 {} ({:.1} MiB/s, chunks compressed on {cores} cores), lz4 {}",
         ms(t_zstd),
         content as f64 / 1048576.0 / t_zstd.as_secs_f64(),
         ms(t_lz4)
@@ -235,24 +220,20 @@ fn bench_tree(root: &Path, out: &Path) {
         let pack = open_pack_with(path, ReadOptions::new()).unwrap();
         read_pack(&pack, &order, &mut buf); // the page cache and the chunk cache warm
         // Cold: a pack opened afresh (outside the clock) for each pass.
-        let cold = median_timed(|| {
-            let p = open_pack_with(path, ReadOptions::new()).unwrap();
-            let start = Instant::now();
-            assert_eq!(read_pack(&p, &order, &mut buf), content);
-            start.elapsed()
-        });
-        rows.push((format!("{name}, cold"), cold));
+        let mut cold = |options: ReadOptions| {
+            median_timed(|| {
+                let p = open_pack_with(path, options).unwrap();
+                let start = Instant::now();
+                assert_eq!(read_pack(&p, &order, &mut buf), content);
+                start.elapsed()
+            })
+        };
+        rows.push((format!("{name}, cold"), cold(ReadOptions::new())));
         if name != "PackFS uncompressed" {
             // What bounds the cold pass: chunks decoded again after the
             // default cache (128 MiB) let them go. With room for them all,
             // each is decoded once.
-            let roomy = median_timed(|| {
-                let p = open_pack_with(path, ReadOptions::new().cache_bytes(1 << 30)).unwrap();
-                let start = Instant::now();
-                assert_eq!(read_pack(&p, &order, &mut buf), content);
-                start.elapsed()
-            });
-            rows.push((format!("{name}, cold, 1 GiB cache"), roomy));
+            rows.push((format!("{name}, cold, 1 GiB cache"), cold(ReadOptions::new().cache_bytes(1 << 30))));
             let pack = open_pack_with(path, ReadOptions::new().cache_bytes(1 << 30)).unwrap();
             read_pack(&pack, &order, &mut buf);
             rows.push((

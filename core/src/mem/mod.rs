@@ -146,9 +146,10 @@ fn now(clock: &Clock) -> Timestamp {
     Timestamp::new(t.secs, t.nanos)
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic inside an operation drops its unpublished copy, so the
-    // protected state is never half-changed: poisoning carries no meaning.
+/// `m`, locked. Every mutex in this crate guards state a panic cannot
+/// leave half-changed (a change works on an unpublished copy; a cache slot
+/// is set whole or not at all): poisoning carries no meaning.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 

@@ -7,17 +7,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
+
+use crate::mem::lock;
 
 use crate::Result;
 
 /// One chunk's slot: empty until decoded (again empty if decoding failed,
 /// for the next reader to try).
 type Slot = Arc<Mutex<Option<Arc<[u8]>>>>;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 struct Entry {
     slot: Slot,
@@ -66,12 +64,31 @@ impl ChunkCache {
         if let Some(bytes) = &*held {
             return Ok(bytes.clone());
         }
-        let bytes: Arc<[u8]> = decode()?.into();
+        let bytes: Arc<[u8]> = match decode() {
+            Ok(b) => b.into(),
+            Err(e) => {
+                // Not kept: the next reader tries again, and `holds` does
+                // not report a chunk that is not there.
+                drop(held);
+                self.forget(k, &slot);
+                return Err(e);
+            }
+        };
         self.decoded.fetch_add(1, Ordering::Relaxed);
         *held = Some(bytes.clone());
         drop(held);
         self.account(k, &slot, bytes.len() as u64);
         Ok(bytes)
+    }
+
+    /// Drops chunk `k`'s slot, if it is still `slot`, after a failed decode.
+    fn forget(&self, k: u64, slot: &Slot) {
+        let mut lru = lock(&self.lru);
+        if lru.slots.get(&k).is_some_and(|e| Arc::ptr_eq(&e.slot, slot))
+            && let Some(e) = lru.slots.remove(&k)
+        {
+            lru.order.remove(&e.used);
+        }
     }
 
     /// Counts a newly decoded chunk and evicts the least recently used ones
@@ -145,6 +162,7 @@ mod tests {
         assert_eq!(decodes.load(Ordering::Relaxed), 5, "1 was evicted");
         // A failed decode is not kept: the next reader tries again.
         assert!(cache.get(9, || Err(crate::Error::NotLoaded)).is_err());
+        assert!(!cache.holds(9));
         assert_eq!(cache.get(9, || Ok(vec![9])).unwrap()[..], [9]);
     }
 

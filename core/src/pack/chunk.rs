@@ -35,7 +35,7 @@
 //! more than a proportionate size.
 
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
-use super::cursor::{le_u32, le_u64};
+use super::cursor::{bad_field, le_u32, le_u64, range};
 
 /// One record's size in bytes.
 pub(crate) const RECORD_LEN: u64 = 32;
@@ -117,6 +117,16 @@ impl ChunkRecord {
 
     pub(crate) fn codec(&self) -> Codec {
         Codec::from_code(self.codec).unwrap_or(Codec::Raw)
+    }
+
+    /// Checks the stored bytes against the chunk's checksum.
+    pub(crate) fn check(&self, stored: &[u8]) -> Result<(), CorruptPack> {
+        let actual = super::blob::checksum(stored);
+        if actual != self.checksum {
+            let kind = CorruptKind::Checksum { of: Structure::Chunk, expected: self.checksum, actual };
+            return Err(CorruptPack::new(self.offset, kind));
+        }
+        Ok(())
     }
 
     /// Where the stored bytes lie in the pack.
@@ -341,9 +351,15 @@ impl ChunkTable {
 
     /// Where chunk `k`'s content lies in the content space.
     pub(crate) fn content(&self, region: &[u8], k: u64) -> Result<std::ops::Range<u64>, CorruptPack> {
-        let start = self.get(region, k)?.content_offset;
+        Ok(self.entry(region, k)?.1)
+    }
+
+    /// Record `k` and where its content lies in the content space (its
+    /// start to the next record's).
+    pub(crate) fn entry(&self, region: &[u8], k: u64) -> Result<(ChunkRecord, std::ops::Range<u64>), CorruptPack> {
+        let r = self.get(region, k)?;
         let end = if k + 1 < self.count { self.get(region, k + 1)?.content_offset } else { self.content_len };
-        Ok(start..end.max(start))
+        Ok((r, r.content_offset..end.max(r.content_offset)))
     }
 
     /// The chunk holding content position `pos` (open checked that the
@@ -364,42 +380,28 @@ impl ChunkTable {
     /// overlap, contents tiling the content space in order, each 1 to the
     /// chunk size long, a raw chunk's stored bytes as long as its content.
     pub(crate) fn check(&self, region: &[u8], data: std::ops::Range<u64>) -> Result<(), CorruptPack> {
+        let s = Structure::ChunkRecord;
         let mut prev_end = data.start;
         for k in 0..self.count {
             let at = self.at.saturating_add(k.saturating_mul(RECORD_LEN));
-            let r = self.get(region, k)?;
-            let field =
-                |field, value| CorruptPack::new(at, CorruptKind::BadField { of: Structure::ChunkRecord, field, value });
-            let codec = Codec::from_code(r.codec).ok_or_else(|| field("codec", r.codec.into()))?;
+            let (r, content) = self.entry(region, k)?;
+            let codec = Codec::from_code(r.codec).ok_or_else(|| bad_field(at, s, "codec", r.codec.into()))?;
             if r.stored_len == 0 {
-                return Err(field("stored_len", 0));
+                return Err(bad_field(at, s, "stored_len", 0));
             }
-            prev_end = super::cursor::range(
-                Structure::ChunkRecord,
-                "offset",
-                r.offset,
-                r.stored_len.into(),
-                prev_end,
-                data.end,
-                at,
-            )?;
-            if k == 0 && r.content_offset != 0 {
-                return Err(field("content_offset", r.content_offset));
-            }
-            let content = self.content(region, k)?;
+            prev_end = range(s, "offset", r.offset, r.stored_len.into(), prev_end, data.end, at)?;
+            // `entry` gives an empty range for contents out of order, and
+            // for a last chunk starting at or past `content_len`.
             let len = content.end - content.start;
-            if len == 0 || len > self.chunk_size || (k + 1 == self.count && r.content_offset >= self.content_len) {
-                return Err(field("content_offset", r.content_offset));
+            if (k == 0 && r.content_offset != 0) || len == 0 || len > self.chunk_size {
+                return Err(bad_field(at, s, "content_offset", r.content_offset));
             }
             if codec == Codec::Raw && u64::from(r.stored_len) != len {
-                return Err(field("stored_len", r.stored_len.into()));
+                return Err(bad_field(at, s, "stored_len", r.stored_len.into()));
             }
         }
         if self.count == 0 && self.content_len != 0 {
-            return Err(CorruptPack::new(
-                self.at,
-                CorruptKind::BadField { of: Structure::ChunkRecord, field: "content_len", value: self.content_len },
-            ));
+            return Err(bad_field(self.at, s, "content_len", self.content_len));
         }
         Ok(())
     }

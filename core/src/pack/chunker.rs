@@ -197,7 +197,7 @@ mod tests {
         let write = |threads: usize| {
             let mut c = Chunker::new(Compression::zstd(3), 4096);
             c.threads = threads;
-            let mut out = Out::new(Vec::new());
+            let mut out = Out::new(Vec::new(), 0);
             c.push(&mut out, &text[..100_000]).unwrap();
             c.start_raw(&mut out, 64).unwrap();
             c.push(&mut out, &noise).unwrap();

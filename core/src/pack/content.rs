@@ -14,16 +14,6 @@ use super::corrupt::{CorruptKind, CorruptPack, Structure};
 use super::reader::{ByteSource, PackFs};
 use crate::{Error, Result};
 
-/// Checks chunk `r`'s stored bytes against their checksum.
-fn check(r: &ChunkRecord, stored: &[u8]) -> Result<(), CorruptPack> {
-    let actual = super::blob::checksum(stored);
-    if actual != r.checksum {
-        let kind = CorruptKind::Checksum { of: Structure::Chunk, expected: r.checksum, actual };
-        return Err(CorruptPack::new(r.offset, kind));
-    }
-    Ok(())
-}
-
 /// A chunk's content: lent by the source, or decoded and shared.
 enum ChunkBytes<'a> {
     Lent(&'a [u8]),
@@ -45,17 +35,7 @@ impl<S: ByteSource> PackFs<S> {
     /// the source: `NotLoaded` when the source does not have it yet,
     /// `Corrupt` when it lies past the source's end.
     pub(crate) fn extent_bytes(&self, k: u64, range: Range<u64>, of: Structure) -> Result<&[u8]> {
-        if let Some(bytes) = self.source.extent(k, range.clone())
-            && bytes.len() as u64 == range.end - range.start
-        {
-            return Ok(bytes);
-        }
-        let size = self.source.size();
-        if range.end <= size {
-            return Err(Error::NotLoaded);
-        }
-        let (start, len) = (range.start, range.end - range.start);
-        Err(CorruptPack::new(start, CorruptKind::OutOfBounds { of, field: "offset", start, len, limit: size }).into())
+        super::index::found(self.source.extent(k, range.clone()), range, self.source.size(), of)
     }
 
     /// Blob `k`'s whole content, which lies at `range` (of the pack, or of
@@ -63,12 +43,7 @@ impl<S: ByteSource> PackFs<S> {
     pub(crate) fn content(&self, k: u64, range: Range<u64>) -> Result<Cow<'_, [u8]>> {
         let Some(t) = &self.index.chunks else {
             let bytes = self.extent_bytes(k, range, Structure::Blob)?;
-            if let Some(v) = &self.verified
-                && !v.get(k)
-            {
-                self.index.blob(self.region()?, k)?.check(bytes)?;
-                v.set(k);
-            }
+            self.check_once(k, || Ok(self.index.blob(self.region()?, k)?.check(bytes)?))?;
             return Ok(Cow::Borrowed(bytes));
         };
         if let Some(lent) = self.lent(t, range.clone())? {
@@ -104,15 +79,15 @@ impl<S: ByteSource> PackFs<S> {
         }
         let region = self.region()?;
         let mut k = t.at(region, range.start)?;
-        let (r, c) = (t.get(region, k)?, t.content(region, k)?);
+        let (r, c) = t.entry(region, k)?;
         // Where the range starts in the pack, if it is one run.
         let start = r.offset + (range.start - c.start);
         loop {
-            let (r, c) = (t.get(region, k)?, t.content(region, k)?);
+            let (r, c) = t.entry(region, k)?;
             if r.codec() != Codec::Raw || r.offset + range.start != start + c.start {
                 return Ok(None);
             }
-            match self.chunk(t, region, k) {
+            match self.chunk(k, &r, &c) {
                 // Not here: the copying path asks for every chunk at once.
                 Err(Error::NotLoaded) => return Ok(None),
                 r => r?,
@@ -138,7 +113,7 @@ impl<S: ByteSource> PackFs<S> {
         let mut done = 0;
         let mut k = t.at(region, pos)?;
         while pos < end {
-            let content = t.content(region, k)?;
+            let (r, content) = t.entry(region, k)?;
             // A compressed chunk the read covers whole lies inside this one
             // file's content: no other file's read shares it. It is kept
             // while the cache has room, else decoded straight into the
@@ -146,14 +121,14 @@ impl<S: ByteSource> PackFs<S> {
             // chunks files share (small files, the ends of big ones).
             if pos == content.start && content.end <= end && !self.cache.has_room(content.end - content.start) {
                 let len = (content.end - content.start) as usize;
-                if self.decode_direct(t, region, k, &mut buf[done..done + len])? {
+                if self.decode_direct(k, &r, &mut buf[done..done + len])? {
                     done += len;
                     pos = content.end;
                     k += 1;
                     continue;
                 }
             }
-            let bytes = match self.chunk(t, region, k) {
+            let bytes = match self.chunk(k, &r, &content) {
                 Ok(b) => b,
                 Err(Error::NotLoaded) => {
                     // Ask for every other chunk the read needs too, so that
@@ -180,12 +155,23 @@ impl<S: ByteSource> PackFs<S> {
         Ok(done)
     }
 
+    /// Runs `check` on extent `k` the first time it is read, when the pack
+    /// was opened with `verify_on_read`, and remembers that it passed.
+    fn check_once(&self, k: u64, check: impl FnOnce() -> Result<()>) -> Result<()> {
+        if let Some(v) = &self.verified
+            && !v.get(k)
+        {
+            check()?;
+            v.set(k);
+        }
+        Ok(())
+    }
+
     /// Decodes compressed chunk `k` into `out` (its length) if no reader
     /// has it decoded; false for a raw chunk or one in the cache (the
     /// caller copies those). Not here yet is false too: the caller's path
     /// records what to fetch.
-    fn decode_direct(&self, t: &ChunkTable, region: &[u8], k: u64, out: &mut [u8]) -> Result<bool> {
-        let r = t.get(region, k)?;
+    fn decode_direct(&self, k: u64, r: &ChunkRecord, out: &mut [u8]) -> Result<bool> {
         if r.codec() == Codec::Raw || self.cache.holds(k) {
             return Ok(false);
         }
@@ -193,7 +179,7 @@ impl<S: ByteSource> PackFs<S> {
             Err(Error::NotLoaded) => return Ok(false),
             s => s?,
         };
-        check(&r, stored)?;
+        r.check(stored)?;
         chunk::decode_into(k, r.codec(), stored, out)?;
         self.cache.decoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(true)
@@ -202,23 +188,15 @@ impl<S: ByteSource> PackFs<S> {
     /// Chunk `k`'s content. A compressed chunk's stored bytes always pass
     /// their checksum before they are decoded; a raw chunk's are checked on
     /// first use when the pack was opened with `verify_on_read`.
-    fn chunk<'s>(&'s self, t: &ChunkTable, region: &[u8], k: u64) -> Result<ChunkBytes<'s>> {
-        let r = t.get(region, k)?;
-        let content = t.content(region, k)?;
-        let check = |stored: &[u8]| check(&r, stored);
+    fn chunk<'s>(&'s self, k: u64, r: &ChunkRecord, content: &Range<u64>) -> Result<ChunkBytes<'s>> {
         if r.codec() == Codec::Raw {
             let stored = self.extent_bytes(k, r.extent(), Structure::Chunk)?;
-            if let Some(v) = &self.verified
-                && !v.get(k)
-            {
-                check(stored)?;
-                v.set(k);
-            }
+            self.check_once(k, || Ok(r.check(stored)?))?;
             return Ok(ChunkBytes::Lent(stored));
         }
         let decoded = self.cache.get(k, || {
             let stored = self.extent_bytes(k, r.extent(), Structure::Chunk)?;
-            check(stored)?;
+            r.check(stored)?;
             // Open checked that the length is at most the chunk size.
             Ok(chunk::decode(k, r.codec(), stored, (content.end - content.start) as usize)?)
         })?;

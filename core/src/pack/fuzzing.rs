@@ -56,15 +56,14 @@ pub fn plain_index(bytes: &[u8]) -> Vec<u8> {
     if trailer.index_len == 0 || index > t {
         return bytes.to_vec();
     }
-    let mut plain = vec![0u8; trailer.index_len as usize];
-    if super::chunk::zstd_frame(&bytes[index..t], &mut plain).is_none() {
+    let Ok(plain) = super::index::decode_index(&bytes[index..t], trailer.index_len, index as u64) else {
         return bytes.to_vec();
-    }
+    };
     let mut out = bytes[..index].to_vec();
     out.extend_from_slice(&plain);
     out.resize(out.len().next_multiple_of(8), 0);
     let mut tail = bytes[t..].to_vec();
-    tail[12..16].fill(0);
+    tail[trailer::INDEX_LEN_AT..trailer::INDEX_LEN_AT + 4].fill(0);
     out.extend_from_slice(&tail);
     reseal(&mut out);
     out

@@ -133,7 +133,7 @@ pub(crate) type Decoded = Option<Box<[u8]>>;
 /// A compressed index region (one zstd frame, then zero padding to a
 /// multiple of 8), decoded into exactly `len` bytes; the trailer checked
 /// that `len` is in proportion to it.
-fn decode_index(stored: &[u8], len: u32, at: u64) -> Result<Box<[u8]>, Error> {
+pub(crate) fn decode_index(stored: &[u8], len: u32, at: u64) -> Result<Box<[u8]>, Error> {
     let mut out = zeroed(len as usize)?;
     match super::chunk::zstd_frame(stored, &mut out) {
         Some((n, pad)) if n == out.len() && pad.len() < 8 && pad.iter().all(|&b| b == 0) => Ok(out.into_boxed_slice()),
@@ -153,13 +153,21 @@ pub(crate) fn zeroed(len: usize) -> Result<Vec<u8>, Error> {
 /// `range` of `source`: `NotLoaded` when the source does not have it,
 /// `Corrupt` when it lies past the end (`of` names what was wanted).
 fn need<S: ByteSource + ?Sized>(source: &S, range: Range<u64>, of: Structure) -> Result<&[u8], Error> {
+    found(source.get(range.clone()), range, source.size(), of)
+}
+
+/// What a source gave for `range` of a pack of `size` bytes: the bytes if
+/// they are all there, else `NotLoaded` when the range lies inside the
+/// pack (the source does not have it yet), else `Corrupt`.
+pub(crate) fn found(bytes: Option<&[u8]>, range: Range<u64>, size: u64, of: Structure) -> Result<&[u8], Error> {
     let len = range.end.saturating_sub(range.start);
-    match source.get(range.clone()) {
+    match bytes {
         Some(bytes) if bytes.len() as u64 == len => Ok(bytes),
-        _ if range.end <= source.size() => Err(Error::NotLoaded),
+        _ if range.end <= size => Err(Error::NotLoaded),
         _ => {
-            let (start, limit) = (range.start, source.size());
-            Err(CorruptPack::new(start, CorruptKind::OutOfBounds { of, field: "offset", start, len, limit }).into())
+            let start = range.start;
+            Err(CorruptPack::new(start, CorruptKind::OutOfBounds { of, field: "offset", start, len, limit: size })
+                .into())
         }
     }
 }

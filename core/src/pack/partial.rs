@@ -22,9 +22,10 @@
 use std::collections::BTreeSet;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use super::reader::{ByteSource, PackFs, ReadOptions};
+use crate::mem::lock;
 use crate::{Error, Result};
 
 /// Wanted extents closer than this are fetched as one range (the bytes
@@ -49,10 +50,6 @@ impl std::fmt::Debug for Partial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Partial").field("size", &self.size).field("missing", &self.missing).finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Partial {

@@ -46,6 +46,8 @@ pub(crate) const MAGIC: [u8; 8] = *b"\x89PACKEND";
 pub(crate) const CHECKED_LEN: usize = 120;
 /// Where `pack_len` lies in the trailer.
 pub(crate) const PACK_LEN_AT: usize = 16;
+/// Where `index_len` lies in the trailer.
+pub(crate) const INDEX_LEN_AT: usize = 12;
 /// Where `index_offset` lies in the trailer.
 pub(crate) const INDEX_OFFSET_AT: usize = 40;
 /// Where `index_checksum` lies in the trailer.
@@ -89,7 +91,7 @@ impl Trailer {
         let mut out = [0u8; TRAILER_LEN as usize];
         out[0..8].copy_from_slice(&MAGIC);
         out[8..12].copy_from_slice(&self.version.to_le_bytes());
-        out[12..16].copy_from_slice(&self.index_len.to_le_bytes());
+        out[INDEX_LEN_AT..INDEX_LEN_AT + 4].copy_from_slice(&self.index_len.to_le_bytes());
         let fields = [
             self.pack_len,
             self.data_offset,
@@ -196,7 +198,9 @@ impl Trailer {
         let stored = end - self.index_offset;
         let end = match u64::from(self.index_len) {
             0 => end,
-            n if stored > 0 && n <= stored.saturating_mul(MAX_INDEX_RATIO) => self.index_offset + n,
+            n if stored > 0 && n <= stored.saturating_mul(MAX_INDEX_RATIO) => {
+                self.index_offset.checked_add(n).ok_or_else(|| bad_field(end, s, "index_len", n))?
+            }
             n => return Err(bad_field(end, s, "index_len", n)),
         };
         if self.inodes.count == 0 {

@@ -343,14 +343,12 @@ pub(crate) struct Out<W: Write> {
 }
 
 impl<W: Write> Out<W> {
-    /// An output at position 0, hashing nothing.
-    #[cfg(test)]
-    pub(crate) fn new(inner: W) -> Self {
-        Out { inner: BufWriter::new(inner), pos: 0, hash: None }
+    /// An output whose first byte lands at `pos`, hashing nothing.
+    pub(crate) fn new(inner: W, pos: u64) -> Self {
+        Out { inner: BufWriter::with_capacity(CHUNK, inner), pos, hash: None }
     }
 
     /// The inner writer, flushed.
-    #[cfg(test)]
     pub(crate) fn into_inner(self) -> std::io::Result<W> {
         self.inner.into_inner().map_err(|e| e.into_error())
     }
@@ -436,7 +434,7 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
             fs,
             hasher,
             key_is_checksum,
-            out: Out { inner: BufWriter::with_capacity(CHUNK, out), pos: 0, hash: None },
+            out: Out::new(out, 0),
             align,
             inodes: Vec::new(),
             inode_source: Vec::new(),
@@ -661,11 +659,16 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
         }
         let k = u32::try_from(self.blobs.len()).ok().filter(|&k| u64::from(k) < MAX_COUNT);
         let k = k.ok_or(WriteError::TooMany("blobs"))?;
-        // Version 2: a file the codec cannot shrink (judged by its first
-        // piece, still in `own`) is stored raw in chunks of its own.
+        // Version 2: a file the codec cannot shrink, judged by its first
+        // piece, is stored raw in chunks of its own. (`own` holds the last
+        // piece read, or a dedup candidate's: the first is read again.)
         let raw = match &mut self.chunker {
-            Some(c) => size >= c.chunk_size as u64 && !c.compresses(&self.own[..CHUNK.min(size as usize)]),
-            None => false,
+            Some(c) if size >= c.chunk_size as u64 => {
+                let head = &mut self.own[..CHUNK.min(size as usize)];
+                Self::read_exact(self.fs, src, 0, head)?;
+                !c.compresses(head)
+            }
+            _ => false,
         };
         let offset = match &mut self.chunker {
             Some(c) => {
@@ -793,9 +796,9 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
                 // Version 2: the index is laid out in memory at the offsets
                 // it would have, then stored as one zstd frame if that pays.
                 let level = INDEX_LEVEL.max(if chunker.codec() == Codec::Zstd { chunker.level() } else { 0 });
-                let mut plain = Out { inner: BufWriter::new(Vec::new()), pos: index_offset, hash: None };
+                let mut plain = Out::new(Vec::new(), index_offset);
                 let tables = parts.write(&mut plain, &mut stage, Some(chunker))?;
-                let plain = plain.inner.into_inner().map_err(|e| e.into_error())?;
+                let plain = plain.into_inner()?;
                 let mut packed = Vec::new();
                 Compression::zstd(level).compress(&plain, &mut packed);
                 self.out.hash = Some(Xxh3Default::new());
