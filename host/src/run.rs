@@ -12,11 +12,11 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use packfs_core::wasi::p1::Wasi;
 use wasmtime::component::{Component, Linker, ResourceTable};
-use wasmtime::{Engine, Module, ResourceLimiter, Store, Trap};
+use wasmtime::{Engine, Module, ResourceLimiter, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::p2::bindings::sync::{Command, CommandPre};
 use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 
@@ -246,14 +246,26 @@ impl Runner {
         let mut store = Store::new(&self.engine, data);
         limiter(store.data_mut()).max = self.limits.max_memory;
         store.limiter(move |d| limiter(d) as &mut dyn ResourceLimiter);
-        if self.limits.timeout.is_some() {
+        if let Some(timeout) = self.limits.timeout {
+            // The epoch is the engine's: another run's watchdog bumps it
+            // too. Each store traps only once its own time is up, and
+            // otherwise waits for the next bump.
+            let deadline = Instant::now() + timeout;
             store.set_epoch_deadline(1);
+            store.epoch_deadline_callback(move |_| {
+                if Instant::now() >= deadline {
+                    Err(Trap::Interrupt.into())
+                } else {
+                    Ok(UpdateDeadline::Continue(1))
+                }
+            });
         }
         store
     }
 
     /// Runs `f` under the timeout, if there is one: a watchdog bumps the
-    /// engine's epoch when it passes, interrupting the guest.
+    /// engine's epoch when it passes, and the store's deadline callback
+    /// interrupts the guest.
     fn timed<R>(&self, f: impl FnOnce() -> R) -> (R, bool) {
         let Some(timeout) = self.limits.timeout else { return (f(), false) };
         let done = Arc::new((Mutex::new(false), Condvar::new()));

@@ -159,3 +159,37 @@ fn cache_refuses_a_directory_others_can_write_to() {
     std::os::unix::fs::symlink(&private, &link).unwrap();
     assert_eq!(ComponentCache::new(&link).unwrap_err().kind(), std::io::ErrorKind::PermissionDenied);
 }
+
+/// One run's timeout does not end another run on the same `Runner`: the
+/// watchdog of the first bumps the engine's epoch while the second is
+/// asleep in `poll_oneoff`, and the second, not yet at its own deadline,
+/// goes on (it is interrupted only at its own).
+#[test]
+fn a_timeout_ends_only_its_own_run() {
+    let limits = Limits { max_memory: None, timeout: Some(std::time::Duration::from_secs(2)) };
+    let runner = Runner::new(&Engine::new(&Runner::config_for(&limits)).unwrap()).unwrap().with_limits(limits);
+    let spin = wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "_start") (loop (br 0))))"#).unwrap();
+    // Sleeps 1.5 s (a clock subscription), passes a loop header, exits 42.
+    let sleeper = wat::parse_str(
+        r#"(module
+          (import "wasi_snapshot_preview1" "poll_oneoff" (func $poll (param i32 i32 i32 i32) (result i32)))
+          (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+          (memory (export "memory") 1)
+          (func (export "_start")
+            (i64.store8 (i32.const 8) (i64.const 0))
+            (i32.store (i32.const 16) (i32.const 1))
+            (i64.store (i32.const 24) (i64.const 1500000000))
+            (drop (call $poll (i32.const 0) (i32.const 64) (i32.const 1) (i32.const 128)))
+            (loop $after)
+            (call $exit (i32.const 42))))"#,
+    )
+    .unwrap();
+    let (spun, slept) = std::thread::scope(|s| {
+        let spinning = s.spawn(|| run(&runner, &spin, builder().build().unwrap()));
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let slept = run(&runner, &sleeper, builder().build().unwrap());
+        (spinning.join().unwrap(), slept)
+    });
+    assert!(matches!(spun, Err(RunError::Timeout(_))), "{spun:?}");
+    assert!(matches!(slept, Ok(42)), "the other run was cut short: {slept:?}");
+}
