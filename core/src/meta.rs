@@ -33,16 +33,10 @@ impl Timestamp {
     pub fn new(secs: u64, nanos: u32) -> Self {
         Timestamp { secs: secs.saturating_add(u64::from(nanos / 1_000_000_000)), nanos: nanos % 1_000_000_000 }
     }
-}
 
-/// The source of "now" for timestamps. The core has no clock of its own on
-/// `wasm32-unknown-unknown`; the embedder supplies one (the web build reads
-/// `Date.now()`).
-pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
-
-/// The system clock where the target has one; the epoch where it has none.
-pub fn system_clock() -> Clock {
-    Arc::new(|| {
+    /// The system clock's time where the target has one; the epoch where
+    /// it has none (`wasm32-unknown-unknown`).
+    pub fn now() -> Self {
         #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
         {
             let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
@@ -52,7 +46,17 @@ pub fn system_clock() -> Clock {
         {
             Timestamp::default()
         }
-    })
+    }
+}
+
+/// The source of "now" for timestamps. The core has no clock of its own on
+/// `wasm32-unknown-unknown`; the embedder supplies one (the web build reads
+/// `Date.now()`).
+pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+
+/// The system clock where the target has one; the epoch where it has none.
+pub fn system_clock() -> Clock {
+    Arc::new(Timestamp::now)
 }
 
 /// How `set_times` changes one timestamp.

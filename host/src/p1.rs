@@ -9,7 +9,7 @@
 //! - [`Inherit`]: this process's stdin, stdout or stderr.
 
 use std::io::{Read, Write};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use packfs_core::Timestamp;
 use packfs_core::wasi::p1::calls::Outcome;
@@ -77,8 +77,7 @@ impl Default for HostPlatform {
 
 impl Platform for HostPlatform {
     fn wall_clock(&self) -> Timestamp {
-        let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-        Timestamp::new(d.as_secs(), d.subsec_nanos())
+        Timestamp::now()
     }
 
     fn monotonic_clock(&self) -> u64 {

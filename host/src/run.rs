@@ -253,11 +253,7 @@ impl Runner {
             let deadline = Instant::now() + timeout;
             store.set_epoch_deadline(1);
             store.epoch_deadline_callback(move |_| {
-                if Instant::now() >= deadline {
-                    Err(Trap::Interrupt.into())
-                } else {
-                    Ok(UpdateDeadline::Continue(1))
-                }
+                if Instant::now() >= deadline { Err(Trap::Interrupt.into()) } else { Ok(UpdateDeadline::Continue(1)) }
             });
         }
         store

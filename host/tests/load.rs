@@ -168,7 +168,8 @@ fn cache_refuses_a_directory_others_can_write_to() {
 fn a_timeout_ends_only_its_own_run() {
     let limits = Limits { max_memory: None, timeout: Some(std::time::Duration::from_secs(2)) };
     let runner = Runner::new(&Engine::new(&Runner::config_for(&limits)).unwrap()).unwrap().with_limits(limits);
-    let spin = wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "_start") (loop (br 0))))"#).unwrap();
+    let spin =
+        wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "_start") (loop (br 0))))"#).unwrap();
     // Sleeps 1.5 s (a clock subscription), passes a loop header, exits 42.
     let sleeper = wat::parse_str(
         r#"(module
