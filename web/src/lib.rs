@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
 use packfs_core::mem::Limits;
-use packfs_core::pack::{Compression, PackOptions, ReadOptions, VerifyReport};
+use packfs_core::pack::{Compression, DEFAULT_CHUNK_SIZE, PackOptions, ReadOptions, VerifyReport, is_chunk_size};
 use packfs_core::{Clock, FileType, MemFs as CoreMemFs, Metadata, Timestamp};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
@@ -266,14 +266,11 @@ fn pack_options(options: &Option<JsValue>) -> JsResult<PackOptions> {
         Some(o) => Reflect::get(o, &"compress".into())?.as_string(),
         None => None,
     };
-    let compression = match compress.as_deref() {
-        None | Some("none") => None,
-        Some("zstd") => Some(Compression::zstd(3)),
-        Some("lz4") => Some(Compression::lz4()),
-        Some(_) => return Err(bad("option compress must be \"zstd\", \"lz4\" or \"none\"")),
-    };
-    let chunk = opt_u64(options, "chunkSize")?.unwrap_or(128 * 1024);
-    if !chunk.is_power_of_two() || !(4096..=1 << 20).contains(&chunk) {
+    // The browser's zstd encoder has one level, about zstd's 1.
+    let compression = Compression::parse(compress.as_deref().unwrap_or("none"), 3)
+        .map_err(|e| bad(&format!("option compress: {e}")))?;
+    let chunk = opt_u64(options, "chunkSize")?.unwrap_or(DEFAULT_CHUNK_SIZE);
+    if !is_chunk_size(chunk) {
         return Err(bad("option chunkSize must be a power of two from 4096 to 1048576"));
     }
     Ok(PackOptions::new().compress(compression).chunk_size(chunk))

@@ -43,6 +43,15 @@ pub(crate) const RECORD_LEN: u64 = 32;
 pub(crate) const FOOTER_LEN: u64 = 16;
 /// Smallest and largest `chunk_log2`: 4 KiB to 1 MiB.
 pub(crate) const CHUNK_LOG2: std::ops::RangeInclusive<u32> = 12..=20;
+/// A compressed pack's chunk size unless asked otherwise: squashfs's
+/// default block size.
+pub const DEFAULT_CHUNK_SIZE: u64 = 128 * 1024;
+
+/// Whether `bytes` is a chunk size a pack may have: a power of two from
+/// 4 KiB to 1 MiB.
+pub fn is_chunk_size(bytes: u64) -> bool {
+    bytes.is_power_of_two() && CHUNK_LOG2.contains(&bytes.trailing_zeros())
+}
 
 /// How a chunk's bytes are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -226,6 +235,22 @@ impl Compression {
     /// lz4: faster to decode, larger.
     pub fn lz4() -> Self {
         Compression { codec: Codec::Lz4, level: 0 }
+    }
+
+    /// `none` (no compression: `None`), `lz4`, `zstd` (at `zstd_level`) or
+    /// `zstd:LEVEL` (1 to 22), as the command line and the browser API
+    /// spell them.
+    pub fn parse(spec: &str, zstd_level: i32) -> Result<Option<Compression>, String> {
+        match spec.split_once(':') {
+            None if spec == "none" => Ok(None),
+            None if spec == "lz4" => Ok(Some(Compression::lz4())),
+            None if spec == "zstd" => Ok(Some(Compression::zstd(zstd_level))),
+            Some(("zstd", level)) => match level.parse::<i32>() {
+                Ok(n) if (1..=22).contains(&n) => Ok(Some(Compression::zstd(n))),
+                _ => Err(format!("zstd level {level:?}: not from 1 to 22")),
+            },
+            _ => Err(format!("{spec:?}: expected zstd, zstd:LEVEL, lz4 or none")),
+        }
     }
 
     /// The codec.

@@ -51,7 +51,7 @@ mod trailer;
 mod verify;
 mod writer;
 
-pub use chunk::{Codec, Compression};
+pub use chunk::{Codec, Compression, DEFAULT_CHUNK_SIZE, is_chunk_size};
 pub use corrupt::{CorruptKind, CorruptPack, Structure};
 pub use layout::{CodecStats, ContentStats, Layout};
 pub use partial::Partial;

@@ -32,7 +32,7 @@ use hashbrown::HashTable;
 use xxhash_rust::xxh3::{Xxh3Default, Xxh3DefaultBuilder, xxh3_64};
 
 use super::blob::BlobRecord;
-use super::chunk::{CHUNK_LOG2, Codec, Compression};
+use super::chunk::{Codec, Compression, DEFAULT_CHUNK_SIZE, is_chunk_size};
 use super::chunker::Chunker;
 use super::dirent::DirentRecord;
 use super::header::{ALIGN_LOG2, HEADER_LEN, Header};
@@ -47,9 +47,6 @@ const CHUNK: usize = 64 * 1024;
 /// The least zstd level a version 2 index is compressed at: it is small,
 /// read once per open, and its size is paid on every remote open.
 const INDEX_LEVEL: i32 = 19;
-/// A compressed pack's chunk size unless asked otherwise: squashfs's
-/// default block size.
-const DEFAULT_CHUNK_SIZE: u64 = 128 * 1024;
 /// Entries asked for per `read_dir` call.
 const DIR_PAGE: usize = 1024;
 
@@ -230,10 +227,10 @@ impl<H: BuildHasher> PackOptions<H> {
         if !self.align.is_power_of_two() || !ALIGN_LOG2.contains(&self.align.trailing_zeros()) {
             return Err(WriteError::BadAlignment(self.align));
         }
-        let chunk_log2 = self.chunk_size.trailing_zeros();
-        if !self.chunk_size.is_power_of_two() || !CHUNK_LOG2.contains(&chunk_log2) {
+        if !is_chunk_size(self.chunk_size) {
             return Err(WriteError::BadChunkSize(self.chunk_size));
         }
+        let chunk_log2 = self.chunk_size.trailing_zeros();
         let mut w = Writer::new(fs, &self.hasher, self.key_is_checksum, out, self.align);
         w.chunker = self.compression.map(|c| Chunker::new(c, self.chunk_size as usize));
         w.out.write(&Header::encode(&Header {

@@ -1,7 +1,7 @@
 //! How `pack`, `compact` and `run --save` write a pack: `--compress` and
 //! `--chunk-size`, one set of flags for all three.
 
-use packfs_core::pack::{Compression, PackOptions};
+use packfs_core::pack::{Compression, DEFAULT_CHUNK_SIZE, PackOptions, is_chunk_size};
 
 /// zstd's level unless one is asked for: close to the ratio of its top
 /// levels on source trees at a fraction of their time.
@@ -17,7 +17,7 @@ pub(crate) struct Packing {
     compress: Codec,
     /// A compressed pack's chunk size: a power of two from 4096 to 1048576.
     /// A read decodes whole chunks; larger ones compress better.
-    #[arg(long, value_name = "BYTES", default_value_t = 128 * 1024, value_parser = parse_chunk_size)]
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_CHUNK_SIZE, value_parser = parse_chunk_size)]
     chunk_size: u64,
 }
 
@@ -26,29 +26,12 @@ pub(crate) struct Packing {
 pub(crate) struct Codec(Option<Compression>);
 
 fn parse_compress(s: &str) -> Result<Codec, String> {
-    let (name, level) = match s.split_once(':') {
-        Some((n, l)) => (n, Some(l)),
-        None => (s, None),
-    };
-    match (name, level) {
-        ("none", None) => Ok(Codec(None)),
-        ("lz4", None) => Ok(Codec(Some(Compression::lz4()))),
-        ("zstd", None) => Ok(Codec(Some(Compression::zstd(DEFAULT_LEVEL)))),
-        ("zstd", Some(l)) => match l.parse::<i32>() {
-            Ok(n) if (1..=22).contains(&n) => Ok(Codec(Some(Compression::zstd(n)))),
-            _ => Err(format!("zstd level {l:?}: not from 1 to 22")),
-        },
-        _ => Err("expected zstd, zstd:LEVEL, lz4 or none".into()),
-    }
+    Compression::parse(s, DEFAULT_LEVEL).map(Codec)
 }
 
 fn parse_chunk_size(s: &str) -> Result<u64, String> {
     let n: u64 = s.parse().map_err(|e| format!("{e}"))?;
-    if n.is_power_of_two() && (4096..=1 << 20).contains(&n) {
-        Ok(n)
-    } else {
-        Err("not a power of two from 4096 to 1048576".into())
-    }
+    if is_chunk_size(n) { Ok(n) } else { Err("not a power of two from 4096 to 1048576".into()) }
 }
 
 impl Packing {
