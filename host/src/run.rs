@@ -317,7 +317,7 @@ impl Runner {
 
     /// Runs a component's `wasi:cli/run` to completion; returns its exit
     /// status (0 for success, 1 for `run` returning an error, or the code
-    /// it passed to `exit`).
+    /// it passed to `exit` modulo 256, as a POSIX exit status).
     pub fn run(&self, component: &Component, wasi: WasiCtx, packfs: PackFsCtx) -> Result<i32, RunError> {
         let mut store = self.store(GuestState::new(wasi, packfs), |s| &mut s.limiter);
         let (r, timed_out) = self.timed(|| {
@@ -328,7 +328,7 @@ impl Runner {
             Ok(Ok(())) => Ok(0),
             Ok(Err(())) => Ok(1),
             Err(e) => match e.downcast_ref::<I32Exit>() {
-                Some(exit) => Ok(exit.0),
+                Some(exit) => Ok((exit.0 as u32 & 0xff) as i32),
                 None => Err(self.classify(e, timed_out)),
             },
         }
