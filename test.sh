@@ -45,6 +45,10 @@ cargo build -p packfs-core --target wasm32-unknown-unknown
 # The library crates as users get them: documented without a warning, and
 # packaged and verified as `cargo publish` would (nothing is uploaded).
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p packfs-core -p packfs-os -p packfs-host
+# The dry run builds each crate against the others from a temporary
+# registry; cargo takes a registry crate of one version to be immutable, so
+# an earlier run's build of it would be reused for this tree's: forget ours.
+rm -rf "${CARGO_TARGET_DIR:-target}"/debug/.fingerprint/packfs-{core,os,host}-*
 cargo publish --dry-run --allow-dirty -p packfs-core -p packfs-os -p packfs-host
 # A plugin host in its own crate, depending on them as a user would.
 cargo run --locked --manifest-path examples/plugin-host/Cargo.toml --target-dir "${CARGO_TARGET_DIR:-target}"
