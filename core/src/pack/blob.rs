@@ -21,8 +21,10 @@ use super::cursor::le_u64;
 /// One record's size in bytes.
 pub(crate) const RECORD_LEN: u64 = 24;
 
-/// The checksum of a blob's bytes (and of the header, trailer and index).
-pub(crate) fn checksum(bytes: &[u8]) -> u64 {
+/// The checksum a pack keeps of its stored bytes (xxh3-64, seed 0): of each
+/// blob in version 1, of each chunk's stored bytes in version 2, and of the
+/// header, the trailer and the index.
+pub fn checksum(bytes: &[u8]) -> u64 {
     xxh3_64(bytes)
 }
 

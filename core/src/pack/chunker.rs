@@ -1,8 +1,9 @@
 //! The writer's side of version 2: [`Chunker`] lays file contents end to
 //! end in the content space and writes them out chunk by chunk, each
-//! compressed, or raw where compression saves too little. A file the
-//! writer finds incompressible starts a chunk of its own and is written
-//! raw, aligned, so that a mapped pack lends it without a copy.
+//! compressed, or raw where compression saves too little. A file of a
+//! chunk or more starts and ends its own chunks (`cut`); one the writer
+//! finds incompressible is also written raw, aligned, so that a mapped pack
+//! lends it without a copy.
 
 use std::io::Write;
 
@@ -91,6 +92,15 @@ impl Chunker {
             }
         }
         Ok(())
+    }
+
+    /// Closes the open chunk, if it holds anything. A file of a chunk or
+    /// more is cut off so on both sides (as squashfs starts each file on a
+    /// block): its chunks then hold its bytes alone, and are the same in
+    /// every pack that holds the file, where a cache addressed by content
+    /// shares them. Only smaller files share chunks.
+    pub(crate) fn cut<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
+        if self.open.is_empty() { Ok(()) } else { self.seal(out) }
     }
 
     /// Starts a file stored raw: writes what is pending and aligns.

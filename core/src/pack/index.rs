@@ -316,6 +316,14 @@ impl Index {
         }
     }
 
+    /// The xxh3-64 of extent `k`'s stored bytes, as its record holds it.
+    pub(crate) fn extent_checksum(&self, region: &[u8], k: u64) -> Result<u64, CorruptPack> {
+        match &self.chunks {
+            Some(c) => Ok(c.get(region, k)?.checksum),
+            None => Ok(self.blob(region, k)?.checksum),
+        }
+    }
+
     /// The first extent whose bytes start at or after `offset` (extents lie
     /// in offset order, as open checked), or the extent count.
     pub(crate) fn first_extent_from(&self, region: &[u8], offset: u64) -> Result<u64, CorruptPack> {

@@ -107,6 +107,25 @@ impl<S: ByteSource> PackFs<S> {
         let r = self.index.extent(self.region().ok()?, k).ok()?;
         Some((r.start, r.end))
     }
+
+    /// The [`checksum`](super::checksum) extent `k`'s stored bytes must
+    /// have: what a fetching layer checks before it keeps them.
+    pub fn extent_checksum(&self, k: u64) -> Option<u64> {
+        self.index.extent_checksum(self.region().ok()?, k).ok()
+    }
+
+    /// For each distinct content (a version 1 blob; a file's bytes in
+    /// version 2's content space), the extents holding it, in pack order: what
+    /// reading one file whole fetches.
+    pub fn content_extents(&self) -> impl Iterator<Item = Range<u64>> + '_ {
+        let region = self.region().ok();
+        let count = if region.is_some() { self.index.blob_count() } else { 0 };
+        (0..count).filter_map(move |k| {
+            let region = region?;
+            let extent = self.index.blob(region, k).ok()?.extent().ok()?;
+            self.index.extents_of(region, k, extent).ok()
+        })
+    }
 }
 
 /// What a pack stores ([`PackFs::content_stats`]).

@@ -46,15 +46,18 @@ mod index;
 mod inode;
 pub mod layout;
 mod partial;
+mod pieces;
 mod reader;
 mod trailer;
 mod verify;
 mod writer;
 
+pub use blob::checksum;
 pub use chunk::{Codec, Compression, DEFAULT_CHUNK_SIZE, is_chunk_size};
 pub use corrupt::{CorruptKind, CorruptPack, Structure};
 pub use layout::{CodecStats, ContentStats, Layout};
 pub use partial::Partial;
+pub use pieces::Pieces;
 pub use reader::{ByteSource, PackFs, PackInfo, ReadOptions};
 pub use verify::{BadEntry, VerifyReport};
 pub use writer::{PackOptions, PackStats, WriteError, write_pack};

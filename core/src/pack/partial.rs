@@ -24,6 +24,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use super::pieces::Pieces;
 use super::reader::{ByteSource, PackFs, ReadOptions};
 use crate::mem::lock;
 use crate::{Error, Result};
@@ -35,9 +36,8 @@ const MERGE_GAP: u64 = 4096;
 /// A pack's bytes, some of which may not have arrived yet; see the module
 /// doc. It is made by [`PackFs::open_partial`] only.
 pub struct Partial {
-    size: u64,
-    /// What was here at open: disjoint runs sorted by offset.
-    held: Vec<(u64, Box<[u8]>)>,
+    /// What was here at open.
+    held: Pieces,
     /// Extents stored since, by number.
     extents: Box<[OnceLock<Box<[u8]>>]>,
     /// Extents a read wanted and did not find.
@@ -48,56 +48,24 @@ pub struct Partial {
 
 impl std::fmt::Debug for Partial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Partial").field("size", &self.size).field("missing", &self.missing).finish()
-    }
-}
-
-impl Partial {
-    /// The held run holding all of `range`, cut to it.
-    fn held(&self, range: &Range<u64>) -> Option<&[u8]> {
-        let i = self.held.partition_point(|(at, _)| *at <= range.start).checked_sub(1)?;
-        let (at, bytes) = &self.held[i];
-        let (start, end) = (range.start - at, range.end.checked_sub(*at)?);
-        bytes[..].get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
-    }
-
-    /// Sorts `pieces` and joins the overlapping or touching ones into
-    /// disjoint runs; `Invalid` for a piece past `size`.
-    fn runs(size: u64, mut pieces: Vec<(u64, Vec<u8>)>) -> Result<Vec<(u64, Box<[u8]>)>> {
-        pieces.sort_by_key(|(at, _)| *at);
-        let mut runs: Vec<(u64, Vec<u8>)> = Vec::with_capacity(pieces.len());
-        for (at, bytes) in pieces {
-            let end = at.checked_add(bytes.len() as u64).filter(|&e| e <= size).ok_or(Error::Invalid)?;
-            match runs.last_mut() {
-                Some((start, run)) if at <= *start + run.len() as u64 => {
-                    // Both came from the same pack: the overlap is the same
-                    // bytes; only what lies past the run is new.
-                    let run_end = *start + run.len() as u64;
-                    if end > run_end {
-                        run.extend_from_slice(&bytes[(run_end - at) as usize..]);
-                    }
-                }
-                _ => runs.push((at, bytes)),
-            }
-        }
-        Ok(runs.into_iter().map(|(at, bytes)| (at, bytes.into_boxed_slice())).collect())
+        f.debug_struct("Partial").field("size", &self.held.size()).field("missing", &self.missing).finish()
     }
 }
 
 impl ByteSource for Partial {
     fn size(&self) -> u64 {
-        self.size
+        self.held.size()
     }
 
     fn get(&self, range: Range<u64>) -> Option<&[u8]> {
-        self.held(&range)
+        self.held.get(&range)
     }
 
     fn extent(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
         if range.is_empty() {
             return Some(&[]);
         }
-        if let Some(bytes) = self.held(&range) {
+        if let Some(bytes) = self.held.get(&range) {
             return Some(bytes);
         }
         let slot = self.extents.get(usize::try_from(k).ok()?)?;
@@ -116,10 +84,8 @@ impl PackFs<Partial> {
     /// [`Error::NotLoaded`]; the open checks them as it checks any pack.
     /// `Invalid` for a piece past `size`.
     pub fn open_partial(size: u64, pieces: Vec<(u64, Vec<u8>)>, options: ReadOptions) -> Result<Self> {
-        let held = Partial::runs(size, pieces)?;
         let source = Partial {
-            size,
-            held,
+            held: Pieces::new(size, pieces)?,
             extents: Box::new([]),
             wanted: Mutex::new(BTreeSet::new()),
             missing: AtomicU64::new(0),
@@ -139,7 +105,7 @@ impl PackFs<Partial> {
         let Some((start, end)) = self.extent(k) else { return true };
         let s = &self.source;
         start == end
-            || s.held(&(start..end)).is_some()
+            || s.held.get(&(start..end)).is_some()
             || usize::try_from(k).ok().and_then(|k| s.extents.get(k)).is_some_and(|b| b.get().is_some())
     }
 
@@ -148,7 +114,8 @@ impl PackFs<Partial> {
     /// here stay as they are (one may have passed its checksum). `Invalid` for bytes
     /// past the pack's end.
     pub fn store(&self, offset: u64, bytes: &[u8]) -> Result<u64> {
-        let end = offset.checked_add(bytes.len() as u64).filter(|&e| e <= self.source.size).ok_or(Error::Invalid)?;
+        let end =
+            offset.checked_add(bytes.len() as u64).filter(|&e| e <= self.source.held.size()).ok_or(Error::Invalid)?;
         let mut k = self.index.first_extent_from(self.region()?, offset)?;
         let mut stored = 0;
         while let Some((start, extent_end)) = self.extent(k).filter(|&(_, e)| e <= end) {

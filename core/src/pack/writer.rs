@@ -667,10 +667,14 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
             }
             _ => false,
         };
+        // A file of a chunk or more has chunks of its own (`Chunker::cut`).
+        let own = self.chunker.as_ref().is_some_and(|c| size >= c.chunk_size as u64);
         let offset = match &mut self.chunker {
             Some(c) => {
                 if raw {
                     c.start_raw(&mut self.out, self.align)?;
+                } else if own {
+                    c.cut(&mut self.out)?;
                 }
                 c.content_len
             }
@@ -696,8 +700,12 @@ impl<'a, H: BuildHasher, W: Write> Writer<'a, H, W> {
                 return Err(WriteError::SourceChanged { ino: src });
             }
         }
-        if raw && let Some(c) = &mut self.chunker {
-            c.end_raw(&mut self.out)?;
+        if let Some(c) = &mut self.chunker {
+            if raw {
+                c.end_raw(&mut self.out)?;
+            } else if own {
+                c.cut(&mut self.out)?;
+            }
         }
         // A new key points at its first blob; a later blob of the key goes
         // second in its chain (chained blobs all differ, so order is free).

@@ -1,0 +1,52 @@
+//! [`Pieces`]: the parts of a pack a lazy reader fetched before opening it
+//! (the header, the index region and the trailer), as disjoint runs.
+
+use std::ops::Range;
+
+use crate::{Error, Result};
+
+/// Byte runs of a pack of known size, disjoint and sorted by offset.
+#[derive(Debug)]
+pub struct Pieces {
+    size: u64,
+    runs: Vec<(u64, Box<[u8]>)>,
+}
+
+impl Pieces {
+    /// Sorts `pieces`, each `(offset, bytes)` of a pack of `size` bytes, and
+    /// joins the overlapping or touching ones; `Invalid` for a piece past
+    /// `size`.
+    pub fn new(size: u64, mut pieces: Vec<(u64, Vec<u8>)>) -> Result<Pieces> {
+        pieces.sort_by_key(|(at, _)| *at);
+        let mut runs: Vec<(u64, Vec<u8>)> = Vec::with_capacity(pieces.len());
+        for (at, bytes) in pieces {
+            let end = at.checked_add(bytes.len() as u64).filter(|&e| e <= size).ok_or(Error::Invalid)?;
+            match runs.last_mut() {
+                Some((start, run)) if at <= *start + run.len() as u64 => {
+                    // Both came from the same pack: the overlap is the same
+                    // bytes; only what lies past the run is new.
+                    let run_end = *start + run.len() as u64;
+                    if end > run_end {
+                        run.extend_from_slice(&bytes[(run_end - at) as usize..]);
+                    }
+                }
+                _ => runs.push((at, bytes)),
+            }
+        }
+        let runs = runs.into_iter().map(|(at, bytes)| (at, bytes.into_boxed_slice())).collect();
+        Ok(Pieces { size, runs })
+    }
+
+    /// The pack's whole length.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// `range`, when one run holds all of it.
+    pub fn get(&self, range: &Range<u64>) -> Option<&[u8]> {
+        let i = self.runs.partition_point(|(at, _)| *at <= range.start).checked_sub(1)?;
+        let (at, bytes) = &self.runs[i];
+        let (start, end) = (range.start - at, range.end.checked_sub(*at)?);
+        bytes[..].get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
+    }
+}

@@ -1,0 +1,153 @@
+//! PackFS packs read lazily from object stores: `s3://BUCKET/KEY` in any
+//! S3-compatible store, or an `http(s)://` URL read with Range requests.
+//!
+//! [`open`] costs three ranged requests in two round trips (the trailer;
+//! then the header and the index region at once) and fetches no byte of
+//! file data. From
+//! then on each extent (a version 1 blob, a version 2 chunk) is fetched on
+//! its first read, checked against the index's checksum before any byte
+//! of it is served, and kept in the host-wide [`Cache`], which is shared by
+//! every process on the host and addressed by content. See `source.rs`
+//! for fetching and readahead, `cache.rs` for the cache, `object.rs` for
+//! how a replaced object is noticed, [`trace`] for recording what a run
+//! read and prefetching it the next time.
+
+pub mod cache;
+mod location;
+mod object;
+mod profile;
+mod source;
+mod store;
+pub mod trace;
+
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+
+use packfs_core::pack::layout::TRAILER_LEN;
+use packfs_core::pack::{Layout, PackFs, Pieces, ReadOptions};
+
+pub use cache::{Cache, CacheStats, DEFAULT_CACHE_BYTES};
+pub use location::{BadLocation, Location};
+pub use source::{DEMAND_PARALLEL, FIRST_WINDOW, FetchStats, MAX_WINDOW, PREFETCH_PARALLEL, REQUEST_MAX, RemoteSource};
+pub use store::NetOptions;
+
+/// A pack in a store, open.
+pub type RemotePack = PackFs<RemoteSource>;
+
+/// What can go wrong reading a remote pack. Each names the URL.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// Not a URL PackFS reads.
+    #[error(transparent)]
+    Location(#[from] BadLocation),
+    /// The store refused, failed, or could not be reached in time (after
+    /// retries).
+    #[error("{url}: {source}")]
+    Store {
+        url: String,
+        #[source]
+        source: object_store::Error,
+    },
+    /// The object is another than the one opened.
+    #[error("{url}: the pack changed in the store since it was opened")]
+    Changed { url: String },
+    /// A reply that is not what was asked for.
+    #[error("{url}: bad reply: {what}")]
+    Reply { url: String, what: String },
+    /// The bytes are no pack, or a damaged one.
+    #[error("{url}: {source}")]
+    Pack {
+        url: String,
+        #[source]
+        source: packfs_core::Error,
+    },
+}
+
+/// How [`open`] reads.
+#[derive(Clone, Default)]
+pub struct RemoteOptions {
+    /// The host-wide cache; none: extents live in this process only.
+    pub cache: Option<Arc<Cache>>,
+    /// Time bounds and retries.
+    pub net: NetOptions,
+    /// Remember the order of first reads, for [`trace::record`].
+    pub record_trace: bool,
+    /// The reader's own options. Its per-read checksum check may be off:
+    /// every extent is checked on arrival, against the same checksums.
+    pub read: ReadOptions,
+}
+
+/// The runtime the store clients run on: one for the process, its
+/// threads apart from the callers', who wait on channels and so may be
+/// anywhere, inside another runtime too.
+pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("packfs-fetch")
+            .enable_all()
+            .build()
+            .expect("a tokio runtime")
+    })
+}
+
+/// Runs `f` on the runtime and waits for it.
+pub(crate) fn block_on<F>(f: F) -> F::Output
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    runtime().spawn(async move {
+        let _ = tx.send(f.await);
+    });
+    rx.recv().expect("the task sends before it ends")
+}
+
+/// Opens the pack at `location`; see the crate doc.
+pub fn open(location: &Location, options: &RemoteOptions) -> Result<RemotePack, RemoteError> {
+    let url = location.to_string();
+    let store = store::connect(location, &options.net)?;
+    let (object, pieces, size) = block_on(head(url.clone(), Arc::clone(&store.store), store.path.clone()))?;
+    let pack_err = |source: packfs_core::Error| RemoteError::Pack { url: url.clone(), source };
+    let pieces = Pieces::new(size, pieces).map_err(pack_err)?;
+    let scope = options.cache.as_ref().map(|c| c.scope(&store.origin));
+    let wait = options.net.retry_timeout + options.net.timeout * 2;
+    let parts = source::Parts { object, scope, record: options.record_trace, wait };
+    let pack = PackFs::open_with(RemoteSource::new(pieces, parts), options.read).map_err(pack_err)?;
+    let table = source::Table::build(&pack).map_err(|what| RemoteError::Reply { url: url.clone(), what })?;
+    let _ = pack.source().inner.table.set(table);
+    Ok(pack)
+}
+
+/// The first requests: the pack's trailer, then its header and its index
+/// region at once. Returns the object, the pieces and the pack's length.
+async fn head(
+    url: String,
+    store: Arc<dyn object_store::ObjectStore>,
+    path: object_store::path::Path,
+) -> Result<(Arc<object::Object>, Vec<(u64, Vec<u8>)>, u64), RemoteError> {
+    let (object, at, tail, size) = object::Object::open(url, store, path, TRAILER_LEN).await?;
+    let object = Arc::new(object);
+    let url = &object.url;
+    let Some(trailer) = tail.len().checked_sub(TRAILER_LEN as usize).map(|i| &tail[i..]) else {
+        return Err(RemoteError::Pack { url: url.clone(), source: packfs_core::Error::Invalid });
+    };
+    let layout = Layout::from_trailer(trailer).map_err(|e| RemoteError::Pack { url: url.clone(), source: e.into() })?;
+    let mut asks = Vec::new();
+    for (start, end) in layout.required() {
+        // The open checks the layout against all it reads.
+        let end = end.min(at).min(size);
+        if start < end {
+            let o = Arc::clone(&object);
+            asks.push((start, tokio::spawn(async move { o.get(start..end).await })));
+        }
+    }
+    let mut pieces = vec![(at, tail.to_vec())];
+    for (start, ask) in asks {
+        let bytes = ask.await.expect("a request task does not panic")?;
+        pieces.push((start, bytes.to_vec()));
+    }
+    Ok((object, pieces, size))
+}

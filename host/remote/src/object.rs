@@ -1,0 +1,99 @@
+//! One object in a store, read by byte range at the version first seen:
+//! every request after the first carries its S3 version id or, failing
+//! that, its ETag (`If-Match`), so that bytes of a replaced object are
+//! never mixed with the old one's. A store that gives neither is not
+//! checked; the extents' checksums still are.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use bytes::Bytes;
+use object_store::path::Path;
+use object_store::{GetOptions, GetRange, ObjectStore};
+
+use crate::RemoteError;
+
+pub(crate) struct Object {
+    pub url: String,
+    store: Arc<dyn ObjectStore>,
+    path: Path,
+    version: Option<String>,
+    etag: Option<String>,
+    /// Set once a request found the object changed: all later ones fail.
+    changed: AtomicBool,
+    pub requests: AtomicU64,
+    pub bytes: AtomicU64,
+}
+
+impl Object {
+    /// The object at `path`: its last `tail` bytes (all of it when
+    /// shorter), where they start, and its length. This first reply pins
+    /// the version read from then on.
+    pub(crate) async fn open(
+        url: String,
+        store: Arc<dyn ObjectStore>,
+        path: Path,
+        tail: u64,
+    ) -> Result<(Object, u64, Bytes, u64), RemoteError> {
+        let options = GetOptions { range: Some(GetRange::Suffix(tail)), ..GetOptions::default() };
+        let failed = |source| RemoteError::Store { url: url.clone(), source };
+        let reply = store.get_opts(&path, options).await.map_err(failed)?;
+        let (meta, range) = (reply.meta.clone(), reply.range.clone());
+        let body = reply.bytes().await.map_err(failed)?;
+        if body.len() as u64 != range.end - range.start || range.end != meta.size {
+            let what = format!("{} bytes for the last {} of {}", body.len(), range.end - range.start, meta.size);
+            return Err(RemoteError::Reply { url, what });
+        }
+        let object = Object {
+            url,
+            store,
+            path,
+            version: meta.version,
+            etag: meta.e_tag,
+            changed: AtomicBool::new(false),
+            requests: AtomicU64::new(1),
+            bytes: AtomicU64::new(body.len() as u64),
+        };
+        Ok((object, range.start, body, meta.size))
+    }
+
+    /// Bytes `range` of the version opened.
+    pub(crate) async fn get(&self, range: Range<u64>) -> Result<Bytes, RemoteError> {
+        if self.changed.load(Ordering::Relaxed) {
+            return Err(RemoteError::Changed { url: self.url.clone() });
+        }
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(range.clone())),
+            version: self.version.clone(),
+            if_match: if self.version.is_none() { self.etag.clone() } else { None },
+            ..GetOptions::default()
+        };
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let body = match self.store.get_opts(&self.path, options).await {
+            // A store that ignores If-Match still names the version it sent.
+            Ok(r) if self.etag.is_some() && r.meta.e_tag.is_some() && r.meta.e_tag != self.etag => {
+                Err(object_store::Error::Precondition { path: self.path.to_string(), source: "another ETag".into() })
+            }
+            Ok(r) => r.bytes().await,
+            Err(e) => Err(e),
+        };
+        let body = body.map_err(|e| {
+            if matches!(e, object_store::Error::Precondition { .. }) {
+                self.changed.store(true, Ordering::Relaxed);
+                return RemoteError::Changed { url: self.url.clone() };
+            }
+            RemoteError::Store { url: self.url.clone(), source: e }
+        })?;
+        self.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+        if body.len() as u64 != range.end - range.start {
+            let what = format!("{} bytes for a range of {}", body.len(), range.end - range.start);
+            return Err(RemoteError::Reply { url: self.url.clone(), what });
+        }
+        Ok(body)
+    }
+
+    pub(crate) fn changed(&self) -> bool {
+        self.changed.load(Ordering::Relaxed)
+    }
+}

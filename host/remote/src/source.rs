@@ -1,0 +1,504 @@
+//! [`RemoteSource`]: the bytes of a pack in a store, fetched extent by
+//! extent (a version 1 blob, a version 2 chunk) as reads need them.
+//!
+//! A read of an extent that is not here blocks until it is: it is looked
+//! for in the host-wide cache, else fetched, and checked against the
+//! checksum the pack's index gives before any byte of it is served. A
+//! miss fetches more than the one extent (`plan`): the rest of the file it
+//! lies in, up to [`FIRST_WINDOW`]; and when reads go on where the last
+//! fetch ended, a window that doubles up to [`MAX_WINDOW`], the next one
+//! fetched while the reader is halfway through the last (readahead). A
+//! window goes out as requests of at most [`REQUEST_MAX`] bytes, each of
+//! adjacent extents, at most [`DEMAND_PARALLEL`] at once. Each extent is
+//! in one fetch at a time: other readers of it wait for that one.
+
+use std::collections::HashSet;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use packfs_core::pack::{ByteSource, PackFs, Pieces, checksum};
+use tokio::sync::Semaphore;
+
+use crate::RemoteError;
+use crate::cache::{Key, Scope};
+use crate::object::Object;
+
+/// A miss that does not continue the last fetch brings at most this much.
+pub const FIRST_WINDOW: u64 = 4 << 20;
+/// The readahead window grows up to this.
+pub const MAX_WINDOW: u64 = 64 << 20;
+/// One request brings at most this many bytes (more go out in parallel).
+pub const REQUEST_MAX: u64 = 4 << 20;
+/// Requests for reads under way at once, per pack.
+pub const DEMAND_PARALLEL: usize = 8;
+/// Requests for a trace's prefetch under way at once, per pack.
+pub const PREFETCH_PARALLEL: usize = 8;
+/// How long a fetch waits for another process fetching the same extent
+/// before it fetches the extent itself.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+/// After a failed fetch, reads of extents not under way fail at once for
+/// this long rather than each waiting out its own failure.
+const FAIL_FAST: Duration = Duration::from_secs(2);
+
+/// One extent, as the index gives it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Extent {
+    pub start: u64,
+    pub end: u64,
+    pub sum: u64,
+}
+
+impl Extent {
+    fn key(&self) -> Key {
+        Key { sum: self.sum, len: self.end - self.start }
+    }
+}
+
+/// What is known of each extent once the pack is open.
+pub(crate) struct Table {
+    pub extents: Box<[Extent]>,
+    /// For each extent, the end of the last file holding it: how far a
+    /// read of it will likely go.
+    span_end: Box<[u64]>,
+    slots: Box<[OnceLock<Bytes>]>,
+    touched: Box<[AtomicBool]>,
+}
+
+impl Table {
+    pub(crate) fn build<S: ByteSource>(pack: &PackFs<S>) -> Result<Table, String> {
+        let n = pack.extent_count();
+        let mut extents = Vec::with_capacity(usize::try_from(n).map_err(|_| "too many extents")?);
+        for k in 0..n {
+            let ((start, end), sum) =
+                pack.extent(k).zip(pack.extent_checksum(k)).ok_or("an extent the index cannot give")?;
+            extents.push(Extent { start, end, sum });
+        }
+        // A sweep over the files' extent ranges, by start: each extent's
+        // span ends where the longest file running through it does.
+        let mut files: Vec<Range<u64>> = pack.content_extents().filter(|r| !r.is_empty()).collect();
+        files.sort_unstable_by_key(|r| r.start);
+        let mut span_end = Vec::with_capacity(extents.len());
+        let (mut next, mut reach) = (0, 0);
+        for k in 0..n {
+            while next < files.len() && files[next].start <= k {
+                reach = reach.max(files[next].end);
+                next += 1;
+            }
+            span_end.push(reach.max(k + 1));
+        }
+        let len = extents.len();
+        Ok(Table {
+            extents: extents.into(),
+            span_end: span_end.into(),
+            slots: (0..len).map(|_| OnceLock::new()).collect(),
+            touched: (0..len).map(|_| AtomicBool::new(false)).collect(),
+        })
+    }
+
+    fn here(&self, k: u64) -> bool {
+        self.slots[k as usize].get().is_some()
+    }
+}
+
+/// Fetch counts for one pack.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FetchStats {
+    /// Requests sent to the store (opening included).
+    pub requests: u64,
+    /// Bytes they brought.
+    pub bytes: u64,
+    /// Extents that came from the store, and from the cache.
+    pub fetched: u64,
+    pub from_cache: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    fetched: AtomicU64,
+    from_cache: AtomicU64,
+}
+
+/// Which extents are being fetched, and where reads were going.
+#[derive(Default)]
+struct Flight {
+    under_way: HashSet<u64>,
+    /// The extent after the last window a miss fetched.
+    next: u64,
+    /// That window's size in bytes, when reads were going on from the one
+    /// before.
+    ahead: u64,
+    failed: Option<(Instant, String)>,
+}
+
+pub(crate) struct Inner {
+    pub object: Arc<Object>,
+    scope: Option<Scope>,
+    pub table: OnceLock<Table>,
+    flight: Mutex<Flight>,
+    landed: Condvar,
+    /// Reached when halfway through the last readahead window.
+    trigger: AtomicU64,
+    demand: Arc<Semaphore>,
+    prefetch: Arc<Semaphore>,
+    counters: Counters,
+    /// First reads, in order, when recording a trace.
+    trace: Option<Mutex<Vec<u64>>>,
+    wait: Duration,
+}
+
+/// A pack's bytes in a store; see the module doc. Made by
+/// [`open`](crate::open).
+pub struct RemoteSource {
+    pieces: Pieces,
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for RemoteSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteSource").field("url", &self.inner.object.url).finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What [`Inner::new`] takes.
+pub(crate) struct Parts {
+    pub object: Arc<Object>,
+    pub scope: Option<Scope>,
+    pub record: bool,
+    pub wait: Duration,
+}
+
+impl RemoteSource {
+    pub(crate) fn new(pieces: Pieces, p: Parts) -> RemoteSource {
+        let inner = Inner {
+            object: p.object,
+            scope: p.scope,
+            table: OnceLock::new(),
+            flight: Mutex::new(Flight::default()),
+            landed: Condvar::new(),
+            trigger: AtomicU64::new(u64::MAX),
+            demand: Arc::new(Semaphore::new(DEMAND_PARALLEL)),
+            prefetch: Arc::new(Semaphore::new(PREFETCH_PARALLEL)),
+            counters: Counters::default(),
+            trace: p.record.then(|| Mutex::new(Vec::new())),
+            wait: p.wait,
+        };
+        RemoteSource { pieces, inner: Arc::new(inner) }
+    }
+
+    /// The pack's URL.
+    pub fn url(&self) -> &str {
+        &self.inner.object.url
+    }
+
+    /// What fetching has cost so far.
+    pub fn stats(&self) -> FetchStats {
+        let c = &self.inner.counters;
+        FetchStats {
+            requests: self.inner.object.requests.load(Ordering::Relaxed),
+            bytes: self.inner.object.bytes.load(Ordering::Relaxed),
+            fetched: c.fetched.load(Ordering::Relaxed),
+            from_cache: c.from_cache.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The last fetch's failure, if one failed: the cause behind a read's
+    /// `EIO`.
+    pub fn last_error(&self) -> Option<String> {
+        lock(&self.inner.flight).failed.as_ref().map(|(_, e)| e.clone())
+    }
+
+    /// The extents read so far, each once, in the order first read (empty
+    /// unless the pack was opened to record a trace).
+    pub(crate) fn first_reads(&self) -> Vec<Extent> {
+        let (Some(t), Some(trace)) = (self.inner.table.get(), &self.inner.trace) else { return Vec::new() };
+        lock(trace).iter().map(|&k| t.extents[k as usize]).collect()
+    }
+
+    /// Starts fetching `ks` (extent numbers, in the order wanted) in the
+    /// background, adjacent ones together; those here or under way are
+    /// left out.
+    pub(crate) fn prefetch(&self, ks: &[u64]) {
+        let Some(t) = self.inner.table.get() else { return };
+        let mut f = lock(&self.inner.flight);
+        let runs = self.inner.runs(&mut f, t, ks.iter().copied());
+        drop(f);
+        self.inner.launch(runs, &self.inner.prefetch);
+    }
+}
+
+impl ByteSource for RemoteSource {
+    fn size(&self) -> u64 {
+        self.pieces.size()
+    }
+
+    fn get(&self, range: Range<u64>) -> Option<&[u8]> {
+        self.pieces.get(&range)
+    }
+
+    fn extent(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
+        if range.is_empty() {
+            return Some(&[]);
+        }
+        if let Some(bytes) = self.pieces.get(&range) {
+            return Some(bytes);
+        }
+        let inner = &self.inner;
+        let t = inner.table.get()?;
+        let slot = t.slots.get(usize::try_from(k).ok()?)?;
+        let e = t.extents[k as usize];
+        if (e.start, e.end) != (range.start, range.end) {
+            return None;
+        }
+        inner.touch(t, k);
+        if slot.get().is_none() {
+            inner.wait_for(t, k);
+        }
+        slot.get().map(|b| &b[..])
+    }
+}
+
+impl Inner {
+    /// Notes a read of `k`: for the trace, and for readahead.
+    fn touch(self: &Arc<Self>, t: &Table, k: u64) {
+        if let Some(trace) = &self.trace {
+            let seen = &t.touched[k as usize];
+            if !seen.load(Ordering::Relaxed) && !seen.swap(true, Ordering::Relaxed) {
+                lock(trace).push(k);
+            }
+        }
+        if k >= self.trigger.load(Ordering::Relaxed) {
+            let mut f = lock(&self.flight);
+            if k < self.trigger.load(Ordering::Relaxed) {
+                return;
+            }
+            self.trigger.store(u64::MAX, Ordering::Relaxed);
+            let next = f.next;
+            if next < t.extents.len() as u64 {
+                let runs = self.plan(&mut f, t, next);
+                drop(f);
+                self.launch(runs, &self.demand);
+            }
+        }
+    }
+
+    /// Blocks until extent `k` is here, or fetching it failed, or the
+    /// wait ran out.
+    fn wait_for(self: &Arc<Self>, t: &Table, k: u64) {
+        let e = t.extents[k as usize];
+        if let Some(scope) = &self.scope
+            && let Some(bytes) = scope.get(e.key())
+        {
+            self.land(t, k, bytes, true);
+            return;
+        }
+        let deadline = Instant::now() + self.wait;
+        let mut f = lock(&self.flight);
+        let mut asked = false;
+        loop {
+            if t.here(k) || self.object.changed() {
+                return;
+            }
+            if !f.under_way.contains(&k) {
+                let recent_failure = f.failed.as_ref().is_some_and(|(at, _)| at.elapsed() < FAIL_FAST);
+                if asked || recent_failure {
+                    return;
+                }
+                asked = true;
+                let runs = self.plan(&mut f, t, k);
+                drop(f);
+                self.launch(runs, &self.demand);
+                f = lock(&self.flight);
+                continue;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            f = self.landed.wait_timeout(f, left).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+
+    /// The extents a miss at `k` fetches (see the module doc), as runs,
+    /// now marked under way.
+    fn plan(&self, f: &mut Flight, t: &Table, k: u64) -> Vec<Range<u64>> {
+        let n = t.extents.len() as u64;
+        let streaming = k == f.next && k > 0;
+        f.ahead = if streaming { (f.ahead * 2).clamp(FIRST_WINDOW, MAX_WINDOW) } else { 0 };
+        let limit = if streaming { f.ahead } else { FIRST_WINDOW };
+        let file_end = t.span_end[k as usize];
+        let start = t.extents[k as usize].start;
+        let mut j = k + 1;
+        while j < n && t.extents[j as usize].end - start <= limit && (streaming || j < file_end) {
+            j += 1;
+        }
+        f.next = j;
+        // Read ahead when the reads stream, or the file goes on past the window.
+        if (streaming || j < file_end) && j < n {
+            self.trigger.store(k + (j - k).div_ceil(2), Ordering::Relaxed);
+        }
+        self.runs(f, t, k..j)
+    }
+
+    /// `ks` less the extents here or under way, as runs of adjacent
+    /// extents of at most [`REQUEST_MAX`] bytes, marked under way.
+    fn runs(&self, f: &mut Flight, t: &Table, ks: impl IntoIterator<Item = u64>) -> Vec<Range<u64>> {
+        let mut runs: Vec<Range<u64>> = Vec::new();
+        for k in ks {
+            if k >= t.extents.len() as u64 || t.here(k) || !f.under_way.insert(k) {
+                continue;
+            }
+            match runs.last_mut() {
+                Some(r)
+                    if r.end == k && t.extents[k as usize].end - t.extents[r.start as usize].start <= REQUEST_MAX =>
+                {
+                    r.end = k + 1
+                }
+                _ => runs.push(k..k + 1),
+            }
+        }
+        runs
+    }
+
+    fn launch(self: &Arc<Self>, runs: Vec<Range<u64>>, permits: &Arc<Semaphore>) {
+        for run in runs {
+            let (me, permits) = (Arc::clone(self), Arc::clone(permits));
+            crate::runtime().spawn(async move {
+                let permit = permits.acquire_owned().await;
+                let result = me.fetch_run(run.clone()).await;
+                drop(permit);
+                let mut f = lock(&me.flight);
+                if let Err(e) = result {
+                    f.failed = Some((Instant::now(), e.to_string()));
+                }
+                for k in run {
+                    f.under_way.remove(&k);
+                }
+                drop(f);
+                me.landed.notify_all();
+            });
+        }
+    }
+
+    /// Keeps extent `k`'s bytes, which passed their checksum.
+    fn land(&self, t: &Table, k: u64, bytes: Bytes, cached: bool) {
+        if t.slots[k as usize].set(bytes).is_ok() {
+            let c = if cached { &self.counters.from_cache } else { &self.counters.fetched };
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Brings the extents `run`: from the cache, else from the store.
+    /// Extents another process is fetching are waited for (up to
+    /// [`LOCK_WAIT`]) and then taken from the cache.
+    async fn fetch_run(self: &Arc<Self>, run: Range<u64>) -> Result<(), RemoteError> {
+        let t = self.table.get().expect("fetches start once the table is set");
+        let Some(scope) = &self.scope else {
+            return self.fetch(t, run).await.map(drop);
+        };
+        let (mut mine, mut locks, mut others) = (Vec::new(), Vec::new(), Vec::new());
+        for k in run {
+            let key = t.extents[k as usize].key();
+            if t.here(k) {
+                continue;
+            }
+            if let Some(bytes) = scope.get(key) {
+                self.land(t, k, bytes, true);
+            } else if let Some(l) = scope.try_lock(key) {
+                // Another process may have stored it meanwhile.
+                match scope.get(key) {
+                    Some(bytes) => self.land(t, k, bytes, true),
+                    None => {
+                        locks.push(l);
+                        mine.push(k);
+                    }
+                }
+            } else {
+                others.push(k);
+            }
+        }
+        let mut result = Ok(());
+        for group in adjacent(&mine) {
+            match self.fetch(t, group).await {
+                Ok(got) => {
+                    // Readers may go on now; the cache is written after.
+                    self.landed.notify_all();
+                    for (k, bytes) in got {
+                        scope.put(t.extents[k as usize].key(), &bytes);
+                    }
+                }
+                Err(e) => result = Err(e),
+            }
+        }
+        drop(locks);
+        for k in others {
+            let key = t.extents[k as usize].key();
+            let since = Instant::now();
+            loop {
+                let lock = scope.try_lock(key);
+                if lock.is_some() || since.elapsed() > LOCK_WAIT {
+                    if let Some(bytes) = scope.get(key) {
+                        self.land(t, k, bytes, true);
+                    } else {
+                        match self.fetch(t, k..k + 1).await {
+                            Ok(got) => got.into_iter().for_each(|(k, b)| scope.put(t.extents[k as usize].key(), &b)),
+                            Err(e) => result = Err(e),
+                        }
+                    }
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        result
+    }
+
+    /// Fetches extents `run` in one request and keeps each that passes its
+    /// checksum; returns them, or the first failure.
+    async fn fetch(&self, t: &Table, run: Range<u64>) -> Result<Vec<(u64, Bytes)>, RemoteError> {
+        match self.fetch_once(t, run.clone()).await {
+            // The store's client retried what it knows to retry; a reply
+            // that was wrong (or broke off) gets one more try here.
+            Err(RemoteError::Changed { url }) => Err(RemoteError::Changed { url }),
+            Err(_) => self.fetch_once(t, run).await,
+            ok => ok,
+        }
+    }
+
+    async fn fetch_once(&self, t: &Table, run: Range<u64>) -> Result<Vec<(u64, Bytes)>, RemoteError> {
+        let (first, last) = (t.extents[run.start as usize], t.extents[run.end as usize - 1]);
+        let body = self.object.get(first.start..last.end).await?;
+        let mut got = Vec::with_capacity((run.end - run.start) as usize);
+        for k in run {
+            let e = t.extents[k as usize];
+            let bytes = body.slice((e.start - first.start) as usize..(e.end - first.start) as usize);
+            if checksum(&bytes) != e.sum {
+                return Err(RemoteError::Reply {
+                    url: self.object.url.clone(),
+                    what: format!("bytes {}..{} do not match the pack's checksum", e.start, e.end),
+                });
+            }
+            self.land(t, k, bytes.clone(), false);
+            got.push((k, bytes));
+        }
+        Ok(got)
+    }
+}
+
+/// `ks` (increasing) cut into runs of consecutive numbers.
+fn adjacent(ks: &[u64]) -> Vec<Range<u64>> {
+    let mut out: Vec<Range<u64>> = Vec::new();
+    for &k in ks {
+        match out.last_mut() {
+            Some(r) if r.end == k => r.end = k + 1,
+            _ => out.push(k..k + 1),
+        }
+    }
+    out
+}

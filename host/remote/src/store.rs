@@ -1,0 +1,97 @@
+//! Connecting to the store that holds a pack: an S3-compatible object store
+//! configured as the AWS tools are (environment, then profile files), or a
+//! web server. Requests are bounded in time and retried with backoff by
+//! `object_store`, which also checks every ranged reply (a `206` with the
+//! `Content-Range` asked for).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::http::HttpBuilder;
+use object_store::path::Path;
+use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
+
+use crate::location::Location;
+use crate::{RemoteError, profile};
+
+/// How requests are bounded.
+#[derive(Debug, Clone)]
+pub struct NetOptions {
+    /// One request, from sending it to the last byte of its reply.
+    pub timeout: Duration,
+    /// Setting up a connection.
+    pub connect_timeout: Duration,
+    /// Retries of a failed request (with exponential backoff).
+    pub retries: usize,
+    /// No retry starts later than this after the first try.
+    pub retry_timeout: Duration,
+}
+
+impl Default for NetOptions {
+    fn default() -> Self {
+        NetOptions {
+            timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(5),
+            retries: 4,
+            retry_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A connected store, the object's path in it, and the *origin*: what
+/// names the store and bucket, so that the cache shares content only
+/// between packs of one origin (see `cache.rs`).
+pub(crate) struct Store {
+    pub store: Arc<dyn ObjectStore>,
+    pub path: Path,
+    pub origin: String,
+}
+
+pub(crate) fn connect(location: &Location, net: &NetOptions) -> Result<Store, RemoteError> {
+    let url = location.to_string();
+    let config = |e: object_store::Error| RemoteError::Store { url: url.clone(), source: e };
+    let client = ClientOptions::new().with_timeout(net.timeout).with_connect_timeout(net.connect_timeout);
+    let retry = RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(50),
+            max_backoff: Duration::from_secs(2),
+            base: 2.0,
+        },
+        max_retries: net.retries,
+        retry_timeout: net.retry_timeout,
+    };
+    match location {
+        Location::S3 { bucket, key } => {
+            let mut b = AmazonS3Builder::from_env().with_bucket_name(bucket);
+            // The AWS tools' order: a variable set in the environment wins
+            // over the profile's setting.
+            for (k, v) in profile::settings() {
+                let var = format!("AWS_{}", k.trim_start_matches("aws_").to_ascii_uppercase());
+                if std::env::var_os(&var).is_none()
+                    && let Ok(key) = k.parse::<AmazonS3ConfigKey>()
+                {
+                    b = b.with_config(key, v);
+                }
+            }
+            let endpoint = b.get_config_value(&AmazonS3ConfigKey::Endpoint).unwrap_or_default();
+            let region = b.get_config_value(&AmazonS3ConfigKey::Region).unwrap_or_default();
+            let client = client.with_allow_http(endpoint.starts_with("http://"));
+            let store = b.with_client_options(client).with_retry(retry).build().map_err(config)?;
+            let path = Path::parse(key).map_err(|e| config(e.into()))?;
+            Ok(Store { store: Arc::new(store), path, origin: format!("s3 {endpoint} {region} {bucket}") })
+        }
+        Location::Http { url } => {
+            let (base, name) = url.rsplit_once('/').expect("a parsed URL has a path");
+            let client = client.with_allow_http(url.starts_with("http://"));
+            let store = HttpBuilder::new()
+                .with_url(base)
+                .with_client_options(client)
+                .with_retry(retry)
+                .build()
+                .map_err(config)?;
+            let path = Path::from_url_path(name).map_err(|e| config(e.into()))?;
+            Ok(Store { store: Arc::new(store), path, origin: format!("http {base}") })
+        }
+    }
+}

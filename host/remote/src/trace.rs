@@ -1,0 +1,112 @@
+//! Traces: which extents a run read, in the order it first read them, so
+//! that the next cold start can fetch them ahead while the guest runs.
+//!
+//! A trace is text: a `packfs-trace 1` line, then one line per extent,
+//! `START LEN CHECKSUM` (decimal, decimal, 16 hex digits). It names no
+//! pack: on replay, an entry counts for a pack when that pack has an
+//! extent at `START` of that length and checksum. So one trace can cover
+//! several packs, and a trace of an older version of a pack still
+//! prefetches what the versions share and nothing else.
+
+use std::fmt::Write as _;
+
+use crate::RemotePack;
+use crate::source::Extent;
+
+const MAGIC: &str = "packfs-trace 1";
+
+/// Traces longer than this are refused (a trace of 1 MiB extents this long
+/// covers 16 TiB).
+const MAX_ENTRIES: usize = 1 << 24;
+
+/// A parsed trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Trace {
+    entries: Vec<(u64, u64, u64)>,
+}
+
+/// Why a trace could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("trace line {line}: {what}")]
+pub struct BadTrace {
+    line: usize,
+    what: &'static str,
+}
+
+impl Trace {
+    /// How many extents it lists.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether it lists none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Reads a trace's text.
+    pub fn parse(text: &str) -> Result<Trace, BadTrace> {
+        let mut lines = text.lines().enumerate();
+        if lines.next().map(|(_, l)| l.trim()) != Some(MAGIC) {
+            return Err(BadTrace { line: 1, what: "not a packfs trace" });
+        }
+        let mut entries = Vec::new();
+        for (i, line) in lines {
+            let bad = |what| BadTrace { line: i + 1, what };
+            if line.trim().is_empty() {
+                continue;
+            }
+            if entries.len() == MAX_ENTRIES {
+                return Err(bad("too many entries"));
+            }
+            let mut f = line.split_ascii_whitespace();
+            let (Some(start), Some(len), Some(sum), None) = (f.next(), f.next(), f.next(), f.next()) else {
+                return Err(bad("expected START LEN CHECKSUM"));
+            };
+            let start = start.parse().map_err(|_| bad("bad START"))?;
+            let len = len.parse().map_err(|_| bad("bad LEN"))?;
+            let sum = u64::from_str_radix(sum, 16).map_err(|_| bad("bad CHECKSUM"))?;
+            entries.push((start, len, sum));
+        }
+        Ok(Trace { entries })
+    }
+
+    /// The trace's text.
+    pub fn to_text(&self) -> String {
+        let mut out = format!("{MAGIC}\n");
+        for (start, len, sum) in &self.entries {
+            let _ = writeln!(out, "{start} {len} {sum:016x}");
+        }
+        out
+    }
+
+    /// Starts fetching, in the background, the extents of `pack` the trace
+    /// lists, in its order (adjacent ones together, several requests at
+    /// once); reads of what it does not list are fetched on demand as
+    /// ever. Returns how many extents it asked for.
+    pub fn prefetch(&self, pack: &RemotePack) -> usize {
+        let Some(t) = pack.source().inner.table.get() else { return 0 };
+        let ks: Vec<u64> = self
+            .entries
+            .iter()
+            .filter_map(|&(start, len, sum)| {
+                let k = t.extents.partition_point(|e| e.start < start);
+                let e = t.extents.get(k)?;
+                (e.start == start && e.end - e.start == len && e.sum == sum).then_some(k as u64)
+            })
+            .collect();
+        pack.source().prefetch(&ks);
+        ks.len()
+    }
+}
+
+/// The trace of what `packs` read so far, one after another (each opened
+/// with [`RemoteOptions::record_trace`](crate::RemoteOptions::record_trace)).
+pub fn record<'a>(packs: impl IntoIterator<Item = &'a RemotePack>) -> Trace {
+    let entries = packs
+        .into_iter()
+        .flat_map(|p| p.source().first_reads())
+        .map(|Extent { start, end, sum }| (start, end - start, sum))
+        .collect();
+    Trace { entries }
+}

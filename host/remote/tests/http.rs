@@ -1,0 +1,284 @@
+//! Remote packs over plain HTTP (the crate's file server), through the
+//! fault proxy: what opening costs, reads against the tree, one fetch per
+//! extent under concurrency, the host-wide cache and its sharing, a pack
+//! replaced under its readers, and every kind of bad reply.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use packfs_core::pack::layout::{HEADER_LEN, TRAILER_LEN};
+use packfs_core::pack::{Layout, PackFs};
+use packfs_core::{Code, FileSystem};
+use packfs_testnet::{Fault, FileServer, Proxy};
+
+struct Served {
+    dir: tempfile::TempDir,
+    _server: FileServer,
+    proxy: Proxy,
+}
+
+impl Served {
+    fn new(packs: &[(&str, &[u8])]) -> Served {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, bytes) in packs {
+            std::fs::write(dir.path().join(name), bytes).unwrap();
+        }
+        let server = FileServer::start(dir.path());
+        let proxy = Proxy::start(server.addr());
+        Served { dir, _server: server, proxy }
+    }
+
+    fn url(&self, name: &str) -> String {
+        format!("{}/{name}", self.proxy.url())
+    }
+}
+
+#[test]
+fn opening_costs_three_requests_and_no_file_data() {
+    for compress in [false, true] {
+        let (fs, _) = tree(1, &[]);
+        let bytes = pack(&fs, compress);
+        let s = Served::new(&[("p.pack", &bytes)]);
+        let p = open(&s.url("p.pack"), &options(None));
+        let layout = Layout::from_trailer(&bytes[bytes.len() - TRAILER_LEN as usize..]).unwrap();
+        let index_and_trailer = bytes.len() as u64 - layout.index_offset;
+        let st = s.proxy.stats();
+        assert_eq!(st.requests, 3, "compress {compress}");
+        assert_eq!(st.bytes, HEADER_LEN + index_and_trailer, "compress {compress}: only header, index, trailer");
+        assert_eq!(p.source().stats().requests, 3);
+        assert_eq!(p.info().inodes, PackFs::open(&bytes[..]).unwrap().info().inodes);
+    }
+}
+
+#[test]
+fn reads_give_the_trees_bytes_and_fetch_once() {
+    for compress in [false, true] {
+        let (fs, files) = tree(2, &[]);
+        let bytes = pack(&fs, compress);
+        let s = Served::new(&[("p.pack", &bytes)]);
+        let p = open(&s.url("p.pack"), &options(None));
+        for (i, (path, want)) in files.iter().enumerate() {
+            let got = read(&p, path, [4096, 7919, 1 << 20][i % 3]).unwrap();
+            assert!(got == *want, "{path} (compress {compress})");
+        }
+        let after = s.proxy.stats();
+        // Every byte fetched at most once: no more than the pack.
+        assert!(after.bytes <= bytes.len() as u64, "{} fetched of {}", after.bytes, bytes.len());
+        for (path, want) in &files {
+            assert!(read(&p, path, 65536).unwrap() == *want);
+        }
+        assert_eq!(s.proxy.stats().requests, after.requests, "second reads fetch nothing");
+    }
+}
+
+#[test]
+fn concurrent_readers_of_one_file_cause_one_fetch_each() {
+    let (fs, files) = tree(3, &[]);
+    let bytes = pack(&fs, true);
+    let s = Served::new(&[("p.pack", &bytes)]);
+    s.proxy.set_delay(Duration::from_millis(20));
+    let p = Arc::new(open(&s.url("p.pack"), &options(None)));
+    let opened = s.proxy.stats();
+    let want = &files[0].1;
+    std::thread::scope(|scope| {
+        for t in 0..8 {
+            let p = Arc::clone(&p);
+            scope.spawn(move || assert!(read(&*p, "big.bin", 4096 + t * 1000).unwrap() == *want));
+        }
+    });
+    let st = s.proxy.stats();
+    let data = st.bytes - opened.bytes;
+    let stored: u64 = (p.extents_of(packfs_core::resolve::resolve(&*p, p.root(), "big.bin", true).unwrap()).unwrap())
+        .map(|k| p.extent(k).map(|(a, b)| b - a).unwrap())
+        .sum();
+    assert_eq!(data, stored, "each of big.bin's chunks came once, with no other bytes");
+}
+
+#[test]
+fn the_cache_serves_later_opens_and_shares_content_between_packs() {
+    let cache = tempfile::tempdir().unwrap();
+    let shared = content(77, 2 << 20);
+    let (a_fs, a_files) = tree(4, &[("shared.bin", shared.clone())]);
+    let (b_fs, b_files) = tree(5, &[("shared.bin", shared.clone())]);
+    let (a, b) = (pack(&a_fs, true), pack(&b_fs, true));
+    let s = Served::new(&[("a.pack", &a), ("b.pack", &b)]);
+    {
+        let p = open(&s.url("a.pack"), &options(Some(cache.path())));
+        for (path, want) in &a_files {
+            assert!(read(&p, path, 65536).unwrap() == *want);
+        }
+        assert_eq!(p.source().stats().from_cache, 0);
+    }
+    // A new process, as far as the cache can tell: a new `Cache`.
+    s.proxy.reset_stats();
+    let p = open(&s.url("a.pack"), &options(Some(cache.path())));
+    for (path, want) in &a_files {
+        assert!(read(&p, path, 65536).unwrap() == *want);
+    }
+    assert_eq!(s.proxy.stats().requests, 3, "only the open's requests: every extent from the cache");
+    assert!(p.source().stats().from_cache > 0);
+    // Pack b shares shared.bin: its chunks are not fetched again.
+    s.proxy.reset_stats();
+    let q = open(&s.url("b.pack"), &options(Some(cache.path())));
+    let opened = s.proxy.stats().bytes;
+    for (path, want) in &b_files {
+        assert!(read(&q, path, 65536).unwrap() == *want);
+    }
+    let fetched = s.proxy.stats().bytes - opened;
+    assert!(fetched + shared.len() as u64 / 2 < b.len() as u64, "{fetched} fetched of {}", b.len());
+}
+
+#[test]
+fn a_damaged_cache_entry_is_never_served() {
+    let cache = tempfile::tempdir().unwrap();
+    let (fs, files) = tree(6, &[]);
+    let bytes = pack(&fs, true);
+    let s = Served::new(&[("p.pack", &bytes)]);
+    {
+        let p = open(&s.url("p.pack"), &options(Some(cache.path())));
+        assert!(read(&p, "big.bin", 1 << 20).unwrap() == files[0].1);
+    }
+    // Tear or flip every entry, as a crash or a bad disk might.
+    let mut damaged = 0;
+    for e in walk(cache.path()) {
+        let name = e.file_name().unwrap().to_string_lossy().into_owned();
+        if name.contains('-') && !name.ends_with(".lock") && e.parent().unwrap().file_name().unwrap() != "tmp" {
+            let mut b = std::fs::read(&e).unwrap();
+            if damaged % 2 == 0 {
+                b.truncate(b.len() / 2);
+            } else {
+                b[0] ^= 1;
+            }
+            std::fs::write(&e, b).unwrap();
+            damaged += 1;
+        }
+    }
+    assert!(damaged > 10);
+    let opts = options(Some(cache.path()));
+    let p = open(&s.url("p.pack"), &opts);
+    assert!(read(&p, "big.bin", 1 << 20).unwrap() == files[0].1);
+    assert_eq!(p.source().stats().from_cache, 0);
+    let stats = opts.cache.as_ref().unwrap().stats();
+    assert!(stats.damaged > 0, "{stats:?}");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        if e.file_type().unwrap().is_dir() {
+            out.extend(walk(&e.path()));
+        } else {
+            out.push(e.path());
+        }
+    }
+    out
+}
+
+#[test]
+fn a_pack_replaced_in_the_store_is_never_mixed_with_the_old_one() {
+    let (fs, files) = tree(7, &[]);
+    let (other_fs, _) = tree(8, &[]);
+    let bytes = pack(&fs, true);
+    let s = Served::new(&[("p.pack", &bytes)]);
+    let p = open(&s.url("p.pack"), &options(None));
+    assert!(read(&p, "mid0.bin", 65536).unwrap() == files[1].1);
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(s.dir.path().join("p.pack"), pack(&other_fs, true)).unwrap();
+    let err = read(&p, "big.bin", 65536).unwrap_err();
+    assert_eq!(err.code(), Code::Io, "{err}");
+    let why = p.source().last_error().unwrap();
+    assert!(why.contains("changed in the store"), "{why}");
+    // What was read before stays readable, and right.
+    assert!(read(&p, "mid0.bin", 65536).unwrap() == files[1].1);
+}
+
+#[test]
+fn bad_replies_are_retried_or_fail_never_served() {
+    let faults = [
+        Fault::Drop,
+        Fault::Truncate,
+        Fault::Corrupt,
+        Fault::Whole,
+        Fault::WrongRange,
+        Fault::LongLength,
+        Fault::Status(503),
+        Fault::Status(500),
+    ];
+    for fault in faults {
+        for compress in [false, true] {
+            let (fs, files) = tree(9, &[]);
+            let bytes = pack(&fs, compress);
+            let s = Served::new(&[("p.pack", &bytes)]);
+            let p = open(&s.url("p.pack"), &options(None));
+            // Every read, the first with a bad reply, ends right or in EIO.
+            s.proxy.inject(&[fault]);
+            for (path, want) in &files {
+                match read(&p, path, 65536) {
+                    Ok(got) => assert!(got == *want, "{fault:?}: wrong bytes served for {path}"),
+                    Err(e) => {
+                        assert_eq!(e.code(), Code::Io, "{fault:?}: {e}");
+                        eprintln!("{fault:?}: {}", p.source().last_error().unwrap());
+                    }
+                }
+            }
+            assert_eq!(s.proxy.pending(), 0, "{fault:?} was used");
+            // Once the fault is past, everything reads (after the fail-fast pause).
+            std::thread::sleep(Duration::from_millis(2100));
+            for (path, want) in &files {
+                assert!(read(&p, path, 65536).unwrap() == *want, "{fault:?} {path}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_stalled_store_fails_a_read_in_bounded_time() {
+    let (fs, _) = tree(10, &[]);
+    let bytes = pack(&fs, true);
+    let s = Served::new(&[("p.pack", &bytes)]);
+    let mut opts = options(None);
+    opts.net.timeout = Duration::from_millis(500);
+    opts.net.retries = 1;
+    opts.net.retry_timeout = Duration::from_secs(2);
+    let p = open(&s.url("p.pack"), &opts);
+    s.proxy.inject(&[Fault::Stall(Duration::from_secs(30)); 8]);
+    let t = Instant::now();
+    let err = read(&p, "big.bin", 65536).unwrap_err();
+    assert_eq!(err.code(), Code::Io);
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+}
+
+#[test]
+fn a_trace_prefetches_what_the_last_run_read() {
+    let (fs, files) = tree(11, &[]);
+    let bytes = pack(&fs, true);
+    let s = Served::new(&[("p.pack", &bytes)]);
+    let mut opts = options(None);
+    opts.record_trace = true;
+    let p = open(&s.url("p.pack"), &opts);
+    for path in ["mid3.bin", "dir/s07.txt", "big.bin"] {
+        read(&p, path, 65536).unwrap();
+    }
+    let trace = packfs_remote::trace::record([&p]);
+    let text = trace.to_text();
+    assert_eq!(packfs_remote::trace::Trace::parse(&text).unwrap(), trace);
+    assert!(!trace.is_empty());
+    // A new run: prefetching brings all of it before any read asks.
+    let q = open(&s.url("p.pack"), &options(None));
+    assert_eq!(trace.prefetch(&q), trace.len());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while q.source().stats().fetched < trace.len() as u64 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(q.source().stats().fetched, trace.len() as u64);
+    let before = s.proxy.stats().requests;
+    assert!(read(&q, "mid3.bin", 65536).unwrap() == files[4].1);
+    assert_eq!(s.proxy.stats().requests, before, "the traced file was here already");
+    // What the trace did not list is fetched on demand.
+    assert!(read(&q, "mid1.bin", 65536).unwrap() == files[2].1);
+    assert!(packfs_remote::trace::Trace::parse("packfs-trace 1\n1 2\n").is_err());
+    assert!(packfs_remote::trace::Trace::parse("nope\n").is_err());
+}

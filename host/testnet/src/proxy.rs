@@ -1,0 +1,218 @@
+//! A proxy on loopback between a client and a server: adds a fixed delay
+//! to every request (a round trip), counts requests and reply bytes, and
+//! spoils the replies to the next ranged `GET`s as told.
+
+use std::collections::VecDeque;
+use std::io::{BufReader, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::http::{self, Message};
+
+/// What to do to one reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Close the connection without replying.
+    Drop,
+    /// Hold the request this long, then close without replying.
+    Stall(Duration),
+    /// Send the head and half the body, then close.
+    Truncate,
+    /// Flip a byte in the middle of the body.
+    Corrupt,
+    /// Answer `200 OK` without `Content-Range` (a server that ignores
+    /// `Range`, as far as the client can tell).
+    Whole,
+    /// Shift `Content-Range` by one byte.
+    WrongRange,
+    /// Claim ten more bytes in `Content-Length` than are sent, then close.
+    LongLength,
+    /// Answer with this status and an empty body.
+    Status(u16),
+}
+
+/// What went through the proxy.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ProxyStats {
+    /// Requests, and the `GET`s among them with a `Range`.
+    pub requests: u64,
+    pub ranged: u64,
+    /// Body bytes of the replies.
+    pub bytes: u64,
+}
+
+#[derive(Default)]
+struct Shared {
+    faults: Mutex<VecDeque<Fault>>,
+    delay: Mutex<Duration>,
+    requests: AtomicU64,
+    ranged: AtomicU64,
+    bytes: AtomicU64,
+    stop: AtomicBool,
+}
+
+/// The proxy; stops when dropped.
+pub struct Proxy {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+impl Proxy {
+    /// Forwards to `upstream`.
+    pub fn start(upstream: SocketAddr) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("an address");
+        let shared = Arc::new(Shared::default());
+        let s = Arc::clone(&shared);
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if s.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let s = Arc::clone(&s);
+                std::thread::spawn(move || relay(&s, conn, upstream));
+            }
+        });
+        Proxy { addr, shared }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Adds `d` before each request goes on.
+    pub fn set_delay(&self, d: Duration) {
+        *self.shared.delay.lock().unwrap() = d;
+    }
+
+    /// Spoils the replies to the next ranged `GET`s, one fault each.
+    pub fn inject(&self, faults: &[Fault]) {
+        self.shared.faults.lock().unwrap().extend(faults);
+    }
+
+    /// Faults not yet used.
+    pub fn pending(&self) -> usize {
+        self.shared.faults.lock().unwrap().len()
+    }
+
+    pub fn stats(&self) -> ProxyStats {
+        let s = &self.shared;
+        ProxyStats {
+            requests: s.requests.load(Ordering::Relaxed),
+            ranged: s.ranged.load(Ordering::Relaxed),
+            bytes: s.bytes.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Counts from zero again.
+    pub fn reset_stats(&self) {
+        let s = &self.shared;
+        for c in [&s.requests, &s.ranged, &s.bytes] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+fn relay(s: &Shared, client: TcpStream, upstream: SocketAddr) {
+    let _ = client.set_nodelay(true);
+    let Ok(mut out) = client.try_clone() else { return };
+    let mut input = BufReader::new(client);
+    let mut server: Option<(TcpStream, BufReader<TcpStream>)> = None;
+    while let Ok(Some(req)) = http::read(&mut input, false) {
+        s.requests.fetch_add(1, Ordering::Relaxed);
+        let ranged = req.start.starts_with("GET ") && req.header("range").is_some();
+        let fault = if ranged {
+            s.ranged.fetch_add(1, Ordering::Relaxed);
+            s.faults.lock().unwrap().pop_front()
+        } else {
+            None
+        };
+        let delay = *s.delay.lock().unwrap();
+        if !delay.is_zero() {
+            std::thread::sleep(delay);
+        }
+        match fault {
+            Some(Fault::Drop) => return drop(out.shutdown(Shutdown::Both)),
+            Some(Fault::Stall(d)) => {
+                std::thread::sleep(d);
+                return drop(out.shutdown(Shutdown::Both));
+            }
+            _ => {}
+        }
+        if server.is_none() {
+            let Ok(up) = TcpStream::connect(upstream) else { return };
+            let _ = up.set_nodelay(true);
+            let Ok(reader) = up.try_clone() else { return };
+            server = Some((up, BufReader::new(reader)));
+        }
+        let (up, up_in) = server.as_mut().expect("connected above");
+        let head_only = req.start.starts_with("HEAD ");
+        let mut forwarded = req.head_bytes(Some(req.body.len()));
+        forwarded.extend_from_slice(&req.body);
+        let reply = up.write_all(&forwarded).and_then(|()| http::read(up_in, head_only));
+        let Ok(Some(mut reply)) = reply else { return };
+        s.bytes.fetch_add(reply.body.len() as u64, Ordering::Relaxed);
+        let sent = match fault {
+            Some(Fault::Truncate) => {
+                let head = reply.head_bytes(Some(reply.body.len()));
+                let half = reply.body.len() / 2;
+                let _ = out.write_all(&head).and_then(|()| out.write_all(&reply.body[..half]));
+                return drop(out.shutdown(Shutdown::Both));
+            }
+            Some(Fault::LongLength) => {
+                let head = reply.head_bytes(Some(reply.body.len() + 10));
+                let _ = out.write_all(&head).and_then(|()| out.write_all(&reply.body));
+                return drop(out.shutdown(Shutdown::Both));
+            }
+            Some(Fault::Corrupt) => {
+                let mid = reply.body.len() / 2;
+                if let Some(b) = reply.body.get_mut(mid) {
+                    *b ^= 0x5a;
+                }
+                reply.write(&mut out)
+            }
+            Some(Fault::Whole) => {
+                reply.start = "HTTP/1.1 200 OK".into();
+                reply.remove_header("content-range");
+                reply.write(&mut out)
+            }
+            Some(Fault::WrongRange) => {
+                if let Some(cr) = reply.header("content-range").map(str::to_owned) {
+                    reply.set_header("Content-Range", shift(&cr));
+                }
+                reply.write(&mut out)
+            }
+            Some(Fault::Status(code)) => Message::response(code, "Injected").write(&mut out),
+            _ => reply.write(&mut out),
+        };
+        if sent.is_err() {
+            return;
+        }
+    }
+}
+
+/// `bytes A-B/T` as `bytes A+1-B+1/T` (or `A-1-B-1` at the end).
+fn shift(cr: &str) -> String {
+    let parse = || {
+        let rest = cr.strip_prefix("bytes ")?;
+        let (span, total) = rest.split_once('/')?;
+        let (a, b) = span.split_once('-')?;
+        Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?, total.parse::<u64>().ok()?))
+    };
+    match parse() {
+        Some((a, b, t)) if b + 1 < t => format!("bytes {}-{}/{t}", a + 1, b + 1),
+        Some((a, b, t)) if a > 0 => format!("bytes {}-{}/{t}", a - 1, b - 1),
+        _ => cr.to_owned(),
+    }
+}
