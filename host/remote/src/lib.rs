@@ -21,10 +21,12 @@ mod store;
 pub mod trace;
 
 use std::future::Future;
+
+use object_store::ObjectStoreExt;
 use std::sync::{Arc, OnceLock};
 
 use packfs_core::pack::layout::TRAILER_LEN;
-use packfs_core::pack::{Layout, PackFs, Pieces, ReadOptions};
+use packfs_core::pack::{ByteSource, Layout, PackFs, Pieces, ReadOptions};
 
 pub use cache::{Cache, CacheStats, DEFAULT_CACHE_BYTES};
 pub use location::{BadLocation, Location};
@@ -66,12 +68,11 @@ pub enum RemoteError {
 /// How [`open`] reads.
 #[derive(Clone, Default)]
 pub struct RemoteOptions {
-    /// The host-wide cache; none: extents live in this process only.
+    /// The host-wide cache ([`Cache::open`]); none: extents live in this
+    /// process only.
     pub cache: Option<Arc<Cache>>,
     /// Time bounds and retries.
     pub net: NetOptions,
-    /// Remember the order of first reads, for [`trace::record`].
-    pub record_trace: bool,
     /// The reader's own options. Its per-read checksum check may be off:
     /// every extent is checked on arrival, against the same checksums.
     pub read: ReadOptions,
@@ -107,6 +108,17 @@ where
 
 /// Opens the pack at `location`; see the crate doc.
 pub fn open(location: &Location, options: &RemoteOptions) -> Result<RemotePack, RemoteError> {
+    open_as(location, options, |s| s)
+}
+
+/// [`open`], with the reader over `wrap(source)`: for a program whose
+/// packs are of several kinds (mapped files and remote ones, say) in one
+/// source type.
+pub fn open_as<S: ByteSource>(
+    location: &Location,
+    options: &RemoteOptions,
+    wrap: impl FnOnce(RemoteSource) -> S,
+) -> Result<PackFs<S>, RemoteError> {
     let url = location.to_string();
     let store = store::connect(location, &options.net)?;
     let (object, pieces, size) = block_on(head(url.clone(), Arc::clone(&store.store), store.path.clone()))?;
@@ -114,11 +126,40 @@ pub fn open(location: &Location, options: &RemoteOptions) -> Result<RemotePack, 
     let pieces = Pieces::new(size, pieces).map_err(pack_err)?;
     let scope = options.cache.as_ref().map(|c| c.scope(&store.origin));
     let wait = options.net.retry_timeout + options.net.timeout * 2;
-    let parts = source::Parts { object, scope, record: options.record_trace, wait };
-    let pack = PackFs::open_with(RemoteSource::new(pieces, parts), options.read).map_err(pack_err)?;
+    let source = RemoteSource::new(pieces, source::Parts { object, scope, wait });
+    let handle = source.clone();
+    let pack = PackFs::open_with(wrap(source), options.read).map_err(pack_err)?;
     let table = source::Table::build(&pack).map_err(|what| RemoteError::Reply { url: url.clone(), what })?;
-    let _ = pack.source().inner.table.set(table);
+    let _ = handle.inner.table.set(table);
     Ok(pack)
+}
+
+/// The whole object at `location` (a trace, say), if it is at most
+/// `limit` bytes long.
+pub fn read_object(location: &Location, net: &NetOptions, limit: u64) -> Result<Vec<u8>, RemoteError> {
+    let url = location.to_string();
+    let store = store::connect(location, net)?;
+    block_on(async move {
+        let failed = |source| RemoteError::Store { url: url.clone(), source };
+        let reply = store.store.get(&store.path).await.map_err(failed)?;
+        if reply.meta.size > limit {
+            return Err(RemoteError::Reply {
+                url: url.clone(),
+                what: format!("{} bytes, more than {limit}", reply.meta.size),
+            });
+        }
+        Ok(reply.bytes().await.map_err(failed)?.to_vec())
+    })
+}
+
+/// Writes `bytes` as the object at `location`, whole.
+pub fn write_object(location: &Location, net: &NetOptions, bytes: Vec<u8>) -> Result<(), RemoteError> {
+    let url = location.to_string();
+    let store = store::connect(location, net)?;
+    block_on(async move {
+        store.store.put(&store.path, bytes.into()).await.map_err(|source| RemoteError::Store { url, source })?;
+        Ok(())
+    })
 }
 
 /// The first requests: the pack's trailer, then its header and its index

@@ -134,6 +134,8 @@ struct Flight {
 }
 
 pub(crate) struct Inner {
+    /// The header and the index region with the trailer, fetched at open.
+    pieces: Pieces,
     pub object: Arc<Object>,
     scope: Option<Scope>,
     pub table: OnceLock<Table>,
@@ -144,15 +146,17 @@ pub(crate) struct Inner {
     demand: Arc<Semaphore>,
     prefetch: Arc<Semaphore>,
     counters: Counters,
-    /// First reads, in order, when recording a trace.
-    trace: Option<Mutex<Vec<u64>>>,
+    /// First reads, in order, for a trace: 8 bytes per extent read.
+    trace: Mutex<Vec<u64>>,
     wait: Duration,
 }
 
 /// A pack's bytes in a store; see the module doc. Made by
-/// [`open`](crate::open).
+/// [`open`](crate::open). A clone is another handle on the same bytes:
+/// keep one to ask for [`stats`](Self::stats) or a trace while the pack
+/// is in use.
+#[derive(Clone)]
 pub struct RemoteSource {
-    pieces: Pieces,
     pub(crate) inner: Arc<Inner>,
 }
 
@@ -170,13 +174,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) struct Parts {
     pub object: Arc<Object>,
     pub scope: Option<Scope>,
-    pub record: bool,
     pub wait: Duration,
 }
 
 impl RemoteSource {
     pub(crate) fn new(pieces: Pieces, p: Parts) -> RemoteSource {
         let inner = Inner {
+            pieces,
             object: p.object,
             scope: p.scope,
             table: OnceLock::new(),
@@ -186,10 +190,10 @@ impl RemoteSource {
             demand: Arc::new(Semaphore::new(DEMAND_PARALLEL)),
             prefetch: Arc::new(Semaphore::new(PREFETCH_PARALLEL)),
             counters: Counters::default(),
-            trace: p.record.then(|| Mutex::new(Vec::new())),
+            trace: Mutex::new(Vec::new()),
             wait: p.wait,
         };
-        RemoteSource { pieces, inner: Arc::new(inner) }
+        RemoteSource { inner: Arc::new(inner) }
     }
 
     /// The pack's URL.
@@ -214,11 +218,10 @@ impl RemoteSource {
         lock(&self.inner.flight).failed.as_ref().map(|(_, e)| e.clone())
     }
 
-    /// The extents read so far, each once, in the order first read (empty
-    /// unless the pack was opened to record a trace).
+    /// The extents read so far, each once, in the order first read.
     pub(crate) fn first_reads(&self) -> Vec<Extent> {
-        let (Some(t), Some(trace)) = (self.inner.table.get(), &self.inner.trace) else { return Vec::new() };
-        lock(trace).iter().map(|&k| t.extents[k as usize]).collect()
+        let Some(t) = self.inner.table.get() else { return Vec::new() };
+        lock(&self.inner.trace).iter().map(|&k| t.extents[k as usize]).collect()
     }
 
     /// Starts fetching `ks` (extent numbers, in the order wanted) in the
@@ -235,18 +238,18 @@ impl RemoteSource {
 
 impl ByteSource for RemoteSource {
     fn size(&self) -> u64 {
-        self.pieces.size()
+        self.inner.pieces.size()
     }
 
     fn get(&self, range: Range<u64>) -> Option<&[u8]> {
-        self.pieces.get(&range)
+        self.inner.pieces.get(&range)
     }
 
     fn extent(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
         if range.is_empty() {
             return Some(&[]);
         }
-        if let Some(bytes) = self.pieces.get(&range) {
+        if let Some(bytes) = self.inner.pieces.get(&range) {
             return Some(bytes);
         }
         let inner = &self.inner;
@@ -267,11 +270,9 @@ impl ByteSource for RemoteSource {
 impl Inner {
     /// Notes a read of `k`: for the trace, and for readahead.
     fn touch(self: &Arc<Self>, t: &Table, k: u64) {
-        if let Some(trace) = &self.trace {
-            let seen = &t.touched[k as usize];
-            if !seen.load(Ordering::Relaxed) && !seen.swap(true, Ordering::Relaxed) {
-                lock(trace).push(k);
-            }
+        let seen = &t.touched[k as usize];
+        if !seen.load(Ordering::Relaxed) && !seen.swap(true, Ordering::Relaxed) {
+            lock(&self.trace).push(k);
         }
         if k >= self.trigger.load(Ordering::Relaxed) {
             let mut f = lock(&self.flight);

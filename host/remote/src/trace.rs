@@ -10,14 +10,17 @@
 
 use std::fmt::Write as _;
 
-use crate::RemotePack;
+use crate::RemoteSource;
 use crate::source::Extent;
 
 const MAGIC: &str = "packfs-trace 1";
 
-/// Traces longer than this are refused (a trace of 1 MiB extents this long
-/// covers 16 TiB).
-const MAX_ENTRIES: usize = 1 << 24;
+/// Traces longer than this are refused (at 128 KiB a chunk, this many
+/// cover 256 GiB).
+const MAX_ENTRIES: usize = 1 << 21;
+
+/// The most bytes a trace's text takes (at most 48 a line).
+pub const MAX_TRACE_BYTES: u64 = 48 << 21;
 
 /// A parsed trace.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -84,8 +87,8 @@ impl Trace {
     /// lists, in its order (adjacent ones together, several requests at
     /// once); reads of what it does not list are fetched on demand as
     /// ever. Returns how many extents it asked for.
-    pub fn prefetch(&self, pack: &RemotePack) -> usize {
-        let Some(t) = pack.source().inner.table.get() else { return 0 };
+    pub fn prefetch(&self, pack: &RemoteSource) -> usize {
+        let Some(t) = pack.inner.table.get() else { return 0 };
         let ks: Vec<u64> = self
             .entries
             .iter()
@@ -95,17 +98,16 @@ impl Trace {
                 (e.start == start && e.end - e.start == len && e.sum == sum).then_some(k as u64)
             })
             .collect();
-        pack.source().prefetch(&ks);
+        pack.prefetch(&ks);
         ks.len()
     }
 }
 
-/// The trace of what `packs` read so far, one after another (each opened
-/// with [`RemoteOptions::record_trace`](crate::RemoteOptions::record_trace)).
-pub fn record<'a>(packs: impl IntoIterator<Item = &'a RemotePack>) -> Trace {
+/// The trace of what `packs` read so far, one after another.
+pub fn record<'a>(packs: impl IntoIterator<Item = &'a RemoteSource>) -> Trace {
     let entries = packs
         .into_iter()
-        .flat_map(|p| p.source().first_reads())
+        .flat_map(|p| p.first_reads())
         .map(|Extent { start, end, sum }| (start, end - start, sum))
         .collect();
     Trace { entries }

@@ -256,19 +256,17 @@ fn a_trace_prefetches_what_the_last_run_read() {
     let (fs, files) = tree(11, &[]);
     let bytes = pack(&fs, true);
     let s = Served::new(&[("p.pack", &bytes)]);
-    let mut opts = options(None);
-    opts.record_trace = true;
-    let p = open(&s.url("p.pack"), &opts);
+    let p = open(&s.url("p.pack"), &options(None));
     for path in ["mid3.bin", "dir/s07.txt", "big.bin"] {
         read(&p, path, 65536).unwrap();
     }
-    let trace = packfs_remote::trace::record([&p]);
+    let trace = packfs_remote::trace::record([p.source()]);
     let text = trace.to_text();
     assert_eq!(packfs_remote::trace::Trace::parse(&text).unwrap(), trace);
     assert!(!trace.is_empty());
     // A new run: prefetching brings all of it before any read asks.
     let q = open(&s.url("p.pack"), &options(None));
-    assert_eq!(trace.prefetch(&q), trace.len());
+    assert_eq!(trace.prefetch(q.source()), trace.len());
     let deadline = Instant::now() + Duration::from_secs(10);
     while q.source().stats().fetched < trace.len() as u64 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));

@@ -11,7 +11,7 @@ use crate::common::{find, open_pack};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The pack.
+    /// The pack (a file, or an s3://, http:// or https:// URL).
     pack: PathBuf,
     /// Files to print, from the pack's root, in order (symlinks followed).
     #[arg(required = true)]

@@ -1,30 +1,121 @@
 //! What several subcommands share: opening a pack, finding a path in it,
 //! walking it, and printing modes, times and sizes.
 
+use std::ops::Range;
 use std::path::Path;
+use std::sync::{Mutex, OnceLock};
 
 use anyhow::{Context, Result, anyhow};
-use packfs_core::pack::ReadOptions;
+use packfs_core::pack::{ByteSource, PackFs, ReadOptions};
 use packfs_core::{DirEntry, FileSystem, FileType, Ino, Metadata, Timestamp, resolve};
-use packfs_os::mmap::{MappedPack, OpenPackError, open_pack_with};
+use packfs_os::mmap::MappedFile;
+use packfs_remote::{Location, RemoteError, RemoteOptions, RemoteSource};
 
 /// Entries asked for per `read_dir` call.
 const DIR_PAGE: usize = 4096;
 
-/// Maps and opens the pack at `path`. With `verify_reads`, every blob is
-/// checked against its checksum on its first read, so damaged content is an
-/// error rather than output.
-pub(crate) fn open_pack(path: &Path, verify_reads: bool) -> Result<MappedPack> {
-    open_pack_with(path, ReadOptions::new().verify_on_read(verify_reads)).map_err(open_error)
+/// A pack's bytes: a mapped file, or an object in a store read lazily.
+pub(crate) enum PackSource {
+    Local(MappedFile),
+    Remote(RemoteSource),
 }
 
-/// `PATH: cause`, without the library's "mapping" prefix.
-pub(crate) fn open_error(e: OpenPackError) -> anyhow::Error {
-    match e {
-        OpenPackError::Io { path, source } => anyhow!(source).context(path.display().to_string()),
-        OpenPackError::Pack { path, source } => anyhow!(source).context(path.display().to_string()),
-        e => anyhow!(e),
+impl ByteSource for PackSource {
+    fn size(&self) -> u64 {
+        match self {
+            PackSource::Local(f) => f.size(),
+            PackSource::Remote(r) => r.size(),
+        }
     }
+
+    fn get(&self, range: Range<u64>) -> Option<&[u8]> {
+        match self {
+            PackSource::Local(f) => f.get(range),
+            PackSource::Remote(r) => r.get(range),
+        }
+    }
+
+    fn extent(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
+        match self {
+            PackSource::Local(f) => f.extent(k, range),
+            PackSource::Remote(r) => r.extent(k, range),
+        }
+    }
+}
+
+/// An open pack, wherever it is.
+pub(crate) type Pack = PackFs<PackSource>;
+
+/// How remote packs are read ([`set_remote`]), and those opened so far.
+struct Remote {
+    options: RemoteOptions,
+    opened: Mutex<Vec<RemoteSource>>,
+}
+
+static REMOTE: OnceLock<Remote> = OnceLock::new();
+
+/// Sets how this process reads remote packs; once, before any is opened.
+pub(crate) fn set_remote(options: RemoteOptions) {
+    let _ = REMOTE.set(Remote { options, opened: Mutex::new(Vec::new()) });
+}
+
+fn remote() -> &'static Remote {
+    REMOTE.get_or_init(|| Remote { options: RemoteOptions::default(), opened: Mutex::new(Vec::new()) })
+}
+
+/// Every remote pack opened so far.
+pub(crate) fn remote_packs() -> Vec<RemoteSource> {
+    remote().opened.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The remote options in use (their cache, their time bounds).
+pub(crate) fn remote_options() -> &'static RemoteOptions {
+    &remote().options
+}
+
+/// Why a pack did not open.
+pub(crate) enum OpenError {
+    /// It is damaged, or no pack.
+    Damaged(anyhow::Error),
+    /// It could not be read.
+    Failed(anyhow::Error),
+}
+
+impl From<OpenError> for anyhow::Error {
+    fn from(e: OpenError) -> Self {
+        match e {
+            OpenError::Damaged(e) | OpenError::Failed(e) => e,
+        }
+    }
+}
+
+/// Opens the pack at `path`: a file, mapped; or a URL (`s3://`, `http://`,
+/// `https://`), read lazily through the host-wide cache. With
+/// `verify_reads`, every blob is checked against its checksum on its first
+/// read, so damaged content is an error rather than output.
+pub(crate) fn try_open(path: &Path, verify_reads: bool) -> Result<Pack, OpenError> {
+    let shown = path.display().to_string();
+    if let Some(location) = path.to_str().and_then(Location::parse) {
+        let location = location.map_err(|e| OpenError::Failed(e.into()))?;
+        let remote = remote();
+        let options = RemoteOptions { read: ReadOptions::new().verify_on_read(verify_reads), ..remote.options.clone() };
+        let pack = packfs_remote::open_as(&location, &options, |source| {
+            remote.opened.lock().unwrap_or_else(|e| e.into_inner()).push(source.clone());
+            PackSource::Remote(source)
+        });
+        return pack.map_err(|e| match e {
+            RemoteError::Pack { .. } => OpenError::Damaged(e.into()),
+            e => OpenError::Failed(e.into()),
+        });
+    }
+    let file = MappedFile::open(path).map_err(|e| OpenError::Failed(anyhow!(e).context(shown.clone())))?;
+    PackFs::open_with(PackSource::Local(file), ReadOptions::new().verify_on_read(verify_reads))
+        .map_err(|e| OpenError::Damaged(anyhow!(e).context(shown)))
+}
+
+/// [`try_open`], either failure an error.
+pub(crate) fn open_pack(path: &Path, verify_reads: bool) -> Result<Pack> {
+    Ok(try_open(path, verify_reads)?)
 }
 
 /// The inode `path` names in `fs`, from its root. A leading `/` is allowed

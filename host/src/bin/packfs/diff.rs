@@ -11,9 +11,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use packfs_core::{FileSystem, FileType, Ino};
-use packfs_os::mmap::MappedPack;
 
-use crate::common::{open_pack, walk};
+use crate::common::{Pack, open_pack, walk};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -32,7 +31,7 @@ struct Node {
 }
 
 /// Every path of `pack`, sorted.
-fn entries(pack: &MappedPack, shown: &str) -> Result<BTreeMap<String, Node>> {
+fn entries(pack: &Pack, shown: &str) -> Result<BTreeMap<String, Node>> {
     let mut all = BTreeMap::new();
     walk(pack, pack.root(), "", |path, e, m| {
         all.insert(path.to_owned(), Node { ino: e.ino, kind: m.kind, mode: m.mode, size: m.size });
@@ -47,7 +46,7 @@ fn display(path: &str, kind: FileType) -> String {
 }
 
 /// What differs between `x` (in `a`) and `y` (in `b`), if anything.
-fn changes(a: &MappedPack, x: &Node, b: &MappedPack, y: &Node) -> Result<Vec<&'static str>> {
+fn changes(a: &Pack, x: &Node, b: &Pack, y: &Node) -> Result<Vec<&'static str>> {
     let mut what = Vec::new();
     if x.kind != y.kind {
         what.push("kind");

@@ -15,7 +15,7 @@ const FIXED: u64 = 64 + 128;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The pack.
+    /// The pack (a file, or an s3://, http:// or https:// URL).
     pack: PathBuf,
 }
 

@@ -12,7 +12,7 @@ use crate::common::{find, format_time, list, mode_string, open_pack, walk};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The pack.
+    /// The pack (a file, or an s3://, http:// or https:// URL).
     pack: PathBuf,
     /// The directory (or entry) to list, from the pack's root.
     #[arg(default_value = "/")]

@@ -47,6 +47,75 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    remote: RemoteArgs,
+}
+
+/// How packs given as URLs are read (by every subcommand).
+#[derive(Debug, clap::Args)]
+struct RemoteArgs {
+    /// The cache of remote packs' chunks, shared by every packfs process
+    /// on the host [default: $PACKFS_CACHE_DIR/packs, else
+    /// $XDG_CACHE_HOME/packfs/packs, else ~/.cache/packfs/packs].
+    #[arg(long, global = true, value_name = "DIR")]
+    cache: Option<std::path::PathBuf>,
+    /// Most bytes that cache holds; past it the least recently used go
+    /// (suffixes k, M, G: powers of 1024; 0: no cache) [default: 4G].
+    #[arg(long, global = true, value_name = "BYTES", value_parser = run::parse_bytes)]
+    cache_size: Option<u64>,
+    /// Say on stderr, at the end, what each remote pack cost: requests,
+    /// bytes fetched, chunks from the cache.
+    #[arg(long, global = true)]
+    stats: bool,
+}
+
+impl RemoteArgs {
+    /// The options remote packs are opened with; a cache that cannot be
+    /// opened is said and done without.
+    fn options(&self) -> packfs_remote::RemoteOptions {
+        let size = self.cache_size.unwrap_or(packfs_remote::DEFAULT_CACHE_BYTES);
+        let dir = self.cache.clone().or_else(|| packfs_host::load::GuestCache::default_dir().map(|d| d.join("packs")));
+        let cache = match dir {
+            Some(dir) if size > 0 => match packfs_remote::Cache::open(&dir, size) {
+                Ok(c) => Some(std::sync::Arc::new(c)),
+                Err(e) => {
+                    eprintln!("packfs: not caching remote packs in {}: {e}", dir.display());
+                    None
+                }
+            },
+            _ => None,
+        };
+        packfs_remote::RemoteOptions { cache, ..Default::default() }
+    }
+
+    /// What remote packs cost, on stderr.
+    fn report(&self) {
+        for p in common::remote_packs() {
+            let s = p.stats();
+            eprintln!(
+                "packfs: {}: {} requests, {} fetched, {} chunks fetched, {} from the cache",
+                p.url(),
+                s.requests,
+                common::bytes(s.bytes),
+                s.fetched,
+                s.from_cache
+            );
+        }
+        if let Some(c) = &common::remote_options().cache {
+            let s = c.stats();
+            eprintln!(
+                "packfs: cache {}: {} hits ({}), {} misses, {} stored ({}), {} evicted, {} damaged",
+                c.dir().display(),
+                s.hits,
+                common::bytes(s.hit_bytes),
+                s.misses,
+                s.stored,
+                common::bytes(s.stored_bytes),
+                s.evicted,
+                s.damaged
+            );
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -85,6 +154,7 @@ fn main() -> ExitCode {
         }
         Err(e) => e.exit(), // --help, --version
     };
+    common::set_remote(cli.remote.options());
     let result = match cli.command {
         Command::Pack(args) => pack::run(args),
         Command::Ls(args) => ls::run(args),
@@ -97,12 +167,21 @@ fn main() -> ExitCode {
         Command::Compact(args) => compact::run(args),
         Command::Run(args) => run::run(args),
     };
+    if cli.remote.stats {
+        cli.remote.report();
+    }
     match result {
         Ok(code) => code,
         // A reader that went away (`packfs cat x | head`) is not an error.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("packfs: {e:#}");
+            // The cause behind an I/O error from a remote pack.
+            for p in common::remote_packs() {
+                if let Some(why) = p.last_error() {
+                    eprintln!("packfs: {why}");
+                }
+            }
             ExitCode::from(ERROR)
         }
     }

@@ -47,8 +47,10 @@ use packfs_host::{Limits as RunLimits, RunError, Runner};
 use packfs_os::dir::DirFs;
 use packfs_os::journal::{Journal, SyncPolicy};
 use packfs_os::publish::write_atomic;
+use packfs_remote::Location;
+use packfs_remote::trace::{MAX_TRACE_BYTES, Trace};
 
-use crate::common::{bytes, open_pack};
+use crate::common::{bytes, open_pack, remote_options, remote_packs};
 use crate::packing::Packing;
 
 /// Exit status when the guest traps, as wasmtime's own command gives
@@ -62,7 +64,7 @@ const OUT_OF_MEMORY: u8 = 137;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "SOURCE is one of:\n  \
-    PACK          a pack file, read-only\n  \
+    PACK          a pack, read-only: a file, or an s3://BUCKET/KEY or http(s):// URL, read lazily\n  \
     PACK+mem      an in-memory overlay over a pack: reads from the pack, changes in memory\n  \
     mem           an empty in-memory tree\n  \
     mem:LIMITS, PACK+mem:LIMITS   as above, with LIMITS: max-bytes=N,max-inodes=N (suffixes k, M, G: \
@@ -100,6 +102,16 @@ pub(crate) struct Args {
     /// allowed).
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     timeout: Option<std::time::Duration>,
+    /// Fetch ahead, while the guest runs, the chunks of remote packs that
+    /// TRACE lists (a file, or an s3:// or http(s):// URL; written by
+    /// --record-trace). What it does not list is fetched when read.
+    #[arg(long, value_name = "TRACE")]
+    prefetch: Option<PathBuf>,
+    /// When the guest exits, write to TRACE (a file, or an s3:// or
+    /// http(s):// URL) which chunks of remote packs it read, in the order
+    /// it first read them: what --prefetch fetches ahead on the next run.
+    #[arg(long, value_name = "TRACE")]
+    record_trace: Option<PathBuf>,
     /// Compile the guest afresh instead of using the cache of compiled
     /// guests ($PACKFS_CACHE_DIR, else $XDG_CACHE_HOME/packfs, else
     /// ~/.cache/packfs).
@@ -221,7 +233,7 @@ fn parse_count(s: &str, base: u64) -> Result<u64, String> {
     n.checked_mul(scale).ok_or_else(|| format!("`{s}` is too large"))
 }
 
-fn parse_bytes(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
     parse_count(s, 1024)
 }
 
@@ -436,6 +448,12 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         .check(&guest)
         .map_err(|e| anyhow!("cannot run it here: {}", one_line(&format!("{e:#}"))).context(shown.to_string()))?;
 
+    if let Some(from) = &args.prefetch {
+        let trace = read_trace(from).with_context(|| format!("--prefetch {}", from.display()))?;
+        for pack in remote_packs() {
+            trace.prefetch(&pack);
+        }
+    }
     let root = namespace.as_ref().map(|ns| ns.table.clone() as Arc<dyn FileSystem>);
     let outcome = match &guest {
         Guest::Module(module) => {
@@ -486,6 +504,10 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             return Ok(ExitCode::from(code));
         }
     };
+    if let Some(to) = &args.record_trace {
+        let trace = packfs_remote::trace::record(&remote_packs());
+        write_trace(to, trace.to_text()).with_context(|| format!("--record-trace {}", to.display()))?;
+    }
     if let (Some(out), Some(ns)) = (&args.save, &namespace) {
         let stats = save(&ns.table, out, &args.packing).with_context(|| format!("saving to {}", out.display()))?;
         eprintln!(
@@ -498,6 +520,32 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     }
     // `Runner` gives the POSIX status: 0 to 255.
     Ok(ExitCode::from(status as u8))
+}
+
+/// A trace from a file or a URL.
+fn read_trace(from: &Path) -> Result<Trace> {
+    let text = match from.to_str().and_then(Location::parse) {
+        Some(location) => packfs_remote::read_object(&location?, &remote_options().net, MAX_TRACE_BYTES)?,
+        None => {
+            let file = std::fs::File::open(from)?;
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_TRACE_BYTES + 1), &mut text)?;
+            if text.len() as u64 > MAX_TRACE_BYTES {
+                bail!("larger than a trace can be");
+            }
+            text
+        }
+    };
+    Ok(Trace::parse(std::str::from_utf8(&text).context("not text")?)?)
+}
+
+/// Writes a trace to a file (atomically) or a URL.
+fn write_trace(to: &Path, text: String) -> Result<()> {
+    match to.to_str().and_then(Location::parse) {
+        Some(location) => packfs_remote::write_object(&location?, &remote_options().net, text.into_bytes())?,
+        None => write_atomic(to, |f| std::io::Write::write_all(f, text.as_bytes()))?,
+    }
+    Ok(())
 }
 
 fn utf8(s: OsString, what: &str) -> Result<String> {

@@ -10,7 +10,7 @@ use crate::common::{find, format_time, kind_name, mode_string, open_pack};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The pack.
+    /// The pack (a file, or an s3://, http:// or https:// URL).
     pack: PathBuf,
     /// The entry, from the pack's root.
     path: String,

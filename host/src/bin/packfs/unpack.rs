@@ -25,17 +25,16 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use packfs_core::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, SetTime};
 use packfs_os::dir::DirFs;
-use packfs_os::mmap::MappedPack;
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 
-use crate::common::{bytes, join, list, open_pack};
+use crate::common::{Pack, bytes, join, list, open_pack};
 
 /// Bytes written per `write_at`, so the progress bar moves on big files.
 const CHUNK: usize = 1 << 20;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The pack.
+    /// The pack (a file, or an s3://, http:// or https:// URL).
     pack: PathBuf,
     /// The directory to extract into; created if missing.
     dir: PathBuf,
@@ -149,7 +148,7 @@ struct Counts {
 }
 
 struct Unpack<'a> {
-    pack: &'a MappedPack,
+    pack: &'a Pack,
     dest: &'a DirFs,
     dir: &'a Path,
     force: bool,

@@ -5,27 +5,25 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::common::{OpenError, bytes, try_open};
 use anyhow::Result;
-use packfs_os::mmap::{OpenPackError, open_pack};
-
-use crate::common::{bytes, open_error};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The pack.
+    /// The pack (a file, or an s3://, http:// or https:// URL).
     pack: PathBuf,
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let shown = args.pack.display();
-    let pack = match open_pack(&args.pack) {
+    let pack = match try_open(&args.pack, false) {
         Ok(p) => p,
         // A damaged header or index is a "no", like a damaged blob.
-        Err(OpenPackError::Pack { source, .. }) => {
-            eprintln!("packfs: {shown}: {source}");
+        Err(OpenError::Damaged(e)) => {
+            eprintln!("packfs: {e:#}");
             return Ok(ExitCode::FAILURE);
         }
-        Err(e) => return Err(open_error(e)),
+        Err(e) => return Err(e.into()),
     };
     let report = match pack.verify() {
         Ok(r) => r,

@@ -1,0 +1,263 @@
+//! The `packfs` command on packs given as URLs: served over plain HTTP by
+//! the test file server, and from SeaweedFS over S3, through the counting
+//! and fault-injecting proxy. Every reading subcommand gives what it gives
+//! for the same pack as a file; `run` mounts them; the host-wide cache
+//! serves later runs, is shared by concurrent ones (each chunk fetched
+//! once) and survives `kill -9`; traces prefetch.
+
+mod support;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use packfs_testnet::{ACCESS_KEY, FileServer, Proxy, SECRET_KEY, Seaweed};
+
+#[derive(Debug)]
+struct Out {
+    code: i32,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+fn packfs<S: AsRef<OsStr>>(cwd: &Path, env: &[(&str, &str)], args: impl IntoIterator<Item = S>) -> Out {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_packfs"));
+    cmd.args(args).current_dir(cwd).env("PACKFS_CACHE_DIR", support::guest_cache_dir());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AWS_") {
+            cmd.env_remove(k);
+        }
+    }
+    let out = cmd.envs(env.iter().copied()).stdin(Stdio::null()).output().expect("runs packfs");
+    Out {
+        code: out.status.code().expect("exits, not killed"),
+        stdout: out.stdout,
+        stderr: String::from_utf8(out.stderr).expect("UTF-8 stderr"),
+    }
+}
+
+#[track_caller]
+fn ok(out: Out) -> Vec<u8> {
+    assert_eq!(out.code, 0, "{out:?}");
+    out.stdout
+}
+
+/// A working directory with `tree/` packed into `app.pack` (zstd chunks
+/// of 64 KiB, so that `big.bin` spans many), served over HTTP through a
+/// proxy.
+struct Fixture {
+    dir: tempfile::TempDir,
+    _server: FileServer,
+    proxy: Proxy,
+    big: Vec<u8>,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        std::fs::create_dir_all(tree.join("data/sub")).unwrap();
+        std::fs::create_dir_all(tree.join("etc")).unwrap();
+        std::fs::write(tree.join("data/a.txt"), "alpha beta\ngamma\n").unwrap();
+        std::fs::write(tree.join("data/sub/b.txt"), "one two three\n").unwrap();
+        std::fs::write(tree.join("etc/motd"), "hello from the pack\n").unwrap();
+        let big: Vec<u8> = (0..3_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 % 32).collect();
+        std::fs::write(tree.join("data/big.bin"), &big).unwrap();
+        std::os::unix::fs::symlink("a.txt", tree.join("data/link")).unwrap();
+        let served = dir.path().join("served");
+        std::fs::create_dir(&served).unwrap();
+        ok(packfs(dir.path(), &[], ["pack", "tree", "-o", "served/app.pack", "--chunk-size", "65536"]));
+        let server = FileServer::start(&served);
+        let proxy = Proxy::start(server.addr());
+        Fixture { dir, _server: server, proxy, big }
+    }
+
+    fn url(&self) -> String {
+        format!("{}/app.pack", self.proxy.url())
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+
+    /// `packfs --cache CACHE ARGS`.
+    fn run<S: AsRef<OsStr>>(&self, cache: &str, args: impl IntoIterator<Item = S>) -> Out {
+        let mut argv: Vec<std::ffi::OsString> = vec!["--cache".into(), self.path(cache).into()];
+        argv.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        packfs(self.dir.path(), &[], argv)
+    }
+}
+
+#[test]
+fn reading_subcommands_answer_for_a_url_as_for_the_file() {
+    let f = Fixture::new();
+    let (url, file) = (f.url(), "served/app.pack".to_owned());
+    let cases: &[&[&str]] = &[
+        &["ls", "-l", "-R", "PACK"],
+        &["ls", "PACK", "data"],
+        &["cat", "PACK", "data/a.txt", "etc/motd", "data/big.bin"],
+        &["stat", "PACK", "data/link"],
+        &["stat", "-L", "PACK", "data/link"],
+        &["info", "PACK"],
+        &["verify", "PACK"],
+        &["diff", "PACK", "served/app.pack"],
+    ];
+    for case in cases {
+        let with =
+            |p: &str| case.iter().map(|a| if *a == "PACK" { p.to_owned() } else { a.to_string() }).collect::<Vec<_>>();
+        let local = packfs(f.dir.path(), &[], with(&file));
+        let remote = f.run("cache", with(&url));
+        assert_eq!(remote.code, local.code, "{case:?}: {remote:?}");
+        let shown = String::from_utf8_lossy(&remote.stdout).replace(&url, &file);
+        assert_eq!(shown, String::from_utf8_lossy(&local.stdout), "{case:?}");
+    }
+    ok(f.run("cache", ["unpack", &url, "out"]));
+    assert_eq!(std::fs::read(f.path("out/data/big.bin")).unwrap(), f.big);
+    assert_eq!(std::fs::read_link(f.path("out/data/link")).unwrap(), Path::new("a.txt"));
+}
+
+#[test]
+fn run_mounts_a_url_and_the_cache_serves_the_next_run() {
+    let f = Fixture::new();
+    support::build_rust_guests();
+    let toolbox = support::rust_guest("toolbox", "wasm32-wasip1");
+    let guest = |cache: &str, extra: &[&str]| {
+        let mount = format!("/={}+mem", f.url());
+        let mut args: Vec<&OsStr> = vec!["run".as_ref(), "--stats".as_ref(), "--mount".as_ref(), mount.as_ref()];
+        args.extend(extra.iter().map(OsStr::new));
+        args.push(toolbox.as_os_str());
+        args.extend(["cat", "/data/big.bin", "write", "/new.txt", "x", "cat", "/etc/motd"].map(OsStr::new));
+        f.run(cache, args)
+    };
+    let first = guest("c1", &["--record-trace", "trace.txt"]);
+    let mut want = f.big.clone();
+    want.extend_from_slice(b"hello from the pack\n");
+    assert!(ok(first) == want);
+    f.proxy.reset_stats();
+    // The same cache: nothing but the open is fetched.
+    let second = guest("c1", &[]);
+    assert!(second.stderr.contains(" 0 chunks fetched"), "{second:?}");
+    assert!(ok(second) == want);
+    assert_eq!(f.proxy.stats().requests, 3);
+    // A cold cache with the trace: everything the guest read was asked for
+    // ahead, and the output is the same.
+    let trace = std::fs::read_to_string(f.path("trace.txt")).unwrap();
+    assert!(trace.starts_with("packfs-trace 1\n") && trace.lines().count() > 40, "{trace}");
+    let third = guest("c2", &["--prefetch", "trace.txt"]);
+    assert!(ok(third) == want);
+}
+
+#[test]
+fn concurrent_runs_fetch_each_chunk_once() {
+    let f = Fixture::new();
+    // What one open costs, without a cache.
+    ok(f.run("none", ["--cache-size", "0", "ls", &f.url()]));
+    let open = f.proxy.stats();
+    assert_eq!(open.requests, 3);
+    f.proxy.reset_stats();
+    f.proxy.set_delay(Duration::from_millis(10));
+    let cache = f.path("shared");
+    let url = f.url();
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_packfs"))
+                .arg("--cache")
+                .arg(&cache)
+                .args(["cat", &url, "data/big.bin"])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success());
+        assert!(out.stdout == f.big);
+    }
+    let pack_len = std::fs::metadata(f.path("served/app.pack")).unwrap().len();
+    let st = f.proxy.stats();
+    // Eight opens, and then each chunk once: at most the pack's data once.
+    let data = st.bytes - 8 * open.bytes;
+    assert!(data > 0 && data <= pack_len - open.bytes, "{st:?}: {data} data bytes for a pack of {pack_len}");
+}
+
+#[test]
+fn the_cache_survives_kill_9_at_any_moment() {
+    let f = Fixture::new();
+    f.proxy.set_delay(Duration::from_millis(5));
+    let cache = f.path("c");
+    for wait_ms in [5u64, 20, 40, 80, 120, 200, 300] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_packfs"))
+            .arg("--cache")
+            .arg(&cache)
+            .args(["cat", &f.url(), "data/big.bin"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(wait_ms));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+    }
+    let out = f.run("c", ["--stats", "cat", &f.url(), "data/big.bin"]);
+    assert!(out.stderr.contains(" 0 damaged"), "{out:?}");
+    assert!(ok(out) == f.big);
+}
+
+#[test]
+fn bad_urls_and_unreachable_stores_are_errors() {
+    let f = Fixture::new();
+    let out = f.run("c", ["ls", "ftp://host/x.pack"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("unsupported scheme"), "{out:?}");
+    let port = packfs_testnet::free_port();
+    let out = f.run("c", ["ls", &format!("http://127.0.0.1:{port}/x.pack")]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains(&format!("127.0.0.1:{port}")), "{out:?}");
+    let out = f.run("c", ["ls", &format!("{}/missing.pack", f.proxy.url())]);
+    assert_eq!(out.code, 2, "{out:?}");
+    // Not a pack: damaged, which verify answers with 1.
+    std::fs::write(f.path("served/junk.pack"), vec![7u8; 5000]).unwrap();
+    let out = f.run("c", ["verify", &format!("{}/junk.pack", f.proxy.url())]);
+    assert_eq!(out.code, 1, "{out:?}");
+}
+
+#[test]
+fn s3_urls_take_credentials_region_and_endpoint_as_aws_tools_do() {
+    let f = Fixture::new();
+    let weed = Seaweed::start().expect("SeaweedFS for the S3 tests");
+    weed.put("packs", "app.pack", &std::fs::read(f.path("served/app.pack")).unwrap()).unwrap();
+    let endpoint = weed.endpoint();
+    let env = [
+        ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+        ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ENDPOINT_URL", endpoint.as_str()),
+    ];
+    let cache = f.path("c");
+    let cache = cache.to_str().unwrap();
+    let out = packfs(f.dir.path(), &env, ["--cache", cache, "cat", "s3://packs/app.pack", "etc/motd"]);
+    assert_eq!(ok(out), b"hello from the pack\n");
+    support::build_rust_guests();
+    let toolbox = support::rust_guest("toolbox", "wasm32-wasip1");
+    let out = packfs(
+        f.dir.path(),
+        &env,
+        [
+            OsStr::new("--cache"),
+            cache.as_ref(),
+            "run".as_ref(),
+            "--mount".as_ref(),
+            "/=s3://packs/app.pack+mem".as_ref(),
+            toolbox.as_os_str(),
+            "cat".as_ref(),
+            "/data/big.bin".as_ref(),
+        ],
+    );
+    assert!(ok(out) == f.big);
+    // Wrong credentials: refused, said so.
+    let mut bad = env;
+    bad[1].1 = "wrong";
+    let out = packfs(f.dir.path(), &bad, ["--cache", cache, "ls", "s3://packs/app.pack"]);
+    assert_eq!(out.code, 2, "{out:?}");
+}
