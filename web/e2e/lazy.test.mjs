@@ -198,3 +198,66 @@ test("a compressed pack by URL: a read fetches its chunks, compressed, and decod
   assert.deepEqual(errors, []);
   await context.close();
 });
+
+test("fetched chunks persist across page loads in the Cache API, checked before use", async () => {
+  server.reset();
+  const { page, context, errors } = await newPage(browser);
+  const load = async () => {
+    await page.goto(`${server.url}/www/`);
+    await page.waitForSelector("body[data-ready=true]");
+  };
+  const names = Object.keys(files).slice(300, 305);
+  const sum = names.reduce((a, n) => a + files[n].length, 0);
+  // Opens the pack (and reads `names`), as a page of an app would.
+  const visit = (read) =>
+    page.evaluate(
+      async ({ url, names, read }) => {
+        const m = await import("/pkg/packfs_web.js");
+        const p = await m.Pack.fromUrl(url);
+        const out = [];
+        for (const n of read ? names : []) out.push(Array.from(await p.readFile(n)));
+        // The writes to the Cache API go on in the background.
+        await new Promise((r) => setTimeout(r, 300));
+        return out;
+      },
+      { url: PATH, names, read },
+    );
+  const check = (out) => names.forEach((n, i) => assert.deepEqual(Buffer.from(out[i]), files[n], n));
+
+  await load();
+  await visit(false);
+  const opening = served();
+  check(await visit(true));
+  const first = served();
+  assert.ok(first.bytes - 2 * opening.bytes >= sum, "the first visit fetched the files");
+
+  // A new page load: only the opening is fetched; the files come from the cache.
+  await load();
+  check(await visit(true));
+  const second = served();
+  assert.equal(second.requests - first.requests, opening.requests);
+  assert.equal(second.bytes - first.bytes, opening.bytes);
+
+  // Every entry damaged: the next load checks, refuses and refetches them.
+  await page.evaluate(async () => {
+    const c = await caches.open("packfs");
+    const keys = await c.keys();
+    for (const k of keys) await c.put(k, new Response(new Uint8Array(20_000).fill(7)));
+    return keys.length;
+  });
+  await load();
+  check(await visit(true));
+  const third = served();
+  assert.ok(third.bytes - second.bytes - opening.bytes >= sum, "damaged entries were fetched again");
+  // Off: nothing is read from the cache.
+  const off = await page.evaluate(async ({ url, name }) => {
+    const m = await import("/pkg/packfs_web.js");
+    const p = await m.Pack.fromUrl(url, { persist: false });
+    const before = p.bytesFetched;
+    await p.readFile(name);
+    return p.bytesFetched - before;
+  }, { url: PATH, name: names[0] });
+  assert.ok(off >= files[names[0]].length, `persist: false fetched ${off}`);
+  assert.deepEqual(errors, []);
+  await context.close();
+});

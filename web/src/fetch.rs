@@ -20,6 +20,14 @@
 //! another than the first is refused. A server that sends neither is not
 //! checked.
 //!
+//! Fetched extents persist across page loads in the Cache API (where the
+//! page has it: secure contexts), keyed by their checksum and length under
+//! the pack's directory (`persist.rs`): a later load finds them there,
+//! checks them as it checks fetched bytes, and fetches only the rest.
+//! Browsers do not cache `206` replies themselves. The Worker's blocking
+//! reads cannot wait on the Cache API, which has no synchronous form: they
+//! fetch.
+//!
 //! Cross-origin packs need CORS with `Range` allowed and `Content-Range`
 //! exposed (`Access-Control-Expose-Headers: Content-Range`; add `ETag` for
 //! the check above, where `Last-Modified` is readable without it).
@@ -36,6 +44,8 @@ use packfs_core::{Error, Result};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Headers, Request, RequestInit, Response, XmlHttpRequest, XmlHttpRequestResponseType};
+
+use crate::persist::Persist;
 
 /// A pack whose blobs arrive as reads ask for them (core's [`Partial`]);
 /// one opened from bytes is simply complete.
@@ -67,6 +77,7 @@ pub struct Remote {
     validator: Option<String>,
     fetched: Cell<u64>,
     requests: Cell<u32>,
+    persist: Option<Persist>,
 }
 
 /// One response: status, `Content-Range` (start, end inclusive, total) for a
@@ -161,7 +172,8 @@ impl Remote {
     }
 
     /// Opens the pack at `url`, fetching its header, index and trailer.
-    pub async fn open(url: String, options: ReadOptions) -> Result<Remote> {
+    pub async fn open(url: String, options: ReadOptions, persist: bool) -> Result<Remote> {
+        let persist = if persist { Persist::open(&url).await } else { None };
         let (mut fetched, mut requests) = (0u64, 0u32);
         let mut tally = |r: &Reply| {
             fetched += r.body.len() as u64;
@@ -179,7 +191,8 @@ impl Remote {
         };
         if tail_start == 0 {
             let pack = complete(tail.body, options)?;
-            let remote = Remote { pack: Arc::new(pack), url, validator, fetched: Cell::new(0), requests: Cell::new(0) };
+            let remote =
+                Remote { pack: Arc::new(pack), url, validator, fetched: Cell::new(0), requests: Cell::new(0), persist };
             remote.fetched.set(fetched);
             remote.requests.set(requests);
             return Ok(remote);
@@ -207,7 +220,8 @@ impl Remote {
         }
         // Not a pack, or a damaged one: the core says what is wrong.
         let pack = PackFs::open_partial(total, pieces, options)?;
-        Ok(Remote { pack: Arc::new(pack), url, validator, fetched: Cell::new(fetched), requests: Cell::new(requests) })
+        let (fetched, requests) = (Cell::new(fetched), Cell::new(requests));
+        Ok(Remote { pack: Arc::new(pack), url, validator, fetched, requests, persist })
     }
 
     /// The pack's URL.
@@ -225,8 +239,13 @@ impl Remote {
         self.requests.get()
     }
 
-    /// Fetches the ranges `wants` (all at once) and stores them.
+    /// Stores the ranges `wants`: what the Cache API holds of them from
+    /// there, the rest fetched (all at once), then kept there too.
     async fn fetch(&self, wants: Vec<Range<u64>>) -> Result<()> {
+        let wants = match &self.persist {
+            Some(p) => p.restore(&self.pack, wants).await,
+            None => wants,
+        };
         let mut pending = Vec::with_capacity(wants.len());
         for w in wants {
             let p = start(&self.url, Some(&range(&w)))?;
@@ -234,7 +253,11 @@ impl Remote {
         }
         for (w, p) in pending {
             let r = finish(&self.url, p).await?;
-            self.store(&w, r)?;
+            self.store(&w, &r)?;
+            if let Some(persist) = &self.persist {
+                // A `200` is the whole pack (the server ignored `Range`).
+                persist.keep(&self.pack, if r.status == 200 { 0 } else { w.start }, &r.body);
+            }
         }
         Ok(())
     }
@@ -245,14 +268,14 @@ impl Remote {
     fn fetch_blocking(&self, wants: Vec<Range<u64>>) -> Result<()> {
         for w in wants {
             let r = get_blocking(&self.url, &range(&w))?;
-            self.store(&w, r)?;
+            self.store(&w, &r)?;
         }
         Ok(())
     }
 
     /// Checks a reply to the request for `w` and stores its blobs.
-    fn store(&self, w: &Range<u64>, r: Reply) -> Result<()> {
-        self.count(&r);
+    fn store(&self, w: &Range<u64>, r: &Reply) -> Result<()> {
+        self.count(r);
         r.same_pack(&self.url, &self.validator)?;
         let total = self.pack.info().pack_len;
         match (r.status, r.range) {

@@ -35,6 +35,7 @@ pub mod fetch;
 mod glue;
 pub mod ops;
 pub mod p1;
+mod persist;
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -99,6 +100,10 @@ export interface PackOptions {
   /** Check each file's checksum on its first read (default: true for
    *  `fromUrl`, false for `fromBytes`). */
   verifyOnRead?: boolean;
+  /** `fromUrl`: keep fetched chunks in the Cache API, keyed by content,
+   *  so that later page loads read them without fetching (default: true
+   *  where the Cache API exists). */
+  persist?: boolean;
 }
 
 export interface MkdirOptions {
@@ -664,7 +669,8 @@ impl Pack {
     ) -> js_sys::Promise {
         future_to_promise(async move {
             let opts = read_options(&options, true)?;
-            let remote = Remote::open(url.clone(), opts).await.map_err(|e| to_js(&e, Some(&url)))?;
+            let persist = opt_bool(&options, "persist")?.unwrap_or(true);
+            let remote = Remote::open(url.clone(), opts, persist).await.map_err(|e| to_js(&e, Some(&url)))?;
             let pack = remote.pack.clone();
             Ok(Pack { inner: Inner { backend: Backend::Pack(pack.clone()), remote: Some(Rc::new(remote)) }, pack }
                 .into())

@@ -108,6 +108,19 @@ impl<S: ByteSource> PackFs<S> {
         Some((r.start, r.end))
     }
 
+    /// The extents lying wholly inside byte `range` of the pack: what
+    /// [`PackFs::store`] keeps of bytes fetched for it.
+    pub fn extents_within(&self, range: Range<u64>) -> Range<u64> {
+        let Some(first) = self.region().ok().and_then(|r| self.index.first_extent_from(r, range.start).ok()) else {
+            return 0..0;
+        };
+        let mut end = first;
+        while self.extent(end).is_some_and(|(_, e)| e <= range.end) {
+            end += 1;
+        }
+        first..end
+    }
+
     /// The [`checksum`](super::checksum) extent `k`'s stored bytes must
     /// have: what a fetching layer checks before it keeps them.
     pub fn extent_checksum(&self, k: u64) -> Option<u64> {

@@ -24,6 +24,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use super::corrupt::{CorruptKind, CorruptPack, Structure};
 use super::pieces::Pieces;
 use super::reader::{ByteSource, PackFs, ReadOptions};
 use crate::mem::lock;
@@ -110,9 +111,11 @@ impl PackFs<Partial> {
     }
 
     /// Keeps the extents lying wholly inside `bytes`, fetched from
-    /// `offset`, that were not here, and returns how many. Those already
-    /// here stay as they are (one may have passed its checksum). `Invalid` for bytes
-    /// past the pack's end.
+    /// `offset`, that were not here, and returns how many. Each is checked
+    /// against the checksum the index gives before it is kept: the first
+    /// that fails is `Corrupt` (those before it are kept; it and the rest
+    /// stay wanted), so wrong bytes are never kept. Those already here stay
+    /// as they are. `Invalid` for bytes past the pack's end.
     pub fn store(&self, offset: u64, bytes: &[u8]) -> Result<u64> {
         let end =
             offset.checked_add(bytes.len() as u64).filter(|&e| e <= self.source.held.size()).ok_or(Error::Invalid)?;
@@ -121,6 +124,12 @@ impl PackFs<Partial> {
         while let Some((start, extent_end)) = self.extent(k).filter(|&(_, e)| e <= end) {
             if start < extent_end && !self.here(k) {
                 let part = &bytes[(start - offset) as usize..(extent_end - offset) as usize];
+                let expected = self.extent_checksum(k).ok_or(Error::Invalid)?;
+                let actual = super::blob::checksum(part);
+                if actual != expected {
+                    let of = if self.index.chunks.is_some() { Structure::Chunk } else { Structure::Blob };
+                    return Err(CorruptPack::new(start, CorruptKind::Checksum { of, expected, actual }).into());
+                }
                 let slot = usize::try_from(k).ok().and_then(|i| self.source.extents.get(i));
                 if slot.is_some_and(|s| s.set(part.into()).is_ok()) {
                     self.source.missing.fetch_sub(1, Ordering::Relaxed);

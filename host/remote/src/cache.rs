@@ -26,7 +26,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,7 +52,7 @@ pub struct CacheStats {
     /// Extents found in the cache, and their bytes.
     pub hits: u64,
     pub hit_bytes: u64,
-    /// Extents looked for and not found.
+    /// Extents not found, and fetched.
     pub misses: u64,
     /// Extents written, and their bytes.
     pub stored: u64,
@@ -91,6 +91,7 @@ pub(crate) struct Key {
 }
 
 /// One origin's part of the cache.
+#[derive(Clone)]
 pub(crate) struct Scope {
     cache: Arc<Cache>,
     dir: PathBuf,
@@ -102,8 +103,15 @@ pub(crate) struct Lock(#[allow(dead_code)] File);
 impl Cache {
     /// Opens (making it, private to the user, if need be) the cache in
     /// `dir`, holding at most about `limit` bytes.
+    /// It must be this user's and writable by no one else: another user
+    /// able to write there could plant entries.
     pub fn open(dir: &Path, limit: u64) -> io::Result<Cache> {
         fs::DirBuilder::new().recursive(true).mode(0o700).create(dir.join("tmp"))?;
+        let meta = fs::metadata(dir)?;
+        if meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o022 != 0 {
+            let why = format!("{} is another user's or writable by others", dir.display());
+            return Err(io::Error::new(io::ErrorKind::PermissionDenied, why));
+        }
         // No scan here: opening stays cheap for every run; stores
         // trigger eviction (`put`).
         Ok(Cache { dir: dir.to_owned(), limit, since_scan: AtomicU64::new(0), counters: Counters::default() })
@@ -222,37 +230,38 @@ impl Scope {
                 let _ = fs::remove_file(&path);
                 None
             }
-            None => {
-                c.misses.fetch_add(1, Ordering::Relaxed);
-                None
-            }
+            None => None,
         }
     }
 
+    /// Counts an extent that was not in the cache and is being fetched.
+    pub(crate) fn missed(&self) {
+        self.cache.counters.misses.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Stores `bytes` (already checked against `key`) as the entry, whole
-    /// or not at all. Failing to is no error to the reader, who has the
-    /// bytes: the cache is only a cache.
-    pub(crate) fn put(&self, key: Key, bytes: &[u8]) {
+    /// or not at all, and returns the entry mapped when it is large: the
+    /// page cache then holds it once for every process reading it. Failing
+    /// to store is no error to the reader, who has the bytes: the cache is
+    /// only a cache.
+    pub(crate) fn put(&self, key: Key, bytes: &[u8]) -> Option<Bytes> {
         let path = self.path(key);
-        let write = || -> io::Result<()> {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(path.parent().expect("entries are in a fan dir"))?;
+        let write = || -> io::Result<File> {
+            let fan = path.parent().expect("entries are in a fan dir");
+            fs::DirBuilder::new().recursive(true).mode(0o700).create(fan)?;
             let mut tmp = tempfile::Builder::new().prefix("put").tempfile_in(self.cache.dir.join("tmp"))?;
             tmp.write_all(bytes)?;
-            tmp.persist(&path).map_err(|e| e.error)?;
-            Ok(())
+            tmp.persist(&path).map_err(|e| e.error)
         };
-        if write().is_ok() {
-            let c = &self.cache.counters;
-            c.stored.fetch_add(1, Ordering::Relaxed);
-            c.stored_bytes.fetch_add(key.len, Ordering::Relaxed);
-            let since = self.cache.since_scan.fetch_add(key.len, Ordering::Relaxed) + key.len;
-            if since > self.cache.limit / 8 {
-                let _ = self.cache.evict();
-            }
+        let file = write().ok()?;
+        let c = &self.cache.counters;
+        c.stored.fetch_add(1, Ordering::Relaxed);
+        c.stored_bytes.fetch_add(key.len, Ordering::Relaxed);
+        let since = self.cache.since_scan.fetch_add(key.len, Ordering::Relaxed) + key.len;
+        if since > self.cache.limit / 8 {
+            let _ = self.cache.evict();
         }
+        map(&file, key.len)
     }
 
     /// The entry's fetch lock, if no other holder has it now.
@@ -269,20 +278,25 @@ impl Scope {
     }
 }
 
+/// `file`, `len` bytes long, mapped, if it is large enough to be worth it.
+fn map(file: &File, len: u64) -> Option<Bytes> {
+    if len < MAP_FROM {
+        return None;
+    }
+    // SAFETY: entries are never written in place (they are renamed into
+    // place whole, and deleted), so the mapped bytes do not change.
+    let map = unsafe { memmap2::Mmap::map(file) }.ok()?;
+    (map.len() as u64 == len).then(|| Bytes::from_owner(map))
+}
+
 /// The file at `path` if it is `len` bytes long: mapped when large.
 fn read(path: &Path, len: u64) -> Option<Bytes> {
     let mut file = File::open(path).ok()?;
     if file.metadata().ok()?.len() != len {
         return None;
     }
-    if len >= MAP_FROM {
-        // SAFETY: entries are never written in place (they are renamed into
-        // place whole, and deleted), so the mapped bytes do not change.
-        if let Ok(map) = unsafe { memmap2::Mmap::map(&file) }
-            && map.len() as u64 == len
-        {
-            return Some(Bytes::from_owner(map));
-        }
+    if let Some(mapped) = map(&file, len) {
+        return Some(mapped);
     }
     let mut buf = Vec::with_capacity(usize::try_from(len).ok()?);
     file.read_to_end(&mut buf).ok()?;

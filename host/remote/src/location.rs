@@ -107,3 +107,20 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any string is a path, a location or an error, never a panic; a
+        /// location's text names it again.
+        #[test]
+        fn any_string_parses(s in "(s3|https?|ftp|)(://)?[ -~\u{80}-\u{10ffff}]{0,40}") {
+            if let Some(Ok(l)) = Location::parse(&s) {
+                prop_assert_eq!(Location::parse(&l.to_string()).unwrap().unwrap(), l);
+            }
+        }
+    }
+}

@@ -59,3 +59,16 @@ mod tests {
         assert!(section_of(text, "other").is_empty());
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any text reads as some settings, never a panic.
+        #[test]
+        fn any_text_reads(text in "[\\[\\]=#;a-z \n]{0,200}") {
+            let _ = super::section_of(&text, "default");
+        }
+    }
+}

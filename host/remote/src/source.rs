@@ -5,9 +5,10 @@
 //! for in the host-wide cache, else fetched, and checked against the
 //! checksum the pack's index gives before any byte of it is served. A
 //! miss fetches more than the one extent (`plan`): the rest of the file it
-//! lies in, up to [`FIRST_WINDOW`]; and when reads go on where the last
-//! fetch ended, a window that doubles up to [`MAX_WINDOW`], the next one
-//! fetched while the reader is halfway through the last (readahead). A
+//! lies in, up to [`FIRST_WINDOW`]; reads that go on sequentially double
+//! the window up to [`MAX_WINDOW`], the next one fetched while the reader
+//! is halfway through the last (readahead) — within the file, and past its
+//! end only once the reads have gone on from one file into the next. A
 //! window goes out as requests of at most [`REQUEST_MAX`] bytes, each of
 //! adjacent extents, at most [`DEMAND_PARALLEL`] at once. Each extent is
 //! in one fetch at a time: other readers of it wait for that one.
@@ -30,12 +31,15 @@ use crate::object::Object;
 pub const FIRST_WINDOW: u64 = 4 << 20;
 /// The readahead window grows up to this.
 pub const MAX_WINDOW: u64 = 64 << 20;
+/// And starts from this.
+const STREAM_START: u64 = 128 << 10;
 /// One request brings at most this many bytes (more go out in parallel).
 pub const REQUEST_MAX: u64 = 4 << 20;
 /// Requests for reads under way at once, per pack.
 pub const DEMAND_PARALLEL: usize = 8;
-/// Requests for a trace's prefetch under way at once, per pack.
-pub const PREFETCH_PARALLEL: usize = 8;
+/// Requests for a trace's prefetch under way at once, per pack: a trace
+/// lists scattered files, a request each, best all in one round trip.
+pub const PREFETCH_PARALLEL: usize = 32;
 /// How long a fetch waits for another process fetching the same extent
 /// before it fetches the extent itself.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
@@ -127,9 +131,12 @@ struct Flight {
     under_way: HashSet<u64>,
     /// The extent after the last window a miss fetched.
     next: u64,
-    /// That window's size in bytes, when reads were going on from the one
-    /// before.
+    /// That window's size in bytes.
     ahead: u64,
+    /// Where the file it was in ends (the extent after its last).
+    file_end: u64,
+    /// Whether reads have been streaming across files.
+    across: bool,
     failed: Option<(Instant, String)>,
 }
 
@@ -276,13 +283,15 @@ impl Inner {
         }
         if k >= self.trigger.load(Ordering::Relaxed) {
             let mut f = lock(&self.flight);
-            if k < self.trigger.load(Ordering::Relaxed) {
+            // Only a read inside the last window (past its middle) reads
+            // on; one that jumped past it is a miss of its own.
+            if k < self.trigger.load(Ordering::Relaxed) || k >= f.next {
                 return;
             }
             self.trigger.store(u64::MAX, Ordering::Relaxed);
             let next = f.next;
             if next < t.extents.len() as u64 {
-                let runs = self.plan(&mut f, t, next);
+                let runs = self.plan(&mut f, t, next, false);
                 drop(f);
                 self.launch(runs, &self.demand);
             }
@@ -312,7 +321,7 @@ impl Inner {
                     return;
                 }
                 asked = true;
-                let runs = self.plan(&mut f, t, k);
+                let runs = self.plan(&mut f, t, k, true);
                 drop(f);
                 self.launch(runs, &self.demand);
                 f = lock(&self.flight);
@@ -328,22 +337,29 @@ impl Inner {
 
     /// The extents a miss at `k` fetches (see the module doc), as runs,
     /// now marked under way.
-    fn plan(&self, f: &mut Flight, t: &Table, k: u64) -> Vec<Range<u64>> {
+    fn plan(&self, f: &mut Flight, t: &Table, k: u64, demand: bool) -> Vec<Range<u64>> {
         let n = t.extents.len() as u64;
-        let streaming = k == f.next && k > 0;
-        f.ahead = if streaming { (f.ahead * 2).clamp(FIRST_WINDOW, MAX_WINDOW) } else { 0 };
-        let limit = if streaming { f.ahead } else { FIRST_WINDOW };
+        let sequential = k == f.next && k > 0;
+        // Reads streaming across files: a read went on from where the last
+        // window ended into the next file. Until one does, a window stops
+        // at its file's end, however sequential the reads within it.
+        f.across = sequential && (f.across || (demand && k >= f.file_end));
+        // A miss elsewhere takes the rest of its file, up to FIRST_WINDOW;
+        // a sequential one doubles the last window, from a chunk's worth,
+        // so that two files that merely lie side by side cost little.
+        let limit = if sequential { (f.ahead * 2).clamp(STREAM_START, MAX_WINDOW) } else { FIRST_WINDOW };
         let file_end = t.span_end[k as usize];
         let start = t.extents[k as usize].start;
         let mut j = k + 1;
-        while j < n && t.extents[j as usize].end - start <= limit && (streaming || j < file_end) {
+        while j < n && t.extents[j as usize].end - start <= limit && (f.across || j < file_end) {
             j += 1;
         }
-        f.next = j;
-        // Read ahead when the reads stream, or the file goes on past the window.
-        if (streaming || j < file_end) && j < n {
-            self.trigger.store(k + (j - k).div_ceil(2), Ordering::Relaxed);
-        }
+        (f.next, f.file_end) = (j, file_end.max(j));
+        f.ahead = t.extents[j as usize - 1].end - start;
+        // Read ahead, halfway through this window, if there is more to read
+        // (and not on the strength of an older window).
+        let more = (f.across || j < file_end) && j < n;
+        self.trigger.store(if more { k + (j - k).div_ceil(2) } else { u64::MAX }, Ordering::Relaxed);
         self.runs(f, t, k..j)
     }
 
@@ -401,7 +417,10 @@ impl Inner {
     async fn fetch_run(self: &Arc<Self>, run: Range<u64>) -> Result<(), RemoteError> {
         let t = self.table.get().expect("fetches start once the table is set");
         let Some(scope) = &self.scope else {
-            return self.fetch(t, run).await.map(drop);
+            for (k, bytes) in self.fetch(t, run).await? {
+                self.land(t, k, bytes, false);
+            }
+            return Ok(());
         };
         let (mut mine, mut locks, mut others) = (Vec::new(), Vec::new(), Vec::new());
         for k in run {
@@ -416,6 +435,7 @@ impl Inner {
                 match scope.get(key) {
                     Some(bytes) => self.land(t, k, bytes, true),
                     None => {
+                        scope.missed();
                         locks.push(l);
                         mine.push(k);
                     }
@@ -427,13 +447,7 @@ impl Inner {
         let mut result = Ok(());
         for group in adjacent(&mine) {
             match self.fetch(t, group).await {
-                Ok(got) => {
-                    // Readers may go on now; the cache is written after.
-                    self.landed.notify_all();
-                    for (k, bytes) in got {
-                        scope.put(t.extents[k as usize].key(), &bytes);
-                    }
-                }
+                Ok(got) => self.keep(scope, t, got).await,
                 Err(e) => result = Err(e),
             }
         }
@@ -447,8 +461,9 @@ impl Inner {
                     if let Some(bytes) = scope.get(key) {
                         self.land(t, k, bytes, true);
                     } else {
+                        scope.missed();
                         match self.fetch(t, k..k + 1).await {
-                            Ok(got) => got.into_iter().for_each(|(k, b)| scope.put(t.extents[k as usize].key(), &b)),
+                            Ok(got) => self.keep(scope, t, got).await,
                             Err(e) => result = Err(e),
                         }
                     }
@@ -460,8 +475,29 @@ impl Inner {
         result
     }
 
-    /// Fetches extents `run` in one request and keeps each that passes its
-    /// checksum; returns them, or the first failure.
+    /// Writes fetched extents to the cache, then lets their readers go on:
+    /// in that order, so that a process ending once its reads are done
+    /// leaves in the cache all it read. The writes run off the runtime's
+    /// threads, which carry the other requests.
+    async fn keep(&self, scope: &Scope, t: &Table, got: Vec<(u64, Bytes)>) {
+        let (scope, keyed) =
+            (scope.clone(), got.iter().map(|(k, b)| (t.extents[*k as usize].key(), b.clone())).collect());
+        let mapped = tokio::task::spawn_blocking(move || {
+            let keyed: Vec<(Key, Bytes)> = keyed;
+            keyed.into_iter().map(|(key, bytes)| scope.put(key, &bytes)).collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        let mut mapped = mapped.into_iter();
+        for (k, bytes) in got {
+            // The mapped entry where there is one: the reply's buffer goes.
+            self.land(t, k, mapped.next().flatten().unwrap_or(bytes), false);
+        }
+        self.landed.notify_all();
+    }
+
+    /// Fetches extents `run` in one request; returns each, checked against
+    /// its checksum, or the first failure.
     async fn fetch(&self, t: &Table, run: Range<u64>) -> Result<Vec<(u64, Bytes)>, RemoteError> {
         match self.fetch_once(t, run.clone()).await {
             // The store's client retried what it knows to retry; a reply
@@ -485,7 +521,6 @@ impl Inner {
                     what: format!("bytes {}..{} do not match the pack's checksum", e.start, e.end),
                 });
             }
-            self.land(t, k, bytes.clone(), false);
             got.push((k, bytes));
         }
         Ok(got)

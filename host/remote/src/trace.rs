@@ -112,3 +112,21 @@ pub fn record<'a>(packs: impl IntoIterator<Item = &'a RemoteSource>) -> Trace {
         .collect();
     Trace { entries }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any text is a trace or an error, never a panic; a trace's text
+        /// reads back as the same trace.
+        #[test]
+        fn traces_parse_whatever_they_are(text in ".{0,200}", entries in proptest::collection::vec(any::<(u64, u64, u64)>(), 0..50)) {
+            let _ = Trace::parse(&text);
+            let _ = Trace::parse(&format!("{MAGIC}\n{text}"));
+            let t = Trace { entries };
+            prop_assert_eq!(Trace::parse(&t.to_text()).unwrap(), t);
+        }
+    }
+}

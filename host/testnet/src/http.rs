@@ -65,6 +65,24 @@ impl Message {
 /// Reads one message; `None` at a clean end of the stream. `head_only`:
 /// a reply to `HEAD`, whose `Content-Length` has no body.
 pub(crate) fn read(r: &mut BufReader<TcpStream>, head_only: bool) -> io::Result<Option<Message>> {
+    let Some(mut m) = read_head(r)? else { return Ok(None) };
+    if !head_only {
+        read_body(r, &mut m)?;
+    }
+    Ok(Some(m))
+}
+
+/// The body's length by `Content-Length`, if it gives one and the body is
+/// not chunked.
+pub(crate) fn content_length(m: &Message) -> Option<u64> {
+    if m.header("transfer-encoding").is_some() {
+        return None;
+    }
+    m.header("content-length")?.parse().ok()
+}
+
+/// Reads a message's head only.
+pub(crate) fn read_head(r: &mut BufReader<TcpStream>) -> io::Result<Option<Message>> {
     let mut start = String::new();
     if r.read_line(&mut start)? == 0 {
         return Ok(None);
@@ -85,9 +103,11 @@ pub(crate) fn read(r: &mut BufReader<TcpStream>, head_only: bool) -> io::Result<
         let (k, v) = line.split_once(':').ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad header"))?;
         m.headers.push((k.trim().to_owned(), v.trim().to_owned()));
     }
-    if head_only {
-        return Ok(Some(m));
-    }
+    Ok(Some(m))
+}
+
+/// Reads the body of the message whose head is `m`.
+pub(crate) fn read_body(r: &mut BufReader<TcpStream>, m: &mut Message) -> io::Result<()> {
     if m.header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
         loop {
             let mut line = String::new();
@@ -107,7 +127,7 @@ pub(crate) fn read(r: &mut BufReader<TcpStream>, head_only: bool) -> io::Result<
         m.body = vec![0; n];
         r.read_exact(&mut m.body)?;
     }
-    Ok(Some(m))
+    Ok(())
 }
 
 /// One request to `addr` on a new connection, and its reply.

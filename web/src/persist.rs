@@ -1,0 +1,100 @@
+//! Fetched extents kept across page loads in the Cache API.
+//!
+//! An extent (a blob, or a chunk) is stored as a response under
+//! `/.packfs-cache/SCOPE/CHECKSUM-LEN` of the page's origin: SCOPE names the
+//! directory of the pack's URL, so packs there (versions of one, say) share
+//! what they hold alike, and no other site's pack can plant content under a
+//! key this pack reads (the checksum is not collision-resistant; see
+//! `host/remote/src/cache.rs`). What is found is stored into the pack only
+//! if it passes the pack's checksum ([`PackFs::store`] checks), so a damaged
+//! or planted entry is refetched, never served.
+
+use std::ops::Range;
+
+use js_sys::{Reflect, Uint8Array};
+use packfs_core::pack::checksum;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{Cache, CacheStorage, Response};
+
+use crate::fetch::LazyPack;
+
+/// Wanted extents this close are fetched as one range.
+const MERGE_GAP: u64 = 4096;
+
+/// The Cache API store, and this pack's scope in it.
+pub struct Persist {
+    cache: Cache,
+    prefix: String,
+}
+
+impl Persist {
+    /// Opens the store, if the page has the Cache API.
+    pub async fn open(url: &str) -> Option<Persist> {
+        let storage: CacheStorage = Reflect::get(&js_sys::global(), &"caches".into()).ok()?.dyn_into().ok()?;
+        let cache: Cache = JsFuture::from(storage.open("packfs")).await.ok()?.dyn_into().ok()?;
+        let dir = url.rsplit_once('/').map_or(url, |(d, _)| d);
+        Some(Persist { cache, prefix: format!("/.packfs-cache/{:016x}", checksum(dir.as_bytes())) })
+    }
+
+    /// Extent `k`'s place, checksum and key.
+    fn key(&self, pack: &LazyPack, k: u64) -> Option<(Range<u64>, u64, String)> {
+        let (start, end) = pack.extent(k)?;
+        let sum = pack.extent_checksum(k)?;
+        Some((start..end, sum, format!("{}/{sum:016x}-{}", self.prefix, end - start)))
+    }
+
+    /// Stores into `pack` what the store holds of `wants`; returns what is
+    /// left to fetch, as ranges.
+    pub async fn restore(&self, pack: &LazyPack, wants: Vec<Range<u64>>) -> Vec<Range<u64>> {
+        // Every lookup at once, then each answer in turn.
+        let mut asked = Vec::new();
+        for w in &wants {
+            for k in pack.extents_within(w.clone()) {
+                let Some((r, _, key)) = self.key(pack, k) else { continue };
+                if !r.is_empty() {
+                    asked.push((r, JsFuture::from(self.cache.match_with_str(&key))));
+                }
+            }
+        }
+        let mut left: Vec<Range<u64>> = Vec::new();
+        for (r, found) in asked {
+            if !self.restored(pack, &r, found).await {
+                match left.last_mut() {
+                    Some(l) if r.start >= l.end && r.start - l.end < MERGE_GAP => l.end = r.end,
+                    _ => left.push(r),
+                }
+            }
+        }
+        left
+    }
+
+    /// Whether `found` held extent `r`'s right bytes, now stored.
+    async fn restored(&self, pack: &LazyPack, r: &Range<u64>, found: JsFuture) -> bool {
+        let Ok(resp) = found.await.and_then(|v| v.dyn_into::<Response>()) else { return false };
+        let Ok(body) = resp.array_buffer() else { return false };
+        let Ok(buf) = JsFuture::from(body).await else { return false };
+        let bytes = Uint8Array::new(&buf).to_vec();
+        bytes.len() as u64 == r.end - r.start && pack.store(r.start, &bytes).is_ok()
+    }
+
+    /// Keeps the extents lying in `bytes`, fetched from `offset` (and
+    /// stored into `pack`, so checked). Writes go on in the background; a
+    /// full store only costs the next load a fetch.
+    pub fn keep(&self, pack: &LazyPack, offset: u64, bytes: &[u8]) {
+        let end = offset + bytes.len() as u64;
+        for k in pack.extents_within(offset..end) {
+            let Some((r, sum, key)) = self.key(pack, k) else { continue };
+            let mut part = bytes[(r.start - offset) as usize..(r.end - offset) as usize].to_vec();
+            // Bytes of an extent already here were not checked by `store`.
+            if part.is_empty() || checksum(&part) != sum {
+                continue;
+            }
+            let Ok(resp) = Response::new_with_opt_u8_array(Some(&mut part)) else { continue };
+            let put = JsFuture::from(self.cache.put_with_str(&key, &resp));
+            wasm_bindgen_futures::spawn_local(async move {
+                let _ = put.await;
+            });
+        }
+    }
+}
