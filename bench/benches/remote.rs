@@ -77,18 +77,16 @@ fn child(a: &[String]) {
         }
         _ => {
             let cache = some(cache).map(|d| Arc::new(packfs_remote::Cache::open(Path::new(&d), 16 << 30).unwrap()));
-            let options = packfs_remote::RemoteOptions { cache, ..Default::default() };
+            let trace = some(prefetch)
+                .map(|t| Arc::new(packfs_remote::trace::Trace::parse(&std::fs::read_to_string(t).unwrap()).unwrap()));
+            let options = packfs_remote::RemoteOptions { cache, prefetch: trace.clone(), ..Default::default() };
             let pack = Arc::new(packfs_remote::open(&location, &options).unwrap());
-            if let Some(t) = some(prefetch) {
-                let trace = packfs_remote::trace::Trace::parse(&std::fs::read_to_string(t).unwrap()).unwrap();
-                let asked = trace.prefetch(pack.source()) as u64;
-                if mode == "fetch" {
-                    // The traced bytes only, no guest: what bounds a traced run.
-                    while pack.source().stats().fetched < asked {
-                        std::thread::sleep(Duration::from_micros(200));
-                    }
-                    return;
+            if let (Some(trace), "fetch") = (&trace, mode.as_str()) {
+                // The traced bytes only, no guest: what bounds a traced run.
+                while pack.source().stats().fetched < trace.len() as u64 {
+                    std::thread::sleep(Duration::from_micros(200));
                 }
+                return;
             }
             remote = Some(pack.source().clone());
             pack
@@ -132,6 +130,30 @@ struct Bench {
 struct Measured {
     time: Duration,
     net: ProxyStats,
+    /// CPU time of the run itself, of the proxy (this process), of the store.
+    cpu: [Duration; 3],
+}
+
+/// CPU time (user and system) of this process's waited-for children, and
+/// of this process.
+fn rusage() -> [Duration; 2] {
+    let get = |who| {
+        // SAFETY: getrusage only writes the struct it is given.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(who, &mut u) };
+        let d = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+        d(u.ru_utime) + d(u.ru_stime)
+    };
+    [get(libc::RUSAGE_CHILDREN), get(libc::RUSAGE_SELF)]
+}
+
+/// CPU time of process `pid` so far, from /proc (clock ticks of 10 ms).
+fn cpu_of(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces, in parentheses).
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, r)| r).split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
 
 /// A tree of `files` of log-uniform sizes, 60% of them incompressible,
@@ -263,11 +285,13 @@ impl Bench {
     /// Runs one child, timed, with the proxy's counts of it.
     fn measure(&self, mut c: Command) -> Measured {
         self.proxy.reset_stats();
+        let ([run0, me0], store0) = (rusage(), cpu_of(self.weed.pid()));
         let t = Instant::now();
         let status = c.status().unwrap();
         let time = t.elapsed();
+        let ([run1, me1], store1) = (rusage(), cpu_of(self.weed.pid()));
         assert!(status.success(), "a run failed");
-        Measured { time, net: self.proxy.stats() }
+        Measured { time, net: self.proxy.stats(), cpu: [run1 - run0, me1 - me0, store1.saturating_sub(store0)] }
     }
 
     fn run(&self) {
@@ -286,8 +310,10 @@ impl Bench {
         for delay in [0u64, 20] {
             self.proxy.set_delay(Duration::from_millis(delay));
             println!("### Added round trip {delay} ms\n");
-            println!("| read | config | time | vs download | fetched | vs covered | requests |");
-            println!("|---|---|---|---|---|---|---|");
+            println!(
+                "| read | config | time | vs download | fetched | vs covered | requests | CPU: run / proxy / store |"
+            );
+            println!("|---|---|---|---|---|---|---|---|");
             for pct in [1u64, 10, 100] {
                 let files = self.pick(pct);
                 let list = format!("list-{pct}.txt");
@@ -305,21 +331,25 @@ impl Bench {
                 for (name, m) in
                     [("1 download", download), ("2 lazy cold", lazy), ("3 lazy + trace", with_trace), ("4 warm", warm)]
                 {
+                    let ms = |d: Duration| d.as_millis();
                     println!(
-                        "| {pct}% | {name} | {:.0} ms | {:.2}x | {} | {:.2}x | {} |",
+                        "| {pct}% | {name} | {:.0} ms | {:.2}x | {} | {:.2}x | {} | {} / {} / {} ms |",
                         m.time.as_secs_f64() * 1e3,
                         m.time.as_secs_f64() / download.time.as_secs_f64(),
                         mib(m.net.bytes),
                         m.net.bytes as f64 / covered as f64,
-                        m.net.requests
+                        m.net.requests,
+                        ms(m.cpu[0]),
+                        ms(m.cpu[1]),
+                        ms(m.cpu[2])
                     );
                 }
                 println!(
-                    "| {pct}% | trace vs warm | {:.2}x | | | | |",
+                    "| {pct}% | trace vs warm | {:.2}x | | | | | |",
                     with_trace.time.as_secs_f64() / warm.time.as_secs_f64()
                 );
                 println!(
-                    "| {pct}% | (traced bytes fetched, no guest) | {:.0} ms | {:.2}x | {} | | {} |",
+                    "| {pct}% | (traced bytes fetched, no guest) | {:.0} ms | {:.2}x | {} | | {} | |",
                     fetch_only.time.as_secs_f64() * 1e3,
                     fetch_only.time.as_secs_f64() / download.time.as_secs_f64(),
                     mib(fetch_only.net.bytes),

@@ -234,6 +234,11 @@ impl Scope {
         }
     }
 
+    /// Whether the entry is there (not checked: a read of it checks).
+    pub(crate) fn has(&self, key: Key) -> bool {
+        fs::metadata(self.path(key)).is_ok_and(|m| m.len() == key.len)
+    }
+
     /// Counts an extent that was not in the cache and is being fetched.
     pub(crate) fn missed(&self) {
         self.cache.counters.misses.fetch_add(1, Ordering::Relaxed);

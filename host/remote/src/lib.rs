@@ -13,6 +13,7 @@
 //! read and prefetching it the next time.
 
 pub mod cache;
+mod early;
 mod location;
 mod object;
 mod profile;
@@ -73,6 +74,9 @@ pub struct RemoteOptions {
     pub cache: Option<Arc<Cache>>,
     /// Time bounds and retries.
     pub net: NetOptions,
+    /// A trace to prefetch: its extents are asked for with the open's
+    /// first request, and kept once the index confirms them.
+    pub prefetch: Option<Arc<trace::Trace>>,
     /// The reader's own options. Its per-read checksum check may be off:
     /// every extent is checked on arrival, against the same checksums.
     pub read: ReadOptions,
@@ -121,16 +125,22 @@ pub fn open_as<S: ByteSource>(
 ) -> Result<PackFs<S>, RemoteError> {
     let url = location.to_string();
     let store = store::connect(location, &options.net)?;
+    let scope = options.cache.as_ref().map(|c| c.scope(&store.origin));
+    let early = options.prefetch.as_ref().map(|t| early::start(&store.store, &store.path, t, scope.as_ref()));
     let (object, pieces, size) = block_on(head(url.clone(), Arc::clone(&store.store), store.path.clone()))?;
     let pack_err = |source: packfs_core::Error| RemoteError::Pack { url: url.clone(), source };
     let pieces = Pieces::new(size, pieces).map_err(pack_err)?;
-    let scope = options.cache.as_ref().map(|c| c.scope(&store.origin));
     let wait = options.net.retry_timeout + options.net.timeout * 2;
     let source = RemoteSource::new(pieces, source::Parts { object, scope, wait });
     let handle = source.clone();
     let pack = PackFs::open_with(wrap(source), options.read).map_err(pack_err)?;
     let table = source::Table::build(&pack).map_err(|what| RemoteError::Reply { url: url.clone(), what })?;
     let _ = handle.inner.table.set(table);
+    if let Some(trace) = &options.prefetch {
+        handle.adopt(early.unwrap_or_default());
+        // The rest: what the cache holds, and what others are fetching.
+        trace.prefetch(&handle);
+    }
     Ok(pack)
 }
 

@@ -93,6 +93,11 @@ impl Object {
         Ok(body)
     }
 
+    /// The ETag of the version opened, if the store gave one.
+    pub(crate) fn etag(&self) -> Option<&str> {
+        self.etag.as_deref()
+    }
+
     pub(crate) fn changed(&self) -> bool {
         self.changed.load(Ordering::Relaxed)
     }

@@ -25,6 +25,7 @@ use tokio::sync::Semaphore;
 
 use crate::RemoteError;
 use crate::cache::{Key, Scope};
+use crate::early;
 use crate::object::Object;
 
 /// A miss that does not continue the last fetch brings at most this much.
@@ -240,6 +241,63 @@ impl RemoteSource {
         let runs = self.inner.runs(&mut f, t, ks.iter().copied());
         drop(f);
         self.inner.launch(runs, &self.inner.prefetch);
+    }
+}
+
+impl RemoteSource {
+    /// Takes over the requests [`early`](crate::early) started at open: marks
+    /// their extents under way (so no read fetches them again), then, as
+    /// each reply comes, keeps the extents it confirms.
+    pub(crate) fn adopt(&self, runs: Vec<early::Run>) {
+        let Some(t) = self.inner.table.get() else { return };
+        let mut f = lock(&self.inner.flight);
+        let mut taken = Vec::with_capacity(runs.len());
+        for run in runs {
+            let ks: Vec<u64> = run
+                .entries
+                .iter()
+                .filter_map(|&(start, len, sum)| {
+                    let k = t.extents.partition_point(|e| e.start < start);
+                    let e = t.extents.get(k)?;
+                    (e.start == start && e.end - e.start == len && e.sum == sum).then_some(k as u64)
+                })
+                .filter(|&k| !t.here(k) && f.under_way.insert(k))
+                .collect();
+            taken.push((run, ks));
+        }
+        drop(f);
+        for (run, ks) in taken {
+            let me = Arc::clone(&self.inner);
+            crate::runtime().spawn(async move {
+                let t = me.table.get().expect("adopted once the table is set");
+                let reply = run.reply.await.ok().flatten();
+                let mut got = Vec::new();
+                // A reply from another version than the one opened is dropped.
+                if let Some((bytes, etag)) = reply
+                    && (etag.is_none() || me.object.etag().is_none() || etag.as_deref() == me.object.etag())
+                {
+                    for &k in &ks {
+                        let e = t.extents[k as usize];
+                        let part =
+                            bytes.slice((e.start - run.range.start) as usize..(e.end - run.range.start) as usize);
+                        if checksum(&part) == e.sum {
+                            got.push((k, part));
+                        }
+                    }
+                }
+                match &me.scope {
+                    Some(scope) => me.keep(scope, t, got).await,
+                    None => got.into_iter().for_each(|(k, b)| me.land(t, k, b, false)),
+                }
+                drop(run.locks);
+                let mut f = lock(&me.flight);
+                for k in ks {
+                    f.under_way.remove(&k);
+                }
+                drop(f);
+                me.landed.notify_all();
+            });
+        }
     }
 }
 

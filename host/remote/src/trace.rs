@@ -47,6 +47,11 @@ impl Trace {
         self.entries.is_empty()
     }
 
+    /// Its entries, `(start, len, checksum)`, in order.
+    pub(crate) fn entries(&self) -> &[(u64, u64, u64)] {
+        &self.entries
+    }
+
     /// Reads a trace's text.
     pub fn parse(text: &str) -> Result<Trace, BadTrace> {
         let mut lines = text.lines().enumerate();

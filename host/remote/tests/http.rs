@@ -312,3 +312,41 @@ fn the_cache_stays_under_its_size_and_eviction_spares_open_readers() {
     }
     assert_eq!(s.proxy.stats().requests, before);
 }
+
+#[test]
+fn a_trace_given_at_open_is_fetched_with_the_trailer_and_checked_by_the_index() {
+    let (fs, files) = tree(13, &[]);
+    let (other_fs, other_files) = tree(14, &[]);
+    let (bytes, other) = (pack(&fs, true), pack(&other_fs, true));
+    let s = Served::new(&[("p.pack", &bytes), ("q.pack", &other)]);
+    let p = open(&s.url("p.pack"), &options(None));
+    for path in ["mid2.bin", "dir/s03.txt", "big.bin"] {
+        read(&p, path, 65536).unwrap();
+    }
+    let trace = Arc::new(packfs_remote::trace::record([p.source()]));
+    for cached in [false, true] {
+        let cache = tempfile::tempdir().unwrap();
+        let mut opts = options(cached.then(|| cache.path()));
+        opts.prefetch = Some(Arc::clone(&trace));
+        s.proxy.reset_stats();
+        let q = open(&s.url("p.pack"), &opts);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while q.source().stats().fetched < trace.len() as u64 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(q.source().stats().fetched, trace.len() as u64);
+        let before = s.proxy.stats().requests;
+        for (i, path) in [(3, "mid2.bin"), (0, "big.bin")] {
+            assert!(read(&q, path, 65536).unwrap() == files[i].1);
+        }
+        assert_eq!(s.proxy.stats().requests, before, "traced files were here already");
+        assert!(read(&q, "mid4.bin", 65536).unwrap() == files[5].1);
+    }
+    // Another pack: the trace's entries match nothing of it and are dropped.
+    let mut opts = options(None);
+    opts.prefetch = Some(trace);
+    let r = open(&s.url("q.pack"), &opts);
+    for (path, want) in &other_files {
+        assert!(read(&r, path, 65536).unwrap() == *want, "{path}");
+    }
+}

@@ -84,6 +84,11 @@ impl Seaweed {
         format!("http://{}", self.s3)
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn s3_addr(&self) -> SocketAddr {
         self.s3
     }

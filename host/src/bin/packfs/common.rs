@@ -3,12 +3,13 @@
 
 use std::ops::Range;
 use std::path::Path;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::{Context, Result, anyhow};
 use packfs_core::pack::{ByteSource, PackFs, ReadOptions};
 use packfs_core::{DirEntry, FileSystem, FileType, Ino, Metadata, Timestamp, resolve};
 use packfs_os::mmap::MappedFile;
+use packfs_remote::trace::Trace;
 use packfs_remote::{Location, RemoteError, RemoteOptions, RemoteSource};
 
 /// Entries asked for per `read_dir` call.
@@ -50,17 +51,29 @@ pub(crate) type Pack = PackFs<PackSource>;
 struct Remote {
     options: RemoteOptions,
     opened: Mutex<Vec<RemoteSource>>,
+    /// The trace every remote pack opened from now on prefetches.
+    prefetch: OnceLock<Arc<Trace>>,
 }
 
 static REMOTE: OnceLock<Remote> = OnceLock::new();
 
 /// Sets how this process reads remote packs; once, before any is opened.
 pub(crate) fn set_remote(options: RemoteOptions) {
-    let _ = REMOTE.set(Remote { options, opened: Mutex::new(Vec::new()) });
+    let _ = REMOTE.set(Remote { options, opened: Mutex::new(Vec::new()), prefetch: OnceLock::new() });
 }
 
 fn remote() -> &'static Remote {
-    REMOTE.get_or_init(|| Remote { options: RemoteOptions::default(), opened: Mutex::new(Vec::new()) })
+    REMOTE.get_or_init(|| Remote {
+        options: RemoteOptions::default(),
+        opened: Mutex::new(Vec::new()),
+        prefetch: OnceLock::new(),
+    })
+}
+
+/// Makes every remote pack opened from now on prefetch `trace` (each
+/// takes the entries that are its own).
+pub(crate) fn set_prefetch(trace: Trace) {
+    let _ = remote().prefetch.set(Arc::new(trace));
 }
 
 /// Every remote pack opened so far.
@@ -98,7 +111,11 @@ pub(crate) fn try_open(path: &Path, verify_reads: bool) -> Result<Pack, OpenErro
     if let Some(location) = path.to_str().and_then(Location::parse) {
         let location = location.map_err(|e| OpenError::Failed(e.into()))?;
         let remote = remote();
-        let options = RemoteOptions { read: ReadOptions::new().verify_on_read(verify_reads), ..remote.options.clone() };
+        let options = RemoteOptions {
+            read: ReadOptions::new().verify_on_read(verify_reads),
+            prefetch: remote.prefetch.get().cloned(),
+            ..remote.options.clone()
+        };
         let pack = packfs_remote::open_as(&location, &options, |source| {
             remote.opened.lock().unwrap_or_else(|e| e.into_inner()).push(source.clone());
             PackSource::Remote(source)

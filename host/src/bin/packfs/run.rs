@@ -50,7 +50,7 @@ use packfs_os::publish::write_atomic;
 use packfs_remote::Location;
 use packfs_remote::trace::{MAX_TRACE_BYTES, Trace};
 
-use crate::common::{bytes, open_pack, remote_options, remote_packs};
+use crate::common::{bytes, open_pack, remote_options, remote_packs, set_prefetch};
 use crate::packing::Packing;
 
 /// Exit status when the guest traps, as wasmtime's own command gives
@@ -422,6 +422,10 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     }
     let shown = module.display();
     let wasm = std::fs::read(&module).with_context(|| format!("{shown}"))?;
+    if let Some(from) = &args.prefetch {
+        // Before the mounts open: each asks for its traced chunks at once.
+        set_prefetch(read_trace(from).with_context(|| format!("--prefetch {}", from.display()))?);
+    }
     // No mounts, no preopens (as `wasmtime run` without `--dir`).
     let namespace = if args.mounts.is_empty() { None } else { Some(Namespace::build(&args.mounts)?) };
 
@@ -448,12 +452,6 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         .check(&guest)
         .map_err(|e| anyhow!("cannot run it here: {}", one_line(&format!("{e:#}"))).context(shown.to_string()))?;
 
-    if let Some(from) = &args.prefetch {
-        let trace = read_trace(from).with_context(|| format!("--prefetch {}", from.display()))?;
-        for pack in remote_packs() {
-            trace.prefetch(&pack);
-        }
-    }
     let root = namespace.as_ref().map(|ns| ns.table.clone() as Arc<dyn FileSystem>);
     let outcome = match &guest {
         Guest::Module(module) => {

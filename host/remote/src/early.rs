@@ -1,0 +1,79 @@
+//! A trace's extents asked for at open, with the trailer: the trace says
+//! where they lie (`START LEN CHECKSUM`), so they need not wait for the
+//! index, and a traced cold start spends its first round trips fetching
+//! data. What comes is kept only once the index is here and confirms each
+//! extent (same place, length and checksum; bytes that match it), and
+//! only if the reply came from the version of the object the open pinned.
+//!
+//! Entries the host-wide cache holds are not asked for; entries another
+//! process is fetching (their lock is held) are left to the ordinary
+//! prefetch, which waits for it.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use object_store::path::Path;
+use object_store::{GetOptions, GetRange, ObjectStore};
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+
+use crate::cache::{Key, Lock, Scope};
+use crate::source::{PREFETCH_PARALLEL, REQUEST_MAX};
+use crate::trace::Trace;
+
+/// Entries closer than this are asked for in one request.
+const GAP: u64 = 4096;
+
+/// One request under way: its range, the trace entries in it, the locks
+/// taken for them, and the reply (bytes and ETag).
+pub(crate) struct Run {
+    pub range: Range<u64>,
+    pub entries: Vec<(u64, u64, u64)>,
+    pub locks: Vec<Lock>,
+    pub reply: JoinHandle<Option<(Bytes, Option<String>)>>,
+}
+
+/// Starts the requests for `trace`'s entries: those next to each other
+/// (in the trace's order, within [`GAP`]) together, up to [`REQUEST_MAX`]
+/// bytes a request.
+pub(crate) fn start(store: &Arc<dyn ObjectStore>, path: &Path, trace: &Trace, scope: Option<&Scope>) -> Vec<Run> {
+    let permits = Arc::new(Semaphore::new(PREFETCH_PARALLEL));
+    let mut groups: Vec<(Range<u64>, Vec<(u64, u64, u64)>, Vec<Lock>)> = Vec::new();
+    for &(start, len, sum) in trace.entries() {
+        let Some(end) = start.checked_add(len).filter(|_| len > 0) else { continue };
+        let mut lock = None;
+        if let Some(scope) = scope {
+            let key = Key { sum, len };
+            // Here already, or another process fetches it: not now.
+            match scope.try_lock(key) {
+                Some(l) if !scope.has(key) => lock = Some(l),
+                _ => continue,
+            }
+        }
+        match groups.last_mut() {
+            // Extents a little apart (alignment) go together too.
+            Some((r, entries, locks)) if start >= r.end && start - r.end < GAP && end - r.start <= REQUEST_MAX => {
+                r.end = end;
+                entries.push((start, len, sum));
+                locks.extend(lock);
+            }
+            _ => groups.push((start..end, vec![(start, len, sum)], lock.into_iter().collect())),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(range, entries, locks)| {
+            let (store, path, permits, r) = (Arc::clone(store), path.clone(), Arc::clone(&permits), range.clone());
+            let reply = crate::runtime().spawn(async move {
+                let _permit = permits.acquire_owned().await.ok()?;
+                let options = GetOptions { range: Some(GetRange::Bounded(r.clone())), ..GetOptions::default() };
+                let reply = store.get_opts(&path, options).await.ok()?;
+                let etag = reply.meta.e_tag.clone();
+                let bytes = reply.bytes().await.ok()?;
+                (bytes.len() as u64 == r.end - r.start).then_some((bytes, etag))
+            });
+            Run { range, entries, locks, reply }
+        })
+        .collect()
+}
