@@ -39,7 +39,9 @@ pub(crate) struct Run {
 /// bytes a request.
 pub(crate) fn start(store: &Arc<dyn ObjectStore>, path: &Path, trace: &Trace, scope: Option<&Scope>) -> Vec<Run> {
     let permits = Arc::new(Semaphore::new(PREFETCH_PARALLEL));
-    let mut groups: Vec<(Range<u64>, Vec<(u64, u64, u64)>, Vec<Lock>)> = Vec::new();
+    /// A request to be: its range, its entries, their locks.
+    type Group = (Range<u64>, Vec<(u64, u64, u64)>, Vec<Lock>);
+    let mut groups: Vec<Group> = Vec::new();
     for &(start, len, sum) in trace.entries() {
         let Some(end) = start.checked_add(len).filter(|_| len > 0) else { continue };
         let mut lock = None;
