@@ -63,6 +63,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p packfs-core -p packfs-os -p pa
 # registry; cargo takes a registry crate of one version to be immutable, so
 # an earlier run's build of it would be reused for this tree's: forget ours.
 rm -rf "${CARGO_TARGET_DIR:-target}"/debug/.fingerprint/packfs-{core,os,remote,host}-*
+# Nor may it take an earlier run's unpacked sources of them: cargo unpacks
+# a registry crate once and reuses the directory.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/packfs-{core,os,remote,host}-*
 cargo publish --dry-run --allow-dirty -p packfs-core -p packfs-os -p packfs-remote -p packfs-host
 # A plugin host in its own crate, depending on them as a user would.
 cargo run --locked --manifest-path examples/plugin-host/Cargo.toml --target-dir "${CARGO_TARGET_DIR:-target}"

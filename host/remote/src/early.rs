@@ -25,6 +25,11 @@ use crate::trace::Trace;
 /// Entries closer than this are asked for in one request.
 const GAP: u64 = 4096;
 
+/// At most this many entries are asked for early (each holds its lock file
+/// open until it lands); the ordinary prefetch takes the rest once the
+/// pack is open, a request's worth of locks at a time.
+const MAX_EARLY: usize = 256;
+
 /// One request under way: its range, the trace entries in it, the locks
 /// taken for them, and the reply (bytes and ETag).
 pub(crate) struct Run {
@@ -42,7 +47,7 @@ pub(crate) fn start(store: &Arc<dyn ObjectStore>, path: &Path, trace: &Trace, sc
     /// A request to be: its range, its entries, their locks.
     type Group = (Range<u64>, Vec<(u64, u64, u64)>, Vec<Lock>);
     let mut groups: Vec<Group> = Vec::new();
-    for &(start, len, sum) in trace.entries() {
+    for &(start, len, sum) in trace.entries().iter().take(MAX_EARLY) {
         let Some(end) = start.checked_add(len).filter(|_| len > 0) else { continue };
         let mut lock = None;
         if let Some(scope) = scope {
