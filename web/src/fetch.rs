@@ -199,6 +199,9 @@ impl Remote {
         }
         let trailer = tail.body.get(tail.body.len().saturating_sub(TRAILER_LEN as usize)..).unwrap_or_default();
         let geo = Layout::from_trailer(trailer).ok().filter(|g| g.pack_len == total);
+        if let Some(Err(len)) = geo.map(|g| g.required_to_fetch()) {
+            return Err(io(&url, format!("an index region of {len} bytes, more than a remote pack may have")));
+        }
         let header = start(&url, Some(&format!("bytes=0-{}", HEADER_LEN.min(tail_start) - 1)))?;
         let index = match geo {
             Some(g) if g.index_offset < tail_start => {

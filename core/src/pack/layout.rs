@@ -16,6 +16,12 @@ use std::ops::Range;
 pub use super::header::HEADER_LEN;
 pub use super::trailer::TRAILER_LEN;
 
+/// The largest index region (with the trailer) a lazy reader fetches to
+/// open a pack: 1 GiB, the index of some ten million entries. A trailer
+/// claiming more is refused before anything is fetched, so a hostile pack
+/// cannot make a reader hold its whole length.
+pub const MAX_FETCHED_INDEX: u64 = 1 << 30;
+
 /// Where a pack's sections lie, from its trailer alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
@@ -53,6 +59,15 @@ impl Layout {
     /// index region with the trailer.
     pub fn required(&self) -> [(u64, u64); 2] {
         [(0, HEADER_LEN.min(self.pack_len)), (self.index_offset.min(self.pack_len), self.pack_len)]
+    }
+
+    /// [`required`](Self::required), for a reader that fetches it: `Err`
+    /// with the index region's length when that is over
+    /// [`MAX_FETCHED_INDEX`].
+    pub fn required_to_fetch(&self) -> Result<[(u64, u64); 2], u64> {
+        let r = self.required();
+        let index = r[1].1 - r[1].0;
+        if index > MAX_FETCHED_INDEX { Err(index) } else { Ok(r) }
     }
 }
 

@@ -244,3 +244,18 @@ proptest! {
         prop_assert!(pack.verify().unwrap().is_ok());
     }
 }
+
+/// A lazy reader fetches the index region whole to open a pack: one that a
+/// trailer claims is over `MAX_FETCHED_INDEX` is refused before anything
+/// is fetched.
+#[test]
+fn pack_partial_index_regions_to_fetch_are_bounded() {
+    use packfs_core::pack::layout::MAX_FETCHED_INDEX;
+    let bytes = sample();
+    let layout = Layout::from_trailer(&bytes[bytes.len() - 128..]).unwrap();
+    assert_eq!(layout.required_to_fetch(), Ok(layout.required()));
+    let huge = Layout { pack_len: MAX_FETCHED_INDEX + 4096, index_offset: 64, ..layout };
+    assert_eq!(huge.required_to_fetch(), Err(MAX_FETCHED_INDEX + 4096 - 64));
+    let edge = Layout { pack_len: MAX_FETCHED_INDEX + 64, index_offset: 64, ..layout };
+    assert!(edge.required_to_fetch().is_ok());
+}

@@ -26,7 +26,7 @@ use std::future::Future;
 use object_store::ObjectStoreExt;
 use std::sync::{Arc, OnceLock};
 
-use packfs_core::pack::layout::TRAILER_LEN;
+use packfs_core::pack::layout::{MAX_FETCHED_INDEX, TRAILER_LEN};
 use packfs_core::pack::{ByteSource, Layout, PackFs, Pieces, ReadOptions};
 
 pub use cache::{Cache, CacheStats, DEFAULT_CACHE_BYTES};
@@ -186,8 +186,12 @@ async fn head(
         return Err(RemoteError::Pack { url: url.clone(), source: packfs_core::Error::Invalid });
     };
     let layout = Layout::from_trailer(trailer).map_err(|e| RemoteError::Pack { url: url.clone(), source: e.into() })?;
+    let required = layout.required_to_fetch().map_err(|len| {
+        let why = format!("an index region of {len} bytes, more than a remote pack may have ({MAX_FETCHED_INDEX})");
+        RemoteError::Pack { url: url.clone(), source: packfs_core::Error::Remote(why) }
+    })?;
     let mut asks = Vec::new();
-    for (start, end) in layout.required() {
+    for (start, end) in required {
         // The open checks the layout against all it reads.
         let end = end.min(at).min(size);
         if start < end {

@@ -103,6 +103,14 @@ impl Table {
         })
     }
 
+    /// The extent a trace entry `(start, len, checksum)` names, if the pack
+    /// has exactly that one.
+    pub(crate) fn find(&self, (start, len, sum): (u64, u64, u64)) -> Option<u64> {
+        let k = self.extents.partition_point(|e| e.start < start);
+        let e = self.extents.get(k)?;
+        (e.start == start && e.end - e.start == len && e.sum == sum).then_some(k as u64)
+    }
+
     fn here(&self, k: u64) -> bool {
         self.slots[k as usize].get().is_some()
     }
@@ -256,11 +264,7 @@ impl RemoteSource {
             let ks: Vec<u64> = run
                 .entries
                 .iter()
-                .filter_map(|&(start, len, sum)| {
-                    let k = t.extents.partition_point(|e| e.start < start);
-                    let e = t.extents.get(k)?;
-                    (e.start == start && e.end - e.start == len && e.sum == sum).then_some(k as u64)
-                })
+                .filter_map(|&entry| t.find(entry))
                 .filter(|&k| !t.here(k) && f.under_way.insert(k))
                 .collect();
             taken.push((run, ks));

@@ -94,15 +94,7 @@ impl Trace {
     /// ever. Returns how many extents it asked for.
     pub fn prefetch(&self, pack: &RemoteSource) -> usize {
         let Some(t) = pack.inner.table.get() else { return 0 };
-        let ks: Vec<u64> = self
-            .entries
-            .iter()
-            .filter_map(|&(start, len, sum)| {
-                let k = t.extents.partition_point(|e| e.start < start);
-                let e = t.extents.get(k)?;
-                (e.start == start && e.end - e.start == len && e.sum == sum).then_some(k as u64)
-            })
-            .collect();
+        let ks: Vec<u64> = self.entries.iter().filter_map(|&entry| t.find(entry)).collect();
         pack.prefetch(&ks);
         ks.len()
     }
