@@ -12,15 +12,12 @@
 use std::ops::Range;
 
 use js_sys::{Reflect, Uint8Array};
-use packfs_core::pack::checksum;
+use packfs_core::pack::{MERGE_GAP, checksum};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Cache, CacheStorage, Response};
 
 use crate::fetch::LazyPack;
-
-/// Wanted extents this close are fetched as one range.
-const MERGE_GAP: u64 = 4096;
 
 /// The Cache API store, and this pack's scope in it.
 pub struct Persist {

@@ -56,7 +56,7 @@ pub use blob::checksum;
 pub use chunk::{Codec, Compression, DEFAULT_CHUNK_SIZE, is_chunk_size};
 pub use corrupt::{CorruptKind, CorruptPack, Structure};
 pub use layout::{CodecStats, ContentStats, Layout};
-pub use partial::Partial;
+pub use partial::{MERGE_GAP, Partial};
 pub use pieces::Pieces;
 pub use reader::{ByteSource, PackFs, PackInfo, ReadOptions};
 pub use verify::{BadEntry, VerifyReport};

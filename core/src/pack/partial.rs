@@ -30,9 +30,9 @@ use super::reader::{ByteSource, PackFs, ReadOptions};
 use crate::mem::lock;
 use crate::{Error, Result};
 
-/// Wanted extents closer than this are fetched as one range (the bytes
+/// Extents to fetch closer than this are fetched as one range (the bytes
 /// between come along): one request costs more than a few KiB more.
-const MERGE_GAP: u64 = 4096;
+pub const MERGE_GAP: u64 = 4096;
 
 /// A pack's bytes, some of which may not have arrived yet; see the module
 /// doc. It is made by [`PackFs::open_partial`] only.

@@ -214,24 +214,18 @@ impl Scope {
     pub(crate) fn get(&self, key: Key) -> Option<Bytes> {
         let c = &self.cache.counters;
         let path = self.path(key);
-        let got = read(&path, key.len);
-        match got {
-            Some(bytes) if checksum(&bytes) == key.sum => {
-                c.hits.fetch_add(1, Ordering::Relaxed);
-                c.hit_bytes.fetch_add(key.len, Ordering::Relaxed);
-                // The use, for LRU: best effort.
-                if let Ok(f) = File::open(&path) {
-                    let _ = f.set_modified(SystemTime::now());
-                }
-                Some(bytes)
-            }
-            Some(_) => {
-                c.damaged.fetch_add(1, Ordering::Relaxed);
-                let _ = fs::remove_file(&path);
-                None
-            }
-            None => None,
+        let mut file = File::open(&path).ok()?;
+        let bytes = read(&mut file, key.len)?;
+        if checksum(&bytes) != key.sum {
+            c.damaged.fetch_add(1, Ordering::Relaxed);
+            let _ = fs::remove_file(&path);
+            return None;
         }
+        c.hits.fetch_add(1, Ordering::Relaxed);
+        c.hit_bytes.fetch_add(key.len, Ordering::Relaxed);
+        // The use, for LRU: best effort.
+        let _ = file.set_modified(SystemTime::now());
+        Some(bytes)
     }
 
     /// Whether the entry is there (not checked: a read of it checks).
@@ -294,13 +288,12 @@ fn map(file: &File, len: u64) -> Option<Bytes> {
     (map.len() as u64 == len).then(|| Bytes::from_owner(map))
 }
 
-/// The file at `path` if it is `len` bytes long: mapped when large.
-fn read(path: &Path, len: u64) -> Option<Bytes> {
-    let mut file = File::open(path).ok()?;
+/// `file`'s bytes if it is `len` bytes long: mapped when large.
+fn read(file: &mut File, len: u64) -> Option<Bytes> {
     if file.metadata().ok()?.len() != len {
         return None;
     }
-    if let Some(mapped) = map(&file, len) {
+    if let Some(mapped) = map(file, len) {
         return Some(mapped);
     }
     let mut buf = Vec::with_capacity(usize::try_from(len).ok()?);

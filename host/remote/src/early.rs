@@ -15,15 +15,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore};
+use packfs_core::pack::MERGE_GAP;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use crate::cache::{Key, Lock, Scope};
 use crate::source::{PREFETCH_PARALLEL, REQUEST_MAX};
 use crate::trace::Trace;
-
-/// Entries closer than this are asked for in one request.
-const GAP: u64 = 4096;
 
 /// At most this many entries are asked for early (each holds its lock file
 /// open until it lands); the ordinary prefetch takes the rest once the
@@ -40,7 +38,7 @@ pub(crate) struct Run {
 }
 
 /// Starts the requests for `trace`'s entries: those next to each other
-/// (in the trace's order, within [`GAP`]) together, up to [`REQUEST_MAX`]
+/// (in the trace's order, within [`MERGE_GAP`]) together, up to [`REQUEST_MAX`]
 /// bytes a request.
 pub(crate) fn start(store: &Arc<dyn ObjectStore>, path: &Path, trace: &Trace, scope: Option<&Scope>) -> Vec<Run> {
     let permits = Arc::new(Semaphore::new(PREFETCH_PARALLEL));
@@ -60,7 +58,9 @@ pub(crate) fn start(store: &Arc<dyn ObjectStore>, path: &Path, trace: &Trace, sc
         }
         match groups.last_mut() {
             // Extents a little apart (alignment) go together too.
-            Some((r, entries, locks)) if start >= r.end && start - r.end < GAP && end - r.start <= REQUEST_MAX => {
+            Some((r, entries, locks))
+                if start >= r.end && start - r.end < MERGE_GAP && end - r.start <= REQUEST_MAX =>
+            {
                 r.end = end;
                 entries.push((start, len, sum));
                 locks.extend(lock);

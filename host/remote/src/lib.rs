@@ -131,7 +131,7 @@ pub fn open_as<S: ByteSource>(
     let pack_err = |source: packfs_core::Error| RemoteError::Pack { url: url.clone(), source };
     let pieces = Pieces::new(size, pieces).map_err(pack_err)?;
     let wait = options.net.retry_timeout + options.net.timeout * 2;
-    let source = RemoteSource::new(pieces, source::Parts { object, scope, wait });
+    let source = RemoteSource::new(pieces, source::Parts { object, scope, wait, fail_fast: options.net.fail_fast });
     let handle = source.clone();
     let pack = PackFs::open_with(wrap(source), options.read).map_err(pack_err)?;
     let table = source::Table::build(&pack).map_err(|what| RemoteError::Reply { url: url.clone(), what })?;

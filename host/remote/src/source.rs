@@ -44,9 +44,6 @@ pub const PREFETCH_PARALLEL: usize = 32;
 /// How long a fetch waits for another process fetching the same extent
 /// before it fetches the extent itself.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
-/// After a failed fetch, reads of extents not under way fail at once for
-/// this long rather than each waiting out its own failure.
-const FAIL_FAST: Duration = Duration::from_secs(2);
 
 /// One extent, as the index gives it.
 #[derive(Debug, Clone, Copy)]
@@ -165,6 +162,7 @@ pub(crate) struct Inner {
     /// First reads, in order, for a trace: 8 bytes per extent read.
     trace: Mutex<Vec<u64>>,
     wait: Duration,
+    fail_fast: Duration,
 }
 
 /// A pack's bytes in a store; see the module doc. Made by
@@ -191,6 +189,7 @@ pub(crate) struct Parts {
     pub object: Arc<Object>,
     pub scope: Option<Scope>,
     pub wait: Duration,
+    pub fail_fast: Duration,
 }
 
 impl RemoteSource {
@@ -208,6 +207,7 @@ impl RemoteSource {
             counters: Counters::default(),
             trace: Mutex::new(Vec::new()),
             wait: p.wait,
+            fail_fast: p.fail_fast,
         };
         RemoteSource { inner: Arc::new(inner) }
     }
@@ -280,26 +280,11 @@ impl RemoteSource {
                 if let Some((bytes, etag)) = reply
                     && (etag.is_none() || me.object.etag().is_none() || etag.as_deref() == me.object.etag())
                 {
-                    for &k in &ks {
-                        let e = t.extents[k as usize];
-                        let part =
-                            bytes.slice((e.start - run.range.start) as usize..(e.end - run.range.start) as usize);
-                        if checksum(&part) == e.sum {
-                            got.push((k, part));
-                        }
-                    }
+                    got = ks.iter().filter_map(|&k| Some((k, checked(t, k, run.range.start, &bytes)?))).collect();
                 }
-                match &me.scope {
-                    Some(scope) => me.keep(scope, t, got).await,
-                    None => got.into_iter().for_each(|(k, b)| me.land(t, k, b, false)),
-                }
+                me.keep(t, got).await;
                 drop(run.locks);
-                let mut f = lock(&me.flight);
-                for k in ks {
-                    f.under_way.remove(&k);
-                }
-                drop(f);
-                me.landed.notify_all();
+                me.settle(ks, Ok(()));
             });
         }
     }
@@ -378,7 +363,7 @@ impl Inner {
                 return;
             }
             if !f.under_way.contains(&k) {
-                let recent_failure = f.failed.as_ref().is_some_and(|(at, _)| at.elapsed() < FAIL_FAST);
+                let recent_failure = f.failed.as_ref().is_some_and(|(at, _)| at.elapsed() < self.fail_fast);
                 if asked || recent_failure {
                     return;
                 }
@@ -452,17 +437,23 @@ impl Inner {
                 let permit = permits.acquire_owned().await;
                 let result = me.fetch_run(run.clone()).await;
                 drop(permit);
-                let mut f = lock(&me.flight);
-                if let Err(e) = result {
-                    f.failed = Some((Instant::now(), e.to_string()));
-                }
-                for k in run {
-                    f.under_way.remove(&k);
-                }
-                drop(f);
-                me.landed.notify_all();
+                me.settle(run, result);
             });
         }
+    }
+
+    /// Ends a fetch of `ks`: they are no longer under way (whether they
+    /// came or not), and their readers wake.
+    fn settle(&self, ks: impl IntoIterator<Item = u64>, result: Result<(), RemoteError>) {
+        let mut f = lock(&self.flight);
+        if let Err(e) = result {
+            f.failed = Some((Instant::now(), e.to_string()));
+        }
+        for k in ks {
+            f.under_way.remove(&k);
+        }
+        drop(f);
+        self.landed.notify_all();
     }
 
     /// Keeps extent `k`'s bytes, which passed their checksum.
@@ -479,9 +470,8 @@ impl Inner {
     async fn fetch_run(self: &Arc<Self>, run: Range<u64>) -> Result<(), RemoteError> {
         let t = self.table.get().expect("fetches start once the table is set");
         let Some(scope) = &self.scope else {
-            for (k, bytes) in self.fetch(t, run).await? {
-                self.land(t, k, bytes, false);
-            }
+            let got = self.fetch(t, run).await?;
+            self.keep(t, got).await;
             return Ok(());
         };
         let (mut mine, mut locks, mut others) = (Vec::new(), Vec::new(), Vec::new());
@@ -509,7 +499,7 @@ impl Inner {
         let mut result = Ok(());
         for group in adjacent(&mine) {
             match self.fetch(t, group).await {
-                Ok(got) => self.keep(scope, t, got).await,
+                Ok(got) => self.keep(t, got).await,
                 Err(e) => result = Err(e),
             }
         }
@@ -525,7 +515,7 @@ impl Inner {
                     } else {
                         scope.missed();
                         match self.fetch(t, k..k + 1).await {
-                            Ok(got) => self.keep(scope, t, got).await,
+                            Ok(got) => self.keep(t, got).await,
                             Err(e) => result = Err(e),
                         }
                     }
@@ -537,19 +527,22 @@ impl Inner {
         result
     }
 
-    /// Writes fetched extents to the cache, then lets their readers go on:
-    /// in that order, so that a process ending once its reads are done
-    /// leaves in the cache all it read. The writes run off the runtime's
-    /// threads, which carry the other requests.
-    async fn keep(&self, scope: &Scope, t: &Table, got: Vec<(u64, Bytes)>) {
-        let (scope, keyed) =
-            (scope.clone(), got.iter().map(|(k, b)| (t.extents[*k as usize].key(), b.clone())).collect());
-        let mapped = tokio::task::spawn_blocking(move || {
-            let keyed: Vec<(Key, Bytes)> = keyed;
-            keyed.into_iter().map(|(key, bytes)| scope.put(key, &bytes)).collect::<Vec<_>>()
-        })
-        .await
-        .unwrap_or_default();
+    /// Writes fetched (and checked) extents to the cache, if there is one,
+    /// then lets their readers go on: in that order, so that a process
+    /// ending once its reads are done leaves in the cache all it read. The
+    /// writes run off the runtime's threads, which carry the other requests.
+    async fn keep(&self, t: &Table, got: Vec<(u64, Bytes)>) {
+        let mut mapped = Vec::new();
+        if let Some(scope) = &self.scope {
+            let (scope, keyed) =
+                (scope.clone(), got.iter().map(|(k, b)| (t.extents[*k as usize].key(), b.clone())).collect());
+            mapped = tokio::task::spawn_blocking(move || {
+                let keyed: Vec<(Key, Bytes)> = keyed;
+                keyed.into_iter().map(|(key, bytes)| scope.put(key, &bytes)).collect::<Vec<_>>()
+            })
+            .await
+            .unwrap_or_default();
+        }
         let mut mapped = mapped.into_iter();
         for (k, bytes) in got {
             // The mapped entry where there is one: the reply's buffer goes.
@@ -575,18 +568,23 @@ impl Inner {
         let body = self.object.get(first.start..last.end).await?;
         let mut got = Vec::with_capacity((run.end - run.start) as usize);
         for k in run {
-            let e = t.extents[k as usize];
-            let bytes = body.slice((e.start - first.start) as usize..(e.end - first.start) as usize);
-            if checksum(&bytes) != e.sum {
-                return Err(RemoteError::Reply {
-                    url: self.object.url.clone(),
-                    what: format!("bytes {}..{} do not match the pack's checksum", e.start, e.end),
-                });
-            }
+            let Some(bytes) = checked(t, k, first.start, &body) else {
+                let e = t.extents[k as usize];
+                let what = format!("bytes {}..{} do not match the pack's checksum", e.start, e.end);
+                return Err(RemoteError::Reply { url: self.object.url.clone(), what });
+            };
             got.push((k, bytes));
         }
         Ok(got)
     }
+}
+
+/// Extent `k`'s bytes out of `body`, fetched from `at`, if they pass the
+/// extent's checksum.
+fn checked(t: &Table, k: u64, at: u64, body: &Bytes) -> Option<Bytes> {
+    let e = t.extents[k as usize];
+    let bytes = body.slice((e.start - at) as usize..(e.end - at) as usize);
+    (checksum(&bytes) == e.sum).then_some(bytes)
 }
 
 /// `ks` (increasing) cut into runs of consecutive numbers.

@@ -26,6 +26,10 @@ pub struct NetOptions {
     pub retries: usize,
     /// No retry starts later than this after the first try.
     pub retry_timeout: Duration,
+    /// After a fetch failed (retries spent), reads of extents not being
+    /// fetched fail at once for this long, rather than each waiting out a
+    /// failure of its own: a whole-pack walk during an outage ends soon.
+    pub fail_fast: Duration,
 }
 
 impl Default for NetOptions {
@@ -35,6 +39,7 @@ impl Default for NetOptions {
             connect_timeout: Duration::from_secs(5),
             retries: 4,
             retry_timeout: Duration::from_secs(30),
+            fail_fast: Duration::from_secs(2),
         }
     }
 }

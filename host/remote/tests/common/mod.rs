@@ -77,6 +77,7 @@ pub fn options(cache: Option<&Path>) -> RemoteOptions {
             connect_timeout: std::time::Duration::from_secs(2),
             retries: 2,
             retry_timeout: std::time::Duration::from_secs(10),
+            ..NetOptions::default()
         },
         ..RemoteOptions::default()
     }

@@ -55,18 +55,27 @@ struct Remote {
     prefetch: OnceLock<Arc<Trace>>,
 }
 
+/// Makes the options, on the first use of a remote pack: a command given
+/// none does not touch the cache directory.
+type MakeOptions = Box<dyn FnOnce() -> RemoteOptions + Send>;
+
+static MAKE: Mutex<Option<MakeOptions>> = Mutex::new(None);
 static REMOTE: OnceLock<Remote> = OnceLock::new();
 
-/// Sets how this process reads remote packs; once, before any is opened.
-pub(crate) fn set_remote(options: RemoteOptions) {
-    let _ = REMOTE.set(Remote { options, opened: Mutex::new(Vec::new()), prefetch: OnceLock::new() });
+/// Sets how this process reads remote packs: `make` gives the options when
+/// the first is opened.
+pub(crate) fn set_remote(make: impl FnOnce() -> RemoteOptions + Send + 'static) {
+    *MAKE.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(make));
 }
 
 fn remote() -> &'static Remote {
-    REMOTE.get_or_init(|| Remote {
-        options: RemoteOptions::default(),
-        opened: Mutex::new(Vec::new()),
-        prefetch: OnceLock::new(),
+    REMOTE.get_or_init(|| {
+        let make = MAKE.lock().unwrap_or_else(|e| e.into_inner()).take();
+        Remote {
+            options: make.map_or_else(RemoteOptions::default, |make| make()),
+            opened: Mutex::new(Vec::new()),
+            prefetch: OnceLock::new(),
+        }
     })
 }
 
@@ -78,12 +87,17 @@ pub(crate) fn set_prefetch(trace: Trace) {
 
 /// Every remote pack opened so far.
 pub(crate) fn remote_packs() -> Vec<RemoteSource> {
-    remote().opened.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    REMOTE.get().map_or_else(Vec::new, |r| r.opened.lock().unwrap_or_else(|e| e.into_inner()).clone())
 }
 
 /// The remote options in use (their cache, their time bounds).
 pub(crate) fn remote_options() -> &'static RemoteOptions {
     &remote().options
+}
+
+/// The cache remote packs used, if any was.
+pub(crate) fn remote_cache() -> Option<&'static packfs_remote::Cache> {
+    REMOTE.get()?.options.cache.as_deref()
 }
 
 /// Why a pack did not open.

@@ -52,7 +52,7 @@ struct Cli {
 }
 
 /// How packs given as URLs are read (by every subcommand).
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 struct RemoteArgs {
     /// The cache of remote packs' chunks, shared by every packfs process
     /// on the host [default: $PACKFS_CACHE_DIR/packs, else
@@ -101,7 +101,7 @@ impl RemoteArgs {
                 s.from_cache
             );
         }
-        if let Some(c) = &common::remote_options().cache {
+        if let Some(c) = common::remote_cache() {
             let s = c.stats();
             eprintln!(
                 "packfs: cache {}: {} hits ({}), {} misses, {} stored ({}), {} evicted, {} damaged",
@@ -154,7 +154,8 @@ fn main() -> ExitCode {
         }
         Err(e) => e.exit(), // --help, --version
     };
-    common::set_remote(cli.remote.options());
+    let remote = cli.remote.clone();
+    common::set_remote(move || remote.options());
     let result = match cli.command {
         Command::Pack(args) => pack::run(args),
         Command::Ls(args) => ls::run(args),
