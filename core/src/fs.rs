@@ -63,6 +63,17 @@ pub trait FileSystem: Send + Sync {
     /// Reads from `offset` into `buf`; returns the count, 0 at or past the end.
     fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize>;
 
+    /// Checks that a read of up to `len` bytes of file `ino` from `offset`
+    /// finds all of them here: `NotLoaded` when a lazy source lacks some
+    /// ([`Partial`](crate::pack::Partial)), having recorded every missing
+    /// extent as wanted, so that one round of fetching brings them all.
+    /// A call that must not fail part-way (preview1's reads, which write
+    /// the guest's memory as they go) asks first. Any other answer is
+    /// `Ok`: the read itself reports what is wrong.
+    fn loaded(&self, _ino: Ino, _offset: u64, _len: u64) -> Result<()> {
+        Ok(())
+    }
+
     /// Writes `data` at `offset`, extending the file (a gap reads as zeros).
     fn write_at(&self, _ino: Ino, _offset: u64, _data: &[u8]) -> Result<usize> {
         Err(Error::ReadOnly)

@@ -551,6 +551,13 @@ impl FileSystem for MountTable {
         node.fs.read_at(node.ino, offset, buf)
     }
 
+    fn loaded(&self, ino: Ino, offset: u64, len: u64) -> Result<()> {
+        match self.node_of(ino) {
+            Ok(node) => node.fs.loaded(node.ino, offset, len),
+            Err(_) => Ok(()),
+        }
+    }
+
     fn write_at(&self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
         let node = self.writable_node(ino)?;
         node.fs.write_at(node.ino, offset, data)

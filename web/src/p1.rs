@@ -91,23 +91,44 @@ impl Output for Callback {
     }
 }
 
-/// The guest's memory, reached through a fresh view of its buffer (a
-/// `memory.grow` replaces the buffer).
+/// The guest's memory, reached through views of its buffer made afresh
+/// for each call (a `memory.grow` replaces the buffer). Views are made by
+/// offset and length, never an end: at the top of a 4 GiB memory
+/// `ptr + len` is 2^32, which no u32 holds.
 struct GuestMemory {
-    view: Uint8Array,
+    buffer: js_sys::ArrayBuffer,
+    /// Its length, up to 2^32 (`byteLength` as a number: the u32 getters
+    /// cut 4 GiB to 0).
+    size: u64,
+}
+
+impl GuestMemory {
+    fn new(memory: &WebAssembly::Memory) -> Self {
+        let buffer: js_sys::ArrayBuffer = memory.buffer().unchecked_into();
+        let size = Reflect::get(&buffer, &"byteLength".into()).ok().and_then(|n| n.as_f64()).unwrap_or(0.0) as u64;
+        GuestMemory { buffer, size }
+    }
+
+    /// The view of `len` bytes at `ptr`, a range within [`size`](Memory::size)
+    /// (callers check, and move at most a copy chunk or a bounded string at a
+    /// time, far below 4 GiB).
+    fn view(&self, ptr: u32, len: usize) -> Uint8Array {
+        let len = u32::try_from(len).expect("a copy is far smaller than 4 GiB");
+        Uint8Array::new_with_byte_offset_and_length(&self.buffer, ptr, len)
+    }
 }
 
 impl Memory for GuestMemory {
     fn size(&self) -> u64 {
-        u64::from(self.view.length())
+        self.size
     }
 
     fn read(&self, ptr: u32, buf: &mut [u8]) {
-        self.view.subarray(ptr, ptr + buf.len() as u32).copy_to(buf);
+        self.view(ptr, buf.len()).copy_to(buf);
     }
 
     fn write(&mut self, ptr: u32, data: &[u8]) {
-        self.view.subarray(ptr, ptr + data.len() as u32).copy_from(data);
+        self.view(ptr, data.len()).copy_from(data);
     }
 }
 
@@ -230,8 +251,9 @@ impl Preview1 {
     /// Calls preview1 function number `index` with the guest's arguments
     /// as numbers, as [`signatures`](Self::signatures) lays them out (the
     /// rest zeros); returns the errno. Throws a `GuestExit` (with
-    /// `exitCode`) for `proc_exit`. A call that wanted a lazy pack's bytes
-    /// not here yet fetches them, blocking, and runs again.
+    /// `exitCode`) for `proc_exit`. A call that failed for want of a lazy
+    /// pack's bytes fetches them, blocking, and runs again
+    /// ([`calls::call_loading`]).
     #[allow(clippy::too_many_arguments, reason = "the widest preview1 call, in numbers: no array per call")]
     pub fn call(
         &mut self,
@@ -264,26 +286,24 @@ impl Preview1 {
             };
         }
         let values = &values[..params.len()];
-        loop {
+        // What earlier calls wanted is not this call's to fetch.
+        for r in &self.remotes {
+            r.pack.take_wanted();
+        }
+        let mut mem = GuestMemory::new(memory);
+        // Every pack fetches what it wanted; a failed fetch leaves the
+        // call's errno.
+        let fetch = || {
+            let mut got = false;
             for r in &self.remotes {
-                r.pack.take_wanted();
+                got |= r.fetch_wanted_blocking().unwrap_or(false);
             }
-            let mut mem = GuestMemory { view: Uint8Array::new(&memory.buffer()) };
-            let outcome = calls::call(wasi, &mut mem, name, values)
-                .ok_or_else(|| invalid(&format!("{name}: wrong number of arguments")))?;
-            // Fetch what the call wanted, then run it again (it failed
-            // without changing anything); a failed fetch leaves the errno.
-            let mut fetched = false;
-            for r in &self.remotes {
-                fetched |= r.fetch_wanted_blocking().unwrap_or(false);
-            }
-            if fetched {
-                continue;
-            }
-            return match outcome {
-                Ok(errno) => Ok(errno.unwrap_or(0)),
-                Err(exit) => Err(exit_error(exit.0)),
-            };
+            got
+        };
+        match calls::call_loading(wasi, &mut mem, name, values, fetch) {
+            None => Err(invalid(&format!("{name}: wrong number of arguments"))),
+            Some(Ok(errno)) => Ok(errno.unwrap_or(0)),
+            Some(Err(exit)) => Err(exit_error(exit.0)),
         }
     }
 }

@@ -407,6 +407,10 @@ impl FileSystem for MemFs {
         self.current.load().read_at(ino, offset, buf)
     }
 
+    fn loaded(&self, ino: Ino, offset: u64, len: u64) -> Result<()> {
+        self.current.load().loaded(ino, offset, len)
+    }
+
     fn write_at(&self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
         self.apply(Op::WriteAt { ino, offset, data }, false).map(|n| n as usize)
     }
@@ -516,6 +520,10 @@ impl FileSystem for Snapshot {
 
     fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
         self.0.read_at(ino, offset, buf)
+    }
+
+    fn loaded(&self, ino: Ino, offset: u64, len: u64) -> Result<()> {
+        self.0.loaded(ino, offset, len)
     }
 
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {

@@ -70,6 +70,29 @@ impl<S: ByteSource> PackFs<S> {
         }
     }
 
+    /// [`FileSystem::loaded`](crate::FileSystem::loaded) of the content at
+    /// `range`: every extent that `len` bytes from `offset` touch is here,
+    /// else `NotLoaded` with all the missing ones wanted.
+    pub(crate) fn content_loaded(&self, k: u64, range: Range<u64>, offset: u64, len: u64) -> Result<()> {
+        let start = range.start.saturating_add(offset);
+        let end = range.end.min(start.saturating_add(len));
+        if start >= end || self.source.complete() {
+            return Ok(());
+        }
+        let Some(t) = &self.index.chunks else {
+            return self.extent_bytes(k, range, Structure::Blob).map(drop);
+        };
+        let region = self.region()?;
+        let mut k = t.at(region, start)?;
+        let mut here = true;
+        // Every chunk is asked for, not only the first missing one.
+        while let Some(r) = t.get(region, k).ok().filter(|r| r.content_offset < end) {
+            here &= r.extent().is_empty() || self.source.extent(k, r.extent()).is_some();
+            k += 1;
+        }
+        if here { Ok(()) } else { Err(Error::NotLoaded) }
+    }
+
     /// The content space's `range` as one slice of the source, when it lies
     /// in raw chunks stored end to end (each checked on first use if asked)
     /// and the source holds them as one piece.

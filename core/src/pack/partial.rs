@@ -76,6 +76,10 @@ impl ByteSource for Partial {
         lock(&self.wanted).insert(k);
         None
     }
+
+    fn complete(&self) -> bool {
+        self.missing.load(Ordering::Relaxed) == 0
+    }
 }
 
 impl PackFs<Partial> {

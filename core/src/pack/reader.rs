@@ -56,6 +56,15 @@ pub trait ByteSource: Send + Sync {
         let _ = k;
         self.get(range)
     }
+
+    /// False while some extents are missing and arrive only when the
+    /// caller fetches them (a [`Partial`](super::Partial)): reads that must
+    /// not stop part-way then check first
+    /// ([`FileSystem::loaded`](crate::FileSystem::loaded)). A source that
+    /// holds every byte, or fetches what it lacks itself, is complete.
+    fn complete(&self) -> bool {
+        true
+    }
 }
 
 /// `range` of bytes that are all here.
@@ -93,6 +102,9 @@ macro_rules! forward {
             }
             fn extent(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
                 (**self).extent(k, range)
+            }
+            fn complete(&self) -> bool {
+                (**self).complete()
             }
         }
     )*};
@@ -429,6 +441,13 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
     fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
         let (k, range) = self.file_blob(ino)?;
         self.read_content(k, range, offset, buf)
+    }
+
+    fn loaded(&self, ino: Ino, offset: u64, len: u64) -> Result<()> {
+        match self.file_blob(ino) {
+            Ok((k, range)) => self.content_loaded(k, range, offset, len),
+            Err(_) => Ok(()),
+        }
     }
 
     fn parent(&self, dir: Ino) -> Result<Ino> {

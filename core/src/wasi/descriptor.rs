@@ -60,8 +60,9 @@ impl Node {
         Ok(Arc::new(Node { fs: Arc::clone(fs), ino }))
     }
 
-    /// A number telling filesystems apart: the backend's address, stable
-    /// while any descriptor holds it.
+    /// A number telling filesystems apart within the host: the backend's
+    /// address, stable while any descriptor holds it. Never shown to a
+    /// guest (it would learn a heap address): see [`Descriptor::preopen`].
     pub fn device(&self) -> u64 {
         Arc::as_ptr(&self.fs).cast::<()>() as usize as u64
     }
@@ -119,18 +120,23 @@ impl Flags {
 /// `wasi:filesystem/types.descriptor` resource.
 pub struct Descriptor {
     node: Arc<Node>,
+    /// The number the guest knows the filesystem by.
+    device: u64,
     is_dir: bool,
     access: Access,
     flags: Flags,
 }
 
 impl Descriptor {
-    /// A preopen: the root directory of `fs`.
-    pub fn preopen(fs: &Arc<dyn FileSystem>, access: Access) -> Result<Descriptor> {
+    /// A preopen: the root directory of `fs`. `device` is the number the
+    /// guest knows `fs` by: the inode numbers it sees mix it with the
+    /// backend's own, so they tell only what the guest may know. Give each
+    /// filesystem of one guest its own ([`device_number`]).
+    pub fn preopen(fs: &Arc<dyn FileSystem>, access: Access, device: u64) -> Result<Descriptor> {
         let node = Node::pin(fs, fs.root())?;
         let mutate = access == Access::ReadWrite;
         let flags = Flags { read: true, mutate_directory: mutate, ..Flags::default() };
-        Ok(Descriptor { node, is_dir: true, access, flags })
+        Ok(Descriptor { node, device, is_dir: true, access, flags })
     }
 
     fn fs(&self) -> &dyn FileSystem {
@@ -258,6 +264,13 @@ impl Descriptor {
         self.fs().read_at(ino, offset, buf)
     }
 
+    /// [`FileSystem::loaded`] of `len` bytes at `offset`: `NotLoaded`
+    /// before anything is read when a lazy pack lacks some of them.
+    pub fn loaded(&self, offset: u64, len: u64) -> Result<()> {
+        let ino = self.readable_file()?;
+        self.fs().loaded(ino, offset, len)
+    }
+
     /// `pwrite` of all of `data` (or an error).
     pub fn write(&self, data: &[u8], offset: u64) -> Result<usize> {
         let ino = self.writable_file()?;
@@ -329,7 +342,7 @@ impl Descriptor {
     /// The hash [`metadata_hash`](Self::metadata_hash) gives `ino` of this
     /// descriptor's filesystem.
     pub fn metadata_hash_of(&self, ino: Ino) -> (u64, u64) {
-        metadata_hash(self.node.device(), ino)
+        metadata_hash(self.device, ino)
     }
 
     // --- operations on paths under a directory -----------------------------
@@ -363,7 +376,7 @@ impl Descriptor {
             Some(ino) => (self.dir().map(|_| ino)?, Some(follow)),
             None => self.resolve_noting(path, follow)?,
         };
-        Ok((metadata_hash(self.node.device(), ino), ino, follows))
+        Ok((metadata_hash(self.device, ino), ino, follows))
     }
 
     /// As [`resolve`](Self::resolve), also saying whether following a
@@ -542,7 +555,7 @@ impl Descriptor {
             mutate_directory: is_dir && flags.mutate_directory && self.access == Access::ReadWrite,
             ..flags
         };
-        Ok(Descriptor { node, is_dir, access: self.access, flags })
+        Ok(Descriptor { node, device: self.device, is_dir, access: self.access, flags })
     }
 
     /// Opens what `path` names, following a symlink in the last component
@@ -599,8 +612,15 @@ pub fn write_all(fs: &dyn FileSystem, ino: Ino, mut offset: u64, mut data: &[u8]
     Ok(())
 }
 
+/// The device number of preopen `fs` among a guest's preopens `all`: one
+/// per distinct filesystem, from 1, in the order they first appear.
+pub fn device_number<'a>(mut all: impl Iterator<Item = &'a Arc<dyn FileSystem>>, fs: &Arc<dyn FileSystem>) -> u64 {
+    let addr = |f: &Arc<dyn FileSystem>| Arc::as_ptr(f).cast::<()>();
+    all.position(|f| addr(f) == addr(fs)).map_or(0, |i| i as u64 + 1)
+}
+
 /// `metadata-hash`: a bijective mix of the inode number keyed by the
-/// device, so no two inodes of one filesystem collide. The p1 adapter calls
+/// device number, so no two inodes of one filesystem collide. The p1 adapter calls
 /// it once per directory entry, so it must be cheap.
 fn metadata_hash(device: u64, ino: Ino) -> (u64, u64) {
     let lower = mix(ino ^ mix(device));

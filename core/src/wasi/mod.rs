@@ -16,4 +16,4 @@
 pub mod descriptor;
 pub mod p1;
 
-pub use descriptor::{Access, Descriptor};
+pub use descriptor::{Access, Descriptor, device_number};

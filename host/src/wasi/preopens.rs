@@ -9,7 +9,7 @@ use wasmtime::error::Context as _;
 use super::PackFsCtxView;
 use super::bindings::preopens;
 use super::recent::Recent;
-use packfs_core::wasi::{Access, Descriptor};
+use packfs_core::wasi::{Access, Descriptor, device_number};
 
 /// One guest-visible directory.
 #[derive(Clone)]
@@ -101,7 +101,8 @@ impl preopens::Host for PackFsCtxView<'_> {
         for p in &self.ctx.preopens {
             // Pinning a root fails only if the backend itself is broken:
             // nothing the guest could handle, so it traps.
-            let d = Descriptor::preopen(&p.fs, p.access)
+            let device = device_number(self.ctx.preopens.iter().map(|q| &q.fs), &p.fs);
+            let d = Descriptor::preopen(&p.fs, p.access, device)
                 .map_err(wasmtime::Error::new)
                 .with_context(|| format!("opening preopen {}", p.guest_path))?;
             out.push((self.table.push(d)?, p.guest_path.clone()));

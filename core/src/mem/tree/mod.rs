@@ -498,6 +498,19 @@ impl Tree {
         }
     }
 
+    /// [`FileSystem::loaded`]: a file still in the lower asks the lower.
+    pub fn loaded(&self, ino: Ino, offset: u64, len: u64) -> Result<()> {
+        let (lower, lino) = match self.inodes.get(&ino) {
+            Some(Inode { data: Data::Lower { ino, .. }, .. }) => (self.lower()?, *ino),
+            Some(_) => return Ok(()),
+            None => match self.lower_only(ino) {
+                Some(at) => at,
+                None => return Ok(()),
+            },
+        };
+        lower.loaded(lino, offset, len)
+    }
+
     /// A symlink's target.
     pub fn readlink(&self, ino: Ino) -> Result<String> {
         let Some(i) = self.inodes.get(&ino) else {

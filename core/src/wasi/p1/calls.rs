@@ -189,3 +189,29 @@ macro_rules! table {
 }
 
 crate::for_each_p1_function!(table);
+
+/// [`call`], for an embedder whose filesystems may lack bytes that it
+/// fetches between calls (lazy packs: [`Partial`](crate::pack::Partial)).
+///
+/// Every function keeps one rule: a call that needs bytes not here fails
+/// and changes nothing the guest can see. Reads check for every byte they
+/// need before one reaches the guest
+/// ([`FileSystem::loaded`](crate::FileSystem::loaded)); changes work on an
+/// unpublished copy (an overlay's copy-up included). So after a failed
+/// call `fetch` brings what it wanted (what the sources wanted since the
+/// embedder last cleared them), and if anything new came (true) the call
+/// runs again whole. A call that succeeded is never run twice.
+pub fn call_loading<M: Memory + ?Sized>(
+    wasi: &mut Wasi,
+    mem: &mut M,
+    name: &str,
+    args: &[i64],
+    mut fetch: impl FnMut() -> bool,
+) -> Option<Result<Option<i32>, Exit>> {
+    loop {
+        match call(wasi, mem, name, args)? {
+            Ok(Some(errno)) if errno != 0 && fetch() => continue,
+            outcome => return Some(outcome),
+        }
+    }
+}

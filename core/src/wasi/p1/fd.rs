@@ -68,14 +68,15 @@ impl Wasi {
                                 f.position = end;
                             }
                         } else {
-                            f.desc.write(b, offset + took)?;
+                            f.desc.write(b, offset.checked_add(took).ok_or(Errno::FBIG)?)?;
                         }
                         took += b.len() as u64;
                         Ok(b.len())
                     })
                 })?;
                 if let (WriteAt::Cursor, false) = (at, f.append) {
-                    f.position = start + u64::from(total);
+                    // Each byte was written below 2^64: so is the end.
+                    f.position = start.saturating_add(u64::from(total));
                 }
                 Ok(total)
             }
@@ -403,17 +404,24 @@ impl<M: Memory + ?Sized> DirentWriter<'_, M> {
     }
 
     fn put(&mut self, bytes: &[u8]) -> bool {
-        let n = bytes.len().min(self.cap as usize);
-        // In bounds: the whole buffer was checked.
-        self.mem.write(self.at, &bytes[..n]);
-        self.at += n as u32;
-        self.cap -= n as u32;
+        let n = bytes.len().min(self.cap as usize) as u32;
+        // In bounds: the whole buffer was checked. Past its last byte `at`
+        // is never used again, and may be 2^32 at the top of memory.
+        self.mem.write(self.at, &bytes[..n as usize]);
+        self.cap -= n;
+        self.at = self.at.wrapping_add(n);
         self.cap > 0
     }
 }
 
 /// Reads a file into the iovecs from `offset`, stopping at the end. With
 /// nothing to read into, the descriptor must still allow reading.
+///
+/// A read of a lazy pack whose bytes are not all here fails whole, before
+/// any byte reaches the guest ([`Descriptor::loaded`]): the embedder
+/// fetches what it wanted and runs the call again
+/// ([`calls::call_loading`](super::calls::call_loading)). Read piece by
+/// piece, it would stop short at the first missing extent.
 fn read_file<M: Memory + ?Sized>(
     mem: &mut M,
     desc: &Descriptor,
@@ -421,8 +429,9 @@ fn read_file<M: Memory + ?Sized>(
     offset: u64,
     scratch: &mut Vec<u8>,
 ) -> Result<u32> {
-    if iovs.is_empty(mem) {
-        desc.reader()?;
+    match iovs.total(mem) {
+        0 => drop(desc.reader()?),
+        total => desc.loaded(offset, total)?,
     }
     iovs.each(mem, |mem, buf, len, done| {
         let mut at = offset.checked_add(u64::from(done)).ok_or(Errno::INVAL)?;

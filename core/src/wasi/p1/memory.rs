@@ -144,9 +144,10 @@ impl Iovecs {
         (u32_at(&rec, 0), u32_at(&rec, 4))
     }
 
-    /// Every buffer is empty (or there are none).
-    pub(crate) fn is_empty(&self, mem: &(impl Memory + ?Sized)) -> bool {
-        (0..self.count).all(|i| self.get(mem, i).1 == 0)
+    /// The bytes the buffers hold together (as many as a call moves: at
+    /// most `u32::MAX`).
+    pub(crate) fn total(&self, mem: &(impl Memory + ?Sized)) -> u64 {
+        (0..self.count).map(|i| u64::from(self.get(mem, i).1)).sum::<u64>().min(u64::from(u32::MAX))
     }
 
     /// The first buffer that is not empty.

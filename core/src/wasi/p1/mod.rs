@@ -86,7 +86,7 @@ pub use io::{Input, Output, Platform};
 pub use memory::Memory;
 
 use super::Access;
-use super::descriptor::Descriptor;
+use super::descriptor::{Descriptor, device_number};
 use crate::FileSystem;
 
 /// The result of a preview1 function: success, or the errno the guest sees.
@@ -341,8 +341,9 @@ impl WasiBuilder {
         push(Entry::Stdin(self.stdin))?;
         push(Entry::Stdout(self.stdout))?;
         push(Entry::Stderr(self.stderr))?;
+        let filesystems: Vec<_> = self.preopens.iter().map(|(_, fs, _)| Arc::clone(fs)).collect();
         for (path, fs, access) in self.preopens {
-            let desc = Descriptor::preopen(&fs, access)?;
+            let desc = Descriptor::preopen(&fs, access, device_number(filesystems.iter(), &fs))?;
             push(Entry::Dir(Dir { desc, preopen: Some(path), listing: Listing::default() }))?;
         }
         fds.max = self.max_fds;

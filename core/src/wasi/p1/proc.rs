@@ -15,12 +15,15 @@ fn write_strings<M: Memory + ?Sized>(mem: &mut M, strings: &[String], ptrs: u32,
     let total: u64 = strings.iter().map(|s| s.len() as u64 + 1).sum();
     check(mem, ptrs, strings.len() as u64 * 4)?;
     check(mem, buf, total)?;
-    let mut at = buf;
-    for (i, s) in strings.iter().enumerate() {
-        write_u32(mem, ptrs + 4 * i as u32, at)?;
-        write_bytes(mem, at, s.as_bytes())?;
-        write_bytes(mem, at + s.len() as u32, &[0])?;
-        at += s.len() as u32 + 1;
+    // Both ranges were checked: every pointer below lies inside memory, so
+    // below 2^32, and only the one past the last string may not.
+    let (mut at, mut ptr) = (u64::from(buf), u64::from(ptrs));
+    for s in strings {
+        write_u32(mem, ptr as u32, at as u32)?;
+        write_bytes(mem, at as u32, s.as_bytes())?;
+        write_bytes(mem, (at + s.len() as u64) as u32, &[0])?;
+        at += s.len() as u64 + 1;
+        ptr += 4;
     }
     Ok(())
 }

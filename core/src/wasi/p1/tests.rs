@@ -385,3 +385,100 @@ proptest! {
         prop_assert_eq!(fs.snapshot().check_consistency(), Ok(()));
     }
 }
+
+/// A 4 GiB memory of which only the top 64 KiB is backed: the highest
+/// addresses a wasm32 guest has, where `ptr + len` is 2^32.
+struct Top(Vec<u8>);
+
+impl Top {
+    const BASE: u64 = (1 << 32) - (1 << 16);
+    fn new() -> Self {
+        Top(vec![0; 1 << 16])
+    }
+    fn at(&self, ptr: u64, len: usize) -> &[u8] {
+        &self.0[(ptr - Self::BASE) as usize..][..len]
+    }
+}
+
+impl Memory for Top {
+    fn size(&self) -> u64 {
+        1 << 32
+    }
+    fn read(&self, ptr: u32, buf: &mut [u8]) {
+        buf.copy_from_slice(&self.0[(u64::from(ptr) - Self::BASE) as usize..][..buf.len()]);
+    }
+    fn write(&mut self, ptr: u32, data: &[u8]) {
+        self.0[(u64::from(ptr) - Self::BASE) as usize..][..data.len()].copy_from_slice(data);
+    }
+}
+
+#[test]
+fn results_ending_at_the_top_of_a_4_gib_memory_are_written_whole() {
+    let (mut w, fs, _) = wasi();
+    let top = |len: u64| ((1u64 << 32) - len) as u32;
+    let mut m = Top::new();
+    // Arguments: "prog\0a b\0", its last NUL the last byte of memory.
+    w.args_get(&mut m, top(64), top(9)).unwrap();
+    assert_eq!(m.at(u64::from(top(9)), 9), b"prog\0a b\0");
+    w.environ_get(&mut m, top(64), top(4)).unwrap();
+    assert_eq!(m.at(u64::from(top(4)), 4), b"K=V\0");
+    // A listing filling a buffer that ends there.
+    crate::FileSystem::mkdir(&*fs, fs.root(), "d", 0o755).unwrap();
+    w.fd_readdir(&mut m, ROOT, top(100), 100, 0, top(200)).unwrap();
+    assert_eq!(m.at(u64::from(top(200)), 4), 76u32.to_le_bytes(), "., .. and d: 24 + 1 + 24 + 2 + 24 + 1");
+    w.fd_readdir(&mut m, ROOT, top(50), 50, 0, top(200)).unwrap();
+    assert_eq!(m.at(u64::from(top(200)), 4), 50u32.to_le_bytes());
+    // Random bytes, and a read of a file, into the last bytes.
+    w.random_get(&mut m, top(16), 16).unwrap();
+    assert_eq!(m.at(u64::from(top(16)), 16), [0xa5; 16]);
+    let f = crate::FileSystem::open(&*fs, fs.root(), "f", &crate::OpenOptions::create()).unwrap();
+    crate::FileSystem::write_at(&*fs, f, 0, b"the end").unwrap();
+    m.write(top(300), b"f");
+    w.path_open(&mut m, ROOT, 0, top(300), 1, 0, rights::FD_READ as i64, 0, 0, top(296)).unwrap();
+    let fd = u32::from_le_bytes(m.at(u64::from(top(296)), 4).try_into().unwrap());
+    let iov = [top(7).to_le_bytes(), 7u32.to_le_bytes()].concat();
+    m.write(top(316), &iov);
+    w.fd_read(&mut m, fd, top(316), 1, top(320)).unwrap();
+    assert_eq!(m.at(u64::from(top(7)), 7), b"the end");
+    // One byte more is outside memory.
+    assert_eq!(w.args_get(&mut m, top(64), top(8)), Err(Errno::FAULT));
+}
+
+/// The fd_filestat_get `ino` of `path` under the first preopen.
+fn ino_of(w: &mut Wasi, path: &str) -> u64 {
+    let mut m = Mem::new();
+    let (p, l) = m.put(path.as_bytes());
+    w.path_filestat_get(&mut m.bytes[..], ROOT, 0, p, l, 512).unwrap();
+    m.u64(512 + 8)
+}
+
+#[test]
+fn inode_numbers_come_from_what_the_guest_sees_not_from_host_addresses() {
+    // The same tree in two allocations, each a guest's own: the numbers
+    // cannot depend on where the host keeps them.
+    let guest = |fs: Arc<MemFs>, also: Option<Arc<MemFs>>| {
+        let mut b = Wasi::builder(Box::new(Fixed(0))).preopen("/", fs.clone(), Access::ReadWrite);
+        if let Some(other) = also {
+            b = b.preopen("/other", other, Access::ReadWrite);
+        }
+        b.preopen("/again", fs, Access::ReadWrite).build().unwrap()
+    };
+    let tree = || {
+        let fs = Arc::new(MemFs::new());
+        crate::FileSystem::mkdir(&*fs, fs.root(), "d", 0o755).unwrap();
+        fs
+    };
+    let (mut a, mut b) = (guest(tree(), None), guest(tree(), Some(tree())));
+    assert_eq!(ino_of(&mut a, "."), ino_of(&mut b, "."));
+    assert_eq!(ino_of(&mut a, "d"), ino_of(&mut b, "d"));
+    assert_ne!(ino_of(&mut a, "."), ino_of(&mut a, "d"));
+    // One filesystem preopened twice is one device; another is another.
+    let stat_root = |w: &mut Wasi, fd: u32| {
+        let mut m = Mem::new();
+        w.fd_filestat_get(&mut m.bytes[..], fd, 512).unwrap();
+        m.u64(512 + 8)
+    };
+    assert_eq!(stat_root(&mut a, 3), stat_root(&mut a, 4));
+    assert_eq!(stat_root(&mut b, 3), stat_root(&mut b, 5));
+    assert_ne!(stat_root(&mut b, 3), stat_root(&mut b, 4));
+}
