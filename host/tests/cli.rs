@@ -22,8 +22,19 @@ struct Run {
     stderr: String,
 }
 
+/// `packfs ARGS` under umask 022, whatever the tests' own: modes of what
+/// `unpack` makes depend on it.
 fn packfs<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_packfs")).args(args).output().expect("runs packfs");
+    packfs_umask(0o022, args)
+}
+
+/// `packfs ARGS` under umask `mask`, set by a shell that then execs it.
+fn packfs_umask<S: AsRef<OsStr>>(mask: u32, args: impl IntoIterator<Item = S>) -> Run {
+    let out = Command::new("sh")
+        .args(["-c", &format!("umask {mask:03o} && exec \"$0\" \"$@\""), env!("CARGO_BIN_EXE_packfs")])
+        .args(args)
+        .output()
+        .expect("runs packfs");
     Run {
         code: out.status.code().expect("exits, not killed"),
         stdout: String::from_utf8(out.stdout).expect("UTF-8 stdout"),
@@ -535,12 +546,14 @@ fn unpack_refuses_to_overwrite_without_force() {
     rustix::fs::mknodat(CWD, out.join("empty"), rustix::fs::FileType::Fifo, 0o644.into(), 0).unwrap();
     fails(["unpack", p(&pack), p(&out)], &["already exist", "--force"]);
 
-    // --force replaces files and restores the pack's metadata.
+    // --force replaces files and restores their metadata; a directory
+    // that exists keeps its own.
     ok(["unpack", "--force", p(&pack), p(&out)]);
     assert!(std::fs::metadata(out.join("empty")).unwrap().is_file());
+    assert_eq!(mode("empty"), 0o444);
     assert_eq!(std::fs::read(out.join("ro/inside.txt")).unwrap(), b"in a read-only dir");
     assert_eq!(std::fs::read(out.join("extra")).unwrap(), b"mine", "names not in the pack stay");
-    assert_eq!(std::fs::metadata(out.join("ro")).unwrap().mode() & 0o7777, 0o555);
+    assert_eq!(mode("ro"), 0o755);
 
     // A directory in the way of a file stays, even with --force.
     let third = f.path("third");
@@ -587,6 +600,162 @@ fn unpack_never_writes_outside_its_directory() {
     assert_eq!(std::fs::read_link(f.path("out3/docs/sub/abs2")).unwrap(), Path::new("/nonexistent/absolute"));
     let (want, got) = (snapshot(&f.path("src")), snapshot(&f.path("out3")));
     assert_eq!(want, got, "the whole tree, absolute symlinks and their mtimes included");
+}
+
+/// Unpacking into a tree that exists changes only what it makes. A pack
+/// holding `.ssh/` at 0777 once made a home's 0700 `.ssh` world-writable,
+/// and its new files 0666 under umask 022. Now, as tar does for a user: a
+/// directory that exists keeps its mode and times unless `--overwrite-dir`,
+/// and modes are masked by the umask unless `-p`.
+#[test]
+fn unpack_changes_only_what_it_makes() {
+    const PACKED: i64 = 1_600_000_000;
+    const OLD: i64 = 1_000_000_000;
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    for dir in [".ssh", ".cache", "bin"] {
+        std::fs::create_dir_all(src.join(dir)).unwrap();
+    }
+    for (file, mode) in [(".ssh/authorized_keys", 0o666), ("bin/tool", 0o777), ("notes", 0o666)] {
+        std::fs::write(src.join(file), file).unwrap();
+        chmod(&src.join(file), mode);
+        set_mtime(&src.join(file), PACKED, 0);
+    }
+    for dir in [".ssh", ".cache", "bin", ""] {
+        chmod(&src.join(dir), 0o777);
+        set_mtime(&src.join(dir), PACKED, 0);
+    }
+    let pack = tmp.path().join("home.pack");
+    ok(["pack", p(&src), "-o", p(&pack)]);
+
+    let home = tmp.path().join("home");
+    for dir in [".ssh", ".cache"] {
+        std::fs::create_dir_all(home.join(dir)).unwrap();
+        chmod(&home.join(dir), 0o700);
+        set_mtime(&home.join(dir), OLD, 0);
+    }
+    chmod(&home, 0o750);
+    let mode = |path: &Path| std::fs::symlink_metadata(path).unwrap().mode() & 0o7777;
+    let mtime = |path: &Path| std::fs::symlink_metadata(path).unwrap().mtime();
+    let started = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    ok(["unpack", p(&pack), p(&home)]); // umask 022
+    assert_eq!((mode(&home), mode(&home.join(".ssh")), mode(&home.join(".cache"))), (0o750, 0o700, 0o700));
+    assert_eq!(mtime(&home.join(".cache")), OLD, "nothing added: untouched");
+    let ssh = mtime(&home.join(".ssh"));
+    assert!(ssh >= started, "the time a key was added to it, not the pack's: {ssh}");
+    for (path, want) in [(".ssh/authorized_keys", 0o644), ("notes", 0o644), ("bin", 0o755), ("bin/tool", 0o755)] {
+        assert_eq!((mode(&home.join(path)), mtime(&home.join(path))), (want, PACKED), "{path}");
+    }
+
+    // It is the umask, not a fixed mask; DIR made here is made like the rest.
+    let fresh = tmp.path().join("fresh");
+    let r = packfs_umask(0o027, ["unpack", p(&pack), p(&fresh)]);
+    assert_eq!(r.code, 0, "{r:?}");
+    for (path, want) in [("", 0o750), (".ssh", 0o750), ("notes", 0o640), ("bin/tool", 0o750)] {
+        assert_eq!((mode(&fresh.join(path)), mtime(&fresh.join(path))), (want, PACKED), "{path:?}");
+    }
+
+    // -p: the pack's modes as they are.
+    let kept = tmp.path().join("kept");
+    ok(["unpack", "-p", p(&pack), p(&kept)]);
+    for path in ["", ".ssh", ".ssh/authorized_keys", "notes", "bin/tool"] {
+        let want = if path.ends_with("keys") || path == "notes" { 0o666 } else { 0o777 };
+        assert_eq!(mode(&kept.join(path)), want, "{path:?}");
+    }
+
+    // --overwrite-dir: directories that exist, DIR too, take the pack's
+    // metadata (masked, unless -p, like the rest).
+    ok(["unpack", "--force", "--overwrite-dir", p(&pack), p(&home)]);
+    for dir in ["", ".ssh", ".cache"] {
+        assert_eq!((mode(&home.join(dir)), mtime(&home.join(dir))), (0o755, PACKED), "{dir:?}");
+    }
+    ok(["unpack", "--force", "--overwrite-dir", "-p", p(&pack), p(&home)]);
+    assert_eq!(mode(&home.join(".ssh")), 0o777);
+}
+
+/// Waits for `child` and returns its exit code and peak resident set
+/// (`ru_maxrss`), from `wait4`: std's `wait` does not give it, and reading
+/// `/proc/PID/status` before the child exits races with the exit.
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+fn wait_peak_rss(child: std::process::Child) -> (i32, u64) {
+    use std::ffi::c_long;
+    use std::os::unix::process::ExitStatusExt;
+    /// Linux's `struct rusage`: two `timeval`s, then fourteen `long`s, the
+    /// first `ru_maxrss` in KiB.
+    #[repr(C)]
+    struct Rusage {
+        times: [c_long; 4],
+        maxrss: c_long,
+        rest: [c_long; 13],
+    }
+    unsafe extern "C" {
+        fn wait4(pid: i32, status: *mut i32, options: i32, rusage: *mut Rusage) -> i32;
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    let (mut status, mut usage) = (0, Rusage { times: [0; 4], maxrss: 0, rest: [0; 13] });
+    // SAFETY: both pointers are to live values of the types wait4 writes.
+    let waited = unsafe { wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4: {}", std::io::Error::last_os_error());
+    let code = std::process::ExitStatus::from_raw(status).code().expect("exits, not killed");
+    (code, u64::try_from(usage.maxrss).unwrap() * 1024)
+}
+
+/// The bytes `r` gives, which must all be zero.
+fn count_zeros(mut r: impl std::io::Read) -> u64 {
+    let (mut buf, zeros) = (vec![1u8; 1 << 20], vec![0u8; 1 << 20]);
+    let mut n = 0;
+    loop {
+        let k = r.read(&mut buf).unwrap();
+        if k == 0 {
+            return n;
+        }
+        assert!(buf[..k] == zeros[..k], "a byte that is not zero in {n}..{}", n + k as u64);
+        n += k as u64;
+    }
+}
+
+/// A pack of a few KB can declare hundreds of MiB (a compressed pack may
+/// declare 32,768 times its size): `cat`, `unpack` and `verify` read it in
+/// bounded pieces, not whole, and still give every byte. They once held a
+/// whole decoded file (cat, unpack: 1.2 GB resident for 1 GiB of zeros) or
+/// the reader's 128 MiB chunk cache (verify). 256 MiB, not 1 GiB, keeps the
+/// test to a few seconds (unpack writes it all to disk) and is still four
+/// times the bound.
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+#[test]
+fn a_compression_bomb_is_read_in_bounded_memory() {
+    const SIZE: u64 = 256 << 20;
+    const PEAK: u64 = 64 << 20;
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::File::create(src.join("zeros")).unwrap().set_len(SIZE).unwrap(); // sparse: not on disk
+    let pack = tmp.path().join("bomb.pack");
+    ok(["pack", p(&src), "-o", p(&pack), "--compress", "zstd:1", "--chunk-size", "1048576"]);
+    let len = std::fs::metadata(&pack).unwrap().len();
+    assert!(len < SIZE / 10_000, "a small pack: {len} bytes");
+
+    let spawn = |args: &[&str], stdout: std::process::Stdio| {
+        Command::new(env!("CARGO_BIN_EXE_packfs")).args(args).stdout(stdout).spawn().unwrap()
+    };
+    let mut cat = spawn(&["cat", p(&pack), "zeros"], std::process::Stdio::piped());
+    assert_eq!(count_zeros(cat.stdout.take().unwrap()), SIZE, "cat gives every byte");
+    let (code, cat_peak) = wait_peak_rss(cat);
+    assert_eq!(code, 0);
+
+    let (code, verify_peak) = wait_peak_rss(spawn(&["verify", p(&pack)], std::process::Stdio::null()));
+    assert_eq!(code, 0);
+
+    let out = tmp.path().join("out");
+    let (code, unpack_peak) = wait_peak_rss(spawn(&["unpack", p(&pack), p(&out)], std::process::Stdio::null()));
+    assert_eq!(code, 0);
+    assert_eq!(count_zeros(std::fs::File::open(out.join("zeros")).unwrap()), SIZE, "unpack writes every byte");
+
+    let mib = |b: u64| b >> 20;
+    eprintln!("peak RSS: cat {} MiB, verify {} MiB, unpack {} MiB", mib(cat_peak), mib(verify_peak), mib(unpack_peak));
+    for (cmd, peak) in [("cat", cat_peak), ("verify", verify_peak), ("unpack", unpack_peak)] {
+        assert!(peak < PEAK, "{cmd}: {} MiB resident at peak", mib(peak));
+    }
 }
 
 #[test]
@@ -640,7 +809,10 @@ fn every_subcommand_has_help() {
         assert!(help.contains(&format!("Usage: packfs {cmd}")), "{help}");
     }
     assert!(ok(["pack", "--help"]).contains("--exclude <GLOB>"));
-    assert!(ok(["unpack", "--help"]).contains("--force"));
+    let unpack = ok(["unpack", "--help"]);
+    for flag in ["--force", "--overwrite-dir", "--preserve-permissions", "umask"] {
+        assert!(unpack.contains(flag), "{flag} in {unpack}");
+    }
 }
 
 #[test]

@@ -1,5 +1,8 @@
-//! `packfs cat PACK PATH...`: files' contents to stdout, each checked
-//! against its checksum first (straight from the mapping, no copy).
+//! `packfs cat PACK PATH...`: files' contents to stdout, read in pieces
+//! (memory does not grow with a file), each piece checked as it is read:
+//! a version 1 blob whole on its first read, a version 2 chunk before any
+//! of it is written. A damaged chunk past the start of a file therefore
+//! ends the output there, with an error.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -7,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use crate::common::{find, open_pack};
+use crate::common::{Copier, find, open_pack, read_once};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -19,14 +22,16 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
-    let pack = open_pack(&args.pack, true)?;
+    let pack = open_pack(&args.pack, read_once(true))?;
     let shown = args.pack.display();
     let mut out = std::io::stdout().lock();
+    let mut copier = Copier::new();
     for path in &args.paths {
         let ino = find(&pack, path, true).with_context(|| format!("{shown}"))?;
-        let bytes = pack.file_bytes(ino).with_context(|| format!("{shown}: {path}"))?;
-        out.write_all(&bytes)?;
+        copier
+            .copy(&pack, ino, |_, piece| out.write_all(piece).context("writing to stdout"))
+            .with_context(|| format!("{shown}: {path}"))?;
     }
-    out.flush()?;
+    out.flush().context("writing to stdout")?;
     Ok(ExitCode::SUCCESS)
 }

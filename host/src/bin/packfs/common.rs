@@ -1,5 +1,6 @@
 //! What several subcommands share: opening a pack, finding a path in it,
-//! walking it, and printing modes, times and sizes.
+//! walking it, copying a file out of it, and printing modes, times and
+//! sizes.
 
 use std::ops::Range;
 use std::path::Path;
@@ -14,6 +15,17 @@ use packfs_remote::{Location, RemoteError, RemoteOptions, RemoteSource};
 
 /// Entries asked for per `read_dir` call.
 const DIR_PAGE: usize = 4096;
+
+/// Decoded chunks kept by a command that reads each file once, front to
+/// back (all but `run`, whose guest reads at random): enough for the
+/// chunks (1 MiB at most) that neighbouring small files share. A big
+/// file's chunks are not read again: keeping more would only hold memory.
+const ONCE_CACHE: u64 = 8 << 20;
+
+/// Bytes a file is copied out in: what a whole-file command holds of it,
+/// however large it is (a compressed pack may declare 32,768 times its own
+/// size).
+const PIECE: usize = 1 << 20;
 
 /// A pack's bytes: a mapped file, or an object in a store read lazily.
 pub(crate) enum PackSource {
@@ -116,20 +128,15 @@ impl From<OpenError> for anyhow::Error {
     }
 }
 
-/// Opens the pack at `path`: a file, mapped; or a URL (`s3://`, `http://`,
-/// `https://`), read lazily through the host-wide cache. With
-/// `verify_reads`, every blob is checked against its checksum on its first
-/// read, so damaged content is an error rather than output.
-pub(crate) fn try_open(path: &Path, verify_reads: bool) -> Result<Pack, OpenError> {
+/// Opens the pack at `path`, to be read as `read` says ([`read_once`], or the
+/// core's defaults for a guest): a file, mapped; or a URL (`s3://`,
+/// `http://`, `https://`), read lazily through the host-wide cache.
+pub(crate) fn try_open(path: &Path, read: ReadOptions) -> Result<Pack, OpenError> {
     let shown = path.display().to_string();
     if let Some(location) = path.to_str().and_then(Location::parse) {
         let location = location.map_err(|e| OpenError::Failed(e.into()))?;
         let remote = remote();
-        let options = RemoteOptions {
-            read: ReadOptions::new().verify_on_read(verify_reads),
-            prefetch: remote.prefetch.get().cloned(),
-            ..remote.options.clone()
-        };
+        let options = RemoteOptions { read, prefetch: remote.prefetch.get().cloned(), ..remote.options.clone() };
         let pack = packfs_remote::open_as(&location, &options, |source| {
             remote.opened.lock().unwrap_or_else(|e| e.into_inner()).push(source.clone());
             PackSource::Remote(source)
@@ -140,13 +147,19 @@ pub(crate) fn try_open(path: &Path, verify_reads: bool) -> Result<Pack, OpenErro
         });
     }
     let file = MappedFile::open(path).map_err(|e| OpenError::Failed(anyhow!(e).context(shown.clone())))?;
-    PackFs::open_with(PackSource::Local(file), ReadOptions::new().verify_on_read(verify_reads))
-        .map_err(|e| OpenError::Damaged(anyhow!(e).context(shown)))
+    PackFs::open_with(PackSource::Local(file), read).map_err(|e| OpenError::Damaged(anyhow!(e).context(shown)))
+}
+
+/// How a command that reads each file at most once, front to back, opens
+/// packs: with few decoded chunks kept, and each read checked against its
+/// checksum if `verify_reads`.
+pub(crate) fn read_once(verify_reads: bool) -> ReadOptions {
+    ReadOptions::new().verify_on_read(verify_reads).cache_bytes(ONCE_CACHE)
 }
 
 /// [`try_open`], either failure an error.
-pub(crate) fn open_pack(path: &Path, verify_reads: bool) -> Result<Pack> {
-    Ok(try_open(path, verify_reads)?)
+pub(crate) fn open_pack(path: &Path, read: ReadOptions) -> Result<Pack> {
+    Ok(try_open(path, read)?)
 }
 
 /// The inode `path` names in `fs`, from its root. A leading `/` is allowed
@@ -204,6 +217,38 @@ pub(crate) fn walk(
         }
     }
     Ok(())
+}
+
+/// Copies files out in pieces of [`PIECE`] bytes through one buffer, kept
+/// from file to file.
+pub(crate) struct Copier {
+    buf: Box<[u8]>,
+}
+
+impl Copier {
+    pub(crate) fn new() -> Self {
+        Copier { buf: vec![0; PIECE].into_boxed_slice() }
+    }
+
+    /// Hands file `ino` of `fs`, front to back, to `sink(offset, piece)`;
+    /// returns its length. A read short of the buffer is not the end: only
+    /// a read of nothing is.
+    pub(crate) fn copy(
+        &mut self,
+        fs: &dyn FileSystem,
+        ino: Ino,
+        mut sink: impl FnMut(u64, &[u8]) -> Result<()>,
+    ) -> Result<u64> {
+        let mut offset = 0;
+        loop {
+            let n = fs.read_at(ino, offset, &mut self.buf)?;
+            if n == 0 {
+                return Ok(offset);
+            }
+            sink(offset, &self.buf[..n])?;
+            offset += n as u64;
+        }
+    }
 }
 
 /// `ls -l` style type and permission bits: `drwxr-xr-x`, `-rwsr-x--T`.

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use packfs_core::{FileSystem, FileType, Ino};
 
-use crate::common::{Pack, open_pack, walk};
+use crate::common::{Pack, open_pack, read_once, walk};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -63,8 +63,8 @@ fn changes(a: &Pack, x: &Node, b: &Pack, y: &Node) -> Result<Vec<&'static str>> 
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let (shown_a, shown_b) = (args.a.display().to_string(), args.b.display().to_string());
-    let a = open_pack(&args.a, true)?;
-    let b = open_pack(&args.b, true)?;
+    let a = open_pack(&args.a, read_once(true))?;
+    let b = open_pack(&args.b, read_once(true))?;
     let (old, new) = (entries(&a, &shown_a)?, entries(&b, &shown_b)?);
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut differ = false;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use packfs_core::{FileSystem, FileType, Metadata};
 
-use crate::common::{find, format_time, list, mode_string, open_pack, walk};
+use crate::common::{find, format_time, list, mode_string, open_pack, read_once, walk};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -34,7 +34,7 @@ struct Row {
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
-    let pack = open_pack(&args.pack, false)?;
+    let pack = open_pack(&args.pack, read_once(false))?;
     let shown = args.pack.display();
     // Like ls: `ls link` lists the directory a symlink leads to, `ls -l link`
     // shows the link (a trailing `/` always follows).

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow, bail};
 use packfs_core::mem::Limits;
 use packfs_core::mount::MountTable;
-use packfs_core::pack::PackStats;
+use packfs_core::pack::{PackStats, ReadOptions};
 use packfs_core::path::validate_name;
 use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::Wasi;
@@ -305,6 +305,12 @@ struct Opened {
     _journal: Option<Journal>,
 }
 
+/// How a guest's packs are read: at random and again, so with the core's
+/// chunk cache; every read checked.
+fn guest_reads() -> ReadOptions {
+    ReadOptions::new().verify_on_read(true)
+}
+
 fn open_source(source: &Source) -> Result<Opened> {
     let plain = |fs: Arc<dyn FileSystem>, read_only| Opened { fs, read_only, limited: None, _journal: None };
     let limited = |fs: MemFs| {
@@ -314,9 +320,9 @@ fn open_source(source: &Source) -> Result<Opened> {
     };
     Ok(match source {
         Source::Mem(limits) => limited(MemFs::with_options(*limits, packfs_core::system_clock())),
-        Source::Pack(path) => plain(Arc::new(open_pack(path, true)?), true),
+        Source::Pack(path) => plain(Arc::new(open_pack(path, guest_reads())?), true),
         Source::PackOverlay(path, limits) => {
-            let pack = Arc::new(open_pack(path, true)?);
+            let pack = Arc::new(open_pack(path, guest_reads())?);
             let overlay = MemFs::overlay_with_options(pack, *limits, packfs_core::system_clock())
                 .with_context(|| format!("{}: mounting an overlay", path.display()))?;
             limited(overlay)

@@ -1,7 +1,16 @@
 //! `packfs unpack PACK DIR`: a pack's tree into a host directory — files
 //! with their modes and modification times, directories, symlinks, hard
-//! links. Set-user-ID and set-group-ID bits are cleared unless `-p` keeps
-//! them.
+//! links — changing only what it makes, as tar does for a user:
+//!
+//! - a directory that exists keeps its mode and times (`--overwrite-dir`
+//!   gives it the pack's), DIR included: unpacking into a home must not
+//!   open up its `.ssh`;
+//! - modes are masked by the umask, and set-user-ID and set-group-ID bits
+//!   cleared, unless `-p` keeps the pack's modes as they are. Unlike GNU
+//!   tar, this is so for root too: one rule, whoever runs it.
+//!
+//! Files are copied in pieces ([`Copier`]): memory does not grow with a
+//! file, however much a small compressed pack declares.
 //!
 //! Everything is written through [`DirFs`]: one validated name at a time,
 //! relative to a directory opened with `openat2` `RESOLVE_BENEATH`, never
@@ -27,10 +36,7 @@ use packfs_core::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOpti
 use packfs_os::dir::DirFs;
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 
-use crate::common::{Pack, bytes, join, list, open_pack};
-
-/// Bytes written per `write_at`, so the progress bar moves on big files.
-const CHUNK: usize = 1 << 20;
+use crate::common::{Copier, Pack, bytes, join, list, open_pack, read_once};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -39,19 +45,25 @@ pub(crate) struct Args {
     /// The directory to extract into; created if missing.
     dir: PathBuf,
     /// Replace files, symlinks, fifos, sockets and devices that already
-    /// exist (a directory in the way of a file is still an error). Without it, nothing is written when
-    /// any entry exists (directories may exist as directories).
+    /// exist (a directory in the way of a file is still an error). Without
+    /// it, nothing is written when any entry exists (directories may exist
+    /// as directories).
     #[arg(short, long)]
     force: bool,
+    /// Give directories that already exist, DIR included, the pack's mode
+    /// and times (by default they keep their own).
+    #[arg(long)]
+    overwrite_dir: bool,
     /// Also make symlinks whose targets are absolute paths (by default they
     /// are reported and left out: they point outside DIR).
     #[arg(long)]
     absolute_symlinks: bool,
-    /// Keep set-user-ID and set-group-ID bits (by default they are cleared:
-    /// a pack from elsewhere should not make programs that run as whoever
-    /// unpacks it).
-    #[arg(short = 'p', long)]
-    same_permissions: bool,
+    /// Give what is made the pack's modes as they are. By default they are
+    /// masked by the umask, and set-user-ID and set-group-ID bits are
+    /// cleared (a pack from elsewhere should not make programs that run as
+    /// whoever unpacks it) — for root too, unlike GNU tar.
+    #[arg(short = 'p', long, visible_alias = "same-permissions")]
+    preserve_permissions: bool,
 }
 
 /// How many left-out symlinks are named one by one.
@@ -62,7 +74,9 @@ const NAMED: usize = 5;
 const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS).union(ResolveFlags::NO_XDEV);
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
-    let pack = open_pack(&args.pack, true)?;
+    // Before anything starts a thread: reading the umask sets it.
+    let clear = if args.preserve_permissions { 0 } else { umask() | 0o6000 };
+    let pack = open_pack(&args.pack, read_once(true))?;
     // Check every blob before writing anything: a damaged pack leaves DIR
     // untouched. Blobs that pass are remembered, so none is hashed twice.
     let report = pack.verify().with_context(|| format!("{}", args.pack.display()))?;
@@ -98,8 +112,10 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         dest: &dest,
         dir: &args.dir,
         force: args.force,
+        overwrite_dir: args.overwrite_dir,
         absolute,
-        same_permissions: args.same_permissions,
+        clear,
+        copier: Copier::new(),
         counts: Counts::default(),
     };
     if !args.force {
@@ -138,6 +154,13 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The process's umask. Reading it sets it, so it is set straight back.
+fn umask() -> u32 {
+    let mask = rustix::process::umask(Mode::empty());
+    rustix::process::umask(mask);
+    mask.bits()
+}
+
 #[derive(Debug, Default)]
 struct Counts {
     files: u64,
@@ -152,10 +175,13 @@ struct Unpack<'a> {
     dest: &'a DirFs,
     dir: &'a Path,
     force: bool,
+    overwrite_dir: bool,
     /// DIR, when symlinks with absolute targets are to be made.
     absolute: Option<OwnedFd>,
-    /// Keep set-user-ID and set-group-ID bits.
-    same_permissions: bool,
+    /// Mode bits cleared from every mode set here: the umask's and the
+    /// set-ID bits, unless `-p`.
+    clear: u32,
+    copier: Copier,
     counts: Counts,
 }
 
@@ -170,7 +196,7 @@ struct Frame {
 impl Unpack<'_> {
     /// The mode an entry gets here.
     fn mode(&self, meta: &Metadata) -> u32 {
-        if self.same_permissions { meta.mode } else { meta.mode & !0o6000 }
+        meta.mode & !self.clear
     }
 
     fn shown(&self, path: &str) -> String {
@@ -239,7 +265,8 @@ impl Unpack<'_> {
     /// targets are absolute (`DirFs` refuses them), as (path, target).
     fn extract(&mut self, progress: &ProgressBar, created: bool) -> Result<Vec<(String, String)>> {
         let mut skipped = Vec::new();
-        // Directories get their modes and times last, deepest first: adding
+        // Directories made here (and with --overwrite-dir, those that
+        // existed) get their modes and times last, deepest first: adding
         // entries changes a directory's mtime, and a read-only mode would
         // stop us adding them.
         let mut dirs: Vec<(Ino, Metadata)> = Vec::new();
@@ -264,15 +291,17 @@ impl Unpack<'_> {
                 .entry((parent, &parent_path), &e, &meta, &mut linked, progress)
                 .with_context(|| self.shown(&path))?;
             match made {
-                Made::Dir(ino) => {
-                    dirs.push((ino, meta));
+                Made::Dir { ino, existed } => {
+                    if !existed || self.overwrite_dir {
+                        dirs.push((ino, meta));
+                    }
                     stack.push(Frame { entries: list(self.pack, e.ino)?.into_iter(), dest: Some(ino), path });
                 }
                 Made::Other => {}
                 Made::Skipped(target) => skipped.push((path, target)),
             }
         }
-        if created {
+        if created || self.overwrite_dir {
             dirs.insert(0, (self.dest.root(), self.pack.metadata(root)?));
         }
         for (ino, meta) in dirs.iter().rev() {
@@ -297,7 +326,7 @@ impl Unpack<'_> {
         match (existing, meta.kind) {
             (Some((ino, FileType::Dir)), FileType::Dir) => {
                 self.counts.dirs += 1;
-                return Ok(Made::Dir(ino));
+                return Ok(Made::Dir { ino, existed: true });
             }
             (Some((_, FileType::Dir)), _) => bail!("a directory is in the way"),
             (Some(_), _) if !self.force => bail!("already exists (--force replaces it)"),
@@ -306,7 +335,7 @@ impl Unpack<'_> {
         }
         if meta.kind == FileType::Dir {
             self.counts.dirs += 1;
-            return Ok(Made::Dir(self.dest.mkdir(parent, name, 0o700)?));
+            return Ok(Made::Dir { ino: self.dest.mkdir(parent, name, 0o700)?, existed: false });
         }
         if let Some(&first) = linked.get(&e.ino) {
             self.dest.link(first, parent, name)?;
@@ -329,20 +358,23 @@ impl Unpack<'_> {
             self.counts.symlinks += 1;
             ino
         } else {
-            let data = self.pack.file_bytes(e.ino)?; // checked against its checksum
             let create = OpenOptions { read: false, mode: 0o600, ..OpenOptions::create_new() };
             let ino = self.dest.open(parent, name, &create)?;
-            let written = (|| {
-                for (k, chunk) in data.chunks(CHUNK).enumerate() {
-                    self.dest.write_at(ino, (k * CHUNK) as u64, chunk)?;
-                    progress.inc(chunk.len() as u64);
-                }
-                self.dest.set_mode(ino, self.mode(meta))
-            })();
+            let (dest, mode) = (self.dest, self.mode(meta));
+            let written = self
+                .copier
+                .copy(self.pack, e.ino, |at, piece| {
+                    dest.write_at(ino, at, piece)?;
+                    progress.inc(piece.len() as u64);
+                    Ok(())
+                })
+                .and_then(|n| {
+                    dest.set_mode(ino, mode)?;
+                    Ok(n)
+                });
             self.dest.close(ino);
-            written?;
+            self.counts.bytes += written?;
             self.counts.files += 1;
-            self.counts.bytes += data.len() as u64;
             ino
         };
         // A symlink's own mtime (utimensat without following).
@@ -356,8 +388,8 @@ impl Unpack<'_> {
 
 /// What [`Unpack::entry`] did.
 enum Made {
-    /// Made (or found) this directory.
-    Dir(Ino),
+    /// Made this directory, or found it there.
+    Dir { ino: Ino, existed: bool },
     /// Made a file, a symlink or a link.
     Other,
     /// Did not make a symlink to this absolute target.

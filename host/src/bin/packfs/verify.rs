@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::common::{OpenError, bytes, try_open};
+use crate::common::{OpenError, bytes, read_once, try_open};
 use anyhow::Result;
 
 #[derive(Debug, clap::Args)]
@@ -16,7 +16,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let shown = args.pack.display();
-    let pack = match try_open(&args.pack, false) {
+    let pack = match try_open(&args.pack, read_once(false)) {
         Ok(p) => p,
         // A damaged header or index is a "no", like a damaged blob.
         Err(OpenError::Damaged(e)) => {
