@@ -8,13 +8,15 @@
 //! - [`HostPlatform`]: this process's clocks, randomness and sleep;
 //! - [`Inherit`]: this process's stdin, stdout or stderr.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use packfs_core::Timestamp;
+use packfs_core::wasi::deadline;
 use packfs_core::wasi::p1::calls::Outcome;
 use packfs_core::wasi::p1::{Errno, Exit, Input, Output, Platform, Wasi};
-use wasmtime::{Caller, Extern, Linker};
+use rustix::event::{PollFd, PollFlags, Timespec};
+use wasmtime::{Caller, Extern, Linker, Trap};
 
 /// The import module of every preview1 function.
 pub const MODULE: &str = "wasi_snapshot_preview1";
@@ -22,9 +24,14 @@ pub const MODULE: &str = "wasi_snapshot_preview1";
 /// Adds every `wasi_snapshot_preview1` function to `linker`, served by the
 /// [`Wasi`] that `get` lends from the store's data.
 ///
-/// The functions are synchronous: PackFS never waits on the host, only
-/// stdin and `poll_oneoff`'s clocks block the calling thread. They serve
-/// sync and async stores alike. `proc_exit(n)` ends the call with an
+/// The functions are synchronous: only stdin, `poll_oneoff`'s clocks and
+/// a read waiting for a remote pack's bytes block the calling thread, and
+/// each of those waits ends at the [`Deadline`](deadline::Deadline) set
+/// for the thread, if any; past it every call traps with
+/// [`Trap::Interrupt`], as epoch interruption does (the [`Runner`]'s
+/// timeout sets both). They serve sync and async stores alike.
+///
+/// [`Runner`]: crate::Runner `proc_exit(n)` ends the call with an
 /// [`Exit`] error (downcast it to find the status); a module without a
 /// `memory` export traps on its first call.
 ///
@@ -49,8 +56,18 @@ pub fn add_to_linker<T: 'static>(
                     Some(Extern::Memory(m)) => m,
                     _ => return Err(wasmtime::Error::msg("a preview1 module must export its memory as `memory`")),
                 };
+                // Past the guest's deadline no call runs, nor returns: a
+                // call a wait of which the deadline cut short would show
+                // the guest a failure that is not its own.
+                if deadline::expired() {
+                    return Err(Trap::Interrupt.into());
+                }
                 let (bytes, data) = memory.data_and_store_mut(&mut caller);
-                get(data).$name(bytes, $($arg),*).into_wasm().map_err(wasmtime::Error::new)
+                let r = get(data).$name(bytes, $($arg),*).into_wasm().map_err(wasmtime::Error::new);
+                if deadline::expired() {
+                    return Err(Trap::Interrupt.into());
+                }
+                r
             })?;)*
         };
     }
@@ -91,7 +108,7 @@ impl Platform for HostPlatform {
     }
 
     fn sleep(&mut self, nanos: u64) {
-        std::thread::sleep(Duration::from_nanos(nanos));
+        std::thread::sleep(deadline::cut(Duration::from_nanos(nanos)));
     }
 }
 
@@ -116,8 +133,27 @@ fn io_errno(e: &std::io::Error) -> Errno {
 }
 
 impl Input for Inherit {
+    /// Reads the process's fd 0 itself, unbuffered: a read under a
+    /// deadline first waits for input with `poll(2)`, no longer than the
+    /// deadline leaves (then `EINTR`, and the call traps), which a buffer
+    /// of std's would hide from it.
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        std::io::stdin().lock().read(buf).map_err(|e| io_errno(&e))
+        let stdin = rustix::stdio::stdin();
+        if let Some(left) = deadline::remaining() {
+            let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+            let timeout = Timespec::try_from(left).unwrap_or(Timespec { tv_sec: i64::MAX, tv_nsec: 0 });
+            match rustix::event::poll(&mut fds, Some(&timeout)) {
+                Ok(0) => return Err(Errno::INTR),
+                Ok(_) => {}
+                Err(e) => return Err(io_errno(&e.into())),
+            }
+        }
+        loop {
+            match rustix::io::read(stdin, &mut *buf) {
+                Err(rustix::io::Errno::INTR) => continue,
+                r => return r.map_err(|e| io_errno(&e.into())),
+            }
+        }
     }
 
     fn is_terminal(&self) -> bool {

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use packfs_core::wasi::deadline::Deadline;
 use packfs_core::wasi::p1::Wasi;
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, Module, ResourceLimiter, Store, Trap, UpdateDeadline};
@@ -261,24 +262,30 @@ impl Runner {
 
     /// Runs `f` under the timeout, if there is one: a watchdog bumps the
     /// engine's epoch when it passes, and the store's deadline callback
-    /// interrupts the guest.
+    /// interrupts the guest's code. A guest blocked in a host call is cut
+    /// short too: every wait a host call makes on this thread ends at the
+    /// [`Deadline`], and past it a preview1 call traps instead of
+    /// returning ([`crate::p1::add_to_linker`]).
     fn timed<R>(&self, f: impl FnOnce() -> R) -> (R, bool) {
         let Some(timeout) = self.limits.timeout else { return (f(), false) };
         let done = Arc::new((Mutex::new(false), Condvar::new()));
         let fired = Arc::new(AtomicBool::new(false));
+        let deadline = Deadline::new(Instant::now() + timeout);
         let watchdog = {
             let (done, fired, engine) = (Arc::clone(&done), Arc::clone(&fired), self.engine.clone());
+            let deadline = Arc::clone(&deadline);
             std::thread::spawn(move || {
                 let (lock, cvar) = &*done;
                 let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
                 let (guard, wait) = cvar.wait_timeout_while(guard, timeout, |d| !*d).unwrap_or_else(|e| e.into_inner());
                 if wait.timed_out() && !*guard {
                     fired.store(true, Ordering::SeqCst);
+                    deadline.expire();
                     engine.increment_epoch();
                 }
             })
         };
-        let r = f();
+        let r = deadline.scope(f);
         *done.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
         done.1.notify_all();
         let _ = watchdog.join();

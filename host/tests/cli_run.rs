@@ -180,6 +180,90 @@ fn limits_end_a_run_with_their_own_status() {
     refused(f.packfs(["run", "--save", "x.pack", "spin.wasm"]), &["--save needs a --mount"]);
 }
 
+/// `packfs ARGS` with its stdin a pipe held open and never written (a
+/// guest reading it waits for ever), killed if it has not ended after
+/// `limit`; how it ended and when.
+fn packfs_waiting<S: AsRef<OsStr>>(
+    cwd: &Path,
+    args: impl IntoIterator<Item = S>,
+    limit: std::time::Duration,
+) -> (Out, std::time::Duration) {
+    let start = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_packfs"))
+        .args(args)
+        .current_dir(cwd)
+        .env("PACKFS_CACHE_DIR", support::guest_cache_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs packfs");
+    let stdin = child.stdin.take();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            child.kill().unwrap();
+            panic!("still running after {limit:?}: the deadline did not end it");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let took = start.elapsed();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let out = Out {
+        code: out.status.code().expect("exits, not killed"),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    };
+    (out, took)
+}
+
+/// A guest blocked in a host call stops at `--timeout` too: a sleep (one
+/// clock subscription, wasmtime's special case, and two), and a read of
+/// stdin that no input will ever answer. Each would block for an hour or
+/// for ever; the run is killed after 30 s if the deadline does not end it.
+#[test]
+fn a_timeout_ends_a_guest_blocked_in_a_host_call() {
+    let f = Fixture::new();
+    // A clock subscription at `at`: userdata, clock tag, monotonic, an hour.
+    let clock = |at: u32| {
+        format!(
+            "(i32.store8 (i32.const {tag}) (i32.const 0)) (i32.store (i32.const {id}) (i32.const 1)) \
+             (i64.store (i32.const {t}) (i64.const 3600000000000))",
+            tag = at + 8,
+            id = at + 16,
+            t = at + 24
+        )
+    };
+    let poll = |n: u32, subs: String| {
+        format!(
+            r#"(module (import "wasi_snapshot_preview1" "poll_oneoff" (func $poll (param i32 i32 i32 i32) (result i32)))
+                 (memory (export "memory") 1)
+                 (func (export "_start") {subs} (drop (call $poll (i32.const 0) (i32.const 1024) (i32.const {n}) (i32.const 2048)))))"#
+        )
+    };
+    let stdin = r#"(module (import "wasi_snapshot_preview1" "fd_read" (func $read (param i32 i32 i32 i32) (result i32)))
+        (memory (export "memory") 1)
+        (func (export "_start") (i32.store (i32.const 0) (i32.const 64)) (i32.store (i32.const 4) (i32.const 16))
+          (drop (call $read (i32.const 0) (i32.const 0) (i32.const 1) (i32.const 32)))))"#;
+    let guests = [
+        ("sleep.wasm", poll(1, clock(0))),
+        ("sleep2.wasm", poll(2, clock(0) + &clock(48))),
+        ("stdin.wasm", stdin.to_owned()),
+    ];
+    for (name, wat) in guests {
+        std::fs::write(f.path(name), wat::parse_str(&wat).unwrap()).unwrap();
+        let (out, took) =
+            packfs_waiting(f.dir.path(), ["run", "--timeout", "1", name], std::time::Duration::from_secs(30));
+        assert_eq!(out.code, 124, "{name}: {out:?}");
+        assert!(out.stderr.contains("time limit"), "{name}: {out:?}");
+        println!("{name}: ended {:?} after it started (--timeout 1)", took);
+    }
+    // A sleep shorter than the limit still ends as the guest asked.
+    let short = poll(1, clock(0).replace("3600000000000", "10000000"));
+    std::fs::write(f.path("short.wasm"), wat::parse_str(&short).unwrap()).unwrap();
+    assert_eq!(f.packfs(["run", "--timeout", "20", "short.wasm"]).code, 0);
+}
+
 #[test]
 fn mem_source() {
     let f = Fixture::new();

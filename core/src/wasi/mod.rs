@@ -4,6 +4,8 @@
 //! - [`descriptor`]: what a WASI descriptor is over a [`FileSystem`] and
 //!   what each operation on it may do, with every permission check;
 //!   behaviour as wasmtime-wasi on a real directory;
+//! - [`deadline`]: a guest's deadline as the host calls that wait on its
+//!   behalf see it;
 //! - [`p1`]: `wasi_snapshot_preview1`, every function, over a guest memory
 //!   the embedder lends ([`p1::Memory`]); the host binds it into wasmtime's
 //!   core-module linker, the browser into a Worker's imports.
@@ -13,6 +15,7 @@
 //!
 //! [`FileSystem`]: crate::FileSystem
 
+pub mod deadline;
 pub mod descriptor;
 pub mod p1;
 

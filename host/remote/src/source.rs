@@ -355,7 +355,8 @@ impl Inner {
             self.land(t, k, bytes, true);
             return;
         }
-        let deadline = Instant::now() + self.wait;
+        // No longer than the guest's own deadline leaves, if it has one.
+        let deadline = Instant::now() + packfs_core::wasi::deadline::cut(self.wait);
         let mut f = lock(&self.flight);
         let mut asked = false;
         loop {

@@ -20,6 +20,9 @@ pub enum Fault {
     Stall(Duration),
     /// Send the head and half the body, then close.
     Truncate,
+    /// Send the head and half the body, hold the rest this long (counted
+    /// by [`Proxy::stalls`] once the half is sent), then close.
+    StallBody(Duration),
     /// Flip a byte in the middle of the body.
     Corrupt,
     /// Answer `200 OK` without `Content-Range` (a server that ignores
@@ -50,6 +53,8 @@ struct Shared {
     requests: AtomicU64,
     ranged: AtomicU64,
     bytes: AtomicU64,
+    /// Replies that reached their hold mid-body.
+    stalls: AtomicU64,
     stop: AtomicBool,
 }
 
@@ -106,6 +111,12 @@ impl Proxy {
             ranged: s.ranged.load(Ordering::Relaxed),
             bytes: s.bytes.load(Ordering::Relaxed),
         }
+    }
+
+    /// How many replies have been held mid-body ([`Fault::StallBody`]):
+    /// each has sent half its body and holds the rest.
+    pub fn stalls(&self) -> u64 {
+        self.shared.stalls.load(Ordering::SeqCst)
     }
 
     /// Counts from zero again.
@@ -183,6 +194,15 @@ fn relay(s: &Shared, client: TcpStream, upstream: SocketAddr) {
                 let head = reply.head_bytes(Some(reply.body.len()));
                 let half = reply.body.len() / 2;
                 let _ = out.write_all(&head).and_then(|()| out.write_all(&reply.body[..half]));
+                return drop(out.shutdown(Shutdown::Both));
+            }
+            Some(Fault::StallBody(d)) => {
+                let head = reply.head_bytes(Some(reply.body.len()));
+                let half = reply.body.len() / 2;
+                if out.write_all(&head).and_then(|()| out.write_all(&reply.body[..half])).is_ok() {
+                    s.stalls.fetch_add(1, Ordering::SeqCst);
+                    std::thread::sleep(d);
+                }
                 return drop(out.shutdown(Shutdown::Both));
             }
             Some(Fault::LongLength) => {
