@@ -268,3 +268,25 @@ fn s3_urls_take_credentials_region_and_endpoint_as_aws_tools_do() {
     let out = packfs(f.dir.path(), &bad, ["--cache", cache, "ls", "s3://packs/app.pack"]);
     assert_eq!(out.code, 2, "{out:?}");
 }
+
+/// Issue 23, item 4: `--cache DIR --cache-size 64k` on a directory of a
+/// user's files deleted some of them ("4 evicted"). The cache now refuses
+/// a directory it did not make, and the command runs without it. (This
+/// pack's chunks repeat, so 1k is what makes every store evict here.)
+#[test]
+fn the_cache_refuses_a_directory_of_a_users_files() {
+    let f = Fixture::new();
+    let files = ["photos/2019/img1.jpg", "projects/app/main.c", "projects/app/main.lock", "main.lock"];
+    for name in files {
+        let path = f.path("user").join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, name).unwrap();
+    }
+    let out = f.run("user", ["--cache-size", "1k", "cat", &f.url(), "data/big.bin"]);
+    for name in files {
+        let kept = std::fs::read_to_string(f.path("user").join(name)).ok();
+        assert_eq!(kept.as_deref(), Some(name), "{}", out.stderr);
+    }
+    assert!(out.stderr.contains("not a packfs cache"), "{}", out.stderr);
+    assert!(ok(out) == f.big);
+}
