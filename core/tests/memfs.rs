@@ -1,6 +1,6 @@
 //! Every MemFs operation and error path, through the `FileSystem` trait.
 
-use packfs_core::mem::{Limits, ROOT};
+use packfs_core::mem::{ENTRY_BYTES, INODE_BYTES, Limits, ROOT, Usage};
 use packfs_core::resolve::{resolve, resolve_parent};
 use packfs_core::{Error, FileSystem, FileType, MemFs, OpenOptions, SetTime, Timestamp, system_clock};
 
@@ -125,7 +125,8 @@ fn unlink() {
     assert_eq!(fs.unlink(ROOT, "nope"), Err(Error::NotFound));
     fs.unlink(ROOT, "f").unwrap();
     assert_eq!(names(&fs, ROOT), ["d"]);
-    assert_eq!(fs.usage().bytes, 0);
+    // The root and `d`, and `d`'s entry: `f` and its byte are gone.
+    assert_eq!(fs.usage().bytes, 2 * INODE_BYTES + ENTRY_BYTES + 1);
 }
 
 #[test]
@@ -317,42 +318,79 @@ fn clock_is_pluggable() {
 #[test]
 fn huge_sparse_files_cannot_wrap_the_usage() {
     let fs = MemFs::new();
-    let files: Vec<_> = (0..3).map(|i| file(&fs, ROOT, &format!("f{i}"), b"")).collect();
+    let files: Vec<_> = (0..2).map(|i| file(&fs, ROOT, &format!("f{i}"), b"")).collect();
+    let names = fs.usage().bytes;
     fs.set_len(files[0], packfs_core::MAX_FILE_SIZE).unwrap();
-    fs.set_len(files[1], packfs_core::MAX_FILE_SIZE).unwrap();
-    assert_eq!(fs.set_len(files[2], packfs_core::MAX_FILE_SIZE), Err(Error::NoSpace));
-    assert_eq!(fs.usage().bytes, 2 * packfs_core::MAX_FILE_SIZE);
+    // Two of the largest and their names pass u64::MAX.
+    assert_eq!(fs.set_len(files[1], packfs_core::MAX_FILE_SIZE), Err(Error::NoSpace));
+    assert_eq!(fs.usage().bytes, names + packfs_core::MAX_FILE_SIZE);
     fs.set_len(files[0], 0).unwrap();
-    fs.set_len(files[2], packfs_core::MAX_FILE_SIZE).unwrap();
+    fs.set_len(files[1], packfs_core::MAX_FILE_SIZE).unwrap();
 }
 
 #[test]
 fn quotas_fail_without_changing_anything() {
-    let limits = Limits { max_bytes: Some(100), max_inodes: Some(4) };
+    // Room for the root, `f` and 100 bytes.
+    let fixed = 2 * INODE_BYTES + ENTRY_BYTES + 1;
+    let limits = Limits { max_bytes: Some(fixed + 100), max_inodes: None };
     let fs = MemFs::with_options(limits, system_clock());
     let f = file(&fs, ROOT, "f", &[1; 60]);
     let before = fs.snapshot();
     assert_eq!(fs.write_at(f, 60, &[2; 41]), Err(Error::Quota));
     assert_eq!(fs.set_len(f, 101), Err(Error::Quota));
-    assert_eq!(fs.symlink(ROOT, "l", &"t".repeat(41)), Err(Error::Quota));
+    assert_eq!(fs.symlink(ROOT, "l", "t"), Err(Error::Quota));
     assert_eq!(read(&fs, f), [1; 60]);
-    assert_eq!(fs.usage().bytes, 60);
+    assert_eq!(fs.usage().bytes, fixed + 60);
     fs.write_at(f, 60, &[2; 40]).unwrap();
-    assert_eq!(fs.usage().bytes, 100);
-    // Overwriting inside the file needs no new bytes.
+    assert_eq!(fs.usage().bytes, fixed + 100);
+    // Overwriting inside the file needs no new bytes; names and links do.
     fs.write_at(f, 0, &[3; 100]).unwrap();
+    assert_eq!(fs.mkdir(ROOT, "d", 0o755), Err(Error::Quota));
+    assert_eq!(fs.link(f, ROOT, "g"), Err(Error::Quota));
+    assert_eq!(fs.rename(ROOT, "f", ROOT, "longer"), Err(Error::Quota));
+    assert_eq!(names(&fs, ROOT), ["f"]);
+    fs.rename(ROOT, "f", ROOT, "g").unwrap();
+    // Freeing makes room again.
+    fs.unlink(ROOT, "g").unwrap();
+    assert_eq!(fs.usage(), Usage { bytes: INODE_BYTES, inodes: 1 });
+    fs.mkdir(ROOT, "d", 0o755).unwrap();
+    // The snapshot from before is untouched by all of it.
+    assert_eq!(read(&before, f), [1; 60]);
+
+    // Inodes: the root and three more.
+    let fs = MemFs::with_options(Limits { max_bytes: None, max_inodes: Some(4) }, system_clock());
+    let f = file(&fs, ROOT, "f", b"");
     fs.mkdir(ROOT, "d", 0o755).unwrap();
     file(&fs, ROOT, "e", b"");
     assert_eq!(fs.usage().inodes, 4);
     assert_eq!(fs.mkdir(ROOT, "d2", 0o755), Err(Error::Quota));
     assert_eq!(fs.open(ROOT, "x", &OpenOptions::create()), Err(Error::Quota));
-    assert_eq!(names(&fs, ROOT), ["d", "e", "f"]);
-    // Freeing makes room again.
-    fs.unlink(ROOT, "f").unwrap();
-    assert_eq!(fs.usage(), packfs_core::mem::Usage { bytes: 0, inodes: 3 });
+    // A link is a name, not an inode.
+    fs.link(f, ROOT, "f2").unwrap();
+    assert_eq!(names(&fs, ROOT), ["d", "e", "f", "f2"]);
+    fs.unlink(ROOT, "e").unwrap();
     fs.mkdir(ROOT, "d2", 0o755).unwrap();
-    // The snapshot from before is untouched by all of it.
-    assert_eq!(read(&before, f), [1; 60]);
+}
+
+/// The hostile guest of the audit: with room for 1 KiB and two inodes,
+/// 300,000 links with 248-byte names all succeeded, each holding about
+/// 475 bytes of the host's memory while the mount reported 1 byte used.
+#[test]
+fn links_and_names_are_charged_as_the_memory_they_hold() {
+    let fs = MemFs::with_options(Limits { max_bytes: Some(1024), max_inodes: Some(2) }, system_clock());
+    let f = file(&fs, ROOT, "f", b"x");
+    let mut made = 0;
+    let refused = (0..300_000).find(|i| {
+        let ok = fs.link(f, ROOT, &format!("{i:0>248}")).is_ok();
+        made += u64::from(ok);
+        !ok
+    });
+    assert_eq!(refused, Some(made));
+    assert!(made < 2, "{made} links of 248-byte names in 1 KiB");
+    assert_eq!(fs.link(f, ROOT, &"n".repeat(248)), Err(Error::Quota));
+    assert!(fs.usage().bytes <= 1024, "{:?}", fs.usage());
+    // Symlinks are charged their names, records and targets.
+    assert_eq!(fs.symlink(ROOT, "s", "t"), Err(Error::Quota));
 }
 
 #[test]

@@ -18,7 +18,7 @@ use arc_swap::ArcSwap;
 
 pub use op::Op;
 use tree::Touch;
-pub use tree::{LOWER_TAG, Limits, ROOT, Tree, Usage};
+pub use tree::{ENTRY_BYTES, INODE_BYTES, LOWER_TAG, Limits, ROOT, Tree, Usage};
 
 use crate::fold::FoldState;
 use crate::meta::system_clock;
@@ -269,7 +269,15 @@ impl MemFs {
         if self.journal.is_some() {
             return Err(Error::Unsupported);
         }
-        self.commit(f, |_, _| {})
+        self.commit(
+            |tree, now| {
+                let before = tree.usage();
+                let out = f(tree, now)?;
+                tree.check_growth(before)?;
+                Ok(out)
+            },
+            |_, _| {},
+        )
     }
 
     /// The write path of every `FileSystem` change: apply `op`, journal it,

@@ -73,7 +73,8 @@ impl Op<'_> {
     /// returns: the inode for `Open`/`Mkdir`/`Symlink`, the offset for
     /// `Append`, the count for `WriteAt`, else 0.
     pub fn apply(&self, t: &mut Tree, now: Timestamp) -> Result<u64> {
-        match *self {
+        let before = t.usage();
+        let out = match *self {
             Op::Open { dir, name, ref opts } => t.open(dir, name, opts, now),
             Op::WriteAt { ino, offset, data } => t.write_at(ino, offset, data, now).map(|n| n as u64),
             Op::Append { ino, data } => t.append(ino, data, now),
@@ -86,6 +87,8 @@ impl Op<'_> {
             Op::Link { ino, dir, name } => t.link(ino, dir, name, now).map(|_| 0),
             Op::SetTimes { ino, atime, mtime } => t.set_times(ino, atime, mtime, now).map(|_| 0),
             Op::SetMode { ino, mode } => t.set_mode(ino, mode, now).map(|_| 0),
-        }
+        }?;
+        t.check_growth(before)?;
+        Ok(out)
     }
 }

@@ -19,7 +19,7 @@ impl Tree {
                 return true;
             }
             if let Some(i) = self.remove_inode(ino) {
-                self.usage.bytes -= i.bytes(ino);
+                self.usage.bytes -= i.charge(ino);
                 self.usage.inodes -= u64::from(counted(ino));
             }
             false
@@ -75,9 +75,9 @@ impl Tree {
                 }
             }
         }
-        let mut usage = Usage::default();
+        let mut usage = Usage { bytes: self.dirents.iter().map(|(k, _)| entry_bytes(&k.name)).sum(), inodes: 0 };
         for (&ino, i) in self.inodes.iter() {
-            usage.bytes += i.bytes(ino);
+            usage.bytes += i.charge(ino);
             usage.inodes += u64::from(counted(ino));
             let named = names.get(&ino).copied().unwrap_or(0);
             let want = match i.data {

@@ -51,6 +51,7 @@ impl Tree {
         self.charge_bytes(0, inode.bytes(ino))?;
         self.next_ino += 1;
         self.usage.inodes += 1;
+        self.usage.bytes = self.usage.bytes.saturating_add(INODE_BYTES);
         let kind = inode.kind();
         self.insert_inode(ino, inode);
         self.insert_dirent(dir, name.into(), (ino, kind));

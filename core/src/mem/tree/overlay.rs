@@ -76,6 +76,7 @@ impl Tree {
         } else {
             let at = Probe::new(dir, name);
             if let Some((key, _)) = self.dirents.remove_with(|k| k.cmp_to(&at)) {
+                self.usage.bytes -= entry_bytes(&key.name);
                 self.touched(Touch::Dirent(key));
             }
         }

@@ -338,52 +338,58 @@ impl Wasi {
         check(mem, used, 4)?;
         let node = Arc::clone(dir.desc.lister()?);
         let mut out = DirentWriter { mem, at: buf, cap: len };
-        let mut names = Vec::new();
         let mut pos = cookie;
         // `.` and `..` first, both with the directory's own inode (as
         // wasmtime: the parent's is not known to a sandboxed walk).
         let own = dir.desc.metadata_hash().0;
         for (i, name) in [".", ".."].into_iter().enumerate().skip(usize::try_from(cookie).unwrap_or(usize::MAX)) {
             if !out.entry(i as u64 + 1, own, filetype::DIRECTORY, name) {
-                dir.listing = Listing::default();
                 return write_u32(mem, used, len);
             }
             pos = i as u64 + 1;
         }
-        // Where the directory's own entries resume: after the name at
-        // position `pos - 1`, if the last call listed it; else from the
+        // Where the directory's own entries resume: after the entry whose
+        // cookie is `pos`, if the last call ended with it; else from the
         // start, skipping as many entries as wasmtime would.
         let mut after: Option<Arc<str>> = None;
         let mut skip = 0u64;
         if pos > 2 {
-            match dir.listing.name_at(pos - 1) {
+            match dir.listing.name_at(pos) {
                 Some(name) => after = Some(Arc::clone(name)),
                 None => skip = pos - 2,
             }
         }
+        let mut last = None;
         let mut full = false;
         while !full {
             // Each entry takes at least a header and a byte of name.
             let want = (out.cap as usize / (abi::DIRENT_SIZE + 1) + 1).min(256);
             let page = node.fs.read_dir(node.ino, after.as_deref(), if skip > 0 { 256 } else { want })?;
-            let Some(last) = page.last() else { break };
-            after = Some(Arc::clone(&last.name));
+            let Some(end) = page.last() else { break };
+            after = Some(Arc::clone(&end.name));
             for e in page {
                 if skip > 0 {
                     skip -= 1;
                     continue;
                 }
                 let ino = dir.desc.metadata_hash_of(e.ino).0;
-                names.push(Arc::clone(&e.name));
                 pos += 1;
-                if !out.entry(pos, ino, abi::filetype_of(e.kind), &e.name) {
-                    full = true;
+                let whole = out.fits(&e.name);
+                full = !out.entry(pos, ino, abi::filetype_of(e.kind), &e.name);
+                if whole {
+                    last = Some((pos, e.name));
+                }
+                if full {
                     break;
                 }
             }
         }
         let written = len - out.cap;
-        dir.listing = Listing { base: cookie.max(2), names };
+        // A call that wrote no whole entry leaves the place where the
+        // guest will ask again.
+        if last.is_some() {
+            dir.listing = Listing { last };
+        }
         write_u32(mem, used, written)
     }
 }
@@ -397,6 +403,11 @@ struct DirentWriter<'m, M: Memory + ?Sized> {
 }
 
 impl<M: Memory + ?Sized> DirentWriter<'_, M> {
+    /// Whether an entry named `name` fits whole in what is left.
+    fn fits(&self, name: &str) -> bool {
+        (abi::DIRENT_SIZE + name.len()) as u64 <= u64::from(self.cap)
+    }
+
     /// Writes one entry; false once the buffer is full.
     fn entry(&mut self, next: u64, ino: u64, kind: u8, name: &str) -> bool {
         let header = abi::dirent(next, ino, name.len() as u32, kind);

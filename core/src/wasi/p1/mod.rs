@@ -133,21 +133,25 @@ struct File {
     nonblock: bool,
 }
 
-/// The directory's own entries one `fd_readdir` call returned, by
-/// cookie: entry `i` of `names` is the one at position `base + i` of the
-/// listing (`.` is 0, `..` 1, the directory's first entry 2), so a call
-/// resuming at cookie `c` goes on after the name at position `c - 1`.
+/// Where the last `fd_readdir` left off: the cookie (`d_next`) of the
+/// last entry it wrote whole, and that entry's name, so that a call
+/// resuming there goes on after the name — what wasi-libc and Rust's std
+/// pass back. Any other cookie is found by counting from the start.
+///
+/// One name, not the call's whole listing: a descriptor holds at most one
+/// name (255 bytes or less) of host memory for its listing, however big
+/// the guest's buffers, so a guest's descriptors hold at most
+/// [`WasiBuilder::max_fds`] of them.
 #[derive(Default)]
 struct Listing {
-    base: u64,
-    names: Vec<Arc<str>>,
+    last: Option<(u64, Arc<str>)>,
 }
 
 impl Listing {
-    /// The name at position `pos`, if the last call returned it.
-    fn name_at(&self, pos: u64) -> Option<&Arc<str>> {
-        let i = pos.checked_sub(self.base)?;
-        self.names.get(usize::try_from(i).ok()?)
+    /// The name of the entry whose cookie is `cookie`, if it is the one
+    /// the last call ended with.
+    fn name_at(&self, cookie: u64) -> Option<&Arc<str>> {
+        self.last.as_ref().filter(|(c, _)| *c == cookie).map(|(_, name)| name)
     }
 }
 
