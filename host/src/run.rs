@@ -286,10 +286,13 @@ impl Runner {
             })
         };
         let r = deadline.scope(f);
+        // A guest may stop at the deadline a moment before the watchdog
+        // wakes: the time tells, not the watchdog.
+        let timed_out = fired.load(Ordering::SeqCst) || deadline.passed();
         *done.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
         done.1.notify_all();
         let _ = watchdog.join();
-        (r, fired.load(Ordering::SeqCst))
+        (r, timed_out)
     }
 
     /// What a trap means: a limit hit, or the guest's own.

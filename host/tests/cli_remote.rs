@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use packfs_testnet::{ACCESS_KEY, FileServer, Proxy, SECRET_KEY, Seaweed};
+use packfs_testnet::{ACCESS_KEY, Fault, FileServer, Proxy, SECRET_KEY, Seaweed};
 
 #[derive(Debug)]
 struct Out {
@@ -189,26 +189,93 @@ fn concurrent_runs_fetch_each_chunk_once() {
     assert!(data > 0 && data <= pack_len - open.bytes, "{st:?}: {data} data bytes for a pack of {pack_len}");
 }
 
-#[test]
-fn the_cache_survives_kill_9_at_any_moment() {
-    let f = Fixture::new();
-    f.proxy.set_delay(Duration::from_millis(5));
-    let cache = f.path("c");
-    for wait_ms in [5u64, 20, 40, 80, 120, 200, 300] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_packfs"))
-            .arg("--cache")
-            .arg(&cache)
-            .args(["cat", &f.url(), "data/big.bin"])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(wait_ms));
-        let _ = child.kill(); // SIGKILL
-        let _ = child.wait();
+/// Starts `packfs --cache CACHE ARGS` in `cwd`, its output thrown away.
+fn spawn(cwd: &Path, cache: &Path, args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_packfs"))
+        .arg("--cache")
+        .arg(cache)
+        .args(args)
+        .current_dir(cwd)
+        .env("PACKFS_CACHE_DIR", support::guest_cache_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for `cond`, for at most `limit`.
+#[track_caller]
+fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "{what}: not after {limit:?}");
+        std::thread::sleep(Duration::from_millis(5));
     }
-    let out = f.run("c", ["--stats", "cat", &f.url(), "data/big.bin"]);
+}
+
+/// What one open asks the proxy for: the trailer, then the header and the
+/// index region (three ranged requests).
+const OPEN: [Fault; 3] = [Fault::Pass; 3];
+
+/// `kill -9` while a fetch is under way, each time: the proxy sends half
+/// of the reply's body and holds the rest, and the kill lands while it
+/// holds it. A run before them leaves entries in the cache, so that the
+/// last run's check has something to check (hits, not an empty cache
+/// passing it), and none may be damaged.
+#[test]
+fn the_cache_survives_kill_9_mid_fetch() {
+    let f = Fixture::new();
+    let cache = f.path("c");
+    ok(f.run("c", ["cat", &f.url(), "data/a.txt", "etc/motd"]));
+    for _ in 0..5 {
+        let stalls = f.proxy.stalls();
+        let mut faults = OPEN.to_vec();
+        faults.push(Fault::StallBody(Duration::from_secs(20)));
+        f.proxy.inject(&faults);
+        let mut child = spawn(f.dir.path(), &cache, &["cat", &f.url(), "data/big.bin"]);
+        wait_until("a reply held mid-body", Duration::from_secs(30), || f.proxy.stalls() > stalls);
+        assert!(child.try_wait().unwrap().is_none(), "the run ended while its fetch was held");
+        child.kill().unwrap(); // SIGKILL
+        let _ = child.wait();
+        assert_eq!(f.proxy.pending(), 0);
+    }
+    let out = f.run("c", ["--stats", "cat", &f.url(), "data/a.txt", "etc/motd", "data/big.bin"]);
+    // `packfs: cache DIR: N hits (...), ...`
+    let hits: u64 = (out.stderr.lines())
+        .find_map(|l| l.strip_prefix("packfs: cache ")?.split(": ").nth(1)?.split(' ').next()?.parse().ok())
+        .unwrap_or(0);
+    assert!(hits > 0, "the first run left entries to check: {out:?}");
     assert!(out.stderr.contains(" 0 damaged"), "{out:?}");
-    assert!(ok(out) == f.big);
+    let mut want = b"alpha beta\ngamma\nhello from the pack\n".to_vec();
+    want.extend_from_slice(&f.big);
+    assert!(ok(out) == want);
+}
+
+/// A guest whose read waits on a fetch stops at `--timeout` too: the proxy
+/// holds every data reply mid-body for a minute, and the run ends with
+/// 124 (it is killed after 30 s if the deadline does not end it).
+#[test]
+fn a_timeout_ends_a_guest_waiting_for_a_fetch() {
+    let f = Fixture::new();
+    support::build_rust_guests();
+    let toolbox = support::rust_guest("toolbox", "wasm32-wasip1");
+    let mut faults = OPEN.to_vec();
+    faults.extend([Fault::StallBody(Duration::from_secs(60)); 32]);
+    f.proxy.inject(&faults);
+    let stalls = f.proxy.stalls();
+    let mount = format!("/={}", f.url());
+    let start = std::time::Instant::now();
+    let args = ["run", "--timeout", "1", "--mount", &mount, toolbox.to_str().unwrap(), "cat", "/data/big.bin"];
+    let mut child = spawn(f.dir.path(), &f.path("c"), &args);
+    wait_until("the run to end", Duration::from_secs(30), || child.try_wait().unwrap().is_some());
+    let took = start.elapsed();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(f.proxy.stalls() > stalls, "the guest's read waited on a held reply");
+    assert_eq!(out.status.code(), Some(124), "{stderr}");
+    assert!(stderr.contains("time limit"), "{stderr}");
+    println!("ended {took:?} after it started (--timeout 1)");
 }
 
 #[test]

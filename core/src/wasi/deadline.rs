@@ -44,6 +44,11 @@ impl Deadline {
         self.expired.store(true, Ordering::SeqCst);
     }
 
+    /// Whether it has passed, or was expired early.
+    pub fn passed(&self) -> bool {
+        self.expired.load(Ordering::SeqCst) || Instant::now() >= self.at
+    }
+
     /// Runs `f` (the guest) with this deadline on the current thread; the
     /// one before is back after.
     pub fn scope<R>(self: &Arc<Self>, f: impl FnOnce() -> R) -> R {
@@ -61,7 +66,7 @@ impl Deadline {
 /// True once the current thread's deadline has passed, or was expired
 /// early. Without a deadline it reads no clock.
 pub fn expired() -> bool {
-    CURRENT.with(|c| c.borrow().as_ref().is_some_and(|d| d.expired.load(Ordering::SeqCst) || Instant::now() >= d.at))
+    CURRENT.with(|c| c.borrow().as_ref().is_some_and(|d| d.passed()))
 }
 
 /// How long a wait on the current thread may last: `None` without a

@@ -14,6 +14,8 @@ use crate::http::{self, Message};
 /// What to do to one reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
+    /// Nothing: forward it as it is (to spoil a later one).
+    Pass,
     /// Close the connection without replying.
     Drop,
     /// Hold the request this long, then close without replying.
@@ -145,7 +147,7 @@ fn relay(s: &Shared, client: TcpStream, upstream: SocketAddr) {
         let ranged = req.start.starts_with("GET ") && req.header("range").is_some();
         let fault = if ranged {
             s.ranged.fetch_add(1, Ordering::Relaxed);
-            s.faults.lock().unwrap().pop_front()
+            s.faults.lock().unwrap().pop_front().filter(|f| *f != Fault::Pass)
         } else {
             None
         };
