@@ -36,6 +36,20 @@
 //! entries in all) are kept, finished ones and then the least recently
 //! used going first; one pushed out is read again if its next page is
 //! asked for.
+//!
+//! Host descriptors: one for the root, held for life, and one for each
+//! open handle ([`open`](FileSystem::open), [`open_ino`](FileSystem::open_ino)),
+//! counted against an [`FdBudget`]; a call also opens a few of its own
+//! (the directory it works in, a listing) and closes them before it
+//! returns. Past the budget an open is refused before anything is opened
+//! or made, with the error of a full host table: an [`Error::Os`] whose
+//! source is `ENFILE` (a table beyond the caller's own is full; closing
+//! handles makes room). A host call failing with `EMFILE` or `ENFILE`, a
+//! table full all the same, is that error too.
+
+mod budget;
+
+pub use budget::{FdBudget, MAX_DEFAULT_FDS};
 
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -43,7 +57,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use packfs_core::path::validate_name;
-use packfs_core::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime, Timestamp};
+use packfs_core::{
+    DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, OsError, Result, SetTime, Timestamp,
+};
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags, Stat, Timespec, Timestamps};
 use rustix::io::Errno;
 
@@ -70,6 +86,8 @@ pub struct DirFs {
     appending: Mutex<()>,
     /// Listings kept, the next to go first.
     listings: Mutex<VecDeque<Listing>>,
+    /// What the fds of open handles count against.
+    budget: FdBudget,
 }
 
 /// An inode's directory and its name there.
@@ -100,11 +118,13 @@ const MAX_DEPTH: usize = packfs_core::path::MAX_PATH / 2;
 /// [`DirFs::strict`].
 type LeaveOut = Box<dyn Fn(&str) -> bool + Send + Sync>;
 
-/// An fd held for an open handle, and what it may do.
+/// An fd held for an open handle, what it may do, and its place in the
+/// budget.
 struct Pinned {
     fd: Arc<OwnedFd>,
     read: bool,
     write: bool,
+    _slot: budget::Slot,
 }
 
 /// The open handles of one inode and the fds that serve them. `close`
@@ -176,8 +196,15 @@ fn errno(e: Errno) -> Error {
         Errno::MLINK => Error::TooManyLinks,
         Errno::BUSY => Error::Busy,
         Errno::NOTSUP => Error::Unsupported,
+        Errno::MFILE => no_fds("the host process's descriptor table is full"),
+        Errno::NFILE => no_fds("the host system's file table is full"),
         e => Error::from(std::io::Error::from(e)),
     }
+}
+
+/// The error of a full host table, whichever (see the module doc).
+fn no_fds(why: impl Into<Arc<str>>) -> Error {
+    Error::Os(OsError::new(why, Errno::NFILE.into()))
 }
 
 fn kind(st: &Stat) -> Result<FileType> {
@@ -274,6 +301,26 @@ impl DirFs {
             open: Mutex::default(),
             appending: Mutex::default(),
             listings: Mutex::default(),
+            budget: FdBudget::default(),
+        })
+    }
+
+    /// Counts the fds of its open handles against `budget`, shared with
+    /// every other `DirFs` given it, instead of against a budget of its
+    /// own ([`FdBudget::default`]).
+    pub fn with_budget(self, budget: FdBudget) -> Self {
+        DirFs { budget, ..self }
+    }
+
+    /// What the fds of its open handles count against.
+    pub fn budget(&self) -> &FdBudget {
+        &self.budget
+    }
+
+    /// A place in the budget for one more open handle's fd.
+    fn slot(&self) -> Result<budget::Slot> {
+        self.budget.take().ok_or_else(|| {
+            no_fds(format!("all {} host descriptors of the directory's budget are held", self.budget.max()))
         })
     }
 
@@ -535,6 +582,9 @@ impl FileSystem for DirFs {
         // Read-only, O_CREAT opens an existing file, as Linux does on a
         // read-only mount: only a file that must be made is `ReadOnly`.
         let create = opts.create && !self.read_only;
+        // Before anything is opened or made, as Linux finds a free fd
+        // before the path.
+        let slot = self.slot()?;
         let dfd = self.dir_fd(dir)?;
         let _finding = self.finding();
         let write = opts.write || opts.append || opts.truncate;
@@ -572,16 +622,18 @@ impl FileSystem for DirFs {
         }
         blocking(&fd, ty)?;
         self.remember(st.st_ino, dir, name);
-        lock(&self.open).entry(st.st_ino).or_default().pin(Pinned { fd: Arc::new(fd), read, write });
+        lock(&self.open).entry(st.st_ino).or_default().pin(Pinned { fd: Arc::new(fd), read, write, _slot: slot });
         Ok(st.st_ino)
     }
 
     fn open_ino(&self, ino: Ino) -> Result<()> {
+        let slot = self.slot()?;
         let fd = self.open_beneath(&self.path_of(ino)?, OFlags::PATH)?;
         if rustix::fs::fstat(&fd).map_err(errno)?.st_ino != ino {
             return Err(Error::NotFound);
         }
-        lock(&self.open).entry(ino).or_default().pin(Pinned { fd: Arc::new(fd), read: false, write: false });
+        let pinned = Pinned { fd: Arc::new(fd), read: false, write: false, _slot: slot };
+        lock(&self.open).entry(ino).or_default().pin(pinned);
         Ok(())
     }
 

@@ -39,10 +39,11 @@ fn places_do_not_pile_up() {
 fn closing_keeps_what_other_handles_need() {
     let fd = || Arc::new(rustix::fs::open("/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).unwrap());
     let (r, w, rw) = ((true, false), (false, true), (true, true));
+    let budget = FdBudget::new(3);
     let held = |kinds: &[(bool, bool)]| {
         let mut h = Held::default();
         for &(read, write) in kinds {
-            h.pin(Pinned { fd: fd(), read, write });
+            h.pin(Pinned { fd: fd(), read, write, _slot: budget.take().unwrap() });
         }
         h
     };
@@ -52,6 +53,8 @@ fn closing_keeps_what_other_handles_need() {
     assert!(!h.unpin());
     assert_eq!(kinds(&h), [r, w]);
     assert!(h.unpin(), "the last handle");
+    drop(h);
+    assert_eq!(budget.held(), 0, "each fd's slot goes with it");
     // A read-write fd covers a reader.
     let mut h = held(&[r, rw, w]);
     assert!(!h.unpin());
@@ -59,6 +62,7 @@ fn closing_keeps_what_other_handles_need() {
     assert!(!h.unpin());
     assert_eq!(kinds(&h), [rw]);
     assert!(h.fd(Some(false)).is_some() && h.fd(Some(true)).is_some());
+    assert_eq!(budget.held(), 1);
 }
 
 /// A walk that reads a page of a big directory, then lists many small

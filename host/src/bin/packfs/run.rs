@@ -22,8 +22,12 @@
 //!
 //! Limits: `--max-memory` bounds the guest's linear memory, `--timeout`
 //! its wall-clock time; `mem` and `PACK+mem` mounts take `:max-bytes=N`
-//! and `:max-inodes=N` (the guest then sees `EDQUOT`). Each limit hit is
-//! said on stderr; the first two end the run with their own status.
+//! and `:max-inodes=N` (the guest then sees `EDQUOT`); the `dir:` and
+//! `dir-ro:` mounts share one [`FdBudget`] of host descriptors for the
+//! guest's open files, sized after the soft `RLIMIT_NOFILE` is raised to
+//! the hard one, so that packfs keeps descriptors of its own. Each limit
+//! hit is said on stderr; the first two end the run with their own
+//! status.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -44,7 +48,7 @@ use packfs_host::load::{Guest, GuestCache};
 use packfs_host::p1::{HostPlatform, Inherit};
 use packfs_host::wasi::PackFsCtx;
 use packfs_host::{Limits as RunLimits, RunError, Runner};
-use packfs_os::dir::DirFs;
+use packfs_os::dir::{DirFs, FdBudget};
 use packfs_os::journal::{Journal, SyncPolicy};
 use packfs_os::publish::write_atomic;
 use packfs_remote::Location;
@@ -74,6 +78,9 @@ const OUT_OF_MEMORY: u8 = 137;
     journal:DIR   an in-memory tree kept durable by a write-ahead log in DIR (created when missing)\n\
     Prefix ./ to a pack file named like a keyword: ./mem, ./dir:x.\n\n\
     Without any --mount the guest has no preopens.\n\n\
+    dir: and dir-ro: mounts together hold at most min(half the soft RLIMIT_NOFILE, 4096) host descriptors \
+    for the guest's open files and directories (packfs first raises the soft limit to the hard one); an \
+    open past them fails, and packfs and the other mounts go on.\n\n\
     Exit status: the guest's (a p1 module's exit code, modulo 256; a p2 component's 0 or 1 unless it \
     exits with wasi:cli/exit.exit-with-code); 134 if it traps; 124 past --timeout; 137 past \
     --max-memory; 2 if packfs fails (a bad argument, a missing file, a guest that cannot run here, a \
@@ -311,7 +318,9 @@ fn guest_reads() -> ReadOptions {
     ReadOptions::new().verify_on_read(true)
 }
 
-fn open_source(source: &Source) -> Result<Opened> {
+/// `dir_fds`: what the fds of a host directory's open handles count
+/// against.
+fn open_source(source: &Source, dir_fds: &FdBudget) -> Result<Opened> {
     let plain = |fs: Arc<dyn FileSystem>, read_only| Opened { fs, read_only, limited: None, _journal: None };
     let limited = |fs: MemFs| {
         let fs = Arc::new(fs);
@@ -333,7 +342,8 @@ fn open_source(source: &Source) -> Result<Opened> {
             if !meta.is_dir() {
                 bail!("{shown}: not a directory");
             }
-            plain(Arc::new(DirFs::open(path, *read_only).with_context(|| format!("{shown}"))?), *read_only)
+            let fs = DirFs::open(path, *read_only).with_context(|| format!("{shown}"))?;
+            plain(Arc::new(fs.with_budget(dir_fds.clone())), *read_only)
         }
         Source::Journal(dir) => {
             let journal = Journal::open(dir, SyncPolicy::EveryOp, Limits::default())
@@ -348,6 +358,8 @@ struct Namespace {
     table: Arc<MountTable>,
     /// Each mount's guest path and what was opened for it.
     opened: Vec<(String, Opened)>,
+    /// Shared by every host directory mounted: one guest's open files.
+    dir_fds: FdBudget,
 }
 
 impl Namespace {
@@ -365,20 +377,22 @@ impl Namespace {
             _ => (&root_spec, &specs[..]),
         };
         let context = |s: &MountSpec| format!("--mount {}={}", s.guest_path, s.source);
-        let root = open_source(&root_spec.source).with_context(|| context(root_spec))?;
+        let dir_fds = FdBudget::default();
+        let root = open_source(&root_spec.source, &dir_fds).with_context(|| context(root_spec))?;
         let table = Arc::new(MountTable::new(root.fs.clone(), root.read_only));
         let mut opened = vec![(root_spec.guest_path.clone(), root)];
         for spec in rest {
-            let mount = open_source(&spec.source).with_context(|| context(spec))?;
+            let mount = open_source(&spec.source, &dir_fds).with_context(|| context(spec))?;
             make_parents(&table, &spec.guest_path).with_context(|| context(spec))?;
             table.mount(&spec.guest_path, mount.fs.clone(), mount.read_only).with_context(|| context(spec))?;
             opened.push((spec.guest_path.clone(), mount));
         }
-        Ok(Namespace { table, opened })
+        Ok(Namespace { table, opened, dir_fds })
     }
 
     /// Says on stderr which mounts refused the guest a change for their
-    /// limits (the guest saw `EDQUOT`).
+    /// limits (the guest saw `EDQUOT`), and how many opens the `dir:`
+    /// mounts' budget refused.
     fn report_limits(&self) {
         for (path, mount) in &self.opened {
             let Some(fs) = &mount.limited else { continue };
@@ -393,6 +407,11 @@ impl Namespace {
                     held.join(", ")
                 );
             }
+        }
+        let refused = self.dir_fds.refused();
+        if refused > 0 {
+            let max = self.dir_fds.max();
+            eprintln!("packfs: dir: mounts: full: {refused} open(s) refused for their limit of {max} host descriptors");
         }
     }
 }
@@ -417,6 +436,7 @@ fn make_parents(table: &MountTable, path: &str) -> Result<()> {
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
+    raise_nofile_limit();
     let mut command = args.command.into_iter();
     let module = PathBuf::from(command.next().context("no MODULE given")?);
     let mut argv = vec![utf8(module.clone().into_os_string(), "MODULE")?];
@@ -524,6 +544,20 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     }
     // `Runner` gives the POSIX status: 0 to 255.
     Ok(ExitCode::from(status as u8))
+}
+
+/// Raises the soft `RLIMIT_NOFILE` to the hard one, as servers do: the
+/// low soft default (1024) protects programs using `select(2)`, which
+/// packfs does not, and the `dir:` mounts' budget is sized from it. Left
+/// as it is if that fails.
+fn raise_nofile_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut nofile = getrlimit(Resource::Nofile);
+    // An unlimited hard limit is more than Linux takes (`nr_open`).
+    if nofile.maximum.is_some() && nofile.current != nofile.maximum {
+        nofile.current = nofile.maximum;
+        let _ = setrlimit(Resource::Nofile, nofile);
+    }
 }
 
 /// A trace from a file or a URL.
@@ -678,6 +712,34 @@ mod tests {
         assert_eq!(names(&ns.table, ""), ["a", "x"]); // /a mounted, /x made in the default root
         assert_eq!(names(&ns.table, "a"), ["b"]); // made inside the /a mount
         assert_eq!(names(&ns.table, "a/b"), ["c"]);
+    }
+
+    /// The host directories mounted count their open handles' fds
+    /// against one budget: the guest's.
+    #[test]
+    fn dir_mounts_share_one_budget() {
+        let tmp = tempfile::tempdir().unwrap();
+        for d in ["x", "y"] {
+            std::fs::create_dir(tmp.path().join(d)).unwrap();
+            std::fs::write(tmp.path().join(d).join("f"), "f").unwrap();
+        }
+        let at = |d: &str| tmp.path().join(d).display().to_string();
+        let specs: Vec<MountSpec> = [format!("/x=dir:{}", at("x")), format!("/y=dir-ro:{}", at("y"))]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let ns = Namespace::build(&specs).unwrap();
+        let fs: &dyn FileSystem = &*ns.table;
+        let mut held = Vec::new();
+        for d in ["x", "y"] {
+            let dir = resolve::resolve(fs, fs.root(), d, true).unwrap();
+            held.push(fs.open(dir, "f", &packfs_core::OpenOptions::read()).unwrap());
+        }
+        assert_eq!((ns.dir_fds.held(), ns.dir_fds.max()), (2, FdBudget::default().max()));
+        for h in held {
+            fs.close(h);
+        }
+        assert_eq!(ns.dir_fds.held(), 0);
     }
 
     #[test]
