@@ -140,13 +140,7 @@ impl Input for Inherit {
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
         let stdin = rustix::stdio::stdin();
         if let Some(left) = deadline::remaining() {
-            let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
-            let timeout = Timespec::try_from(left).unwrap_or(Timespec { tv_sec: i64::MAX, tv_nsec: 0 });
-            match rustix::event::poll(&mut fds, Some(&timeout)) {
-                Ok(0) => return Err(Errno::INTR),
-                Ok(_) => {}
-                Err(e) => return Err(io_errno(&e.into())),
-            }
+            ready_by_deadline(stdin, PollFlags::IN, left)?;
         }
         loop {
             match rustix::io::read(stdin, &mut *buf) {
@@ -161,8 +155,40 @@ impl Input for Inherit {
     }
 }
 
+/// What a pipe takes whole without blocking once `poll(2)` says it has
+/// room (POSIX `PIPE_BUF`; 4096 on Linux).
+const PIPE_BUF: usize = 4096;
+
+/// Waits for `fd` to be ready for `events`, no longer than the deadline
+/// leaves; `EINTR` once it has passed.
+fn ready_by_deadline(fd: impl rustix::fd::AsFd, events: PollFlags, left: Duration) -> Result<(), Errno> {
+    let mut fds = [PollFd::new(&fd, events)];
+    let timeout = Timespec::try_from(left).unwrap_or(Timespec { tv_sec: i64::MAX, tv_nsec: 0 });
+    match rustix::event::poll(&mut fds, Some(&timeout)) {
+        Ok(0) => Err(Errno::INTR),
+        Ok(_) => Ok(()),
+        Err(e) => Err(io_errno(&e.into())),
+    }
+}
+
 impl Output for Inherit {
+    /// Under a deadline, a write waits for room with `poll(2)` and writes
+    /// at most [`PIPE_BUF`] at a time, so that a reader that stops reading
+    /// (a full pipe) cannot hold the guest past it.
     fn write(&mut self, data: &[u8]) -> Result<(), Errno> {
+        if deadline::remaining().is_some() {
+            let fd = if let Inherit::Stderr = self { rustix::stdio::stderr() } else { rustix::stdio::stdout() };
+            let mut rest = data;
+            while !rest.is_empty() {
+                ready_by_deadline(fd, PollFlags::OUT, deadline::remaining().unwrap_or_default())?;
+                match rustix::io::write(fd, &rest[..rest.len().min(PIPE_BUF)]) {
+                    Ok(n) => rest = &rest[n..],
+                    Err(rustix::io::Errno::INTR) => {}
+                    Err(e) => return Err(io_errno(&e.into())),
+                }
+            }
+            return Ok(());
+        }
         let r = match self {
             Inherit::Stderr => std::io::stderr().lock().write_all(data),
             _ => {

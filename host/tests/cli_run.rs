@@ -218,8 +218,8 @@ fn packfs_waiting<S: AsRef<OsStr>>(
 }
 
 /// A guest blocked in a host call stops at `--timeout` too: a sleep (one
-/// clock subscription, wasmtime's special case, and two), and a read of
-/// stdin that no input will ever answer. Each would block for an hour or
+/// clock subscription, wasmtime's special case, and two), a read of stdin
+/// that no input will ever answer, and writes to a stdout no one reads. Each would block for an hour or
 /// for ever; the run is killed after 30 s if the deadline does not end it.
 #[test]
 fn a_timeout_ends_a_guest_blocked_in_a_host_call() {
@@ -245,10 +245,17 @@ fn a_timeout_ends_a_guest_blocked_in_a_host_call() {
         (memory (export "memory") 1)
         (func (export "_start") (i32.store (i32.const 0) (i32.const 64)) (i32.store (i32.const 4) (i32.const 16))
           (drop (call $read (i32.const 0) (i32.const 0) (i32.const 1) (i32.const 32)))))"#;
+    // Writes to stdout for ever, which the test never reads: the pipe
+    // fills, and each write waits for room.
+    let stdout = r#"(module (import "wasi_snapshot_preview1" "fd_write" (func $write (param i32 i32 i32 i32) (result i32)))
+        (memory (export "memory") 2)
+        (func (export "_start") (i32.store (i32.const 0) (i32.const 1024)) (i32.store (i32.const 4) (i32.const 65536))
+          (loop (drop (call $write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 32))) (br 0))))"#;
     let guests = [
         ("sleep.wasm", poll(1, clock(0))),
         ("sleep2.wasm", poll(2, clock(0) + &clock(48))),
         ("stdin.wasm", stdin.to_owned()),
+        ("stdout.wasm", stdout.to_owned()),
     ];
     for (name, wat) in guests {
         std::fs::write(f.path(name), wat::parse_str(&wat).unwrap()).unwrap();
