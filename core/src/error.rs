@@ -90,6 +90,13 @@ pub enum Error {
     /// `io` (EIO): the operating system failed; the source is kept.
     #[error("{0}")]
     Os(OsError),
+    /// `nfile` (ENFILE) to a preview1 guest, `io` to a component (WASI
+    /// 0.2 has no such code; wasmtime gives `io` for a host `EMFILE`): the
+    /// host holds no more open files for this filesystem, whose budget of
+    /// host descriptors is spent or the host's own table full. Closing
+    /// files makes room. The OS error, or what the budget says, is kept.
+    #[error("{0}")]
+    NoDescriptors(OsError),
     /// `io` (EIO): a journal's bytes are not a valid journal (its header, or
     /// a record that does not apply); the message says where.
     #[error("corrupt journal: {0}")]
@@ -280,6 +287,7 @@ impl Error {
             Error::Busy => Code::Busy,
             Error::Unsupported | Error::UnsupportedVersion { .. } => Code::Unsupported,
             Error::Os(_)
+            | Error::NoDescriptors(_)
             | Error::CorruptJournal(_)
             | Error::Backend(_)
             | Error::Remote(_)

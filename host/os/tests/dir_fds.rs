@@ -3,13 +3,13 @@
 //! Every open handle of a `DirFs` holds a host fd, and preview1 lets a
 //! guest hold 65,536 descriptors, above a typical `RLIMIT_NOFILE`. A
 //! guest that opened without closing filled the host process's table:
-//! its next open failed with `EIO` (an `Os` error, `EMFILE`), and then so
-//! did whatever else needed a host fd or two — a listing, another
-//! `DirFs`'s opens, the host's own opens (publishing a file, a journal's
-//! checkpoint). Now a budget of host descriptors refuses the open past
-//! it with the error of a full host table, `ENFILE`, leaving the host the
-//! rest; the host's own table full, should it come first, is that same
-//! error; and what the guest already holds works on.
+//! its next open failed with `EIO` (an `Os` error, `EMFILE`), and so did
+//! every path call of every `DirFs` in the process, since each takes an
+//! `O_PATH` fd of the directory it works in, and every open of the host's
+//! own (publication, journals, the pack cache). Now a budget of host
+//! descriptors refuses the open past it with the error of a full host
+//! table, `ENFILE`; the host's own table full, should it come first, is
+//! that same error; and what the guest already holds works on.
 //!
 //! The tests that fill the process's table run in a child process whose
 //! soft limit is lowered, so that they starve no other test.
@@ -47,11 +47,49 @@ fn in_child(name: &str, limit: u64) -> bool {
 
 /// The error of a full host table, as a guest is to see it: `ENFILE`.
 fn assert_no_fds(e: &Error) {
-    let raw = match e {
-        Error::Os(os) => os.source().raw_os_error(),
-        _ => None,
+    assert!(matches!(e, Error::NoDescriptors(_)), "{e:?}");
+    assert_eq!(packfs_core::wasi::p1::abi::errno(e), packfs_core::wasi::p1::Errno::NFILE);
+}
+
+struct P;
+impl packfs_core::wasi::p1::Platform for P {
+    fn wall_clock(&self) -> packfs_core::Timestamp {
+        Default::default()
+    }
+    fn monotonic_clock(&self) -> u64 {
+        0
+    }
+    fn random(&mut self, buf: &mut [u8]) {
+        buf.fill(4)
+    }
+    fn sleep(&mut self, _: u64) {}
+}
+
+/// Scratch: a preview1 guest sees ENFILE past the budget.
+#[test]
+fn p1_guest_sees_enfile() {
+    use packfs_core::wasi::{
+        Access,
+        p1::{Errno, Wasi},
     };
-    assert_eq!(raw, Some(rustix::io::Errno::NFILE.raw_os_error()), "{e:?}");
+    let tmp = tempfile::tempdir().unwrap();
+    files(&tmp.path().join("a"), 10);
+    let fs = std::sync::Arc::new(DirFs::open(&tmp.path().join("a"), false).unwrap().with_budget(FdBudget::new(4)));
+    let mut w = Wasi::builder(Box::new(P)).preopen("/", fs, Access::ReadWrite).build().unwrap();
+    let mut mem = vec![0u8; 4096];
+    let mut got = Vec::new();
+    for i in 0..10 {
+        let name = format!("f{i}");
+        mem[100..100 + name.len()].copy_from_slice(name.as_bytes());
+        let r = w.path_open(&mut mem[..], 3, 0, 100, name.len() as u32, 0, 0x2, 0, 0, 0);
+        got.push(r.map(|()| u32::from_le_bytes(mem[0..4].try_into().unwrap())));
+    }
+    println!("{got:?}");
+    // the preopen root pins 1: 3 files, then ENFILE
+    assert_eq!(got[3], Err(Errno::NFILE));
+    w.fd_close(&mut mem[..], got[0].unwrap()).unwrap();
+    let r = w.path_open(&mut mem[..], 3, 0, 100, 2, 0, 0x2, 0, 0, 0);
+    assert!(r.is_ok(), "{r:?}");
 }
 
 /// A directory of `n` files, `f0`, `f1`, ..., each holding its name.

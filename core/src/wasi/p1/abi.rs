@@ -34,6 +34,7 @@ impl Errno {
     pub const MFILE: Errno = Errno(33);
     pub const MLINK: Errno = Errno(34);
     pub const NAMETOOLONG: Errno = Errno(37);
+    pub const NFILE: Errno = Errno(41);
     pub const NOENT: Errno = Errno(44);
     pub const NOMEM: Errno = Errno(48);
     pub const NOSPC: Errno = Errno(51);
@@ -68,6 +69,10 @@ impl From<Error> for Errno {
 /// The errno a guest sees for a PackFS error, as wasmtime's preview1 maps
 /// the `wasi:filesystem` error code of the same name.
 pub fn errno(e: &Error) -> Errno {
+    // The one preview1 errno with no `wasi:filesystem` code.
+    if let Error::NoDescriptors(_) = e {
+        return Errno::NFILE;
+    }
     match e.code() {
         Code::NoEntry => Errno::NOENT,
         Code::Exist => Errno::EXIST,

@@ -8,6 +8,7 @@ use super::abi::{
 };
 use super::memory::{Memory, check, fill_bytes, read_array, write_bytes, write_u32, write_u64};
 use super::{Entry, Exit, Result, Wasi};
+use crate::Timestamp;
 
 /// Writes `strings` NUL-terminated from `buf`, with a pointer to each at
 /// `ptrs`: `args_get` and `environ_get`.
@@ -37,6 +38,12 @@ fn write_sizes<M: Memory + ?Sized>(mem: &mut M, strings: &[String], count: u32, 
     check(mem, size, 4)?;
     write_u32(mem, count, n)?;
     write_u32(mem, size, total)
+}
+
+/// One `poll_oneoff` subscription, read and checked.
+enum Sub {
+    Clock { userdata: u64, timeout: u64, absolute: bool, deadline: u64 },
+    Fd { userdata: u64, kind: u8, nbytes: u64, flags: u16 },
 }
 
 impl Wasi {
@@ -170,65 +177,76 @@ impl Wasi {
         check(mem, subs, bytes(SUBSCRIPTION_SIZE))?;
         check(mem, events, bytes(EVENT_SIZE))?;
         check(mem, nevents, 4)?;
-        // Each subscription: its userdata, type, and the clock it waits for
-        // or the event it is ready with.
-        let mut ready = Vec::new();
-        let mut clocks = Vec::new();
+        // Two passes over the subscriptions, so that the host holds none
+        // of them (a guest may pass millions): the first checks each and
+        // finds whether one is ready now, else the first clock to wait
+        // for; the second writes the events of those ready, in order.
         let now = self.platform.monotonic_clock();
+        let wall = self.platform.wall_clock();
+        let mut first: Option<u64> = None;
+        let mut any_fd = false;
         for i in 0..n {
-            let sub: [u8; SUBSCRIPTION_SIZE as usize] = read_array(mem, subs + i * SUBSCRIPTION_SIZE)?;
-            let userdata = u64_at(&sub, 0);
-            match abi::tag::<u8>(sub[8], 3)? {
-                eventtype::CLOCK => {
-                    let id = abi::tag::<u32>(u32_at(&sub, 16), clockid::COUNT)?;
-                    let timeout = u64_at(&sub, 24);
-                    let flags = abi::flags::<u16>(u16_at(&sub, 40), SUBSCRIPTION_CLOCK_ABSTIME)?;
-                    let absolute = flags != 0;
-                    if n == 1 && !absolute {
-                        // One relative sleep: wasmtime's special case,
-                        // reporting one byte as it does.
-                        self.platform.sleep(timeout);
-                        let event = abi::event(userdata, Errno::SUCCESS, eventtype::CLOCK, 1, 0);
-                        write_bytes(mem, events, &event)?;
-                        return write_u32(mem, nevents, 1);
-                    }
-                    let deadline = match (id, absolute) {
-                        (clockid::MONOTONIC, true) => timeout,
-                        (clockid::MONOTONIC | clockid::REALTIME, false) => now.saturating_add(timeout),
-                        (clockid::REALTIME, true) => {
-                            let wall = abi::nanos(self.platform.wall_clock())?;
-                            now.saturating_add(timeout.saturating_sub(wall))
-                        }
-                        _ => return Err(Errno::INVAL),
-                    };
-                    clocks.push((i, userdata, deadline));
+            match self.subscription(mem, subs, i, now, wall)? {
+                Sub::Clock { timeout, absolute: false, .. } if n == 1 => {
+                    // One relative sleep: wasmtime's special case,
+                    // reporting one byte as it does.
+                    self.platform.sleep(timeout);
+                    let userdata = u64_at(&read_array::<{ SUBSCRIPTION_SIZE as usize }>(mem, subs)?, 0);
+                    let event = abi::event(userdata, Errno::SUCCESS, eventtype::CLOCK, 1, 0);
+                    write_bytes(mem, events, &event)?;
+                    return write_u32(mem, nevents, 1);
                 }
-                kind => {
-                    let fd = u32_at(&sub, 16);
-                    let (nbytes, flags) = self.fd_readiness(fd, kind == eventtype::FD_READ)?;
-                    ready.push((i, abi::event(userdata, Errno::SUCCESS, kind, nbytes, flags)));
-                }
+                Sub::Clock { deadline, .. } => first = Some(first.map_or(deadline, |f| f.min(deadline))),
+                Sub::Fd { .. } => any_fd = true,
             }
         }
-        if ready.is_empty() {
-            let first = clocks.iter().map(|&(_, _, deadline)| deadline).min().unwrap_or(now);
+        if !any_fd {
             let now = self.platform.monotonic_clock();
-            if first > now {
+            if let Some(first) = first.filter(|&f| f > now) {
                 self.platform.sleep(first - now);
             }
         }
         let now = self.platform.monotonic_clock();
-        // Each clock: its subscription, userdata and monotonic deadline.
-        for (i, userdata, deadline) in clocks {
-            if deadline <= now {
-                ready.push((i, abi::event(userdata, Errno::SUCCESS, eventtype::CLOCK, 0, 0)));
+        let mut ready = 0u32;
+        for i in 0..n {
+            let event = match self.subscription(mem, subs, i, now, wall)? {
+                Sub::Clock { userdata, deadline, .. } if deadline <= now => {
+                    abi::event(userdata, Errno::SUCCESS, eventtype::CLOCK, 0, 0)
+                }
+                Sub::Clock { .. } => continue,
+                Sub::Fd { userdata, kind, nbytes, flags } => abi::event(userdata, Errno::SUCCESS, kind, nbytes, flags),
+            };
+            write_bytes(mem, events + ready * EVENT_SIZE, &event)?;
+            ready += 1;
+        }
+        write_u32(mem, nevents, ready)
+    }
+
+    /// Subscription `i` of the array at `subs`: a clock and when it is
+    /// due on the monotonic clock (`now` and `wall` being the clocks when
+    /// the call began), or a descriptor and what it is ready with.
+    fn subscription<M: Memory + ?Sized>(&self, mem: &M, subs: u32, i: u32, now: u64, wall: Timestamp) -> Result<Sub> {
+        let sub: [u8; SUBSCRIPTION_SIZE as usize] = read_array(mem, subs + i * SUBSCRIPTION_SIZE)?;
+        let userdata = u64_at(&sub, 0);
+        match abi::tag::<u8>(sub[8], 3)? {
+            eventtype::CLOCK => {
+                let id = abi::tag::<u32>(u32_at(&sub, 16), clockid::COUNT)?;
+                let timeout = u64_at(&sub, 24);
+                let flags = abi::flags::<u16>(u16_at(&sub, 40), SUBSCRIPTION_CLOCK_ABSTIME)?;
+                let absolute = flags != 0;
+                let deadline = match (id, absolute) {
+                    (clockid::MONOTONIC, true) => timeout,
+                    (clockid::MONOTONIC | clockid::REALTIME, false) => now.saturating_add(timeout),
+                    (clockid::REALTIME, true) => now.saturating_add(timeout.saturating_sub(abi::nanos(wall)?)),
+                    _ => return Err(Errno::INVAL),
+                };
+                Ok(Sub::Clock { userdata, timeout, absolute, deadline })
+            }
+            kind => {
+                let (nbytes, flags) = self.fd_readiness(u32_at(&sub, 16), kind == eventtype::FD_READ)?;
+                Ok(Sub::Fd { userdata, kind, nbytes, flags })
             }
         }
-        ready.sort_by_key(|&(i, _)| i);
-        for (k, (_, event)) in ready.iter().enumerate() {
-            write_bytes(mem, events + k as u32 * EVENT_SIZE, event)?;
-        }
-        write_u32(mem, nevents, ready.len() as u32)
     }
 
     /// What an `fd_read` (`read`) or `fd_write` subscription on `fd` is

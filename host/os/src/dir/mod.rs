@@ -196,15 +196,14 @@ fn errno(e: Errno) -> Error {
         Errno::MLINK => Error::TooManyLinks,
         Errno::BUSY => Error::Busy,
         Errno::NOTSUP => Error::Unsupported,
-        Errno::MFILE => no_fds("the host process's descriptor table is full"),
-        Errno::NFILE => no_fds("the host system's file table is full"),
+        Errno::MFILE | Errno::NFILE => Error::NoDescriptors(OsError::new("", e.into())),
         e => Error::from(std::io::Error::from(e)),
     }
 }
 
 /// The error of a full host table, whichever (see the module doc).
 fn no_fds(why: impl Into<Arc<str>>) -> Error {
-    Error::Os(OsError::new(why, Errno::NFILE.into()))
+    Error::NoDescriptors(OsError::new(why, Errno::NFILE.into()))
 }
 
 fn kind(st: &Stat) -> Result<FileType> {
