@@ -265,6 +265,14 @@ fn a_timeout_ends_a_guest_blocked_in_a_host_call() {
         assert!(out.stderr.contains("time limit"), "{name}: {out:?}");
         println!("{name}: ended {:?} after it started (--timeout 1)", took);
     }
+    // A component waiting on stdin in wasmtime-wasi's own stdio, which
+    // knows no deadline: packfs ends the process a moment past it.
+    let p2 = toolbox(P2);
+    let args = [OsStr::new("run"), "--timeout".as_ref(), "1".as_ref(), p2.as_os_str(), "stdin".as_ref(), "/x".as_ref()];
+    let (out, took) = packfs_waiting(f.dir.path(), args, std::time::Duration::from_secs(30));
+    assert_eq!(out.code, 124, "component: {out:?}");
+    assert!(out.stderr.contains("time limit"), "component: {out:?}");
+    println!("component on stdin: ended {took:?} after it started (--timeout 1)");
     // A sleep shorter than the limit still ends as the guest asked.
     let short = poll(1, clock(0).replace("3600000000000", "10000000"));
     std::fs::write(f.path("short.wasm"), wat::parse_str(&short).unwrap()).unwrap();

@@ -81,6 +81,11 @@ const OUT_OF_MEMORY: u8 = 137;
     dir: and dir-ro: mounts together hold at most min(half the soft RLIMIT_NOFILE, 4096) host descriptors \
     for the guest's open files and directories (packfs first raises the soft limit to the hard one); an \
     open past them fails, and packfs and the other mounts go on.\n\n\
+    What the limits bound, in all: the guest's linear memory (--max-memory); each mem mount's content, \
+    names and inodes as the host memory they take (max-bytes, max-inodes); its descriptors (at most \
+    65,536, each holding at most one name of a listing); its time, a host call it is blocked in included \
+    (a sleep, stdin, a full stdout, a remote fetch: --timeout); its dir: mounts' host descriptors (above); \
+    remote data: each chunk fetched once and kept for the run, the shared cache at most --cache-size.\n\n\
     Exit status: the guest's (a p1 module's exit code, modulo 256; a p2 component's 0 or 1 unless it \
     exits with wasi:cli/exit.exit-with-code); 134 if it traps; 124 past --timeout; 137 past \
     --max-memory; 2 if packfs fails (a bad argument, a missing file, a guest that cannot run here, a \
@@ -435,6 +440,37 @@ fn make_parents(table: &MountTable, path: &str) -> Result<()> {
     Ok(())
 }
 
+/// Ends the process with [`TIMED_OUT`] a moment past a component's
+/// `--timeout`, unless disarmed (dropped) first. A p1 guest blocked in a
+/// host call stops at its deadline by itself (every wait PackFS's
+/// preview1 makes ends there); a component may block in wasmtime-wasi's
+/// own clocks or stdio, which know no deadline, so for those the process
+/// ends instead, as `timeout(1)` would end it.
+struct Backstop(Option<std::sync::mpsc::Sender<()>>);
+
+impl Backstop {
+    /// How long past the deadline the guest has to stop by itself.
+    const GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
+    fn arm(timeout: std::time::Duration, shown: String) -> Backstop {
+        let (disarm, disarmed) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = disarmed.recv_timeout(timeout + Self::GRACE) {
+                eprintln!("packfs: {shown}: {}", RunError::Timeout(timeout));
+                std::process::exit(i32::from(TIMED_OUT));
+            }
+        });
+        Backstop(Some(disarm))
+    }
+}
+
+impl Drop for Backstop {
+    fn drop(&mut self) {
+        // The watchdog's receive ends: disconnected or told.
+        self.0.take();
+    }
+}
+
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     raise_nofile_limit();
     let mut command = args.command.into_iter();
@@ -502,6 +538,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             if let Some(root) = root {
                 fs.preopen("/", root);
             }
+            let _backstop = args.timeout.map(|t| Backstop::arm(t, shown.to_string()));
             runner.run(component, wasi.build(), fs.build())
         }
     };
