@@ -23,6 +23,10 @@ export interface RunOptions {
   stdout?: (bytes: Uint8Array) => void;
   stderr?: (bytes: Uint8Array) => void;
   preopens?: Preopen[];
+  /** Most milliseconds the run may take; past it the worker ends and the run rejects with a "TimeoutError" DOMException. */
+  timeout?: number;
+  /** Aborting it ends the worker and rejects the run with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface RunResult {

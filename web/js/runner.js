@@ -20,34 +20,54 @@
  * bytes), `preopens`: `{ path, kind: "mem" | "pack" | "overlay", url?,
  * bytes?, readOnly?, options?, save? }` in descriptor order (a pack or an
  * overlay's lower comes from `url`, lazily, or `bytes`; `save`: return it
- * compacted after the run). Resolves to `{ exitCode, bytesFetched,
- * requests, saved: [{ path, pack }] }`; rejects if the guest traps or a
- * preopen cannot be opened.
+ * compacted after the run), `timeout` (milliseconds) and `signal` (an
+ * AbortSignal). Resolves to `{ exitCode, bytesFetched, requests, saved:
+ * [{ path, pack }] }`; rejects if the guest traps or a preopen cannot be
+ * opened, with a "TimeoutError" DOMException past `timeout`, and with the
+ * signal's reason once it aborts. Either ends the worker at once, even one
+ * blocked in a host call (a sleep, a fetch).
  */
 export function runP1(module, options = {}) {
-  const { stdout, stderr, ...rest } = options;
+  const { stdout, stderr, timeout, signal, ...rest } = options;
+  if (timeout !== undefined && !(typeof timeout === "number" && timeout >= 0)) {
+    return Promise.reject(new TypeError("timeout must be a number of milliseconds, 0 or more"));
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    return Promise.reject(new TypeError("signal must be an AbortSignal"));
+  }
+  if (signal?.aborted) return Promise.reject(signal.reason);
   const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
   return new Promise((resolve, reject) => {
+    let timer;
+    const onAbort = () => end(() => reject(signal.reason));
+    // Ends the run: the worker goes, whatever it was doing.
+    const end = (settle) => {
+      worker.terminate();
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      settle();
+    };
+    if (timeout !== undefined) {
+      timer = setTimeout(
+        () => end(() => reject(new DOMException(`the guest ran longer than its time limit of ${timeout} ms`, "TimeoutError"))),
+        timeout,
+      );
+    }
+    signal?.addEventListener("abort", onAbort, { once: true });
     worker.onmessage = (e) => {
       const m = e.data;
       if (m.type === "stdout") stdout?.(m.bytes);
       else if (m.type === "stderr") stderr?.(m.bytes);
-      else {
-        worker.terminate();
-        if (m.type === "exit") {
-          const { type, ...result } = m;
-          resolve(result);
-        } else {
-          const err = new Error(m.message);
-          err.code = m.code;
-          reject(err);
-        }
+      else if (m.type === "exit") {
+        const { type, ...result } = m;
+        end(() => resolve(result));
+      } else {
+        const err = new Error(m.message);
+        err.code = m.code;
+        end(() => reject(err));
       }
     };
-    worker.onerror = (e) => {
-      worker.terminate();
-      reject(new Error(e.message ?? "the worker failed"));
-    };
+    worker.onerror = (e) => end(() => reject(new Error(e.message ?? "the worker failed")));
     const bytes = module instanceof WebAssembly.Module ? module : new Uint8Array(module);
     worker.postMessage({ module: bytes, ...rest });
   });
