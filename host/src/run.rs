@@ -99,6 +99,13 @@ pub struct Limits {
     /// Most wall-clock time a run takes; past it the guest is interrupted
     /// ([`RunError::Timeout`]). Needs an engine with epoch interruption
     /// ([`Runner::config_for`]).
+    ///
+    /// A p1 module blocked in a host call stops at the deadline too: every
+    /// wait of PackFS's preview1 (a sleep, stdin, stdout, a remote pack's
+    /// fetch) ends there, and the call traps. A component's calls into
+    /// wasmtime-wasi's own clocks and stdio know no deadline: one blocked
+    /// there is interrupted when it returns to its own code, and the
+    /// embedder bounds the wait (`packfs run` ends the process).
     pub timeout: Option<Duration>,
 }
 
