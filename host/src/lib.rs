@@ -74,4 +74,4 @@ pub mod p1;
 mod run;
 pub mod wasi;
 
-pub use run::{GuestState, Limits, P1State, RunError, Runner};
+pub use run::{GuestState, Limits, MAX_RESOURCES, P1State, RunError, Runner};

@@ -24,6 +24,10 @@ use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 use crate::load::{self, CacheStatus, Guest, GuestCache, LoadError};
 use crate::wasi::{PackFsCtx, PackFsCtxView, PackFsView};
 
+/// Most resources a component guest holds at once in a [`GuestState`]; a
+/// call that would make one more traps (wasmtime's `ResourceTableError::Full`).
+pub const MAX_RESOURCES: usize = 1 << 16;
+
 /// A component guest's store data: wasmtime-wasi's context for everything
 /// but the filesystem, PackFS's for the filesystem, one resource table.
 pub struct GuestState {
@@ -37,9 +41,13 @@ pub struct GuestState {
 }
 
 impl GuestState {
-    /// State for one guest run.
+    /// State for one guest run. The guest holds at most [`MAX_RESOURCES`]
+    /// resources (descriptors, streams, pollables, ...) at once, as a p1
+    /// guest holds at most 65,536 descriptors: each is host memory.
     pub fn new(wasi: WasiCtx, packfs: PackFsCtx) -> Self {
-        GuestState { wasi, packfs, table: ResourceTable::new(), limiter: Limiter::default() }
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_RESOURCES);
+        GuestState { wasi, packfs, table, limiter: Limiter::default() }
     }
 }
 

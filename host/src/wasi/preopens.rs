@@ -9,6 +9,7 @@ use wasmtime::error::Context as _;
 use super::PackFsCtxView;
 use super::bindings::preopens;
 use super::recent::Recent;
+use super::streams::StreamCount;
 use packfs_core::wasi::{Access, Descriptor, device_number};
 
 /// One guest-visible directory.
@@ -30,6 +31,8 @@ pub struct PackFsCtx {
     preopens: Vec<Preopen>,
     /// The last name resolved (see `recent.rs`).
     pub(super) recent: Recent,
+    /// The directory streams the guest holds.
+    pub(super) streams: StreamCount,
 }
 
 impl PackFsCtx {
@@ -91,7 +94,11 @@ impl PackFsCtxBuilder {
 
     /// The finished table.
     pub fn build(&mut self) -> PackFsCtx {
-        PackFsCtx { preopens: std::mem::take(&mut self.preopens), recent: Recent::default() }
+        PackFsCtx {
+            preopens: std::mem::take(&mut self.preopens),
+            recent: Recent::default(),
+            streams: StreamCount::default(),
+        }
     }
 }
 

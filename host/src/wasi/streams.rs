@@ -23,7 +23,37 @@ use packfs_core::wasi::descriptor::{At, Node, write_all};
 pub(crate) const MAX_IO_CHUNK: usize = 1 << 20;
 
 /// Directory entries fetched from the backend per batch.
-const DIR_BATCH: usize = 256;
+const DIR_BATCH: usize = 128;
+
+/// Most directory streams one guest holds at once (`insufficient-memory`
+/// past it). Each holds a batch of names, so this bounds the host memory
+/// a guest's listings take: at most 512 × 128 names, 20 MiB at the
+/// longest names, whatever the number of its other resources.
+pub(crate) const MAX_DIR_STREAMS: usize = 512;
+
+/// The directory streams a guest holds, shared by its context and each
+/// stream (which gives its place back when dropped).
+#[derive(Clone, Default)]
+pub(crate) struct StreamCount(Arc<std::sync::atomic::AtomicUsize>);
+
+impl StreamCount {
+    /// A place for one more stream, if there is room.
+    fn take(&self) -> Option<StreamPlace> {
+        use std::sync::atomic::Ordering;
+        let n = &self.0;
+        n.fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| (c < MAX_DIR_STREAMS).then_some(c + 1)).ok()?;
+        Some(StreamPlace(self.clone()))
+    }
+}
+
+/// One stream's place in its guest's [`StreamCount`].
+struct StreamPlace(StreamCount);
+
+impl Drop for StreamPlace {
+    fn drop(&mut self) {
+        (self.0).0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
 
 fn failed(e: packfs_core::Error) -> StreamError {
     StreamError::LastOperationFailed(wasmtime::Error::new(e))
@@ -148,6 +178,7 @@ impl OutputStream for FileWriter {
 /// nor shift the rest. The `directory-entry-stream` resource.
 pub struct DirStream {
     node: Arc<Node>,
+    _place: StreamPlace,
     /// The name to resume after; `None` before the first batch.
     after: Option<Arc<str>>,
     batch: VecDeque<DirEntry>,
@@ -157,8 +188,10 @@ pub struct DirStream {
 }
 
 impl DirStream {
-    pub(crate) fn new(node: Arc<Node>) -> Self {
-        DirStream { node, after: None, batch: VecDeque::new(), batch_epoch: 0, done: false }
+    /// A stream over `node`, if `count` has room for one more.
+    pub(crate) fn new(node: Arc<Node>, count: &StreamCount) -> Option<Self> {
+        let place = count.take()?;
+        Some(DirStream { node, _place: place, after: None, batch: VecDeque::new(), batch_epoch: 0, done: false })
     }
 
     /// The next entry; `epoch` is the guest's current one, and the entry

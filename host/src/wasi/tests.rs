@@ -221,7 +221,9 @@ fn access_modes() {
 
 #[test]
 fn streams_end_and_fail_as_wasi_io_says() {
-    let fs = Arc::new(MemFs::with_options(Limits { max_bytes: Some(10), max_inodes: None }, system_clock()));
+    // Room for the root, `f` and 10 bytes of it.
+    let room = 2 * packfs_core::mem::INODE_BYTES + packfs_core::mem::ENTRY_BYTES + 1 + 10;
+    let fs = Arc::new(MemFs::with_options(Limits { max_bytes: Some(room), max_inodes: None }, system_clock()));
     let mut g = rw(fs);
     let root = g.preopens().remove(0);
     let f = open(&mut g, &root, "f", CREATE, DF::READ | DF::WRITE).unwrap();
@@ -469,4 +471,30 @@ fn snapshot_preopen_is_read_only_by_nature() {
     assert_eq!(code(open(&mut g, &root, "f", OF::empty(), DF::WRITE)), ErrorCode::ReadOnly);
     assert_eq!(code(g.view().create_directory_at(b(&root), "d".into())), ErrorCode::ReadOnly);
     assert!(open(&mut g, &root, "f", OF::empty(), DF::READ).is_ok());
+}
+
+/// A hostile guest opening directory streams without end: each holds a
+/// batch of names, so past [`MAX_DIR_STREAMS`] the next is refused with
+/// `insufficient-memory`, and dropping one makes room.
+#[test]
+fn a_guest_holds_a_bounded_number_of_directory_streams() {
+    use super::streams::MAX_DIR_STREAMS;
+    let fs = Arc::new(MemFs::new());
+    for i in 0..300 {
+        fs.mkdir(fs.root(), &format!("entry-{i:03}"), 0o755).unwrap();
+    }
+    let mut g = rw(fs);
+    let root = g.preopens().remove(0);
+    let mut streams = Vec::new();
+    for _ in 0..MAX_DIR_STREAMS {
+        let s = g.view().read_directory(b(&root)).unwrap();
+        // Each fills its first batch.
+        assert!(g.view().read_directory_entry(b(&s)).unwrap().is_some());
+        streams.push(s);
+    }
+    assert_eq!(code(g.view().read_directory(b(&root))), ErrorCode::InsufficientMemory);
+    let gone = streams.pop().unwrap();
+    super::bindings::types::HostDirectoryEntryStream::drop(&mut g.view(), gone).unwrap();
+    let s = g.view().read_directory(b(&root)).unwrap();
+    assert!(g.view().read_directory_entry(b(&s)).unwrap().is_some());
 }

@@ -96,7 +96,8 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
     }
 
     fn read_directory(&mut self, fd: Resource<Descriptor>) -> FsResult<Resource<DirStream>> {
-        let stream = DirStream::new(Arc::clone(self.get(&fd)?.lister()?));
+        let node = Arc::clone(self.get(&fd)?.lister()?);
+        let stream = DirStream::new(node, &self.ctx.streams).ok_or(ErrorCode::InsufficientMemory)?;
         Ok(self.table.push(stream)?)
     }
 
