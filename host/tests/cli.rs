@@ -751,9 +751,30 @@ fn a_compression_bomb_is_read_in_bounded_memory() {
     assert_eq!(code, 0);
     assert_eq!(count_zeros(std::fs::File::open(out.join("zeros")).unwrap()), SIZE, "unpack writes every byte");
 
+    // The same bomb but its last byte: diff reads both whole files.
+    let other = tmp.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let last = std::fs::File::create(other.join("zeros")).unwrap();
+    last.set_len(SIZE - 1).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&last, b"!", SIZE - 1).unwrap();
+    let pack2 = tmp.path().join("other.pack");
+    ok(["pack", p(&other), "-o", p(&pack2), "--compress", "zstd:1", "--chunk-size", "1048576"]);
+    let (code, diff_peak) = wait_peak_rss(spawn(&["diff", p(&pack), p(&pack2)], std::process::Stdio::null()));
+    assert_eq!(code, 1, "the last byte differs");
+    let (code, same_peak) = wait_peak_rss(spawn(&["diff", p(&pack), p(&pack)], std::process::Stdio::null()));
+    assert_eq!(code, 0);
+
     let mib = |b: u64| b >> 20;
-    eprintln!("peak RSS: cat {} MiB, verify {} MiB, unpack {} MiB", mib(cat_peak), mib(verify_peak), mib(unpack_peak));
-    for (cmd, peak) in [("cat", cat_peak), ("verify", verify_peak), ("unpack", unpack_peak)] {
+    eprintln!(
+        "peak RSS: cat {} MiB, verify {} MiB, unpack {} MiB, diff {} and {} MiB",
+        mib(cat_peak),
+        mib(verify_peak),
+        mib(unpack_peak),
+        mib(diff_peak),
+        mib(same_peak)
+    );
+    let all = [("cat", cat_peak), ("verify", verify_peak), ("unpack", unpack_peak), ("diff", diff_peak)];
+    for (cmd, peak) in all.into_iter().chain([("diff of the same", same_peak)]) {
         assert!(peak < PEAK, "{cmd}: {} MiB resident at peak", mib(peak));
     }
 }

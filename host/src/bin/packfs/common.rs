@@ -25,7 +25,7 @@ const ONCE_CACHE: u64 = 8 << 20;
 /// Bytes a file is copied out in: what a whole-file command holds of it,
 /// however large it is (a compressed pack may declare 32,768 times its own
 /// size).
-const PIECE: usize = 1 << 20;
+pub(crate) const PIECE: usize = 1 << 20;
 
 /// A pack's bytes: a mapped file, or an object in a store read lazily.
 pub(crate) enum PackSource {

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use packfs_core::{FileSystem, FileType, Ino};
 
-use crate::common::{Pack, open_pack, read_once, walk};
+use crate::common::{self, Pack, open_pack, read_once, walk};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -50,7 +50,7 @@ fn changes(a: &Pack, x: &Node, b: &Pack, y: &Node) -> Result<Vec<&'static str>> 
     let mut what = Vec::new();
     if x.kind != y.kind {
         what.push("kind");
-    } else if x.kind == FileType::File && (x.size != y.size || a.file_bytes(x.ino)? != b.file_bytes(y.ino)?) {
+    } else if x.kind == FileType::File && (x.size != y.size || !same_content(a, x.ino, b, y.ino)?) {
         what.push("content");
     } else if x.kind == FileType::Symlink && a.readlink(x.ino)? != b.readlink(y.ino)? {
         what.push("target");
@@ -59,6 +59,36 @@ fn changes(a: &Pack, x: &Node, b: &Pack, y: &Node) -> Result<Vec<&'static str>> 
         what.push("mode");
     }
     Ok(what)
+}
+
+/// Whether files `x` of `a` and `y` of `b` hold the same bytes, read a
+/// piece at a time: a file is never decoded whole (a compression bomb
+/// would take its whole size).
+fn same_content(a: &Pack, x: Ino, b: &Pack, y: Ino) -> Result<bool> {
+    let (mut p, mut q) = (vec![0; common::PIECE], vec![0; common::PIECE]);
+    let mut offset = 0;
+    loop {
+        let (n, m) = (fill(a, x, offset, &mut p)?, fill(b, y, offset, &mut q)?);
+        if p[..n] != q[..m] {
+            return Ok(false);
+        }
+        if n < p.len() {
+            return Ok(true);
+        }
+        offset += n as u64;
+    }
+}
+
+/// Fills `buf` from `offset` of file `ino`, short only at the end.
+fn fill(fs: &Pack, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match fs.read_at(ino, offset + n as u64, &mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
