@@ -37,29 +37,36 @@ pub trait Memory {
     }
 }
 
+/// `ptr..ptr + len` as indices, if they fit a `usize` (on a 32-bit host the
+/// end of a 4 GiB memory does not).
+fn span(ptr: u32, len: usize) -> Option<std::ops::Range<usize>> {
+    let start = usize::try_from(ptr).ok()?;
+    Some(start..start.checked_add(len)?)
+}
+
 impl Memory for [u8] {
     fn size(&self) -> u64 {
         self.len() as u64
     }
 
     fn read(&self, ptr: u32, buf: &mut [u8]) {
-        if let Some(src) = self.get(ptr as usize..ptr as usize + buf.len()) {
+        if let Some(src) = span(ptr, buf.len()).and_then(|r| self.get(r)) {
             buf.copy_from_slice(src);
         }
     }
 
     fn write(&mut self, ptr: u32, data: &[u8]) {
-        if let Some(dst) = self.get_mut(ptr as usize..ptr as usize + data.len()) {
+        if let Some(dst) = span(ptr, data.len()).and_then(|r| self.get_mut(r)) {
             dst.copy_from_slice(data);
         }
     }
 
     fn slice(&self, ptr: u32, len: u32) -> Option<&[u8]> {
-        self.get(ptr as usize..ptr as usize + len as usize)
+        self.get(span(ptr, usize::try_from(len).ok()?)?)
     }
 
     fn slice_mut(&mut self, ptr: u32, len: u32) -> Option<&mut [u8]> {
-        self.get_mut(ptr as usize..ptr as usize + len as usize)
+        self.get_mut(span(ptr, usize::try_from(len).ok()?)?)
     }
 }
 
