@@ -172,6 +172,15 @@ fn limits_end_a_run_with_their_own_status() {
     assert!(out.stderr.contains("errno 19") && out.stderr.contains("--mount /t: full"), "{out:?}");
     let out = f.toolbox(&["--mount", "/t=mem:max-inodes=2"], &["mkdir", "/t/a", "mkdir", "/t/b"]);
     guest_failed(out, "errno 19");
+    // A journal's tree is held in memory too: the same limits.
+    let big = "x".repeat(3000);
+    let out = f.toolbox(&["--mount", "/t=journal:j:max-bytes=2k"], &["write", "/t/a", "1", "write", "/t/b", &big]);
+    guest_failed(out.clone(), "Quota");
+    assert!(out.stderr.contains("--mount /t: full"), "{out:?}");
+    // What fit was kept, durably: `a`, and `b` made but empty (its write
+    // was refused whole).
+    let out = success(f.toolbox(&["--mount", "/t=journal:j"], &["cat", "/t/a", "cat", "/t/b", "ls", "/t"]));
+    assert_eq!(out, "1a\nb\n");
     for bad in ["mem:max-bytes=lots", "mem:colour=red", "mem:max-bytes"] {
         refused(f.packfs(["run", "--mount", &format!("/t={bad}"), "spin.wasm"]), &["--mount"]);
     }

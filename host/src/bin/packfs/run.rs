@@ -75,7 +75,8 @@ const OUT_OF_MEMORY: u8 = 137;
     powers of 1024 for bytes, of 1000 for inodes); past one the guest gets EDQUOT\n  \
     dir:PATH      a host directory, read-write\n  \
     dir-ro:PATH   a host directory, read-only\n  \
-    journal:DIR   an in-memory tree kept durable by a write-ahead log in DIR (created when missing)\n\
+    journal:DIR   an in-memory tree kept durable by a write-ahead log in DIR (created when missing)\n  \
+    journal:DIR:LIMITS   as above, with mem's LIMITS on the tree in memory\n\
     Prefix ./ to a pack file named like a keyword: ./mem, ./dir:x.\n\n\
     Without any --mount the guest has no preopens.\n\n\
     dir: and dir-ro: mounts together hold at most min(half the soft RLIMIT_NOFILE, 4096) host descriptors \
@@ -153,7 +154,7 @@ pub(crate) enum Source {
         read_only: bool,
     },
     /// `journal:DIR`: a durable in-memory tree ([`Journal`]).
-    Journal(PathBuf),
+    Journal(PathBuf, Limits),
 }
 
 impl FromStr for Source {
@@ -172,7 +173,11 @@ impl FromStr for Source {
         } else if let Some(p) = s.strip_prefix("dir-ro:") {
             Source::Dir { path: path("dir-ro:", p)?, read_only: true }
         } else if let Some(p) = s.strip_prefix("journal:") {
-            Source::Journal(path("journal:", p)?)
+            // `journal:DIR:LIMITS`, where the last `:` starts the limits.
+            match p.rsplit_once(':').filter(|(_, opts)| opts.starts_with("max-")) {
+                Some((dir, opts)) => Source::Journal(path("journal:", dir)?, parse_limits(opts)?),
+                None => Source::Journal(path("journal:", p)?, Limits::default()),
+            }
         } else if let Some(p) = s.strip_suffix("+mem") {
             Source::PackOverlay(path("PACK+mem", p)?, Limits::default())
         } else if let Some((p, opts)) = s.rsplit_once("+mem:") {
@@ -193,7 +198,7 @@ impl fmt::Display for Source {
             Source::PackOverlay(p, l) => write!(f, "{}+mem{}", p.display(), LimitsShown(l)),
             Source::Dir { path, read_only: false } => write!(f, "dir:{}", path.display()),
             Source::Dir { path, read_only: true } => write!(f, "dir-ro:{}", path.display()),
-            Source::Journal(p) => write!(f, "journal:{}", p.display()),
+            Source::Journal(p, l) => write!(f, "journal:{}{}", p.display(), LimitsShown(l)),
         }
     }
 }
@@ -350,10 +355,11 @@ fn open_source(source: &Source, dir_fds: &FdBudget) -> Result<Opened> {
             let fs = DirFs::open(path, *read_only).with_context(|| format!("{shown}"))?;
             plain(Arc::new(fs.with_budget(dir_fds.clone())), *read_only)
         }
-        Source::Journal(dir) => {
-            let journal = Journal::open(dir, SyncPolicy::EveryOp, Limits::default())
+        Source::Journal(dir, limits) => {
+            let journal = Journal::open(dir, SyncPolicy::EveryOp, *limits)
                 .with_context(|| format!("journal {}", dir.display()))?;
-            Opened { fs: journal.fs().clone(), read_only: false, limited: None, _journal: Some(journal) }
+            let limited = (*limits != Limits::default()).then(|| journal.fs().clone());
+            Opened { fs: journal.fs().clone(), read_only: false, limited, _journal: Some(journal) }
         }
     })
 }
@@ -660,10 +666,13 @@ mod tests {
         assert_eq!(src("/x/app.pack+mem"), Ok(Source::PackOverlay("/x/app.pack".into(), Limits::default())));
         assert_eq!(src("dir:/srv/data"), Ok(Source::Dir { path: "/srv/data".into(), read_only: false }));
         assert_eq!(src("dir-ro:rel/d"), Ok(Source::Dir { path: "rel/d".into(), read_only: true }));
-        assert_eq!(src("journal:state"), Ok(Source::Journal("state".into())));
+        assert_eq!(src("journal:state"), Ok(Source::Journal("state".into(), Limits::default())));
+        let both = Limits { max_bytes: Some(64 << 20), max_inodes: Some(10_000) };
+        assert_eq!(src("journal:state:max-bytes=64M,max-inodes=10k"), Ok(Source::Journal("state".into(), both)));
+        assert_eq!(src("journal:a:b"), Ok(Source::Journal("a:b".into(), Limits::default())));
         // Only the prefix is a keyword.
         assert_eq!(src("dir:a=b:c"), Ok(Source::Dir { path: "a=b:c".into(), read_only: false }));
-        assert_eq!(src("journal:x+mem"), Ok(Source::Journal("x+mem".into())));
+        assert_eq!(src("journal:x+mem"), Ok(Source::Journal("x+mem".into(), Limits::default())));
         for bad in [
             "",
             "dir:",
