@@ -891,3 +891,48 @@ fn output_to_a_closed_pipe_ends_quietly() {
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("damaged entries: 1"));
 }
+
+/// A pack that is a chain of 20,000 directories (a valid pack of a few
+/// MB): the walks of `ls -R`, `info` and `unpack`'s check hold one path,
+/// not one per level (each level's path was kept: 400 MB here, its depth
+/// squared), and `diff`, which must hold every path, refuses paths no
+/// guest could reach.
+#[test]
+fn a_deep_tree_is_walked_in_bounded_memory() {
+    use packfs_core::{FileSystem, MemFs, OpenOptions};
+    const DEPTH: usize = 20_000;
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = MemFs::new();
+    let mut dir = fs.root();
+    for _ in 0..DEPTH {
+        dir = fs.mkdir(dir, "a", 0o755).unwrap();
+    }
+    fs.close(fs.open(dir, "f", &OpenOptions::create()).unwrap());
+    let pack = tmp.path().join("deep.pack");
+    packfs_core::pack::write_pack(&fs.snapshot(), std::fs::File::create(&pack).unwrap()).unwrap();
+
+    let spawn = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_packfs"))
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let out = tmp.path().join("out");
+    // `ls -R` prints every path (its depth squared: 400 MB), holding one.
+    for args in [&["ls", "-R", p(&pack)][..], &["ls", "-lR", p(&pack)], &["info", p(&pack)], &["verify", p(&pack)]] {
+        let (code, peak) = wait_peak_rss(spawn(args));
+        assert_eq!(code, 0, "{args:?}");
+        assert!(peak < 64 << 20, "{args:?}: {} MiB resident at peak", peak >> 20);
+    }
+    let diff = packfs(["diff", p(&pack), p(&pack)]);
+    assert_eq!(diff.code, 2, "{diff:?}");
+    assert!(diff.stderr.contains("a path longer than 4096 bytes"), "{diff:?}");
+    // unpack checks the whole tree before it writes: a missing DIR is
+    // walked through without a host path being made.
+    std::fs::write(&out, b"a file where DIR would be").unwrap();
+    let (code, peak) = wait_peak_rss(spawn(&["unpack", p(&pack), p(&out)]));
+    assert_eq!(code, 2, "DIR is a file");
+    assert!(peak < 64 << 20, "unpack: {} MiB resident at peak", peak >> 20);
+}

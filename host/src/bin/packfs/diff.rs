@@ -9,7 +9,8 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
+use packfs_core::path::MAX_PATH;
 use packfs_core::{FileSystem, FileType, Ino};
 
 use crate::common::{self, Pack, open_pack, read_once, walk};
@@ -30,10 +31,15 @@ struct Node {
     size: u64,
 }
 
-/// Every path of `pack`, sorted.
+/// Every path of `pack`, sorted. Held all at once, so no longer than a
+/// path may be ([`MAX_PATH`]: no guest reaches one longer): a deep chain
+/// of directories would otherwise hold its depth squared in paths.
 fn entries(pack: &Pack, shown: &str) -> Result<BTreeMap<String, Node>> {
     let mut all = BTreeMap::new();
     walk(pack, pack.root(), "", |path, e, m| {
+        if path.len() > MAX_PATH {
+            bail!("{}...: a path longer than {MAX_PATH} bytes", &path[..path.floor_char_boundary(64)]);
+        }
         all.insert(path.to_owned(), Node { ino: e.ino, kind: m.kind, mode: m.mode, size: m.size });
         Ok(())
     })

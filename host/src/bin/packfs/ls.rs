@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use packfs_core::{FileSystem, FileType, Metadata};
 
-use crate::common::{find, format_time, list, mode_string, open_pack, read_once, walk};
+use crate::common::{Pack, find, format_time, list, mode_string, open_pack, read_once, walk};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -27,10 +27,34 @@ pub(crate) struct Args {
 }
 
 /// One line to print.
-struct Row {
-    name: String,
-    meta: Metadata,
-    target: Option<String>,
+/// How wide `-l`'s link count and size columns are.
+#[derive(Default, Clone, Copy)]
+struct Widths {
+    links: usize,
+    size: usize,
+}
+
+impl Widths {
+    fn fit(&mut self, m: &Metadata) {
+        self.links = self.links.max(m.nlink.to_string().len());
+        self.size = self.size.max(m.size.to_string().len());
+    }
+}
+
+/// One line of the listing.
+fn line(out: &mut impl Write, pack: &Pack, name: &str, m: &Metadata, long: Option<Widths>) -> Result<()> {
+    let Some(w) = long else {
+        writeln!(out, "{name}")?;
+        return Ok(());
+    };
+    let (links, size) = (w.links, w.size);
+    let time = format_time(m.mtime);
+    write!(out, "{} {:>links$} {:>size$} {time} {name}", mode_string(m.kind, m.mode), m.nlink, m.size)?;
+    match m.kind {
+        FileType::Symlink => writeln!(out, " -> {}", pack.readlink(m.ino)?)?,
+        _ => writeln!(out)?,
+    }
+    Ok(())
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
@@ -40,48 +64,33 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     // shows the link (a trailing `/` always follows).
     let ino = find(&pack, &args.path, !args.long).with_context(|| format!("{shown}"))?;
     let meta = pack.metadata(ino)?;
-    let mut rows = Vec::new();
-    let mut row = |name: &str, meta: &Metadata| -> Result<()> {
-        let target = if meta.kind == FileType::Symlink { Some(pack.readlink(meta.ino)?) } else { None };
-        rows.push(Row { name: name.to_owned(), meta: meta.clone(), target });
-        Ok(())
+    // Lines are written as they are found (`-l` first measures its columns
+    // in a pass of its own): a listing holds no more than one directory's
+    // entries and one path, however many lines it prints.
+    let each = |f: &mut dyn FnMut(&str, &Metadata) -> Result<()>| -> Result<()> {
+        if meta.kind != FileType::Dir {
+            f(&args.path, &meta)
+        } else if args.recursive {
+            walk(&pack, ino, "", |path, _, m| f(path, m)).with_context(|| format!("{shown}"))
+        } else {
+            for e in list(&pack, ino).with_context(|| format!("{shown}"))? {
+                f(&e.name, &pack.metadata(e.ino)?)?;
+            }
+            Ok(())
+        }
     };
-    if meta.kind != FileType::Dir {
-        row(&args.path, &meta)?;
-    } else if args.recursive {
-        walk(&pack, ino, "", |path, _, meta| row(path, meta)).with_context(|| format!("{shown}"))?;
+    let long = if args.long {
+        let mut w = Widths::default();
+        each(&mut |_, m| {
+            w.fit(m);
+            Ok(())
+        })?;
+        Some(w)
     } else {
-        for e in list(&pack, ino).with_context(|| format!("{shown}"))? {
-            row(&e.name, &pack.metadata(e.ino)?)?;
-        }
-    }
-
+        None
+    };
     let mut out = BufWriter::new(std::io::stdout().lock());
-    if !args.long {
-        for r in &rows {
-            writeln!(out, "{}", r.name)?;
-        }
-        out.flush()?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let width = |f: fn(&Metadata) -> u64| rows.iter().map(|r| f(&r.meta).to_string().len()).max().unwrap_or(1);
-    let (links, size) = (width(|m| m.nlink), width(|m| m.size));
-    for r in &rows {
-        let m = &r.meta;
-        write!(
-            out,
-            "{} {:>links$} {:>size$} {} {}",
-            mode_string(m.kind, m.mode),
-            m.nlink,
-            m.size,
-            format_time(m.mtime),
-            r.name
-        )?;
-        match &r.target {
-            Some(t) => writeln!(out, " -> {t}")?,
-            None => writeln!(out)?,
-        }
-    }
+    each(&mut |name, m| line(&mut out, &pack, name, m, long))?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

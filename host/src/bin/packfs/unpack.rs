@@ -36,7 +36,7 @@ use packfs_core::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOpti
 use packfs_os::dir::DirFs;
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 
-use crate::common::{Copier, Pack, bytes, join, list, open_pack, read_once};
+use crate::common::{Copier, Pack, bytes, list, open_pack, read_once, step};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -190,7 +190,8 @@ struct Frame {
     entries: std::vec::IntoIter<DirEntry>,
     /// The destination directory, if it exists.
     dest: Option<Ino>,
-    path: String,
+    /// How much of the walk's path is this directory's ([`step`]).
+    base: usize,
 }
 
 impl Unpack<'_> {
@@ -222,18 +223,16 @@ impl Unpack<'_> {
     /// exists in the destination (other than a directory as a directory).
     fn refuse_overwrites(&self) -> Result<()> {
         let (mut first, mut more) = (None, 0u64);
-        let root = Frame {
-            entries: list(self.pack, self.pack.root())?.into_iter(),
-            dest: Some(self.dest.root()),
-            path: String::new(),
-        };
+        let root =
+            Frame { entries: list(self.pack, self.pack.root())?.into_iter(), dest: Some(self.dest.root()), base: 0 };
         let mut stack = vec![root];
+        let mut path = String::new();
         while let Some(f) = stack.last_mut() {
             let Some(e) = f.entries.next() else {
                 stack.pop();
                 continue;
             };
-            let path = join(&f.path, &e.name);
+            step(&mut path, f.base, &e.name);
             let found = match f.dest {
                 Some(dir) => self.existing(dir, &e.name).with_context(|| self.shown(&path))?,
                 None => None,
@@ -251,7 +250,7 @@ impl Unpack<'_> {
                 None => None,
             };
             if e.kind == FileType::Dir {
-                stack.push(Frame { entries: list(self.pack, e.ino)?.into_iter(), dest, path });
+                stack.push(Frame { entries: list(self.pack, e.ino)?.into_iter(), dest, base: path.len() });
             }
         }
         match first {
@@ -273,32 +272,33 @@ impl Unpack<'_> {
         // Pack inode -> destination inode, for names of hard-linked inodes.
         let mut linked: HashMap<Ino, Ino> = HashMap::new();
         let root = self.pack.root();
-        let mut stack = vec![Frame {
-            entries: list(self.pack, root)?.into_iter(),
-            dest: Some(self.dest.root()),
-            path: String::new(),
-        }];
+        let mut stack =
+            vec![Frame { entries: list(self.pack, root)?.into_iter(), dest: Some(self.dest.root()), base: 0 }];
+        let mut path = String::new();
         while let Some(f) = stack.last_mut() {
             let Some(e) = f.entries.next() else {
                 stack.pop();
                 continue;
             };
-            let path = join(&f.path, &e.name);
             let parent = f.dest.unwrap_or(self.dest.root()); // always Some here
-            let parent_path = f.path.clone();
+            path.truncate(f.base);
             let meta = self.pack.metadata(e.ino)?;
-            let made = self
-                .entry((parent, &parent_path), &e, &meta, &mut linked, progress)
-                .with_context(|| self.shown(&path))?;
+            let made = self.entry((parent, &path), &e, &meta, &mut linked, progress);
+            step(&mut path, f.base, &e.name);
+            let made = made.with_context(|| self.shown(&path))?;
             match made {
                 Made::Dir { ino, existed } => {
                     if !existed || self.overwrite_dir {
                         dirs.push((ino, meta));
                     }
-                    stack.push(Frame { entries: list(self.pack, e.ino)?.into_iter(), dest: Some(ino), path });
+                    stack.push(Frame {
+                        entries: list(self.pack, e.ino)?.into_iter(),
+                        dest: Some(ino),
+                        base: path.len(),
+                    });
                 }
                 Made::Other => {}
-                Made::Skipped(target) => skipped.push((path, target)),
+                Made::Skipped(target) => skipped.push((path.clone(), target)),
             }
         }
         if created || self.overwrite_dir {
