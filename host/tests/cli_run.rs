@@ -288,6 +288,30 @@ fn a_timeout_ends_a_guest_blocked_in_a_host_call() {
     assert_eq!(f.packfs(["run", "--timeout", "20", "short.wasm"]).code, 0);
 }
 
+/// `--save` is the guest's too: a file of 4 EiB (a sparse one the guest
+/// made in a moment) would take the host centuries to pack. Under
+/// `--timeout` the save stops at the deadline, and nothing is published.
+#[test]
+fn a_timeout_bounds_the_save_of_what_the_guest_left() {
+    let f = Fixture::new();
+    let huge = r#"(module
+        (import "wasi_snapshot_preview1" "path_open" (func $open (param i32 i32 i32 i32 i32 i64 i64 i32 i32) (result i32)))
+        (import "wasi_snapshot_preview1" "fd_filestat_set_size" (func $size (param i32 i64) (result i32)))
+        (memory (export "memory") 1)
+        (data (i32.const 16) "big")
+        (func (export "_start")
+          (drop (call $open (i32.const 3) (i32.const 0) (i32.const 16) (i32.const 3) (i32.const 1)
+            (i64.const 0x3fffffff) (i64.const 0) (i32.const 0) (i32.const 64)))
+          (drop (call $size (i32.load (i32.const 64)) (i64.const 0x4000000000000000)))))"#;
+    std::fs::write(f.path("huge.wasm"), wat::parse_str(huge).unwrap()).unwrap();
+    let args = ["run", "--timeout", "2", "--mount", "/=mem", "--save", "out.pack", "huge.wasm"];
+    let (out, took) = packfs_waiting(f.dir.path(), args, std::time::Duration::from_secs(30));
+    assert_eq!(out.code, 124, "{out:?}");
+    assert!(out.stderr.contains("not done within the time limit"), "{out:?}");
+    assert!(!f.path("out.pack").exists(), "nothing published");
+    println!("ended {took:?} after it started (--timeout 2)");
+}
+
 #[test]
 fn mem_source() {
     let f = Fixture::new();

@@ -42,6 +42,7 @@ use packfs_core::mount::MountTable;
 use packfs_core::pack::{PackStats, ReadOptions};
 use packfs_core::path::validate_name;
 use packfs_core::wasi::Access;
+use packfs_core::wasi::deadline::Deadline;
 use packfs_core::wasi::p1::Wasi;
 use packfs_core::{Error, FileSystem, FileType, MemFs, resolve};
 use packfs_host::load::{Guest, GuestCache};
@@ -521,6 +522,8 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         .map_err(|e| anyhow!("cannot run it here: {}", one_line(&format!("{e:#}"))).context(shown.to_string()))?;
 
     let root = namespace.as_ref().map(|ns| ns.table.clone() as Arc<dyn FileSystem>);
+    // The run's deadline: the guest's, and then its --save's.
+    let deadline = args.timeout.map(|t| Deadline::new(std::time::Instant::now() + t));
     let outcome = match &guest {
         Guest::Module(module) => {
             let mut wasi = Wasi::builder(Box::new(HostPlatform::default()))
@@ -576,7 +579,22 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
         write_trace(to, trace.to_text()).with_context(|| format!("--record-trace {}", to.display()))?;
     }
     if let (Some(out), Some(ns)) = (&args.save, &namespace) {
-        let stats = save(&ns.table, out, &args.packing).with_context(|| format!("saving to {}", out.display()))?;
+        // What the guest left is saved within its time: an hour's worth
+        // of it (a sparse file of 8 EiB, say) must not hold the host past
+        // --timeout either.
+        let saved = match &deadline {
+            Some(d) => d.scope(|| save(&ns.table, out, &args.packing)),
+            None => save(&ns.table, out, &args.packing),
+        };
+        if deadline.as_ref().is_some_and(|d| d.passed()) && saved.is_err() {
+            let limit = args.timeout.unwrap_or_default();
+            eprintln!(
+                "packfs: saving to {}: not done within the time limit of {limit:?}; nothing saved",
+                out.display()
+            );
+            return Ok(ExitCode::from(TIMED_OUT));
+        }
+        let stats = saved.with_context(|| format!("saving to {}", out.display()))?;
         eprintln!(
             "saved {}: {} entries, {} of file content, {} pack",
             out.display(),
@@ -636,7 +654,65 @@ fn utf8(s: OsString, what: &str) -> Result<String> {
 /// Writes the namespace as a pack to `out`, atomically.
 fn save(table: &MountTable, out: &Path, packing: &Packing) -> Result<PackStats> {
     // The guest has exited: nothing changes the namespace while it is walked.
-    Ok(write_atomic(out, |file| packing.options().write(table, file))?)
+    Ok(write_atomic(out, |file| packing.options().write(&Timed(table as &dyn FileSystem), file))?)
+}
+
+/// A filesystem read under the current thread's deadline, if any: past
+/// it every read fails, so that a walk of it (a --save) ends there.
+struct Timed<'a>(&'a dyn FileSystem);
+
+impl Timed<'_> {
+    fn check(&self) -> packfs_core::Result<()> {
+        if packfs_core::wasi::deadline::expired() {
+            return Err(Error::Backend("past the time limit".into()));
+        }
+        Ok(())
+    }
+}
+
+impl FileSystem for Timed<'_> {
+    fn root(&self) -> packfs_core::Ino {
+        self.0.root()
+    }
+    fn lookup(&self, dir: packfs_core::Ino, name: &str) -> packfs_core::Result<packfs_core::Ino> {
+        self.0.lookup(dir, name)
+    }
+    fn metadata(&self, ino: packfs_core::Ino) -> packfs_core::Result<packfs_core::Metadata> {
+        self.0.metadata(ino)
+    }
+    fn inode_count_hint(&self) -> Option<u64> {
+        self.0.inode_count_hint()
+    }
+    fn open(
+        &self,
+        dir: packfs_core::Ino,
+        name: &str,
+        opts: &packfs_core::OpenOptions,
+    ) -> packfs_core::Result<packfs_core::Ino> {
+        self.0.open(dir, name, opts)
+    }
+    fn open_ino(&self, ino: packfs_core::Ino) -> packfs_core::Result<()> {
+        self.0.open_ino(ino)
+    }
+    fn close(&self, ino: packfs_core::Ino) {
+        self.0.close(ino)
+    }
+    fn read_at(&self, ino: packfs_core::Ino, offset: u64, buf: &mut [u8]) -> packfs_core::Result<usize> {
+        self.check()?;
+        self.0.read_at(ino, offset, buf)
+    }
+    fn read_dir(
+        &self,
+        dir: packfs_core::Ino,
+        after: Option<&str>,
+        max: usize,
+    ) -> packfs_core::Result<Vec<packfs_core::DirEntry>> {
+        self.check()?;
+        self.0.read_dir(dir, after, max)
+    }
+    fn readlink(&self, ino: packfs_core::Ino) -> packfs_core::Result<String> {
+        self.0.readlink(ino)
+    }
 }
 
 /// A possibly multi-line message (wasmtime's) as one line.
