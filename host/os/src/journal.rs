@@ -78,12 +78,17 @@ fn log_path(dir: &Path, g: u64) -> PathBuf {
 
 /// The generation in a journal directory's file name, and whether it is
 /// the pack (`true`) or the log.
+/// Only names of the exact form the journal writes: `journal-007.log` or
+/// `base-+2.pack` are someone else's, and left alone.
 fn parse_name(name: &str) -> Option<(u64, bool)> {
-    if let Some(g) = name.strip_prefix("base-").and_then(|n| n.strip_suffix(".pack")) {
-        return Some((g.parse().ok()?, true));
+    let (g, pack) = match name.strip_prefix("base-").and_then(|n| n.strip_suffix(".pack")) {
+        Some(g) => (g, true),
+        None => (name.strip_prefix("journal-")?.strip_suffix(".log")?, false),
+    };
+    if !crate::publish::canonical_number(g) {
+        return None;
     }
-    let g = name.strip_prefix("journal-")?.strip_suffix(".log")?;
-    Some((g.parse().ok()?, false))
+    Some((g.parse().ok()?, pack))
 }
 
 /// What a journal directory holds, read without changing anything on disk.
@@ -353,6 +358,27 @@ impl Sink for LogFile {
 mod tests {
     use super::*;
     use packfs_core::{FileSystem, OpenOptions};
+
+    /// Opening removes other generations' files, and nothing else: names
+    /// not of the exact form the journal writes are someone else's.
+    #[test]
+    fn only_its_own_names_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let theirs = ["journal-007.log", "base-+2.pack", "journal-1.log.bak", "base-01.pack", "notes.txt"];
+        for name in theirs {
+            std::fs::write(dir.path().join(name), name).unwrap();
+        }
+        std::fs::write(dir.path().join("journal-5.log"), b"an old generation's log").unwrap();
+        let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+        drop(j);
+        for name in theirs {
+            assert_eq!(std::fs::read_to_string(dir.path().join(name)).unwrap(), name);
+        }
+        assert!(!dir.path().join("journal-5.log").exists(), "another generation's log goes");
+        assert_eq!(parse_name("journal-12.log"), Some((12, false)));
+        assert_eq!(parse_name("base-0.pack"), Some((0, true)));
+        assert_eq!(parse_name("journal-007.log"), None);
+    }
 
     fn put(fs: &MemFs, name: &str, data: &[u8]) {
         let f = fs.open(fs.root(), name, &OpenOptions::create()).unwrap();

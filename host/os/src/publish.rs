@@ -242,13 +242,18 @@ fn remove_stale_temporaries(dir: &Path, name: &str) {
     for entry in entries {
         let Ok(entry) = entry else { continue };
         let file_name = entry.file_name();
-        let ours = file_name.to_str().is_some_and(|n| n.starts_with(&prefix) && n.ends_with(TEMP_SUFFIX));
+        // Exactly `.{name}.{pid}.{n}.packfs-tmp`: `a`'s are not `a.b`'s.
+        let ours =
+            file_name.to_str().and_then(|n| n.strip_prefix(&prefix)?.strip_suffix(TEMP_SUFFIX)).is_some_and(|mid| {
+                mid.split_once('.').is_some_and(|(pid, n)| canonical_number(pid) && canonical_number(n))
+            });
         if !ours || !entry.file_type().is_ok_and(|t| t.is_file()) {
             continue;
         }
         let path: PathBuf = entry.path();
         // Non-blocking, should a FIFO have taken the name since.
-        let nonblock = rustix::fs::OFlags::NONBLOCK.bits() as i32;
+        // Nor followed, should a symlink have.
+        let nonblock = (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW).bits() as i32;
         let Ok(file) = File::options().read(true).custom_flags(nonblock).open(&path) else { continue };
         // Locked, its writer is gone; removed under the lock, so that no
         // writer can be mid-way through taking it.
@@ -258,10 +263,36 @@ fn remove_stale_temporaries(dir: &Path, name: &str) {
     }
 }
 
+/// Whether `s` is a number as `format!` writes one: digits, no sign, no
+/// leading zero.
+pub(crate) fn canonical_number(s: &str) -> bool {
+    s.parse::<u64>().is_ok_and(|n| n.to_string() == s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// A publication's clean-up takes only its own target's temporaries,
+    /// of the exact form it writes them, and follows no symlink.
+    #[test]
+    fn stale_temporaries_of_other_names_are_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let keep = [".a.b.1.2.packfs-tmp", ".a.01.2.packfs-tmp", ".a.1.packfs-tmp", ".a.x.2.packfs-tmp"];
+        for name in keep {
+            std::fs::write(dir.path().join(name), name).unwrap();
+        }
+        std::fs::write(dir.path().join(".a.1.2.packfs-tmp"), b"stale").unwrap();
+        let outside = tempfile::NamedTempFile::new().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join(".a.3.4.packfs-tmp")).unwrap();
+        write_atomic(&dir.path().join("a"), |f| f.write_all(b"new")).unwrap();
+        for name in keep {
+            assert_eq!(std::fs::read_to_string(dir.path().join(name)).unwrap(), name);
+        }
+        assert!(!dir.path().join(".a.1.2.packfs-tmp").exists(), "its own stale temporary goes");
+        assert!(outside.path().exists());
+    }
 
     /// A file replaced keeps its permissions; a symlink is written through;
     /// a directory is refused before anything is written.
