@@ -199,20 +199,52 @@ fn zstd_decode(stored: &[u8], out: &mut [u8]) -> Option<usize> {
 /// past its end; returns the bytes written and what follows the frame.
 /// Decoding goes a block at a time (at most 128 KiB each), so a frame that
 /// claims more than `out` holds costs no more than one block beyond it.
-pub(crate) fn zstd_frame<'a>(mut input: &'a [u8], out: &mut [u8]) -> Option<(usize, &'a [u8])> {
-    use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
+#[cfg(not(feature = "zstd-c"))]
+fn zstd_frame<'a>(input: &'a [u8], out: &mut [u8]) -> Option<(usize, &'a [u8])> {
     use std::io::Read;
+    let mut written = 0;
+    let rest = zstd_blocks(input, |dec| {
+        written += dec.read(&mut out[written..]).ok()?;
+        // Bytes left to collect: more than `out` holds.
+        (dec.can_collect() == 0).then_some(())
+    })?;
+    Some((written, rest))
+}
+
+/// Decodes the one zstd frame at the start of `input`, appending to `out`,
+/// which grows a block at a time as the frame decodes (within the capacity
+/// it has, where the caller reserved it) and never past `max` bytes:
+/// memory follows what the frame yields, not what it claims. Returns what
+/// follows the frame.
+pub(crate) fn zstd_frame_to_vec<'a>(input: &'a [u8], out: &mut Vec<u8>, max: usize) -> Option<&'a [u8]> {
+    use std::io::Read;
+    zstd_blocks(input, |dec| {
+        let (start, n) = (out.len(), dec.can_collect());
+        if n > max.saturating_sub(start) {
+            return None;
+        }
+        out.resize(start + n, 0);
+        let got = dec.read(&mut out[start..]).ok()?;
+        out.truncate(start + got);
+        Some(())
+    })
+}
+
+/// Decodes the one zstd frame at the start of `input` a block at a time,
+/// letting `take` collect what each block yields (`None`: stop, a
+/// failure); returns what follows the frame.
+fn zstd_blocks(
+    mut input: &[u8],
+    mut take: impl FnMut(&mut ruzstd::decoding::FrameDecoder) -> Option<()>,
+) -> Option<&[u8]> {
+    use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
     let mut dec = FrameDecoder::new();
     dec.init(&mut input).ok()?;
-    let mut written = 0;
     loop {
         dec.decode_blocks(&mut input, BlockDecodingStrategy::UptoBlocks(1)).ok()?;
-        written += dec.read(&mut out[written..]).ok()?;
-        if dec.can_collect() != 0 {
-            return None; // more than `out` holds
-        }
+        take(&mut dec)?;
         if dec.is_finished() {
-            return Some((written, input));
+            return Some(input);
         }
     }
 }
@@ -349,6 +381,12 @@ impl ChunkTable {
             .filter(|&s| s >= tables_end && (base + s).is_multiple_of(8))
             .ok_or_else(|| bad_table(base + footer_at, count, footer_at))?;
         Ok(ChunkTable { span: start as usize..footer_at as usize, at: base + start, count, content_len, chunk_size })
+    }
+
+    /// Absolute offset of the footer (the records end there), for error
+    /// reports.
+    pub(crate) fn footer_at(&self) -> u64 {
+        self.at.saturating_add(self.count.saturating_mul(RECORD_LEN))
     }
 
     fn records<'r>(&self, region: &'r [u8]) -> Result<&'r [[u8; RECORD_LEN as usize]], CorruptPack> {

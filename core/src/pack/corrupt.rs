@@ -25,7 +25,11 @@ impl CorruptPack {
 
 impl fmt::Display for CorruptPack {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "corrupt pack at byte {}: {}", self.offset, self.kind)
+        match self.kind {
+            // Not damage: a pack too large for the reader it was given to.
+            CorruptKind::TooLarge { .. } => write!(f, "pack refused at byte {}: {}", self.offset, self.kind),
+            _ => write!(f, "corrupt pack at byte {}: {}", self.offset, self.kind),
+        }
     }
 }
 
@@ -66,6 +70,19 @@ impl fmt::Display for Structure {
             Structure::Chunk => "chunk",
         })
     }
+}
+
+/// What a lazily opened pack may not have more of than
+/// [`layout`](super::layout) allows ([`CorruptKind::TooLarge`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Limit {
+    /// Bytes of the index region once decoded (a version 2 pack's
+    /// `index_len`): [`MAX_DECODED_INDEX`](super::layout::MAX_DECODED_INDEX).
+    DecodedIndex,
+    /// Extents, the pieces fetched one by one (blobs in version 1, chunks in
+    /// version 2): [`MAX_EXTENTS`](super::layout::MAX_EXTENTS).
+    Extents,
 }
 
 /// The check a pack failed.
@@ -153,6 +170,18 @@ pub enum CorruptKind {
         /// The chunk's index in the chunk table.
         chunk: u64,
     },
+    /// The pack needs more than a lazily opened pack may have (one read
+    /// over a network, or from bytes a page fetched): the reader refuses
+    /// it before allocating for it. The pack may well be sound; opened from
+    /// a local file it is held to the format's limits only.
+    TooLarge {
+        /// What there is too much of.
+        what: Limit,
+        /// How much the pack has or declares.
+        value: u64,
+        /// The most a lazily opened pack may have.
+        limit: u64,
+    },
     /// A stored link count disagrees with the entries.
     LinkCount {
         /// The inode index.
@@ -191,6 +220,15 @@ impl fmt::Display for CorruptKind {
             }
             CorruptKind::BadTree { inode } => write!(f, "malformed tree at inode index {inode}"),
             CorruptKind::Decode { chunk } => write!(f, "chunk {chunk} does not decode to its declared length"),
+            CorruptKind::TooLarge { what: Limit::DecodedIndex, value, limit } => {
+                write!(f, "the index decodes to {value} bytes, more than a lazily opened pack may have ({limit})")
+            }
+            CorruptKind::TooLarge { what: Limit::Extents, value, limit } => {
+                write!(
+                    f,
+                    "the pack has {value} extents (blobs or chunks), more than a lazily opened pack may have ({limit})"
+                )
+            }
             CorruptKind::LinkCount { inode, expected, actual } => {
                 write!(f, "inode index {inode} stores nlink {expected}, entries give {actual}")
             }

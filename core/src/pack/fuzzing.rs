@@ -69,6 +69,107 @@ pub fn plain_index(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A piece of a zstd frame made by hand ([`zstd_frame`]).
+#[derive(Debug, Clone, Copy)]
+pub enum FramePart<'a> {
+    /// These bytes, in raw blocks.
+    Bytes(&'a [u8]),
+    /// This many zero bytes, in RLE blocks: 4 bytes of frame per 128 KiB.
+    Zeros(usize),
+}
+
+/// One zstd frame that decodes to `parts` in order, written without a
+/// compressor (raw and RLE blocks, a 128 KiB window, no checksum): what
+/// lets a test make an index of hundreds of MiB from a few.
+pub fn zstd_frame(parts: &[FramePart<'_>]) -> Vec<u8> {
+    const BLOCK: usize = 128 << 10;
+    const ZERO: &[u8] = &[0];
+    // (block type: 0 raw, 1 RLE; decoded size; the block's content)
+    let mut blocks: Vec<(u32, usize, &[u8])> = Vec::new();
+    for part in parts {
+        match *part {
+            FramePart::Bytes(b) => blocks.extend(b.chunks(BLOCK).map(|c| (0, c.len(), c))),
+            FramePart::Zeros(n) => {
+                blocks.extend((0..n.div_ceil(BLOCK)).map(|i| (1, (n - i * BLOCK).min(BLOCK), ZERO)));
+            }
+        }
+    }
+    if blocks.is_empty() {
+        blocks.push((0, 0, &[]));
+    }
+    // Magic; a frame header descriptor of no flags; a window of 2^(10+7).
+    let mut out = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3];
+    let last = blocks.len() - 1;
+    for (i, (kind, size, body)) in blocks.into_iter().enumerate() {
+        let header = u32::from(i == last) | kind << 1 | (size as u32) << 3;
+        out.extend_from_slice(&header.to_le_bytes()[..3]);
+        out.extend_from_slice(body);
+    }
+    out
+}
+
+/// `pack` with its index region replaced by `stored` (then zero padding to
+/// a multiple of 8), which the trailer declares to decode to `index_len`
+/// bytes; the other trailer fields as they were, the checksums resealed.
+/// `pack` as it is if it has no trailer to edit.
+pub fn with_index(pack: &[u8], stored: &[u8], index_len: u32) -> Vec<u8> {
+    let Some(t) = pack.len().checked_sub(TRAILER_LEN as usize).filter(|&t| t >= HEADER_LEN as usize) else {
+        return pack.to_vec();
+    };
+    let Ok(trailer) = trailer::Trailer::parse(&pack[t..], t as u64) else { return pack.to_vec() };
+    let Some(head) = usize::try_from(trailer.index_offset).ok().and_then(|i| pack.get(..i)) else {
+        return pack.to_vec();
+    };
+    let mut out = head.to_vec();
+    out.extend_from_slice(stored);
+    out.resize(out.len().next_multiple_of(8), 0);
+    let mut tail = pack[t..].to_vec();
+    tail[trailer::INDEX_LEN_AT..trailer::INDEX_LEN_AT + 4].copy_from_slice(&index_len.to_le_bytes());
+    out.extend_from_slice(&tail);
+    reseal(&mut out);
+    out
+}
+
+/// A version 2 pack that claims `chunks` chunks from a few MiB: `pack`'s
+/// own tables (its index as [`plain_index`] decodes it, up to the end of
+/// the string pool), zero filler, `chunks` chunk records of zeros and a
+/// footer saying `chunks`, stored as one [`zstd_frame`] (the records in RLE
+/// blocks) that decodes to all of it. The filler is raw, just enough for
+/// the stored frame to be a 256th of what it decodes to, as the format
+/// requires. The records are not valid: an open that gets as far as
+/// checking them refuses the pack. `pack` as it is if it is not a
+/// version 2 pack, or the region would pass 4 GiB.
+pub fn chunk_bomb(pack: &[u8], chunks: u64) -> Vec<u8> {
+    let plain = plain_index(pack);
+    let Some(t) = plain.len().checked_sub(TRAILER_LEN as usize).filter(|&t| t >= HEADER_LEN as usize) else {
+        return pack.to_vec();
+    };
+    let Ok(trailer) = trailer::Trailer::parse(&plain[t..], t as u64) else { return pack.to_vec() };
+    let tables = trailer.strings_offset.saturating_add(trailer.strings_len);
+    let (Ok(index), Ok(tables)) = (usize::try_from(trailer.index_offset), usize::try_from(tables)) else {
+        return pack.to_vec();
+    };
+    let records = usize::try_from(chunks).ok().and_then(|n| n.checked_mul(32));
+    let (Some(head), Some(records)) = (plain.get(index..tables), records) else { return pack.to_vec() };
+    if trailer.version < 2 {
+        return pack.to_vec();
+    }
+    let pad = vec![0u8; head.len().next_multiple_of(8) - head.len()];
+    let filler = vec![0u8; (records / 255 + 4096).next_multiple_of(8)];
+    let mut footer = [0u8; 16];
+    footer[..8].copy_from_slice(&chunks.to_le_bytes());
+    let decoded = head.len() + pad.len() + filler.len() + records + footer.len();
+    let Ok(index_len) = u32::try_from(decoded) else { return pack.to_vec() };
+    let frame = zstd_frame(&[
+        FramePart::Bytes(head),
+        FramePart::Bytes(&pad),
+        FramePart::Bytes(&filler),
+        FramePart::Zeros(records),
+        FramePart::Bytes(&footer),
+    ]);
+    with_index(&plain, &frame, index_len)
+}
+
 /// Opens `bytes` as a pack both ways (with and without checking blobs on
 /// read) and, when it opens, walks every directory (in pages, resuming from
 /// cookies), looks every name up again, reads every file (`read_at` in
@@ -121,11 +222,14 @@ fn exercise_partial(bytes: &[u8]) {
         return;
     };
     let pieces = geo.required().into_iter().filter_map(|(s, e)| Some((s, bytes.get(s as usize..e as usize)?.to_vec())));
-    let (Ok(partial), Ok(whole)) =
-        (PackFs::open_partial(len, pieces.collect(), ReadOptions::new()), PackFs::open(bytes))
-    else {
-        return;
-    };
+    let (partial, whole) = (PackFs::open_partial(len, pieces.collect(), ReadOptions::new()), PackFs::open(bytes));
+    // The pieces an open needs are all here: only a lazily opened pack's
+    // limits may refuse what opens whole.
+    if let (Err(e), Ok(_)) = (&partial, &whole) {
+        let too_large = matches!(e, crate::Error::Corrupt(c) if matches!(c.kind, super::CorruptKind::TooLarge { .. }));
+        assert!(too_large, "a pack that opens whole is refused lazily: {e}");
+    }
+    let (Ok(partial), Ok(whole)) = (partial, whole) else { return };
     let Ok(entries) = whole.read_dir(whole.root(), None, 64) else { return };
     for e in entries.iter().filter(|e| e.kind == FileType::File) {
         let mut got = partial.file_bytes(e.ino).map(|b| b.into_owned());

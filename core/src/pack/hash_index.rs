@@ -351,7 +351,7 @@ mod tests {
 
     /// The index of `bytes`, its region and its tables.
     fn index_of(bytes: &[u8]) -> (&[u8], Tables<'_>) {
-        let (index, _) = Index::open(bytes).unwrap();
+        let (index, _) = Index::open(bytes, false).unwrap();
         let r = index.region();
         let region = &bytes[r.start as usize..r.end as usize];
         (region, index.tables(region).unwrap())

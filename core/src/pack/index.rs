@@ -49,12 +49,13 @@ use std::ops::Range;
 
 use super::blob::{self, BlobRecord};
 use super::chunk::ChunkTable;
-use super::corrupt::{CorruptKind, CorruptPack, Structure};
+use super::corrupt::{CorruptKind, CorruptPack, Limit, Structure};
 use super::cursor::{bad_field, le_u16, le_u64, pool_get, range};
 use super::dirent::{self, DirentRecord};
 use super::hash_index::Tables;
 use super::header::{HEADER_LEN, Header};
 use super::inode::{self, Body, InodeRecord};
+use super::layout::{MAX_DECODED_INDEX, MAX_EXTENTS};
 use super::reader::ByteSource;
 use super::trailer::{TRAILER_LEN, Table, Trailer};
 use crate::Error;
@@ -132,11 +133,16 @@ pub(crate) type Decoded = Option<Box<[u8]>>;
 
 /// A compressed index region (one zstd frame, then zero padding to a
 /// multiple of 8), decoded into exactly `len` bytes; the trailer checked
-/// that `len` is in proportion to it.
+/// that `len` is in proportion to it, and the open that it is within the
+/// reader's limits. `len` bytes are reserved (`NoSpace` if they cannot
+/// be), never more, and filled only as the frame yields them: a frame that
+/// claims more than it holds costs what it holds.
 pub(crate) fn decode_index(stored: &[u8], len: u32, at: u64) -> Result<Box<[u8]>, Error> {
-    let mut out = zeroed(len as usize)?;
-    match super::chunk::zstd_frame(stored, &mut out) {
-        Some((n, pad)) if n == out.len() && pad.len() < 8 && pad.iter().all(|&b| b == 0) => Ok(out.into_boxed_slice()),
+    let len = usize::try_from(len).map_err(|_| Error::NoSpace)?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| Error::NoSpace)?;
+    match super::chunk::zstd_frame_to_vec(stored, &mut out, len) {
+        Some(pad) if out.len() == len && pad.len() < 8 && pad.iter().all(|&b| b == 0) => Ok(out.into_boxed_slice()),
         _ => Err(CorruptPack::new(at, CorruptKind::Decode { chunk: u64::MAX }).into()),
     }
 }
@@ -148,6 +154,15 @@ pub(crate) fn zeroed(len: usize) -> Result<Vec<u8>, Error> {
     out.try_reserve_exact(len).map_err(|_| Error::NoSpace)?;
     out.resize(len, 0);
     Ok(out)
+}
+
+/// `Ok` when `value` is at most `limit`, else [`CorruptKind::TooLarge`]
+/// at `at`, where the field lies.
+fn within(what: Limit, value: u64, limit: u64, at: u64) -> Result<(), CorruptPack> {
+    if value > limit {
+        return Err(CorruptPack::new(at, CorruptKind::TooLarge { what, value, limit }));
+    }
+    Ok(())
 }
 
 /// `range` of `source`: `NotLoaded` when the source does not have it,
@@ -221,11 +236,23 @@ impl Index {
     /// structure. It reads the header, the trailer and the index region,
     /// nothing else. A compressed index region (version 2) comes back
     /// decoded: the accessors' `region` is then that, not the source's.
-    pub(crate) fn open<S: ByteSource + ?Sized>(source: &S) -> Result<(Index, Decoded), Error> {
+    ///
+    /// `lazy`: the pack is held to a lazily opened pack's limits
+    /// ([`layout`](super::layout)), each checked as soon as the figure it
+    /// bounds is known and before anything is allocated for it: the
+    /// decoded index on the trailer, a version 1 pack's extents (blobs) on
+    /// the trailer, a version 2 pack's (chunks) on the chunk table's footer.
+    pub(crate) fn open<S: ByteSource + ?Sized>(source: &S, lazy: bool) -> Result<(Index, Decoded), Error> {
         let size = source.size();
         let header = Header::decode(need(source, 0..HEADER_LEN.min(size), Structure::Header)?)?;
         let at = Trailer::offset_in(size)?;
         let trailer = Trailer::decode(need(source, at..size, Structure::Trailer)?, size, &header)?;
+        if lazy {
+            within(Limit::DecodedIndex, trailer.index_len.into(), MAX_DECODED_INDEX, at)?;
+            if header.version < 2 {
+                within(Limit::Extents, trailer.blobs.count, MAX_EXTENTS, at)?;
+            }
+        }
         let spans = Spans::new(&trailer)?;
         let mut index = Index { header, trailer, spans, chunks: None };
         let stored = index.region_in(source)?;
@@ -237,7 +264,11 @@ impl Index {
         let region = decoded.as_deref().unwrap_or(stored);
         if header.version >= 2 {
             let end = index.spans.strings.end as u64;
-            index.chunks = Some(ChunkTable::read(region, trailer.index_offset, end, header.chunk_size())?);
+            let chunks = ChunkTable::read(region, trailer.index_offset, end, header.chunk_size())?;
+            if lazy {
+                within(Limit::Extents, chunks.count, MAX_EXTENTS, chunks.footer_at())?;
+            }
+            index.chunks = Some(chunks);
         }
         index.check_structure(region)?;
         Ok((index, decoded))
@@ -626,7 +657,7 @@ mod tests {
     /// written over it, checksums recomputed.
     fn kind_after(edits: &[(char, u64, usize, u64, usize)]) -> CorruptKind {
         let mut b = sample();
-        let (index, _) = Index::open(&b).unwrap();
+        let (index, _) = Index::open(&b, false).unwrap();
         let t = index.trailer;
         for &(table, i, field, value, width) in edits {
             let (base, len) = match table {
@@ -638,7 +669,7 @@ mod tests {
             b[at..at + width].copy_from_slice(&value.to_le_bytes()[..width]);
         }
         super::super::fuzzing::reseal(&mut b);
-        match Index::open(&b) {
+        match Index::open(&b, false) {
             Err(Error::Corrupt(c)) => c.kind,
             other => panic!("{edits:?} gave {:?}", other.map(|_| ())),
         }
@@ -678,7 +709,7 @@ mod tests {
     #[test]
     fn index_sample_opens() {
         let b = sample();
-        let (index, _) = Index::open(&b).unwrap();
+        let (index, _) = Index::open(&b, false).unwrap();
         assert_eq!((index.inode_count(), index.trailer.dirents.count, index.blob_count()), (5, 5, 1));
         assert_eq!(index.inode(region(&b, &index), 3).unwrap().nlink, 2);
         let (_, f) = index.search(region(&b, &index), 4, 1, b"f").unwrap();
@@ -711,7 +742,7 @@ mod tests {
         // Names out of order: `a` and `b` swapped.
         let b_name = {
             let b = sample();
-            let (index, _) = Index::open(&b).unwrap();
+            let (index, _) = Index::open(&b, false).unwrap();
             index.dirent(region(&b, &index), 1).unwrap().name_offset
         };
         assert_eq!(kind_after(&[('d', 0, 0, b_name, 8)]), CorruptKind::Unsorted);

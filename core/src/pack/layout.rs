@@ -2,8 +2,34 @@
 //! bytes must be here before it opens ([`Layout::required`]: the header,
 //! and the index region with the trailer), and once it is open, where each
 //! file's bytes lie ([`PackFs::extents_of`], [`PackFs::extent`]). A lazy
-//! reader (the browser's, over HTTP Range requests) fetches by these and
-//! leaves every other check to the open.
+//! reader (the browser's, over HTTP Range requests; the host's remote
+//! packs) fetches by these and leaves every other check to the open.
+//!
+//! # What a lazily opened pack may make its reader hold
+//!
+//! The format lets a small pack claim a great deal: a compressed index
+//! region may decode to 256 times its stored length (up to 4 GiB), and
+//! every extent costs a lazy reader a slot of its own (24 bytes in a
+//! [`Partial`](super::Partial), about 73 in the host's remote source) on
+//! top of its 24- or 32-byte record. A pack opened lazily
+//! ([`ReadOptions::lazy`](super::ReadOptions::lazy); a `Partial` always is)
+//! is held to three limits, checked before anything is allocated for what
+//! they bound:
+//!
+//! | limit | what it bounds |
+//! |---|---|
+//! | [`MAX_FETCHED_INDEX`], 1 GiB | the index region and trailer fetched to open, checked by [`Layout::required_to_fetch`] before they are |
+//! | [`MAX_DECODED_INDEX`], 1 GiB | a compressed index region once decoded: refused on the trailer's `index_len` alone |
+//! | [`MAX_EXTENTS`], 2^24 | blobs (version 1) or chunks (version 2): refused from the trailer, or from the chunk table's footer |
+//!
+//! Past one the open is [`CorruptKind::TooLarge`](super::CorruptKind::TooLarge),
+//! with the figures. So opening a pack lazily holds at most the fetched
+//! bytes, a decoded index of at most 1 GiB (and the zstd decoder's window,
+//! which the decoder caps at 100 MiB), and per-extent tables for at most
+//! 2^24 extents (384 MiB in a `Partial`, 1.1 GiB in the remote source),
+//! whatever the pack claims. A pack opened whole from a local file (the
+//! user's own, mapped or read) is held to the format's limits only, by the
+//! same checks.
 
 use super::chunk::Codec;
 use super::corrupt::{CorruptPack, Structure};
@@ -21,6 +47,30 @@ pub use super::trailer::TRAILER_LEN;
 /// claiming more is refused before anything is fetched, so a hostile pack
 /// cannot make a reader hold its whole length.
 pub const MAX_FETCHED_INDEX: u64 = 1 << 30;
+
+/// The largest a lazily opened pack's index region may be once decoded:
+/// the same 1 GiB as [`MAX_FETCHED_INDEX`]. Any index a lazy reader would
+/// take stored as it is, it takes compressed too (the writer compresses
+/// an index whenever that saves space, so a lower limit would refuse packs
+/// whose plain index it fetches), and compressing cannot make it hold
+/// more than the largest plain index. The format alone allows 4 GiB, at
+/// most 256 times the stored bytes: 4 MiB fetched could claim 1 GiB, 16 MiB
+/// the whole 4 GiB. Checked on the trailer's `index_len` before anything
+/// is allocated for it.
+pub const MAX_DECODED_INDEX: u64 = MAX_FETCHED_INDEX;
+
+/// The most extents (blobs in version 1, chunks in version 2) a lazily
+/// opened pack may have: 2^24, 16,777,216. A lazy reader keeps a slot per
+/// extent (24 bytes in a [`Partial`](super::Partial), about 73 in the
+/// host's remote source), which a compressed chunk table makes cheap to
+/// claim: nearly 2^25 chunk records fit in a [`MAX_DECODED_INDEX`] index,
+/// from 4 MiB fetched. 2^24 is more blobs than a version 1 index within
+/// [`MAX_FETCHED_INDEX`] can hold (each blob the writer stores is named by
+/// a file: at least 89 bytes of records and name, some 12 million in
+/// 1 GiB), and 2 TiB of content in the default 128 KiB chunks (16 TiB in
+/// 1 MiB ones, past the 5 TiB of S3's largest object). The slots then take
+/// at most 384 MiB in a `Partial`, 1.1 GiB in the remote source.
+pub const MAX_EXTENTS: u64 = 1 << 24;
 
 /// Where a pack's sections lie, from its trailer alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

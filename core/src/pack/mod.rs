@@ -54,7 +54,7 @@ mod writer;
 
 pub use blob::checksum;
 pub use chunk::{Codec, Compression, DEFAULT_CHUNK_SIZE, is_chunk_size};
-pub use corrupt::{CorruptKind, CorruptPack, Structure};
+pub use corrupt::{CorruptKind, CorruptPack, Limit, Structure};
 pub use layout::{CodecStats, ContentStats, Layout};
 pub use partial::{MERGE_GAP, Partial};
 pub use pieces::Pieces;

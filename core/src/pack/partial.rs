@@ -14,10 +14,18 @@
 //! overlay too (its reads of the lower land here), so no layer above needs
 //! to know which extent backs which path.
 //!
-//! Memory: the pieces held at open, a 24-byte slot per extent (the index
-//! holds 24 or 32 bytes per extent too), and the extents stored. One is set
-//! once and never moves, so reads borrow it as they borrow a mapped pack,
-//! and storing is safe while other threads read.
+//! Memory: the pieces held at open, a compressed index region decoded
+//! (at most [`MAX_DECODED_INDEX`]), a 24-byte slot per extent (at most
+//! [`MAX_EXTENTS`] of them: 384 MiB; the index holds 24 or 32 bytes per
+//! extent too), and the extents stored. A `Partial` is always opened
+//! [`lazy`](ReadOptions::lazy): a pack past those limits is
+//! [`CorruptKind::TooLarge`] before anything is allocated for it, whatever
+//! the options say, so that a few MiB fetched cannot claim GiBs. An
+//! extent's slot is set once and never moves, so reads borrow it as they
+//! borrow a mapped pack, and storing is safe while other threads read.
+//!
+//! [`MAX_DECODED_INDEX`]: super::layout::MAX_DECODED_INDEX
+//! [`MAX_EXTENTS`]: super::layout::MAX_EXTENTS
 
 use std::collections::BTreeSet;
 use std::ops::Range;
@@ -86,7 +94,8 @@ impl PackFs<Partial> {
     /// Opens a pack of `size` bytes of which only `pieces` are here, each
     /// `(offset, bytes)`, in any order, overlapping or not. They must hold
     /// the header and the index region with the trailer, else the open is
-    /// [`Error::NotLoaded`]; the open checks them as it checks any pack.
+    /// [`Error::NotLoaded`]; the open checks them as it checks any pack,
+    /// [`lazy`](ReadOptions::lazy) whatever `options` say.
     /// `Invalid` for a piece past `size`.
     pub fn open_partial(size: u64, pieces: Vec<(u64, Vec<u8>)>, options: ReadOptions) -> Result<Self> {
         let source = Partial {
@@ -95,9 +104,9 @@ impl PackFs<Partial> {
             wanted: Mutex::new(BTreeSet::new()),
             missing: AtomicU64::new(0),
         };
-        let mut pack = PackFs::open_with(source, options)?;
+        let mut pack = PackFs::open_with(source, options.lazy(true))?;
         // The open checked the extent count against the index region,
-        // which is here: the slots are bounded by what was fetched.
+        // which is here, and against MAX_EXTENTS.
         let count = pack.extent_count();
         pack.source.extents = (0..count).map(|_| OnceLock::new()).collect();
         let missing = (0..count).filter(|&k| !pack.here(k)).count() as u64;

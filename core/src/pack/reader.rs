@@ -134,11 +134,12 @@ const DEFAULT_CACHE: u64 = 128 << 20;
 pub struct ReadOptions {
     verify_on_read: bool,
     cache_bytes: u64,
+    pub(crate) lazy: bool,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { verify_on_read: false, cache_bytes: DEFAULT_CACHE }
+        ReadOptions { verify_on_read: false, cache_bytes: DEFAULT_CACHE, lazy: false }
     }
 }
 
@@ -162,6 +163,23 @@ impl ReadOptions {
     /// those readers hold at that moment), least recently used out first.
     pub fn cache_bytes(mut self, bytes: u64) -> Self {
         self.cache_bytes = bytes;
+        self
+    }
+
+    /// Opens the pack as one fetched from elsewhere, piece by piece (over
+    /// a network, into a page): its index region decoded may be at most
+    /// [`MAX_DECODED_INDEX`] bytes and it may have at most [`MAX_EXTENTS`]
+    /// extents, else the open is [`CorruptKind::TooLarge`], refused before
+    /// anything is allocated for them (see [`layout`](super::layout)). Off,
+    /// a pack is held to the format's limits only: for the user's own
+    /// files. [`PackFs::open_partial`](super::PackFs::open_partial) always
+    /// opens so.
+    ///
+    /// [`MAX_DECODED_INDEX`]: super::layout::MAX_DECODED_INDEX
+    /// [`MAX_EXTENTS`]: super::layout::MAX_EXTENTS
+    /// [`CorruptKind::TooLarge`]: super::CorruptKind::TooLarge
+    pub fn lazy(mut self, on: bool) -> Self {
+        self.lazy = on;
         self
     }
 }
@@ -220,6 +238,9 @@ pub struct PackFs<S> {
     pub(crate) cache: ChunkCache,
     /// A compressed index region, decoded at open.
     decoded: Option<Box<[u8]>>,
+    /// Opened as [`ReadOptions::lazy`] says: `verify` opens the index again
+    /// under the same limits.
+    pub(crate) lazy: bool,
 }
 
 impl<S: ByteSource> std::fmt::Debug for PackFs<S> {
@@ -257,10 +278,10 @@ impl<S: ByteSource> PackFs<S> {
 
     /// Opens the pack in `source` as `options` say.
     pub fn open_with(source: S, options: ReadOptions) -> Result<Self> {
-        let (index, decoded) = Index::open(&source)?;
+        let (index, decoded) = Index::open(&source, options.lazy)?;
         let verified = options.verify_on_read.then(|| Verified::new(index.extent_count()));
         let cache = ChunkCache::new(options.cache_bytes);
-        Ok(PackFs { source, index, verified, hashed: OnceLock::new(), cache, decoded })
+        Ok(PackFs { source, index, verified, hashed: OnceLock::new(), cache, decoded, lazy: options.lazy })
     }
 
     /// The bytes' owner.

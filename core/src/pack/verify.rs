@@ -88,7 +88,7 @@ impl<S: ByteSource> PackFs<S> {
     /// remembered by [`verify_on_read`](super::ReadOptions::verify_on_read).
     /// Time O(pack size); memory O(entries) at most, and no recursion.
     pub fn verify(&self) -> Result<VerifyReport> {
-        let (index, decoded) = Index::open(self.source())?;
+        let (index, decoded) = Index::open(self.source(), self.lazy)?;
         let pack = match &decoded {
             Some(d) => d,
             None => index.region_in(self.source())?,

@@ -54,7 +54,7 @@ static ALLOC: PerThread = PerThread;
 
 /// The most bytes this thread had allocated at once while `f` ran, beyond
 /// what it held when `f` started.
-fn peak_during(f: impl FnOnce()) -> usize {
+pub(crate) fn peak_during(f: impl FnOnce()) -> usize {
     let base = LIVE.with(Cell::get);
     PEAK.with(|p| p.set(base));
     f();

@@ -11,6 +11,14 @@
 //! for fetching and readahead, `cache.rs` for the cache, `object.rs` for
 //! how a replaced object is noticed, [`trace`] for recording what a run
 //! read and prefetching it the next time.
+//!
+//! What a pack in a store can make the host hold is bounded by core's
+//! limits for lazily opened packs (`packfs_core::pack::layout`): an index
+//! region of at most 1 GiB fetched (`MAX_FETCHED_INDEX`, refused before
+//! it is fetched) and 1 GiB decoded (`MAX_DECODED_INDEX`), at most 2^24
+//! extents (`MAX_EXTENTS`), each with about 73 bytes of the source's own
+//! table. A pack past one is [`RemoteError::Pack`] with
+//! `CorruptKind::TooLarge`, before anything is allocated for it.
 
 pub mod cache;
 mod early;
@@ -133,7 +141,9 @@ pub fn open_as<S: ByteSource>(
     let wait = options.net.retry_timeout + options.net.timeout * 2;
     let source = RemoteSource::new(pieces, source::Parts { object, scope, wait, fail_fast: options.net.fail_fast });
     let handle = source.clone();
-    let pack = PackFs::open_with(wrap(source), options.read).map_err(pack_err)?;
+    // Held to a lazily opened pack's limits (core's `layout`): the
+    // extent table built next is bounded by them.
+    let pack = PackFs::open_with(wrap(source), options.read.lazy(true)).map_err(pack_err)?;
     let table = source::Table::build(&pack).map_err(|what| RemoteError::Reply { url: url.clone(), what })?;
     let _ = handle.inner.table.set(table);
     if let Some(trace) = &options.prefetch {
