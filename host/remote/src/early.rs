@@ -77,7 +77,7 @@ pub(crate) fn start(store: &Arc<dyn ObjectStore>, path: &Path, trace: &Trace, sc
                 let options = GetOptions { range: Some(GetRange::Bounded(r.clone())), ..GetOptions::default() };
                 let reply = store.get_opts(&path, options).await.ok()?;
                 let etag = reply.meta.e_tag.clone();
-                let bytes = reply.bytes().await.ok()?;
+                let bytes = crate::object::body(reply, r.end - r.start).await.ok()?;
                 (bytes.len() as u64 == r.end - r.start).then_some((bytes, etag))
             });
             Run { range, entries, locks, reply }

@@ -8,9 +8,10 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
 use object_store::path::Path;
-use object_store::{GetOptions, GetRange, ObjectStore};
+use object_store::{GetOptions, GetRange, GetResult, ObjectStore};
 
 use crate::RemoteError;
 
@@ -26,6 +27,27 @@ pub(crate) struct Object {
     pub bytes: AtomicU64,
 }
 
+/// A reply's body, refused once it passes the `most` bytes asked for:
+/// object_store checks a reply's `Content-Range`, not that its
+/// `Content-Length` agrees, and a server claiming a terabyte would have the
+/// host buffer it all.
+pub(crate) async fn body(reply: GetResult, most: u64) -> Result<Bytes, object_store::Error> {
+    let mut stream = reply.into_stream();
+    let mut out = BytesMut::with_capacity(usize::try_from(most).unwrap_or(0).min(MAX_BODY));
+    while let Some(piece) = stream.next().await {
+        let piece = piece?;
+        if (out.len() + piece.len()) as u64 > most {
+            let source = format!("a reply longer than the {most} bytes asked for").into();
+            return Err(object_store::Error::Generic { store: "packfs", source });
+        }
+        out.extend_from_slice(&piece);
+    }
+    Ok(out.freeze())
+}
+
+/// Most bytes set aside for a body before it arrives (requests are smaller).
+const MAX_BODY: usize = 64 << 20;
+
 impl Object {
     /// The object at `path`: its last `tail` bytes (all of it when
     /// shorter), where they start, and its length. This first reply pins
@@ -40,7 +62,7 @@ impl Object {
         let failed = |source| RemoteError::Store { url: url.clone(), source };
         let reply = store.get_opts(&path, options).await.map_err(failed)?;
         let (meta, range) = (reply.meta.clone(), reply.range.clone());
-        let body = reply.bytes().await.map_err(failed)?;
+        let body = body(reply, tail).await.map_err(failed)?;
         if body.len() as u64 != range.end - range.start || range.end != meta.size {
             let what = format!("{} bytes for the last {} of {}", body.len(), range.end - range.start, meta.size);
             return Err(RemoteError::Reply { url, what });
@@ -75,7 +97,7 @@ impl Object {
             Ok(r) if self.etag.is_some() && r.meta.e_tag.is_some() && r.meta.e_tag != self.etag => {
                 Err(object_store::Error::Precondition { path: self.path.to_string(), source: "another ETag".into() })
             }
-            Ok(r) => r.bytes().await,
+            Ok(r) => body(r, range.end - range.start).await,
             Err(e) => Err(e),
         };
         let body = body.map_err(|e| {

@@ -34,6 +34,10 @@ pub enum Fault {
     WrongRange,
     /// Claim ten more bytes in `Content-Length` than are sent, then close.
     LongLength,
+    /// Claim a terabyte in `Content-Length` and send the body, then zeros,
+    /// for as long as the client reads, up to 256 MiB (counted in
+    /// [`ProxyStats::bytes`]), then close.
+    Flood,
     /// Answer with this status and an empty body.
     Status(u16),
 }
@@ -205,6 +209,18 @@ fn relay(s: &Shared, client: TcpStream, upstream: SocketAddr) {
                     s.stalls.fetch_add(1, Ordering::SeqCst);
                     std::thread::sleep(d);
                 }
+                return drop(out.shutdown(Shutdown::Both));
+            }
+            Some(Fault::Flood) => {
+                let head = reply.head_bytes(Some(1 << 40));
+                let mut sent = 0u64;
+                if out.write_all(&head).and_then(|()| out.write_all(&reply.body)).is_ok() {
+                    let zeros = vec![0u8; 1 << 16];
+                    while sent < 256 << 20 && out.write_all(&zeros).is_ok() {
+                        sent += zeros.len() as u64;
+                    }
+                }
+                s.bytes.fetch_add(sent, Ordering::Relaxed);
                 return drop(out.shutdown(Shutdown::Both));
             }
             Some(Fault::LongLength) => {
