@@ -465,6 +465,9 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
     }
 
     fn loaded(&self, ino: Ino, offset: u64, len: u64) -> Result<()> {
+        if self.source.complete() {
+            return Ok(());
+        }
         match self.file_blob(ino) {
             Ok((k, range)) => self.content_loaded(k, range, offset, len),
             Err(_) => Ok(()),
