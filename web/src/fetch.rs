@@ -124,12 +124,18 @@ fn range(w: &Range<u64>) -> String {
     format!("bytes={}-{}", w.start, w.end - 1)
 }
 
+/// Most milliseconds one blocking request may take.
+const BLOCKING_TIMEOUT_MS: u32 = 60_000;
+
 /// A GET of `url` with `range` as the `Range` header, synchronously (an
 /// `XMLHttpRequest` that blocks the thread: allowed in workers only).
 fn get_blocking(url: &str, range: &str) -> Result<Reply> {
     let err = |e: JsValue| io(url, js_text(&e));
     let xhr = XmlHttpRequest::new().map_err(err)?;
     xhr.open_with_async("GET", url, false).map_err(err)?;
+    // A server that stalls fails the read (EIO) rather than holding the
+    // worker for ever (`runP1`'s own `timeout` ends the run sooner).
+    xhr.set_timeout(BLOCKING_TIMEOUT_MS);
     xhr.set_request_header("Range", range).map_err(err)?;
     xhr.set_response_type(XmlHttpRequestResponseType::Arraybuffer);
     xhr.send().map_err(err)?;
