@@ -126,7 +126,7 @@ macro_rules! guest_tests {
 
 guest_tests! {
     rust: [files, dirs, links, meta, readonly, seeded],
-    c: [c_stdio, c_dirs],
+    c: [c_stdio, c_dirs, c_reads],
 }
 
 fn sources(dir: &str, ext: &str) -> Vec<String> {
@@ -501,5 +501,274 @@ fn compare(who: &str, name: &str, target: Target, ours: &str, oracle: &str) {
     assert!(diffs.is_empty(), "{who}: {} lines differ from the oracle:\n{}", diffs.len(), diffs.join("\n"));
     for (d, used) in allowed.iter().zip(used) {
         assert!(used, "{who}: the allowed difference {:?} no longer occurs ({}): remove it", d.ours, d.why);
+    }
+}
+
+/// `c_reads` over packs of every kind the writer makes: raw (version 1),
+/// zstd and lz4 at several chunk sizes, of a tree whose files straddle the
+/// chunk sizes and the browser's 1 MiB copy pieces, half text (compressed
+/// chunks) and half noise (chunks stored raw). One run per way of reading
+/// ([`MODES`]), so that in the browser each reads the lazy pack cold; each
+/// pack read-only and under an overlay (which alone takes `write`'s
+/// copy-ups) must print the oracle's transcript over the same tree in a
+/// real directory, hash for hash. The packs and the transcripts (`MODE.txt`)
+/// go to `target/guest-tests/browser/reads/`, where
+/// `web/e2e/reads.test.mjs` reads the packs by URL in Chromium.
+mod reads_over_packs {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use packfs_core::pack::{Codec, Compression, PackOptions};
+    use packfs_core::wasi::Access;
+    use packfs_core::wasi::p1::{Wasi, io::Capture};
+    use packfs_core::{FileSystem, MemFs, OpenOptions};
+    use packfs_host::Runner;
+    use packfs_host::load::Guest;
+    use packfs_host::p1::HostPlatform;
+    use packfs_os::mmap::open_pack;
+    use wasmtime::Store;
+    use wasmtime_wasi::{FsPerms, WasiCtx};
+
+    use super::{Target, engine, guest, pipes, text};
+
+    /// File sizes: empty, one byte, around 4 KiB, 64 KiB and 128 KiB
+    /// (chunk sizes), around 1 MiB (a chunk size, and the browser's copy
+    /// piece), the issue's 3 MiB and 5 MiB + 7.
+    const SIZES: &[usize] = &[
+        0,
+        1,
+        4095,
+        4096,
+        4097,
+        65535,
+        65536,
+        65537,
+        131071,
+        131072,
+        131073,
+        1048575,
+        1048576,
+        1048577,
+        3 << 20,
+        (5 << 20) + 7,
+    ];
+
+    /// The packs: file name, `--compress`, `--chunk-size` (`packfs pack`'s
+    /// defaults are zstd, level 9, 128 KiB: the issue's pack).
+    const PACKS: &[(&str, &str, u64)] = &[
+        ("raw", "none", 128 << 10),
+        ("zstd-128k", "zstd", 128 << 10),
+        ("zstd-4k", "zstd", 4 << 10),
+        ("lz4-64k", "lz4", 64 << 10),
+        ("zstd-1m", "zstd", 1 << 20),
+    ];
+
+    /// c_reads's ways of reading, one per run: read(2) of 4 KiB, fread,
+    /// one read(2) of the whole file, pread; and `write`, a copy-up of
+    /// every file, hashed again (on the overlay only).
+    const MODES: &[&str] = &["read4k", "fread", "whole", "pread", "write"];
+
+    /// `packfs pack`'s zstd level.
+    const ZSTD_LEVEL: i32 = 9;
+
+    /// Where the guest sees the tree.
+    const AT: &str = "/r";
+
+    /// File `i`'s `size` bytes: runs of text and of noise (xorshift),
+    /// lengths cycling so that every chunk size meets chunks of each and
+    /// mixed ones; odd files start with noise.
+    fn content(i: usize, size: usize) -> Vec<u8> {
+        const RUNS: [usize; 6] = [5000, 90_000, 300_000, 1_200_000, 17_000, 2_100_000];
+        let mut out = Vec::with_capacity(size);
+        let mut s = 0x9e37_79b9_7f4a_7c15u64 ^ (size as u64).wrapping_mul(31);
+        let mut k = 0;
+        while out.len() < size {
+            let end = (out.len() + RUNS[k % RUNS.len()]).min(size);
+            if (k + i).is_multiple_of(2) {
+                let mut line = 0;
+                while out.len() < end {
+                    let l = format!("{line:06} of file {i}: the quick brown fox jumps over the lazy dog\n");
+                    out.extend_from_slice(&l.as_bytes()[..l.len().min(end - out.len())]);
+                    line += 1;
+                }
+            } else {
+                while out.len() < end {
+                    s ^= s << 13;
+                    s ^= s >> 7;
+                    s ^= s << 17;
+                    out.extend_from_slice(&s.to_le_bytes()[..8.min(end - out.len())]);
+                }
+            }
+            k += 1;
+        }
+        out
+    }
+
+    /// The tree: `fNNNNNNN` of each size, `link -> f3145728`, and `sub/`
+    /// with a text file, an empty directory and `up -> ../f0004097`.
+    struct ReadsTree {
+        files: Vec<(String, Vec<u8>)>,
+        dirs: &'static [&'static str],
+        links: &'static [(&'static str, &'static str)],
+    }
+
+    impl ReadsTree {
+        fn new() -> ReadsTree {
+            let mut files: Vec<(String, Vec<u8>)> =
+                SIZES.iter().enumerate().map(|(i, &n)| (format!("f{n:07}"), content(i, n))).collect();
+            files.push(("sub/notes.txt".into(), b"notes beside a link\n".to_vec()));
+            ReadsTree { files, dirs: &["sub", "sub/empty"], links: &[("link", "f3145728"), ("sub/up", "../f0004097")] }
+        }
+
+        fn in_memory(&self) -> MemFs {
+            let fs = MemFs::new();
+            let parent = |path: &str| -> (packfs_core::Ino, String) {
+                match path.rsplit_once('/') {
+                    Some((dir, name)) => {
+                        (packfs_core::resolve::resolve(&fs, fs.root(), dir, true).unwrap(), name.to_owned())
+                    }
+                    None => (fs.root(), path.to_owned()),
+                }
+            };
+            for d in self.dirs {
+                let (dir, name) = parent(d);
+                fs.mkdir(dir, &name, 0o755).unwrap();
+            }
+            for (path, data) in &self.files {
+                let (dir, name) = parent(path);
+                let ino = fs.open(dir, &name, &OpenOptions::create()).unwrap();
+                fs.write_at(ino, 0, data).unwrap();
+                fs.close(ino);
+            }
+            for (path, target) in self.links {
+                let (dir, name) = parent(path);
+                fs.symlink(dir, &name, target).unwrap();
+            }
+            fs
+        }
+
+        fn write_to(&self, dir: &Path) {
+            for d in self.dirs {
+                std::fs::create_dir(dir.join(d)).unwrap();
+            }
+            for (path, data) in &self.files {
+                std::fs::write(dir.join(path), data).unwrap();
+            }
+            for (path, target) in self.links {
+                std::os::unix::fs::symlink(target, dir.join(path)).unwrap();
+            }
+        }
+    }
+
+    /// c_reads on wasmtime's native preview1 over the tree in a real
+    /// directory (writable for `write`).
+    fn oracle(tree: &ReadsTree, module: &wasmtime::Module, mode: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        tree.write_to(dir.path());
+        let (out, err) = pipes();
+        let mut b = WasiCtx::builder();
+        let perms = if mode == "write" { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
+        b.preopened_dir(dir.path(), AT, perms).unwrap();
+        b.stdout(out.clone()).stderr(err.clone()).args(&["c_reads", AT, mode]);
+        let mut linker = wasmtime::Linker::<wasmtime_wasi::p1::WasiP1Ctx>::new(engine());
+        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |t| t).unwrap();
+        let mut store = Store::new(engine(), b.build_p1());
+        let r = (|| {
+            let instance = linker.instantiate(&mut store, module)?;
+            instance.get_typed_func::<(), ()>(&mut store, "_start")?.call(&mut store, ())
+        })();
+        if let Err(e) = r {
+            let status = e.downcast_ref::<wasmtime_wasi::I32Exit>().map(|x| x.0);
+            assert_eq!(status, Some(0), "c_reads {mode} on the oracle: {e:?}\nstderr:\n{}", text(&err.contents()));
+        }
+        text(&out.contents())
+    }
+
+    /// c_reads on PackFS's preview1 over `fs`.
+    fn packfs(fs: Arc<dyn FileSystem>, module: &wasmtime::Module, mode: &str, who: &str) -> String {
+        let (out, err) = (Capture::new(16 << 20), Capture::new(16 << 20));
+        let access = if mode == "write" { Access::ReadWrite } else { Access::ReadOnly };
+        let wasi = Wasi::builder(Box::new(HostPlatform::default()))
+            .args(["c_reads", AT, mode])
+            .stdout(Box::new(out.clone()))
+            .stderr(Box::new(err.clone()))
+            .preopen(AT, fs, access)
+            .build()
+            .unwrap();
+        let status = Runner::new(engine()).unwrap().run_module(module, wasi);
+        let stderr = text(&err.contents());
+        assert_eq!(status.unwrap_or_else(|e| panic!("{who} trapped: {e:?}\nstderr:\n{stderr}")), 0, "{who}: {stderr}");
+        text(&out.contents())
+    }
+
+    /// Writes the packs into `dir`, checks they hold what they should, and
+    /// describes them for the browser test (`packs.json`).
+    fn write_packs(tree: &ReadsTree, dir: &Path) {
+        let snapshot = tree.in_memory().snapshot();
+        let mut manifest = Vec::new();
+        for &(name, compress, chunk) in PACKS {
+            let path = dir.join(format!("{name}.pack"));
+            let codec = Compression::parse(compress, ZSTD_LEVEL).unwrap();
+            let options = PackOptions::new().compress(codec).chunk_size(chunk);
+            options.write(&snapshot, std::fs::File::create(&path).unwrap()).unwrap();
+            let pack = open_pack(&path).unwrap();
+            let (info, stats) = (pack.info(), pack.content_stats().unwrap());
+            println!("{name}: {} bytes, {:?}", info.pack_len, stats.codecs);
+            assert_eq!(info.version, if codec.is_some() { 2 } else { 1 }, "{name}");
+            if codec.is_some() {
+                // Text chunks compressed, noise chunks stored raw.
+                let codecs: Vec<Codec> = stats.codecs.iter().map(|c| c.codec).collect();
+                assert!(codecs.len() == 2 && codecs.contains(&Codec::Raw), "{name}: {:?}", stats.codecs);
+            }
+            manifest.push(format!(
+                "  {{ \"name\": \"{name}\", \"compress\": \"{compress}\", \"version\": {}, \
+                 \"chunkSize\": {}, \"bytes\": {} }}",
+                info.version, info.chunk_size, info.pack_len
+            ));
+        }
+        std::fs::write(dir.join("packs.json"), format!("[\n{}\n]\n", manifest.join(",\n"))).unwrap();
+    }
+
+    #[test]
+    fn p1() {
+        let Guest::Module(module) = guest("c_reads", Target::C) else { panic!("c_reads is a p1 module") };
+        let tree = ReadsTree::new();
+        let dir = super::support::guest_target_dir().join("browser/reads");
+        std::fs::create_dir_all(&dir).unwrap();
+        write_packs(&tree, &dir);
+        for &mode in MODES {
+            let expected = oracle(&tree, &module, mode);
+            assert!(expected.ends_with("done\n"), "c_reads {mode} on the oracle did not finish:\n{expected}");
+            // A line per file (but the empty one, for `write`): its bytes
+            // and their hash.
+            let files = tree.files.len() - usize::from(mode == "write");
+            assert_eq!(expected.matches(&format!(" {mode} ")).count(), files, "{expected}");
+            std::fs::write(dir.join(format!("{mode}.txt")), &expected).unwrap();
+            for &(name, ..) in PACKS {
+                let pack: Arc<dyn FileSystem> = Arc::new(open_pack(dir.join(format!("{name}.pack"))).unwrap());
+                let overlay: Arc<dyn FileSystem> = Arc::new(MemFs::overlay(pack.clone()).unwrap());
+                let kinds = if mode == "write" {
+                    vec![("overlay", overlay)]
+                } else {
+                    vec![("pack", pack), ("overlay", overlay)]
+                };
+                for (kind, fs) in kinds {
+                    let who = format!("c_reads {mode} on PackFS over {name}.pack ({kind})");
+                    let ours = packfs(fs, &module, mode, &who);
+                    assert!(ours == expected, "{who} differs from the oracle:\n{}", diff(&ours, &expected));
+                }
+            }
+        }
+    }
+
+    /// The lines where `ours` and `oracle` differ (the first 20).
+    fn diff(ours: &str, oracle: &str) -> String {
+        let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), oracle.lines().collect());
+        let mut d: Vec<String> = (0..a.len().max(b.len()))
+            .filter(|&i| a.get(i) != b.get(i))
+            .map(|i| format!("  line {}: PackFS {:?}, oracle {:?}", i + 1, a.get(i), b.get(i)))
+            .collect();
+        d.truncate(20);
+        d.join("\n")
     }
 }
