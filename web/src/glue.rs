@@ -22,6 +22,12 @@ export function make_error(message, code, errno) {
   e.errno = errno;
   return e;
 }
+export function make_type_error(message) {
+  const e = new TypeError(message);
+  e.code = "invalid";
+  e.errno = "EINVAL";
+  return e;
+}
 "#)]
 extern "C" {
     /// A `Stats` object; `kind` indexes `["file", "dir", "symlink"]`.
@@ -42,4 +48,8 @@ extern "C" {
 
     /// An `Error` with `code` and `errno`.
     pub fn make_error(message: &str, code: &str, errno: &str) -> JsValue;
+
+    /// A `TypeError` (an argument of the wrong type), with `code`
+    /// `"invalid"` and `errno` `"EINVAL"` as every other error has them.
+    pub fn make_type_error(message: &str) -> JsValue;
 }

@@ -27,6 +27,10 @@
 //! `Partial` holds them),
 //! [`p1`] WASI preview1 guests over these filesystems (run in a Web Worker
 //! by `runner.js`'s `runP1`).
+//!
+//! Every argument from JavaScript is checked ([`arg`]): one of the wrong
+//! type is a `TypeError` naming it (`path must be a string`), thrown or, by
+//! a method returning a promise, rejected with, before anything is done.
 
 #![deny(unsafe_code)]
 
@@ -166,7 +170,8 @@ export type ErrorCode =
   | "file-too-large" | "bad-descriptor" | "too-many-links" | "busy"
   | "unsupported" | "io" | "would-block";
 
-/** Every method throws (or rejects with) one of these. */
+/** Every method throws (or rejects with) one of these. An argument of the
+ *  wrong type (`readdir(5)`) is a `TypeError` naming it, `code` "invalid". */
 export interface PackFsError extends Error {
   code: ErrorCode;
   /** The POSIX name, e.g. "ENOENT". */
@@ -241,35 +246,38 @@ fn report(r: &VerifyReport) -> JsValue {
 
 /// A number option, if present: a non-negative integer.
 fn opt_u64(options: &Option<JsValue>, key: &str) -> JsResult<Option<u64>> {
-    let Some(o) = options.as_ref().filter(|o| o.is_object()) else { return Ok(None) };
-    let v = Reflect::get(o, &key.into())?;
+    let v = arg::field(options, key)?;
     if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
-    match v.as_f64() {
-        Some(n) if n >= 0.0 && n.fract() == 0.0 && n <= 2f64.powi(53) => Ok(Some(n as u64)),
-        _ => Err(js_error("invalid", "EINVAL", &format!("invalid: option {key} must be a non-negative integer"))),
-    }
+    let n = v.as_f64().ok_or_else(|| arg::type_error(&format!("options.{key} must be a number")))?;
+    whole(n)
+        .map(Some)
+        .ok_or_else(|| js_error("invalid", "EINVAL", &format!("invalid: option {key} must be a non-negative integer")))
 }
 
 /// A boolean option, if present: `true` or `false`, nothing else.
 fn opt_bool(options: &Option<JsValue>, key: &str) -> JsResult<Option<bool>> {
-    let Some(o) = options.as_ref().filter(|o| o.is_object()) else { return Ok(None) };
-    let v = Reflect::get(o, &key.into())?;
+    let v = arg::field(options, key)?;
     if v.is_undefined() || v.is_null() {
         return Ok(None);
     }
-    v.as_bool()
-        .map(Some)
-        .ok_or_else(|| js_error("invalid", "EINVAL", &format!("invalid: option {key} must be true or false")))
+    v.as_bool().map(Some).ok_or_else(|| arg::type_error(&format!("options.{key} must be true or false")))
+}
+
+/// `n` as a count of bytes: a non-negative integer JavaScript holds exactly.
+fn whole(n: f64) -> Option<u64> {
+    (n >= 0.0 && n.fract() == 0.0 && n <= 2f64.powi(53)).then_some(n as u64)
 }
 
 /// `compact`'s options.
 fn pack_options(options: &Option<JsValue>) -> JsResult<PackOptions> {
     let bad = |what: &str| js_error("invalid", "EINVAL", &format!("invalid: {what}"));
-    let compress = match options.as_ref().filter(|o| o.is_object()) {
-        Some(o) => Reflect::get(o, &"compress".into())?.as_string(),
-        None => None,
+    let compress = arg::field(options, "compress")?;
+    let compress = match compress.as_string() {
+        Some(c) => Some(c),
+        None if compress.is_undefined() || compress.is_null() => None,
+        None => return Err(arg::type_error("options.compress must be a string")),
     };
     // The browser's zstd encoder has one level, about zstd's 1.
     let compression = Compression::parse(compress.as_deref().unwrap_or("none"), 3)
@@ -289,34 +297,10 @@ fn read_options(options: &Option<JsValue>, default: bool) -> JsResult<ReadOption
     Ok(ReadOptions::new().verify_on_read(opt_bool(options, "verifyOnRead")?.unwrap_or(default)))
 }
 
-/// A file length from JavaScript: a non-negative integer.
-fn length(n: f64) -> JsResult<u64> {
-    if n >= 0.0 && n.fract() == 0.0 && n <= 2f64.powi(53) {
-        Ok(n as u64)
-    } else {
-        Err(js_error("invalid", "EINVAL", "invalid: a length must be a non-negative integer"))
-    }
-}
-
-/// `data` as bytes: a `Uint8Array` (or any `ArrayBufferView`/`ArrayBuffer`)
-/// or a string (UTF-8).
-fn bytes_of(data: &JsValue) -> JsResult<Vec<u8>> {
-    if let Some(s) = data.as_string() {
-        return Ok(s.into_bytes());
-    }
-    if data.is_instance_of::<js_sys::ArrayBuffer>() {
-        return copied(&Uint8Array::new(data));
-    }
-    if js_sys::ArrayBuffer::is_view(data) {
-        // Any typed array or DataView: its bytes, whatever its element type
-        // (`new Uint8Array(view)` would convert elements instead).
-        let get = |key: &str| Reflect::get(data, &key.into());
-        let (offset, len) = (get("byteOffset")?.as_f64(), get("byteLength")?.as_f64());
-        if let (Some(offset), Some(len)) = (offset, len) {
-            return copied(&Uint8Array::new_with_byte_offset_and_length(&get("buffer")?, offset as u32, len as u32));
-        }
-    }
-    Err(js_error("invalid", "EINVAL", "invalid: data must be an ArrayBufferView, an ArrayBuffer or a string"))
+/// Argument `len` of `truncate`: a file length, a non-negative integer.
+fn length(len: &JsValue) -> JsResult<u64> {
+    whole(arg::number(len, "len")?)
+        .ok_or_else(|| js_error("invalid", "EINVAL", "invalid: a length must be a non-negative integer"))
 }
 
 /// `bytes` copied into this module's memory, `insufficient-space` when it
@@ -329,6 +313,100 @@ fn copied(bytes: &Uint8Array) -> JsResult<Vec<u8>> {
     v.resize(len, 0);
     bytes.copy_to(&mut v);
     Ok(v)
+}
+
+/// Arguments from JavaScript, checked and converted: every entry point
+/// takes `JsValue`s and passes them through here, and a value of the wrong
+/// type is a `TypeError` naming the argument.
+///
+/// Not wasm-bindgen's typed parameters: for a `&str` or `String` its glue
+/// trusts the value to be a string. Given a number or an object it reads
+/// an `undefined` length, asks the module's allocator for 0 bytes, then
+/// has it resize a pointer it never handed out, and the allocator faults
+/// (`RuntimeError: memory access out of bounds`); given `undefined` or
+/// `null` it throws a message naming no argument. A class parameter
+/// (`&Pack`) is checked by the glue, but with a plain `Error` ("expected
+/// instance of Pack").
+mod arg {
+    use js_sys::{Function, Reflect, Uint8Array};
+    use wasm_bindgen::convert::TryFromJsValue;
+    use wasm_bindgen::{JsCast, JsValue};
+
+    use super::JsResult;
+
+    /// A `TypeError` with `message`, `code` "invalid", `errno` "EINVAL".
+    pub(crate) fn type_error(message: &str) -> JsValue {
+        crate::glue::make_type_error(message)
+    }
+
+    /// Argument `name`, a string.
+    pub(crate) fn string(v: &JsValue, name: &str) -> JsResult<String> {
+        v.as_string().ok_or_else(|| type_error(&format!("{name} must be a string")))
+    }
+
+    /// Argument `name`, a number (its range is the caller's to check).
+    pub(crate) fn number(v: &JsValue, name: &str) -> JsResult<f64> {
+        v.as_f64().ok_or_else(|| type_error(&format!("{name} must be a number")))
+    }
+
+    /// Field `key` of an `options` argument: `undefined` when there are no
+    /// options (`undefined` or `null`); an options value that is not an
+    /// object is a `TypeError`.
+    pub(crate) fn field(options: &Option<JsValue>, key: &str) -> JsResult<JsValue> {
+        match options {
+            None => Ok(JsValue::UNDEFINED),
+            Some(o) if o.is_object() => Reflect::get(o, &key.into()),
+            Some(_) => Err(type_error("options must be an object")),
+        }
+    }
+
+    /// Argument `name`, an `ArrayBuffer` or `ArrayBufferView`: its bytes.
+    pub(crate) fn binary(v: &JsValue, name: &str) -> JsResult<Vec<u8>> {
+        buffer(v)?.ok_or_else(|| type_error(&format!("{name} must be an ArrayBufferView or an ArrayBuffer")))
+    }
+
+    /// Argument `name`, data to write: binary as [`binary`], or a string
+    /// (UTF-8).
+    pub(crate) fn data(v: &JsValue, name: &str) -> JsResult<Vec<u8>> {
+        if let Some(s) = v.as_string() {
+            return Ok(s.into_bytes());
+        }
+        buffer(v)?.ok_or_else(|| type_error(&format!("{name} must be an ArrayBufferView, an ArrayBuffer or a string")))
+    }
+
+    /// The bytes of a binary value: an `ArrayBuffer` or any `ArrayBufferView`
+    /// (typed array or `DataView`); `None` for anything else.
+    fn buffer(v: &JsValue) -> JsResult<Option<Vec<u8>>> {
+        if v.is_instance_of::<js_sys::ArrayBuffer>() {
+            return super::copied(&Uint8Array::new(v)).map(Some);
+        }
+        if js_sys::ArrayBuffer::is_view(v) {
+            // Any typed array or DataView: its bytes, whatever its element type
+            // (`new Uint8Array(view)` would convert elements instead).
+            let get = |key: &str| Reflect::get(v, &key.into());
+            let (offset, len) = (get("byteOffset")?.as_f64(), get("byteLength")?.as_f64());
+            if let (Some(offset), Some(len)) = (offset, len) {
+                let view = Uint8Array::new_with_byte_offset_and_length(&get("buffer")?, offset as u32, len as u32);
+                return super::copied(&view).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Argument `name`, an object of class `T` (`MemFs`, `Pack` or
+    /// `Overlay`, called `class` in the message): a second handle on it.
+    /// wasm-bindgen lends Rust a class's object only through a typed
+    /// parameter; from a `JsValue` it can only move the object out of the
+    /// caller's hands. So this asks the object for a handle of its own (the
+    /// hidden `__share` every class has) and takes that, checked to be a `T`.
+    pub(crate) fn shared<T: TryFromJsValue>(v: &JsValue, name: &str, class: &str) -> JsResult<T> {
+        let wrong = || type_error(&format!("{name} must be a {class}"));
+        if !v.is_object() {
+            return Err(wrong());
+        }
+        let share: Function = Reflect::get(v, &"__share".into())?.dyn_into().map_err(|_| wrong())?;
+        T::try_from_js_value(share.call0(v)?).map_err(|_| wrong())
+    }
 }
 
 /// What every class holds: the filesystem, and the remote pack whose bytes
@@ -375,54 +453,57 @@ impl Inner {
         Ok(())
     }
 
-    fn read_file(&self, path: String) -> js_sys::Promise {
+    fn read_file(&self, path: JsValue) -> js_sys::Promise {
         let this = self.clone();
         future_to_promise(async move {
+            let path = arg::string(&path, "path")?;
             let bytes = this.fetching(Some(&path), || ops::read_file(this.fs(), &path)).await?;
             Ok(Uint8Array::from(&bytes[..]).into())
         })
     }
 
-    fn read_file_sync(&self, path: &str) -> JsResult<Vec<u8>> {
-        self.now(Some(path), || ops::read_file(self.fs(), path))
+    fn read_file_sync(&self, path: &JsValue) -> JsResult<Vec<u8>> {
+        let path = arg::string(path, "path")?;
+        self.now(Some(&path), || ops::read_file(self.fs(), &path))
     }
 
-    fn write_file(&self, path: String, data: JsValue) -> js_sys::Promise {
+    fn write_file(&self, path: JsValue, data: JsValue) -> js_sys::Promise {
         let this = self.clone();
-        let data = bytes_of(&data);
         future_to_promise(async move {
-            let data = data?;
+            let (path, data) = (arg::string(&path, "path")?, arg::data(&data, "data")?);
             this.fetching(Some(&path), || ops::write_file(&this.backend, &path, &data)).await?;
             Ok(JsValue::UNDEFINED)
         })
     }
 
-    fn write_file_sync(&self, path: &str, data: &JsValue) -> JsResult<()> {
-        let data = bytes_of(data)?;
-        self.now(Some(path), || ops::write_file(&self.backend, path, &data))
+    fn write_file_sync(&self, path: &JsValue, data: &JsValue) -> JsResult<()> {
+        let (path, data) = (arg::string(path, "path")?, arg::data(data, "data")?);
+        self.now(Some(&path), || ops::write_file(&self.backend, &path, &data))
     }
 
-    fn truncate(&self, path: String, len: f64) -> js_sys::Promise {
+    fn truncate(&self, path: JsValue, len: JsValue) -> js_sys::Promise {
         let this = self.clone();
         future_to_promise(async move {
-            let len = length(len)?;
+            let (path, len) = (arg::string(&path, "path")?, length(&len)?);
             this.fetching(Some(&path), || ops::truncate(this.fs(), &path, len)).await?;
             Ok(JsValue::UNDEFINED)
         })
     }
 
-    fn truncate_sync(&self, path: &str, len: f64) -> JsResult<()> {
-        let len = length(len)?;
-        self.now(Some(path), || ops::truncate(self.fs(), path, len))
+    fn truncate_sync(&self, path: &JsValue, len: &JsValue) -> JsResult<()> {
+        let (path, len) = (arg::string(path, "path")?, length(len)?);
+        self.now(Some(&path), || ops::truncate(self.fs(), &path, len))
     }
 
-    fn mkdir(&self, path: &str, options: &Option<JsValue>) -> JsResult<()> {
+    fn mkdir(&self, path: &JsValue, options: &Option<JsValue>) -> JsResult<()> {
+        let path = arg::string(path, "path")?;
         let recursive = opt_bool(options, "recursive")?.unwrap_or(false);
-        ops::mkdir(self.fs(), path, recursive).map_err(|e| to_js(&e, Some(path)))
+        ops::mkdir(self.fs(), &path, recursive).map_err(|e| to_js(&e, Some(&path)))
     }
 
-    fn readdir(&self, path: &str) -> JsResult<Array> {
-        let entries = ops::readdir(self.fs(), path).map_err(|e| to_js(&e, Some(path)))?;
+    fn readdir(&self, path: &JsValue) -> JsResult<Array> {
+        let path = arg::string(path, "path")?;
+        let entries = ops::readdir(self.fs(), &path).map_err(|e| to_js(&e, Some(&path)))?;
         // One call into JavaScript for the whole listing: names joined by
         // NUL (which no name contains), kinds and sizes as arrays.
         let mut names = String::new();
@@ -438,32 +519,38 @@ impl Inner {
         Ok(glue::make_entries(&names, &kinds, &sizes))
     }
 
-    fn stat(&self, path: &str, follow: bool) -> JsResult<JsValue> {
-        ops::stat(self.fs(), path, follow).map(|md| stats(&md)).map_err(|e| to_js(&e, Some(path)))
+    fn stat(&self, path: &JsValue, follow: bool) -> JsResult<JsValue> {
+        let path = arg::string(path, "path")?;
+        ops::stat(self.fs(), &path, follow).map(|md| stats(&md)).map_err(|e| to_js(&e, Some(&path)))
     }
 
-    fn exists(&self, path: &str) -> bool {
-        ops::lookup(self.fs(), path, true).is_ok()
+    fn exists(&self, path: &JsValue) -> JsResult<bool> {
+        Ok(ops::lookup(self.fs(), &arg::string(path, "path")?, true).is_ok())
     }
 
-    fn unlink(&self, path: &str) -> JsResult<()> {
-        ops::unlink(self.fs(), path).map_err(|e| to_js(&e, Some(path)))
+    fn unlink(&self, path: &JsValue) -> JsResult<()> {
+        let path = arg::string(path, "path")?;
+        ops::unlink(self.fs(), &path).map_err(|e| to_js(&e, Some(&path)))
     }
 
-    fn rmdir(&self, path: &str) -> JsResult<()> {
-        ops::rmdir(self.fs(), path).map_err(|e| to_js(&e, Some(path)))
+    fn rmdir(&self, path: &JsValue) -> JsResult<()> {
+        let path = arg::string(path, "path")?;
+        ops::rmdir(self.fs(), &path).map_err(|e| to_js(&e, Some(&path)))
     }
 
-    fn rename(&self, from: &str, to: &str) -> JsResult<()> {
-        ops::rename(self.fs(), from, to).map_err(|e| to_js(&e, Some(&format!("{from} -> {to}"))))
+    fn rename(&self, from: &JsValue, to: &JsValue) -> JsResult<()> {
+        let (from, to) = (arg::string(from, "from")?, arg::string(to, "to")?);
+        ops::rename(self.fs(), &from, &to).map_err(|e| to_js(&e, Some(&format!("{from} -> {to}"))))
     }
 
-    fn symlink(&self, target: &str, path: &str) -> JsResult<()> {
-        ops::symlink(self.fs(), target, path).map_err(|e| to_js(&e, Some(path)))
+    fn symlink(&self, target: &JsValue, path: &JsValue) -> JsResult<()> {
+        let (target, path) = (arg::string(target, "target")?, arg::string(path, "path")?);
+        ops::symlink(self.fs(), &target, &path).map_err(|e| to_js(&e, Some(&path)))
     }
 
-    fn readlink(&self, path: &str) -> JsResult<String> {
-        ops::readlink(self.fs(), path).map_err(|e| to_js(&e, Some(path)))
+    fn readlink(&self, path: &JsValue) -> JsResult<String> {
+        let path = arg::string(path, "path")?;
+        ops::readlink(self.fs(), &path).map_err(|e| to_js(&e, Some(&path)))
     }
 
     fn compact(&self, options: Option<JsValue>) -> js_sys::Promise {
@@ -483,18 +570,29 @@ macro_rules! fs_methods {
     ($class:ident) => {
         #[wasm_bindgen]
         impl $class {
+            /// A second handle on the same filesystem, for [`arg::shared`]
+            /// to take over.
+            #[doc(hidden)]
+            #[wasm_bindgen(js_name = __share, skip_typescript)]
+            pub fn share(&self) -> $class {
+                self.clone()
+            }
+
             /// A file's content. Fetches it first when it is still on the
             /// network (a pack opened by URL).
             #[wasm_bindgen(js_name = readFile, unchecked_return_type = "Promise<Uint8Array>")]
-            pub fn read_file(&self, path: String) -> js_sys::Promise {
+            pub fn read_file(&self, #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue) -> js_sys::Promise {
                 self.inner.read_file(path)
             }
 
             /// A file's content, now; `would-block` when it is still on the
             /// network.
             #[wasm_bindgen(js_name = readFileSync)]
-            pub fn read_file_sync(&self, path: &str) -> JsResult<Vec<u8>> {
-                self.inner.read_file_sync(path)
+            pub fn read_file_sync(
+                &self,
+                #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+            ) -> JsResult<Vec<u8>> {
+                self.inner.read_file_sync(&path)
             }
 
             /// Replaces (or creates) a file, atomically. A string is written
@@ -502,7 +600,7 @@ macro_rules! fs_methods {
             #[wasm_bindgen(js_name = writeFile, unchecked_return_type = "Promise<void>")]
             pub fn write_file(
                 &self,
-                path: String,
+                #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
                 #[wasm_bindgen(unchecked_param_type = "ArrayBufferView | ArrayBuffer | string")] data: JsValue,
             ) -> js_sys::Promise {
                 self.inner.write_file(path, data)
@@ -512,82 +610,98 @@ macro_rules! fs_methods {
             #[wasm_bindgen(js_name = writeFileSync)]
             pub fn write_file_sync(
                 &self,
-                path: &str,
+                #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
                 #[wasm_bindgen(unchecked_param_type = "ArrayBufferView | ArrayBuffer | string")] data: JsValue,
             ) -> JsResult<()> {
-                self.inner.write_file_sync(path, &data)
+                self.inner.write_file_sync(&path, &data)
             }
 
             /// Cuts a file to `len` bytes, or extends it with zeros.
             #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
-            pub fn truncate(&self, path: String, len: f64) -> js_sys::Promise {
+            pub fn truncate(
+                &self,
+                #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+                #[wasm_bindgen(unchecked_param_type = "number")] len: JsValue,
+            ) -> js_sys::Promise {
                 self.inner.truncate(path, len)
             }
 
             /// `truncate`, now; `would-block` when it needs bytes of an
             /// overlay's pack still on the network.
             #[wasm_bindgen(js_name = truncateSync)]
-            pub fn truncate_sync(&self, path: &str, len: f64) -> JsResult<()> {
-                self.inner.truncate_sync(path, len)
+            pub fn truncate_sync(
+                &self,
+                #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+                #[wasm_bindgen(unchecked_param_type = "number")] len: JsValue,
+            ) -> JsResult<()> {
+                self.inner.truncate_sync(&path, &len)
             }
 
             /// Creates a directory (`{ recursive: true }`: and its parents).
             pub fn mkdir(
                 &self,
-                path: &str,
+                #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
                 #[wasm_bindgen(unchecked_optional_param_type = "MkdirOptions")] options: Option<JsValue>,
             ) -> JsResult<()> {
-                self.inner.mkdir(path, &options)
+                self.inner.mkdir(&path, &options)
             }
 
             /// A directory's entries, in name order.
             #[wasm_bindgen(unchecked_return_type = "DirEntry[]")]
-            pub fn readdir(&self, path: &str) -> JsResult<Array> {
-                self.inner.readdir(path)
+            pub fn readdir(&self, #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue) -> JsResult<Array> {
+                self.inner.readdir(&path)
             }
 
             /// Metadata, following symlinks.
             #[wasm_bindgen(unchecked_return_type = "Stats")]
-            pub fn stat(&self, path: &str) -> JsResult<JsValue> {
-                self.inner.stat(path, true)
+            pub fn stat(&self, #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue) -> JsResult<JsValue> {
+                self.inner.stat(&path, true)
             }
 
             /// Metadata of a symlink itself.
             #[wasm_bindgen(unchecked_return_type = "Stats")]
-            pub fn lstat(&self, path: &str) -> JsResult<JsValue> {
-                self.inner.stat(path, false)
+            pub fn lstat(&self, #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue) -> JsResult<JsValue> {
+                self.inner.stat(&path, false)
             }
 
             /// True when `path` names something (following symlinks).
-            pub fn exists(&self, path: &str) -> bool {
-                self.inner.exists(path)
+            pub fn exists(&self, #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue) -> JsResult<bool> {
+                self.inner.exists(&path)
             }
 
             /// Removes a file or symlink.
-            pub fn unlink(&self, path: &str) -> JsResult<()> {
-                self.inner.unlink(path)
+            pub fn unlink(&self, #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue) -> JsResult<()> {
+                self.inner.unlink(&path)
             }
 
             /// Removes an empty directory.
-            pub fn rmdir(&self, path: &str) -> JsResult<()> {
-                self.inner.rmdir(path)
+            pub fn rmdir(&self, #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue) -> JsResult<()> {
+                self.inner.rmdir(&path)
             }
 
             /// Moves `from` to `to`, replacing a file or empty directory there.
-            pub fn rename(&self, from: &str, to: &str) -> JsResult<()> {
-                self.inner.rename(from, to)
+            pub fn rename(
+                &self,
+                #[wasm_bindgen(unchecked_param_type = "string")] from: JsValue,
+                #[wasm_bindgen(unchecked_param_type = "string")] to: JsValue,
+            ) -> JsResult<()> {
+                self.inner.rename(&from, &to)
             }
 
             /// Creates a symlink at `path` pointing at `target`, which is
             /// relative to the symlink's directory (an absolute target is
             /// `not-permitted`: no path leaves the root).
-            pub fn symlink(&self, target: &str, path: &str) -> JsResult<()> {
-                self.inner.symlink(target, path)
+            pub fn symlink(
+                &self,
+                #[wasm_bindgen(unchecked_param_type = "string")] target: JsValue,
+                #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+            ) -> JsResult<()> {
+                self.inner.symlink(&target, &path)
             }
 
             /// A symlink's target.
-            pub fn readlink(&self, path: &str) -> JsResult<String> {
-                self.inner.readlink(path)
+            pub fn readlink(&self, #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue) -> JsResult<String> {
+                self.inner.readlink(&path)
             }
 
             /// The whole tree as a new pack (deduplicated, checksummed;
@@ -605,6 +719,7 @@ macro_rules! fs_methods {
 
 /// A writable in-memory filesystem.
 #[wasm_bindgen]
+#[derive(Clone)]
 pub struct MemFs {
     inner: Inner,
     mem: Arc<CoreMemFs>,
@@ -638,6 +753,7 @@ fn usage(m: &CoreMemFs) -> JsValue {
 
 /// A read-only pack.
 #[wasm_bindgen]
+#[derive(Clone)]
 pub struct Pack {
     inner: Inner,
     pack: Arc<LazyPack>,
@@ -645,16 +761,16 @@ pub struct Pack {
 
 #[wasm_bindgen]
 impl Pack {
-    /// Opens the pack in `bytes` (copied). Checks the header, trailer and
-    /// index; throws `io` for a damaged pack, `unsupported` for an unknown
-    /// version.
+    /// Opens the pack in `bytes` (copied; any `ArrayBufferView` or an
+    /// `ArrayBuffer`). Checks the header, trailer and index; throws `io` for
+    /// a damaged pack, `unsupported` for an unknown version.
     #[wasm_bindgen(js_name = fromBytes)]
     pub fn from_bytes(
-        bytes: &Uint8Array,
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "PackOptions")] options: Option<JsValue>,
     ) -> JsResult<Pack> {
-        let pack =
-            crate::fetch::complete(bytes.to_vec(), read_options(&options, false)?).map_err(|e| to_js(&e, None))?;
+        let bytes = arg::binary(&bytes, "bytes")?;
+        let pack = crate::fetch::complete(bytes, read_options(&options, false)?).map_err(|e| to_js(&e, None))?;
         let pack = Arc::new(pack);
         Ok(Pack { inner: Inner { backend: Backend::Pack(pack.clone()), remote: None }, pack })
     }
@@ -664,10 +780,11 @@ impl Pack {
     /// bytes on its first read.
     #[wasm_bindgen(js_name = fromUrl, unchecked_return_type = "Promise<Pack>")]
     pub fn from_url(
-        url: String,
+        #[wasm_bindgen(unchecked_param_type = "string")] url: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "PackOptions")] options: Option<JsValue>,
     ) -> js_sys::Promise {
         future_to_promise(async move {
+            let url = arg::string(&url, "url")?;
             let opts = read_options(&options, true)?;
             let persist = opt_bool(&options, "persist")?.unwrap_or(true);
             let remote = Remote::open(url.clone(), opts, persist).await.map_err(|e| to_js(&e, Some(&url)))?;
@@ -759,6 +876,7 @@ fn verify(inner: Inner, pack: Arc<LazyPack>) -> js_sys::Promise {
 /// A writable in-memory filesystem over a pack: reads see the pack until a
 /// path is changed; changes stay here (the pack is never modified).
 #[wasm_bindgen]
+#[derive(Clone)]
 pub struct Overlay {
     inner: Inner,
     mem: Arc<CoreMemFs>,
@@ -772,9 +890,10 @@ impl Overlay {
     /// holds.
     #[wasm_bindgen(constructor)]
     pub fn new(
-        lower: &Pack,
+        #[wasm_bindgen(unchecked_param_type = "Pack")] lower: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "FsOptions")] options: Option<JsValue>,
     ) -> JsResult<Overlay> {
+        let lower: Pack = arg::shared(&lower, "lower", "Pack")?;
         let mem = CoreMemFs::overlay_with_options(lower.pack.clone(), limits(&options)?, clock())
             .map_err(|e| to_js(&e, None))?;
         let mem = Arc::new(mem);

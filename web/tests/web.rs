@@ -44,59 +44,59 @@ fn names(list: Array) -> Vec<String> {
 /// A small tree: docs/readme.md, docs/big.bin (100 KB), link -> docs/readme.md.
 async fn sample() -> Vec<u8> {
     let fs = MemFs::new(None).unwrap();
-    fs.mkdir("docs", None).unwrap();
-    fs.write_file_sync("docs/readme.md", "# hello".into()).unwrap();
+    fs.mkdir("docs".into(), None).unwrap();
+    fs.write_file_sync("docs/readme.md".into(), "# hello".into()).unwrap();
     let big: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
-    fs.write_file_sync("docs/big.bin", Uint8Array::from(&big[..]).into()).unwrap();
-    fs.symlink("docs/readme.md", "link").unwrap();
+    fs.write_file_sync("docs/big.bin".into(), Uint8Array::from(&big[..]).into()).unwrap();
+    fs.symlink("docs/readme.md".into(), "link".into()).unwrap();
     read(fs.compact(None)).await
 }
 
 #[wasm_bindgen_test]
 async fn memfs_paths_and_errors() {
     let fs = MemFs::new(None).unwrap();
-    fs.mkdir("/a/b/c", opts(&[("recursive", true.into())])).unwrap();
+    fs.mkdir("/a/b/c".into(), opts(&[("recursive", true.into())])).unwrap();
     wait(fs.write_file("/a/b/file.txt".into(), "héllo".into())).await.unwrap();
     assert_eq!(read(fs.read_file("a/b/file.txt".into())).await, "héllo".as_bytes());
-    assert_eq!(fs.read_file_sync("a/b/file.txt").unwrap(), "héllo".as_bytes());
-    let list = fs.readdir("a/b").unwrap();
+    assert_eq!(fs.read_file_sync("a/b/file.txt".into()).unwrap(), "héllo".as_bytes());
+    let list = fs.readdir("a/b".into()).unwrap();
     assert_eq!(names(list.clone()), ["c", "file.txt"]);
     assert_eq!(get(&list.get(0), "kind").as_string().unwrap(), "dir");
     assert_eq!(get(&list.get(1), "size").as_f64().unwrap(), 6.0);
-    let st = fs.stat("a/b/file.txt").unwrap();
+    let st = fs.stat("a/b/file.txt".into()).unwrap();
     assert_eq!(get(&st, "kind").as_string().unwrap(), "file");
     assert_eq!(get(&st, "mode").as_f64().unwrap(), f64::from(0o644));
     // The clock is Date.now(), not the epoch.
     assert!(get(&st, "mtimeMs").as_f64().unwrap() > 1.6e12);
-    fs.symlink("b/file.txt", "a/l").unwrap();
-    assert_eq!(fs.readlink("a/l").unwrap(), "b/file.txt");
-    assert_eq!(get(&fs.lstat("a/l").unwrap(), "kind").as_string().unwrap(), "symlink");
-    assert!(fs.exists("a/l") && !fs.exists("a/nope"));
-    fs.rename("a/b/file.txt", "a/moved").unwrap();
-    wait(fs.truncate("a/moved".into(), 1.0)).await.unwrap();
-    fs.truncate_sync("a/moved", 3.0).unwrap();
-    assert_eq!(fs.read_file_sync("a/moved").unwrap(), b"h\0\0");
-    assert_eq!(code(fs.truncate_sync("a/moved", -1.0).unwrap_err()), "invalid");
+    fs.symlink("b/file.txt".into(), "a/l".into()).unwrap();
+    assert_eq!(fs.readlink("a/l".into()).unwrap(), "b/file.txt");
+    assert_eq!(get(&fs.lstat("a/l".into()).unwrap(), "kind").as_string().unwrap(), "symlink");
+    assert!(fs.exists("a/l".into()).unwrap() && !fs.exists("a/nope".into()).unwrap());
+    fs.rename("a/b/file.txt".into(), "a/moved".into()).unwrap();
+    wait(fs.truncate("a/moved".into(), JsValue::from(1.0))).await.unwrap();
+    fs.truncate_sync("a/moved".into(), JsValue::from(3.0)).unwrap();
+    assert_eq!(fs.read_file_sync("a/moved".into()).unwrap(), b"h\0\0");
+    assert_eq!(code(fs.truncate_sync("a/moved".into(), JsValue::from(-1.0)).unwrap_err()), "invalid");
 
     assert_eq!(code(wait(fs.read_file("a/b/file.txt".into())).await.unwrap_err()), "no-entry");
-    assert_eq!(code(fs.read_file_sync("a/nope").unwrap_err()), "no-entry");
-    assert_eq!(code(fs.mkdir("a", None).unwrap_err()), "exist");
-    assert_eq!(code(fs.readdir("a/moved").unwrap_err()), "not-directory");
-    assert_eq!(code(fs.rmdir("a/b").unwrap_err()), "not-empty");
-    assert_eq!(code(fs.unlink("a/b").unwrap_err()), "is-directory");
-    assert_eq!(code(fs.read_file_sync("../x").unwrap_err()), "not-permitted");
-    assert_eq!(code(fs.write_file_sync("a/b", "x".into()).unwrap_err()), "is-directory");
-    assert_eq!(code(fs.write_file_sync("a/x", JsValue::from(5)).unwrap_err()), "invalid");
+    assert_eq!(code(fs.read_file_sync("a/nope".into()).unwrap_err()), "no-entry");
+    assert_eq!(code(fs.mkdir("a".into(), None).unwrap_err()), "exist");
+    assert_eq!(code(fs.readdir("a/moved".into()).unwrap_err()), "not-directory");
+    assert_eq!(code(fs.rmdir("a/b".into()).unwrap_err()), "not-empty");
+    assert_eq!(code(fs.unlink("a/b".into()).unwrap_err()), "is-directory");
+    assert_eq!(code(fs.read_file_sync("../x".into()).unwrap_err()), "not-permitted");
+    assert_eq!(code(fs.write_file_sync("a/b".into(), "x".into()).unwrap_err()), "is-directory");
+    assert_eq!(code(fs.write_file_sync("a/x".into(), JsValue::from(5)).unwrap_err()), "invalid");
     // Any ArrayBufferView, by its bytes: a Uint16Array and a DataView over
     // part of a buffer.
     let words = js_sys::Uint16Array::from(&[0x0201u16, 0x0403][..]);
-    fs.write_file_sync("a/words", words.into()).unwrap();
-    assert_eq!(fs.read_file_sync("a/words").unwrap(), [1, 2, 3, 4]);
+    fs.write_file_sync("a/words".into(), words.into()).unwrap();
+    assert_eq!(fs.read_file_sync("a/words".into()).unwrap(), [1, 2, 3, 4]);
     let buffer = Uint8Array::from(&[9u8, 8, 7, 6, 5][..]).buffer();
-    fs.write_file_sync("a/view", js_sys::DataView::new(&buffer, 1, 3).into()).unwrap();
-    assert_eq!(fs.read_file_sync("a/view").unwrap(), [8, 7, 6]);
-    assert_eq!(code(fs.mkdir("x/y", opts(&[("recursive", "yes".into())])).unwrap_err()), "invalid");
-    let err = fs.read_file_sync("a/nope").unwrap_err();
+    fs.write_file_sync("a/view".into(), js_sys::DataView::new(&buffer, 1, 3).into()).unwrap();
+    assert_eq!(fs.read_file_sync("a/view".into()).unwrap(), [8, 7, 6]);
+    assert_eq!(code(fs.mkdir("x/y".into(), opts(&[("recursive", "yes".into())])).unwrap_err()), "invalid");
+    let err = fs.read_file_sync("a/nope".into()).unwrap_err();
     assert_eq!(get(&err, "errno").as_string().unwrap(), "ENOENT");
     let msg = String::from(err.unchecked_into::<js_sys::Error>().message());
     assert!(msg.contains("a/nope"), "{msg}");
@@ -106,11 +106,11 @@ async fn memfs_paths_and_errors() {
 #[wasm_bindgen_test]
 async fn quotas_refuse_and_keep_the_old_content() {
     let fs = MemFs::new(opts(&[("maxBytes", 10.into()), ("maxInodes", 3.into())])).unwrap();
-    fs.write_file_sync("a", "12345".into()).unwrap();
+    fs.write_file_sync("a".into(), "12345".into()).unwrap();
     assert_eq!(code(wait(fs.write_file("a".into(), "this is too long".into())).await.unwrap_err()), "quota");
-    assert_eq!(fs.read_file_sync("a").unwrap(), b"12345");
-    fs.mkdir("d", None).unwrap();
-    assert_eq!(code(fs.mkdir("e", None).unwrap_err()), "quota");
+    assert_eq!(fs.read_file_sync("a".into()).unwrap(), b"12345");
+    fs.mkdir("d".into(), None).unwrap();
+    assert_eq!(code(fs.mkdir("e".into(), None).unwrap_err()), "quota");
     let u = fs.usage();
     assert_eq!((get(&u, "bytes").as_f64(), get(&u, "inodes").as_f64()), (Some(5.0), Some(3.0)));
 }
@@ -118,13 +118,13 @@ async fn quotas_refuse_and_keep_the_old_content() {
 #[wasm_bindgen_test]
 async fn packs_from_bytes_read_verify_and_refuse_writes() {
     let bytes = sample().await;
-    let pack = Pack::from_bytes(&Uint8Array::from(&bytes[..]), None).unwrap();
-    assert_eq!(names(pack.readdir("/").unwrap()), ["docs", "link"]);
+    let pack = Pack::from_bytes(Uint8Array::from(&bytes[..]).into(), None).unwrap();
+    assert_eq!(names(pack.readdir("/".into()).unwrap()), ["docs", "link"]);
     assert_eq!(read(pack.read_file("link".into())).await, b"# hello");
-    assert_eq!(pack.read_file_sync("docs/big.bin").unwrap().len(), 100_000);
-    assert_eq!(code(pack.write_file_sync("docs/readme.md", "x".into()).unwrap_err()), "read-only");
-    assert_eq!(code(pack.mkdir("x", None).unwrap_err()), "read-only");
-    assert_eq!(code(pack.unlink("link").unwrap_err()), "read-only");
+    assert_eq!(pack.read_file_sync("docs/big.bin".into()).unwrap().len(), 100_000);
+    assert_eq!(code(pack.write_file_sync("docs/readme.md".into(), "x".into()).unwrap_err()), "read-only");
+    assert_eq!(code(pack.mkdir("x".into(), None).unwrap_err()), "read-only");
+    assert_eq!(code(pack.unlink("link".into()).unwrap_err()), "read-only");
     let info = pack.info();
     assert_eq!(get(&info, "packLen").as_f64().unwrap(), bytes.len() as f64);
     assert_eq!(get(&info, "inodes").as_f64().unwrap(), 5.0);
@@ -142,13 +142,13 @@ async fn corrupt_packs_are_errors_not_crashes() {
     let bytes = sample().await;
     // Not a pack at all, an empty one, a truncated one.
     for bad in [&b"hello, world"[..], &[], &bytes[..bytes.len() - 1]] {
-        assert_eq!(code(Pack::from_bytes(&Uint8Array::from(bad), None).err().unwrap()), "io");
+        assert_eq!(code(Pack::from_bytes(Uint8Array::from(bad).into(), None).err().unwrap()), "io");
     }
     // A flipped index byte: the index checksum catches it at open.
     let mut index_flip = bytes.clone();
     let n = index_flip.len();
     index_flip[n - 200] ^= 0x40;
-    let err = Pack::from_bytes(&Uint8Array::from(&index_flip[..]), None).err().unwrap();
+    let err = Pack::from_bytes(Uint8Array::from(&index_flip[..]).into(), None).err().unwrap();
     let msg = String::from(err.clone().unchecked_into::<js_sys::Error>().message());
     assert_eq!(code(err), "io", "{msg}");
     // A flipped content byte: open succeeds, verify names the file, and a
@@ -156,12 +156,13 @@ async fn corrupt_packs_are_errors_not_crashes() {
     let mut data_flip = bytes.clone();
     let at = bytes.windows(7).position(|w| w == b"# hello").unwrap();
     data_flip[at] = b'!';
-    let pack = Pack::from_bytes(&Uint8Array::from(&data_flip[..]), None).unwrap();
+    let pack = Pack::from_bytes(Uint8Array::from(&data_flip[..]).into(), None).unwrap();
     let report = wait(pack.verify()).await.unwrap();
     assert_eq!(get(&report, "ok"), JsValue::FALSE);
     let bad: Array = get(&report, "bad").unchecked_into();
     assert_eq!(get(&bad.get(0), "path").as_string().unwrap(), "docs/readme.md");
-    let checked = Pack::from_bytes(&Uint8Array::from(&data_flip[..]), opts(&[("verifyOnRead", true.into())])).unwrap();
+    let checked =
+        Pack::from_bytes(Uint8Array::from(&data_flip[..]).into(), opts(&[("verifyOnRead", true.into())])).unwrap();
     assert_eq!(code(wait(checked.read_file("docs/readme.md".into())).await.unwrap_err()), "io");
     assert_eq!(read(checked.read_file("docs/big.bin".into())).await.len(), 100_000);
 }
@@ -169,24 +170,59 @@ async fn corrupt_packs_are_errors_not_crashes() {
 #[wasm_bindgen_test]
 async fn overlays_change_memory_never_the_pack() {
     let bytes = sample().await;
-    let pack = Pack::from_bytes(&Uint8Array::from(&bytes[..]), None).unwrap();
-    let fs = Overlay::new(&pack, opts(&[("maxBytes", 1000.into())])).unwrap();
+    let pack = Pack::from_bytes(Uint8Array::from(&bytes[..]).into(), None).unwrap();
+    let fs = Overlay::new(pack.clone().into(), opts(&[("maxBytes", 1000.into())])).unwrap();
     wait(fs.write_file("docs/readme.md".into(), "# changed".into())).await.unwrap();
-    fs.write_file_sync("new.txt", "new".into()).unwrap();
-    fs.unlink("link").unwrap();
-    fs.rename("docs/big.bin", "big.bin").unwrap();
-    assert_eq!(names(fs.readdir("").unwrap()), ["big.bin", "docs", "new.txt"]);
+    fs.write_file_sync("new.txt".into(), "new".into()).unwrap();
+    fs.unlink("link".into()).unwrap();
+    fs.rename("docs/big.bin".into(), "big.bin".into()).unwrap();
+    assert_eq!(names(fs.readdir("".into()).unwrap()), ["big.bin", "docs", "new.txt"]);
     assert_eq!(read(fs.read_file("docs/readme.md".into())).await, b"# changed");
     assert_eq!(read(pack.read_file("link".into())).await, b"# hello");
     // The quota counts the upper's bytes only: 100 KB of pack content is free.
-    assert_eq!(code(fs.write_file_sync("x", Uint8Array::new_with_length(2000).into()).unwrap_err()), "quota");
+    assert_eq!(code(fs.write_file_sync("x".into(), Uint8Array::new_with_length(2000).into()).unwrap_err()), "quota");
     assert_eq!(get(&fs.usage(), "bytes").as_f64().unwrap(), 12.0);
     assert_eq!(get(&wait(fs.verify()).await.unwrap(), "ok"), JsValue::TRUE);
     let out = read(fs.compact(None)).await;
-    let back = Pack::from_bytes(&Uint8Array::from(&out[..]), None).unwrap();
-    assert_eq!(names(back.readdir("/").unwrap()), ["big.bin", "docs", "new.txt"]);
+    let back = Pack::from_bytes(Uint8Array::from(&out[..]).into(), None).unwrap();
+    assert_eq!(names(back.readdir("/".into()).unwrap()), ["big.bin", "docs", "new.txt"]);
     assert_eq!(read(back.read_file("docs/readme.md".into())).await, b"# changed");
     assert_eq!(read(back.read_file("big.bin".into())).await.len(), 100_000);
+}
+
+/// `err` is a `TypeError` whose message starts with `what`.
+fn type_error(err: JsValue, what: &str) {
+    assert!(err.is_instance_of::<js_sys::TypeError>(), "not a TypeError: {err:?}");
+    let msg = String::from(err.clone().unchecked_into::<js_sys::Error>().message());
+    assert!(msg.starts_with(what), "{msg}");
+    assert_eq!(code(err), "invalid");
+}
+
+#[wasm_bindgen_test]
+async fn arguments_of_the_wrong_type_are_type_errors_naming_them() {
+    // (web/e2e/args.test.mjs calls every entry point through the generated
+    // JavaScript; these are the Rust side's own.)
+    let fs = MemFs::new(None).unwrap();
+    fs.write_file_sync("f".into(), "x".into()).unwrap();
+    for wrong in [JsValue::from(5), js_sys::Object::new().into(), JsValue::UNDEFINED, JsValue::NULL] {
+        type_error(fs.readdir(wrong.clone()).unwrap_err(), "path must be a string");
+        type_error(fs.rename("f".into(), wrong.clone()).unwrap_err(), "to must be a string");
+        type_error(fs.symlink(wrong.clone(), "l".into()).unwrap_err(), "target must be a string");
+        if wrong.as_f64().is_none() {
+            type_error(fs.truncate_sync("f".into(), wrong.clone()).unwrap_err(), "len must be a number");
+        }
+        type_error(fs.write_file_sync("f".into(), wrong.clone()).unwrap_err(), "data must be");
+        type_error(wait(fs.read_file(wrong.clone())).await.unwrap_err(), "path must be a string");
+        type_error(Pack::from_bytes(wrong.clone(), None).err().unwrap(), "bytes must be");
+        type_error(Overlay::new(wrong.clone(), None).err().unwrap(), "lower must be a Pack");
+        type_error(wait(Pack::from_url(wrong.clone(), None)).await.unwrap_err(), "url must be a string");
+    }
+    type_error(Overlay::new(JsValue::from(MemFs::new(None).unwrap()), None).err().unwrap(), "lower must be a Pack");
+    type_error(fs.truncate_sync("f".into(), "1".into()).unwrap_err(), "len must be a number");
+    type_error(MemFs::new(Some("big".into())).err().unwrap(), "options must be an object");
+    type_error(fs.mkdir("d".into(), opts(&[("recursive", 1.into())])).unwrap_err(), "options.recursive");
+    type_error(wait(fs.compact(opts(&[("compress", 5.into())]))).await.unwrap_err(), "options.compress");
+    assert_eq!(fs.read_file_sync("f".into()).unwrap(), b"x", "nothing changed");
 }
 
 /// A blob: URL for `bytes`; Chromium answers Range requests on those.
@@ -202,27 +238,27 @@ async fn packs_from_urls_fetch_content_on_demand() {
     let bytes = sample().await;
     assert!(bytes.len() > 100_000);
     let url = blob_url(&bytes);
-    let pack: Pack = wait(Pack::from_url(url.clone(), None)).await.unwrap().unchecked_into_pack();
+    let pack: Pack = wait(Pack::from_url(url.clone().into(), None)).await.unwrap().unchecked_into_pack();
     assert!(!pack.is_complete());
     let opened = pack.bytes_fetched();
     assert!(opened < 70_000.0, "opening fetched {opened} bytes");
     assert_eq!(pack.url().unwrap(), url);
-    assert_eq!(names(pack.readdir("docs").unwrap()), ["big.bin", "readme.md"]);
+    assert_eq!(names(pack.readdir("docs".into()).unwrap()), ["big.bin", "readme.md"]);
     // Not here yet: the sync read says so; the async one fetches it.
-    assert_eq!(code(pack.read_file_sync("docs/big.bin").unwrap_err()), "would-block");
+    assert_eq!(code(pack.read_file_sync("docs/big.bin".into()).unwrap_err()), "would-block");
     let before = pack.requests();
     assert_eq!(read(pack.read_file("docs/big.bin".into())).await.len(), 100_000);
     assert_eq!(pack.requests(), before + 1);
-    assert_eq!(pack.read_file_sync("docs/big.bin").unwrap().len(), 100_000);
+    assert_eq!(pack.read_file_sync("docs/big.bin".into()).unwrap().len(), 100_000);
     // An overlay over it fetches through the pack.
-    let fs = Overlay::new(&pack, None).unwrap();
+    let fs = Overlay::new(pack.clone().into(), None).unwrap();
     assert_eq!(read(fs.read_file("link".into())).await, b"# hello");
     assert_eq!(get(&wait(pack.verify()).await.unwrap(), "ok"), JsValue::TRUE);
     assert!(pack.is_complete());
     assert_eq!(read(pack.compact(None)).await, bytes);
     // A URL that is not a pack is an error.
     let junk = blob_url(&[0u8; 300]);
-    assert_eq!(code(wait(Pack::from_url(junk, None)).await.unwrap_err()), "io");
+    assert_eq!(code(wait(Pack::from_url(junk.into(), None)).await.unwrap_err()), "io");
     assert_eq!(code(wait(Pack::from_url("http://127.0.0.1:9/none.pack".into(), None)).await.unwrap_err()), "io");
 }
 
