@@ -217,12 +217,8 @@ test("MemFs, Pack and Overlay: an argument of the wrong type is a TypeError nami
   assert.deepEqual(r.errors, []);
 });
 
-test(
-  "Preview1: an argument of the wrong type is a TypeError naming it",
-  { todo: "web/src/p1.rs still takes &str paths and class references (see arg in web/src/lib.rs)" },
-  async () => {
-    const r = await outcomes(["Preview1"]);
-    assert.deepEqual(r.missing, [], "entry points with arguments and no case here");
-    assert.deepEqual(wrong(r.results), []);
-  },
-);
+test("Preview1: an argument of the wrong type is a TypeError naming it", async () => {
+  const r = await outcomes(["Preview1"]);
+  assert.deepEqual(r.missing, [], "entry points with arguments and no case here");
+  assert.deepEqual(wrong(r.results), []);
+});

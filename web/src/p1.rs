@@ -22,7 +22,7 @@ use packfs_core::{FileSystem, Timestamp};
 use wasm_bindgen::prelude::*;
 
 use crate::fetch::Remote;
-use crate::{Inner, JsResult, MemFs, Overlay, Pack};
+use crate::{Inner, JsResult, MemFs, Overlay, Pack, arg};
 
 #[wasm_bindgen(inline_js = r#"
 export class GuestExit extends Error {
@@ -140,6 +140,16 @@ fn invalid(what: &str) -> JsValue {
     crate::error::js_error("invalid", "EINVAL", what)
 }
 
+/// A preopen's `readOnly`: absent, `true` or `false`.
+fn access(read_only: &JsValue) -> JsResult<Access> {
+    match read_only.as_bool() {
+        Some(true) => Ok(Access::ReadOnly),
+        Some(false) => Ok(Access::ReadWrite),
+        None if read_only.is_undefined() || read_only.is_null() => Ok(Access::ReadWrite),
+        None => Err(arg::type_error("readOnly must be true or false")),
+    }
+}
+
 /// A preview1 guest's state: build it, preopen filesystems, give it the
 /// instance's memory, then let the guest's imports [`call`](Self::call) it.
 #[wasm_bindgen]
@@ -159,21 +169,28 @@ impl Preview1 {
     /// each write's bytes (discarded without).
     #[wasm_bindgen(constructor)]
     pub fn new(#[wasm_bindgen(unchecked_param_type = "Preview1Options")] options: JsValue) -> JsResult<Preview1> {
+        if !options.is_undefined() && !options.is_object() {
+            return Err(arg::type_error("options must be an object"));
+        }
         let mut b = Wasi::builder(Box::new(BrowserPlatform));
         let args = get(&options, "args");
         if !args.is_undefined() {
-            let args: Array = args.dyn_into().map_err(|_| invalid("args must be an array of strings"))?;
+            let args: Array =
+                args.dyn_into().map_err(|_| arg::type_error("options.args must be an array of strings"))?;
             for a in args.iter() {
-                b = b.arg(a.as_string().ok_or_else(|| invalid("args must be an array of strings"))?);
+                b = b.arg(a.as_string().ok_or_else(|| arg::type_error("options.args must be an array of strings"))?);
             }
         }
         let env = get(&options, "env");
         if !env.is_undefined() {
-            let env: Object = env.dyn_into().map_err(|_| invalid("env must be an object of strings"))?;
+            let env: Object =
+                env.dyn_into().map_err(|_| arg::type_error("options.env must be an object of strings"))?;
             for pair in Object::entries(&env).iter() {
                 let pair: Array = pair.unchecked_into();
                 let (k, v) = (pair.get(0).as_string(), pair.get(1).as_string());
-                let (Some(k), Some(v)) = (k, v) else { return Err(invalid("env must be an object of strings")) };
+                let (Some(k), Some(v)) = (k, v) else {
+                    return Err(arg::type_error("options.env must be an object of strings"));
+                };
                 b = b.env(k, v);
             }
         }
@@ -181,14 +198,14 @@ impl Preview1 {
         let stdin: Box<dyn Input> = match stdin.dyn_ref::<Uint8Array>() {
             Some(bytes) => Box::new(Bytes::new(bytes.to_vec())),
             None if stdin.is_undefined() => Box::new(Bytes::default()),
-            None => return Err(invalid("stdin must be a Uint8Array")),
+            None => return Err(arg::type_error("options.stdin must be a Uint8Array")),
         };
         let output = |key: &str| -> JsResult<Box<dyn Output>> {
             let f = get(&options, key);
             match f.dyn_into::<Function>() {
                 Ok(f) => Ok(Box::new(Callback(f))),
                 Err(f) if f.is_undefined() => Ok(Box::new(Discard)),
-                Err(_) => Err(invalid(&format!("{key} must be a function"))),
+                Err(_) => Err(arg::type_error(&format!("options.{key} must be a function"))),
             }
         };
         b = b.stdin(stdin).stdout(output("stdout")?).stderr(output("stderr")?);
@@ -222,26 +239,48 @@ impl Preview1 {
 
     /// Shows `fs` to the guest at `path` (descriptors 3, 4, ... in order).
     #[wasm_bindgen(js_name = preopenMemFs)]
-    pub fn preopen_memfs(&mut self, path: &str, fs: &MemFs, read_only: Option<bool>) -> JsResult<()> {
-        let access = if read_only == Some(true) { Access::ReadOnly } else { Access::ReadWrite };
-        self.preopen(path, &fs.inner, fs.mem.clone(), access)
+    pub fn preopen_memfs(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "MemFs")] fs: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "boolean")] read_only: JsValue,
+    ) -> JsResult<()> {
+        let (path, fs): (_, MemFs) = (arg::string(&path, "path")?, arg::shared(&fs, "fs", "MemFs")?);
+        let access = access(&read_only)?;
+        self.preopen(&path, &fs.inner, fs.mem.clone(), access)
     }
 
     /// Shows `pack` to the guest at `path`, read-only.
     #[wasm_bindgen(js_name = preopenPack)]
-    pub fn preopen_pack(&mut self, path: &str, pack: &Pack) -> JsResult<()> {
-        self.preopen(path, &pack.inner, pack.pack.clone(), Access::ReadOnly)
+    pub fn preopen_pack(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Pack")] pack: JsValue,
+    ) -> JsResult<()> {
+        let (path, pack): (_, Pack) = (arg::string(&path, "path")?, arg::shared(&pack, "pack", "Pack")?);
+        self.preopen(&path, &pack.inner, pack.pack.clone(), Access::ReadOnly)
     }
 
     /// Shows `fs` to the guest at `path`.
     #[wasm_bindgen(js_name = preopenOverlay)]
-    pub fn preopen_overlay(&mut self, path: &str, fs: &Overlay, read_only: Option<bool>) -> JsResult<()> {
-        let access = if read_only == Some(true) { Access::ReadOnly } else { Access::ReadWrite };
-        self.preopen(path, &fs.inner, fs.mem.clone(), access)
+    pub fn preopen_overlay(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Overlay")] overlay: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "boolean")] read_only: JsValue,
+    ) -> JsResult<()> {
+        let (path, fs): (_, Overlay) = (arg::string(&path, "path")?, arg::shared(&overlay, "overlay", "Overlay")?);
+        let access = access(&read_only)?;
+        self.preopen(&path, &fs.inner, fs.mem.clone(), access)
     }
 
     /// Gives the guest's exported memory; the preopens are then fixed.
-    pub fn start(&mut self, memory: WebAssembly::Memory) -> JsResult<()> {
+    pub fn start(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "WebAssembly.Memory")] memory: JsValue,
+    ) -> JsResult<()> {
+        let memory: WebAssembly::Memory =
+            memory.dyn_into().map_err(|_| arg::type_error("memory must be a WebAssembly.Memory"))?;
         let b = self.builder.take().ok_or_else(|| invalid("started twice"))?;
         self.wasi = Some(b.build().map_err(|e| crate::error::to_js(&e, None))?);
         self.memory = Some(memory);

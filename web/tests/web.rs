@@ -5,6 +5,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use js_sys::{Array, Reflect, Uint8Array};
+use packfs_core::mem::{ENTRY_BYTES, INODE_BYTES};
 use packfs_web::{MemFs, Overlay, Pack};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -105,14 +106,18 @@ async fn memfs_paths_and_errors() {
 
 #[wasm_bindgen_test]
 async fn quotas_refuse_and_keep_the_old_content() {
-    let fs = MemFs::new(opts(&[("maxBytes", 10.into()), ("maxInodes", 3.into())])).unwrap();
+    // Room for the root, `a`, `d` and 10 bytes of content; three inodes.
+    let named = 2 * (ENTRY_BYTES + 1);
+    let room = 3 * INODE_BYTES + named + 10;
+    let fs = MemFs::new(opts(&[("maxBytes", (room as f64).into()), ("maxInodes", 3.into())])).unwrap();
     fs.write_file_sync("a".into(), "12345".into()).unwrap();
+    fs.mkdir("d".into(), None).unwrap();
     assert_eq!(code(wait(fs.write_file("a".into(), "this is too long".into())).await.unwrap_err()), "quota");
     assert_eq!(fs.read_file_sync("a".into()).unwrap(), b"12345");
-    fs.mkdir("d".into(), None).unwrap();
     assert_eq!(code(fs.mkdir("e".into(), None).unwrap_err()), "quota");
     let u = fs.usage();
-    assert_eq!((get(&u, "bytes").as_f64(), get(&u, "inodes").as_f64()), (Some(5.0), Some(3.0)));
+    let bytes = (3 * INODE_BYTES + named + 5) as f64;
+    assert_eq!((get(&u, "bytes").as_f64(), get(&u, "inodes").as_f64()), (Some(bytes), Some(3.0)));
 }
 
 #[wasm_bindgen_test]
@@ -171,7 +176,7 @@ async fn corrupt_packs_are_errors_not_crashes() {
 async fn overlays_change_memory_never_the_pack() {
     let bytes = sample().await;
     let pack = Pack::from_bytes(Uint8Array::from(&bytes[..]).into(), None).unwrap();
-    let fs = Overlay::new(pack.clone().into(), opts(&[("maxBytes", 1000.into())])).unwrap();
+    let fs = Overlay::new(pack.clone().into(), opts(&[("maxBytes", 4000.into())])).unwrap();
     wait(fs.write_file("docs/readme.md".into(), "# changed".into())).await.unwrap();
     fs.write_file_sync("new.txt".into(), "new".into()).unwrap();
     fs.unlink("link".into()).unwrap();
@@ -179,9 +184,13 @@ async fn overlays_change_memory_never_the_pack() {
     assert_eq!(names(fs.readdir("".into()).unwrap()), ["big.bin", "docs", "new.txt"]);
     assert_eq!(read(fs.read_file("docs/readme.md".into())).await, b"# changed");
     assert_eq!(read(pack.read_file("link".into())).await, b"# hello");
-    // The quota counts the upper's bytes only: 100 KB of pack content is free.
+    // The quota counts the upper's bytes only: 100 KB of pack content is
+    // free. Here: the root and new.txt's records, four entries (new.txt,
+    // the whiteouts of link and docs/big.bin, big.bin), 12 bytes of content.
     assert_eq!(code(fs.write_file_sync("x".into(), Uint8Array::new_with_length(2000).into()).unwrap_err()), "quota");
-    assert_eq!(get(&fs.usage(), "bytes").as_f64().unwrap(), 12.0);
+    let named = ("new.txt".len() + "link".len() + 2 * "big.bin".len()) as u64;
+    let upper = 2 * INODE_BYTES + 4 * ENTRY_BYTES + named + 12;
+    assert_eq!(get(&fs.usage(), "bytes").as_f64().unwrap(), upper as f64);
     assert_eq!(get(&wait(fs.verify()).await.unwrap(), "ok"), JsValue::TRUE);
     let out = read(fs.compact(None)).await;
     let back = Pack::from_bytes(Uint8Array::from(&out[..]).into(), None).unwrap();
