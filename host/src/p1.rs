@@ -24,16 +24,15 @@ pub const MODULE: &str = "wasi_snapshot_preview1";
 /// Adds every `wasi_snapshot_preview1` function to `linker`, served by the
 /// [`Wasi`] that `get` lends from the store's data.
 ///
-/// The functions are synchronous: only stdin, `poll_oneoff`'s clocks and
-/// a read waiting for a remote pack's bytes block the calling thread, and
-/// each of those waits ends at the [`Deadline`](deadline::Deadline) set
-/// for the thread, if any; past it every call traps with
-/// [`Trap::Interrupt`], as epoch interruption does (the [`Runner`]'s
-/// timeout sets both). They serve sync and async stores alike.
-///
-/// [`Runner`]: crate::Runner `proc_exit(n)` ends the call with an
-/// [`Exit`] error (downcast it to find the status); a module without a
-/// `memory` export traps on its first call.
+/// The functions are synchronous: only stdin, stdout, `poll_oneoff`'s
+/// clocks and a read waiting for a remote pack's bytes block the calling
+/// thread, and each of those waits ends at the
+/// [`Deadline`](deadline::Deadline) set for the thread, if any; past it
+/// every call traps with [`Trap::Interrupt`], as epoch interruption does
+/// (the [`Runner`](crate::Runner)'s timeout sets both). They serve sync
+/// and async stores alike. `proc_exit(n)` ends the call with an [`Exit`]
+/// error (downcast it to find the status); a module without a `memory`
+/// export traps on its first call.
 ///
 /// ```
 /// use packfs_core::wasi::p1::Wasi;
@@ -173,7 +172,7 @@ fn ready_by_deadline(fd: impl rustix::fd::AsFd, events: PollFlags, left: Duratio
 
 impl Output for Inherit {
     /// Under a deadline, a write waits for room with `poll(2)` and writes
-    /// at most [`PIPE_BUF`] at a time, so that a reader that stops reading
+    /// at most `PIPE_BUF` at a time, so that a reader that stops reading
     /// (a full pipe) cannot hold the guest past it.
     fn write(&mut self, data: &[u8]) -> Result<(), Errno> {
         if deadline::remaining().is_some() {
