@@ -146,7 +146,7 @@ impl Wasi {
         flags: i32,
         _nwritten: u32,
     ) -> Result {
-        abi::flags::<u16>(flags, 0)?;
+        abi::flags::<u16>(flags, u16::MAX)?; // `siflags` is a u16, with no flags defined
         self.fds.get(fd)?;
         Err(Errno::NOTSOCK)
     }
