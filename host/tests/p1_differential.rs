@@ -334,9 +334,9 @@ fn poll() -> impl Strategy<Value = Call> {
                         (*timeout, *flags) = if id == 1 && *flags == 1 { (u64::MAX, 1) } else { (HOUR, 0) };
                     }
                 }
-            } else if soon > 0 && known && !clocks.is_empty() {
+            } else if soon > 0 && !clocks.is_empty() {
                 // One clock due soon, the others not for an hour: it is
-                // the one event ([`known`]: PackFS reports none).
+                // the one event.
                 for (k, (id, timeout, flags)) in clocks.into_iter().enumerate() {
                     (*timeout, *flags) = match (k, id, *flags) {
                         (0, ..) => (soon, 0),
@@ -1154,14 +1154,10 @@ fn known_included() -> bool {
 ///   `EEXIST`); `"d/./"` too;
 /// - `poll_oneoff` with a descriptor ready also reports a clock due at
 ///   once (wasmtime does not: its zero-length sleep yields once first);
-///   with several clocks, one relative and due soon is never reported (0
-///   events after the sleep: the second pass over the subscriptions takes
-///   its deadline from the later `now`);
 /// - the errnos this returns the story of, for `ours` where the
 ///   `reference` answered `theirs`.
 fn known(call: &Call, ours: u32, theirs: u32, reference: Side) -> Option<&'static str> {
     let fd_sub = |subs: &[Sub]| subs.iter().any(|s| matches!(s.kind, SubKind::Fd { .. }));
-    let cpu_sleep = |subs: &[Sub]| matches!(subs[0].kind, SubKind::Clock { id: 2 | 3, flags: 0, .. });
     let found = match *call {
         _ if known_included() => return None,
         Call::Rename { .. } if [31, 54, 55].contains(&ours) && [28, 55].contains(&theirs) => {
@@ -1171,9 +1167,6 @@ fn known(call: &Call, ours: u32, theirs: u32, reference: Side) -> Option<&'stati
         Call::PathSetTimes { follow: true, fst: 0, .. } if ours == 0 && [32, 44].contains(&theirs) => {
             "path_filestat_set_times changing neither time, following: wasmtime resolves the last \
              symlink (ENOENT, ELOOP), PackFS stops at the parent"
-        }
-        Call::Poll { n: 1, ref subs } if ours == 28 && theirs == 0 && cpu_sleep(subs) => {
-            "poll_oneoff: one relative sleep on a CPU-time clock is EINVAL (wasmtime sleeps, as on the others)"
         }
         Call::Poll { ref subs, .. } if ours == 8 && [0, 28].contains(&theirs) && fd_sub(subs) => {
             "poll_oneoff: a subscription to read a file open only for writing, or to write one open \

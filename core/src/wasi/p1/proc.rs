@@ -42,7 +42,7 @@ fn write_sizes<M: Memory + ?Sized>(mem: &mut M, strings: &[String], count: u32, 
 
 /// One `poll_oneoff` subscription, read and checked.
 enum Sub {
-    Clock { userdata: u64, timeout: u64, absolute: bool, deadline: u64 },
+    Clock { userdata: u64, timeout: u64, absolute: bool, deadline: Option<u64> },
     Fd { userdata: u64, kind: u8, nbytes: u64, flags: u16 },
 }
 
@@ -181,22 +181,25 @@ impl Wasi {
         // of them (a guest may pass millions): the first checks each and
         // finds whether one is ready now, else the first clock to wait
         // for; the second writes the events of those ready, in order.
-        let now = self.platform.monotonic_clock();
+        let start = self.platform.monotonic_clock();
         let wall = self.platform.wall_clock();
         let mut first: Option<u64> = None;
         let mut any_fd = false;
         for i in 0..n {
-            match self.subscription(mem, subs, i, now, wall)? {
+            match self.subscription(mem, subs, i, start, wall)? {
                 Sub::Clock { timeout, absolute: false, .. } if n == 1 => {
-                    // One relative sleep: wasmtime's special case,
-                    // reporting one byte as it does.
+                    // One relative sleep, on any clock: wasmtime's special
+                    // case, reporting one byte as it does.
                     self.platform.sleep(timeout);
                     let userdata = u64_at(&read_array::<{ SUBSCRIPTION_SIZE as usize }>(mem, subs)?, 0);
                     let event = abi::event(userdata, Errno::SUCCESS, eventtype::CLOCK, 1, 0);
                     write_bytes(mem, events, &event)?;
                     return write_u32(mem, nevents, 1);
                 }
-                Sub::Clock { deadline, .. } => first = Some(first.map_or(deadline, |f| f.min(deadline))),
+                Sub::Clock { deadline, .. } => {
+                    let deadline = deadline.ok_or(Errno::INVAL)?;
+                    first = Some(first.map_or(deadline, |f| f.min(deadline)));
+                }
                 Sub::Fd { .. } => any_fd = true,
             }
         }
@@ -206,11 +209,12 @@ impl Wasi {
                 self.platform.sleep(first - now);
             }
         }
+        // Deadlines as the call began; due if they have passed now.
         let now = self.platform.monotonic_clock();
         let mut ready = 0u32;
         for i in 0..n {
-            let event = match self.subscription(mem, subs, i, now, wall)? {
-                Sub::Clock { userdata, deadline, .. } if deadline <= now => {
+            let event = match self.subscription(mem, subs, i, start, wall)? {
+                Sub::Clock { userdata, deadline: Some(deadline), .. } if deadline <= now => {
                     abi::event(userdata, Errno::SUCCESS, eventtype::CLOCK, 0, 0)
                 }
                 Sub::Clock { .. } => continue,
@@ -223,9 +227,10 @@ impl Wasi {
     }
 
     /// Subscription `i` of the array at `subs`: a clock and when it is
-    /// due on the monotonic clock (`now` and `wall` being the clocks when
-    /// the call began), or a descriptor and what it is ready with.
-    fn subscription<M: Memory + ?Sized>(&self, mem: &M, subs: u32, i: u32, now: u64, wall: Timestamp) -> Result<Sub> {
+    /// due on the monotonic clock (`start` and `wall` being the clocks when
+    /// the call began; `None` for the CPU-time clocks, which only a single
+    /// relative sleep may use), or a descriptor and what it is ready with.
+    fn subscription<M: Memory + ?Sized>(&self, mem: &M, subs: u32, i: u32, start: u64, wall: Timestamp) -> Result<Sub> {
         let sub: [u8; SUBSCRIPTION_SIZE as usize] = read_array(mem, subs + i * SUBSCRIPTION_SIZE)?;
         let userdata = u64_at(&sub, 0);
         match abi::tag::<u8>(sub[8], 3)? {
@@ -235,10 +240,10 @@ impl Wasi {
                 let flags = abi::flags::<u16>(u16_at(&sub, 40), SUBSCRIPTION_CLOCK_ABSTIME)?;
                 let absolute = flags != 0;
                 let deadline = match (id, absolute) {
-                    (clockid::MONOTONIC, true) => timeout,
-                    (clockid::MONOTONIC | clockid::REALTIME, false) => now.saturating_add(timeout),
-                    (clockid::REALTIME, true) => now.saturating_add(timeout.saturating_sub(abi::nanos(wall)?)),
-                    _ => return Err(Errno::INVAL),
+                    (clockid::MONOTONIC, true) => Some(timeout),
+                    (clockid::MONOTONIC | clockid::REALTIME, false) => Some(start.saturating_add(timeout)),
+                    (clockid::REALTIME, true) => Some(start.saturating_add(timeout.saturating_sub(abi::nanos(wall)?))),
+                    _ => None,
                 };
                 Ok(Sub::Clock { userdata, timeout, absolute, deadline })
             }
