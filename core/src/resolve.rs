@@ -127,6 +127,11 @@ pub(crate) struct Walk<'a, 's, S: Space> {
     todo: Vec<Step<'a>>,
     hops: usize,
     trailing_slash: bool,
+    /// The path's last component is `.` (`e/.`, `e/./`): it names the
+    /// directory the name before it leads to, as `.` alone names the
+    /// start, and has no last name of its own (`rmdir("e/.")` is
+    /// `EINVAL`, never a removal of `e`).
+    ends_in_dot: bool,
 }
 
 impl<'a, 's, S: Space> Walk<'a, 's, S> {
@@ -136,7 +141,9 @@ impl<'a, 's, S: Space> Walk<'a, 's, S> {
             return Err(Error::NotPermitted);
         }
         let rest = steps.peekable();
-        Ok(Walk { space, dirs: Dirs::new(root), rest, todo: Vec::new(), hops: 0, trailing_slash })
+        let trimmed = path.trim_end_matches('/');
+        let ends_in_dot = trimmed == "." || trimmed.ends_with("/.");
+        Ok(Walk { space, dirs: Dirs::new(root), rest, todo: Vec::new(), hops: 0, trailing_slash, ends_in_dot })
     }
 
     fn dir(&self) -> At {
@@ -175,12 +182,12 @@ impl<'a, 's, S: Space> Walk<'a, 's, S> {
     }
 
     /// Takes every step but the last name; returns that name, if the path
-    /// ends in one (`a/..` and `.` do not).
+    /// ends in one (`a/..`, `.` and `a/.` do not).
     fn walk_to_last(&mut self) -> Result<Option<Cow<'a, str>>> {
         while let Some(step) = self.next_step() {
             match step {
                 Step::Up => self.dirs.pop()?,
-                Step::Name(name) if self.done() => return Ok(Some(name)),
+                Step::Name(name) if self.done() && !self.ends_in_dot => return Ok(Some(name)),
                 Step::Name(name) => {
                     let (at, kind) = self.space.step(self.dir(), &name)?;
                     match kind {

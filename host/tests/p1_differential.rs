@@ -253,11 +253,9 @@ fn path() -> impl Strategy<Value = &'static str> {
     pooled(PATH_POOL)
 }
 
-/// A path of `pool`: not one whose last component is `.` under a name
-/// unless [`known`] ones are asked for (PackFS takes it for that name).
+/// A path of `pool`.
 fn pooled(pool: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
-    let known = known_included();
-    select(pool.iter().copied().filter(|p| known || !p.trim_end_matches('/').ends_with("/.")).collect::<Vec<_>>())
+    select(pool.to_vec())
 }
 
 fn rights() -> impl Strategy<Value = u64> {
@@ -1147,11 +1145,6 @@ fn known_included() -> bool {
 /// and lets the others pass (both sides refuse the call, or change
 /// nothing):
 ///
-/// - a path whose last component is `.` under a name is taken for that
-///   name: `path_remove_directory("e/.")` removes `e`,
-///   `path_rename("e/.", _)` renames it, `path_create_directory("e/.")`
-///   makes it (wasmtime and Linux: `EINVAL`, `EBUSY`, `ENOENT` or
-///   `EEXIST`); `"d/./"` too;
 /// - `poll_oneoff` with a descriptor ready also reports a clock due at
 ///   once (wasmtime does not: its zero-length sleep yields once first);
 /// - the errnos this returns the story of, for `ours` where the
