@@ -195,7 +195,7 @@ fn limits_end_a_run_with_their_own_status() {
 fn packfs_waiting<S: AsRef<OsStr>>(
     cwd: &Path,
     args: impl IntoIterator<Item = S>,
-    limit: std::time::Duration,
+    guard: std::time::Duration,
 ) -> (Out, std::time::Duration) {
     let start = std::time::Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_packfs"))
@@ -207,19 +207,14 @@ fn packfs_waiting<S: AsRef<OsStr>>(
         .stderr(Stdio::piped())
         .spawn()
         .expect("runs packfs");
+    support::kill_after(child.id(), guard);
+    // Held open, never written, until the child has ended.
     let stdin = child.stdin.take();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > limit {
-            child.kill().unwrap();
-            panic!("still running after {limit:?}: the deadline did not end it");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let out = child.wait_with_output().unwrap();
     let took = start.elapsed();
     drop(stdin);
-    let out = child.wait_with_output().unwrap();
     let out = Out {
-        code: out.status.code().expect("exits, not killed"),
+        code: out.status.code().expect("exits, not killed: the deadline did not end it"),
         stdout: String::from_utf8(out.stdout).unwrap(),
         stderr: String::from_utf8(out.stderr).unwrap(),
     };

@@ -88,3 +88,17 @@ pub fn c_guest(name: &str, all: &[&str]) -> PathBuf {
     build_c_guests(all);
     guest_target_dir().join("c").join(format!("{name}.wasm"))
 }
+
+/// Kills process `pid` (SIGKILL) if it still runs after `after`: a guard
+/// against a test hanging for ever when what it tests (a deadline) fails.
+/// The test then sees a child killed, not exited, and fails on that; no
+/// time is asserted.
+#[allow(dead_code, reason = "not every test binary uses it")]
+pub fn kill_after(pid: u32, after: std::time::Duration) {
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    });
+}
