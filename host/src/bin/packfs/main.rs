@@ -23,6 +23,7 @@ macro_rules! out {
 mod cat;
 mod common;
 mod compact;
+mod deadline;
 mod diff;
 mod exclude;
 mod info;
@@ -30,6 +31,7 @@ mod ls;
 mod pack;
 mod packing;
 mod run;
+mod spec;
 mod stat;
 mod unpack;
 mod verify;
@@ -61,7 +63,7 @@ struct RemoteArgs {
     cache: Option<std::path::PathBuf>,
     /// Most bytes that cache holds; past it the least recently used go
     /// (suffixes k, M, G: powers of 1024; 0: no cache) [default: 4G].
-    #[arg(long, global = true, value_name = "BYTES", value_parser = run::parse_bytes)]
+    #[arg(long, global = true, value_name = "BYTES", value_parser = spec::parse_bytes)]
     cache_size: Option<u64>,
     /// Say on stderr, at the end, what each remote pack cost: requests,
     /// bytes fetched, chunks from the cache.
