@@ -25,7 +25,7 @@ pub(crate) enum Source {
         /// Every change refused (`dir-ro:`).
         read_only: bool,
     },
-    /// `journal:DIR`: a durable in-memory tree ([`Journal`]).
+    /// `journal:DIR`: a durable in-memory tree ([`Journal`](packfs_os::journal::Journal)).
     Journal(PathBuf, Limits),
 }
 
