@@ -70,6 +70,7 @@ pub mod mount;
 pub mod pack;
 pub mod path;
 pub mod resolve;
+pub mod sync;
 pub mod treap;
 pub mod wasi;
 

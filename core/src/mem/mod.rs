@@ -12,7 +12,7 @@ mod op;
 mod tree;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
@@ -22,6 +22,7 @@ pub use tree::{ENTRY_BYTES, INODE_BYTES, LOWER_TAG, Limits, ROOT, Tree, Usage};
 
 use crate::fold::FoldState;
 use crate::meta::system_clock;
+use crate::sync::lock;
 use crate::{Clock, DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime, Timestamp};
 
 /// Open handles per inode. Only orphans (inodes with no name left) consult
@@ -144,13 +145,6 @@ impl Spare {
 fn now(clock: &Clock) -> Timestamp {
     let t = clock();
     Timestamp::new(t.secs, t.nanos)
-}
-
-/// `m`, locked. Every mutex in this crate guards state a panic cannot
-/// leave half-changed (a change works on an unpublished copy; a cache slot
-/// is set whole or not at all): poisoning carries no meaning.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Default for MemFs {

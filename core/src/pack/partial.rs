@@ -35,7 +35,7 @@ use std::sync::{Mutex, OnceLock};
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
 use super::pieces::Pieces;
 use super::reader::{ByteSource, PackFs, ReadOptions};
-use crate::mem::lock;
+use crate::sync::lock;
 use crate::{Error, Result};
 
 /// Extents to fetch closer than this are fetched as one range (the bytes
