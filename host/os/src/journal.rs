@@ -36,12 +36,13 @@ use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 
 use anyhow::{Context, Result, bail};
 use packfs_core::journal::{HEADER_LEN, Header, Sink, replay};
 use packfs_core::mem::{Limits, Tree};
 use packfs_core::pack::{WriteError, write_pack};
+use packfs_core::sync::lock;
 use packfs_core::{Clock, Error, MemFs, OsError, system_clock};
 
 use crate::mmap::open_pack;
@@ -268,10 +269,6 @@ struct SyncState {
     syncing: bool,
     /// A sync failed: nothing past `synced` is known to be on disk.
     failed: bool,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl LogFile {

@@ -37,6 +37,7 @@
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_code)]
 
+mod beneath;
 pub mod dir;
 pub mod journal;
 pub mod mmap;
