@@ -9,8 +9,8 @@ use std::io::Write;
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::chunk::{ChunkRecord, Codec, Compression, FOOTER_LEN};
-use super::writer::Out;
+use super::out::Out;
+use crate::pack::chunk::{ChunkRecord, Codec, Compression, FOOTER_LEN};
 
 /// A chunk is stored compressed only if that saves at least 1/32 of it:
 /// less is not worth decoding.
@@ -18,9 +18,9 @@ fn worth_it(stored: usize, content: usize) -> bool {
     stored < content - content / 32
 }
 
-pub(crate) struct Chunker {
+pub(super) struct Chunker {
     comp: Compression,
-    pub(crate) chunk_size: usize,
+    pub(super) chunk_size: usize,
     /// The open chunk's content.
     open: Vec<u8>,
     /// The open chunk is part of a file stored raw.
@@ -32,7 +32,7 @@ pub(crate) struct Chunker {
     /// Cores to compress on (1 where there are no threads: wasm32).
     threads: usize,
     /// The content space's length so far, the open chunk included.
-    pub(crate) content_len: u64,
+    pub(super) content_len: u64,
     /// Where the next chunk to be written starts in the content space.
     written_to: u64,
     records: Vec<ChunkRecord>,
@@ -44,7 +44,7 @@ pub(crate) struct Chunker {
 const PER_THREAD: usize = 4;
 
 impl Chunker {
-    pub(crate) fn new(comp: Compression, chunk_size: usize) -> Self {
+    pub(super) fn new(comp: Compression, chunk_size: usize) -> Self {
         let threads = if cfg!(target_family = "wasm") {
             1
         } else {
@@ -65,23 +65,23 @@ impl Chunker {
     }
 
     /// The codec chunks are compressed with.
-    pub(crate) fn codec(&self) -> Codec {
+    pub(super) fn codec(&self) -> Codec {
         self.comp.codec
     }
 
     /// Its level.
-    pub(crate) fn level(&self) -> i32 {
+    pub(super) fn level(&self) -> i32 {
         self.comp.level
     }
 
     /// Whether a file starting with `head` is worth compressing.
-    pub(crate) fn compresses(&mut self, head: &[u8]) -> bool {
+    pub(super) fn compresses(&mut self, head: &[u8]) -> bool {
         self.comp.compress(head, &mut self.scratch);
         worth_it(self.scratch.len(), head.len())
     }
 
     /// Appends `bytes` to the content space, sealing each chunk it fills.
-    pub(crate) fn push<W: Write>(&mut self, out: &mut Out<W>, mut bytes: &[u8]) -> std::io::Result<()> {
+    pub(super) fn push<W: Write>(&mut self, out: &mut Out<W>, mut bytes: &[u8]) -> std::io::Result<()> {
         while !bytes.is_empty() {
             let n = (self.chunk_size - self.open.len()).min(bytes.len());
             self.open.extend_from_slice(&bytes[..n]);
@@ -99,12 +99,12 @@ impl Chunker {
     /// block): its chunks then hold its bytes alone, and are the same in
     /// every pack that holds the file, where a cache addressed by content
     /// shares them. Only smaller files share chunks.
-    pub(crate) fn cut<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
+    pub(super) fn cut<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
         if self.open.is_empty() { Ok(()) } else { self.seal(out) }
     }
 
     /// Starts a file stored raw: writes what is pending and aligns.
-    pub(crate) fn start_raw<W: Write>(&mut self, out: &mut Out<W>, align: u64) -> std::io::Result<()> {
+    pub(super) fn start_raw<W: Write>(&mut self, out: &mut Out<W>, align: u64) -> std::io::Result<()> {
         self.flush(out)?;
         out.pad(align)?;
         self.raw = true;
@@ -112,7 +112,7 @@ impl Chunker {
     }
 
     /// Ends a file stored raw.
-    pub(crate) fn end_raw<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
+    pub(super) fn end_raw<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
         self.flush(out)?;
         self.raw = false;
         Ok(())
@@ -120,7 +120,7 @@ impl Chunker {
 
     /// Closes the open chunk (if it holds anything) and writes every chunk
     /// not written yet.
-    pub(crate) fn flush<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
+    pub(super) fn flush<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
         if !self.open.is_empty() {
             let full = std::mem::replace(&mut self.open, Vec::with_capacity(self.chunk_size));
             self.sealed.push((full, self.raw));
@@ -185,7 +185,7 @@ impl Chunker {
     }
 
     /// The chunk table and its footer, ending the index region.
-    pub(crate) fn finish<W: Write>(self, out: &mut Out<W>, stage: &mut Vec<u8>) -> std::io::Result<()> {
+    pub(super) fn finish<W: Write>(self, out: &mut Out<W>, stage: &mut Vec<u8>) -> std::io::Result<()> {
         out.write_records(stage, self.records.iter().map(ChunkRecord::encode))?;
         let mut footer = [0u8; FOOTER_LEN as usize];
         footer[..8].copy_from_slice(&(self.records.len() as u64).to_le_bytes());
