@@ -32,7 +32,7 @@
 //! type is a `TypeError` naming it (`path must be a string`), thrown or, by
 //! a method returning a promise, rejected with, before anything is done.
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod error;
 pub mod fetch;

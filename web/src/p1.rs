@@ -78,12 +78,17 @@ impl Platform for BrowserPlatform {
 }
 
 /// A JavaScript callback taking each write's bytes.
+///
+/// `Send`, as core's [`Output`] must be, with no `unsafe` here: wasm-bindgen
+/// makes `JsValue` (so `Function`) `Send` only without the `atomics` target
+/// feature, that is where wasm32 has no threads (and on the host, where
+/// there is no JavaScript to call). A threaded build is refused below.
 struct Callback(Function);
 
-// SAFETY: this crate is built for wasm32 without threads: there is no other
-// thread a `Callback` could be sent to or used from.
-#[allow(unsafe_code, reason = "no threads to send it to: see SAFETY")]
-unsafe impl Send for Callback {}
+// With threads a JavaScript function belongs to the thread that made it;
+// a guest's stdout then needs a way to reach it, which this module has not.
+#[cfg(target_feature = "atomics")]
+compile_error!("packfs-web has no threaded build: preview1's stdout and stderr call JavaScript functions");
 
 impl Output for Callback {
     fn write(&mut self, data: &[u8]) -> Result<(), Errno> {
