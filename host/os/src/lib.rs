@@ -3,6 +3,9 @@
 //! PackFS on the host's own filesystem — what needs the operating system,
 //! and nothing of wasmtime:
 //!
+//! - [`beneath`]: the rule every path into a host directory is opened by
+//!   (`openat2` `RESOLVE_BENEATH`), for [`dir`] and whoever else writes
+//!   there;
 //! - [`dir`]: a host directory as a [`FileSystem`](packfs_core::FileSystem),
 //!   contained beneath it (no symlink or `..` leads out);
 //! - [`mmap`]: packs read in place from a read-only mapping, zero-copy;
@@ -37,7 +40,7 @@
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_code)]
 
-mod beneath;
+pub mod beneath;
 pub mod dir;
 pub mod journal;
 pub mod mmap;

@@ -12,7 +12,7 @@ use packfs_core::{DirEntry, Error, FileType, Ino, Result};
 use rustix::fs::{AtFlags, Mode, OFlags, Stat};
 
 use super::convert::{errno, kind};
-use crate::beneath::open_at;
+use crate::beneath::{open_at, open_root};
 
 /// Directories a path may climb through (a longer chain of places is a
 /// cycle, which moves behind our back can make).
@@ -40,7 +40,7 @@ pub(super) struct Places {
 impl Places {
     /// The directory at `path` as the root, and no places yet.
     pub(super) fn open(path: &Path) -> std::io::Result<Self> {
-        let root = rustix::fs::open(path, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+        let root = open_root(path)?;
         let root_ino = rustix::fs::fstat(&root)?.st_ino;
         Ok(Places { root, root_ino, map: Mutex::default(), moves: RwLock::default() })
     }
