@@ -1,0 +1,163 @@
+//! [`LogFile`]: the journal's log file as a [`Sink`] — positional appends,
+//! and fdatasyncs shared between waiting writers — and the
+//! [`SyncPolicy`] that says when a change becomes durable.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+
+use packfs_core::journal::Sink;
+use packfs_core::sync::lock;
+use packfs_core::{Error, OsError};
+
+/// When a change becomes durable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// fdatasync each change before anyone sees it.
+    #[default]
+    EveryOp,
+    /// Publish, then acknowledge once an fdatasync shared with concurrent
+    /// writers covers the change.
+    GroupCommit,
+}
+
+/// The log file as a [`Sink`]: positional appends, and fdatasyncs shared
+/// between waiting writers.
+pub(super) struct LogFile {
+    file: File,
+    policy: SyncPolicy,
+    append: Mutex<AppendState>,
+    /// Sequence number of the last record appended.
+    appended: AtomicU64,
+    synced: Mutex<SyncState>,
+    synced_cv: Condvar,
+}
+
+struct AppendState {
+    len: u64,
+    seq: u64,
+    /// Set when a failed append could not be undone, when a sync failed,
+    /// or after a checkpoint.
+    closed: Option<&'static str>,
+    /// `DIR/lock`, locked, for as long as the log takes records (whoever
+    /// still holds the filesystem): two processes appending to one log
+    /// would overwrite each other's records.
+    owner: Option<File>,
+}
+
+struct SyncState {
+    synced: u64,
+    syncing: bool,
+    /// A sync failed: nothing past `synced` is known to be on disk.
+    failed: bool,
+}
+
+impl LogFile {
+    pub(super) fn new(file: File, len: u64, policy: SyncPolicy, owner: Option<File>) -> Self {
+        LogFile {
+            file,
+            policy,
+            append: Mutex::new(AppendState { len, seq: 0, closed: None, owner }),
+            appended: AtomicU64::new(0),
+            synced: Mutex::new(SyncState { synced: 0, syncing: false, failed: false }),
+            synced_cv: Condvar::new(),
+        }
+    }
+
+    /// Takes no more records; hands back the directory's lock, which it
+    /// no longer needs (the first time).
+    pub(super) fn close(&self, why: &'static str) -> Option<File> {
+        let mut st = lock(&self.append);
+        st.closed.get_or_insert(why);
+        st.owner.take()
+    }
+}
+
+impl Sink for LogFile {
+    fn append(&self, record: &[u8]) -> packfs_core::Result<u64> {
+        let mut st = lock(&self.append);
+        if let Some(why) = st.closed {
+            return Err(Error::Backend(why.into()));
+        }
+        if let Err(e) = self.file.write_all_at(record, st.len) {
+            // A record half on disk would end replay early and hide every
+            // later one: take it back, or take no more.
+            if self.file.set_len(st.len).is_err() {
+                st.closed = Some("a failed journal append could not be undone");
+            }
+            return Err(Error::Os(OsError::new("journal append", e)));
+        }
+        st.len += record.len() as u64;
+        st.seq += 1;
+        self.appended.store(st.seq, Ordering::Release);
+        Ok(st.seq)
+    }
+
+    fn sync(&self, seq: u64) -> packfs_core::Result<()> {
+        let mut st = lock(&self.synced);
+        loop {
+            if st.synced >= seq {
+                return Ok(());
+            }
+            if st.failed {
+                return Err(Error::Backend("an earlier journal sync failed: reopen the journal".into()));
+            }
+            if st.syncing {
+                st = self.synced_cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            // Lead: one fdatasync for everything appended so far.
+            st.syncing = true;
+            let target = self.appended.load(Ordering::Acquire);
+            drop(st);
+            let result = self.file.sync_data();
+            st = lock(&self.synced);
+            st.syncing = false;
+            match result {
+                Ok(()) => st.synced = st.synced.max(target),
+                Err(_) => st.failed = true,
+            }
+            self.synced_cv.notify_all();
+            if let Err(e) = result {
+                drop(st);
+                // The lock goes too: another process may reopen and recover it.
+                drop(self.close("a journal sync failed: reopen the journal"));
+                return Err(Error::Os(OsError::new("journal sync", e)));
+            }
+        }
+    }
+
+    fn durable_before_visible(&self) -> bool {
+        self.policy == SyncPolicy::EveryOp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use packfs_core::mem::{Limits, Tree};
+    use packfs_core::{FileSystem, MemFs, system_clock};
+
+    use super::*;
+
+    #[test]
+    fn a_failed_sync_closes_the_log() {
+        // fdatasync of /dev/null fails (EINVAL); its writes succeed.
+        let file = File::options().write(true).open("/dev/null").unwrap();
+        for policy in [SyncPolicy::EveryOp, SyncPolicy::GroupCommit] {
+            let log = Arc::new(LogFile::new(file.try_clone().unwrap(), 0, policy, None));
+            let fs = MemFs::journaled(Tree::new(system_clock()(), Limits::default()), log.clone(), system_clock());
+            assert!(matches!(fs.mkdir(fs.root(), "a", 0o755), Err(Error::Backend(_) | Error::Os(_))));
+            if policy == SyncPolicy::EveryOp {
+                assert_eq!(fs.lookup(fs.root(), "a"), Err(Error::NotFound), "not published");
+            }
+            // Nothing is recorded or acknowledged after it, even if a
+            // later sync would succeed.
+            assert!(matches!(fs.mkdir(fs.root(), "b", 0o755), Err(Error::Backend(_) | Error::Os(_))));
+            assert!(matches!(log.append(b"x"), Err(Error::Backend(_) | Error::Os(_))));
+            assert!(matches!(log.sync(1), Err(Error::Backend(_) | Error::Os(_))));
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! A durable in-memory tree: a [`MemFs`] whose every change is appended to
+//! a write-ahead log on disk before it is acknowledged, and replayed when
+//! the directory is opened again.
+//!
+//! A journal directory holds at most one checkpoint and one log:
+//!
+//! ```text
+//! DIR/base-G.pack     the tree at checkpoint G (absent for G = 0)
+//! DIR/journal-G.log   changes since then (format: packfs_core::journal)
+//! DIR/lock            locked while a journal of the directory is open
+//! ```
+//!
+//! Opening picks the highest `G` with its pack (or 0), mounts the tree as
+//! an overlay over that pack, replays `journal-G.log`, cuts a torn tail off
+//! it, and removes every file of another generation. A checkpoint writes
+//! `base-(G+1).pack` and an empty `journal-(G+1).log`, each atomically, in
+//! that order: a crash between them leaves a new pack with no log, which
+//! opens as the pack alone — exactly the checkpointed tree.
+//!
+//! Durability: with [`SyncPolicy::EveryOp`] (the default) each change is
+//! fdatasynced before it is published; with [`SyncPolicy::GroupCommit`] it
+//! is published first and acknowledged once a sync covers it, so
+//! concurrent writers share one fdatasync. A failed sync closes the log:
+//! the kernel may have dropped the pages it could not write, so no later
+//! sync could vouch for them. The changes it covered fail (`Io`), and, as
+//! with any write whose fsync failed, may or may not be there after a
+//! reopen.
+//!
+//! One journal open at a time, in this process or another: its log holds
+//! an exclusive lock on `DIR/lock` for as long as it takes records (until
+//! whoever holds its filesystem lets go, a checkpoint hands it on, or a
+//! failed sync closes the log).
+
+mod error;
+mod log_file;
+
+pub use error::JournalError;
+pub use log_file::SyncPolicy;
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use packfs_core::journal::{HEADER_LEN, Header, replay};
+use packfs_core::mem::{Limits, Tree};
+use packfs_core::pack::{WriteError, write_pack};
+use packfs_core::{Clock, MemFs, system_clock};
+
+use crate::mmap::{OpenPackError, open_pack};
+use crate::publish::write_atomic;
+use log_file::LogFile;
+
+/// What a journal call returns.
+pub type Result<T, E = JournalError> = std::result::Result<T, E>;
+
+/// An open journal directory and the filesystem it keeps durable.
+pub struct Journal {
+    dir: PathBuf,
+    generation: u64,
+    fs: Arc<MemFs>,
+    log: Arc<LogFile>,
+    policy: SyncPolicy,
+    limits: Limits,
+}
+
+fn base_path(dir: &Path, g: u64) -> PathBuf {
+    dir.join(format!("base-{g}.pack"))
+}
+
+fn log_path(dir: &Path, g: u64) -> PathBuf {
+    dir.join(format!("journal-{g}.log"))
+}
+
+/// The generation in a journal directory's file name, and whether it is
+/// the pack (`true`) or the log.
+/// Only names of the exact form the journal writes: `journal-007.log` or
+/// `base-+2.pack` are someone else's, and left alone.
+fn parse_name(name: &str) -> Option<(u64, bool)> {
+    let (g, pack) = match name.strip_prefix("base-").and_then(|n| n.strip_suffix(".pack")) {
+        Some(g) => (g, true),
+        None => (name.strip_prefix("journal-")?.strip_suffix(".log")?, false),
+    };
+    if !crate::publish::canonical_number(g) {
+        return None;
+    }
+    Some((g.parse().ok()?, pack))
+}
+
+/// What a journal directory holds, read without changing anything on disk.
+struct Loaded {
+    generation: u64,
+    /// The checkpoint with the log replayed onto it.
+    tree: Tree,
+    /// The log, open for writing, and the length of its good part.
+    log: Option<(File, u64)>,
+}
+
+fn load(dir: &Path, limits: Limits, clock: &Clock) -> Result<Loaded> {
+    let mut generation = 0;
+    for entry in std::fs::read_dir(dir).map_err(JournalError::io("reading", dir))? {
+        let name = entry.map_err(JournalError::io("reading", dir))?.file_name();
+        if let Some((g, true)) = name.to_str().and_then(parse_name) {
+            generation = generation.max(g);
+        }
+    }
+    let mut tree = if generation == 0 {
+        None
+    } else {
+        let path = base_path(dir, generation);
+        let pack = open_pack(&path).map_err(|e| match e {
+            OpenPackError::Io { path, source } => JournalError::Io { doing: "mapping", path, source },
+            OpenPackError::Pack { path, source } => JournalError::Corrupt { path, source },
+        })?;
+        let mounted = Tree::overlay(Arc::new(pack), clock(), limits);
+        Some(mounted.map_err(|source| JournalError::Corrupt { path, source })?)
+    };
+    let path = log_path(dir, generation);
+    let log = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Ok(Loaded { generation, tree: tree.unwrap_or_else(|| Tree::new(clock(), limits)), log: None });
+        }
+        Err(e) => return Err(JournalError::io("reading", path)(e)),
+    };
+    let corrupt = |source| JournalError::Corrupt { path: path.clone(), source };
+    let header = Header::decode(&log).map_err(corrupt)?;
+    if header.generation != generation {
+        return Err(JournalError::WrongGeneration { path, expected: generation, found: header.generation });
+    }
+    let mut tree = tree.take().unwrap_or_else(|| Tree::new(header.created, limits));
+    let replayed = replay(&mut tree, &log[HEADER_LEN..]).map_err(corrupt)?;
+    let file = File::options().write(true).open(&path).map_err(JournalError::io("opening", &path))?;
+    Ok(Loaded { generation, tree, log: Some((file, HEADER_LEN as u64 + replayed.valid_len)) })
+}
+
+impl Journal {
+    /// Opens (creating when missing) the journal directory `dir`.
+    pub fn open(dir: &Path, policy: SyncPolicy, limits: Limits) -> Result<Journal> {
+        if !dir.is_dir() {
+            std::fs::create_dir_all(dir).map_err(JournalError::io("creating", dir))?;
+            // The new directory's name must outlive a crash, or so would
+            // nothing acknowledged inside it.
+            let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            File::open(parent).and_then(|p| p.sync_all()).map_err(JournalError::io("syncing", parent))?;
+        }
+        let path = dir.join("lock");
+        let lock = File::options().create(true).truncate(false).write(true).open(&path);
+        let lock = lock.map_err(JournalError::io("opening", &path))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(JournalError::InUse { dir: dir.to_owned() }),
+            Err(std::fs::TryLockError::Error(e)) => return Err(JournalError::io("locking", path)(e)),
+        }
+        Self::open_locked(dir, lock, policy, limits)
+    }
+
+    fn open_locked(dir: &Path, lock: File, policy: SyncPolicy, limits: Limits) -> Result<Journal> {
+        let clock = system_clock();
+        let Loaded { generation, mut tree, log } = load(dir, limits, &clock)?;
+        let (file, len) = match log {
+            Some((file, valid)) => {
+                // Cut a torn or damaged tail: appends go right after the last good record.
+                let cut = || -> io::Result<()> {
+                    if file.metadata()?.len() != valid {
+                        file.set_len(valid)?;
+                        file.sync_all()?;
+                    }
+                    Ok(())
+                };
+                cut().map_err(JournalError::io("cutting the torn tail of", log_path(dir, generation)))?;
+                (file, valid)
+            }
+            None => {
+                let header = Header { generation, created: clock() };
+                let path = log_path(dir, generation);
+                write_atomic(&path, |f| f.write_all(&header.encode())).map_err(JournalError::io("creating", &path))?;
+                if generation == 0 {
+                    // Replay will start from an empty tree made at `created`.
+                    tree = Tree::new(header.created, limits);
+                }
+                (File::options().write(true).open(&path).map_err(JournalError::io("opening", path))?, HEADER_LEN as u64)
+            }
+        };
+        remove_other_generations(dir, generation)?;
+        let log = Arc::new(LogFile::new(file, len, policy, Some(lock)));
+        let fs = Arc::new(MemFs::journaled(tree, log.clone(), clock));
+        Ok(Journal { dir: dir.to_path_buf(), generation, fs, log, policy, limits })
+    }
+
+    /// Reads the tree a journal directory describes, changing nothing on
+    /// disk (for `packfs compact`).
+    pub fn read(dir: &Path) -> Result<packfs_core::Snapshot> {
+        Ok(packfs_core::Snapshot::from(load(dir, Limits::default(), &system_clock())?.tree))
+    }
+
+    /// The journaled filesystem.
+    pub fn fs(&self) -> &Arc<MemFs> {
+        &self.fs
+    }
+
+    /// The current checkpoint generation.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Compacts the tree into a new checkpoint pack and starts an empty
+    /// log; returns the journal to use from now on. The filesystem before
+    /// the checkpoint refuses further changes (`Io`): its handles belong to
+    /// the old generation.
+    pub fn checkpoint(self) -> Result<Journal> {
+        let next = self.generation + 1;
+        let base = base_path(&self.dir, next);
+        // Closed between changes: a change recorded in the old log is in
+        // the snapshot, and one begun after fails.
+        let mut held = None;
+        let snapshot = self.fs.settled_snapshot(|| held = self.log.close("the journal was checkpointed: reopen it"));
+        let held = held.ok_or(JournalError::Closed)?;
+        write_atomic(&base, |f| {
+            let mut out = io::BufWriter::new(f);
+            write_pack(&snapshot, &mut out)?;
+            out.flush().map_err(WriteError::from)
+        })
+        .map_err(|source| JournalError::Checkpoint { path: base, source })?;
+        let header = Header { generation: next, created: system_clock()() };
+        let log = log_path(&self.dir, next);
+        write_atomic(&log, |f| f.write_all(&header.encode())).map_err(JournalError::io("creating", log))?;
+        Journal::open_locked(&self.dir, held, self.policy, self.limits)
+    }
+}
+
+fn remove_other_generations(dir: &Path, keep: u64) -> Result<()> {
+    for entry in std::fs::read_dir(dir).map_err(JournalError::io("reading", dir))? {
+        let entry = entry.map_err(JournalError::io("reading", dir))?;
+        if let Some((g, _)) = entry.file_name().to_str().and_then(parse_name)
+            && g != keep
+        {
+            std::fs::remove_file(entry.path()).map_err(JournalError::io("removing", entry.path()))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

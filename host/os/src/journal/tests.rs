@@ -1,0 +1,174 @@
+//! The journal's own unit tests (the crash tests, by SIGKILL, are in
+//! `host/os/tests/journal_crash.rs`).
+
+use std::sync::atomic::Ordering;
+
+use packfs_core::{Error, FileSystem, OpenOptions};
+
+use super::*;
+
+/// Opening removes other generations' files, and nothing else: names
+/// not of the exact form the journal writes are someone else's.
+#[test]
+fn only_its_own_names_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let theirs = ["journal-007.log", "base-+2.pack", "journal-1.log.bak", "base-01.pack", "notes.txt"];
+    for name in theirs {
+        std::fs::write(dir.path().join(name), name).unwrap();
+    }
+    std::fs::write(dir.path().join("journal-5.log"), b"an old generation's log").unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    drop(j);
+    for name in theirs {
+        assert_eq!(std::fs::read_to_string(dir.path().join(name)).unwrap(), name);
+    }
+    assert!(!dir.path().join("journal-5.log").exists(), "another generation's log goes");
+    assert_eq!(parse_name("journal-12.log"), Some((12, false)));
+    assert_eq!(parse_name("base-0.pack"), Some((0, true)));
+    assert_eq!(parse_name("journal-007.log"), None);
+}
+
+fn put(fs: &MemFs, name: &str, data: &[u8]) {
+    let f = fs.open(fs.root(), name, &OpenOptions::create()).unwrap();
+    fs.write_at(f, 0, data).unwrap();
+    fs.close(f);
+}
+
+fn get(fs: &dyn FileSystem, name: &str) -> Vec<u8> {
+    let ino = fs.lookup(fs.root(), name).unwrap();
+    let mut buf = vec![0; fs.metadata(ino).unwrap().size as usize];
+    fs.read_at(ino, 0, &mut buf).unwrap();
+    buf
+}
+
+#[test]
+fn reopen_replays_and_checkpoint_compacts() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    put(j.fs(), "a", b"one");
+    let created = j.fs().metadata(1).unwrap().mtime;
+    drop(j);
+    let j = Journal::open(dir.path(), SyncPolicy::GroupCommit, Limits::default()).unwrap();
+    assert_eq!(get(&**j.fs(), "a"), b"one");
+    assert_eq!(j.fs().metadata(1).unwrap().mtime, created, "replay restores times too");
+    let old = j.fs().clone();
+    let j = j.checkpoint().unwrap();
+    assert_eq!(j.generation(), 1);
+    assert!(old.mkdir(old.root(), "lost", 0o755).is_err(), "the old generation takes no changes");
+    put(j.fs(), "b", b"two");
+    drop(j);
+    let mut names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    names.sort();
+    assert_eq!(names, ["base-1.pack", "journal-1.log", "lock"]);
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    assert_eq!(get(&**j.fs(), "a"), b"one");
+    assert_eq!(get(&**j.fs(), "b"), b"two");
+    assert_eq!(get(&Journal::read(dir.path()).unwrap(), "b"), b"two");
+}
+
+#[test]
+fn a_torn_tail_is_cut_and_appends_continue_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    put(j.fs(), "a", b"kept");
+    drop(j);
+    let log = log_path(dir.path(), 0);
+    let whole = std::fs::metadata(&log).unwrap().len();
+    // Half a record of garbage, as a crash mid-append leaves it.
+    let mut f = File::options().append(true).open(&log).unwrap();
+    f.write_all(&[0x30, 0, 0, 0, 1, 2, 3]).unwrap();
+    drop(f);
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    assert_eq!(std::fs::metadata(&log).unwrap().len(), whole);
+    put(j.fs(), "b", b"after");
+    drop(j);
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    assert_eq!((get(&**j.fs(), "a"), get(&**j.fs(), "b")), (b"kept".to_vec(), b"after".to_vec()));
+}
+
+#[test]
+fn limits_change_on_a_journaled_filesystem() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    j.fs().set_limits(Limits { max_bytes: None, max_inodes: Some(2) });
+    j.fs().mkdir(j.fs().root(), "a", 0o755).unwrap();
+    assert_eq!(j.fs().mkdir(j.fs().root(), "b", 0o755), Err(Error::Quota));
+}
+
+#[test]
+fn a_journal_is_open_in_one_place_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let again = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default());
+    assert!(matches!(again, Err(JournalError::InUse { .. })), "{:?}", again.err());
+    let j = j.checkpoint().unwrap();
+    assert!(Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).is_err(), "the lock is kept");
+    // Whoever still holds the filesystem can still write the log: the
+    // lock stays with it.
+    let fs = j.fs().clone();
+    drop(j);
+    assert!(Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).is_err(), "held by the filesystem");
+    drop(fs);
+    Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+}
+
+/// Writers keep changing the filesystem while it is checkpointed: every
+/// change acknowledged before the checkpoint closed the log is kept.
+#[test]
+fn checkpoints_keep_every_acknowledged_change() {
+    use std::sync::atomic::AtomicUsize;
+    let dir = tempfile::tempdir().unwrap();
+    let mut j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let mut acknowledged = Vec::new();
+    for round in 0..4 {
+        let made = Arc::new(AtomicUsize::new(0));
+        let writer = {
+            let (fs, made) = (j.fs().clone(), made.clone());
+            std::thread::spawn(move || {
+                let mut ok = Vec::new();
+                for i in 0.. {
+                    let name = format!("r{round}-{i}");
+                    match fs.mkdir(fs.root(), &name, 0o755) {
+                        Ok(_) => ok.push(name),
+                        Err(Error::Backend(_) | Error::Os(_)) => return ok,
+                        Err(e) => panic!("{name}: {e}"),
+                    }
+                    made.fetch_add(1, Ordering::Relaxed);
+                }
+                unreachable!()
+            })
+        };
+        while made.load(Ordering::Relaxed) < 3 {
+            std::thread::yield_now();
+        }
+        j = j.checkpoint().unwrap();
+        acknowledged.extend(writer.join().unwrap());
+    }
+    drop(j);
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    for name in &acknowledged {
+        assert!(j.fs().lookup(j.fs().root(), name).is_ok(), "{name} was acknowledged, then lost");
+    }
+}
+
+#[test]
+fn group_commit_shares_syncs_between_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::GroupCommit, Limits::default()).unwrap();
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let fs = j.fs().clone();
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    fs.mkdir(fs.root(), &format!("t{t}-{i}"), 0o755).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    drop(j);
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    assert_eq!(j.fs().read_dir(j.fs().root(), None, 1000).unwrap().len(), 200);
+}
