@@ -56,7 +56,7 @@ use super::hash_index::Tables;
 use super::header::{HEADER_LEN, Header};
 use super::inode::{self, Body, InodeRecord};
 use super::layout::{MAX_DECODED_INDEX, MAX_EXTENTS};
-use super::reader::ByteSource;
+use super::source::ByteSource;
 use super::trailer::{TRAILER_LEN, Table, Trailer};
 use crate::Error;
 use crate::path::validate_name;

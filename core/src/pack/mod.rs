@@ -48,6 +48,7 @@ mod lazy_open;
 mod partial;
 mod pieces;
 mod reader;
+mod source;
 mod trailer;
 mod verify;
 mod writer;
@@ -59,7 +60,8 @@ pub use layout::{CodecStats, ContentStats, Layout};
 pub use lazy_open::{LazyOpen, OpenStep, TAIL_LEN};
 pub use partial::{MERGE_GAP, Merged, Partial, merge_ranges};
 pub use pieces::Pieces;
-pub use reader::{ByteSource, PackFs, PackInfo, ReadOptions};
+pub use reader::{PackFs, PackInfo, ReadOptions};
+pub use source::ByteSource;
 pub use verify::{BadEntry, VerifyReport};
 pub use writer::{PackOptions, PackStats, WriteError, write_pack};
 

@@ -1,5 +1,5 @@
 //! The reader: [`PackFs`], a read-only [`FileSystem`] over a pack's bytes,
-//! wherever they are ([`ByteSource`]).
+//! wherever they are ([`ByteSource`](super::ByteSource)).
 //!
 //! Opening checks the header, trailer, index checksum and index structure
 //! ([`Index`]) — time proportional to the number of entries, not to the
@@ -20,97 +20,17 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use super::cache::ChunkCache;
 use super::hash_index::HashIndex;
 use super::index::Index;
 use super::inode::{self, Body, InodeRecord};
+// Also the path content, layout, partial and verify name it by.
+pub(super) use super::source::ByteSource;
 use crate::path::validate_name;
 use crate::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result};
-
-/// Where a pack's bytes live: memory, a mapped file (the host), or a
-/// source that holds only some of them ([`Partial`](super::Partial): blobs
-/// fetched as reads ask for them). Reads borrow from it, zero-copy.
-///
-/// A source says which bytes are *here*; the reader checks what they
-/// mean. Opening takes the header, the trailer and the index region (see
-/// [`Layout::required`](super::Layout::required)) with [`get`](Self::get);
-/// a file's bytes come by [`extent`](Self::extent), one stored piece at a
-/// time.
-pub trait ByteSource: Send + Sync {
-    /// The whole pack's length in bytes.
-    fn size(&self) -> u64;
-
-    /// The bytes `range` of the pack; `None` when they are not all here
-    /// (past the end, or not fetched yet).
-    fn get(&self, range: Range<u64>) -> Option<&[u8]>;
-
-    /// Extent `k`'s bytes, which lie at `range`; `None` when they are not
-    /// here. An extent is what the index lists as one piece of stored
-    /// data: a blob in version 1, a chunk in version 2
-    /// ([`PackFs::extent`]). A source that keeps them apart (fetched one
-    /// by one) finds them by `k`; the others need only [`get`](Self::get).
-    fn extent(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
-        let _ = k;
-        self.get(range)
-    }
-
-    /// False while some extents are missing and arrive only when the
-    /// caller fetches them (a [`Partial`](super::Partial)): reads that must
-    /// not stop part-way then check first
-    /// ([`FileSystem::loaded`](crate::FileSystem::loaded)). A source that
-    /// holds every byte, or fetches what it lacks itself, is complete.
-    fn complete(&self) -> bool {
-        true
-    }
-}
-
-/// `range` of bytes that are all here.
-fn cut(bytes: &[u8], range: Range<u64>) -> Option<&[u8]> {
-    bytes.get(usize::try_from(range.start).ok()?..usize::try_from(range.end).ok()?)
-}
-
-impl ByteSource for [u8] {
-    fn size(&self) -> u64 {
-        self.len() as u64
-    }
-    fn get(&self, range: Range<u64>) -> Option<&[u8]> {
-        cut(self, range)
-    }
-}
-
-impl ByteSource for Vec<u8> {
-    fn size(&self) -> u64 {
-        self.len() as u64
-    }
-    fn get(&self, range: Range<u64>) -> Option<&[u8]> {
-        cut(self, range)
-    }
-}
-
-/// A source behind a pointer is the source.
-macro_rules! forward {
-    ($($ptr:ty),*) => {$(
-        impl<T: ByteSource + ?Sized> ByteSource for $ptr {
-            fn size(&self) -> u64 {
-                (**self).size()
-            }
-            fn get(&self, range: Range<u64>) -> Option<&[u8]> {
-                (**self).get(range)
-            }
-            fn extent(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
-                (**self).extent(k, range)
-            }
-            fn complete(&self) -> bool {
-                (**self).complete()
-            }
-        }
-    )*};
-}
-
-forward!(&T, Box<T>, Arc<T>);
 
 /// Decoded chunks kept by default: a chunk a read covers whole is kept only
 /// while there is room (else decoded into the reader's buffer), so a full
