@@ -10,7 +10,7 @@ step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 step "set-up: the wasm32-wasip1 target, the packfs command, the demo guest"
 rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
-cargo build -p packfs-host --bin packfs
+cargo build -p packfs-cli
 # The guest (guest-tests/src/bin/demo.rs): counts lines, words and bytes of
 # /data/**/*.txt and writes a report to /out/report.txt.
 cargo build --release --target wasm32-wasip1 --manifest-path guest-tests/Cargo.toml \

@@ -62,11 +62,11 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p packfs-core -p packfs-os -p pa
 # The dry run builds each crate against the others from a temporary
 # registry; cargo takes a registry crate of one version to be immutable, so
 # an earlier run's build of it would be reused for this tree's: forget ours.
-rm -rf "${CARGO_TARGET_DIR:-target}"/debug/.fingerprint/packfs-{core,os,remote,host}-*
+rm -rf "${CARGO_TARGET_DIR:-target}"/debug/.fingerprint/packfs-{core,os,remote,host,cli}-*
 # Nor may it take an earlier run's unpacked sources of them: cargo unpacks
 # a registry crate once and reuses the directory.
-rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/packfs-{core,os,remote,host}-*
-cargo publish --dry-run --allow-dirty -p packfs-core -p packfs-os -p packfs-remote -p packfs-host
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/packfs-{core,os,remote,host,cli}-*
+cargo publish --dry-run --allow-dirty -p packfs-core -p packfs-os -p packfs-remote -p packfs-host -p packfs-cli
 # A plugin host in its own crate, depending on them as a user would.
 cargo run --locked --manifest-path examples/plugin-host/Cargo.toml --target-dir "${CARGO_TARGET_DIR:-target}"
 

@@ -12,7 +12,7 @@ command -v zip >/dev/null && command -v unzip >/dev/null || {
     sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
     $sudo apt-get install -y -qq zip unzip >/dev/null
 }
-cargo build -q --release -p packfs-host --bin packfs
+cargo build -q --release -p packfs-cli
 packfs=$PWD/target/release/packfs
 work=$(mktemp -d /tmp/packfs-cli-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -56,8 +56,7 @@
 //!   file, one `target backend phase nanoseconds ops` line each (to
 //!   compare two builds run alternately).
 
-#[path = "../../host/tests/support/mod.rs"]
-mod support;
+use packfs_test_support as support;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

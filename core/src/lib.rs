@@ -3,7 +3,7 @@
 //! The target-agnostic heart of PackFS, a virtual filesystem for WebAssembly:
 //!
 //! - [`FileSystem`]: the one object-safe backend trait, over inodes and
-//!   single names, with errors ([`Error`]) that map 1:1 onto WASI
+//!   single names, with errors ([`Error`]) that each map onto one WASI
 //!   `error-code`;
 //! - [`treap::Treap`]: the persistent ordered map every index is built on;
 //! - [`MemFs`]: the in-memory backend, with lock-free MVCC snapshot reads

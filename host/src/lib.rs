@@ -22,7 +22,13 @@
 //!   `add_to_linker` functions that plug it into a component `Linker`;
 //! - [`load`]: compiling guests, with an on-disk cache of compiled code;
 //! - [`Runner`]: load and run a command guest against PackFS preopens,
-//!   with [`Limits`] on memory and time.
+//!   with [`Limits`] on memory and time;
+//! - [`packs`]: opening packs by path, mapped, or by URL.
+//!
+//! Features, both on by default: `p2` serves components (it brings
+//! wasmtime-wasi, and so tokio); `remote` opens packs by URL (tokio,
+//! object_store, an HTTP stack). An embedder who runs p1 modules on mem,
+//! pack and dir mounts turns both off (`default-features = false`).
 //!
 //! The trees on the host's own filesystem — host directories, mapped
 //! packs, journals — are [`packfs_os`]'s, which needs no wasmtime; the
@@ -71,7 +77,11 @@
 
 pub mod load;
 pub mod p1;
+pub mod packs;
 mod run;
+#[cfg(feature = "p2")]
 pub mod wasi;
 
-pub use run::{GuestState, Limits, MAX_RESOURCES, P1State, RunError, Runner};
+#[cfg(feature = "p2")]
+pub use run::{GuestState, MAX_RESOURCES};
+pub use run::{Limits, P1State, RunError, Runner};

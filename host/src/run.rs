@@ -16,20 +16,26 @@ use std::time::{Duration, Instant};
 
 use packfs_core::wasi::deadline::Deadline;
 use packfs_core::wasi::p1::Wasi;
+#[cfg(feature = "p2")]
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, Module, ResourceLimiter, Store, Trap, UpdateDeadline};
+#[cfg(feature = "p2")]
 use wasmtime_wasi::p2::bindings::sync::{Command, CommandPre};
+#[cfg(feature = "p2")]
 use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 
 use crate::load::{self, CacheStatus, Guest, GuestCache, LoadError};
+#[cfg(feature = "p2")]
 use crate::wasi::{PackFsCtx, PackFsCtxView, PackFsView};
 
 /// Most resources a component guest holds at once in a [`GuestState`]; a
 /// call that would make one more traps (wasmtime's `ResourceTableError::Full`).
+#[cfg(feature = "p2")]
 pub const MAX_RESOURCES: usize = 1 << 16;
 
 /// A component guest's store data: wasmtime-wasi's context for everything
 /// but the filesystem, PackFS's for the filesystem, one resource table.
+#[cfg(feature = "p2")]
 pub struct GuestState {
     /// Arguments, environment, stdio, clocks, random, sockets.
     pub wasi: WasiCtx,
@@ -40,6 +46,7 @@ pub struct GuestState {
     limiter: Limiter,
 }
 
+#[cfg(feature = "p2")]
 impl GuestState {
     /// State for one guest run. The guest holds at most [`MAX_RESOURCES`]
     /// resources (descriptors, streams, pollables, ...) at once, as a p1
@@ -51,12 +58,14 @@ impl GuestState {
     }
 }
 
+#[cfg(feature = "p2")]
 impl WasiView for GuestState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
     }
 }
 
+#[cfg(feature = "p2")]
 impl PackFsView for GuestState {
     fn packfs(&mut self) -> PackFsCtxView<'_> {
         PackFsCtxView { ctx: &mut self.packfs, table: &mut self.table }
@@ -157,6 +166,7 @@ pub enum RunError {
 /// ```
 pub struct Runner {
     engine: Engine,
+    #[cfg(feature = "p2")]
     linker: Linker<GuestState>,
     p1: wasmtime::Linker<P1State>,
     cache: Option<GuestCache>,
@@ -196,11 +206,22 @@ impl Runner {
     /// compilation cache or limits. Any engine serves; [`Runner::config`]
     /// makes the fastest for it.
     pub fn new(engine: &Engine) -> wasmtime::Result<Runner> {
-        let mut linker = Linker::new(engine);
-        crate::wasi::add_to_linker_sync(&mut linker)?;
+        #[cfg(feature = "p2")]
+        let linker = {
+            let mut linker = Linker::new(engine);
+            crate::wasi::add_to_linker_sync(&mut linker)?;
+            linker
+        };
         let mut p1 = wasmtime::Linker::new(engine);
         crate::p1::add_to_linker(&mut p1, |s: &mut P1State| &mut s.wasi)?;
-        Ok(Runner { engine: engine.clone(), linker, p1, cache: None, limits: Limits::default() })
+        Ok(Runner {
+            engine: engine.clone(),
+            #[cfg(feature = "p2")]
+            linker,
+            p1,
+            cache: None,
+            limits: Limits::default(),
+        })
     }
 
     /// Caches compiled guests in `cache`.
@@ -222,6 +243,7 @@ impl Runner {
 
     /// The component linker, with all of WASI 0.2 defined; add host
     /// functions of your own.
+    #[cfg(feature = "p2")]
     pub fn linker_mut(&mut self) -> &mut Linker<GuestState> {
         &mut self.linker
     }
@@ -254,7 +276,10 @@ impl Runner {
                     _ => Err(wasmtime::Error::msg("the module exports no `_start` function")),
                 }
             }
+            #[cfg(feature = "p2")]
             Guest::Component(c) => CommandPre::new(self.linker.instantiate_pre(c)?).map(|_| ()),
+            #[cfg(not(feature = "p2"))]
+            Guest::Component(_) => Err(wasmtime::Error::msg("components need packfs-host's `p2` feature")),
         }
     }
 
@@ -343,6 +368,7 @@ impl Runner {
     /// Runs a component's `wasi:cli/run` to completion; returns its exit
     /// status (0 for success, 1 for `run` returning an error, or the code
     /// it passed to `exit` modulo 256, as a POSIX exit status).
+    #[cfg(feature = "p2")]
     pub fn run(&self, component: &Component, wasi: WasiCtx, packfs: PackFsCtx) -> Result<i32, RunError> {
         let mut store = self.store(GuestState::new(wasi, packfs), |s| &mut s.limiter);
         let (r, timed_out) = self.timed(|| {

@@ -2,7 +2,7 @@
 //! asynchronously: preview1 for a core module, and `wasi:filesystem` next
 //! to wasmtime-wasi's async io for a component.
 
-mod support;
+use packfs_test_support as support;
 
 use std::sync::Arc;
 

@@ -18,7 +18,7 @@
 //! [`TOOLS`] are guests that are not transcripts to compare: programs for
 //! `packfs run`'s tests and the README's demo.
 
-mod support;
+use packfs_test_support as support;
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};

@@ -67,7 +67,7 @@
 //! `P1_DIFF_SURVEY=1` prints each failing script and goes on, to list
 //! many differences in one run; `P1_DIFF_DEBUG=1` prints wasmtime's traps.
 
-mod support;
+use packfs_test_support as support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::common::{OpenError, bytes, read_once, try_open};
+use crate::common::{Packs, bytes, read_once};
 use anyhow::Result;
 
 #[derive(Debug, clap::Args)]
@@ -14,13 +14,13 @@ pub(crate) struct Args {
     pack: PathBuf,
 }
 
-pub(crate) fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
     let shown = args.pack.display();
-    let pack = match try_open(&args.pack, read_once(false)) {
+    let pack = match packs.open(&args.pack, read_once(false)) {
         Ok(p) => p,
         // A damaged header or index is a "no", like a damaged blob.
-        Err(OpenError::Damaged(e)) => {
-            eprintln!("packfs: {e:#}");
+        Err(e) if e.is_damaged() => {
+            eprintln!("packfs: {:#}", anyhow::Error::from(e));
             return Ok(ExitCode::FAILURE);
         }
         Err(e) => return Err(e.into()),

@@ -5,7 +5,8 @@
 use packfs_core::{Error, FileSystem};
 use packfs_host::RunError;
 
-use crate::run::TIMED_OUT;
+/// Exit status when `--timeout` ends the guest, as `timeout(1)` gives.
+pub(crate) const TIMED_OUT: u8 = 124;
 
 /// Ends the process with [`TIMED_OUT`] a moment past a component's
 /// `--timeout`, unless disarmed (dropped) first. A p1 guest blocked in a

@@ -36,7 +36,7 @@ use packfs_core::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOpti
 use packfs_os::dir::DirFs;
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 
-use crate::common::{Copier, Pack, bytes, list, open_pack, read_once, step};
+use crate::common::{Copier, Pack, Packs, bytes, list, open_pack, read_once, step};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -73,10 +73,10 @@ const NAMED: usize = 5;
 /// magic links, no other mounts.
 const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS).union(ResolveFlags::NO_XDEV);
 
-pub(crate) fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
     // Before anything starts a thread: reading the umask sets it.
     let clear = if args.preserve_permissions { 0 } else { umask() | 0o6000 };
-    let pack = open_pack(&args.pack, read_once(true))?;
+    let pack = open_pack(packs, &args.pack, read_once(true))?;
     // Check every blob before writing anything: a damaged pack leaves DIR
     // untouched. Blobs that pass are remembered, so none is hashed twice.
     let report = pack.verify().with_context(|| format!("{}", args.pack.display()))?;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use packfs_core::{FileSystem, FileType};
 
-use crate::common::{find, format_time, kind_name, mode_string, open_pack, read_once};
+use crate::common::{Packs, find, format_time, kind_name, mode_string, open_pack, read_once};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -19,8 +19,8 @@ pub(crate) struct Args {
     dereference: bool,
 }
 
-pub(crate) fn run(args: Args) -> Result<ExitCode> {
-    let pack = open_pack(&args.pack, read_once(false))?;
+pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
+    let pack = open_pack(packs, &args.pack, read_once(false))?;
     let ino = find(&pack, &args.path, args.dereference).with_context(|| format!("{}", args.pack.display()))?;
     let m = pack.metadata(ino)?;
     out!("  path: {}", args.path);

@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use packfs_core::path::MAX_PATH;
 use packfs_core::{FileSystem, FileType, Ino};
 
-use crate::common::{self, Pack, open_pack, read_once, walk};
+use crate::common::{self, Pack, Packs, open_pack, read_once, walk};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -97,10 +97,10 @@ fn fill(fs: &Pack, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
     Ok(n)
 }
 
-pub(crate) fn run(args: Args) -> Result<ExitCode> {
+pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
     let (shown_a, shown_b) = (args.a.display().to_string(), args.b.display().to_string());
-    let a = open_pack(&args.a, read_once(true))?;
-    let b = open_pack(&args.b, read_once(true))?;
+    let a = open_pack(packs, &args.a, read_once(true))?;
+    let b = open_pack(packs, &args.b, read_once(true))?;
     let (old, new) = (entries(&a, &shown_a)?, entries(&b, &shown_b)?);
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut differ = false;

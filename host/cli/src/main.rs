@@ -38,6 +38,8 @@ mod verify;
 
 use std::process::ExitCode;
 
+use packfs_host::packs::Packs;
+
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 
@@ -91,8 +93,8 @@ impl RemoteArgs {
     }
 
     /// What remote packs cost, on stderr.
-    fn report(&self) {
-        for p in common::remote_packs() {
+    fn report(&self, packs: &Packs) {
+        for p in packs.remote_packs() {
             let s = p.stats();
             eprintln!(
                 "packfs: {}: {} requests, {} fetched, {} chunks fetched, {} from the cache",
@@ -103,7 +105,7 @@ impl RemoteArgs {
                 s.from_cache
             );
         }
-        if let Some(c) = common::remote_cache() {
+        if let Some(c) = packs.remote_cache() {
             let s = c.stats();
             eprintln!(
                 "packfs: cache {}: {} hits ({}), {} misses, {} stored ({}), {} evicted, {} damaged",
@@ -157,21 +159,21 @@ fn main() -> ExitCode {
         Err(e) => e.exit(), // --help, --version
     };
     let remote = cli.remote.clone();
-    common::set_remote(move || remote.options());
+    let packs = Packs::with_remote(move || remote.options());
     let result = match cli.command {
         Command::Pack(args) => pack::run(args),
-        Command::Ls(args) => ls::run(args),
-        Command::Cat(args) => cat::run(args),
-        Command::Stat(args) => stat::run(args),
-        Command::Info(args) => info::run(args),
-        Command::Verify(args) => verify::run(args),
-        Command::Unpack(args) => unpack::run(args),
-        Command::Diff(args) => diff::run(args),
+        Command::Ls(args) => ls::run(args, &packs),
+        Command::Cat(args) => cat::run(args, &packs),
+        Command::Stat(args) => stat::run(args, &packs),
+        Command::Info(args) => info::run(args, &packs),
+        Command::Verify(args) => verify::run(args, &packs),
+        Command::Unpack(args) => unpack::run(args, &packs),
+        Command::Diff(args) => diff::run(args, &packs),
         Command::Compact(args) => compact::run(args),
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(args, &packs),
     };
     if cli.remote.stats {
-        cli.remote.report();
+        cli.remote.report(&packs);
     }
     match result {
         Ok(code) => code,
@@ -180,7 +182,7 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("packfs: {e:#}");
             // The cause behind an I/O error from a remote pack.
-            for p in common::remote_packs() {
+            for p in packs.remote_packs() {
                 if let Some(why) = p.last_error() {
                     eprintln!("packfs: {why}");
                 }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use packfs_core::{FileSystem, FileType};
 
-use crate::common::{bytes, open_pack, read_once, walk};
+use crate::common::{Packs, bytes, open_pack, read_once, walk};
 
 /// Header and trailer, in bytes (docs/pack-format.md §3, §10).
 const FIXED: u64 = 64 + 128;
@@ -19,8 +19,8 @@ pub(crate) struct Args {
     pack: PathBuf,
 }
 
-pub(crate) fn run(args: Args) -> Result<ExitCode> {
-    let pack = open_pack(&args.pack, read_once(false))?;
+pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
+    let pack = open_pack(packs, &args.pack, read_once(false))?;
     let info = pack.info();
     let (mut files, mut dirs, mut symlinks, mut file_bytes) = (0u64, 1u64, 0u64, 0u64);
     let mut seen_inodes = HashSet::new();

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use crate::common::{Copier, find, open_pack, read_once};
+use crate::common::{Copier, Packs, find, open_pack, read_once};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -21,8 +21,8 @@ pub(crate) struct Args {
     paths: Vec<String>,
 }
 
-pub(crate) fn run(args: Args) -> Result<ExitCode> {
-    let pack = open_pack(&args.pack, read_once(true))?;
+pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
+    let pack = open_pack(packs, &args.pack, read_once(true))?;
     let shown = args.pack.display();
     let mut out = std::io::stdout().lock();
     let mut copier = Copier::new();

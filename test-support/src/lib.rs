@@ -1,11 +1,9 @@
-//! Building the guest programs of `guest-tests/`, once per test process,
-//! for the test files that run them (`guests.rs`, `cli_run.rs`).
+//! What PackFS's test files share: building the guest programs of
+//! `guest-tests/` once per test process, trees by path, and guards.
 //!
 //! Rust guests are built with cargo into `target/guest-tests` (a target dir
 //! of its own, so the outer `cargo test` holding the main one does not
 //! block it); C guests with `clang --target=wasm32-wasi`.
-
-#![allow(dead_code, reason = "each test file uses its own part")]
 
 pub mod trees;
 
@@ -15,7 +13,7 @@ use std::sync::OnceLock;
 
 /// The repository root.
 pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("host/ has a parent").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("test-support/ has a parent").to_path_buf()
 }
 
 /// Where guests and their compiled components go.
@@ -93,7 +91,6 @@ pub fn c_guest(name: &str, all: &[&str]) -> PathBuf {
 /// against a test hanging for ever when what it tests (a deadline) fails.
 /// The test then sees a child killed, not exited, and fails on that; no
 /// time is asserted.
-#[allow(dead_code, reason = "not every test binary uses it")]
 pub fn kill_after(pid: u32, after: std::time::Duration) {
     std::thread::spawn(move || {
         std::thread::sleep(after);

@@ -2,16 +2,12 @@
 //! walking it, copying a file out of it, and printing modes, times and
 //! sizes.
 
-use std::ops::Range;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
 
-use anyhow::{Context, Result, anyhow};
-use packfs_core::pack::{ByteSource, PackFs, ReadOptions};
+use anyhow::{Context, Result};
+use packfs_core::pack::ReadOptions;
 use packfs_core::{DirEntry, FileSystem, FileType, Ino, Metadata, Timestamp, resolve};
-use packfs_os::mmap::MappedFile;
-use packfs_remote::trace::Trace;
-use packfs_remote::{Location, RemoteError, RemoteOptions, RemoteSource};
+pub(crate) use packfs_host::packs::{Pack, Packs};
 
 /// Entries asked for per `read_dir` call.
 const DIR_PAGE: usize = 4096;
@@ -27,129 +23,6 @@ const ONCE_CACHE: u64 = 8 << 20;
 /// size).
 pub(crate) const PIECE: usize = 1 << 20;
 
-/// A pack's bytes: a mapped file, or an object in a store read lazily.
-pub(crate) enum PackSource {
-    Local(MappedFile),
-    Remote(RemoteSource),
-}
-
-impl ByteSource for PackSource {
-    fn size(&self) -> u64 {
-        match self {
-            PackSource::Local(f) => f.size(),
-            PackSource::Remote(r) => r.size(),
-        }
-    }
-
-    fn get(&self, range: Range<u64>) -> Option<&[u8]> {
-        match self {
-            PackSource::Local(f) => f.get(range),
-            PackSource::Remote(r) => r.get(range),
-        }
-    }
-
-    fn extent(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
-        match self {
-            PackSource::Local(f) => f.extent(k, range),
-            PackSource::Remote(r) => r.extent(k, range),
-        }
-    }
-}
-
-/// An open pack, wherever it is.
-pub(crate) type Pack = PackFs<PackSource>;
-
-/// How remote packs are read ([`set_remote`]), and those opened so far.
-struct Remote {
-    options: RemoteOptions,
-    opened: Mutex<Vec<RemoteSource>>,
-    /// The trace every remote pack opened from now on prefetches.
-    prefetch: OnceLock<Arc<Trace>>,
-}
-
-/// Makes the options, on the first use of a remote pack: a command given
-/// none does not touch the cache directory.
-type MakeOptions = Box<dyn FnOnce() -> RemoteOptions + Send>;
-
-static MAKE: Mutex<Option<MakeOptions>> = Mutex::new(None);
-static REMOTE: OnceLock<Remote> = OnceLock::new();
-
-/// Sets how this process reads remote packs: `make` gives the options when
-/// the first is opened.
-pub(crate) fn set_remote(make: impl FnOnce() -> RemoteOptions + Send + 'static) {
-    *MAKE.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(make));
-}
-
-fn remote() -> &'static Remote {
-    REMOTE.get_or_init(|| {
-        let make = MAKE.lock().unwrap_or_else(|e| e.into_inner()).take();
-        Remote {
-            options: make.map_or_else(RemoteOptions::default, |make| make()),
-            opened: Mutex::new(Vec::new()),
-            prefetch: OnceLock::new(),
-        }
-    })
-}
-
-/// Makes every remote pack opened from now on prefetch `trace` (each
-/// takes the entries that are its own).
-pub(crate) fn set_prefetch(trace: Trace) {
-    let _ = remote().prefetch.set(Arc::new(trace));
-}
-
-/// Every remote pack opened so far.
-pub(crate) fn remote_packs() -> Vec<RemoteSource> {
-    REMOTE.get().map_or_else(Vec::new, |r| r.opened.lock().unwrap_or_else(|e| e.into_inner()).clone())
-}
-
-/// The remote options in use (their cache, their time bounds).
-pub(crate) fn remote_options() -> &'static RemoteOptions {
-    &remote().options
-}
-
-/// The cache remote packs used, if any was.
-pub(crate) fn remote_cache() -> Option<&'static packfs_remote::Cache> {
-    REMOTE.get()?.options.cache.as_deref()
-}
-
-/// Why a pack did not open.
-pub(crate) enum OpenError {
-    /// It is damaged, or no pack.
-    Damaged(anyhow::Error),
-    /// It could not be read.
-    Failed(anyhow::Error),
-}
-
-impl From<OpenError> for anyhow::Error {
-    fn from(e: OpenError) -> Self {
-        match e {
-            OpenError::Damaged(e) | OpenError::Failed(e) => e,
-        }
-    }
-}
-
-/// Opens the pack at `path`, to be read as `read` says ([`read_once`], or the
-/// core's defaults for a guest): a file, mapped; or a URL (`s3://`,
-/// `http://`, `https://`), read lazily through the host-wide cache.
-pub(crate) fn try_open(path: &Path, read: ReadOptions) -> Result<Pack, OpenError> {
-    let shown = path.display().to_string();
-    if let Some(location) = path.to_str().and_then(Location::parse) {
-        let location = location.map_err(|e| OpenError::Failed(e.into()))?;
-        let remote = remote();
-        let options = RemoteOptions { read, prefetch: remote.prefetch.get().cloned(), ..remote.options.clone() };
-        let pack = packfs_remote::open_as(&location, &options, |source| {
-            remote.opened.lock().unwrap_or_else(|e| e.into_inner()).push(source.clone());
-            PackSource::Remote(source)
-        });
-        return pack.map_err(|e| match e {
-            RemoteError::Pack { .. } => OpenError::Damaged(e.into()),
-            e => OpenError::Failed(e.into()),
-        });
-    }
-    let file = MappedFile::open(path).map_err(|e| OpenError::Failed(anyhow!(e).context(shown.clone())))?;
-    PackFs::open_with(PackSource::Local(file), read).map_err(|e| OpenError::Damaged(anyhow!(e).context(shown)))
-}
-
 /// How a command that reads each file at most once, front to back, opens
 /// packs: with few decoded chunks kept, and each read checked against its
 /// checksum if `verify_reads`.
@@ -157,9 +30,10 @@ pub(crate) fn read_once(verify_reads: bool) -> ReadOptions {
     ReadOptions::new().verify_on_read(verify_reads).cache_bytes(ONCE_CACHE)
 }
 
-/// [`try_open`], either failure an error.
-pub(crate) fn open_pack(path: &Path, read: ReadOptions) -> Result<Pack> {
-    Ok(try_open(path, read)?)
+/// Opens the pack at `path` with `packs`, to be read as `read` says
+/// ([`read_once`], or the core's defaults for a guest).
+pub(crate) fn open_pack(packs: &Packs, path: &Path, read: ReadOptions) -> Result<Pack> {
+    Ok(packs.open(path, read)?)
 }
 
 /// The inode `path` names in `fs`, from its root. A leading `/` is allowed

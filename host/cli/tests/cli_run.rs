@@ -8,7 +8,7 @@
 //! and the errors: a missing module, pack or directory, bad `--mount`
 //! specs, a mount point that cannot be made.
 
-mod support;
+use packfs_test_support as support;
 
 use std::ffi::OsStr;
 use std::io::Write;

@@ -5,7 +5,7 @@
 //! serves later runs, is shared by concurrent ones (each chunk fetched
 //! once) and survives `kill -9`; traces prefetch.
 
-mod support;
+use packfs_test_support as support;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use packfs_core::{FileSystem, FileType, Metadata};
 
-use crate::common::{Pack, find, format_time, list, mode_string, open_pack, read_once, walk};
+use crate::common::{Pack, Packs, find, format_time, list, mode_string, open_pack, read_once, walk};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -57,8 +57,8 @@ fn line(out: &mut impl Write, pack: &Pack, name: &str, m: &Metadata, long: Optio
     Ok(())
 }
 
-pub(crate) fn run(args: Args) -> Result<ExitCode> {
-    let pack = open_pack(&args.pack, read_once(false))?;
+pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
+    let pack = open_pack(packs, &args.pack, read_once(false))?;
     let shown = args.pack.display();
     // Like ls: `ls link` lists the directory a symlink leads to, `ls -l link`
     // shows the link (a trailing `/` always follows).

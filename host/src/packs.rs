@@ -1,0 +1,247 @@
+//! Opening packs wherever they are: a file on this host, mapped; or, with
+//! the `remote` feature, a URL (`s3://`, `http://`, `https://`) read
+//! lazily through the host-wide cache (`packfs_remote`).
+//!
+//! [`Packs`] is the opener a program keeps: it holds how remote packs are
+//! read and remembers those it opened, for their costs and their traces.
+//! Every pack it opens has the one source type [`PackSource`], so a
+//! namespace can mix mapped and remote packs.
+//!
+//! ```no_run
+//! use packfs_core::FileSystem;
+//! use packfs_core::pack::ReadOptions;
+//! use packfs_host::packs::Packs;
+//!
+//! let packs = Packs::local();
+//! let pack = packs.open("app.pack".as_ref(), ReadOptions::new())?;
+//! let _ = pack.root();
+//! # Ok::<(), packfs_host::packs::OpenError>(())
+//! ```
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use packfs_core::pack::{ByteSource, PackFs, ReadOptions};
+use packfs_os::mmap::MappedFile;
+
+#[cfg(feature = "remote")]
+pub use remote::RemoteOptions;
+#[cfg(feature = "remote")]
+use remote::{Location, RemoteError, RemoteSource};
+
+/// The `packfs_remote` crate, for the options and the costs of remote
+/// packs.
+#[cfg(feature = "remote")]
+pub use packfs_remote as remote;
+
+/// A pack's bytes: a mapped file, or an object in a store read lazily.
+pub enum PackSource {
+    /// A file on this host, mapped.
+    Local(MappedFile),
+    /// An object in a store or on a web server.
+    #[cfg(feature = "remote")]
+    Remote(RemoteSource),
+}
+
+impl ByteSource for PackSource {
+    fn size(&self) -> u64 {
+        match self {
+            PackSource::Local(f) => f.size(),
+            #[cfg(feature = "remote")]
+            PackSource::Remote(r) => r.size(),
+        }
+    }
+
+    fn get(&self, range: Range<u64>) -> Option<&[u8]> {
+        match self {
+            PackSource::Local(f) => f.get(range),
+            #[cfg(feature = "remote")]
+            PackSource::Remote(r) => r.get(range),
+        }
+    }
+
+    fn extent(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
+        match self {
+            PackSource::Local(f) => f.extent(k, range),
+            #[cfg(feature = "remote")]
+            PackSource::Remote(r) => r.extent(k, range),
+        }
+    }
+}
+
+/// An open pack, wherever it is.
+pub type Pack = PackFs<PackSource>;
+
+/// Why a pack did not open.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The file could not be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The pack's path.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The bytes are no pack, or a damaged one.
+    #[error("{}: {source}", path.display())]
+    Damaged {
+        /// The pack's path.
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        source: packfs_core::Error,
+    },
+    /// A remote pack could not be opened ([`RemoteError::Pack`]: it is
+    /// damaged).
+    #[cfg(feature = "remote")]
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
+    /// A URL, in a program built without the `remote` feature.
+    #[error("{}: remote packs are not built in (packfs-host's `remote` feature)", path.display())]
+    NoRemote {
+        /// The URL.
+        path: PathBuf,
+    },
+}
+
+impl OpenError {
+    /// Whether the pack was read and found damaged (or no pack), rather
+    /// than not read at all.
+    pub fn is_damaged(&self) -> bool {
+        match self {
+            OpenError::Damaged { .. } => true,
+            #[cfg(feature = "remote")]
+            OpenError::Remote(RemoteError::Pack { .. }) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Opens packs, and keeps what remote ones need: their options, and the
+/// packs opened so far.
+pub struct Packs {
+    #[cfg(feature = "remote")]
+    remote: remote_state::State,
+}
+
+impl Packs {
+    /// An opener of packs on this host only: a URL is refused.
+    pub fn local() -> Self {
+        Packs {
+            #[cfg(feature = "remote")]
+            remote: remote_state::State::refusing(),
+        }
+    }
+
+    /// An opener of local and remote packs, the latter read with the
+    /// options `make` gives. They are made when the first remote pack is
+    /// opened, so a program that opens none never touches the cache
+    /// directory.
+    #[cfg(feature = "remote")]
+    pub fn with_remote(make: impl FnOnce() -> RemoteOptions + Send + 'static) -> Self {
+        Packs { remote: remote_state::State::new(Box::new(make)) }
+    }
+
+    /// Opens the pack at `path`, to be read as `read` says: a file,
+    /// mapped; or a URL, read lazily.
+    pub fn open(&self, path: &Path, read: ReadOptions) -> Result<Pack, OpenError> {
+        if looks_remote(path) {
+            #[cfg(feature = "remote")]
+            if let Some(location) = path.to_str().and_then(Location::parse) {
+                return self.remote.open(&location.map_err(RemoteError::from)?, read);
+            }
+            #[cfg(not(feature = "remote"))]
+            return Err(OpenError::NoRemote { path: path.to_owned() });
+        }
+        let file = MappedFile::open(path).map_err(|source| OpenError::Io { path: path.to_owned(), source })?;
+        PackFs::open_with(PackSource::Local(file), read)
+            .map_err(|source| OpenError::Damaged { path: path.to_owned(), source })
+    }
+}
+
+/// Whether `path` is a URL of a kind remote packs come from.
+fn looks_remote(path: &Path) -> bool {
+    path.to_str().is_some_and(|p| ["s3://", "http://", "https://"].iter().any(|s| p.starts_with(s)))
+}
+
+#[cfg(feature = "remote")]
+mod remote_state {
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    use packfs_core::pack::ReadOptions;
+    use packfs_core::sync::lock;
+    use packfs_remote::trace::Trace;
+    use packfs_remote::{Cache, Location, RemoteOptions, RemoteSource};
+
+    use super::{OpenError, Pack, PackSource, Packs};
+
+    /// Makes the remote options, on the first remote pack.
+    type Make = Box<dyn FnOnce() -> RemoteOptions + Send>;
+
+    /// How remote packs are read, and those opened so far.
+    pub(super) struct State {
+        make: Mutex<Option<Make>>,
+        options: OnceLock<RemoteOptions>,
+        opened: Mutex<Vec<RemoteSource>>,
+        prefetch: OnceLock<Arc<Trace>>,
+        refuse: bool,
+    }
+
+    impl State {
+        pub(super) fn new(make: Make) -> Self {
+            State {
+                make: Mutex::new(Some(make)),
+                options: OnceLock::new(),
+                opened: Mutex::new(Vec::new()),
+                prefetch: OnceLock::new(),
+                refuse: false,
+            }
+        }
+
+        pub(super) fn refusing() -> Self {
+            State { refuse: true, ..State::new(Box::new(RemoteOptions::default)) }
+        }
+
+        fn options(&self) -> &RemoteOptions {
+            self.options.get_or_init(|| lock(&self.make).take().map_or_else(RemoteOptions::default, |make| make()))
+        }
+
+        pub(super) fn open(&self, location: &Location, read: ReadOptions) -> Result<Pack, OpenError> {
+            if self.refuse {
+                return Err(OpenError::NoRemote { path: location.to_string().into() });
+            }
+            let options = RemoteOptions { read, prefetch: self.prefetch.get().cloned(), ..self.options().clone() };
+            Ok(packfs_remote::open_as(location, &options, |source| {
+                lock(&self.opened).push(source.clone());
+                PackSource::Remote(source)
+            })?)
+        }
+    }
+
+    impl Packs {
+        /// Makes every remote pack opened from now on prefetch `trace`
+        /// (each takes the entries that are its own). A second trace is
+        /// ignored.
+        pub fn prefetch(&self, trace: Trace) {
+            let _ = self.remote.prefetch.set(Arc::new(trace));
+        }
+
+        /// Every remote pack opened so far.
+        pub fn remote_packs(&self) -> Vec<RemoteSource> {
+            lock(&self.remote.opened).clone()
+        }
+
+        /// The remote options in use (their cache, their time bounds).
+        pub fn remote_options(&self) -> &RemoteOptions {
+            self.remote.options()
+        }
+
+        /// The cache remote packs used, if any was opened.
+        pub fn remote_cache(&self) -> Option<&Cache> {
+            self.remote.options.get()?.cache.as_deref()
+        }
+    }
+}
