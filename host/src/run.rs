@@ -316,7 +316,7 @@ impl Runner {
             let deadline = Arc::clone(&deadline);
             std::thread::spawn(move || {
                 let (lock, cvar) = &*done;
-                let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+                let guard = packfs_core::sync::lock(lock);
                 let (guard, wait) = cvar.wait_timeout_while(guard, timeout, |d| !*d).unwrap_or_else(|e| e.into_inner());
                 if wait.timed_out() && !*guard {
                     fired.store(true, Ordering::SeqCst);
@@ -329,7 +329,7 @@ impl Runner {
         // A guest may stop at the deadline a moment before the watchdog
         // wakes: the time tells, not the watchdog.
         let timed_out = fired.load(Ordering::SeqCst) || deadline.passed();
-        *done.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        *packfs_core::sync::lock(&done.0) = true;
         done.1.notify_all();
         let _ = watchdog.join();
         (r, timed_out)

@@ -6,10 +6,11 @@
 //! walked). Memory is one path per entry met, like the writer's own index.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 
 use globset::{GlobBuilder, GlobMatcher};
 use indicatif::ProgressBar;
+use packfs_core::sync::lock;
 use packfs_core::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result};
 
 use crate::common::join;
@@ -69,10 +70,6 @@ pub(crate) struct Source<'a> {
     failed: Mutex<Option<String>>,
     progress: ProgressBar,
     entries: Mutex<u64>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl<'a> Source<'a> {

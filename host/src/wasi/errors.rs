@@ -3,17 +3,8 @@
 use packfs_core::{Code, Error};
 use wasmtime::component::ResourceTableError;
 
+use super::bindings::FsError;
 use super::bindings::types::ErrorCode;
-
-/// The error of a `wasi:filesystem/types` function: a code the guest sees,
-/// or a trap (a host bug or a bad resource handle) that ends the guest.
-#[derive(Debug)]
-pub enum FsError {
-    /// Returned to the guest.
-    Code(ErrorCode),
-    /// Traps the guest.
-    Trap(wasmtime::Error),
-}
 
 impl From<Error> for FsError {
     fn from(e: Error) -> Self {

@@ -39,6 +39,7 @@
 //! Nothing here returns `unsupported` of its own accord: only a backend
 //! that cannot do an operation does.
 
+pub mod bindings;
 mod errors;
 mod io;
 mod preopens;
@@ -49,60 +50,11 @@ mod types;
 use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::WasiView;
 
-pub use errors::{FsError, error_code};
+pub use bindings::FsError;
+pub use errors::error_code;
 pub use packfs_core::wasi::{Access, Descriptor};
-pub use preopens::{PackFsCtx, PackFsCtxBuilder};
+pub use preopens::{PackFs, PackFsCtx, PackFsCtxBuilder, PackFsCtxView, PackFsView};
 pub use streams::DirStream;
-
-/// Generated bindings for `wasi:filesystem/{types,preopens}` (WIT copied
-/// from wasmtime-wasi 48, package version 0.2.12; guests importing
-/// 0.2.0..=0.2.12 link against it by semver).
-#[allow(missing_docs, reason = "generated; the WIT documents it")]
-pub mod bindings {
-    wasmtime::component::bindgen!({
-        path: "wit",
-        world: "packfs:host/filesystem",
-        imports: { default: trappable },
-        trappable_error_type: {
-            "wasi:filesystem/types.error-code" => crate::wasi::FsError,
-        },
-        with: {
-            "wasi:io": wasmtime_wasi::p2::bindings::io,
-            "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
-            "wasi:filesystem/types.descriptor": packfs_core::wasi::Descriptor,
-            "wasi:filesystem/types.directory-entry-stream": crate::wasi::DirStream,
-        },
-        // The wasi:io resources are wasmtime-wasi's async ones.
-        require_store_data_send: true,
-    });
-
-    pub use self::wasi::filesystem::{preopens, types};
-}
-
-/// What the filesystem host functions borrow from the store: the preopen
-/// table and the resource table shared with wasmtime-wasi.
-pub struct PackFsCtxView<'a> {
-    /// The preopens.
-    pub ctx: &'a mut PackFsCtx,
-    /// The table holding descriptors, streams and every other WASI resource.
-    pub table: &'a mut ResourceTable,
-}
-
-/// A store's data that can lend a [`PackFsCtxView`].
-///
-/// Implement it next to [`wasmtime_wasi::WasiView`], returning the *same*
-/// `ResourceTable` from both.
-pub trait PackFsView: Send {
-    /// Borrows the PackFS context and the resource table.
-    fn packfs(&mut self) -> PackFsCtxView<'_>;
-}
-
-/// The [`HasData`] marker for PackFS's filesystem host functions.
-pub struct PackFs;
-
-impl HasData for PackFs {
-    type Data<'a> = PackFsCtxView<'a>;
-}
 
 /// `HasData` for wasmtime-wasi's `wasi:io`, whose host state is the table.
 struct HasTable;

@@ -3,10 +3,9 @@
 use std::sync::Arc;
 
 use packfs_core::FileSystem;
-use wasmtime::component::Resource;
+use wasmtime::component::{HasData, Resource, ResourceTable};
 use wasmtime::error::Context as _;
 
-use super::PackFsCtxView;
 use super::bindings::preopens;
 use super::recent::Recent;
 use super::streams::StreamCount;
@@ -116,4 +115,29 @@ impl preopens::Host for PackFsCtxView<'_> {
         }
         Ok(out)
     }
+}
+
+/// What the filesystem host functions borrow from the store: the preopen
+/// table and the resource table shared with wasmtime-wasi.
+pub struct PackFsCtxView<'a> {
+    /// The preopens.
+    pub ctx: &'a mut PackFsCtx,
+    /// The table holding descriptors, streams and every other WASI resource.
+    pub table: &'a mut ResourceTable,
+}
+
+/// A store's data that can lend a [`PackFsCtxView`].
+///
+/// Implement it next to [`wasmtime_wasi::WasiView`], returning the *same*
+/// `ResourceTable` from both.
+pub trait PackFsView: Send {
+    /// Borrows the PackFS context and the resource table.
+    fn packfs(&mut self) -> PackFsCtxView<'_>;
+}
+
+/// The [`HasData`] marker for PackFS's filesystem host functions.
+pub struct PackFs;
+
+impl HasData for PackFs {
+    type Data<'a> = PackFsCtxView<'a>;
 }
