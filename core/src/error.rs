@@ -98,9 +98,9 @@ pub enum Error {
     #[error("{0}")]
     NoDescriptors(OsError),
     /// `io` (EIO): a journal's bytes are not a valid journal (its header, or
-    /// a record that does not apply); the message says where.
-    #[error("corrupt journal: {0}")]
-    CorruptJournal(String),
+    /// a record that does not apply); the payload says where and what.
+    #[error("{0}")]
+    CorruptJournal(CorruptJournal),
     /// `io` (EIO): a filesystem under this one (an overlay's lower, a
     /// mounted filesystem, a host directory, a journal) broke the
     /// [`FileSystem`] contract, holds what PackFS cannot (a name or target
@@ -129,6 +129,58 @@ pub enum Error {
         version: u32,
         /// The pack's incompatible-feature flags.
         incompat_flags: u32,
+    },
+}
+
+/// What is wrong with a journal, and where. (A torn or damaged tail is
+/// not this: replay stops before it, and says so.)
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("corrupt journal at byte {offset}: {kind}")]
+pub struct CorruptJournal {
+    /// Byte offset in the log file, header included, of the header (0) or
+    /// the record at fault.
+    pub offset: u64,
+    /// What is wrong there.
+    pub kind: CorruptJournalKind,
+}
+
+/// The check a journal's header or record failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CorruptJournalKind {
+    /// The log is shorter than its header.
+    #[error("{available} bytes, shorter than the {needed}-byte header")]
+    Truncated {
+        /// Bytes of the header.
+        needed: u64,
+        /// Bytes there were.
+        available: u64,
+    },
+    /// The magic number is not that of this version's journals: not a
+    /// journal, or one of a version this reader does not know.
+    #[error("not a PackFS journal of this version (magic \"{}\")", .found.escape_ascii())]
+    BadMagic {
+        /// The file's first 8 bytes.
+        found: [u8; 8],
+    },
+    /// A header field holds a value the format does not allow.
+    #[error("header field {field} is {value}")]
+    BadField {
+        /// The field's name as `docs/journal-format.md` spells it.
+        field: &'static str,
+        /// The value found.
+        value: u64,
+    },
+    /// A record that decodes fails to apply to the tree replayed so far:
+    /// the log does not belong to the checkpoint it was replayed onto.
+    #[error("record {record} ({op}) does not apply: {error}")]
+    DoesNotApply {
+        /// The record's number in the log, from 0.
+        record: u64,
+        /// The op it holds, its bytes given as their count.
+        op: String,
+        /// What applying it returned.
+        error: Box<Error>,
     },
 }
 

@@ -1,108 +1,15 @@
-//! The write-ahead journal's format: a header, then one length-prefixed,
-//! checksummed record per acknowledged change. The host writes the file;
-//! this module encodes, decodes and replays, with no I/O of its own.
-//!
-//! ```text
-//! header  "PACKFSJ1" (8 bytes) | generation: u64 | created secs: u64
-//!         | created nanos: u32 | reserved: u32 (0)
-//! record  len: u32 | xxh3-64(payload): u64 | payload (len bytes)
-//! payload secs: u64 | nanos: u32 | tag: u8 | fields of the op
-//! fields  integers little-endian; names and bytes as len: u32 | bytes
-//! ```
-//!
-//! A log is read up to its first record that is short, fails its checksum
-//! or does not decode: a torn tail (the crash came mid-append) or damage.
-//! Everything before it is replayed; nothing after it is ever misread as
-//! data. The caller cuts the file there before appending again.
+//! The records of a journal's body: one length-prefixed, checksummed
+//! record per change (`docs/journal-format.md` §4, §5), written by
+//! [`encode`] and read back, up to the first that is short, fails its
+//! checksum or does not decode, by [`Records`].
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::mem::{Log, Op, Tree};
+use crate::mem::Op;
 use crate::{Error, OpenOptions, Result, SetTime, Timestamp};
 
-/// Magic number opening every journal file.
-pub const MAGIC: [u8; 8] = *b"PACKFSJ1";
-/// Bytes of the header.
-pub const HEADER_LEN: usize = 32;
-/// Bytes before a record's payload.
-const RECORD_HEAD: usize = 12;
-
-/// A journal's header: which checkpoint it continues, and when the empty
-/// tree it starts from was made (the root's timestamps, when there is no
-/// checkpoint pack to take them from).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
-    /// The checkpoint generation this log applies to.
-    pub generation: u64,
-    /// When the starting tree was created.
-    pub created: Timestamp,
-}
-
-impl Header {
-    /// The header's bytes.
-    pub fn encode(&self) -> [u8; HEADER_LEN] {
-        let mut h = [0; HEADER_LEN];
-        h[..8].copy_from_slice(&MAGIC);
-        h[8..16].copy_from_slice(&self.generation.to_le_bytes());
-        let created = Timestamp::new(self.created.secs, self.created.nanos);
-        h[16..24].copy_from_slice(&created.secs.to_le_bytes());
-        h[24..28].copy_from_slice(&created.nanos.to_le_bytes());
-        h
-    }
-
-    /// Reads the header at the start of `log`.
-    pub fn decode(log: &[u8]) -> Result<Self> {
-        let mut r = Reader(log);
-        let bad = || Error::CorruptJournal("not a PackFS journal (bad header)".into());
-        if r.take(8) != Some(&MAGIC[..]) {
-            return Err(bad());
-        }
-        let generation = r.u64().ok_or_else(bad)?;
-        let (secs, nanos) = (r.u64().ok_or_else(bad)?, r.u32().ok_or_else(bad)?);
-        // The reserved word is zero and nanoseconds stay below a second:
-        // anything else is damage, not a time to take.
-        if nanos >= 1_000_000_000 || r.u32() != Some(0) {
-            return Err(bad());
-        }
-        Ok(Header { generation, created: Timestamp { secs, nanos } })
-    }
-}
-
-/// Where a [`MemFs`](crate::MemFs) writes its records: the host's log file.
-pub trait Sink: Send + Sync {
-    /// Appends one whole record (all of it, or none of it: a failed append
-    /// must leave the log as it was) and returns its sequence number. Called
-    /// under the writer lock, before the change is published.
-    fn append(&self, record: &[u8]) -> Result<u64>;
-    /// Returns once record `seq` (and every one before it) is durable. A
-    /// failure leaves the records it covered in the log, durable or not,
-    /// while their changes fail: the sink must then take no more records
-    /// (a later one could contradict a failed change that a replay will
-    /// apply), as the host's log does.
-    fn sync(&self, seq: u64) -> Result<()>;
-    /// True: sync under the writer lock, so a change is durable before any
-    /// reader sees it (one fsync per change). False: group commit — sync
-    /// after publication and before acknowledging, so that concurrent
-    /// writers share fsyncs.
-    fn durable_before_visible(&self) -> bool;
-}
-
-/// Every byte sink records a `MemFs`'s changes in this format.
-impl<S: Sink + ?Sized> Log for S {
-    fn record(&self, op: &Op<'_>, now: Timestamp) -> Result<u64> {
-        let mut record = Vec::new();
-        encode(op, now, &mut record)?;
-        self.append(&record)
-    }
-
-    fn durable(&self, seq: u64) -> Result<()> {
-        self.sync(seq)
-    }
-
-    fn durable_before_visible(&self) -> bool {
-        Sink::durable_before_visible(self)
-    }
-}
+/// Bytes before a record's payload: its length (u32) and checksum (u64).
+pub(super) const RECORD_HEAD: usize = 12;
 
 const OPEN: u8 = 1;
 const WRITE_AT: u8 = 2;
@@ -123,10 +30,10 @@ impl Writer<'_> {
     fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
-    fn u32(&mut self, v: u32) {
+    pub(super) fn u32(&mut self, v: u32) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    fn u64(&mut self, v: u64) {
+    pub(super) fn u64(&mut self, v: u64) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
     fn bytes(&mut self, b: &[u8]) {
@@ -256,10 +163,10 @@ pub fn frame(payload: &[u8], out: &mut Vec<u8>) {
 }
 
 /// A bounded reader over one checksummed payload; `None` = does not decode.
-struct Reader<'a>(&'a [u8]);
+pub(super) struct Reader<'a>(pub(super) &'a [u8]);
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+    pub(super) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let (head, rest) = self.0.split_at_checked(n)?;
         self.0 = rest;
         Some(head)
@@ -267,10 +174,10 @@ impl<'a> Reader<'a> {
     fn u8(&mut self) -> Option<u8> {
         Some(self.take(1)?[0])
     }
-    fn u32(&mut self) -> Option<u32> {
+    pub(super) fn u32(&mut self) -> Option<u32> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
-    fn u64(&mut self) -> Option<u64> {
+    pub(super) fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
     fn bytes(&mut self) -> Option<&'a [u8]> {
@@ -372,65 +279,21 @@ impl<'a> Iterator for Records<'a> {
     }
 }
 
-/// What [`replay`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Replayed {
-    /// Records applied.
-    pub records: u64,
-    /// Bytes of the body holding them: cut the file to `HEADER_LEN + this`.
-    pub valid_len: u64,
-    /// False when a torn or damaged tail was found after them.
-    pub clean: bool,
-}
-
-/// `op` for an error message: the bytes of a write as their count (a
-/// record may carry a gigabyte).
-fn shown(op: &Op<'_>) -> String {
-    match *op {
-        Op::WriteAt { ino, offset, data } => {
-            format!("WriteAt {{ ino: {ino}, offset: {offset}, {} bytes }}", data.len())
-        }
-        Op::Append { ino, data } => format!("Append {{ ino: {ino}, {} bytes }}", data.len()),
-        other => format!("{other:?}"),
+/// A log body of `ops`, the `i`th done at `i` s + 7 ns, and where each
+/// record ends.
+#[cfg(test)]
+pub(super) fn log_of(ops: &[Op<'_>]) -> (Vec<u8>, Vec<usize>) {
+    let (mut log, mut ends) = (Vec::new(), Vec::new());
+    for (i, op) in ops.iter().enumerate() {
+        encode(op, Timestamp::new(i as u64, 7), &mut log).unwrap();
+        ends.push(log.len());
     }
-}
-
-/// Applies the records of `body` (a log after its header) to `tree`.
-/// Limits are lifted while replaying — each op passed them when it was
-/// acknowledged — and orphans (inodes whose last handle is gone with the
-/// process) are reaped at the end. A record that decodes but does not apply
-/// means the log does not belong to this tree: `Io`.
-pub fn replay(tree: &mut Tree, body: &[u8]) -> Result<Replayed> {
-    let limits = tree.limits();
-    tree.set_limits(Default::default());
-    let mut records = Records::new(body);
-    let mut count = 0;
-    let result = (|| -> Result<()> {
-        for (now, op) in records.by_ref() {
-            op.apply(tree, now)
-                .map_err(|e| Error::CorruptJournal(format!("record {count} ({}) failed: {e}", shown(&op))))?;
-            count += 1;
-        }
-        Ok(())
-    })();
-    tree.set_limits(limits);
-    result?;
-    tree.reap_unless(|_| false);
-    Ok(Replayed { records: count, valid_len: records.valid_len() as u64, clean: records.is_clean() })
+    (log, ends)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn log_of(ops: &[Op<'_>]) -> (Vec<u8>, Vec<usize>) {
-        let (mut log, mut ends) = (Vec::new(), Vec::new());
-        for (i, op) in ops.iter().enumerate() {
-            encode(op, Timestamp::new(i as u64, 7), &mut log).unwrap();
-            ends.push(log.len());
-        }
-        (log, ends)
-    }
 
     fn every_op() -> Vec<Op<'static>> {
         vec![
@@ -487,45 +350,9 @@ mod tests {
         assert_eq!(Records::new(&huge).count(), 0);
     }
 
+    /// An open flag this version does not know is not taken.
     #[test]
-    fn headers() {
-        let h = Header { generation: 42, created: Timestamp::new(7, 8) };
-        assert_eq!(Header::decode(&h.encode()), Ok(h));
-        let mut bad = h.encode();
-        bad[7] = b'2';
-        assert!(Header::decode(&bad).is_err());
-        assert!(Header::decode(&h.encode()[..HEADER_LEN - 1]).is_err());
-        // Damage in the time or the reserved word is damage.
-        for (at, byte) in [(27, 0xff), (29, 1)] {
-            let mut bad = h.encode();
-            bad[at] = byte;
-            assert!(Header::decode(&bad).is_err(), "byte {at}");
-        }
-        // An unnormalized time is written normalized.
-        let carried = Header { generation: 1, created: Timestamp { secs: 5, nanos: 1_500_000_000 } };
-        assert_eq!(Header::decode(&carried.encode()).unwrap().created, Timestamp::new(6, 500_000_000));
-    }
-
-    /// The live tree and its replay agree on a time given with nanoseconds
-    /// past a second; a record of error names a write's size, not its bytes;
-    /// an open flag this version does not know is not taken.
-    #[test]
-    fn replay_agrees_on_odd_input() {
-        let odd = Timestamp { secs: 5, nanos: 1_500_000_000 };
-        let ops = [Op::SetTimes { ino: 1, atime: SetTime::At(odd), mtime: SetTime::Keep }];
-        let (log, _) = log_of(&ops);
-        let mut tree = Tree::new(Timestamp::new(0, 0), Default::default());
-        replay(&mut tree, &log).unwrap();
-        let mut live = Tree::new(Timestamp::new(0, 0), Default::default());
-        ops[0].apply(&mut live, Timestamp::new(0, 7)).unwrap();
-        assert_eq!(tree.metadata(1).unwrap().atime, Timestamp::new(6, 500_000_000));
-        assert_eq!(tree.metadata(1).unwrap().atime, live.metadata(1).unwrap().atime);
-
-        let big = vec![7; 1 << 20];
-        let (log, _) = log_of(&[Op::WriteAt { ino: 99, offset: 0, data: &big }]);
-        let e = replay(&mut Tree::new(Timestamp::new(0, 0), Default::default()), &log).unwrap_err();
-        assert!(e.to_string().len() < 200, "{e}");
-
+    fn unknown_open_flags_do_not_decode() {
         // The op after the record's head and time: tag, dir, name, flags, mode.
         let (log, _) = log_of(&[Op::Open { dir: 1, name: "f", opts: OpenOptions::create() }]);
         let mut body = log[RECORD_HEAD + 12..].to_vec();

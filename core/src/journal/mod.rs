@@ -1,0 +1,236 @@
+//! The write-ahead journal's format: a header, then one length-prefixed,
+//! checksummed record per acknowledged change (`docs/journal-format.md` is
+//! the normative spec). The host writes the file; this module encodes,
+//! decodes and replays, with no I/O of its own.
+//!
+//! ```text
+//! header  "PACKFSJ1" (8 bytes) | generation: u64 | created secs: u64
+//!         | created nanos: u32 | reserved: u32 (0)
+//! record  len: u32 | xxh3-64(payload): u64 | payload (len bytes)
+//! payload secs: u64 | nanos: u32 | tag: u8 | fields of the op
+//! fields  integers little-endian; names and bytes as len: u32 | bytes
+//! ```
+//!
+//! A log is read up to its first record that is short, fails its checksum
+//! or does not decode: a torn tail (the crash came mid-append) or damage.
+//! Everything before it is replayed; nothing after it is ever misread as
+//! data. The caller cuts the file there before appending again.
+//!
+//! Here: the header, the [`Sink`] a host's log file implements, and
+//! [`replay`]; `record` encodes and decodes the records
+//! ([`encode`], [`Records`]).
+
+mod record;
+
+pub use crate::error::{CorruptJournal, CorruptJournalKind};
+pub use record::{Records, encode, frame};
+
+use crate::mem::{Log, Op, Tree};
+use crate::{Error, Result, Timestamp};
+use record::Reader;
+
+/// Magic number opening every journal file.
+pub const MAGIC: [u8; 8] = *b"PACKFSJ1";
+/// Bytes of the header.
+pub const HEADER_LEN: usize = 32;
+
+/// A journal's header: which checkpoint it continues, and when the empty
+/// tree it starts from was made (the root's timestamps, when there is no
+/// checkpoint pack to take them from).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// The checkpoint generation this log applies to.
+    pub generation: u64,
+    /// When the starting tree was created.
+    pub created: Timestamp,
+}
+
+impl Header {
+    /// The header's bytes.
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut h = [0; HEADER_LEN];
+        h[..8].copy_from_slice(&MAGIC);
+        h[8..16].copy_from_slice(&self.generation.to_le_bytes());
+        let created = Timestamp::new(self.created.secs, self.created.nanos);
+        h[16..24].copy_from_slice(&created.secs.to_le_bytes());
+        h[24..28].copy_from_slice(&created.nanos.to_le_bytes());
+        h
+    }
+
+    /// Reads the header at the start of `log`.
+    pub fn decode(log: &[u8]) -> Result<Self> {
+        let corrupt = |offset, kind| Error::CorruptJournal(CorruptJournal { offset, kind });
+        if let Some(found) = log.first_chunk::<8>()
+            && *found != MAGIC
+        {
+            return Err(corrupt(0, CorruptJournalKind::BadMagic { found: *found }));
+        }
+        let (needed, available) = (HEADER_LEN as u64, log.len() as u64);
+        let truncated = || corrupt(0, CorruptJournalKind::Truncated { needed, available });
+        let mut r = Reader(log.get(8..HEADER_LEN).ok_or_else(truncated)?);
+        let (generation, secs) = (r.u64().ok_or_else(truncated)?, r.u64().ok_or_else(truncated)?);
+        let (nanos, reserved) = (r.u32().ok_or_else(truncated)?, r.u32().ok_or_else(truncated)?);
+        // The reserved word is zero and nanoseconds stay below a second:
+        // anything else is damage, not a time to take.
+        if nanos >= 1_000_000_000 {
+            return Err(corrupt(24, CorruptJournalKind::BadField { field: "created_nanos", value: nanos.into() }));
+        }
+        if reserved != 0 {
+            return Err(corrupt(28, CorruptJournalKind::BadField { field: "reserved", value: reserved.into() }));
+        }
+        Ok(Header { generation, created: Timestamp { secs, nanos } })
+    }
+}
+
+/// Where a [`MemFs`](crate::MemFs) writes its records: the host's log file.
+pub trait Sink: Send + Sync {
+    /// Appends one whole record (all of it, or none of it: a failed append
+    /// must leave the log as it was) and returns its sequence number. Called
+    /// under the writer lock, before the change is published.
+    fn append(&self, record: &[u8]) -> Result<u64>;
+    /// Returns once record `seq` (and every one before it) is durable. A
+    /// failure leaves the records it covered in the log, durable or not,
+    /// while their changes fail: the sink must then take no more records
+    /// (a later one could contradict a failed change that a replay will
+    /// apply), as the host's log does.
+    fn sync(&self, seq: u64) -> Result<()>;
+    /// True: sync under the writer lock, so a change is durable before any
+    /// reader sees it (one fsync per change). False: group commit — sync
+    /// after publication and before acknowledging, so that concurrent
+    /// writers share fsyncs.
+    fn durable_before_visible(&self) -> bool;
+}
+
+/// Every byte sink records a `MemFs`'s changes in this format.
+impl<S: Sink + ?Sized> Log for S {
+    fn record(&self, op: &Op<'_>, now: Timestamp) -> Result<u64> {
+        let mut record = Vec::new();
+        encode(op, now, &mut record)?;
+        self.append(&record)
+    }
+
+    fn durable(&self, seq: u64) -> Result<()> {
+        self.sync(seq)
+    }
+
+    fn durable_before_visible(&self) -> bool {
+        Sink::durable_before_visible(self)
+    }
+}
+
+/// What [`replay`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Replayed {
+    /// Records applied.
+    pub records: u64,
+    /// Bytes of the body holding them: cut the file to `HEADER_LEN + this`.
+    pub valid_len: u64,
+    /// False when a torn or damaged tail was found after them.
+    pub clean: bool,
+}
+
+/// `op` for an error message: the bytes of a write as their count (a
+/// record may carry a gigabyte).
+fn shown(op: &Op<'_>) -> String {
+    match *op {
+        Op::WriteAt { ino, offset, data } => {
+            format!("WriteAt {{ ino: {ino}, offset: {offset}, {} bytes }}", data.len())
+        }
+        Op::Append { ino, data } => format!("Append {{ ino: {ino}, {} bytes }}", data.len()),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Applies the records of `body` (a log after its header) to `tree`.
+/// Limits are lifted while replaying — each op passed them when it was
+/// acknowledged — and orphans (inodes whose last handle is gone with the
+/// process) are reaped at the end. A record that decodes but does not apply
+/// means the log does not belong to this tree:
+/// [`CorruptJournalKind::DoesNotApply`], at the record's offset in the
+/// file (the body taken to start at [`HEADER_LEN`]).
+pub fn replay(tree: &mut Tree, body: &[u8]) -> Result<Replayed> {
+    let limits = tree.limits();
+    tree.set_limits(Default::default());
+    let mut records = Records::new(body);
+    let mut count = 0;
+    let result = (|| -> Result<()> {
+        loop {
+            let at = records.valid_len();
+            let Some((now, op)) = records.next() else { return Ok(()) };
+            op.apply(tree, now).map_err(|e| {
+                let kind = CorruptJournalKind::DoesNotApply { record: count, op: shown(&op), error: Box::new(e) };
+                Error::CorruptJournal(CorruptJournal { offset: (HEADER_LEN + at) as u64, kind })
+            })?;
+            count += 1;
+        }
+    })();
+    tree.set_limits(limits);
+    result?;
+    tree.reap_unless(|_| false);
+    Ok(Replayed { records: count, valid_len: records.valid_len() as u64, clean: records.is_clean() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::record::log_of;
+    use super::*;
+    use crate::SetTime;
+
+    #[test]
+    fn headers() {
+        let h = Header { generation: 42, created: Timestamp::new(7, 8) };
+        assert_eq!(Header::decode(&h.encode()), Ok(h));
+        let corrupt = |offset, kind| Err(Error::CorruptJournal(CorruptJournal { offset, kind }));
+        let mut bad = h.encode();
+        bad[7] = b'2';
+        assert_eq!(Header::decode(&bad), corrupt(0, CorruptJournalKind::BadMagic { found: *b"PACKFSJ2" }));
+        assert_eq!(Header::decode(&bad[..3]), corrupt(0, CorruptJournalKind::Truncated { needed: 32, available: 3 }));
+        let short = CorruptJournalKind::Truncated { needed: 32, available: 31 };
+        assert_eq!(Header::decode(&h.encode()[..HEADER_LEN - 1]), corrupt(0, short));
+        // Damage in the time or the reserved word is damage.
+        let nanos = CorruptJournalKind::BadField { field: "created_nanos", value: 0xff00_0008 };
+        let reserved = CorruptJournalKind::BadField { field: "reserved", value: 0x100 };
+        for (at, byte, want) in [(27, 0xff, corrupt(24, nanos)), (29, 1, corrupt(28, reserved))] {
+            let mut bad = h.encode();
+            bad[at] = byte;
+            assert_eq!(Header::decode(&bad), want, "byte {at}");
+        }
+        // An unnormalized time is written normalized.
+        let carried = Header { generation: 1, created: Timestamp { secs: 5, nanos: 1_500_000_000 } };
+        assert_eq!(Header::decode(&carried.encode()).unwrap().created, Timestamp::new(6, 500_000_000));
+    }
+
+    /// The live tree and its replay agree on a time given with nanoseconds
+    /// past a second; a record of error names a write's size, not its bytes.
+    #[test]
+    fn replay_agrees_on_odd_input() {
+        let odd = Timestamp { secs: 5, nanos: 1_500_000_000 };
+        let ops = [Op::SetTimes { ino: 1, atime: SetTime::At(odd), mtime: SetTime::Keep }];
+        let (log, _) = log_of(&ops);
+        let mut tree = Tree::new(Timestamp::new(0, 0), Default::default());
+        replay(&mut tree, &log).unwrap();
+        let mut live = Tree::new(Timestamp::new(0, 0), Default::default());
+        ops[0].apply(&mut live, Timestamp::new(0, 7)).unwrap();
+        assert_eq!(tree.metadata(1).unwrap().atime, Timestamp::new(6, 500_000_000));
+        assert_eq!(tree.metadata(1).unwrap().atime, live.metadata(1).unwrap().atime);
+
+        let big = vec![7; 1 << 20];
+        let (log, _) = log_of(&[Op::WriteAt { ino: 99, offset: 0, data: &big }]);
+        let e = replay(&mut Tree::new(Timestamp::new(0, 0), Default::default()), &log).unwrap_err();
+        assert!(e.to_string().len() < 200, "{e}");
+    }
+
+    /// A record that does not apply is named by its number and its offset
+    /// in the file, with the error it met.
+    #[test]
+    fn a_record_that_does_not_apply_says_where() {
+        let ops = [Op::Mkdir { dir: 1, name: "d", mode: 0o755 }, Op::Mkdir { dir: 1, name: "d", mode: 0o700 }];
+        let (log, ends) = log_of(&ops);
+        let e = replay(&mut Tree::new(Timestamp::new(0, 0), Default::default()), &log).unwrap_err();
+        assert_eq!(e.code(), crate::Code::Io, "EIO, as before");
+        let Error::CorruptJournal(CorruptJournal { offset, kind }) = e else { panic!("{e}") };
+        assert_eq!(offset, (HEADER_LEN + ends[0]) as u64);
+        let CorruptJournalKind::DoesNotApply { record: 1, error, .. } = kind else { panic!("{kind}") };
+        assert_eq!(*error, Error::Exists);
+    }
+}
