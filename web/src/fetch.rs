@@ -1,16 +1,19 @@
 //! Opening a pack by URL with HTTP Range requests, and fetching its blobs
 //! as reads ask for them.
 //!
-//! Opening takes three requests at most, none proportional to the data:
+//! Opening is core's [`LazyOpen`] plan, driven by `fetch`: three requests
+//! at most, none proportional to the data:
 //!
-//! 1. the last 64 KiB (`Range: bytes=-65536`): the trailer, which says where
-//!    the index region is, the pack's length (from `Content-Range`), and
-//!    often the whole index of a small pack;
+//! 1. the last [`TAIL_LEN`](packfs_core::pack::TAIL_LEN) bytes
+//!    (`Range: bytes=-65536`): the trailer, which says where the index
+//!    region is, the pack's length (from `Content-Range`), and often the
+//!    whole index of a small pack;
 //! 2. the header (`bytes=0-63`) and
 //! 3. whatever of the index region the first request did not cover,
 //!
-//! the last two at the same time. The core then checks the header, trailer
-//! and index as it does for any pack. A blob is fetched on the first read
+//! the last two at the same time. The plan checks each reply is the range
+//! asked for; the core then checks the header, trailer and index as it
+//! does for any pack. A blob is fetched on the first read
 //! that needs it ([`Remote::run`]); adjacent wanted blobs are fetched in one
 //! request. A server that ignores `Range` and answers `200` with the whole
 //! pack is fine too: the pack is then simply complete.
@@ -36,10 +39,9 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use js_sys::{Promise, Uint8Array};
-use packfs_core::pack::layout::{HEADER_LEN, TRAILER_LEN};
 use std::ops::Range;
 
-use packfs_core::pack::{Layout, PackFs, Partial, ReadOptions};
+use packfs_core::pack::{LazyOpen, OpenStep, PackFs, Partial, ReadOptions};
 use packfs_core::{Error, Result};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -55,9 +57,6 @@ pub type LazyPack = PackFs<Partial>;
 pub fn complete(bytes: Vec<u8>, options: ReadOptions) -> Result<LazyPack> {
     PackFs::open_partial(bytes.len() as u64, vec![(0, bytes)], options)
 }
-
-/// Bytes asked for from the end of the pack by the first request.
-const TAIL: u64 = 64 * 1024;
 
 #[wasm_bindgen]
 extern "C" {
@@ -177,7 +176,8 @@ impl Remote {
         self.requests.set(self.requests.get() + 1);
     }
 
-    /// Opens the pack at `url`, fetching its header, index and trailer.
+    /// Opens the pack at `url`, fetching its header, index and trailer as
+    /// core's [`LazyOpen`] plan says.
     pub async fn open(url: String, options: ReadOptions, persist: bool) -> Result<Remote> {
         let persist = if persist { Persist::open(&url).await } else { None };
         let (mut fetched, mut requests) = (0u64, 0u32);
@@ -185,50 +185,51 @@ impl Remote {
             fetched += r.body.len() as u64;
             requests += 1;
         };
-        let tail = finish(&url, start(&url, Some(&format!("bytes=-{TAIL}")))?).await?;
-        tally(&tail);
-        let validator = tail.validator.clone();
-        let (tail_start, total) = match (tail.status, tail.range) {
-            // No Range support: this is the whole pack.
-            (200, _) => (0, tail.body.len() as u64),
-            (206, Some((a, b, total))) if b + 1 == total && b - a + 1 == tail.body.len() as u64 => (a, total),
-            (206, _) => return Err(io(&url, "partial response without a usable Content-Range (CORS must expose it)")),
-            (s, _) => return Err(io(&url, format!("HTTP {s}"))),
-        };
-        if tail_start == 0 {
-            let pack = complete(tail.body, options)?;
-            let remote =
-                Remote { pack: Arc::new(pack), url, validator, fetched: Cell::new(0), requests: Cell::new(0), persist };
-            remote.fetched.set(fetched);
-            remote.requests.set(requests);
-            return Ok(remote);
-        }
-        let trailer = tail.body.get(tail.body.len().saturating_sub(TRAILER_LEN as usize)..).unwrap_or_default();
-        let geo = Layout::from_trailer(trailer).ok().filter(|g| g.pack_len == total);
-        if let Some(Err(len)) = geo.map(|g| g.required_to_fetch()) {
-            return Err(io(&url, format!("an index region of {len} bytes, more than a remote pack may have")));
-        }
-        let header = start(&url, Some(&format!("bytes=0-{}", HEADER_LEN.min(tail_start) - 1)))?;
-        let index = match geo {
-            Some(g) if g.index_offset < tail_start => {
-                Some((g.index_offset, start(&url, Some(&format!("bytes={}-{}", g.index_offset, tail_start - 1)))?))
-            }
-            _ => None,
-        };
-        let mut pieces = vec![(tail_start, tail.body)];
-        for (at, pending) in [(0, header)].into_iter().chain(index) {
-            let r = finish(&url, pending).await?;
-            tally(&r);
-            r.same_pack(&url, &validator)?;
-            match (r.status, r.range) {
-                (206, Some((a, _, t))) if a == at && t == total && at + r.body.len() as u64 <= tail_start => {
-                    pieces.push((at, r.body));
+        let mut plan = LazyOpen::new();
+        let mut validator = None;
+        loop {
+            match plan.next() {
+                OpenStep::Tail(len) => {
+                    let tail = finish(&url, start(&url, Some(&format!("bytes=-{len}")))?).await?;
+                    tally(&tail);
+                    validator = tail.validator.clone();
+                    match (tail.status, tail.range) {
+                        // No Range support: this is the whole pack.
+                        (200, _) => {
+                            let size = tail.body.len() as u64;
+                            plan.accept_tail(0, tail.body, size)?
+                        }
+                        (206, Some((a, _, total))) => plan.accept_tail(a, tail.body, total)?,
+                        (206, _) => {
+                            return Err(io(
+                                &url,
+                                "partial response without a usable Content-Range (CORS must expose it)",
+                            ));
+                        }
+                        (s, _) => return Err(io(&url, format!("HTTP {s}"))),
+                    }
                 }
-                (s, _) => return Err(io(&url, format!("HTTP {s} to a Range request at {at}"))),
+                OpenStep::Fetch(ranges) => {
+                    let mut pending = Vec::with_capacity(ranges.len());
+                    for r in ranges {
+                        pending.push((r.start, start(&url, Some(&range(&r)))?));
+                    }
+                    for (at, pending) in pending {
+                        let r = finish(&url, pending).await?;
+                        tally(&r);
+                        r.same_pack(&url, &validator)?;
+                        match (r.status, r.range) {
+                            (206, Some((a, _, total))) if Some(total) == plan.size() => plan.accept(a, r.body)?,
+                            (200, _) => plan.accept(0, r.body)?,
+                            (s, _) => return Err(io(&url, format!("HTTP {s} to a Range request at {at}"))),
+                        }
+                    }
+                }
+                OpenStep::Open => break,
             }
         }
         // Not a pack, or a damaged one: the core says what is wrong.
-        let pack = PackFs::open_partial(total, pieces, options)?;
+        let pack = plan.open(options)?;
         let (fetched, requests) = (Cell::new(fetched), Cell::new(requests));
         Ok(Remote { pack: Arc::new(pack), url, validator, fetched, requests, persist })
     }

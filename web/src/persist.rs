@@ -5,19 +5,20 @@
 //! directory of the pack's URL, so packs there (versions of one, say) share
 //! what they hold alike, and no other site's pack can plant content under a
 //! key this pack reads (the checksum is not collision-resistant; see
-//! `host/remote/src/cache.rs`). What is found is stored into the pack only
+//! `host/remote/src/cache/`). What is found is stored into the pack only
 //! if it passes the pack's checksum ([`PackFs::store`] checks), so a damaged
 //! or planted entry is refetched, never served.
 
 use std::ops::Range;
 
 use js_sys::{Reflect, Uint8Array};
-use packfs_core::pack::{MERGE_GAP, checksum};
+use packfs_core::pack::{MERGE_GAP, PackFs, Partial, checksum, merge_ranges};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Cache, CacheStorage, Response};
 
-use crate::fetch::LazyPack;
+/// The pack whose extents are kept: the one a URL opens.
+type LazyPack = PackFs<Partial>;
 
 /// The Cache API store, and this pack's scope in it.
 pub struct Persist {
@@ -54,16 +55,13 @@ impl Persist {
                 }
             }
         }
-        let mut left: Vec<Range<u64>> = Vec::new();
+        let mut left = Vec::new();
         for (r, found) in asked {
             if !self.restored(pack, &r, found).await {
-                match left.last_mut() {
-                    Some(l) if r.start >= l.end && r.start - l.end < MERGE_GAP => l.end = r.end,
-                    _ => left.push(r),
-                }
+                left.push(r);
             }
         }
-        left
+        merge_ranges(left, MERGE_GAP, u64::MAX).into_iter().map(|m| m.range).collect()
     }
 
     /// Whether `found` held extent `r`'s right bytes, now stored.

@@ -77,6 +77,10 @@ impl fmt::Display for Structure {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Limit {
+    /// Bytes of the index region with the trailer, fetched to open:
+    /// [`MAX_FETCHED_INDEX`](super::layout::MAX_FETCHED_INDEX). Refused on
+    /// the trailer alone, before any of it is fetched.
+    FetchedIndex,
     /// Bytes of the index region once decoded (a version 2 pack's
     /// `index_len`): [`MAX_DECODED_INDEX`](super::layout::MAX_DECODED_INDEX).
     DecodedIndex,
@@ -182,6 +186,14 @@ pub enum CorruptKind {
         /// The most a lazily opened pack may have.
         limit: u64,
     },
+    /// A lazy reader's ranged fetch brought bytes it did not ask for (the
+    /// offset is where they start): at another offset, more than asked,
+    /// past the pack's end, or a second reply to one request. Bytes short
+    /// of a range asked for are [`Truncated`](Self::Truncated).
+    Unasked {
+        /// How many bytes came.
+        len: u64,
+    },
     /// A stored link count disagrees with the entries.
     LinkCount {
         /// The inode index.
@@ -220,6 +232,9 @@ impl fmt::Display for CorruptKind {
             }
             CorruptKind::BadTree { inode } => write!(f, "malformed tree at inode index {inode}"),
             CorruptKind::Decode { chunk } => write!(f, "chunk {chunk} does not decode to its declared length"),
+            CorruptKind::TooLarge { what: Limit::FetchedIndex, value, limit } => {
+                write!(f, "the index region is {value} bytes, more than a lazily opened pack may have ({limit})")
+            }
             CorruptKind::TooLarge { what: Limit::DecodedIndex, value, limit } => {
                 write!(f, "the index decodes to {value} bytes, more than a lazily opened pack may have ({limit})")
             }
@@ -229,6 +244,7 @@ impl fmt::Display for CorruptKind {
                     "the pack has {value} extents (blobs or chunks), more than a lazily opened pack may have ({limit})"
                 )
             }
+            CorruptKind::Unasked { len } => write!(f, "a reply of {len} bytes that were not asked for"),
             CorruptKind::LinkCount { inode, expected, actual } => {
                 write!(f, "inode index {inode} stores nlink {expected}, entries give {actual}")
             }

@@ -42,6 +42,40 @@ use crate::{Error, Result};
 /// between come along): one request costs more than a few KiB more.
 pub const MERGE_GAP: u64 = 4096;
 
+/// One range to fetch made of several ([`merge_ranges`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merged {
+    /// The bytes to fetch: from the first member's start to the furthest end.
+    pub range: Range<u64>,
+    /// Which of the ranges given it holds, by position.
+    pub members: Range<usize>,
+}
+
+/// `ranges`, in the order given, as fewer ranges to fetch: a range joins
+/// the one before when it starts at or after that one's start, less than
+/// `max_gap` bytes past its end (the bytes between come along), and the
+/// two span at most `max_len` bytes (a range longer alone stays one).
+/// Ranges out of order are not joined. Every fetching layer merges so:
+/// wanted extents ([`PackFs::take_wanted`]), a page's cache misses, a
+/// trace's extents fetched early, the lazy open's requests.
+pub fn merge_ranges(ranges: impl IntoIterator<Item = Range<u64>>, max_gap: u64, max_len: u64) -> Vec<Merged> {
+    let mut out: Vec<Merged> = Vec::new();
+    for (i, r) in ranges.into_iter().enumerate() {
+        match out.last_mut() {
+            Some(m)
+                if r.start >= m.range.start
+                    && r.start.saturating_sub(m.range.end) < max_gap
+                    && r.end.max(m.range.end) - m.range.start <= max_len =>
+            {
+                m.range.end = m.range.end.max(r.end);
+                m.members.end = i + 1;
+            }
+            _ => out.push(Merged { range: r, members: i..i + 1 }),
+        }
+    }
+    out
+}
+
 /// A pack's bytes, some of which may not have arrived yet; see the module
 /// doc. It is made by [`PackFs::open_partial`] only.
 pub struct Partial {
@@ -180,17 +214,10 @@ impl PackFs<Partial> {
         self.ranges((0..self.extent_count()).filter(|&k| !self.here(k)))
     }
 
-    /// Extents `ks`, in increasing order, as byte ranges: extents lie in
-    /// offset order without overlap, so a range grows by the next one when the
-    /// gap is small.
+    /// Extents `ks`, in increasing order, as byte ranges, close ones
+    /// merged: extents lie in offset order without overlap.
     fn ranges(&self, ks: impl Iterator<Item = u64>) -> Vec<Range<u64>> {
-        let mut out: Vec<Range<u64>> = Vec::new();
-        for (start, end) in ks.filter_map(|k| self.extent(k)) {
-            match out.last_mut() {
-                Some(r) if start >= r.end && start - r.end < MERGE_GAP => r.end = end,
-                _ => out.push(start..end),
-            }
-        }
-        out
+        let extents = ks.filter_map(|k| self.extent(k)).map(|(start, end)| start..end);
+        merge_ranges(extents, MERGE_GAP, u64::MAX).into_iter().map(|m| m.range).collect()
     }
 }

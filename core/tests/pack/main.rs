@@ -4,6 +4,7 @@
 mod common;
 mod pack_golden;
 mod pack_lazy_guest;
+mod pack_lazy_open;
 mod pack_limits;
 mod pack_mutation;
 mod pack_partial;

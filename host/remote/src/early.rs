@@ -15,7 +15,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore};
-use packfs_core::pack::MERGE_GAP;
+use packfs_core::pack::{MERGE_GAP, merge_ranges};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
@@ -42,9 +42,7 @@ pub(crate) struct Run {
 /// bytes a request.
 pub(crate) fn start(store: &Arc<dyn ObjectStore>, path: &Path, trace: &Trace, scope: Option<&Scope>) -> Vec<Run> {
     let permits = Arc::new(Semaphore::new(PREFETCH_PARALLEL));
-    /// A request to be: its range, its entries, their locks.
-    type Group = (Range<u64>, Vec<(u64, u64, u64)>, Vec<Lock>);
-    let mut groups: Vec<Group> = Vec::new();
+    let mut wanted = Vec::new();
     for &(start, len, sum) in trace.entries().iter().take(MAX_EARLY) {
         let Some(end) = start.checked_add(len).filter(|_| len > 0) else { continue };
         let mut lock = None;
@@ -56,20 +54,17 @@ pub(crate) fn start(store: &Arc<dyn ObjectStore>, path: &Path, trace: &Trace, sc
                 _ => continue,
             }
         }
-        match groups.last_mut() {
-            // Extents a little apart (alignment) go together too.
-            Some((r, entries, locks))
-                if start >= r.end && start - r.end < MERGE_GAP && end - r.start <= REQUEST_MAX =>
-            {
-                r.end = end;
-                entries.push((start, len, sum));
-                locks.extend(lock);
-            }
-            _ => groups.push((start..end, vec![(start, len, sum)], lock.into_iter().collect())),
-        }
+        wanted.push((start..end, (start, len, sum), lock));
     }
+    // Extents a little apart (alignment) go together too.
+    let merged = merge_ranges(wanted.iter().map(|(r, _, _)| r.clone()), MERGE_GAP, REQUEST_MAX);
+    let mut wanted = wanted.into_iter();
+    let groups = merged.into_iter().map(|m| {
+        let members: Vec<_> = wanted.by_ref().take(m.members.len()).collect();
+        let entries = members.iter().map(|(_, e, _)| *e).collect();
+        (m.range, entries, members.into_iter().filter_map(|(_, _, l)| l).collect::<Vec<Lock>>())
+    });
     groups
-        .into_iter()
         .map(|(range, entries, locks)| {
             let (store, path, permits, r) = (Arc::clone(store), path.clone(), Arc::clone(&permits), range.clone());
             let reply = crate::runtime().spawn(async move {

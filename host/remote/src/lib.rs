@@ -34,8 +34,7 @@ use std::future::Future;
 use object_store::ObjectStoreExt;
 use std::sync::{Arc, OnceLock};
 
-use packfs_core::pack::layout::{MAX_FETCHED_INDEX, TRAILER_LEN};
-use packfs_core::pack::{ByteSource, Layout, PackFs, Pieces, ReadOptions};
+use packfs_core::pack::{ByteSource, LazyOpen, OpenStep, PackFs, ReadOptions};
 
 pub use cache::{Cache, CacheStats, DEFAULT_CACHE_BYTES};
 pub use location::{BadLocation, Location};
@@ -135,17 +134,22 @@ pub fn open_as<S: ByteSource>(
     let store = store::connect(location, &options.net)?;
     let scope = options.cache.as_ref().map(|c| c.scope(&store.origin));
     let early = options.prefetch.as_ref().map(|t| early::start(&store.store, &store.path, t, scope.as_ref()));
-    let (object, pieces, size) = block_on(head(url.clone(), Arc::clone(&store.store), store.path.clone()))?;
+    let (object, plan) = block_on(fetch_open(url.clone(), Arc::clone(&store.store), store.path.clone()))?;
     let pack_err = |source: packfs_core::Error| RemoteError::Pack { url: url.clone(), source };
-    let pieces = Pieces::new(size, pieces).map_err(pack_err)?;
     let wait = options.net.retry_timeout + options.net.timeout * 2;
-    let source = RemoteSource::new(pieces, source::Parts { object, scope, wait, fail_fast: options.net.fail_fast });
-    let handle = source.clone();
+    let mut handle = None;
+    let (pack, data) = plan
+        .open_as(options.read, |pieces| {
+            let parts = source::Parts { object, scope, wait, fail_fast: options.net.fail_fast };
+            let source = RemoteSource::new(pieces, parts);
+            handle = Some(source.clone());
+            wrap(source)
+        })
+        .map_err(pack_err)?;
+    let handle = handle.expect("the open made its source");
     // Held to a lazily opened pack's limits (core's `layout`): the
     // extent table built next is bounded by them.
-    let pack = PackFs::open_with(wrap(source), options.read.lazy(true)).map_err(pack_err)?;
-    let table = source::Table::build(&pack).map_err(|what| RemoteError::Reply { url: url.clone(), what })?;
-    let _ = handle.inner.table.set(table);
+    handle.index(&pack, data).map_err(|what| RemoteError::Reply { url: url.clone(), what })?;
     if let Some(trace) = &options.prefetch {
         handle.adopt(early.unwrap_or_default());
         // The rest: what the cache holds, and what others are fetching.
@@ -182,37 +186,34 @@ pub fn write_object(location: &Location, net: &NetOptions, bytes: Vec<u8>) -> Re
     })
 }
 
-/// The first requests: the pack's trailer, then its header and its index
-/// region at once. Returns the object, the pieces and the pack's length.
-async fn head(
+/// The open's requests, as core's [`LazyOpen`] plan asks: the tail, then
+/// the header and the rest of the index region at once. Returns the object,
+/// pinned to the version the first reply came from, and the plan, ready
+/// to open.
+async fn fetch_open(
     url: String,
     store: Arc<dyn object_store::ObjectStore>,
     path: object_store::path::Path,
-) -> Result<(Arc<object::Object>, Vec<(u64, Vec<u8>)>, u64), RemoteError> {
-    let (object, at, tail, size) = object::Object::open(url, store, path, TRAILER_LEN).await?;
+) -> Result<(Arc<object::Object>, LazyOpen), RemoteError> {
+    let pack_err = |source| RemoteError::Pack { url: url.clone(), source };
+    let mut plan = LazyOpen::new();
+    let OpenStep::Tail(len) = plan.next() else { unreachable!("a plan that knows no size asks for the tail first") };
+    let (object, at, tail, size) = object::Object::open(url.clone(), store, path, len).await?;
     let object = Arc::new(object);
-    let url = &object.url;
-    let Some(trailer) = tail.len().checked_sub(TRAILER_LEN as usize).map(|i| &tail[i..]) else {
-        return Err(RemoteError::Pack { url: url.clone(), source: packfs_core::Error::Invalid });
-    };
-    let layout = Layout::from_trailer(trailer).map_err(|e| RemoteError::Pack { url: url.clone(), source: e.into() })?;
-    let required = layout.required_to_fetch().map_err(|len| {
-        let why = format!("an index region of {len} bytes, more than a remote pack may have ({MAX_FETCHED_INDEX})");
-        RemoteError::Pack { url: url.clone(), source: packfs_core::Error::Remote(why) }
-    })?;
-    let mut asks = Vec::new();
-    for (start, end) in required {
-        // The open checks the layout against all it reads.
-        let end = end.min(at).min(size);
-        if start < end {
-            let o = Arc::clone(&object);
-            asks.push((start, tokio::spawn(async move { o.get(start..end).await })));
+    plan.accept_tail(at, tail.to_vec(), size).map_err(pack_err)?;
+    // Then the rest, all at once, until the plan says open.
+    while let OpenStep::Fetch(ranges) = plan.next() {
+        let asks: Vec<_> = ranges
+            .into_iter()
+            .map(|r| {
+                let o = Arc::clone(&object);
+                (r.start, tokio::spawn(async move { o.get(r).await }))
+            })
+            .collect();
+        for (start, ask) in asks {
+            let bytes = ask.await.expect("a request task does not panic")?;
+            plan.accept(start, bytes.to_vec()).map_err(pack_err)?;
         }
     }
-    let mut pieces = vec![(at, tail.to_vec())];
-    for (start, ask) in asks {
-        let bytes = ask.await.expect("a request task does not panic")?;
-        pieces.push((start, bytes.to_vec()));
-    }
-    Ok((object, pieces, size))
+    Ok((object, plan))
 }

@@ -136,14 +136,19 @@ pub struct FetchStats {
     pub requests: u64,
     /// Bytes they brought.
     pub bytes: u64,
-    /// Extents that came from the store, and from the cache.
+    /// Extents that came from the store (with the open's requests too),
+    /// and from the cache.
     pub fetched: u64,
+    /// Of those fetched, the ones that came with the open's requests (in
+    /// its tail).
+    pub opened: u64,
     pub from_cache: u64,
 }
 
 #[derive(Default)]
 struct Counters {
     fetched: AtomicU64,
+    opened: AtomicU64,
     from_cache: AtomicU64,
 }
 
@@ -240,6 +245,7 @@ impl RemoteSource {
             requests: self.inner.object.requests.load(Ordering::Relaxed),
             bytes: self.inner.object.bytes.load(Ordering::Relaxed),
             fetched: c.fetched.load(Ordering::Relaxed),
+            opened: c.opened.load(Ordering::Relaxed),
             from_cache: c.from_cache.load(Ordering::Relaxed),
         }
     }
@@ -269,6 +275,26 @@ impl RemoteSource {
 }
 
 impl RemoteSource {
+    /// Builds the extent table of `pack`, opened over this source, and keeps
+    /// the extents lying wholly in `data` (bytes that came with the open,
+    /// `(offset, bytes)`) that pass their checksums. `Err` as
+    /// [`Table::build`] says, or when called twice.
+    pub(crate) fn index<S: ByteSource>(&self, pack: &PackFs<S>, data: Vec<(u64, Vec<u8>)>) -> Result<(), String> {
+        let inner = &self.inner;
+        inner.table.set(Table::build(pack)?).map_err(|_| "the table built twice")?;
+        let t = inner.table.get().expect("just set");
+        for (at, bytes) in data {
+            let bytes = Bytes::from(bytes);
+            for k in pack.extents_within(at..at + bytes.len() as u64) {
+                if let Some(b) = checked(t, k, at, &bytes) {
+                    inner.land(t, k, b, false);
+                    inner.counters.opened.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Takes over the requests [`early`](crate::early) started at open: marks
     /// their extents under way (so no read fetches them again), then, as
     /// each reply comes, keeps the extents it confirms.
@@ -583,6 +609,10 @@ impl Inner {
     async fn fetch_once(&self, t: &Table, run: Range<u64>) -> Result<Vec<(u64, Bytes)>, RemoteError> {
         let (first, last) = (t.extents[run.start as usize], t.extents[run.end as usize - 1]);
         let body = self.object.get(first.start..last.end).await?;
+        if body.len() as u64 != last.end - first.start {
+            let what = format!("{} bytes for a range of {}", body.len(), last.end - first.start);
+            return Err(RemoteError::Reply { url: self.object.url.clone(), what });
+        }
         let mut got = Vec::with_capacity((run.end - run.start) as usize);
         for k in run {
             let Some(bytes) = checked(t, k, first.start, &body) else {

@@ -48,7 +48,7 @@ impl Trace {
     }
 
     /// Its entries, `(start, len, checksum)`, in order.
-    pub(crate) fn entries(&self) -> &[(u64, u64, u64)] {
+    pub fn entries(&self) -> &[(u64, u64, u64)] {
         &self.entries
     }
 
