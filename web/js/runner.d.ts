@@ -1,3 +1,5 @@
+import type { FsOptions, Preview1Options } from "./packfs_web.js";
+
 /** A filesystem shown to the guest, in descriptor order (3, 4, ...). */
 export interface Preopen {
   /** The guest path, e.g. "/" or "/data". */
@@ -10,18 +12,15 @@ export interface Preopen {
   bytes?: Uint8Array;
   /** Every change refused (EPERM), as a read-only preopen. */
   readOnly?: boolean;
-  /** Quotas of a mem or overlay preopen: { maxBytes, maxInodes }. */
-  options?: { maxBytes?: number; maxInodes?: number };
+  /** Quotas of a mem or overlay preopen. */
+  options?: FsOptions;
   /** Return this filesystem compacted into a pack after the run. */
   save?: boolean;
 }
 
-export interface RunOptions {
-  args?: string[];
-  env?: Record<string, string>;
-  stdin?: Uint8Array;
-  stdout?: (bytes: Uint8Array) => void;
-  stderr?: (bytes: Uint8Array) => void;
+/** The guest's `args`, `env`, `stdin`, `stdout` and `stderr` (as `Preview1`
+ *  takes them), its filesystems, and how long it may run. */
+export interface RunOptions extends Preview1Options {
   preopens?: Preopen[];
   /** Most milliseconds the run may take; past it the worker ends and the run rejects with a "TimeoutError" DOMException. */
   timeout?: number;

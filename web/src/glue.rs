@@ -22,10 +22,10 @@ export function make_error(message, code, errno) {
   e.errno = errno;
   return e;
 }
-export function make_type_error(message) {
+export function make_type_error(message, code, errno) {
   const e = new TypeError(message);
-  e.code = "invalid";
-  e.errno = "EINVAL";
+  e.code = code;
+  e.errno = errno;
   return e;
 }
 "#)]
@@ -49,7 +49,7 @@ extern "C" {
     /// An `Error` with `code` and `errno`.
     pub fn make_error(message: &str, code: &str, errno: &str) -> JsValue;
 
-    /// A `TypeError` (an argument of the wrong type), with `code`
-    /// `"invalid"` and `errno` `"EINVAL"` as every other error has them.
-    pub fn make_type_error(message: &str) -> JsValue;
+    /// A `TypeError` (an argument of the wrong type), with `code` and
+    /// `errno` as every other error has them.
+    pub fn make_type_error(message: &str, code: &str, errno: &str) -> JsValue;
 }

@@ -18,11 +18,17 @@ use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::calls::{self, FUNCTIONS, ValType};
 use packfs_core::wasi::p1::io::{Bytes, Discard};
 use packfs_core::wasi::p1::{Errno, Input, Memory, Output, Platform, Wasi, WasiBuilder};
-use packfs_core::{FileSystem, Timestamp};
+use packfs_core::{Code, FileSystem, Timestamp};
 use wasm_bindgen::prelude::*;
 
+use crate::arg;
+use crate::clock::clock;
+use crate::error::{JsResult, js_error, to_js, type_error};
 use crate::fetch::Remote;
-use crate::{Inner, JsResult, MemFs, Overlay, Pack, arg};
+use crate::inner::Inner;
+use crate::mem_fs::MemFs;
+use crate::overlay::Overlay;
+use crate::pack::Pack;
 
 #[wasm_bindgen(inline_js = r#"
 export class GuestExit extends Error {
@@ -54,7 +60,7 @@ struct BrowserPlatform;
 
 impl Platform for BrowserPlatform {
     fn wall_clock(&self) -> Timestamp {
-        (crate::clock())()
+        clock()()
     }
 
     fn monotonic_clock(&self) -> u64 {
@@ -142,7 +148,7 @@ fn get(options: &JsValue, key: &str) -> JsValue {
 }
 
 fn invalid(what: &str) -> JsValue {
-    crate::error::js_error("invalid", "EINVAL", what)
+    js_error(Code::Invalid, what)
 }
 
 /// A preopen's `readOnly`: absent, `true` or `false`.
@@ -151,7 +157,7 @@ fn access(read_only: &JsValue) -> JsResult<Access> {
         Some(true) => Ok(Access::ReadOnly),
         Some(false) => Ok(Access::ReadWrite),
         None if read_only.is_undefined() || read_only.is_null() => Ok(Access::ReadWrite),
-        None => Err(arg::type_error("readOnly must be true or false")),
+        None => Err(type_error("readOnly must be true or false")),
     }
 }
 
@@ -175,26 +181,24 @@ impl Preview1 {
     #[wasm_bindgen(constructor)]
     pub fn new(#[wasm_bindgen(unchecked_param_type = "Preview1Options")] options: JsValue) -> JsResult<Preview1> {
         if !options.is_undefined() && !options.is_object() {
-            return Err(arg::type_error("options must be an object"));
+            return Err(type_error("options must be an object"));
         }
         let mut b = Wasi::builder(Box::new(BrowserPlatform));
         let args = get(&options, "args");
         if !args.is_undefined() {
-            let args: Array =
-                args.dyn_into().map_err(|_| arg::type_error("options.args must be an array of strings"))?;
+            let args: Array = args.dyn_into().map_err(|_| type_error("options.args must be an array of strings"))?;
             for a in args.iter() {
-                b = b.arg(a.as_string().ok_or_else(|| arg::type_error("options.args must be an array of strings"))?);
+                b = b.arg(a.as_string().ok_or_else(|| type_error("options.args must be an array of strings"))?);
             }
         }
         let env = get(&options, "env");
         if !env.is_undefined() {
-            let env: Object =
-                env.dyn_into().map_err(|_| arg::type_error("options.env must be an object of strings"))?;
+            let env: Object = env.dyn_into().map_err(|_| type_error("options.env must be an object of strings"))?;
             for pair in Object::entries(&env).iter() {
                 let pair: Array = pair.unchecked_into();
                 let (k, v) = (pair.get(0).as_string(), pair.get(1).as_string());
                 let (Some(k), Some(v)) = (k, v) else {
-                    return Err(arg::type_error("options.env must be an object of strings"));
+                    return Err(type_error("options.env must be an object of strings"));
                 };
                 b = b.env(k, v);
             }
@@ -203,14 +207,14 @@ impl Preview1 {
         let stdin: Box<dyn Input> = match stdin.dyn_ref::<Uint8Array>() {
             Some(bytes) => Box::new(Bytes::new(bytes.to_vec())),
             None if stdin.is_undefined() => Box::new(Bytes::default()),
-            None => return Err(arg::type_error("options.stdin must be a Uint8Array")),
+            None => return Err(type_error("options.stdin must be a Uint8Array")),
         };
         let output = |key: &str| -> JsResult<Box<dyn Output>> {
             let f = get(&options, key);
             match f.dyn_into::<Function>() {
                 Ok(f) => Ok(Box::new(Callback(f))),
                 Err(f) if f.is_undefined() => Ok(Box::new(Discard)),
-                Err(_) => Err(arg::type_error(&format!("options.{key} must be a function"))),
+                Err(_) => Err(type_error(&format!("options.{key} must be a function"))),
             }
         };
         b = b.stdin(stdin).stdout(output("stdout")?).stderr(output("stderr")?);
@@ -285,9 +289,9 @@ impl Preview1 {
         #[wasm_bindgen(unchecked_param_type = "WebAssembly.Memory")] memory: JsValue,
     ) -> JsResult<()> {
         let memory: WebAssembly::Memory =
-            memory.dyn_into().map_err(|_| arg::type_error("memory must be a WebAssembly.Memory"))?;
+            memory.dyn_into().map_err(|_| type_error("memory must be a WebAssembly.Memory"))?;
         let b = self.builder.take().ok_or_else(|| invalid("started twice"))?;
-        self.wasi = Some(b.build().map_err(|e| crate::error::to_js(&e, None))?);
+        self.wasi = Some(b.build().map_err(|e| to_js(&e, None))?);
         self.memory = Some(memory);
         Ok(())
     }

@@ -1,0 +1,116 @@
+//! The `Pack` class: a read-only pack, from bytes or from a URL by HTTP
+//! Range requests ([`fetch`](crate::fetch)).
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use crate::error::{JsResult, to_js};
+use crate::fetch::{LazyPack, Remote};
+use crate::inner::Inner;
+use crate::methods::fs_methods;
+use crate::ops::Backend;
+use crate::options::{opt_bool, read_options};
+use crate::{arg, objects};
+
+/// A read-only pack.
+#[wasm_bindgen]
+#[derive(Clone)]
+pub struct Pack {
+    pub(crate) inner: Inner,
+    pub(crate) pack: Arc<LazyPack>,
+}
+
+#[wasm_bindgen]
+impl Pack {
+    /// Opens the pack in `bytes` (copied; any `ArrayBufferView` or an
+    /// `ArrayBuffer`). Checks the header, trailer and index; throws `io` for
+    /// a damaged pack, `unsupported` for an unknown version.
+    #[wasm_bindgen(js_name = fromBytes)]
+    pub fn from_bytes(
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "PackOptions")] options: Option<JsValue>,
+    ) -> JsResult<Pack> {
+        let bytes = arg::binary(&bytes, "bytes")?;
+        let pack = crate::fetch::complete(bytes, read_options(&options, false)?).map_err(|e| to_js(&e, None))?;
+        let pack = Arc::new(pack);
+        Ok(Pack { inner: Inner { backend: Backend::Pack(pack.clone()), remote: None }, pack })
+    }
+
+    /// Opens the pack at `url` with HTTP Range requests: the header, index
+    /// and trailer now (kilobytes, whatever the pack's size), each file's
+    /// bytes on its first read.
+    #[wasm_bindgen(js_name = fromUrl, unchecked_return_type = "Promise<Pack>")]
+    pub fn from_url(
+        #[wasm_bindgen(unchecked_param_type = "string")] url: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "PackOptions")] options: Option<JsValue>,
+    ) -> js_sys::Promise {
+        future_to_promise(async move {
+            let url = arg::string(&url, "url")?;
+            let opts = read_options(&options, true)?;
+            let persist = opt_bool(&options, "persist")?.unwrap_or(true);
+            let remote = Remote::open(url.clone(), opts, persist).await.map_err(|e| to_js(&e, Some(&url)))?;
+            let pack = remote.pack.clone();
+            Ok(Pack { inner: Inner { backend: Backend::Pack(pack.clone()), remote: Some(Rc::new(remote)) }, pack }
+                .into())
+        })
+    }
+
+    /// Header and trailer facts.
+    #[wasm_bindgen(unchecked_return_type = "PackInfo")]
+    pub fn info(&self) -> JsValue {
+        let content = self.pack.content_stats().unwrap_or_default();
+        objects::pack_info(&self.pack.info(), &content)
+    }
+
+    /// Checks every checksum (fetching the whole pack first if it came
+    /// from a URL). The first 1000 damaged files are listed, the rest
+    /// counted in `unlisted`; a damaged index rejects.
+    #[wasm_bindgen(unchecked_return_type = "Promise<VerifyReport>")]
+    pub fn verify(&self) -> js_sys::Promise {
+        let this = self.clone();
+        future_to_promise(async move {
+            this.inner.load_all().await?;
+            let r = this.pack.verify().map_err(|e| to_js(&e, None))?;
+            Ok(objects::report(&r))
+        })
+    }
+
+    /// Fetches every byte not fetched yet.
+    #[wasm_bindgen(js_name = loadAll, unchecked_return_type = "Promise<void>")]
+    pub fn load_all(&self) -> js_sys::Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            inner.load_all().await?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// True once every byte is here.
+    #[wasm_bindgen(getter, js_name = isComplete)]
+    pub fn is_complete(&self) -> bool {
+        self.pack.is_complete()
+    }
+
+    /// Bytes received from the network so far (0 for `fromBytes`).
+    #[wasm_bindgen(getter, js_name = bytesFetched)]
+    pub fn bytes_fetched(&self) -> f64 {
+        self.inner.remote.as_ref().map_or(0.0, |r| r.bytes_fetched() as f64)
+    }
+
+    /// HTTP requests made so far (0 for `fromBytes`).
+    #[wasm_bindgen(getter)]
+    pub fn requests(&self) -> u32 {
+        self.inner.remote.as_ref().map_or(0, |r| r.requests())
+    }
+
+    /// The URL it was opened from, if any.
+    #[wasm_bindgen(getter)]
+    pub fn url(&self) -> Option<String> {
+        self.inner.remote.as_ref().map(|r| r.url().to_owned())
+    }
+}
+
+fs_methods!(Pack);

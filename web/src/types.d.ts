@@ -1,0 +1,119 @@
+/** A preview1 guest's arguments, environment and stdio (`Preview1`). */
+export interface Preview1Options {
+  args?: string[];
+  env?: Record<string, string>;
+  stdin?: Uint8Array;
+  stdout?: (bytes: Uint8Array) => void;
+  stderr?: (bytes: Uint8Array) => void;
+}
+
+/** What an entry is. */
+export type FileKind = "file" | "dir" | "symlink";
+
+/** One entry of `readdir`. */
+export interface DirEntry {
+  name: string;
+  kind: FileKind;
+  /** Bytes of content (a symlink: of its target; a directory: 0). */
+  size: number;
+}
+
+/** What `stat` and `lstat` return. Times are milliseconds since the epoch. */
+export interface Stats {
+  kind: FileKind;
+  size: number;
+  /** Permission bits, e.g. 0o644. */
+  mode: number;
+  nlink: number;
+  ino: number;
+  mtimeMs: number;
+  atimeMs: number;
+  ctimeMs: number;
+}
+
+/** Limits of a writable filesystem (`MemFs`, the upper of an `Overlay`). */
+export interface FsOptions {
+  /** Most bytes of file content and symlink targets. */
+  maxBytes?: number;
+  /** Most inodes, the root included. */
+  maxInodes?: number;
+}
+
+/** How to open a pack. */
+export interface PackOptions {
+  /** Check each file's checksum on its first read (default: true for
+   *  `fromUrl`, false for `fromBytes`). */
+  verifyOnRead?: boolean;
+  /** `fromUrl`: keep fetched chunks in the Cache API, keyed by content,
+   *  so that later page loads read them without fetching (default: true
+   *  where the Cache API exists). */
+  persist?: boolean;
+}
+
+export interface MkdirOptions {
+  /** Create missing parents; an existing directory is no error. */
+  recursive?: boolean;
+}
+
+/** Current size of a writable filesystem, in the units of `FsOptions`. */
+export interface Usage {
+  bytes: number;
+  inodes: number;
+}
+
+/** A pack's header and trailer, and how it stores its contents. */
+export interface PackInfo {
+  version: number;
+  /** Blob alignment in bytes. */
+  align: number;
+  inodes: number;
+  dirents: number;
+  /** Distinct contents. */
+  blobs: number;
+  /** Bytes of distinct content. */
+  contentLen: number;
+  dataLen: number;
+  packLen: number;
+  /** Version 2: the chunk size (0 in version 1). */
+  chunkSize: number;
+  /** Version 2: how each codec stores the chunks (empty in version 1). */
+  codecs: { codec: "raw" | "zstd" | "lz4"; chunks: number; content: number; stored: number }[];
+}
+
+/** How `compact` writes its pack. */
+export interface CompactOptions {
+  /** "zstd" (level 3 with the browser's encoder), "lz4", or "none" (a
+   * version 1 pack; the default). */
+  compress?: "zstd" | "lz4" | "none";
+  /** A compressed pack's chunk size: a power of two from 4096 to 1048576. */
+  chunkSize?: number;
+}
+
+/** What `verify` found. */
+export interface VerifyReport {
+  ok: boolean;
+  /** Blobs checked. */
+  blobs: number;
+  /** Bytes checked. */
+  bytes: number;
+  /** Files whose content fails its checksum (the first 1000). */
+  bad: { path: string; error: string }[];
+  /** Further files whose content fails, not listed in `bad`. */
+  unlisted: number;
+}
+
+/** The WASI `error-code` names carried by thrown errors' `code`. */
+export type ErrorCode =
+  | "no-entry" | "exist" | "not-directory" | "is-directory" | "not-empty"
+  | "access" | "not-permitted" | "read-only" | "loop" | "name-too-long"
+  | "insufficient-space" | "quota" | "cross-device" | "invalid"
+  | "file-too-large" | "bad-descriptor" | "too-many-links" | "busy"
+  | "unsupported" | "io" | "would-block";
+
+/** Every method throws (or rejects with) one of these. An argument of the
+ *  wrong type (`readdir(5)`) is a `TypeError` naming it, `code` "invalid". */
+export interface PackFsError extends Error {
+  code: ErrorCode;
+  /** The POSIX name, e.g. "ENOENT". */
+  errno: string;
+}
