@@ -1,6 +1,8 @@
 //! Orphans (inodes with no name left) and the structural consistency check.
 
+use super::inode::counted;
 use super::*;
+use crate::{FileType, Ino};
 
 impl Tree {
     // ---- orphans -----------------------------------------------------------

@@ -2,6 +2,9 @@
 //! symlink, set_len, write, append, and the byte quota they charge.
 
 use super::*;
+use crate::mem::content::Content;
+use crate::path::{MAX_PATH, validate_name};
+use crate::{Error, FileType, Ino, MAX_FILE_SIZE, OpenOptions, Result, Timestamp};
 
 impl Tree {
     // ---- writes ------------------------------------------------------------

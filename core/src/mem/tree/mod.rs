@@ -17,30 +17,34 @@
 //! or renamed lower name. A directory made here is *opaque*: nothing shows
 //! through it, even where it replaced a lower one. Every change is thus
 //! O(log n), however big the lower directory.
+//!
+//! Here: the [`Tree`] value and the primitives every operation goes
+//! through. Beside it, what it holds (`key`: an entry's key; `inode`:
+//! inode numbers and records; `limits`: [`Limits`] and [`Usage`]) and what
+//! it does (`read`: lookups, metadata, contents, listings; `data`: making
+//! inodes and writing content; `names`: links, renames, times, modes;
+//! `overlay`: the lower's side; `check`: orphans and the consistency
+//! check).
 
 mod check;
 mod data;
+mod inode;
+mod key;
+mod limits;
 mod names;
 mod overlay;
+mod read;
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::content::Content;
-use crate::path::{MAX_PATH, validate_name};
 use crate::treap::Treap;
-use crate::{
-    DirEntry, Error, FileSystem, FileType, Ino, MAX_FILE_SIZE, Metadata, OpenOptions, Result, SetTime, Timestamp,
-};
-use overlay::{counted, from_lower, lower_record, tag};
+use crate::{Error, FileSystem, FileType, Ino, Result, Timestamp};
+use inode::{Data, Inode};
+use limits::entry_bytes;
 
-/// The root directory's inode number.
-pub const ROOT: Ino = 1;
-
-/// Set in the number of every inode that came from the lower filesystem.
-/// Inode numbers stay below 2^48 so that a mount table can carry its mount
-/// id above them ([`crate::mount::INO_BITS`]).
-pub const LOWER_TAG: Ino = 1 << 47;
+pub use inode::{LOWER_TAG, ROOT};
+pub(crate) use key::DirKey;
+pub use limits::{ENTRY_BYTES, INODE_BYTES, Limits, Usage};
 
 /// What directories add to their rank in the inode treap (see
 /// [`Tree::rank`]), above any a file can have.
@@ -51,173 +55,6 @@ const LOWER_PAGE: usize = 256;
 
 /// The inode number of a whiteout entry: the lower name is removed.
 const WHITEOUT: Ino = 0;
-
-/// Optional caps on one filesystem's size. An operation that would pass one
-/// fails with [`Error::Quota`] and changes nothing.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Limits {
-    /// Most bytes of host memory the tree holds: file content and symlink
-    /// targets by length (a sparse file counts whole), each directory
-    /// entry's name and [`ENTRY_BYTES`] (hard links, whiteouts and renames
-    /// into new names included), and [`INODE_BYTES`] per inode. Names and
-    /// links are not free: a guest cannot grow the host by them either.
-    pub max_bytes: Option<u64>,
-    /// Most inodes, the root included.
-    pub max_inodes: Option<u64>,
-}
-
-/// What [`Limits::max_bytes`] charges for a directory entry besides its
-/// name: what the host holds for one, measured (its key and node in the
-/// entry treap, in the current version and in the writer's spare, and the
-/// allocator's share): 200,000 links of 248-byte names took 528 bytes each.
-pub const ENTRY_BYTES: u64 = 288;
-
-/// What [`Limits::max_bytes`] charges for an inode besides its content:
-/// its record and node in the inode treap, likewise (200,000 empty files
-/// took 608 bytes each, entries included).
-pub const INODE_BYTES: u64 = 320;
-
-/// The charge of an entry named `name`.
-fn entry_bytes(name: &str) -> u64 {
-    ENTRY_BYTES + name.len() as u64
-}
-
-/// What a filesystem holds now, in the units of [`Limits`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    /// Bytes charged: content, symlink targets, entries, inodes.
-    pub bytes: u64,
-    /// Inodes, the root included.
-    pub inodes: u64,
-}
-
-/// A directory entry's key, ordered as `(dir, name bytes)`. The name's first
-/// 16 bytes, kept as one integer, settle most comparisons without reading
-/// the name; the name is shared with the listings that return it.
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct DirKey {
-    dir: Ino,
-    head: u128,
-    name: Arc<str>,
-}
-
-/// The first 16 bytes of a name, zero-padded, as a big-endian integer. If
-/// two heads differ they order as their names do (padding sorts a name
-/// before every longer name it begins); equal heads leave it to the rest.
-fn head(name: &str) -> u128 {
-    let mut bytes = [0; 16];
-    let n = name.len().min(16);
-    bytes[..n].copy_from_slice(&name.as_bytes()[..n]);
-    u128::from_be_bytes(bytes)
-}
-
-/// A position among directory entries, its head computed once per search.
-#[derive(Clone, Copy)]
-struct Probe<'a> {
-    dir: Ino,
-    head: u128,
-    name: &'a str,
-}
-
-impl<'a> Probe<'a> {
-    fn new(dir: Ino, name: &'a str) -> Self {
-        Probe { dir, head: head(name), name }
-    }
-}
-
-impl DirKey {
-    fn new(dir: Ino, name: Arc<str>) -> Self {
-        DirKey { dir, head: head(&name), name }
-    }
-
-    fn cmp_to(&self, at: &Probe<'_>) -> Ordering {
-        self.dir.cmp(&at.dir).then(self.head.cmp(&at.head)).then_with(|| {
-            // Equal heads: names of up to 16 bytes are all in them, so they
-            // differ only in trailing NULs, and length orders them — read
-            // from the key itself, without loading the name.
-            if self.name.len() <= 16 && at.name.len() <= 16 {
-                self.name.len().cmp(&at.name.len())
-            } else {
-                (*self.name).cmp(at.name)
-            }
-        })
-    }
-}
-
-impl Ord for DirKey {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.cmp_to(&Probe { dir: other.dir, head: other.head, name: &other.name })
-    }
-}
-
-impl PartialOrd for DirKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-#[derive(Clone)]
-enum Data {
-    File(Content),
-    /// A lower file whose bytes have not been copied up.
-    Lower {
-        ino: Ino,
-        size: u64,
-    },
-    /// `lower`: the lower directory whose entries show through this one's
-    /// (merged), or `None` (opaque).
-    Dir {
-        parent: Ino,
-        lower: Option<Ino>,
-    },
-    Symlink(Arc<str>),
-}
-
-#[derive(Clone)]
-struct Inode {
-    data: Data,
-    mode: u32,
-    nlink: u64,
-    atime: Timestamp,
-    mtime: Timestamp,
-    ctime: Timestamp,
-}
-
-impl Inode {
-    fn kind(&self) -> FileType {
-        match self.data {
-            Data::File(_) | Data::Lower { .. } => FileType::File,
-            Data::Dir { .. } => FileType::Dir,
-            Data::Symlink(_) => FileType::Symlink,
-        }
-    }
-
-    fn size(&self) -> u64 {
-        match &self.data {
-            Data::File(c) => c.len(),
-            Data::Lower { size, .. } => *size,
-            Data::Dir { .. } => 0,
-            Data::Symlink(t) => t.len() as u64,
-        }
-    }
-
-    /// Content bytes this inode counts against [`Limits::max_bytes`]: what
-    /// the upper layer holds, not what it borrows from the lower.
-    fn bytes(&self, ino: Ino) -> u64 {
-        match &self.data {
-            Data::File(c) => c.len(),
-            Data::Symlink(t) if ino & LOWER_TAG == 0 => t.len() as u64,
-            _ => 0,
-        }
-    }
-
-    /// All this inode counts against [`Limits::max_bytes`]: its content
-    /// and, born here, its record. Lower inodes adopted here are bounded
-    /// by the lower, not by the guest.
-    fn charge(&self, ino: Ino) -> u64 {
-        self.bytes(ino) + if counted(ino) { INODE_BYTES } else { 0 }
-    }
-}
 
 /// A complete filesystem as a persistent value: every read and write
 /// operation of PackFS's in-memory backend, with no locking and no clock.
@@ -278,24 +115,6 @@ impl Tree {
         };
         tree.put_inode(ROOT, root);
         tree
-    }
-
-    /// An empty upper over `lower`: every lower entry shows through until
-    /// changed, and no change ever reaches `lower`. The lower must answer
-    /// [`FileSystem::parent`] (packs and in-memory trees do): `Unsupported`
-    /// otherwise.
-    pub fn overlay(lower: Arc<dyn FileSystem>, now: Timestamp, limits: Limits) -> Result<Self> {
-        let lower_root = lower.root();
-        let md = lower.metadata(lower_root)?;
-        if md.kind != FileType::Dir {
-            return Err(Error::NotDir);
-        }
-        lower.parent(lower_root)?;
-        let mut tree = Tree::new(now, limits);
-        *tree.inode_mut(ROOT)? = lower_record(&*lower, lower_root, &md, ROOT)?;
-        tree.seen.insert(lower_root, ());
-        tree.lower = Some(lower);
-        Ok(tree)
     }
 
     /// Current usage.
@@ -466,196 +285,12 @@ impl Tree {
         self.limits = to.limits;
         self.lower.clone_from(&to.lower);
     }
-
-    /// The entry `name` in `dir` here (a whiteout included).
-    fn entry(&self, dir: Ino, name: &str) -> Option<(Ino, FileType)> {
-        let at = Probe::new(dir, name);
-        self.dirents.get_with(|k| k.cmp_to(&at)).map(|(_, &v)| v)
-    }
-
-    /// The entry `name` in `dir`: here, or in the lower where `dir` is
-    /// merged and nothing here has the name.
-    fn find(&self, dir: Ino, name: &str) -> Result<Option<(Ino, FileType)>> {
-        // One search for a hit; the directory itself is checked on a miss.
-        if let Some(entry) = self.entry(dir, name) {
-            return Ok((entry.0 != WHITEOUT).then_some(entry));
-        }
-        match self.dir_source(dir)? {
-            None => Ok(None),
-            Some((lower, ldir)) => match lower.lookup_kind(ldir, name) {
-                Ok((ino, kind)) => Ok(Some((tag(ino)?, kind))),
-                Err(Error::NotFound) => Ok(None),
-                Err(e) => Err(e),
-            },
-        }
-    }
-
-    fn is_empty_dir(&self, dir: Ino) -> Result<bool> {
-        Ok(self.read_dir(dir, None, 1)?.is_empty())
-    }
-
-    /// The inode named `name` in `dir`.
-    pub fn lookup(&self, dir: Ino, name: &str) -> Result<Ino> {
-        self.lookup_kind(dir, name).map(|(ino, _)| ino)
-    }
-
-    /// The inode named `name` in `dir`, and its type (kept in the entry).
-    pub fn lookup_kind(&self, dir: Ino, name: &str) -> Result<(Ino, FileType)> {
-        validate_name(name)?;
-        self.find(dir, name)?.ok_or(Error::NotFound)
-    }
-
-    /// The parent of directory `dir` (the root is its own parent).
-    pub fn parent(&self, dir: Ino) -> Result<Ino> {
-        let Some(i) = self.inodes.get(&dir) else {
-            let (lower, lino) = self.lower_only(dir).ok_or(Error::NotFound)?;
-            return from_lower(lower, lower.parent(lino)?);
-        };
-        match i.data {
-            Data::Dir { parent, .. } => Ok(parent),
-            _ => Err(Error::NotDir),
-        }
-    }
-
-    /// An inode's metadata.
-    pub fn metadata(&self, ino: Ino) -> Result<Metadata> {
-        let Some(i) = self.inodes.get(&ino) else {
-            let (lower, lino) = self.lower_only(ino).ok_or(Error::NotFound)?;
-            return Ok(Metadata { ino, ..lower.metadata(lino)? });
-        };
-        Ok(Metadata {
-            ino,
-            kind: i.kind(),
-            size: i.size(),
-            mode: i.mode,
-            nlink: i.nlink,
-            atime: i.atime,
-            mtime: i.mtime,
-            ctime: i.ctime,
-        })
-    }
-
-    /// Reads file content from `offset`.
-    pub fn read_at(&self, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        let Some(i) = self.inodes.get(&ino) else {
-            let (lower, lino) = self.lower_only(ino).ok_or(Error::NotFound)?;
-            return lower.read_at(lino, offset, buf);
-        };
-        match &i.data {
-            Data::File(c) => Ok(c.read(offset, buf)),
-            Data::Lower { ino, .. } => self.lower()?.read_at(*ino, offset, buf),
-            Data::Dir { .. } => Err(Error::IsDir),
-            Data::Symlink(_) => Err(Error::Invalid),
-        }
-    }
-
-    /// [`FileSystem::loaded`]: a file still in the lower asks the lower.
-    pub fn loaded(&self, ino: Ino, offset: u64, len: u64) -> Result<()> {
-        let (lower, lino) = match self.inodes.get(&ino) {
-            Some(Inode { data: Data::Lower { ino, .. }, .. }) => (self.lower()?, *ino),
-            Some(_) => return Ok(()),
-            None => match self.lower_only(ino) {
-                Some(at) => at,
-                None => return Ok(()),
-            },
-        };
-        lower.loaded(lino, offset, len)
-    }
-
-    /// A symlink's target.
-    pub fn readlink(&self, ino: Ino) -> Result<String> {
-        let Some(i) = self.inodes.get(&ino) else {
-            let (lower, lino) = self.lower_only(ino).ok_or(Error::NotFound)?;
-            return lower.readlink(lino);
-        };
-        match &i.data {
-            Data::Symlink(t) => Ok(t.to_string()),
-            _ => Err(Error::Invalid),
-        }
-    }
-
-    /// Up to `max` entries of `dir` after the name `after`, in name order.
-    pub fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
-        let source = self.dir_source(dir)?;
-        let at = after.map(|a| Probe::new(dir, a));
-        let start = |k: &DirKey| match &at {
-            Some(a) => k.cmp_to(a) == Ordering::Greater,
-            None => k.dir >= dir,
-        };
-        let mut here = self.dirents.iter_from(start).take_while(|(k, _)| k.dir == dir).peekable();
-        let Some((lower, ldir)) = source else {
-            let entries = here.take(max).map(|(k, &(ino, kind))| DirEntry { name: k.name.clone(), ino, kind });
-            return Ok(entries.collect());
-        };
-        // Merged: both runs in name order (a lower lists in byte order, as
-        // the keys here sort); an entry here hides the lower's of its name,
-        // and a whiteout hides both.
-        let mut out = Vec::new();
-        let mut below = std::collections::VecDeque::new();
-        let mut below_after: Option<Arc<str>> = after.map(Into::into);
-        let mut below_done = false;
-        while out.len() < max {
-            if below.is_empty() && !below_done {
-                let page = lower.read_dir(ldir, below_after.as_deref(), LOWER_PAGE)?;
-                // A lower that does not move past `after` would loop here.
-                if let (Some(a), Some(e)) = (&below_after, page.first())
-                    && e.name.as_bytes() <= a.as_bytes()
-                {
-                    return Err(Error::Backend(format!("lower directory {ldir} lists {:?} after {a:?}", e.name)));
-                }
-                below_done = page.is_empty();
-                below_after = page.last().map(|e| e.name.clone());
-                below.extend(page);
-            }
-            let order = match (here.peek(), below.front()) {
-                (None, None) => break,
-                (Some(_), None) => Ordering::Less,
-                (None, Some(_)) => Ordering::Greater,
-                (Some((k, _)), Some(e)) => k.name.as_bytes().cmp(e.name.as_bytes()),
-            };
-            if order != Ordering::Less {
-                let e = below.pop_front().expect("a lower entry");
-                if order == Ordering::Greater {
-                    out.push(DirEntry { ino: tag(e.ino)?, ..e });
-                    continue;
-                }
-            }
-            let (k, &(ino, kind)) = here.next().expect("an entry here");
-            if ino != WHITEOUT {
-                out.push(DirEntry { name: k.name.clone(), ino, kind });
-            }
-        }
-        Ok(out)
-    }
-
-    /// Checks the open flags against an existing entry, without changing
-    /// anything: the read-only half of [`Tree::open`].
-    pub fn open_existing(&self, dir: Ino, name: &str, opts: &OpenOptions) -> Result<Option<Ino>> {
-        validate_name(name)?;
-        if opts.create && opts.directory {
-            return Err(Error::Invalid);
-        }
-        let Some((ino, kind)) = self.find(dir, name)? else {
-            return if opts.create { Ok(None) } else { Err(Error::NotFound) };
-        };
-        if opts.create && opts.exclusive {
-            return Err(Error::Exists);
-        }
-        match kind {
-            // As Linux's O_NOFOLLOW: O_DIRECTORY is checked first.
-            FileType::Symlink if opts.directory => Err(Error::NotDir),
-            FileType::Symlink => Err(Error::Loop),
-            FileType::Dir if opts.writes() => Err(Error::IsDir),
-            FileType::File if opts.directory => Err(Error::NotDir),
-            _ => Ok(Some(ino)),
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
+    use crate::OpenOptions;
 
     /// Inode numbers handed out in order make a balanced inode treap,
     /// whatever the seed; and with every other one gone, still a shallow
@@ -682,27 +317,5 @@ mod tests {
         // height is ~4.3 ln n (~35 here), not the 8,193 of a list.
         let h = t.inodes.height();
         assert!(h <= 50, "{h} levels for {} inodes", t.inodes.len());
-    }
-
-    fn name() -> impl Strategy<Value = String> {
-        // Short and long names over a tiny alphabet (NUL included, though
-        // real names never hold one), so that shared heads, prefixes and
-        // equal lengths are common.
-        proptest::collection::vec(prop_oneof![Just('a'), Just('b'), Just('\0'), Just('é')], 0..40)
-            .prop_map(|cs| cs.into_iter().collect())
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
-
-        /// Keys order exactly as `(dir, name bytes)`, whatever the names.
-        #[test]
-        fn keys_order_as_dir_then_name(a in name(), cut in 0usize..40, tail in name(), da in 0u64..2, db in 0u64..2) {
-            // `b` shares a prefix of `a`: equal heads are common.
-            let b: String = a.chars().take(cut).chain(tail.chars().take(cut % 5)).collect();
-            let (ka, kb) = (DirKey::new(da, a.as_str().into()), DirKey::new(db, b.as_str().into()));
-            prop_assert_eq!(ka.cmp(&kb), (da, a.as_bytes()).cmp(&(db, b.as_bytes())));
-            prop_assert_eq!(ka.cmp_to(&Probe::new(db, &b)), ka.cmp(&kb));
-        }
     }
 }

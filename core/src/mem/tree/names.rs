@@ -2,6 +2,8 @@
 //! times and modes.
 
 use super::*;
+use crate::path::validate_name;
+use crate::{Error, FileType, Ino, Result, SetTime, Timestamp};
 
 impl Tree {
     /// Drops one link of `ino`; an inode left with none becomes an orphan.

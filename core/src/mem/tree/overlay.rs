@@ -2,7 +2,13 @@
 //! name below, adopting a lower inode (and its parents) when it is to
 //! change, copying a lower file up, and whiteouts.
 
+use std::sync::Arc;
+
+use super::key::Probe;
 use super::*;
+use crate::mem::content::Content;
+use crate::path::MAX_PATH;
+use crate::{Error, FileSystem, FileType, Ino, Metadata, Result, Timestamp};
 
 /// The number a lower inode has here. An overlay's own numbers carry the
 /// tag, so an overlay cannot be the lower of another (nor can anything with
@@ -47,12 +53,25 @@ pub(super) fn lower_subdirs(lower: &dyn FileSystem, ldir: Ino) -> Result<u64> {
     }
 }
 
-/// Inodes counted against [`Limits::max_inodes`]: those born in the upper.
-pub(super) fn counted(ino: Ino) -> bool {
-    ino & LOWER_TAG == 0
-}
-
 impl Tree {
+    /// An empty upper over `lower`: every lower entry shows through until
+    /// changed, and no change ever reaches `lower`. The lower must answer
+    /// [`FileSystem::parent`] (packs and in-memory trees do): `Unsupported`
+    /// otherwise.
+    pub fn overlay(lower: Arc<dyn FileSystem>, now: Timestamp, limits: Limits) -> Result<Self> {
+        let lower_root = lower.root();
+        let md = lower.metadata(lower_root)?;
+        if md.kind != FileType::Dir {
+            return Err(Error::NotDir);
+        }
+        lower.parent(lower_root)?;
+        let mut tree = Tree::new(now, limits);
+        *tree.inode_mut(ROOT)? = lower_record(&*lower, lower_root, &md, ROOT)?;
+        tree.seen.insert(lower_root, ());
+        tree.lower = Some(lower);
+        Ok(tree)
+    }
+
     /// True when the lower has the name `name` in `dir` (hidden or not).
     pub(super) fn below(&self, dir: Ino, name: &str) -> Result<bool> {
         if self.lower.is_none() {
