@@ -1,5 +1,5 @@
 //! The records of a journal's body: one length-prefixed, checksummed
-//! record per change (`docs/journal-format.md` §4, §5), written by
+//! record per change (`docs/journal-format.md` §5, §6), written by
 //! [`encode`] and read back, up to the first that is short, fails its
 //! checksum or does not decode, by [`Records`].
 

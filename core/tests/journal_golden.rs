@@ -1,0 +1,230 @@
+//! Format stability: `core/tests/data/golden-v1.journal` was written by
+//! the version-1 journal (`PACKFSJ1`) from `golden_ops()`: a header, then
+//! one record of each of the twelve types. Replaying it must give exactly
+//! `golden_tree()`'s table, and doing the same operations today must write
+//! the same bytes; a change to either is a format change (a new magic, and
+//! a new golden journal beside this one).
+//!
+//! A second reader, written from `docs/journal-format.md` alone, walks the
+//! same bytes, so the spec and the code cannot drift apart.
+//!
+//! To regenerate after a deliberate format change:
+//! `PACKFS_BLESS=1 cargo test -p packfs-core --test journal_golden`.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use packfs_core::journal::{HEADER_LEN, Header, MAGIC, Sink, replay};
+use packfs_core::mem::{Limits, Tree};
+use packfs_core::sync::lock;
+use packfs_core::{FileSystem, FileType, Ino, MemFs, OpenOptions, Result, SetTime, Snapshot, Timestamp};
+
+const GOLDEN: &[u8] = include_bytes!("data/golden-v1.journal");
+
+/// When the golden journal's empty tree was made.
+const CREATED: Timestamp = Timestamp { secs: 1_700_000_000, nanos: 5 };
+
+/// A log held in memory: every record appended, durable at once.
+#[derive(Default)]
+struct Bytes(Mutex<Vec<u8>>);
+
+impl Sink for Bytes {
+    fn append(&self, record: &[u8]) -> Result<u64> {
+        lock(&self.0).extend_from_slice(record);
+        Ok(0)
+    }
+    fn sync(&self, _: u64) -> Result<()> {
+        Ok(())
+    }
+    fn durable_before_visible(&self) -> bool {
+        true
+    }
+}
+
+/// The golden journal's bytes as the code writes them today: its header,
+/// then the records of `golden_ops()`, each done one second after the last.
+fn golden_bytes() -> Vec<u8> {
+    let log = Arc::new(Bytes::default());
+    let at = Arc::new(Mutex::new(CREATED));
+    let clock = at.clone();
+    let fs = MemFs::journaled(Tree::new(CREATED, Limits::default()), log.clone(), Arc::new(move || *lock(&clock)));
+    golden_ops(&fs, &|| {
+        let mut t = lock(&at);
+        *t = Timestamp::new(t.secs + 1, t.nanos);
+    });
+    let mut bytes = Header { generation: 0, created: CREATED }.encode().to_vec();
+    bytes.extend_from_slice(&lock(&log.0));
+    bytes
+}
+
+/// Every record type once at least (tags 1 to 12), each call one record;
+/// `tick` moves the clock on before each.
+fn golden_ops(fs: &MemFs, tick: &dyn Fn()) {
+    let root = fs.root();
+    let t = |secs| SetTime::At(Timestamp::new(secs, 123_456_789));
+    tick();
+    let docs = fs.mkdir(root, "docs", 0o750).unwrap(); // MKDIR
+    tick();
+    let new = OpenOptions { mode: 0o640, ..OpenOptions::create_new() };
+    let readme = fs.open(docs, "README", &new).unwrap(); // OPEN
+    tick();
+    fs.write_at(readme, 0, b"PackFS golden journal, version 1.\n").unwrap(); // WRITE_AT
+    tick();
+    fs.append(readme, b"appended\n").unwrap(); // APPEND
+    fs.close(readme);
+    tick();
+    let log = fs.open(root, "log", &OpenOptions::create()).unwrap(); // OPEN
+    tick();
+    fs.write_at(log, 4, b"sparse").unwrap(); // WRITE_AT past the end
+    tick();
+    fs.set_len(log, 8).unwrap(); // SET_LEN
+    fs.close(log);
+    tick();
+    fs.link(readme, root, "hard").unwrap(); // LINK
+    tick();
+    fs.symlink(root, "latest", "docs/README").unwrap(); // SYMLINK
+    tick();
+    fs.rename(root, "log", docs, "log.txt").unwrap(); // RENAME
+    tick();
+    fs.set_mode(readme, 0o604).unwrap(); // SET_MODE
+    tick();
+    fs.set_times(readme, SetTime::Now, t(1_600_000_000)).unwrap(); // SET_TIMES
+    tick();
+    fs.set_times(docs, SetTime::Keep, t(5)).unwrap(); // SET_TIMES
+    tick();
+    fs.mkdir(root, "gone", 0o755).unwrap(); // MKDIR
+    tick();
+    fs.rmdir(root, "gone").unwrap(); // RMDIR
+    // A file unlinked while open, written after: an orphan, reaped on replay.
+    tick();
+    let orphan = fs.open(root, "orphan", &OpenOptions::create()).unwrap(); // OPEN
+    tick();
+    fs.unlink(root, "orphan").unwrap(); // UNLINK
+    tick();
+    fs.write_at(orphan, 0, b"never seen").unwrap(); // WRITE_AT
+    fs.close(orphan);
+    tick();
+    let trunc = OpenOptions { write: true, truncate: true, ..OpenOptions::default() };
+    fs.close(fs.open(root, "hard", &trunc).unwrap()); // OPEN with O_TRUNC
+    tick();
+    fs.append(readme, b"after\n").unwrap(); // APPEND
+}
+
+/// Every path of `fs` with what a replay must restore: inode number,
+/// kind, mode, link count, times (atime, mtime, ctime as seconds after
+/// `CREATED`'s, or absolute when set), and content or target.
+type Table = BTreeMap<String, (Ino, FileType, u32, u64, [u64; 3], String)>;
+
+fn table(fs: &dyn FileSystem) -> Table {
+    let mut seen = Table::new();
+    let mut todo = vec![(fs.root(), String::new())];
+    while let Some((ino, path)) = todo.pop() {
+        let m = fs.metadata(ino).unwrap();
+        let body = match m.kind {
+            FileType::File => {
+                let mut buf = vec![0; m.size as usize];
+                assert_eq!(fs.read_at(ino, 0, &mut buf).unwrap(), buf.len());
+                String::from_utf8(buf).unwrap()
+            }
+            FileType::Dir => {
+                for e in fs.read_dir(ino, None, usize::MAX).unwrap() {
+                    todo.push((e.ino, format!("{path}/{}", e.name)));
+                }
+                String::new()
+            }
+            FileType::Symlink => fs.readlink(ino).unwrap(),
+        };
+        let secs = |t: Timestamp| if t.nanos == CREATED.nanos { t.secs - CREATED.secs } else { t.secs };
+        let times = [secs(m.atime), secs(m.mtime), secs(m.ctime)];
+        seen.insert(path, (ino, m.kind, m.mode, m.nlink, times, body));
+    }
+    seen
+}
+
+/// What replaying the golden journal gives, written out by hand.
+fn golden_tree() -> Table {
+    use FileType::{Dir, File, Symlink};
+    // Written at 4, then cut to 8 bytes.
+    let text = "\0\0\0\0spar".to_string();
+    // Truncated by the open of "hard" at 19, then appended to.
+    let readme = "after\n".to_string();
+    BTreeMap::from([
+        (String::new(), (1, Dir, 0o755, 3, [0, 17, 17], String::new())),
+        ("/docs".into(), (2, Dir, 0o750, 2, [1, 5, 13], String::new())),
+        ("/docs/README".into(), (3, File, 0o604, 2, [12, 20, 20], readme.clone())),
+        ("/docs/log.txt".into(), (4, File, 0o644, 1, [5, 7, 10], text)),
+        ("/hard".into(), (3, File, 0o604, 2, [12, 20, 20], readme)),
+        ("/latest".into(), (5, Symlink, 0o777, 1, [9, 9, 9], "docs/README".into())),
+    ])
+}
+
+#[test]
+fn journal_golden_v1_writer_reproduces_it() {
+    let bytes = golden_bytes();
+    if std::env::var_os("PACKFS_BLESS").is_some() {
+        std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.journal"), &bytes).unwrap();
+    }
+    assert!(bytes == GOLDEN, "the journal no longer writes the golden journal: the format changed");
+}
+
+#[test]
+fn journal_golden_v1_replays_to_its_tree() {
+    let header = Header::decode(GOLDEN).unwrap();
+    assert_eq!(header, Header { generation: 0, created: CREATED });
+    let mut tree = Tree::new(header.created, Limits::default());
+    let replayed = replay(&mut tree, &GOLDEN[HEADER_LEN..]).unwrap();
+    assert_eq!((replayed.records, replayed.clean), (20, true));
+    assert_eq!(replayed.valid_len as usize, GOLDEN.len() - HEADER_LEN);
+    let snapshot = Snapshot::from(tree);
+    snapshot.check_consistency().unwrap();
+    assert_eq!(table(&snapshot), golden_tree());
+    for (ino, what) in [(6, "removed"), (7, "reaped: an orphan")] {
+        assert_eq!(snapshot.metadata(ino).err(), Some(packfs_core::Error::NotFound), "inode {ino} is {what}");
+    }
+}
+
+// ---- a second reader, from the spec alone ------------------------------------
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// `docs/journal-format.md` §3 and §4: the header's fields, then each
+/// record's length, checksum, time and tag, and §5's fields of a few.
+#[test]
+fn journal_golden_v1_matches_the_spec() {
+    let b = GOLDEN;
+    assert_eq!(&b[..8], b"PACKFSJ1");
+    assert_eq!(MAGIC, *b"PACKFSJ1");
+    assert_eq!((u64_at(b, 8), u64_at(b, 16), u32_at(b, 24), u32_at(b, 28)), (0, 1_700_000_000, 5, 0));
+    let mut at = 32;
+    let mut records = Vec::new();
+    while at < b.len() {
+        let len = u32_at(b, at) as usize;
+        let payload = &b[at + 12..at + 12 + len];
+        assert_eq!(u64_at(b, at + 4), xxhash_rust::xxh3::xxh3_64(payload), "record at {at}");
+        let (secs, nanos, tag) = (u64_at(payload, 0), u32_at(payload, 8), payload[12]);
+        assert_eq!(nanos, 5);
+        records.push((secs - 1_700_000_000, tag, payload[13..].to_vec()));
+        at += 12 + len;
+    }
+    assert_eq!(at, b.len(), "whole records to the end");
+    let tags: Vec<u8> = records.iter().map(|r| r.1).collect();
+    assert_eq!(tags, [5, 1, 2, 3, 1, 2, 4, 10, 9, 8, 12, 11, 11, 5, 6, 1, 7, 2, 1, 3]);
+    let times: Vec<u64> = records.iter().map(|r| r.0).collect();
+    assert_eq!(times, (1..=20).collect::<Vec<_>>(), "one second apart");
+    // MKDIR: dir u64 | name (len u32, bytes) | mode u32.
+    assert_eq!(records[0].2, [&1u64.to_le_bytes()[..], &4u32.to_le_bytes(), b"docs", &0o750u32.to_le_bytes()].concat());
+    // OPEN: dir | name | flags u8 (read, write, create, exclusive: bits 0,
+    // 1, 3, 4) | mode.
+    let open = [&2u64.to_le_bytes()[..], &6u32.to_le_bytes(), b"README", &[0b1_1011], &0o640u32.to_le_bytes()];
+    assert_eq!(records[1].2, open.concat());
+    // SET_LEN: ino u64 | len u64.
+    assert_eq!(records[6].2, [4u64.to_le_bytes(), 8u64.to_le_bytes()].concat());
+    // SET_TIMES: ino | atime (1: now) | mtime (2: at, secs u64, nanos u32).
+    let set = [&3u64.to_le_bytes()[..], &[1, 2], &1_600_000_000u64.to_le_bytes(), &123_456_789u32.to_le_bytes()];
+    assert_eq!(records[11].2, set.concat());
+}
