@@ -20,7 +20,9 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use crate::cache::{Key, Lock, Scope};
-use crate::source::{PREFETCH_PARALLEL, REQUEST_MAX};
+use crate::limits::{PREFETCH_PARALLEL, REQUEST_MAX};
+use crate::object::body;
+use crate::runtime::runtime;
 use crate::trace::Trace;
 
 /// At most this many entries are asked for early (each holds its lock file
@@ -67,12 +69,12 @@ pub(crate) fn start(store: &Arc<dyn ObjectStore>, path: &Path, trace: &Trace, sc
     groups
         .map(|(range, entries, locks)| {
             let (store, path, permits, r) = (Arc::clone(store), path.clone(), Arc::clone(&permits), range.clone());
-            let reply = crate::runtime().spawn(async move {
+            let reply = runtime().spawn(async move {
                 let _permit = permits.acquire_owned().await.ok()?;
                 let options = GetOptions { range: Some(GetRange::Bounded(r.clone())), ..GetOptions::default() };
                 let reply = store.get_opts(&path, options).await.ok()?;
                 let etag = reply.meta.e_tag.clone();
-                let bytes = crate::object::body(reply, r.end - r.start).await.ok()?;
+                let bytes = body(reply, r.end - r.start).await.ok()?;
                 (bytes.len() as u64 == r.end - r.start).then_some((bytes, etag))
             });
             Run { range, entries, locks, reply }

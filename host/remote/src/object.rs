@@ -13,7 +13,7 @@ use futures::StreamExt;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, GetResult, ObjectStore};
 
-use crate::RemoteError;
+use crate::error::RemoteError;
 
 pub(crate) struct Object {
     pub url: String,

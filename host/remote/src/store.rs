@@ -1,4 +1,5 @@
-//! Connecting to the store that holds a pack: an S3-compatible object store
+//! Connecting to the store that holds a pack (and reading or writing a
+//! whole object there, such as a trace): an S3-compatible object store
 //! configured as the AWS tools are (environment, then profile files), or a
 //! web server. Requests are bounded in time and retried with backoff by
 //! `object_store`, which also checks every ranged reply (a `206` with the
@@ -10,10 +11,12 @@ use std::time::Duration;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::http::HttpBuilder;
 use object_store::path::Path;
-use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
+use object_store::{BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, RetryConfig};
 
+use crate::error::RemoteError;
 use crate::location::Location;
-use crate::{RemoteError, profile};
+use crate::profile;
+use crate::runtime::block_on;
 
 /// How requests are bounded.
 #[derive(Debug, Clone)]
@@ -99,4 +102,32 @@ pub(crate) fn connect(location: &Location, net: &NetOptions) -> Result<Store, Re
             Ok(Store { store: Arc::new(store), path, origin: format!("http {base}") })
         }
     }
+}
+
+/// The whole object at `location` (a trace, say), if it is at most
+/// `limit` bytes long.
+pub fn read_object(location: &Location, net: &NetOptions, limit: u64) -> Result<Vec<u8>, RemoteError> {
+    let url = location.to_string();
+    let store = connect(location, net)?;
+    block_on(async move {
+        let failed = |source| RemoteError::Store { url: url.clone(), source };
+        let reply = store.store.get(&store.path).await.map_err(failed)?;
+        if reply.meta.size > limit {
+            return Err(RemoteError::Reply {
+                url: url.clone(),
+                what: format!("{} bytes, more than {limit}", reply.meta.size),
+            });
+        }
+        Ok(reply.bytes().await.map_err(failed)?.to_vec())
+    })
+}
+
+/// Writes `bytes` as the object at `location`, whole.
+pub fn write_object(location: &Location, net: &NetOptions, bytes: Vec<u8>) -> Result<(), RemoteError> {
+    let url = location.to_string();
+    let store = connect(location, net)?;
+    block_on(async move {
+        store.store.put(&store.path, bytes.into()).await.map_err(|source| RemoteError::Store { url, source })?;
+        Ok(())
+    })
 }

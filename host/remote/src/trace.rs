@@ -7,11 +7,12 @@
 //! extent at `START` of that length and checksum. So one trace can cover
 //! several packs, and a trace of an older version of a pack still
 //! prefetches what the versions share and nothing else.
+//!
+//! This module is the format alone: a source records a trace
+//! ([`RemoteSource::record`](crate::RemoteSource::record)) and prefetches
+//! one ([`RemoteSource::prefetch`](crate::RemoteSource::prefetch)).
 
 use std::fmt::Write as _;
-
-use crate::RemoteSource;
-use crate::source::Extent;
 
 const MAGIC: &str = "packfs-trace 1";
 
@@ -87,27 +88,13 @@ impl Trace {
         }
         out
     }
-
-    /// Starts fetching, in the background, the extents of `pack` the trace
-    /// lists, in its order (adjacent ones together, several requests at
-    /// once); reads of what it does not list are fetched on demand as
-    /// ever. Returns how many extents it asked for.
-    pub fn prefetch(&self, pack: &RemoteSource) -> usize {
-        let Some(t) = pack.inner.table.get() else { return 0 };
-        let ks: Vec<u64> = self.entries.iter().filter_map(|&entry| t.find(entry)).collect();
-        pack.prefetch(&ks);
-        ks.len()
-    }
 }
 
-/// The trace of what `packs` read so far, one after another.
-pub fn record<'a>(packs: impl IntoIterator<Item = &'a RemoteSource>) -> Trace {
-    let entries = packs
-        .into_iter()
-        .flat_map(|p| p.first_reads())
-        .map(|Extent { start, end, sum }| (start, end - start, sum))
-        .collect();
-    Trace { entries }
+impl FromIterator<(u64, u64, u64)> for Trace {
+    /// The trace of these entries, `(start, len, checksum)`, in order.
+    fn from_iter<I: IntoIterator<Item = (u64, u64, u64)>>(entries: I) -> Trace {
+        Trace { entries: entries.into_iter().collect() }
+    }
 }
 
 #[cfg(test)]

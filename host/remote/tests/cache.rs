@@ -339,7 +339,7 @@ fn a_hostile_trace_leaves_no_lock_files_and_no_names_out_of_form() {
     {
         let p = open(&s.url, &options(None));
         read(&p, "mid2.bin", 65536).unwrap();
-        let real = packfs_remote::trace::record([p.source()]).to_text();
+        let real = packfs_remote::RemoteSource::record([p.source()]).to_text();
         text.extend(real.lines().skip(1).map(|l| format!("{l}\n")));
     }
     for i in 0..300u64 {

@@ -292,13 +292,13 @@ fn a_trace_prefetches_what_the_last_run_read() {
     for path in ["mid3.bin", "dir/s07.txt", "big.bin"] {
         read(&p, path, 65536).unwrap();
     }
-    let trace = packfs_remote::trace::record([p.source()]);
+    let trace = packfs_remote::RemoteSource::record([p.source()]);
     let text = trace.to_text();
     assert_eq!(packfs_remote::trace::Trace::parse(&text).unwrap(), trace);
     assert!(!trace.is_empty());
     // A new run: prefetching brings all of it before any read asks.
     let q = open(&s.url("p.pack"), &options(None));
-    assert_eq!(trace.prefetch(q.source()), trace.len());
+    assert_eq!(q.source().prefetch(&trace), trace.len());
     let deadline = Instant::now() + Duration::from_secs(10);
     let want = traced_fetches(&trace, &bytes, q.source());
     while q.source().stats().fetched < want && Instant::now() < deadline {
@@ -350,7 +350,7 @@ fn a_trace_given_at_open_is_fetched_with_the_trailer_and_checked_by_the_index() 
     for path in ["mid2.bin", "dir/s03.txt", "big.bin"] {
         read(&p, path, 65536).unwrap();
     }
-    let trace = Arc::new(packfs_remote::trace::record([p.source()]));
+    let trace = Arc::new(packfs_remote::RemoteSource::record([p.source()]));
     for cached in [false, true] {
         let cache = tempfile::tempdir().unwrap();
         let mut opts = options(cached.then(|| cache.path()));

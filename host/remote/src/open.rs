@@ -1,0 +1,111 @@
+//! Opening a pack in a store: core's [`LazyOpen`] plan, driven by
+//! `object_store` requests on the [`runtime`](crate::runtime) (the tail,
+//! then the header and the rest of the index region at once), with a
+//! trace's extents asked for early beside it; then the source over what
+//! came, and its extent table.
+
+use std::sync::Arc;
+
+use packfs_core::pack::{ByteSource, LazyOpen, OpenStep, PackFs, ReadOptions};
+
+use crate::cache::Cache;
+use crate::early;
+use crate::error::RemoteError;
+use crate::location::Location;
+use crate::object::Object;
+use crate::runtime::block_on;
+use crate::source::{Parts, RemoteSource};
+use crate::store::{NetOptions, connect};
+use crate::trace::Trace;
+
+/// A pack in a store, open.
+pub type RemotePack = PackFs<RemoteSource>;
+
+/// How [`open`] reads.
+#[derive(Clone, Default)]
+pub struct RemoteOptions {
+    /// The host-wide cache ([`Cache::open`]); none: extents live in this
+    /// process only.
+    pub cache: Option<Arc<Cache>>,
+    /// Time bounds and retries.
+    pub net: NetOptions,
+    /// A trace to prefetch: its extents are asked for with the open's
+    /// first request, and kept once the index confirms them.
+    pub prefetch: Option<Arc<Trace>>,
+    /// The reader's own options. Its per-read checksum check may be off:
+    /// every extent is checked on arrival, against the same checksums.
+    pub read: ReadOptions,
+}
+
+/// Opens the pack at `location`; see the crate doc.
+pub fn open(location: &Location, options: &RemoteOptions) -> Result<RemotePack, RemoteError> {
+    open_as(location, options, |s| s)
+}
+
+/// [`open`], with the reader over `wrap(source)`: for a program whose
+/// packs are of several kinds (mapped files and remote ones, say) in one
+/// source type.
+pub fn open_as<S: ByteSource>(
+    location: &Location,
+    options: &RemoteOptions,
+    wrap: impl FnOnce(RemoteSource) -> S,
+) -> Result<PackFs<S>, RemoteError> {
+    let url = location.to_string();
+    let store = connect(location, &options.net)?;
+    let scope = options.cache.as_ref().map(|c| c.scope(&store.origin));
+    let early = options.prefetch.as_ref().map(|t| early::start(&store.store, &store.path, t, scope.as_ref()));
+    let (object, plan) = block_on(fetch_open(url.clone(), Arc::clone(&store.store), store.path.clone()))?;
+    let pack_err = |source: packfs_core::Error| RemoteError::Pack { url: url.clone(), source };
+    let wait = options.net.retry_timeout + options.net.timeout * 2;
+    let mut handle = None;
+    let (pack, data) = plan
+        .open_as(options.read, |pieces| {
+            let parts = Parts { object, scope, wait, fail_fast: options.net.fail_fast };
+            let source = RemoteSource::new(pieces, parts);
+            handle = Some(source.clone());
+            wrap(source)
+        })
+        .map_err(pack_err)?;
+    let handle = handle.expect("the open made its source");
+    // Held to a lazily opened pack's limits (core's `layout`): the
+    // extent table built next is bounded by them.
+    handle.index(&pack, data).map_err(|what| RemoteError::Reply { url: url.clone(), what })?;
+    if let Some(trace) = &options.prefetch {
+        handle.adopt(early.unwrap_or_default());
+        // The rest: what the cache holds, and what others are fetching.
+        handle.prefetch(trace);
+    }
+    Ok(pack)
+}
+
+/// The open's requests, as core's [`LazyOpen`] plan asks: the tail, then
+/// the header and the rest of the index region at once. Returns the object,
+/// pinned to the version the first reply came from, and the plan, ready
+/// to open.
+async fn fetch_open(
+    url: String,
+    store: Arc<dyn object_store::ObjectStore>,
+    path: object_store::path::Path,
+) -> Result<(Arc<Object>, LazyOpen), RemoteError> {
+    let pack_err = |source| RemoteError::Pack { url: url.clone(), source };
+    let mut plan = LazyOpen::new();
+    let OpenStep::Tail(len) = plan.next() else { unreachable!("a plan that knows no size asks for the tail first") };
+    let (object, at, tail, size) = Object::open(url.clone(), store, path, len).await?;
+    let object = Arc::new(object);
+    plan.accept_tail(at, tail.to_vec(), size).map_err(pack_err)?;
+    // Then the rest, all at once, until the plan says open.
+    while let OpenStep::Fetch(ranges) = plan.next() {
+        let asks: Vec<_> = ranges
+            .into_iter()
+            .map(|r| {
+                let o = Arc::clone(&object);
+                (r.start, tokio::spawn(async move { o.get(r).await }))
+            })
+            .collect();
+        for (start, ask) in asks {
+            let bytes = ask.await.expect("a request task does not panic")?;
+            plan.accept(start, bytes.to_vec()).map_err(pack_err)?;
+        }
+    }
+    Ok((object, plan))
+}

@@ -1,0 +1,76 @@
+//! [`Flight`]: which extents are being fetched, and where reads were
+//! going: what a miss fetches (its window, and when the next one goes out)
+//! and as which requests. Pure bookkeeping: the source fetches.
+
+use std::collections::HashSet;
+use std::ops::Range;
+use std::time::Instant;
+
+use super::table::Table;
+use crate::limits::{FIRST_WINDOW, MAX_WINDOW, REQUEST_MAX, STREAM_START};
+
+/// Which extents are being fetched, and where reads were going.
+#[derive(Default)]
+pub(super) struct Flight {
+    pub(super) under_way: HashSet<u64>,
+    /// The extent after the last window a miss fetched.
+    pub(super) next: u64,
+    /// That window's size in bytes.
+    ahead: u64,
+    /// Where the file it was in ends (the extent after its last).
+    file_end: u64,
+    /// Whether reads have been streaming across files.
+    across: bool,
+    pub(super) failed: Option<(Instant, String)>,
+}
+
+impl Flight {
+    /// The extents a miss at `k` fetches (see the module doc), as runs,
+    /// now marked under way, and the extent whose read fetches the next
+    /// window (`u64::MAX`: none).
+    pub(super) fn plan(&mut self, t: &Table, k: u64, demand: bool) -> (Vec<Range<u64>>, u64) {
+        let n = t.extents.len() as u64;
+        let sequential = k == self.next && k > 0;
+        // Reads streaming across files: a read went on from where the last
+        // window ended into the next file. Until one does, a window stops
+        // at its file's end, however sequential the reads within it.
+        self.across = sequential && (self.across || (demand && k >= self.file_end));
+        // A miss elsewhere takes the rest of its file, up to FIRST_WINDOW;
+        // a sequential one doubles the last window, from a chunk's worth,
+        // so that two files that merely lie side by side cost little.
+        let limit = if sequential { (self.ahead * 2).clamp(STREAM_START, MAX_WINDOW) } else { FIRST_WINDOW };
+        let file_end = t.span_end[k as usize];
+        let start = t.extents[k as usize].start;
+        let mut j = k + 1;
+        while j < n && t.extents[j as usize].end - start <= limit && (self.across || j < file_end) {
+            j += 1;
+        }
+        (self.next, self.file_end) = (j, file_end.max(j));
+        self.ahead = t.extents[j as usize - 1].end - start;
+        // Read ahead, halfway through this window, if there is more to read
+        // (and not on the strength of an older window).
+        let more = (self.across || j < file_end) && j < n;
+        let trigger = if more { k + (j - k).div_ceil(2) } else { u64::MAX };
+        (self.runs(t, k..j), trigger)
+    }
+
+    /// `ks` less the extents here or under way, as runs of adjacent
+    /// extents of at most [`REQUEST_MAX`] bytes, marked under way.
+    pub(super) fn runs(&mut self, t: &Table, ks: impl IntoIterator<Item = u64>) -> Vec<Range<u64>> {
+        let mut runs: Vec<Range<u64>> = Vec::new();
+        for k in ks {
+            if k >= t.extents.len() as u64 || t.here(k) || !self.under_way.insert(k) {
+                continue;
+            }
+            match runs.last_mut() {
+                Some(r)
+                    if r.end == k && t.extents[k as usize].end - t.extents[r.start as usize].start <= REQUEST_MAX =>
+                {
+                    r.end = k + 1
+                }
+                _ => runs.push(k..k + 1),
+            }
+        }
+        runs
+    }
+}

@@ -1,0 +1,109 @@
+//! [`Table`]: what a remote source knows of each extent once the pack is
+//! open, where each extent's bytes land, and the check they pass first.
+
+use std::sync::OnceLock;
+use std::sync::atomic::AtomicBool;
+
+use bytes::Bytes;
+use packfs_core::pack::layout::MAX_EXTENTS;
+use packfs_core::pack::{ByteSource, PackFs, checksum};
+
+use crate::cache::Key;
+
+/// One extent, as the index gives it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Extent {
+    pub(super) start: u64,
+    pub(super) end: u64,
+    pub(super) sum: u64,
+}
+
+impl Extent {
+    pub(super) fn key(&self) -> Key {
+        Key { sum: self.sum, len: self.end - self.start }
+    }
+}
+
+/// What is known of each extent once the pack is open: 73 bytes per
+/// extent (24 of [`Extent`], 8 of `span_end`, 40 of slot, 1 of `touched`),
+/// for at most [`MAX_EXTENTS`] extents, which the open (lazy) checked:
+/// 1.1 GiB at most, whatever the pack claims.
+pub(super) struct Table {
+    pub(super) extents: Box<[Extent]>,
+    /// For each extent, the end of the last file holding it: how far a
+    /// read of it will likely go.
+    pub(super) span_end: Box<[u64]>,
+    pub(super) slots: Box<[OnceLock<Bytes>]>,
+    pub(super) touched: Box<[AtomicBool]>,
+}
+
+impl Table {
+    /// The table of `pack`, opened [`lazy`](packfs_core::pack::ReadOptions::lazy);
+    /// `Err` for more extents than [`MAX_EXTENTS`] (which that open refused)
+    /// or an extent the index cannot give.
+    pub(super) fn build<S: ByteSource>(pack: &PackFs<S>) -> Result<Table, String> {
+        let n = pack.extent_count();
+        if n > MAX_EXTENTS {
+            return Err(format!("{n} extents, more than a lazily opened pack may have ({MAX_EXTENTS})"));
+        }
+        let mut extents = Vec::with_capacity(n as usize);
+        for k in 0..n {
+            let ((start, end), sum) =
+                pack.extent(k).zip(pack.extent_checksum(k)).ok_or("an extent the index cannot give")?;
+            extents.push(Extent { start, end, sum });
+        }
+        // A sweep over the files' extent ranges, which come in the order of
+        // their contents, so by start: each extent's span ends where the
+        // longest file running through it does. (Out of order, a file's
+        // reach would count from a later extent: a shorter readahead, not a
+        // wrong read.) No list of the files: a blob per 24 bytes of index.
+        let mut files = pack.content_extents().filter(|r| !r.is_empty()).peekable();
+        let mut span_end = Vec::with_capacity(extents.len());
+        let mut reach = 0;
+        for k in 0..n {
+            while let Some(file) = files.next_if(|f| f.start <= k) {
+                reach = reach.max(file.end);
+            }
+            span_end.push(reach.max(k + 1));
+        }
+        let len = extents.len();
+        Ok(Table {
+            extents: extents.into(),
+            span_end: span_end.into(),
+            slots: (0..len).map(|_| OnceLock::new()).collect(),
+            touched: (0..len).map(|_| AtomicBool::new(false)).collect(),
+        })
+    }
+
+    /// The extent a trace entry `(start, len, checksum)` names, if the pack
+    /// has exactly that one.
+    pub(super) fn find(&self, (start, len, sum): (u64, u64, u64)) -> Option<u64> {
+        let k = self.extents.partition_point(|e| e.start < start);
+        let e = self.extents.get(k)?;
+        (e.start == start && e.end - e.start == len && e.sum == sum).then_some(k as u64)
+    }
+
+    pub(super) fn here(&self, k: u64) -> bool {
+        self.slots[k as usize].get().is_some()
+    }
+}
+
+/// Extent `k`'s bytes out of `body`, fetched from `at`, if they pass the
+/// extent's checksum.
+pub(super) fn checked(t: &Table, k: u64, at: u64, body: &Bytes) -> Option<Bytes> {
+    let e = t.extents[k as usize];
+    let bytes = body.slice((e.start - at) as usize..(e.end - at) as usize);
+    (checksum(&bytes) == e.sum).then_some(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What [`Table`]'s doc says an extent costs.
+    #[test]
+    fn an_extent_costs_the_table_73_bytes() {
+        let per = size_of::<Extent>() + size_of::<u64>() + size_of::<OnceLock<Bytes>>() + size_of::<AtomicBool>();
+        assert_eq!(per, 73);
+    }
+}
