@@ -50,6 +50,8 @@ impl Inner {
         }
     }
 
+    /// Fetches every byte of the remote pack not here yet (nothing to do
+    /// without one).
     pub(crate) async fn load_all(&self) -> JsResult<()> {
         if let Some(r) = &self.remote {
             r.load_all().await.map_err(|e| to_js(&e, None))?;

@@ -29,16 +29,17 @@
 //!
 //! ## Modules
 //!
-//! From JavaScript in: `arg` (arguments, checked), `options` (options
-//! objects, read into core's types). The classes: `mem_fs`, `pack`,
-//! `overlay`, each with the path methods `methods` stamps on it, calls of
-//! `inner` (what every class holds, and those methods' bodies). Under them:
-//! [`ops`] (the path operations, host-tested), [`fetch`] (a pack whose bytes
-//! arrive piece by piece over HTTP; core's `Partial` holds them), `persist`
-//! (fetched chunks kept in the Cache API). Out to JavaScript: `objects`
-//! (results), [`error`], `glue` (JavaScript helpers making a result in one
-//! call). `clock` is the browser's clock. The TypeScript types beyond the
-//! methods' signatures are in `types.d.ts`.
+//! - In from JavaScript: `arg` (arguments, checked), `options` (options
+//!   objects, read into core's types).
+//! - The classes: `mem_fs`, `pack` and `overlay`, each with the path
+//!   methods `methods` stamps on it, which call `inner` (what every class
+//!   holds, and the methods' bodies); [`p1`], a preview1 guest over them.
+//! - Under them: [`ops`] (the path operations, host-tested), [`fetch`] (a
+//!   pack whose bytes arrive piece by piece over HTTP; core's `Partial`
+//!   holds them), `persist` (fetched chunks kept in the Cache API), `clock`.
+//! - Out to JavaScript: `objects` (results), [`error`], `glue` (JavaScript
+//!   helpers that make a result in one call), and `types.d.ts`: the
+//!   TypeScript types no Rust signature declares.
 
 #![forbid(unsafe_code)]
 
