@@ -74,12 +74,12 @@ use packfs_host::p1::HostPlatform;
 use packfs_host::wasi::PackFsCtx;
 use packfs_host::{GuestState, Runner};
 use packfs_os::mmap::open_pack;
-use wasmtime::component::{Component, Linker, ResourceTable};
+use support::oracle;
+use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Module, Store};
-use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::p2::bindings::sync::CommandPre;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 const SMALL: usize = 128;
 const CHUNK: usize = 64 << 10;
@@ -205,17 +205,6 @@ fn baselines(target: Target) -> Vec<Backend> {
     backends(target).into_iter().filter(|b| b.is_baseline()).collect()
 }
 
-struct OracleState {
-    ctx: WasiCtx,
-    table: ResourceTable,
-}
-
-impl WasiView for OracleState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.ctx, table: &mut self.table }
-    }
-}
-
 /// A p1 module's store data on PackFS's own preview1.
 struct Own {
     wasi: Wasi,
@@ -226,11 +215,11 @@ struct Guest {
     /// The component: the p2 guest, or the p1 module through the adapter.
     packfs: CommandPre<GuestState>,
     /// The p2 guest on wasmtime-wasi (p2 only).
-    oracle: Option<CommandPre<OracleState>>,
+    oracle: Option<oracle::P2>,
     /// The p1 module on PackFS's own preview1 (p1 only).
     own: Option<wasmtime::InstancePre<Own>>,
     /// The p1 module on wasmtime-wasi's native preview1 (p1 only).
-    native: Option<wasmtime::InstancePre<WasiP1Ctx>>,
+    native: Option<oracle::P1>,
 }
 
 fn load(engine: &Engine, target: Target) -> Guest {
@@ -249,22 +238,14 @@ fn load(engine: &Engine, target: Target) -> Guest {
     packfs_host::wasi::add_to_linker_sync(&mut linker).unwrap();
     let packfs = CommandPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
 
-    let oracle = (target == Target::P2).then(|| {
-        let mut linker = Linker::<OracleState>::new(engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).unwrap();
-        CommandPre::new(linker.instantiate_pre(&component).unwrap()).unwrap()
-    });
+    let oracle = (target == Target::P2).then(|| oracle::P2::new(engine, &component).unwrap());
     let module = (target == Target::P1).then(|| Module::new(engine, &wasm).unwrap());
     let own = module.as_ref().map(|module| {
         let mut linker = wasmtime::Linker::<Own>::new(engine);
         packfs_host::p1::add_to_linker(&mut linker, |s| &mut s.wasi).unwrap();
         linker.instantiate_pre(module).unwrap()
     });
-    let native = module.as_ref().map(|module| {
-        let mut linker = wasmtime::Linker::<WasiP1Ctx>::new(engine);
-        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s| s).unwrap();
-        linker.instantiate_pre(module).unwrap()
-    });
+    let native = module.as_ref().map(|module| oracle::P1::new(engine, module).unwrap());
     Guest { packfs, oracle, own, native }
 }
 
@@ -376,26 +357,19 @@ fn run(guest: &Guest, backend: Backend, setup: &Setup, n: usize, phases: Option<
             };
             let mut store = Store::new(engine, GuestState::new(b.build(), ctx.build()));
             let command = guest.packfs.instantiate(&mut store).unwrap();
-            exit_status(command.wasi_cli_run().call_run(&mut store))
+            oracle::run_status(command.wasi_cli_run().call_run(&mut store)).unwrap_or_else(|e| panic!("trap: {e:?}"))
         }
         WasiTmp | WasiShm => {
             host_dir = tempfile::tempdir_in(backend.host_dir()).unwrap();
             b.preopened_dir(host_dir.path(), "/", FsPerms::ReadWrite).unwrap();
-            let mut store = Store::new(engine, OracleState { ctx: b.build(), table: ResourceTable::new() });
-            let command = guest.oracle.as_ref().expect("p2 guests only").instantiate(&mut store).unwrap();
-            exit_status(command.wasi_cli_run().call_run(&mut store))
+            let oracle = guest.oracle.as_ref().expect("p2 guests only");
+            oracle.run(b.build()).unwrap_or_else(|e| panic!("trap: {e:?}"))
         }
         WasiP1Tmp | WasiP1Shm => {
             host_dir = tempfile::tempdir_in(backend.host_dir()).unwrap();
             b.preopened_dir(host_dir.path(), "/", FsPerms::ReadWrite).unwrap();
-            let mut store = Store::new(engine, b.build_p1());
-            let pre = guest.native.as_ref().expect("p1 guests only");
-            let instance = pre.instantiate(&mut store).unwrap();
-            let start = instance.get_typed_func::<(), ()>(&mut store, "_start").unwrap();
-            match start.call(&mut store, ()) {
-                Ok(()) => 0,
-                Err(e) => e.downcast_ref::<I32Exit>().map(|x| x.0).unwrap_or_else(|| panic!("trap: {e:?}")),
-            }
+            let native = guest.native.as_ref().expect("p1 guests only");
+            native.run(b.build_p1()).unwrap_or_else(|e| panic!("trap: {e:?}"))
         }
     };
     phases_of(backend, status, &text(&out.contents()), &text(&err.contents()))
@@ -416,14 +390,6 @@ fn phases_of(backend: Backend, status: i32, stdout: &str, stderr: &str) -> Phase
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn exit_status(r: wasmtime::Result<Result<(), ()>>) -> i32 {
-    match r {
-        Ok(Ok(())) => 0,
-        Ok(Err(())) => 1,
-        Err(e) => e.downcast_ref::<I32Exit>().map(|x| x.0).unwrap_or_else(|| panic!("trap: {e:?}")),
-    }
 }
 
 fn median(v: &mut [u64]) -> f64 {

@@ -26,18 +26,18 @@ use std::sync::{Arc, OnceLock};
 use packfs_core::pack::write_pack;
 use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::{Wasi, io::Capture};
-use packfs_core::{FileSystem, MemFs, OpenOptions};
+use packfs_core::{FileSystem, MemFs};
 use packfs_host::Runner;
 use packfs_host::load::{Guest, GuestCache};
 use packfs_host::p1::HostPlatform;
 use packfs_host::wasi::PackFsCtx;
 use packfs_os::dir::DirFs;
 use packfs_os::mmap::open_pack;
-use support::trees::{Entry, Tree, tree_of, tree_of_dir};
-use wasmtime::component::{Linker, ResourceTable};
-use wasmtime::{Engine, Store};
+use support::oracle;
+use support::trees::{Entry, Layout, Tree, tree_of, tree_of_dir};
+use wasmtime::Engine;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
 /// A line allowed to differ from the oracle's: exactly this line of
 /// PackFS's where the oracle has exactly that one, for one guest on one
@@ -187,67 +187,26 @@ fn guest(name: &str, target: Target) -> Guest {
     guest
 }
 
-/// A tree a preopen starts with: its directories, parents first, and its
-/// files, by path.
-struct Layout {
-    dirs: &'static [&'static str],
-    files: Vec<(String, Vec<u8>)>,
+/// What each guest expects to find at `/ro`: two files.
+fn ro_layout() -> Layout {
+    let files = [("hello.txt", "hello from ro\n"), ("sub/inner.txt", "inner\n")];
+    Layout { dirs: &["sub"], files: files.map(|(p, d)| (p.to_owned(), d.as_bytes().to_vec())).into(), links: &[] }
 }
 
-impl Layout {
-    /// What each guest expects to find at `/ro`: two files.
-    fn ro() -> Layout {
-        let files = [("hello.txt", "hello from ro\n"), ("sub/inner.txt", "inner\n")];
-        Layout { dirs: &["sub"], files: files.map(|(p, d)| (p.to_owned(), d.as_bytes().to_vec())).into() }
-    }
-
-    /// What the writable root starts with, under `seed/`: on the overlay
-    /// and pack backends it lies in the lower, so the `seeded` guest
-    /// changes what is below (copy-up, whiteouts, merged listings). The
-    /// other guests leave it alone.
-    fn seed() -> Layout {
-        let mut files = vec![
-            ("seed/a.txt".to_owned(), b"a\n".to_vec()),
-            ("seed/b.txt".to_owned(), b"b\n".to_vec()),
-            ("seed/c.txt".to_owned(), b"c\n".to_vec()),
-            ("seed/sub/d.txt".to_owned(), b"d\n".to_vec()),
-            ("seed/big.bin".to_owned(), (0..70_000u32).map(|i| (i * 7 % 251) as u8).collect()),
-        ];
-        files.extend((0..100).map(|i| (format!("seed/many/f{i:03}"), format!("{i}\n").into_bytes())));
-        Layout { dirs: &["seed", "seed/sub", "seed/empty", "seed/many"], files }
-    }
-
-    /// A `MemFs` holding the tree.
-    fn in_memory(&self) -> MemFs {
-        let fs = MemFs::new();
-        let dir_of = |path: &str| match path.rsplit_once('/') {
-            Some((parent, name)) => {
-                (packfs_core::resolve::resolve(&fs, fs.root(), parent, true).unwrap(), name.to_owned())
-            }
-            None => (fs.root(), path.to_owned()),
-        };
-        for d in self.dirs {
-            let (parent, name) = dir_of(d);
-            fs.mkdir(parent, &name, 0o755).unwrap();
-        }
-        for (path, data) in &self.files {
-            let (parent, name) = dir_of(path);
-            let ino = fs.open(parent, &name, &OpenOptions::create()).unwrap();
-            fs.write_at(ino, 0, data).unwrap();
-            fs.close(ino);
-        }
-        fs
-    }
-
-    /// Writes the tree into host directory `dir`.
-    fn write_to(&self, dir: &Path) {
-        for d in self.dirs {
-            std::fs::create_dir(dir.join(d)).unwrap();
-        }
-        for (path, data) in &self.files {
-            std::fs::write(dir.join(path), data).unwrap();
-        }
-    }
+/// What the writable root starts with, under `seed/`: on the overlay and
+/// pack backends it lies in the lower, so the `seeded` guest changes what
+/// is below (copy-up, whiteouts, merged listings). The other guests leave
+/// it alone.
+fn seed_layout() -> Layout {
+    let mut files = vec![
+        ("seed/a.txt".to_owned(), b"a\n".to_vec()),
+        ("seed/b.txt".to_owned(), b"b\n".to_vec()),
+        ("seed/c.txt".to_owned(), b"c\n".to_vec()),
+        ("seed/sub/d.txt".to_owned(), b"d\n".to_vec()),
+        ("seed/big.bin".to_owned(), (0..70_000u32).map(|i| (i * 7 % 251) as u8).collect()),
+    ];
+    files.extend((0..100).map(|i| (format!("seed/many/f{i:03}"), format!("{i}\n").into_bytes())));
+    Layout { dirs: &["seed", "seed/sub", "seed/empty", "seed/many"], files, links: &[] }
 }
 
 /// Output of one guest run.
@@ -318,21 +277,20 @@ fn run_packfs(name: &str, target: Target, backend: Backend) -> Run {
     // Kept until the run ends: the Dir backend's trees, the Pack backend's packs.
     let (root_dir, ro_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (root, ro): (Arc<dyn FileSystem>, Arc<dyn FileSystem>) = match backend {
-        Backend::Mem => (Arc::new(Layout::seed().in_memory()), Arc::new(Layout::ro().in_memory())),
+        Backend::Mem => (Arc::new(seed_layout().in_memory()), Arc::new(ro_layout().in_memory())),
         Backend::Overlay => (
-            Arc::new(MemFs::overlay(Arc::new(Layout::seed().in_memory().snapshot())).unwrap()),
-            Arc::new(MemFs::overlay(Arc::new(Layout::ro().in_memory().snapshot())).unwrap()),
+            Arc::new(MemFs::overlay(Arc::new(seed_layout().in_memory().snapshot())).unwrap()),
+            Arc::new(MemFs::overlay(Arc::new(ro_layout().in_memory().snapshot())).unwrap()),
         ),
         Backend::Pack => (
             Arc::new(
-                MemFs::overlay(mapped_pack(&Layout::seed().in_memory().snapshot(), ro_dir.path(), "root.pack"))
-                    .unwrap(),
+                MemFs::overlay(mapped_pack(&seed_layout().in_memory().snapshot(), ro_dir.path(), "root.pack")).unwrap(),
             ),
-            mapped_pack(&Layout::ro().in_memory().snapshot(), ro_dir.path(), "ro.pack"),
+            mapped_pack(&ro_layout().in_memory().snapshot(), ro_dir.path(), "ro.pack"),
         ),
         Backend::Dir => {
-            Layout::seed().write_to(root_dir.path());
-            Layout::ro().write_to(ro_dir.path());
+            seed_layout().write_to(root_dir.path());
+            ro_layout().write_to(ro_dir.path());
             (
                 Arc::new(DirFs::open(root_dir.path(), false).unwrap()),
                 Arc::new(DirFs::open(ro_dir.path(), false).unwrap()),
@@ -366,56 +324,23 @@ fn run_packfs(name: &str, target: Target, backend: Backend) -> Run {
     Run { status, stdout, stderr, tree: tree_of(&*root) }
 }
 
-struct OracleState {
-    ctx: WasiCtx,
-    table: ResourceTable,
-}
-
-impl WasiView for OracleState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.ctx, table: &mut self.table }
-    }
-}
-
 /// The guest on wasmtime-wasi over real directories: a p1 module on
 /// wasmtime's native preview1, a component on its `wasi:filesystem`.
 fn run_oracle(name: &str, target: Target) -> Run {
     let root = tempfile::tempdir().unwrap();
     let ro = tempfile::tempdir().unwrap();
-    Layout::seed().write_to(root.path());
-    Layout::ro().write_to(ro.path());
+    seed_layout().write_to(root.path());
+    ro_layout().write_to(ro.path());
     let (out, err) = pipes();
     let mut b = WasiCtx::builder();
     b.preopened_dir(root.path(), "/", FsPerms::ReadWrite).unwrap();
     b.preopened_dir(ro.path(), "/ro", FsPerms::ReadOnly).unwrap();
     b.stdout(out.clone()).stderr(err.clone()).args(&[name]);
-    let exited = |r: wasmtime::Result<i32>| match r {
-        Ok(status) => status,
-        Err(e) => match e.downcast_ref::<wasmtime_wasi::I32Exit>() {
-            Some(exit) => exit.0,
-            None => panic!("{name} ({target:?}) on the oracle trapped: {e:?}"),
-        },
-    };
     let status = match guest(name, target) {
-        Guest::Module(module) => {
-            let mut linker = wasmtime::Linker::<wasmtime_wasi::p1::WasiP1Ctx>::new(engine());
-            wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |t| t).unwrap();
-            let mut store = Store::new(engine(), b.build_p1());
-            exited((|| {
-                let instance = linker.instantiate(&mut store, &module)?;
-                instance.get_typed_func::<(), ()>(&mut store, "_start")?.call(&mut store, ())?;
-                Ok(0)
-            })())
-        }
-        Guest::Component(component) => {
-            let mut linker = Linker::<OracleState>::new(engine());
-            wasmtime_wasi::p2::add_to_linker_sync(&mut linker).unwrap();
-            let mut store = Store::new(engine(), OracleState { ctx: b.build(), table: ResourceTable::new() });
-            let command =
-                wasmtime_wasi::p2::bindings::sync::Command::instantiate(&mut store, &component, &linker).unwrap();
-            exited(command.wasi_cli_run().call_run(&mut store).map(|r| if r.is_ok() { 0 } else { 1 }))
-        }
+        Guest::Module(module) => oracle::P1::new(engine(), &module).and_then(|o| o.run(b.build_p1())),
+        Guest::Component(component) => oracle::P2::new(engine(), &component).and_then(|o| o.run(b.build())),
     };
+    let status = status.unwrap_or_else(|e| panic!("{name} ({target:?}) on the oracle trapped: {e:?}"));
     collect(status, out, err, tree_of_dir(root.path()))
 }
 
@@ -454,7 +379,7 @@ fn for_the_browser(name: &str, transcript: &str) {
     let dir = support::guest_target_dir().join("browser");
     PACKS.get_or_init(|| {
         std::fs::create_dir_all(&dir).unwrap();
-        for (file, layout) in [("seed.pack", Layout::seed()), ("ro.pack", Layout::ro())] {
+        for (file, layout) in [("seed.pack", seed_layout()), ("ro.pack", ro_layout())] {
             let out = std::fs::File::create(dir.join(file)).unwrap();
             write_pack(&layout.in_memory().snapshot(), out).unwrap();
         }
@@ -521,14 +446,14 @@ mod reads_over_packs {
     use packfs_core::pack::{Codec, Compression, PackOptions};
     use packfs_core::wasi::Access;
     use packfs_core::wasi::p1::{Wasi, io::Capture};
-    use packfs_core::{FileSystem, MemFs, OpenOptions};
+    use packfs_core::{FileSystem, MemFs};
     use packfs_host::Runner;
     use packfs_host::load::Guest;
     use packfs_host::p1::HostPlatform;
     use packfs_os::mmap::open_pack;
-    use wasmtime::Store;
     use wasmtime_wasi::{FsPerms, WasiCtx};
 
+    use super::support::{oracle, trees::Layout};
     use super::{Target, engine, guest, pipes, text};
 
     /// File sizes: empty, one byte, around 4 KiB, 64 KiB and 128 KiB
@@ -606,63 +531,16 @@ mod reads_over_packs {
 
     /// The tree: `fNNNNNNN` of each size, `link -> f3145728`, and `sub/`
     /// with a text file, an empty directory and `up -> ../f0004097`.
-    struct ReadsTree {
-        files: Vec<(String, Vec<u8>)>,
-        dirs: &'static [&'static str],
-        links: &'static [(&'static str, &'static str)],
-    }
-
-    impl ReadsTree {
-        fn new() -> ReadsTree {
-            let mut files: Vec<(String, Vec<u8>)> =
-                SIZES.iter().enumerate().map(|(i, &n)| (format!("f{n:07}"), content(i, n))).collect();
-            files.push(("sub/notes.txt".into(), b"notes beside a link\n".to_vec()));
-            ReadsTree { files, dirs: &["sub", "sub/empty"], links: &[("link", "f3145728"), ("sub/up", "../f0004097")] }
-        }
-
-        fn in_memory(&self) -> MemFs {
-            let fs = MemFs::new();
-            let parent = |path: &str| -> (packfs_core::Ino, String) {
-                match path.rsplit_once('/') {
-                    Some((dir, name)) => {
-                        (packfs_core::resolve::resolve(&fs, fs.root(), dir, true).unwrap(), name.to_owned())
-                    }
-                    None => (fs.root(), path.to_owned()),
-                }
-            };
-            for d in self.dirs {
-                let (dir, name) = parent(d);
-                fs.mkdir(dir, &name, 0o755).unwrap();
-            }
-            for (path, data) in &self.files {
-                let (dir, name) = parent(path);
-                let ino = fs.open(dir, &name, &OpenOptions::create()).unwrap();
-                fs.write_at(ino, 0, data).unwrap();
-                fs.close(ino);
-            }
-            for (path, target) in self.links {
-                let (dir, name) = parent(path);
-                fs.symlink(dir, &name, target).unwrap();
-            }
-            fs
-        }
-
-        fn write_to(&self, dir: &Path) {
-            for d in self.dirs {
-                std::fs::create_dir(dir.join(d)).unwrap();
-            }
-            for (path, data) in &self.files {
-                std::fs::write(dir.join(path), data).unwrap();
-            }
-            for (path, target) in self.links {
-                std::os::unix::fs::symlink(target, dir.join(path)).unwrap();
-            }
-        }
+    fn reads_tree() -> Layout {
+        let mut files: Vec<(String, Vec<u8>)> =
+            SIZES.iter().enumerate().map(|(i, &n)| (format!("f{n:07}"), content(i, n))).collect();
+        files.push(("sub/notes.txt".into(), b"notes beside a link\n".to_vec()));
+        Layout { files, dirs: &["sub", "sub/empty"], links: &[("link", "f3145728"), ("sub/up", "../f0004097")] }
     }
 
     /// c_reads on wasmtime's native preview1 over the tree in a real
     /// directory (writable for `write`).
-    fn oracle(tree: &ReadsTree, module: &wasmtime::Module, mode: &str) -> String {
+    fn oracle(tree: &Layout, module: &wasmtime::Module, mode: &str) -> String {
         let dir = tempfile::tempdir().unwrap();
         tree.write_to(dir.path());
         let (out, err) = pipes();
@@ -670,17 +548,12 @@ mod reads_over_packs {
         let perms = if mode == "write" { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
         b.preopened_dir(dir.path(), AT, perms).unwrap();
         b.stdout(out.clone()).stderr(err.clone()).args(&["c_reads", AT, mode]);
-        let mut linker = wasmtime::Linker::<wasmtime_wasi::p1::WasiP1Ctx>::new(engine());
-        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |t| t).unwrap();
-        let mut store = Store::new(engine(), b.build_p1());
-        let r = (|| {
-            let instance = linker.instantiate(&mut store, module)?;
-            instance.get_typed_func::<(), ()>(&mut store, "_start")?.call(&mut store, ())
-        })();
-        if let Err(e) = r {
-            let status = e.downcast_ref::<wasmtime_wasi::I32Exit>().map(|x| x.0);
-            assert_eq!(status, Some(0), "c_reads {mode} on the oracle: {e:?}\nstderr:\n{}", text(&err.contents()));
-        }
+        let status = oracle::P1::new(engine(), module).and_then(|o| o.run(b.build_p1()));
+        assert!(
+            matches!(status, Ok(0)),
+            "c_reads {mode} on the oracle: {status:?}\nstderr:\n{}",
+            text(&err.contents())
+        );
         text(&out.contents())
     }
 
@@ -703,7 +576,7 @@ mod reads_over_packs {
 
     /// Writes the packs into `dir`, checks they hold what they should, and
     /// describes them for the browser test (`packs.json`).
-    fn write_packs(tree: &ReadsTree, dir: &Path) {
+    fn write_packs(tree: &Layout, dir: &Path) {
         let snapshot = tree.in_memory().snapshot();
         let mut manifest = Vec::new();
         for &(name, compress, chunk) in PACKS {
@@ -732,7 +605,7 @@ mod reads_over_packs {
     #[test]
     fn p1() {
         let Guest::Module(module) = guest("c_reads", Target::C) else { panic!("c_reads is a p1 module") };
-        let tree = ReadsTree::new();
+        let tree = reads_tree();
         let dir = super::support::guest_target_dir().join("browser/reads");
         std::fs::create_dir_all(&dir).unwrap();
         write_packs(&tree, &dir);

@@ -1,9 +1,64 @@
-//! Trees by path, to compare what guests leave: through the `FileSystem`
-//! API and on a host directory, in one representation.
+//! Trees by path: a [`Layout`] to start a guest from, written into PackFS
+//! and into a host directory alike, and a [`Tree`] to compare what it
+//! leaves, read through the `FileSystem` API or from a host directory.
 
 use std::path::Path;
 
-use packfs_core::FileSystem;
+use packfs_core::{FileSystem, Ino, MemFs, OpenOptions};
+
+/// A tree to start from, by path: its directories (parents first), its
+/// files and their bytes, its symlinks and their targets.
+pub struct Layout {
+    /// Directories, each after its parent.
+    pub dirs: &'static [&'static str],
+    /// Files and their bytes.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// Symlinks and their targets.
+    pub links: &'static [(&'static str, &'static str)],
+}
+
+impl Layout {
+    /// A `MemFs` holding the tree: directories, then files, then symlinks.
+    pub fn in_memory(&self) -> MemFs {
+        let fs = MemFs::new();
+        let parent = |path: &str| -> (Ino, String) {
+            match path.rsplit_once('/') {
+                Some((dir, name)) => {
+                    (packfs_core::resolve::resolve(&fs, fs.root(), dir, true).unwrap(), name.to_owned())
+                }
+                None => (fs.root(), path.to_owned()),
+            }
+        };
+        for d in self.dirs {
+            let (dir, name) = parent(d);
+            fs.mkdir(dir, &name, 0o755).unwrap();
+        }
+        for (path, data) in &self.files {
+            let (dir, name) = parent(path);
+            let ino = fs.open(dir, &name, &OpenOptions::create()).unwrap();
+            fs.write_at(ino, 0, data).unwrap();
+            fs.close(ino);
+        }
+        for (path, target) in self.links {
+            let (dir, name) = parent(path);
+            fs.symlink(dir, &name, target).unwrap();
+        }
+        fs
+    }
+
+    /// Writes the tree into host directory `dir`, in the same order.
+    pub fn write_to(&self, dir: &Path) {
+        for d in self.dirs {
+            std::fs::create_dir(dir.join(d)).unwrap();
+        }
+        for (path, data) in &self.files {
+            std::fs::write(dir.join(path), data).unwrap();
+        }
+        for (path, target) in self.links {
+            std::os::unix::fs::symlink(target, dir.join(path)).unwrap();
+        }
+    }
+}
 
 /// A tree by path: what each entry is and holds (file bytes, symlink
 /// target), without times, modes or inode numbers, which differ between a
