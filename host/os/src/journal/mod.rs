@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! DIR/base-G.pack     the tree at checkpoint G (absent for G = 0)
-//! DIR/journal-G.log   changes since then (format: packfs_core::journal)
+//! DIR/journal-G.log   changes since then (docs/journal-format.md)
 //! DIR/lock            locked while a journal of the directory is open
 //! ```
 //!
