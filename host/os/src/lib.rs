@@ -15,9 +15,10 @@
 //!   a temporary name and `rename`), so a crash leaves the old file or the
 //!   new one.
 //!
-//! Built on [`packfs_core`] (the filesystems, the pack format); `packfs-host`
-//! serves these trees to WASI guests, and its `packfs` command builds,
-//! inspects and unpacks packs with them.
+//! Built on [`packfs_core`] (the filesystems, the pack and journal
+//! formats); `packfs-host` serves these trees to WASI guests, and the
+//! `packfs` command (`packfs-cli`) builds, inspects and unpacks packs with
+//! them.
 //!
 //! ```
 //! use packfs_core::pack::write_pack;
