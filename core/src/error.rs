@@ -103,17 +103,28 @@ pub enum Error {
     CorruptJournal(CorruptJournal),
     /// `io` (EIO): a filesystem under this one (an overlay's lower, a
     /// mounted filesystem, a host directory, a journal) broke the
-    /// [`FileSystem`] contract, holds what PackFS cannot (a name or target
-    /// that is not UTF-8, a fifo, more than a pack holds) or can serve no
-    /// more (a journal closed after a failure); the message says what.
+    /// [`FileSystem`] contract, holds what PackFS cannot, or can serve no
+    /// more: `fault` says which.
     ///
     /// [`FileSystem`]: crate::FileSystem
-    #[error("{0}")]
-    Backend(String),
-    /// `io` (EIO): a remote source failed (an HTTP request, an unexpected
-    /// reply); the message says which and how.
-    #[error("{0}")]
-    Remote(String),
+    #[error("{detail}")]
+    Backend {
+        /// Which of the three.
+        fault: BackendFault,
+        /// What happened, in words: the whole message.
+        detail: String,
+    },
+    /// `io` (EIO): a remote source failed (an HTTP request, a reply that
+    /// is not one); `kind` says how.
+    #[error("{url}: {detail}")]
+    Remote {
+        /// The pack's URL.
+        url: String,
+        /// How it failed.
+        kind: RemoteFailure,
+        /// What happened, in words (the message after the URL).
+        detail: String,
+    },
     /// `io` (EIO): a pack's content is not here yet (a lazy pack, read
     /// synchronously): its reader records what to fetch.
     #[error("pack content not loaded yet")]
@@ -224,6 +235,51 @@ impl std::fmt::Display for OsError {
 impl std::error::Error for OsError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&*self.source)
+    }
+}
+
+/// Why a filesystem under this one failed ([`Error::Backend`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BackendFault {
+    /// It broke the [`FileSystem`](crate::FileSystem) contract: a lower
+    /// directory listed out of order, a lower file shorter than its size,
+    /// a write that wrote nothing, a source that changed while it was
+    /// packed.
+    Contract,
+    /// It holds what PackFS cannot: a name or symlink target that is not
+    /// UTF-8, a fifo or socket, an inode number past what a mount has
+    /// bits for, more entries than a pack holds, directories nested deeper
+    /// than an overlay follows.
+    Unrepresentable,
+    /// It serves no more: closed after a failure it could not undo, or
+    /// past a time limit.
+    Closed,
+}
+
+/// How a remote source failed ([`Error::Remote`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RemoteFailure {
+    /// The server answered with this HTTP status.
+    Status(u16),
+    /// The pack changed on the server since it was opened (another
+    /// `ETag` or `Last-Modified`).
+    Changed,
+    /// A reply that is not an answer to the request (a partial reply
+    /// without a usable `Content-Range`, say).
+    BadReply,
+    /// The request took longer than its time limit.
+    Timeout,
+    /// The request could not be made or did not complete (the network,
+    /// CORS, a request the browser refused).
+    Transport,
+}
+
+impl Error {
+    /// An [`Error::Backend`].
+    pub fn backend(fault: BackendFault, detail: impl Into<String>) -> Error {
+        Error::Backend { fault, detail: detail.into() }
     }
 }
 
@@ -341,8 +397,8 @@ impl Error {
             Error::Os(_)
             | Error::NoDescriptors(_)
             | Error::CorruptJournal(_)
-            | Error::Backend(_)
-            | Error::Remote(_)
+            | Error::Backend { .. }
+            | Error::Remote { .. }
             | Error::NotLoaded
             | Error::Corrupt(_) => Code::Io,
         }

@@ -74,7 +74,7 @@ pub mod sync;
 pub mod treap;
 pub mod wasi;
 
-pub use error::{Code, Error, OsError, Result};
+pub use error::{BackendFault, Code, Error, OsError, RemoteFailure, Result};
 pub use fs::FileSystem;
 pub use mem::{MemFs, Snapshot};
 pub use meta::{Clock, DirEntry, FileType, Ino, Metadata, OpenOptions, SetTime, Timestamp, system_clock};

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use packfs_core::mem::{ENTRY_BYTES, INODE_BYTES, LOWER_TAG, Limits, ROOT};
 use packfs_core::resolve::resolve;
-use packfs_core::{DirEntry, Error, FileSystem, Ino, MemFs, Metadata, OpenOptions, Result, SetTime, Snapshot};
+use packfs_core::{BackendFault, DirEntry, Error, FileSystem, Ino, MemFs, Metadata, OpenOptions, Result, SetTime, Snapshot};
 
 /// A lower filesystem that counts the bytes read from it and the entries
 /// listed (read-only: the trait's defaults refuse every change).
@@ -427,5 +427,5 @@ fn a_stuck_lower_listing_is_an_error() {
     }
     let low = Arc::new(Counting { stuck: true, ..Arc::into_inner(counting(base.snapshot())).unwrap() });
     let fs = MemFs::overlay(low).unwrap();
-    assert!(matches!(fs.read_dir(ROOT, None, 1000), Err(Error::Backend(_))));
+    assert!(matches!(fs.read_dir(ROOT, None, 1000), Err(Error::Backend { fault: BackendFault::Contract, .. })));
 }

@@ -64,7 +64,10 @@ mod tests {
     fn codes_are_wasi_names() {
         assert_eq!(code(&Error::NotFound), "no-entry");
         assert_eq!(code(&Error::Quota), "quota");
-        assert_eq!(code(&Error::Remote("x".into())), "io");
+        assert_eq!(
+            code(&Error::Remote { url: "u".into(), kind: packfs_core::RemoteFailure::Timeout, detail: "x".into() }),
+            "io"
+        );
         assert_eq!(message(&Error::NotDir, Some("a/b")), "not-directory: not a directory: a/b");
         assert_eq!(message(&Error::ReadOnly, None), "read-only: read-only filesystem");
         assert_eq!(

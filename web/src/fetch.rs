@@ -42,7 +42,7 @@ use js_sys::{Promise, Uint8Array};
 use std::ops::Range;
 
 use packfs_core::pack::{LazyOpen, OpenStep, PackFs, Partial, ReadOptions};
-use packfs_core::{Error, Result};
+use packfs_core::{Error, RemoteFailure, Result};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Headers, Request, RequestInit, Response, XmlHttpRequest, XmlHttpRequestResponseType};
@@ -93,14 +93,33 @@ impl Reply {
     /// `validator` names.
     fn same_pack(&self, url: &str, validator: &Option<String>) -> Result<()> {
         match (validator, &self.validator) {
-            (Some(a), Some(b)) if a != b => Err(io(url, "the pack changed on the server since it was opened")),
+            (Some(a), Some(b)) if a != b => {
+                Err(remote(url, RemoteFailure::Changed, "the pack changed on the server since it was opened"))
+            }
             _ => Ok(()),
         }
     }
 }
 
-fn io(url: &str, what: impl std::fmt::Display) -> Error {
-    Error::Remote(format!("{url}: {what}"))
+fn remote(url: &str, kind: RemoteFailure, detail: impl std::fmt::Display) -> Error {
+    Error::Remote { url: url.to_owned(), kind, detail: detail.to_string() }
+}
+
+/// A JavaScript exception from making or finishing a request: a timeout
+/// (a blocking request's `TimeoutError`), else the transport's failure.
+fn thrown(url: &str, e: &JsValue) -> Error {
+    let timeout = e.dyn_ref::<js_sys::Error>().is_some_and(|e| e.name() == "TimeoutError");
+    remote(url, if timeout { RemoteFailure::Timeout } else { RemoteFailure::Transport }, js_text(e))
+}
+
+/// A reply of status `status` that answers no ranged request: a status
+/// that is no answer, or a `200`/`206` with the wrong bytes.
+fn unanswered(url: &str, status: u16, detail: impl std::fmt::Display) -> Error {
+    let kind = match status {
+        200 | 206 => RemoteFailure::BadReply,
+        s => RemoteFailure::Status(s),
+    };
+    remote(url, kind, detail)
 }
 
 fn js_text(v: &JsValue) -> String {
@@ -129,7 +148,7 @@ const BLOCKING_TIMEOUT_MS: u32 = 60_000;
 /// A GET of `url` with `range` as the `Range` header, synchronously (an
 /// `XMLHttpRequest` that blocks the thread: allowed in workers only).
 fn get_blocking(url: &str, range: &str) -> Result<Reply> {
-    let err = |e: JsValue| io(url, js_text(&e));
+    let err = |e: JsValue| thrown(url, &e);
     let xhr = XmlHttpRequest::new().map_err(err)?;
     xhr.open_with_async("GET", url, false).map_err(err)?;
     // A server that stalls fails the read (EIO) rather than holding the
@@ -148,25 +167,25 @@ fn get_blocking(url: &str, range: &str) -> Result<Reply> {
 /// Starts a GET of `url`, with `range` as the `Range` header; the future
 /// runs once awaited, but the request is already on its way.
 fn start(url: &str, range: Option<&str>) -> Result<JsFuture> {
-    let headers = Headers::new().map_err(|e| io(url, js_text(&e)))?;
+    let headers = Headers::new().map_err(|e| thrown(url, &e))?;
     if let Some(r) = range {
-        headers.set("Range", r).map_err(|e| io(url, js_text(&e)))?;
+        headers.set("Range", r).map_err(|e| thrown(url, &e))?;
     }
     let init = RequestInit::new();
     init.set_method("GET");
     init.set_headers(&headers);
-    let req = Request::new_with_str_and_init(url, &init).map_err(|e| io(url, js_text(&e)))?;
+    let req = Request::new_with_str_and_init(url, &init).map_err(|e| thrown(url, &e))?;
     Ok(JsFuture::from(global_fetch(&req)))
 }
 
 async fn finish(url: &str, pending: JsFuture) -> Result<Reply> {
-    let resp: Response = pending.await.map_err(|e| io(url, js_text(&e)))?.unchecked_into();
+    let resp: Response = pending.await.map_err(|e| thrown(url, &e))?.unchecked_into();
     let status = resp.status();
     let header = |name| resp.headers().get(name).ok().flatten();
     let range = header("Content-Range").as_deref().and_then(parse_content_range);
     let validator = header("ETag").or_else(|| header("Last-Modified"));
-    let buf = resp.array_buffer().map_err(|e| io(url, js_text(&e)))?;
-    let buf = JsFuture::from(buf).await.map_err(|e| io(url, js_text(&e)))?;
+    let buf = resp.array_buffer().map_err(|e| thrown(url, &e))?;
+    let buf = JsFuture::from(buf).await.map_err(|e| thrown(url, &e))?;
     Ok(Reply { status, range, validator, body: Uint8Array::new(&buf).to_vec() })
 }
 
@@ -201,12 +220,13 @@ impl Remote {
                         }
                         (206, Some((a, _, total))) => plan.accept_tail(a, tail.body, total)?,
                         (206, _) => {
-                            return Err(io(
+                            return Err(remote(
                                 &url,
+                                RemoteFailure::BadReply,
                                 "partial response without a usable Content-Range (CORS must expose it)",
                             ));
                         }
-                        (s, _) => return Err(io(&url, format!("HTTP {s}"))),
+                        (s, _) => return Err(unanswered(&url, s, format!("HTTP {s}"))),
                     }
                 }
                 OpenStep::Fetch(ranges) => {
@@ -221,7 +241,7 @@ impl Remote {
                         match (r.status, r.range) {
                             (206, Some((a, _, total))) if Some(total) == plan.size() => plan.accept(a, r.body)?,
                             (200, _) => plan.accept(0, r.body)?,
-                            (s, _) => return Err(io(&url, format!("HTTP {s} to a Range request at {at}"))),
+                            (s, _) => return Err(unanswered(&url, s, format!("HTTP {s} to a Range request at {at}"))),
                         }
                     }
                 }
@@ -296,7 +316,7 @@ impl Remote {
             }
             // The server ignored the range: take all of the data.
             (200, _) if r.body.len() as u64 == total => self.pack.store(0, &r.body).map(|_| ()),
-            (s, _) => Err(io(&self.url, format!("HTTP {s} to a Range request at {}", w.start))),
+            (s, _) => Err(unanswered(&self.url, s, format!("HTTP {s} to a Range request at {}", w.start))),
         }
     }
 

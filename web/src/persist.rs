@@ -21,14 +21,14 @@ use web_sys::{Cache, CacheStorage, Response};
 type LazyPack = PackFs<Partial>;
 
 /// The Cache API store, and this pack's scope in it.
-pub struct Persist {
+pub(crate) struct Persist {
     cache: Cache,
     prefix: String,
 }
 
 impl Persist {
     /// Opens the store, if the page has the Cache API.
-    pub async fn open(url: &str) -> Option<Persist> {
+    pub(crate) async fn open(url: &str) -> Option<Persist> {
         let storage: CacheStorage = Reflect::get(&js_sys::global(), &"caches".into()).ok()?.dyn_into().ok()?;
         let cache: Cache = JsFuture::from(storage.open("packfs")).await.ok()?.dyn_into().ok()?;
         let dir = url.rsplit_once('/').map_or(url, |(d, _)| d);
@@ -44,7 +44,7 @@ impl Persist {
 
     /// Stores into `pack` what the store holds of `wants`; returns what is
     /// left to fetch, as ranges.
-    pub async fn restore(&self, pack: &LazyPack, wants: Vec<Range<u64>>) -> Vec<Range<u64>> {
+    pub(crate) async fn restore(&self, pack: &LazyPack, wants: Vec<Range<u64>>) -> Vec<Range<u64>> {
         // Every lookup at once, then each answer in turn.
         let mut asked = Vec::new();
         for w in &wants {
@@ -76,7 +76,7 @@ impl Persist {
     /// Keeps the extents lying in `bytes`, fetched from `offset` (and
     /// stored into `pack`, so checked). Writes go on in the background; a
     /// full store only costs the next load a fetch.
-    pub fn keep(&self, pack: &LazyPack, offset: u64, bytes: &[u8]) {
+    pub(crate) fn keep(&self, pack: &LazyPack, offset: u64, bytes: &[u8]) {
         let end = offset + bytes.len() as u64;
         for k in pack.extents_within(offset..end) {
             let Some((r, sum, key)) = self.key(pack, k) else { continue };

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::resolve::At;
-use crate::{Error, FileSystem, Ino, Result};
+use crate::{BackendFault, Error, FileSystem, Ino, Result};
 
 /// A mount's number in its table; the root mount is 0.
 pub type MountId = u32;
@@ -19,7 +19,10 @@ pub const MAX_MOUNTS: MountId = 1 << (64 - INO_BITS);
 
 pub(super) fn join((mount, ino): At) -> Result<Ino> {
     if ino >> INO_BITS != 0 {
-        return Err(Error::Backend(format!("inode number {ino:#x} of mount {mount} needs more than {INO_BITS} bits")));
+        return Err(Error::backend(
+            BackendFault::Unrepresentable,
+            format!("inode number {ino:#x} of mount {mount} needs more than {INO_BITS} bits"),
+        ));
     }
     Ok(u64::from(mount) << INO_BITS | ino)
 }

@@ -4,7 +4,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use packfs_core::pack::{PackFs, PackOptions, WriteError, write_pack};
-use packfs_core::{DirEntry, Error, FileSystem, Ino, MemFs, Metadata, OpenOptions, Result, SetTime, Timestamp};
+use packfs_core::{BackendFault, DirEntry, Error, FileSystem, Ino, MemFs, Metadata, OpenOptions, Result, SetTime, Timestamp};
 
 use crate::common::*;
 
@@ -476,7 +476,7 @@ fn pack_writer_refuses_a_directory_reachable_twice() {
     let liar = Liar { dir_twice: true, ..Liar::new(fs) };
     let err = write_pack(&liar, Vec::new()).unwrap_err();
     assert!(matches!(err, WriteError::BadSource { .. }), "{err}");
-    assert!(matches!(Error::from(err), Error::Backend(_)));
+    assert!(matches!(Error::from(err), Error::Backend { fault: BackendFault::Contract, .. }));
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use super::*;
 use crate::mem::content::Content;
 use crate::path::{MAX_PATH, validate_name};
-use crate::{Error, FileType, Ino, MAX_FILE_SIZE, OpenOptions, Result, Timestamp};
+use crate::{BackendFault, Error, FileType, Ino, MAX_FILE_SIZE, OpenOptions, Result, Timestamp};
 
 impl Tree {
     // ---- writes ------------------------------------------------------------
@@ -123,7 +123,7 @@ impl Tree {
         let i = self.inode_mut(ino)?;
         match i.data {
             Data::File(_) => Ok(i),
-            Data::Lower { .. } => Err(Error::Backend("copy-up left a lower file".into())),
+            Data::Lower { .. } => Err(Error::backend(BackendFault::Contract, "copy-up left a lower file")),
             Data::Dir { .. } => Err(Error::IsDir),
             Data::Symlink(_) => Err(Error::Invalid),
         }

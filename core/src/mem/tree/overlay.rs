@@ -8,7 +8,7 @@ use super::key::Probe;
 use super::*;
 use crate::mem::content::Content;
 use crate::path::MAX_PATH;
-use crate::{Error, FileSystem, FileType, Ino, Metadata, Result, Timestamp};
+use crate::{BackendFault, Error, FileSystem, FileType, Ino, Metadata, Result, Timestamp};
 
 /// The number a lower inode has here. An overlay's own numbers carry the
 /// tag, so an overlay cannot be the lower of another (nor can anything with
@@ -131,7 +131,9 @@ impl Tree {
     }
 
     pub(super) fn lower(&self) -> Result<&dyn FileSystem> {
-        self.lower.as_deref().ok_or_else(|| Error::Backend("lower-backed inode without a lower filesystem".into()))
+        self.lower
+            .as_deref()
+            .ok_or_else(|| Error::backend(BackendFault::Contract, "lower-backed inode without a lower filesystem"))
     }
 
     /// Gives `ino`, if only the lower holds it so far (it was found through
@@ -144,7 +146,10 @@ impl Tree {
         while let Some((lower, lino)) = self.lower_only(at) {
             // A sane lower's directories nest no deeper than a path allows.
             if records.len() > MAX_PATH / 2 {
-                return Err(Error::Backend(format!("lower directory {lino} nests too deep")));
+                return Err(Error::backend(
+                    BackendFault::Unrepresentable,
+                    format!("lower directory {lino} nests too deep"),
+                ));
             }
             let md = lower.metadata(lino)?;
             let parent = if md.kind == FileType::Dir { from_lower(lower, lower.parent(lino)?)? } else { ROOT };
@@ -185,7 +190,10 @@ impl Tree {
             let want = (size - offset).min(buf.len() as u64) as usize;
             let n = lower.read_at(lino, offset, &mut buf[..want])?;
             if n == 0 {
-                return Err(Error::Backend(format!("lower file {lino} ended at {offset} of {size} bytes")));
+                return Err(Error::backend(
+                    BackendFault::Contract,
+                    format!("lower file {lino} ended at {offset} of {size} bytes"),
+                ));
             }
             content.write(offset, &buf[..n]);
             offset += n as u64;

@@ -9,7 +9,7 @@ use super::key::Probe;
 use super::overlay::{from_lower, tag};
 use super::*;
 use crate::path::validate_name;
-use crate::{DirEntry, Error, FileType, Ino, Metadata, OpenOptions, Result};
+use crate::{BackendFault, DirEntry, Error, FileType, Ino, Metadata, OpenOptions, Result};
 
 impl Tree {
     /// The entry `name` in `dir` here (a whiteout included).
@@ -146,7 +146,10 @@ impl Tree {
                 if let (Some(a), Some(e)) = (&below_after, page.first())
                     && e.name.as_bytes() <= a.as_bytes()
                 {
-                    return Err(Error::Backend(format!("lower directory {ldir} lists {:?} after {a:?}", e.name)));
+                    return Err(Error::backend(
+                        BackendFault::Contract,
+                        format!("lower directory {ldir} lists {:?} after {a:?}", e.name),
+                    ));
                 }
                 below_done = page.is_empty();
                 below_after = page.last().map(|e| e.name.clone());

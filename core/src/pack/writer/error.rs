@@ -3,7 +3,7 @@
 
 use std::io::ErrorKind;
 
-use crate::{Error, Ino};
+use crate::{BackendFault, Error, Ino};
 
 /// Why a pack could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +67,8 @@ impl From<WriteError> for Error {
                 Error::NoSpace
             }
             WriteError::Output(e) => Error::Os(crate::OsError::new("writing the pack", e)),
-            e => Error::Backend(e.to_string()),
+            e @ WriteError::TooMany(_) => Error::backend(BackendFault::Unrepresentable, e.to_string()),
+            e => Error::backend(BackendFault::Contract, e.to_string()),
         }
     }
 }

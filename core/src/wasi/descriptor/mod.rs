@@ -31,7 +31,7 @@ mod paths;
 use std::sync::Arc;
 
 use crate::resolve::{Last, Parent, resolve, resolve_last};
-use crate::{Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime};
+use crate::{BackendFault, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime};
 use identity::metadata_hash;
 
 pub use identity::device_number;
@@ -361,7 +361,7 @@ pub fn write_all(fs: &dyn FileSystem, ino: Ino, mut offset: u64, mut data: &[u8]
     while !data.is_empty() {
         let n = fs.write_at(ino, offset, data)?;
         if n == 0 {
-            return Err(Error::Backend("backend wrote nothing".into()));
+            return Err(Error::backend(BackendFault::Contract, "backend wrote nothing"));
         }
         offset += n as u64;
         data = data.get(n..).unwrap_or_default();

@@ -68,7 +68,7 @@ use std::sync::{Arc, Mutex};
 
 use packfs_core::path::validate_name;
 use packfs_core::sync::lock;
-use packfs_core::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime};
+use packfs_core::{BackendFault, DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime};
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps};
 use rustix::io::Errno;
 
@@ -166,7 +166,7 @@ impl DirFs {
         if leave_out(&path) {
             return Ok(());
         }
-        Err(Error::Backend(format!("{path}: {what}, which PackFS cannot hold")))
+        Err(Error::backend(BackendFault::Unrepresentable, format!("{path}: {what}, which PackFS cannot hold")))
     }
 
     fn writable(&self) -> Result<()> {
@@ -451,7 +451,7 @@ impl FileSystem for DirFs {
             return Err(Error::Invalid);
         }
         let target = rustix::fs::readlinkat(&fd, "", Vec::new()).map_err(errno)?;
-        target.into_string().map_err(|_| Error::Backend("symlink target is not UTF-8".into()))
+        target.into_string().map_err(|_| Error::backend(BackendFault::Unrepresentable, "symlink target is not UTF-8"))
     }
 
     fn link(&self, ino: Ino, dir: Ino, name: &str) -> Result<()> {

@@ -9,7 +9,7 @@ use std::sync::{Condvar, Mutex};
 
 use packfs_core::journal::Sink;
 use packfs_core::sync::lock;
-use packfs_core::{Error, OsError};
+use packfs_core::{BackendFault, Error, OsError};
 
 /// When a change becomes durable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -78,7 +78,7 @@ impl Sink for LogFile {
     fn append(&self, record: &[u8]) -> packfs_core::Result<u64> {
         let mut st = lock(&self.append);
         if let Some(why) = st.closed {
-            return Err(Error::Backend(why.into()));
+            return Err(Error::backend(BackendFault::Closed, why));
         }
         if let Err(e) = self.file.write_all_at(record, st.len) {
             // A record half on disk would end replay early and hide every
@@ -101,7 +101,7 @@ impl Sink for LogFile {
                 return Ok(());
             }
             if st.failed {
-                return Err(Error::Backend("an earlier journal sync failed: reopen the journal".into()));
+                return Err(Error::backend(BackendFault::Closed, "an earlier journal sync failed: reopen the journal"));
             }
             if st.syncing {
                 st = self.synced_cv.wait(st).unwrap_or_else(|e| e.into_inner());
@@ -149,15 +149,15 @@ mod tests {
         for policy in [SyncPolicy::EveryOp, SyncPolicy::GroupCommit] {
             let log = Arc::new(LogFile::new(file.try_clone().unwrap(), 0, policy, None));
             let fs = MemFs::journaled(Tree::new(system_clock()(), Limits::default()), log.clone(), system_clock());
-            assert!(matches!(fs.mkdir(fs.root(), "a", 0o755), Err(Error::Backend(_) | Error::Os(_))));
+            assert!(matches!(fs.mkdir(fs.root(), "a", 0o755), Err(Error::Backend { .. } | Error::Os(_))));
             if policy == SyncPolicy::EveryOp {
                 assert_eq!(fs.lookup(fs.root(), "a"), Err(Error::NotFound), "not published");
             }
             // Nothing is recorded or acknowledged after it, even if a
             // later sync would succeed.
-            assert!(matches!(fs.mkdir(fs.root(), "b", 0o755), Err(Error::Backend(_) | Error::Os(_))));
-            assert!(matches!(log.append(b"x"), Err(Error::Backend(_) | Error::Os(_))));
-            assert!(matches!(log.sync(1), Err(Error::Backend(_) | Error::Os(_))));
+            assert!(matches!(fs.mkdir(fs.root(), "b", 0o755), Err(Error::Backend { .. } | Error::Os(_))));
+            assert!(matches!(log.append(b"x"), Err(Error::Backend { .. } | Error::Os(_))));
+            assert!(matches!(log.sync(1), Err(Error::Backend { .. } | Error::Os(_))));
         }
     }
 }

@@ -130,7 +130,7 @@ fn checkpoints_keep_every_acknowledged_change() {
                     let name = format!("r{round}-{i}");
                     match fs.mkdir(fs.root(), &name, 0o755) {
                         Ok(_) => ok.push(name),
-                        Err(Error::Backend(_) | Error::Os(_)) => return ok,
+                        Err(Error::Backend { .. } | Error::Os(_)) => return ok,
                         Err(e) => panic!("{name}: {e}"),
                     }
                     made.fetch_add(1, Ordering::Relaxed);
