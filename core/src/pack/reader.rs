@@ -1,5 +1,5 @@
 //! The reader: [`PackFs`], a read-only [`FileSystem`] over a pack's bytes,
-//! wherever they are ([`ByteSource`](super::ByteSource)).
+//! wherever they are ([`ByteSource`]).
 //!
 //! Opening checks the header, trailer, index checksum and index structure
 //! ([`Index`]) — time proportional to the number of entries, not to the

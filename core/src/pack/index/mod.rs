@@ -18,8 +18,8 @@
 //! `docs/pack-format.md` §11):
 //!
 //! - within a directory's run, names are valid UTF-8 and strictly
-//!   increasing in byte order (9, 11), so [`Index::search`] compares raw
-//!   bytes, never converting a probed name to `str`;
+//!   increasing in byte order (9, 11), so [`Index::search`] (`search`)
+//!   compares raw bytes, never converting a probed name to `str`;
 //! - every record's fields are in range (6), so the read path reads the
 //!   fields it needs from the raw record ([`inode::kind`], [`inode::data`],
 //!   [`inode::count`]) instead of decoding and re-checking all of them;
@@ -39,7 +39,7 @@ use std::ops::Range;
 use super::blob::{self, BlobRecord};
 use super::chunk::ChunkTable;
 use super::corrupt::{CorruptKind, CorruptPack, Limit, Structure};
-use super::cursor::{le_u16, le_u64, pool_get};
+use super::cursor::le_u64;
 use super::dirent::{self, DirentRecord};
 use super::hash_index::Tables;
 use super::header::{HEADER_LEN, Header};
@@ -50,6 +50,7 @@ use super::trailer::{TRAILER_LEN, Table, Trailer};
 use crate::Error;
 
 mod invariants;
+mod search;
 
 /// The checked geometry of one pack. It holds no bytes: every accessor takes
 /// the index region (`region`, [`Index::region`] of the pack it was opened
@@ -198,26 +199,6 @@ fn record<'p, const N: usize>(
             table.offset,
             CorruptKind::OutOfBounds { of, field: "index", start: i, len: 1, limit: table.count },
         )),
-    }
-}
-
-/// The first 8 bytes of `name` as a big-endian word, zero-padded.
-fn prefix(name: &[u8]) -> u64 {
-    match name.first_chunk::<8>() {
-        Some(head) => u64::from_be_bytes(*head),
-        None => name.iter().enumerate().fold(0, |w, (i, &b)| w | u64::from(b) << (56 - 8 * i)),
-    }
-}
-
-/// Exactly `probe.cmp(name)`, faster, where `key` is `prefix(name)`: most
-/// names in a run differ in their first 8 bytes, compared as one word. Where
-/// the words differ, a shorter name's zero padding is below the nonzero byte
-/// the other has there, so the words order as the bytes do; where they are
-/// equal, the bytes decide.
-fn cmp_names(probe: &[u8], name: &[u8], key: u64) -> std::cmp::Ordering {
-    match prefix(probe).cmp(&key) {
-        std::cmp::Ordering::Equal => probe.cmp(name),
-        order => order,
     }
 }
 
@@ -412,8 +393,9 @@ impl Index {
         }
     }
 
-    /// The tables as they lie in the region, for building a [`HashIndex`]
-    /// (`None` if they no longer lie in it).
+    /// The tables as they lie in the region, for building a
+    /// [`HashIndex`](super::hash_index::HashIndex) (`None` if they no longer
+    /// lie in it).
     pub(crate) fn tables<'p>(&self, region: &'p [u8]) -> Option<Tables<'p>> {
         Some(Tables {
             inodes: table(region, &self.spans.inodes, Structure::Inode).ok()?,
@@ -422,75 +404,6 @@ impl Index {
             strings: self.strings(region).ok()?,
             strings_start: self.spans.strings.start,
         })
-    }
-
-    /// Binary search for `name` in the run `first..first + count`: the
-    /// position of the first name not below `name`, and the dirent there if
-    /// its name is `name`.
-    ///
-    /// This is the lookup's hot loop. It relies on what open checked (the
-    /// run's names are valid UTF-8 and strictly increasing), so it compares
-    /// raw bytes and decodes nothing but the probed records; every offset it
-    /// uses is still bounds-checked. On bytes that changed after open the
-    /// answer may be wrong, never a panic.
-    pub(crate) fn search(
-        &self,
-        region: &[u8],
-        first: u64,
-        count: u64,
-        name: &[u8],
-    ) -> Result<(u64, Option<DirentRecord>), CorruptPack> {
-        let records = table::<{ dirent::RECORD_LEN as usize }>(region, &self.spans.dirents, Structure::Dirent)?;
-        let bad_run = || CorruptPack::new(first, CorruptKind::Unsorted);
-        let start = usize::try_from(first).map_err(|_| bad_run())?;
-        let end = usize::try_from(count).ok().and_then(|n| start.checked_add(n)).ok_or_else(bad_run)?;
-        let run = records.get(start..end).ok_or_else(|| {
-            let kind = CorruptKind::OutOfBounds {
-                of: Structure::Inode,
-                field: "data",
-                start: first,
-                len: count,
-                limit: self.trailer.dirents.count,
-            };
-            CorruptPack::new(first, kind)
-        })?;
-        let strings = self.strings(region)?;
-        let key = prefix(name);
-        let (mut lo, mut hi) = (0, run.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            let j = first + mid as u64;
-            let Some(rec) = run.get(mid) else { return Err(self.bad_probe(j, None)) };
-            let (offset, len) = (le_u64::<0, 16>(rec), le_u16::<8, 16>(rec));
-            let Some(probe) = pool_get(strings, offset, len) else {
-                return Err(self.bad_probe(j, Some((offset, len))));
-            };
-            match cmp_names(probe, name, key) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Equal => return Ok((j, Some(DirentRecord::from_record(rec)))),
-                std::cmp::Ordering::Greater => hi = mid,
-            }
-        }
-        Ok((first + lo as u64, None))
-    }
-
-    /// The error for dirent `j` met by [`search`](Self::search): its name
-    /// `(offset, len)` outside the string pool, or (never, as `search` only
-    /// probes inside its run) the record itself missing.
-    #[cold]
-    fn bad_probe(&self, j: u64, name: Option<(u64, u16)>) -> CorruptPack {
-        let at = at(self.trailer.dirents, dirent::RECORD_LEN, j);
-        let kind = match name {
-            Some((start, len)) => CorruptKind::OutOfBounds {
-                of: Structure::Dirent,
-                field: "string",
-                start,
-                len: len.into(),
-                limit: self.trailer.strings_len,
-            },
-            None => CorruptKind::Unsorted,
-        };
-        CorruptPack::new(at, kind)
     }
 }
 
@@ -519,31 +432,6 @@ mod tests {
     pub(super) fn region<'b>(b: &'b [u8], index: &Index) -> &'b [u8] {
         let r = index.region();
         &b[r.start as usize..r.end as usize]
-    }
-
-    #[test]
-    fn names_compare_as_bytes() {
-        let names: [&[u8]; 14] = [
-            b"a",
-            b"ab",
-            b"abcdefg",
-            b"abcdefgh",
-            b"abcdefgh\0",
-            b"abcdefgha",
-            b"abcdefgi",
-            b"abcdefh",
-            b"b",
-            b"\xc3\xa9",
-            b"\xff",
-            b"a\0",
-            b"f000123.dat",
-            b"f000124.dat",
-        ];
-        for a in names {
-            for b in names {
-                assert_eq!(cmp_names(a, b, prefix(b)), a.cmp(b), "{a:?} {b:?}");
-            }
-        }
     }
 
     #[test]
