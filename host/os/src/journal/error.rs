@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use packfs_core::pack::WriteError;
 
-/// Why a [`Journal`](super::Journal) call failed. Each variant names the
-/// file at fault; the cause, where there is one, is its
-/// [`source`](std::error::Error::source), not repeated in its message.
+/// Why a `Journal` call failed. Each variant names the file at fault; the
+/// cause, where there is one, is its [`source`](std::error::Error::source),
+/// not repeated in its message.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum JournalError {
