@@ -55,9 +55,12 @@ fn packs_in_an_s3_store_read_lazily_and_stay_consistent() {
     assert!(proxy.stats().bytes <= bytes.len() as u64 + TAIL_LEN);
 
     // The environment wins over the profile: a wrong key is refused.
+    // SAFETY: as above: this thread alone reads the environment, and only
+    // between requests.
     unsafe { std::env::set_var("AWS_SECRET_ACCESS_KEY", "wrong") };
     let location = Location::parse("s3://packs/dir/p.pack").unwrap().unwrap();
     assert!(matches!(packfs_remote::open(&location, &options(None)), Err(RemoteError::Store { .. })));
+    // SAFETY: as above.
     unsafe { std::env::remove_var("AWS_SECRET_ACCESS_KEY") };
     let missing = Location::parse("s3://packs/dir/none.pack").unwrap().unwrap();
     assert!(matches!(packfs_remote::open(&missing, &options(None)), Err(RemoteError::Store { .. })));

@@ -9,7 +9,7 @@ use packfs_core::{FileSystem, MemFs, OpenOptions, resolve};
 use packfs_remote::{Cache, Location, NetOptions, RemoteOptions, RemotePack};
 
 /// Bytes that compress somewhat (runs of a few values), from `seed`.
-pub fn content(seed: u64, len: usize) -> Vec<u8> {
+pub(crate) fn content(seed: u64, len: usize) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let mut out = Vec::with_capacity(len);
     while out.len() < len {
@@ -24,7 +24,7 @@ pub fn content(seed: u64, len: usize) -> Vec<u8> {
 
 /// A tree: a 3 MiB file, five of 300 KiB, fifty small ones in a directory,
 /// and the files `(path, bytes)` given.
-pub fn tree(seed: u64, extra: &[(&str, Vec<u8>)]) -> (MemFs, Vec<(String, Vec<u8>)>) {
+pub(crate) fn tree(seed: u64, extra: &[(&str, Vec<u8>)]) -> (MemFs, Vec<(String, Vec<u8>)>) {
     let fs = MemFs::new();
     let dir = fs.mkdir(fs.root(), "dir", 0o755).unwrap();
     let mut files = vec![("big.bin".to_owned(), content(seed, 3 << 20))];
@@ -48,7 +48,7 @@ pub fn tree(seed: u64, extra: &[(&str, Vec<u8>)]) -> (MemFs, Vec<(String, Vec<u8
 }
 
 /// The pack of `fs`: version 2 with zstd, or version 1 (`compress` off).
-pub fn pack(fs: &MemFs, compress: bool) -> Vec<u8> {
+pub(crate) fn pack(fs: &MemFs, compress: bool) -> Vec<u8> {
     let mut out = Vec::new();
     let c = compress.then(|| Compression::zstd(3));
     PackOptions::new().compress(c).write(fs, &mut out).unwrap();
@@ -56,7 +56,7 @@ pub fn pack(fs: &MemFs, compress: bool) -> Vec<u8> {
 }
 
 /// A file's bytes, read in pieces of `step`.
-pub fn read(fs: &dyn FileSystem, path: &str, step: usize) -> packfs_core::Result<Vec<u8>> {
+pub(crate) fn read(fs: &dyn FileSystem, path: &str, step: usize) -> packfs_core::Result<Vec<u8>> {
     let ino = resolve::resolve(fs, fs.root(), path, true)?;
     let mut out = Vec::new();
     let mut buf = vec![0; step];
@@ -69,7 +69,7 @@ pub fn read(fs: &dyn FileSystem, path: &str, step: usize) -> packfs_core::Result
     }
 }
 
-pub fn options(cache: Option<&Path>) -> RemoteOptions {
+pub(crate) fn options(cache: Option<&Path>) -> RemoteOptions {
     RemoteOptions {
         cache: cache.map(|d| Arc::new(Cache::open(d, 1 << 30).unwrap())),
         net: NetOptions {
@@ -83,7 +83,7 @@ pub fn options(cache: Option<&Path>) -> RemoteOptions {
     }
 }
 
-pub fn open(url: &str, options: &RemoteOptions) -> RemotePack {
+pub(crate) fn open(url: &str, options: &RemoteOptions) -> RemotePack {
     let location = Location::parse(url).expect("a URL").expect("a good URL");
     packfs_remote::open(&location, options).unwrap_or_else(|e| panic!("open {url}: {e}"))
 }
