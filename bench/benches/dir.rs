@@ -8,6 +8,8 @@
 //!
 //! Run: `cargo bench -p packfs-bench --bench dir`
 
+#![allow(missing_docs, reason = "criterion_group! makes an undocumented public function")]
+
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Duration;

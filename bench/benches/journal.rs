@@ -5,6 +5,8 @@
 //!
 //! Run: `cargo bench -p packfs-bench --bench journal`
 
+#![allow(missing_docs, reason = "criterion_group! makes an undocumented public function")]
+
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

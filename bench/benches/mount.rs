@@ -5,6 +5,8 @@
 //!
 //! Run: `cargo bench -p packfs-bench --bench mount`
 
+#![allow(missing_docs, reason = "criterion_group! makes an undocumented public function")]
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -47,6 +47,8 @@
 //!   100k and 1M files of 16 B; `mem_4KiB` opens 10k files of 4 KiB, 256x
 //!   the data of `mem/10000`, to show that open does not read the data.
 
+#![allow(missing_docs, reason = "criterion_group! makes an undocumented public function")]
+
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::io::{Cursor, Read, Write};
@@ -117,10 +119,10 @@ fn tar_index(bytes: &[u8]) -> HashMap<String, (usize, usize)> {
 
 fn random_read(c: &mut Criterion) {
     let spec = read_tree();
-    let mut rng = Rng(42);
+    let mut rng = Rng::new(42);
     let mut order: Vec<usize> = (0..spec.files.len()).collect();
     for i in (1..order.len()).rev() {
-        order.swap(i, rng.below(i + 1));
+        order.swap(i, rng.below(i as u64 + 1) as usize);
     }
     let paths: Vec<&str> = order.iter().map(|&i| spec.files[i].0.as_str()).collect();
 

@@ -49,7 +49,10 @@ fn main() {
     // it, not the fetching. (Children inherit it.)
     if Path::new("/dev/shm").is_dir() {
         // SAFETY: no other thread has started yet.
-        unsafe { std::env::set_var("TMPDIR", "/dev/shm") };
+        #[allow(unsafe_code, reason = "set_var is unsafe once threads may read the environment")]
+        unsafe {
+            std::env::set_var("TMPDIR", "/dev/shm")
+        };
     }
     Bench::new(full).run();
 }
@@ -107,7 +110,7 @@ fn child(a: &[String]) {
         .unwrap();
     assert_eq!(runner.run_module(&module, wasi).unwrap(), 0, "the guest read every file");
     if let (Some(to), Some(r)) = (some(record), remote) {
-        std::fs::write(to, packfs_remote::trace::record([&r]).to_text()).unwrap();
+        std::fs::write(to, packfs_remote::RemoteSource::record([&r]).to_text()).unwrap();
     }
 }
 
@@ -135,10 +138,12 @@ struct Measured {
 
 /// CPU time (user and system) of this process's waited-for children, and
 /// of this process.
+#[allow(unsafe_code, reason = "getrusage(2), for the children's CPU time, which std does not give")]
 fn rusage() -> [Duration; 2] {
     let get = |who| {
         // SAFETY: getrusage only writes the struct it is given.
         let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
         unsafe { libc::getrusage(who, &mut u) };
         let d = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
         d(u.ru_utime) + d(u.ru_stime)
@@ -162,21 +167,21 @@ fn tree(total: u64, seed: u64, replace: bool) -> (MemFs, Vec<(String, u64)>) {
     // Up to 8 MiB in the full run; a small pack's files are smaller.
     let span = if total > 64 << 20 { 2048f64 } else { 64f64 };
     let fs = MemFs::new();
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     let dirs: Vec<_> = (0..8).map(|i| fs.mkdir(fs.root(), &format!("d{i}"), 0o755).unwrap()).collect();
     let mut files = Vec::new();
     let mut sum = 0;
     let mut i = 0;
     while sum < total {
         // 4 KiB up, log-uniform.
-        let size = (4096f64 * span.powf((rng.next_u64() % 10_000) as f64 / 10_000.0)) as usize;
+        let size = (4096f64 * span.powf((rng.next() % 10_000) as f64 / 10_000.0)) as usize;
         let mut content = vec![0u8; size];
-        let mut own = Rng(if replace && i % 10 == 3 { seed * 1_000_003 + i } else { i } ^ 0x5eed);
-        if own.next_u64() % 10 < 6 {
+        let mut own = Rng::new(if replace && i % 10 == 3 { seed * 1_000_003 + i } else { i } ^ 0x5eed);
+        if own.next() % 10 < 6 {
             own.fill(&mut content);
         } else {
             for b in content.iter_mut() {
-                *b = b"aaaabbbcccdeeeeffgghhhiijklmnopqrstuvwxyz \n"[own.below(43)];
+                *b = b"aaaabbbcccdeeeeffgghhhiijklmnopqrstuvwxyz \n"[own.below(43) as usize];
             }
         }
         let name = format!("f{i:04}.bin");
@@ -227,9 +232,9 @@ impl Bench {
     fn pick(&self, pct: u64) -> Vec<String> {
         let total: u64 = self.files.iter().map(|f| f.1).sum();
         let mut order: Vec<usize> = (0..self.files.len()).collect();
-        let mut rng = Rng(pct);
+        let mut rng = Rng::new(pct);
         for i in (1..order.len()).rev() {
-            order.swap(i, rng.below(i + 1));
+            order.swap(i, rng.below(i as u64 + 1) as usize);
         }
         let (mut sum, mut chosen) = (0, BTreeSet::new());
         for i in order {

@@ -25,6 +25,7 @@ static BYTES: AtomicU64 = AtomicU64::new(0);
 
 // SAFETY: forwards every call unchanged to the system allocator; the
 // counters are plain atomics.
+#[allow(unsafe_code, reason = "a counting allocator is a GlobalAlloc")]
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCS.fetch_add(1, Relaxed);

@@ -58,7 +58,6 @@
 //! ```
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs, unreachable_pub)]
 
 mod error;
 mod fold;

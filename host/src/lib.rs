@@ -72,8 +72,6 @@
 //! per-descriptor `mutate-directory` enforcement beyond the preopen's
 //! [`Access`](wasi::Access), as in wasmtime-wasi.
 
-#![warn(missing_docs, unreachable_pub)]
-#![deny(unsafe_code)]
 
 pub mod load;
 pub mod p1;

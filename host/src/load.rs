@@ -165,18 +165,21 @@ impl GuestCache {
         if Sha256::digest(payload).as_slice() != digest {
             return None;
         }
-        // SAFETY: `Module::deserialize` and `Component::deserialize` trust
-        // their input to be code that `serialize` produced. This file is: the cache
-        // directory is private to this user (created 0700, see
-        // `GuestCache`), every file in it is written by `store` below
-        // from `serialize` output, published by an atomic rename, and its
-        // SHA-256 trailer was checked just above, so a torn or corrupted
-        // file is never loaded. wasmtime itself rejects output of another
-        // wasmtime version or of incompatible engine settings, and a module's
-        // bytes from a component's (the header says which it is).
+        // Why the two unsafe calls below hold: `Module::deserialize` and
+        // `Component::deserialize` trust their input to be code that
+        // `serialize` produced. This file is: the cache directory is private
+        // to this user (created 0700, see `GuestCache`), every file in it is
+        // written by `store` below from `serialize` output, published by an
+        // atomic rename, and its SHA-256 trailer was checked just above, so a
+        // torn or corrupted file is never loaded. wasmtime itself rejects
+        // output of another wasmtime version or of incompatible engine
+        // settings, and a module's bytes from a component's (the header says
+        // which it is).
         let (kind, code) = payload.split_first()?;
         match kind {
+            // SAFETY: `serialize` output from the private cache, checked above.
             b'm' => unsafe { Module::deserialize(engine, code) }.ok().map(Guest::Module),
+            // SAFETY: as for a module.
             b'c' => unsafe { Component::deserialize(engine, code) }.ok().map(Guest::Component),
             _ => None,
         }

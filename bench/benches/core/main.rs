@@ -37,6 +37,8 @@
 //! phase that needs a filled directory fills it just before (untimed), so
 //! every backend works on data it has just touched.
 
+#![allow(missing_docs, reason = "criterion_group! makes an undocumented public function")]
+
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::hint::black_box;

@@ -6,39 +6,14 @@ use std::sync::Arc;
 use packfs_core::mem::Limits;
 use packfs_core::pack::{PackFs, write_pack};
 use packfs_core::{FileSystem, FileType, Ino, MemFs, OpenOptions, SetTime, Timestamp};
-
-/// splitmix64: a seeded, deterministic generator.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
+pub(crate) use packfs_test_support::Rng;
 
 /// A MemFs whose clock always says the same time.
-pub fn fixed_fs() -> MemFs {
+pub(crate) fn fixed_fs() -> MemFs {
     MemFs::with_options(Limits::default(), Arc::new(|| Timestamp::new(1_700_000_000, 5)))
 }
 
-pub fn write_file(fs: &dyn FileSystem, dir: Ino, name: &str, data: &[u8]) -> Ino {
+pub(crate) fn write_file(fs: &dyn FileSystem, dir: Ino, name: &str, data: &[u8]) -> Ino {
     let f = fs.open(dir, name, &OpenOptions::create()).unwrap();
     fs.write_at(f, 0, data).unwrap();
     fs.close(f);
@@ -48,13 +23,13 @@ pub fn write_file(fs: &dyn FileSystem, dir: Ino, name: &str, data: &[u8]) -> Ino
 /// A random tree: nested directories, files (empty, small, over 64 KiB,
 /// many with duplicated content), symlinks, hard links, varied modes and
 /// mtimes. `size` scales the number of operations.
-pub fn random_tree(seed: u64, size: u64) -> MemFs {
+pub(crate) fn random_tree(seed: u64, size: u64) -> MemFs {
     random_tree_with(seed, size, true, true)
 }
 
 /// [`random_tree`], without files over 2 KB unless `big`, without hard
 /// links unless `links`.
-pub fn random_tree_with(seed: u64, size: u64, big: bool, links: bool) -> MemFs {
+pub(crate) fn random_tree_with(seed: u64, size: u64, big: bool, links: bool) -> MemFs {
     let mut rng = Rng::new(seed);
     let fs = fixed_fs();
     let mut dirs = vec![fs.root()];
@@ -119,18 +94,18 @@ pub fn random_tree_with(seed: u64, size: u64, big: bool, links: bool) -> MemFs {
     fs
 }
 
-pub fn pack_bytes(fs: &dyn FileSystem) -> Vec<u8> {
+pub(crate) fn pack_bytes(fs: &dyn FileSystem) -> Vec<u8> {
     let mut out = Vec::new();
     let stats = write_pack(fs, &mut out).unwrap();
     assert_eq!(stats.pack_len, out.len() as u64);
     out
 }
 
-pub fn open(bytes: Vec<u8>) -> PackFs<Vec<u8>> {
+pub(crate) fn open(bytes: Vec<u8>) -> PackFs<Vec<u8>> {
     PackFs::open(bytes).unwrap()
 }
 
-pub fn read_all(fs: &dyn FileSystem, ino: Ino) -> Vec<u8> {
+pub(crate) fn read_all(fs: &dyn FileSystem, ino: Ino) -> Vec<u8> {
     let mut out = Vec::new();
     let mut buf = vec![0; 7919]; // A prime: reads straddle every boundary.
     loop {
@@ -143,7 +118,7 @@ pub fn read_all(fs: &dyn FileSystem, ino: Ino) -> Vec<u8> {
 }
 
 /// Every name in `fs`, breadth-first, as (path, inode), read in pages of 5.
-pub fn walk(fs: &dyn FileSystem) -> Vec<(String, Ino)> {
+pub(crate) fn walk(fs: &dyn FileSystem) -> Vec<(String, Ino)> {
     let mut out = Vec::new();
     let mut queue = VecDeque::from([(String::new(), fs.root())]);
     while let Some((path, dir)) = queue.pop_front() {
@@ -168,7 +143,7 @@ pub fn walk(fs: &dyn FileSystem) -> Vec<(String, Ino)> {
 /// Asserts that `a` and `b` hold the same tree: names, kinds, contents,
 /// modes, mtimes, sizes, link counts, symlink targets, and the same hard
 /// links (two names share an inode in one exactly when they do in the other).
-pub fn assert_same_tree(a: &dyn FileSystem, b: &dyn FileSystem) {
+pub(crate) fn assert_same_tree(a: &dyn FileSystem, b: &dyn FileSystem) {
     let (wa, wb) = (walk(a), walk(b));
     let pa: Vec<&str> = wa.iter().map(|(p, _)| p.as_str()).collect();
     let pb: Vec<&str> = wb.iter().map(|(p, _)| p.as_str()).collect();

@@ -29,6 +29,7 @@ fn track(delta: isize) {
 
 // SAFETY: every call goes unchanged to the system allocator; the counters
 // are const-initialized thread locals, which never allocate.
+#[allow(unsafe_code, reason = "a counting allocator is a GlobalAlloc")]
 unsafe impl GlobalAlloc for PerThread {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         track(layout.size() as isize);

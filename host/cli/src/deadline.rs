@@ -2,7 +2,7 @@
 //! the run's deadline where the guest's own waits cannot ([`Backstop`]),
 //! and the reads of a `--save` ([`Timed`]).
 
-use packfs_core::{Error, FileSystem};
+use packfs_core::{BackendFault, Error, FileSystem};
 use packfs_host::RunError;
 
 /// Exit status when `--timeout` ends the guest, as `timeout(1)` gives.
@@ -46,7 +46,7 @@ pub(crate) struct Timed<'a>(pub(crate) &'a dyn FileSystem);
 impl Timed<'_> {
     fn check(&self) -> packfs_core::Result<()> {
         if packfs_core::wasi::deadline::expired() {
-            return Err(Error::Backend("past the time limit".into()));
+            return Err(Error::backend(BackendFault::Closed, "past the time limit"));
         }
         Ok(())
     }

@@ -33,8 +33,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use packfs_core::{DirEntry, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, SetTime};
+use packfs_os::beneath;
 use packfs_os::dir::DirFs;
-use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::fs::Mode;
 
 use crate::common::{Copier, Pack, Packs, bytes, list, open_pack, read_once, step};
 
@@ -69,10 +70,6 @@ pub(crate) struct Args {
 /// How many left-out symlinks are named one by one.
 const NAMED: usize = 5;
 
-/// `openat2` containment, as in `DirFs`: nothing above DIR, no absolute or
-/// magic links, no other mounts.
-const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS).union(ResolveFlags::NO_XDEV);
-
 pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
     // Before anything starts a thread: reading the umask sets it.
     let clear = if args.preserve_permissions { 0 } else { umask() | 0o6000 };
@@ -102,8 +99,7 @@ pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
     };
     let dest = DirFs::open(&args.dir, false).with_context(|| format!("{shown}"))?;
     let absolute = if args.absolute_symlinks {
-        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        Some(rustix::fs::open(&args.dir, flags, Mode::empty()).with_context(|| format!("{shown}"))?)
+        Some(beneath::open_root(&args.dir).with_context(|| format!("{shown}"))?)
     } else {
         None
     };
@@ -346,9 +342,7 @@ impl Unpack<'_> {
             let target = self.pack.readlink(e.ino)?;
             let ino = match &self.absolute {
                 Some(dir) if target.starts_with('/') => {
-                    let at = if parent_path.is_empty() { "." } else { parent_path };
-                    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-                    let parent_fd = rustix::fs::openat2(dir, at, flags, Mode::empty(), BENEATH)?;
+                    let parent_fd = beneath::open_dir(dir, Path::new(parent_path))?;
                     rustix::fs::symlinkat(&*target, &parent_fd, name)?;
                     self.dest.lookup(parent, name)?
                 }

@@ -677,6 +677,7 @@ fn unpack_changes_only_what_it_makes() {
 /// (`ru_maxrss`), from `wait4`: std's `wait` does not give it, and reading
 /// `/proc/PID/status` before the child exits races with the exit.
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+#[allow(unsafe_code, reason = "wait4(2) for the child's peak RSS, which std and rustix do not give")]
 fn wait_peak_rss(child: std::process::Child) -> (i32, u64) {
     use std::ffi::c_long;
     use std::os::unix::process::ExitStatusExt;

@@ -38,8 +38,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-#![warn(missing_docs, unreachable_pub)]
-#![deny(unsafe_code)]
 
 pub mod beneath;
 pub mod dir;

@@ -42,6 +42,7 @@ impl FileServer {
         format!("http://{}", self.addr)
     }
 
+    /// Its address on loopback.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }

@@ -17,30 +17,30 @@ pub(crate) struct Message {
 }
 
 impl Message {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
-    pub fn set_header(&mut self, name: &str, value: String) {
+    pub(crate) fn set_header(&mut self, name: &str, value: String) {
         self.headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
         self.headers.push((name.to_owned(), value));
     }
 
-    pub fn remove_header(&mut self, name: &str) {
+    pub(crate) fn remove_header(&mut self, name: &str) {
         self.headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
     }
 
     /// A response's status code.
-    pub fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> u16 {
         self.start.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
     }
 
-    pub fn response(status: u16, reason: &str) -> Message {
+    pub(crate) fn response(status: u16, reason: &str) -> Message {
         Message { start: format!("HTTP/1.1 {status} {reason}"), ..Message::default() }
     }
 
     /// The head, with `Content-Length` as given (which may lie).
-    pub fn head_bytes(&self, content_length: Option<usize>) -> Vec<u8> {
+    pub(crate) fn head_bytes(&self, content_length: Option<usize>) -> Vec<u8> {
         let mut out = format!("{}\r\n", self.start);
         for (k, v) in &self.headers {
             if !k.eq_ignore_ascii_case("content-length") && !k.eq_ignore_ascii_case("transfer-encoding") {
@@ -54,7 +54,7 @@ impl Message {
         out.into_bytes()
     }
 
-    pub fn write(&self, w: &mut impl Write) -> io::Result<()> {
+    pub(crate) fn write(&self, w: &mut impl Write) -> io::Result<()> {
         let mut bytes = self.head_bytes(Some(self.body.len()));
         bytes.extend_from_slice(&self.body);
         w.write_all(&bytes)?;

@@ -45,8 +45,9 @@ pub enum Fault {
 /// What went through the proxy.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ProxyStats {
-    /// Requests, and the `GET`s among them with a `Range`.
+    /// Requests.
     pub requests: u64,
+    /// The `GET`s among them with a `Range`.
     pub ranged: u64,
     /// Body bytes of the replies.
     pub bytes: u64,
@@ -110,6 +111,7 @@ impl Proxy {
         self.shared.faults.lock().unwrap().len()
     }
 
+    /// What went through it so far.
     pub fn stats(&self) -> ProxyStats {
         let s = &self.shared;
         ProxyStats {

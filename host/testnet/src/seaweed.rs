@@ -15,10 +15,14 @@ use std::time::{Duration, Instant};
 use crate::free_port;
 use crate::http;
 
-/// The S3 gateway's one identity.
+/// The S3 gateway's one identity: its access key id,
 pub const ACCESS_KEY: &str = "packfs-test";
+/// and its secret.
 pub const SECRET_KEY: &str = "packfs-test-secret";
 
+/// A SeaweedFS server (master, volume, filer and S3 gateway in one
+/// process) on loopback, with its data in a temporary directory; stopped
+/// when dropped.
 pub struct Seaweed {
     child: Child,
     _dir: tempfile::TempDir,
@@ -93,6 +97,7 @@ impl Seaweed {
         self.child.id()
     }
 
+    /// The S3 gateway's address.
     pub fn s3_addr(&self) -> SocketAddr {
         self.s3
     }

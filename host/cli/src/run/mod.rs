@@ -163,7 +163,7 @@ pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
         }
     };
     if let Some(to) = &args.record_trace {
-        let trace = packfs_remote::trace::record(&packs.remote_packs());
+        let trace = packfs_remote::RemoteSource::record(&packs.remote_packs());
         write_trace(packs, to, trace.to_text()).with_context(|| format!("--record-trace {}", to.display()))?;
     }
     if let (Some(out), Some(ns)) = (&args.save, &namespace) {

@@ -36,14 +36,14 @@ pub(super) struct Stat {
 impl Dir {
     /// The root, at `path`. A symlink there is followed, this once: from
     /// then on the root is this descriptor, whatever the link says later.
-    pub fn root(path: &Path) -> io::Result<Dir> {
+    pub(super) fn root(path: &Path) -> io::Result<Dir> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         Ok(Dir(rfs::openat(rfs::CWD, path, flags, Mode::empty())?.into()))
     }
 
     /// `Some((uid, mode))` if the directory is another user's or others
     /// may write to it.
-    pub fn exposed(&self) -> io::Result<Option<(u32, u32)>> {
+    pub(super) fn exposed(&self) -> io::Result<Option<(u32, u32)>> {
         let meta = self.0.metadata()?;
         let mode = meta.mode() & 0o7777;
         let mine = meta.uid() == rustix::process::geteuid().as_raw();
@@ -53,7 +53,7 @@ impl Dir {
     /// The directory `name` in this one, if it is a directory (not a
     /// symlink to one) and private. Names here are single components: no
     /// form the cache makes or takes has a `/`.
-    pub fn dir(&self, name: &str) -> io::Result<Dir> {
+    pub(super) fn dir(&self, name: &str) -> io::Result<Dir> {
         let dir = Dir(rfs::openat(&self.0, name, DIR, Mode::empty())
             .map_err(|e| match e {
                 Errno::LOOP => io::Error::other(format!("{name} is a symlink, which the cache does not follow")),
@@ -68,7 +68,7 @@ impl Dir {
     }
 
     /// [`dir`](Self::dir), made (private) first if it is not there.
-    pub fn make_dir(&self, name: &str) -> io::Result<Dir> {
+    pub(super) fn make_dir(&self, name: &str) -> io::Result<Dir> {
         match rfs::mkdirat(&self.0, name, Mode::RWXU) {
             Ok(()) | Err(Errno::EXIST) => self.dir(name),
             Err(e) => Err(e.into()),
@@ -77,7 +77,7 @@ impl Dir {
 
     /// The names in it (any that is not UTF-8 with replacement characters,
     /// which no name of the cache's form has).
-    pub fn names(&self) -> io::Result<Vec<String>> {
+    pub(super) fn names(&self) -> io::Result<Vec<String>> {
         let mut out = Vec::new();
         for e in rfs::Dir::read_from(&self.0)? {
             let e = e?;
@@ -90,7 +90,7 @@ impl Dir {
     }
 
     /// `name`'s length and mtime, if it is a regular file (not a symlink).
-    pub fn stat(&self, name: &str) -> Option<Stat> {
+    pub(super) fn stat(&self, name: &str) -> Option<Stat> {
         let st = rfs::statat(&self.0, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
         // The fields' types differ between targets; these casts are exact
         // for every value a kernel gives.
@@ -100,36 +100,36 @@ impl Dir {
     }
 
     /// `name`, a regular file, open for reading.
-    pub fn open(&self, name: &str) -> Option<File> {
+    pub(super) fn open(&self, name: &str) -> Option<File> {
         regular(rfs::openat(&self.0, name, FILE | OFlags::RDONLY, Mode::empty()).ok()?.into())
     }
 
     /// `name`, a regular file, open for writing (to lock it); made if
     /// `create`.
-    pub fn open_lock(&self, name: &str, create: bool) -> Option<File> {
+    pub(super) fn open_lock(&self, name: &str, create: bool) -> Option<File> {
         let flags = FILE | OFlags::WRONLY | if create { OFlags::CREATE } else { OFlags::empty() };
         regular(rfs::openat(&self.0, name, flags, PRIVATE).ok()?.into())
     }
 
     /// `name`, made new, open for reading and writing.
-    pub fn create_new(&self, name: &str) -> io::Result<File> {
+    pub(super) fn create_new(&self, name: &str) -> io::Result<File> {
         let flags = FILE | OFlags::RDWR | OFlags::CREATE | OFlags::EXCL;
         Ok(rfs::openat(&self.0, name, flags, PRIVATE)?.into())
     }
 
     /// Renames `from` in this directory to `to` in `dir`, replacing it.
-    pub fn rename(&self, from: &str, dir: &Dir, to: &str) -> io::Result<()> {
+    pub(super) fn rename(&self, from: &str, dir: &Dir, to: &str) -> io::Result<()> {
         Ok(rfs::renameat(&self.0, from, &dir.0, to)?)
     }
 
     /// Removes `name` (a link itself, never what it points to; never a
     /// directory).
-    pub fn remove(&self, name: &str) -> io::Result<()> {
+    pub(super) fn remove(&self, name: &str) -> io::Result<()> {
         Ok(rfs::unlinkat(&self.0, name, AtFlags::empty())?)
     }
 
     /// Whether `name` is still `file`: not removed, nor replaced.
-    pub fn holds(&self, name: &str, file: &File) -> bool {
+    pub(super) fn holds(&self, name: &str, file: &File) -> bool {
         match (rfs::statat(&self.0, name, AtFlags::SYMLINK_NOFOLLOW), rfs::fstat(file)) {
             (Ok(a), Ok(b)) => (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino),
             _ => false,
@@ -138,7 +138,7 @@ impl Dir {
 
     /// Waits for the lock on the directory itself (released when the
     /// returned handle closes).
-    pub fn lock(&self) -> io::Result<File> {
+    pub(super) fn lock(&self) -> io::Result<File> {
         let again: File = rfs::openat(&self.0, ".", DIR, Mode::empty())?.into();
         rfs::flock(&again, FlockOperation::LockExclusive)?;
         Ok(again)

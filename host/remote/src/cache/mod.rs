@@ -72,7 +72,9 @@ pub enum CacheError {
     /// It, or its `tmp`, could not be made, opened or read.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The directory, or the file in it, at fault.
         path: PathBuf,
+        /// Why.
         #[source]
         source: io::Error,
     },
@@ -82,26 +84,38 @@ pub enum CacheError {
         "{}: owned by uid {uid} with mode {mode:o}: a cache directory must be this user's and writable by no one else",
         path.display()
     )]
-    NotPrivate { path: PathBuf, uid: u32, mode: u32 },
+    NotPrivate {
+        /// The directory.
+        path: PathBuf,
+        /// Its owner.
+        uid: u32,
+        /// Its permission bits.
+        mode: u32,
+    },
     /// It holds files and no tag of this cache: someone's directory, whose
     /// files are not the cache's to evict.
     #[error(
         "{}: not a packfs cache: it holds files and no packfs CACHEDIR.TAG (give a new or empty directory)",
         path.display()
     )]
-    NotACache { path: PathBuf },
+    NotACache {
+        /// The directory.
+        path: PathBuf,
+    },
 }
 
 /// What the cache did for this process.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct CacheStats {
-    /// Extents found in the cache, and their bytes.
+    /// Extents found in the cache.
     pub hits: u64,
+    /// Their bytes.
     pub hit_bytes: u64,
     /// Extents not found, and fetched.
     pub misses: u64,
-    /// Extents written, and their bytes.
+    /// Extents written.
     pub stored: u64,
+    /// Their bytes.
     pub stored_bytes: u64,
     /// Entries found damaged (and deleted).
     pub damaged: u64,
@@ -438,6 +452,7 @@ fn create_tmp(tmp: &Dir) -> io::Result<(File, String)> {
 }
 
 /// `file`, `len` bytes long, mapped, if it is large enough to be worth it.
+#[allow(unsafe_code, reason = "mapping a cache entry: see SAFETY")]
 fn map(file: &File, len: u64) -> Option<Bytes> {
     if len < MAP_FROM {
         return None;
