@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use packfs_core::mem::{ENTRY_BYTES, INODE_BYTES, LOWER_TAG, Limits, ROOT};
 use packfs_core::resolve::resolve;
-use packfs_core::{BackendFault, DirEntry, Error, FileSystem, Ino, MemFs, Metadata, OpenOptions, Result, SetTime, Snapshot};
+use packfs_core::{
+    BackendFault, DirEntry, Error, FileSystem, Ino, MemFs, Metadata, OpenOptions, Result, SetTime, Snapshot,
+};
 
 /// A lower filesystem that counts the bytes read from it and the entries
 /// listed (read-only: the trait's defaults refuse every change).
