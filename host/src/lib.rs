@@ -72,7 +72,6 @@
 //! per-descriptor `mutate-directory` enforcement beyond the preopen's
 //! [`Access`](wasi::Access), as in wasmtime-wasi.
 
-
 pub mod load;
 pub mod p1;
 pub mod packs;

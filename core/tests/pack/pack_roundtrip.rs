@@ -4,7 +4,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use packfs_core::pack::{PackFs, PackOptions, WriteError, write_pack};
-use packfs_core::{BackendFault, DirEntry, Error, FileSystem, Ino, MemFs, Metadata, OpenOptions, Result, SetTime, Timestamp};
+use packfs_core::{
+    BackendFault, DirEntry, Error, FileSystem, Ino, MemFs, Metadata, OpenOptions, Result, SetTime, Timestamp,
+};
 
 use crate::common::*;
 

@@ -38,7 +38,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-
 pub mod beneath;
 pub mod dir;
 pub mod journal;
