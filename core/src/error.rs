@@ -10,6 +10,8 @@
 
 use std::sync::Arc;
 
+use crate::pack::CorruptPack;
+
 /// Result of a filesystem operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -131,7 +133,7 @@ pub enum Error {
     NotLoaded,
     /// `io` (EIO): a pack failed a check; the payload says where and which.
     #[error("{0}")]
-    Corrupt(crate::pack::CorruptPack),
+    Corrupt(CorruptPack),
     /// `unsupported` (ENOTSUP): a pack of a format version, or needing a
     /// feature flag, this reader does not know.
     #[error("unsupported pack format version {version} (incompatible flags {incompat_flags:#x})")]
@@ -407,5 +409,11 @@ impl Error {
     /// The POSIX errno name, for messages and tests.
     pub fn errno_name(&self) -> &'static str {
         self.code().errno_name()
+    }
+}
+
+impl From<CorruptPack> for Error {
+    fn from(c: CorruptPack) -> Self {
+        Error::Corrupt(c)
     }
 }

@@ -251,9 +251,3 @@ impl fmt::Display for CorruptKind {
         }
     }
 }
-
-impl From<CorruptPack> for crate::Error {
-    fn from(c: CorruptPack) -> Self {
-        crate::Error::Corrupt(c)
-    }
-}
