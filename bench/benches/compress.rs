@@ -99,9 +99,9 @@ fn files(root: &Path) -> Vec<String> {
             }
         }
     }
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     for i in (1..out.len()).rev() {
-        out.swap(i, rng.below(i + 1));
+        out.swap(i, rng.below(i as u64 + 1) as usize);
     }
     out
 }

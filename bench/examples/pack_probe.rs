@@ -39,10 +39,10 @@ fn load() -> String {
 fn read(rounds: usize, once: bool) {
     let spec = read_tree();
     let (dirs, files) = (&spec.dirs, &spec.files);
-    let mut rng = Rng(42);
+    let mut rng = Rng::new(42);
     let mut order: Vec<usize> = (0..files.len()).collect();
     for i in (1..order.len()).rev() {
-        order.swap(i, rng.below(i + 1));
+        order.swap(i, rng.below(i as u64 + 1) as usize);
     }
     let paths: Vec<&str> = order.iter().map(|&i| files[i].0.as_str()).collect();
     let tmp = tempfile::Builder::new().prefix("packfs-probe-").tempdir_in("/tmp").unwrap();

@@ -5,37 +5,13 @@ use std::collections::HashMap;
 
 use packfs_core::mem::ROOT;
 use packfs_core::{MemFs, OpenOptions};
-
-/// splitmix64: a fixed, seeded stream of pseudo-random numbers.
-pub struct Rng(pub u64);
-
-impl Rng {
-    /// The next number.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number below `n`.
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-
-    /// Fills `buf` with pseudo-random bytes.
-    pub fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            let x = self.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&x[..chunk.len()]);
-        }
-    }
-}
+pub use packfs_test_support::Rng;
 
 /// A tree as paths: directories (parents first) and files with contents.
 pub struct Spec {
+    /// Directories, each after its parent.
     pub dirs: Vec<String>,
+    /// Files and their contents.
     pub files: Vec<(String, Vec<u8>)>,
 }
 
@@ -43,7 +19,7 @@ pub struct Spec {
 /// 4 KiB of unique pseudo-random bytes, spread evenly over the leaves.
 pub fn read_tree() -> Spec {
     const FILES: usize = 20_000;
-    let mut rng = Rng(0x5EED);
+    let mut rng = Rng::new(0x5EED);
     let mut dirs = Vec::new();
     let mut leaves = Vec::new();
     for t in 0..20 {
@@ -56,7 +32,7 @@ pub fn read_tree() -> Spec {
     }
     let files = (0..FILES)
         .map(|i| {
-            let mut data = vec![0; 128 + rng.below(4096 - 128 + 1)];
+            let mut data = vec![0; 128 + rng.below(4096 - 128 + 1) as usize];
             rng.fill(&mut data);
             (format!("{}/f{i:06}.dat", leaves[i % leaves.len()]), data)
         })
@@ -113,7 +89,7 @@ pub fn flat_memfs(n: usize, mut content: impl FnMut(usize, &mut Vec<u8>)) -> Mem
 /// The compaction tree: [`flat_memfs`] of 128-byte files, each of unique
 /// pseudo-random bytes or all the same.
 pub fn compaction_tree(n: usize, unique: bool) -> MemFs {
-    let mut rng = Rng(n as u64);
+    let mut rng = Rng::new(n as u64);
     let same: Vec<u8> = (0..128u8).collect();
     flat_memfs(n, |_, buf| {
         if unique {

@@ -1,11 +1,16 @@
 //! What PackFS's test files and benchmarks share.
 //!
+//! - [`Rng`]: a seeded generator, with no dependencies (packfs-core's own
+//!   tests use it with `default-features = false`);
 //! - feature `guests`: building the guest programs of `guest-tests/` once
 //!   per test process, and [`kill_after`], a guard on a child process;
 //! - feature `trees`: [`trees`], trees by path, to start guests from and to
 //!   compare what they leave;
 //! - feature `oracle`: [`oracle`], guests on wasmtime-wasi's own WASI over
 //!   real directories, the reference PackFS is measured against.
+
+mod rng;
+pub use rng::Rng;
 
 #[cfg(feature = "guests")]
 mod guard;
