@@ -314,6 +314,11 @@ pub enum Code {
     BadDescriptor,
     TooManyLinks,
     Busy,
+    /// Not now: the call would have to wait. No [`Error`] maps to it (a
+    /// guest's call that needs bytes not here waits, or fails and runs
+    /// again, [`Error::NotLoaded`]); a browser's synchronous method that
+    /// needs content still on the network answers it.
+    WouldBlock,
     Unsupported,
     Io,
 }
@@ -340,6 +345,7 @@ impl Code {
             Code::BadDescriptor => "bad-descriptor",
             Code::TooManyLinks => "too-many-links",
             Code::Busy => "busy",
+            Code::WouldBlock => "would-block",
             Code::Unsupported => "unsupported",
             Code::Io => "io",
         }
@@ -366,6 +372,7 @@ impl Code {
             Code::BadDescriptor => "EBADF",
             Code::TooManyLinks => "EMLINK",
             Code::Busy => "EBUSY",
+            Code::WouldBlock => "EAGAIN",
             Code::Unsupported => "ENOTSUP",
             Code::Io => "EIO",
         }

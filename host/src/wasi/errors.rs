@@ -46,6 +46,7 @@ pub fn error_code(e: &Error) -> ErrorCode {
         Code::TooManyLinks => ErrorCode::TooManyLinks,
         Code::Unsupported => ErrorCode::Unsupported,
         Code::Busy => ErrorCode::Busy,
+        Code::WouldBlock => ErrorCode::WouldBlock,
         Code::Io => ErrorCode::Io,
     }
 }

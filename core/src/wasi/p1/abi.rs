@@ -92,6 +92,7 @@ pub fn errno(e: &Error) -> Errno {
         Code::BadDescriptor => Errno::BADF,
         Code::TooManyLinks => Errno::MLINK,
         Code::Busy => Errno::BUSY,
+        Code::WouldBlock => Errno::AGAIN,
         Code::Unsupported => Errno::NOTSUP,
         Code::Io => Errno::IO,
     }
