@@ -1,22 +1,23 @@
-//! A plugin host that gives its guests PackFS instead of the host disk.
+//! The smallest embedding: one guest given PackFS instead of the host disk.
 //!
-//! It keeps its own store data and its own core-module `Linker`, adds
-//! PackFS's preview1 to it with one call, and mounts two trees: a read-only
-//! snapshot of assets at `/assets` and a scratch `MemFs` at `/work`, with a
-//! byte limit. The guest (a p1 module) copies `/assets/greeting.txt` to
+//! The host keeps its own store data and its own core-module `Linker`,
+//! adds PackFS's preview1 to it with one call, and mounts two trees: a
+//! read-only snapshot of assets at `/assets` and a scratch `MemFs` at
+//! `/work`. The guest (a p1 module) copies `/assets/greeting.txt` to
 //! `/work/out.txt` and to stdout; the host then reads the result back from
 //! memory.
 //!
 //!     cargo run -p packfs-host --example embed [-- other-guest.wasm]
 //!
-//! With a path, that guest runs instead, against the same preopens.
+//! With a path, that guest runs instead, against the same preopens. A host
+//! of many guests, each on its own fork of one pack, with quotas and
+//! memory and time limits, is `examples/plugin-host`.
 
 use std::sync::Arc;
 
-use packfs_core::mem::Limits;
 use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::{Wasi, io::Capture};
-use packfs_core::{FileSystem, FileType, MemFs, OpenOptions, system_clock};
+use packfs_core::{FileSystem, FileType, MemFs, OpenOptions};
 use packfs_host::p1::{HostPlatform, Inherit};
 use wasmtime::{Engine, Linker, Module, Store};
 
@@ -63,14 +64,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => wat::parse_str(GUEST)?,
     };
 
-    // The trees: assets frozen in a snapshot, a scratch area writable up to
-    // 1 MiB (past it the guest gets EDQUOT).
+    // The trees: assets frozen in a snapshot, a scratch area in memory.
     let assets = MemFs::new();
     let f = assets.open(assets.root(), "greeting.txt", &OpenOptions::create())?;
     assets.write_at(f, 0, b"hello from PackFS\n")?;
     assets.close(f);
-    let limits = Limits { max_bytes: Some(1 << 20), ..Limits::default() };
-    let work = Arc::new(MemFs::with_options(limits, system_clock()));
+    let work = Arc::new(MemFs::new());
 
     // The plugin host's linker: preview1, files from PackFS.
     let engine = Engine::default();

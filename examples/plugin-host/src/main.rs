@@ -1,27 +1,42 @@
-//! A plugin host that runs a WASI guest on a pack: the host builds a small
-//! pack (a plugin's bundled assets) in memory, mounts it read-only at
-//! `/plugin` with a writable in-memory overlay over it, and runs the guest,
-//! a preview1 module that reads `/plugin/greeting.txt`, writes
-//! `/plugin/seen.txt` (into the overlay: the pack is never changed) and
-//! prints the greeting. The host checks both and exits 1 on a mismatch.
+//! A plugin host: several plugins share one base pack of the host's assets,
+//! each runs on a fork of its own, and each is bounded.
+//!
+//! - The base is built once: a compressed pack of the assets, opened from
+//!   memory (a host with the pack on disk maps it: `packfs_os::mmap`).
+//! - Each plugin gets `MemFs::overlay` over it, which costs O(1) however
+//!   much the pack holds: the overlay starts empty, reads fall through to
+//!   the shared pack, and what a plugin writes stays in its own overlay (a
+//!   pack file's bytes are copied up on its first write). No plugin sees
+//!   another's writes, and the pack never changes.
+//! - Each fork has a quota (`packfs_core::mem::Limits`: a write past
+//!   `max_bytes` fails with EDQUOT and changes nothing), and each run caps
+//!   the guest's linear memory and time (`packfs_host::Limits`, enforced by
+//!   the `Runner`).
+//!
+//! The plugins are one guest run four times on different input: two that
+//! behave, one that writes more than its quota, one that needs more memory
+//! than it may have. The host checks what each saw and left, and exits 1
+//! on any mismatch. (`host/examples/embed.rs` is the minimal embedding:
+//! one guest, the host's own linker and store data.)
 //!
 //!     cargo run            (in examples/plugin-host)
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use packfs_core::mem::Limits as Quota;
 use packfs_core::pack::{Compression, PackFs, PackOptions};
 use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::{Wasi, io::Capture};
-use packfs_core::{FileSystem, MemFs, OpenOptions};
+use packfs_core::wasi::p1::{Wasi, io::Bytes, io::Capture};
+use packfs_core::{Error, FileSystem, MemFs, OpenOptions, system_clock};
+use packfs_host::load::Guest;
 use packfs_host::p1::HostPlatform;
-use wasmtime::{Engine, Linker, Module, Store};
+use packfs_host::{Limits, RunError, Runner};
 
-/// The host's own store data, with the guest's preview1 state in it.
-struct Plugin {
-    wasi: Wasi,
-}
-
-/// fd 3 is `/plugin`. Reads greeting.txt, writes it to seen.txt and stdout.
+/// The plugin, a p1 module; fd 3 is `/data`, its fork. It prints
+/// `greeting.txt` (from the base), reads all of stdin into memory (which
+/// grows a page at a time) and writes it to `notes.txt`. Any errno ends
+/// the run with it as the exit status.
 const GUEST: &str = r#"
 (module
   (import "wasi_snapshot_preview1" "path_open"
@@ -31,62 +46,156 @@ const GUEST: &str = r#"
   (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
   (memory (export "memory") 1)
   (data (i32.const 0) "greeting.txt")
-  (data (i32.const 16) "seen.txt")
+  (data (i32.const 16) "notes.txt")
+  ;; 32: the fd path_open gives; 40: one iovec; 48: the bytes done.
+  (func $ok (param $errno i32)
+    (if (local.get $errno) (then (call $exit (local.get $errno)))))
+  (func $iov (param $at i32) (param $len i32)
+    (i32.store (i32.const 40) (local.get $at))
+    (i32.store (i32.const 44) (local.get $len)))
   (func (export "_start")
-    (if (call $open (i32.const 3) (i32.const 1) (i32.const 0) (i32.const 12) (i32.const 0)
-          (i64.const 2) (i64.const 0) (i32.const 0) (i32.const 32))
-      (then (call $exit (i32.const 1))))
-    (i32.store (i32.const 40) (i32.const 1024))
-    (i32.store (i32.const 44) (i32.const 1024))
-    (if (call $read (i32.load (i32.const 32)) (i32.const 40) (i32.const 1) (i32.const 48))
-      (then (call $exit (i32.const 2))))
-    (i32.store (i32.const 44) (i32.load (i32.const 48)))
-    (if (call $open (i32.const 3) (i32.const 0) (i32.const 16) (i32.const 8) (i32.const 9)
-          (i64.const 64) (i64.const 0) (i32.const 0) (i32.const 32))
-      (then (call $exit (i32.const 3))))
-    (drop (call $write (i32.load (i32.const 32)) (i32.const 40) (i32.const 1) (i32.const 48)))
-    (drop (call $write (i32.const 1) (i32.const 40) (i32.const 1) (i32.const 48)))))
+    (local $end i32)
+    ;; greeting.txt (rights: fd_read) to stdout
+    (call $ok (call $open (i32.const 3) (i32.const 1) (i32.const 0) (i32.const 12) (i32.const 0)
+      (i64.const 2) (i64.const 0) (i32.const 0) (i32.const 32)))
+    (call $iov (i32.const 1024) (i32.const 1024))
+    (call $ok (call $read (i32.load (i32.const 32)) (i32.const 40) (i32.const 1) (i32.const 48)))
+    (call $iov (i32.const 1024) (i32.load (i32.const 48)))
+    (call $ok (call $write (i32.const 1) (i32.const 40) (i32.const 1) (i32.const 48)))
+    ;; stdin to memory from 64 KiB on, growing it when full
+    (local.set $end (i32.const 65536))
+    (loop $more
+      (if (i32.eq (local.get $end) (i32.shl (memory.size) (i32.const 16)))
+        (then (drop (memory.grow (i32.const 1)))))
+      (call $iov (local.get $end) (i32.sub (i32.shl (memory.size) (i32.const 16)) (local.get $end)))
+      (call $ok (call $read (i32.const 0) (i32.const 40) (i32.const 1) (i32.const 48)))
+      (local.set $end (i32.add (local.get $end) (i32.load (i32.const 48))))
+      (br_if $more (i32.load (i32.const 48))))
+    ;; notes.txt, created exclusively (O_CREAT|O_EXCL; rights: fd_write):
+    ;; on a tree shared with a plugin that ran before, it would be there
+    (call $ok (call $open (i32.const 3) (i32.const 0) (i32.const 16) (i32.const 9) (i32.const 5)
+      (i64.const 64) (i64.const 0) (i32.const 0) (i32.const 32)))
+    (call $iov (i32.const 65536) (i32.sub (local.get $end) (i32.const 65536)))
+    (call $ok (call $write (i32.load (i32.const 32)) (i32.const 40) (i32.const 1) (i32.const 48)))))
 "#;
 
-const GREETING: &[u8] = b"hello from a plugin's pack\n";
+const GREETING: &[u8] = b"hello from the host's assets\n";
+/// What each fork may hold of its own (the pack below is not charged).
+const QUOTA: u64 = 64 << 10;
+/// Each guest's linear memory.
+const MEMORY: usize = 1 << 20;
+/// WASI's EDQUOT, the exit status of a plugin whose write was refused.
+const EDQUOT: i32 = 19;
+
+/// How a plugin's run ended.
+#[derive(Debug, PartialEq)]
+enum End {
+    Done,
+    OverQuota,
+    OverMemory,
+    Other(String),
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // The plugin's assets, as a compressed pack.
+    // The base, once: the greeting and a 256 KiB dictionary, as a pack.
     let assets = MemFs::new();
-    let f = assets.open(assets.root(), "greeting.txt", &OpenOptions::create())?;
-    assets.write_at(f, 0, GREETING)?;
-    assets.close(f);
+    let words: Vec<u8> = (0..256 << 10).map(|i| b"abcdefghij\n"[i % 11]).collect();
+    for (name, data) in [("greeting.txt", GREETING), ("words.txt", &words[..])] {
+        let f = assets.open(assets.root(), name, &OpenOptions::create())?;
+        assets.write_at(f, 0, data)?;
+        assets.close(f);
+    }
     let mut bytes = Vec::new();
     PackOptions::new().compress(Some(Compression::zstd(3))).write(&assets.snapshot(), &mut bytes)?;
-    let pack: Arc<dyn FileSystem> = Arc::new(PackFs::open(bytes)?);
-    // Writes land in memory over it.
-    let tree = Arc::new(MemFs::overlay(pack)?);
+    println!("base: {} KiB of assets in a pack of {} bytes", (GREETING.len() + words.len()) >> 10, bytes.len());
+    let base: Arc<dyn FileSystem> = Arc::new(PackFs::open(bytes)?);
 
-    let engine = Engine::default();
-    let mut linker = Linker::<Plugin>::new(&engine);
-    packfs_host::p1::add_to_linker(&mut linker, |p| &mut p.wasi)?;
-    let stdout = Capture::new(64 << 10);
-    let wasi = Wasi::builder(Box::new(HostPlatform::default()))
-        .stdout(Box::new(stdout.clone()))
-        .preopen("/plugin", tree.clone(), Access::ReadWrite)
-        .build()?;
-    let module = Module::new(&engine, wat::parse_str(GUEST)?)?;
-    let mut store = Store::new(&engine, Plugin { wasi });
-    let instance = linker.instantiate(&mut store, &module)?;
-    let status = match instance.get_typed_func::<(), ()>(&mut store, "_start")?.call(&mut store, ()) {
-        Ok(()) => 0,
-        Err(e) => packfs_host::p1::exit_status(&e).ok_or(e)?,
-    };
+    // One engine, runner and compiled guest for every plugin; the limits
+    // hold for each run (a timeout needs the engine's epoch interruption).
+    let limits = Limits { max_memory: Some(MEMORY), timeout: Some(Duration::from_secs(10)) };
+    let engine = wasmtime::Engine::new(&Runner::config_for(&limits))?;
+    let runner = Runner::new(&engine)?.with_limits(limits);
+    let Guest::Module(module) = runner.load(&wat::parse_str(GUEST)?)? else { unreachable!("a module") };
 
-    let seen = tree.lookup(tree.root(), "seen.txt")?;
-    let mut buf = vec![0; tree.metadata(seen)?.size as usize];
-    let n = tree.read_at(seen, 0, &mut buf)?;
-    let ok = status == 0 && stdout.contents() == GREETING && &buf[..n] == GREETING;
-    println!("guest exited with {status}; printed {:?}", String::from_utf8_lossy(&stdout.contents()));
-    if !ok {
-        eprintln!("plugin-host: the guest did not read and write what it should");
+    // The plugins: name, input, how the run should end.
+    let plugins = [
+        ("spell", b"teh -> the\n".to_vec(), End::Done),
+        ("thesaurus", b"big: large, vast\n".to_vec(), End::Done),
+        ("hoarder", vec![b'h'; 256 << 10], End::OverQuota),
+        ("glutton", vec![b'g'; 2 << 20], End::OverMemory),
+    ];
+    // A fork each, all made before any runs, so that a write leaking from
+    // one to another would show.
+    let quota = Quota { max_bytes: Some(QUOTA), ..Quota::default() };
+    let forks = plugins
+        .iter()
+        .map(|_| MemFs::overlay_with_options(base.clone(), quota, system_clock()).map(Arc::new))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let mut wrong = Vec::new();
+    for ((name, input, expected), fork) in plugins.iter().zip(&forks) {
+        let stdout = Capture::new(1 << 10);
+        let wasi = Wasi::builder(Box::new(HostPlatform::default()))
+            .arg(*name)
+            .stdin(Box::new(Bytes::new(input.clone())))
+            .stdout(Box::new(stdout.clone()))
+            .preopen("/data", fork.clone(), Access::ReadWrite)
+            .build()?;
+        let end = match runner.run_module(&module, wasi) {
+            Ok(0) => End::Done,
+            Ok(EDQUOT) => End::OverQuota,
+            Err(RunError::MemoryLimit(_)) => End::OverMemory,
+            other => End::Other(format!("{other:?}")),
+        };
+        println!("{name}: {end:?}; its fork holds {} bytes of its own", fork.usage().bytes);
+        if end != *expected {
+            wrong.push(format!("{name} ended {end:?}, not {expected:?}"));
+        }
+        // Every plugin read the base, whatever happened after.
+        if stdout.contents() != GREETING {
+            wrong.push(format!("{name} printed {:?}", String::from_utf8_lossy(&stdout.contents())));
+        }
+    }
+
+    // Each fork holds its own plugin's notes and no one else's: the whole
+    // input, nothing (the write was refused and changed nothing), or no
+    // file (the run stopped before it).
+    for ((name, input, expected), fork) in plugins.iter().zip(&forks) {
+        let want = match expected {
+            End::Done => Some(input.clone()),
+            End::OverQuota => Some(Vec::new()),
+            _ => None,
+        };
+        if read(&**fork, "notes.txt")? != want {
+            wrong.push(format!("{name}'s fork does not hold its own notes.txt"));
+        }
+        let refused = u64::from(*expected == End::OverQuota);
+        if fork.quota_refusals() != refused {
+            wrong.push(format!("{name}'s fork refused {} writes, not {refused}", fork.quota_refusals()));
+        }
+    }
+    // The base is as it was built.
+    if read(&*base, "notes.txt")?.is_some() || read(&*base, "greeting.txt")?.as_deref() != Some(GREETING) {
+        wrong.push("the base pack changed".into());
+    }
+
+    if !wrong.is_empty() {
+        eprintln!("plugin-host: {}", wrong.join("\nplugin-host: "));
         std::process::exit(1);
     }
     println!("plugin-host: ok");
     Ok(())
+}
+
+/// The bytes of `name` in `fs`'s root, or `None` if it has none.
+fn read(fs: &dyn FileSystem, name: &str) -> packfs_core::Result<Option<Vec<u8>>> {
+    let ino = match fs.lookup(fs.root(), name) {
+        Ok(ino) => ino,
+        Err(Error::NotFound) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut buf = vec![0; fs.metadata(ino)?.size as usize];
+    let n = fs.read_at(ino, 0, &mut buf)?;
+    buf.truncate(n);
+    Ok(Some(buf))
 }
