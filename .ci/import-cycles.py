@@ -121,11 +121,18 @@ def check(src):
 
     edges = {m: set() for m in mods}
     for m, text in texts.items():
-        # Re-exports (`pub use`) make a module's face, not a dependency.
+        # A re-export (`pub use`) makes a module's face, not a dependency,
+        # unless the module's own code uses the name too.
+        pub_uses = re.findall(r"\bpub(?:\([^)]*\))?\s+use\s+([^;]+);", text)
         body = re.sub(r"\bpub(?:\([^)]*\))?\s+use\s+[^;]+;", "", text)
         names = [("".join(p.groups())).split("::") for p in PATH.finditer(body)]
         for u in USE_TREE.finditer(body):
             names += [p.split("::") for p in expand(u.group(1))]
+        for tree in pub_uses:
+            for path in expand(tree):
+                segs = path.split("::")
+                if segs[-1] not in ("*", "self") and re.search(r"\b%s\b" % re.escape(segs[-1]), body):
+                    names.append(segs)
         # A child module named bare: `child::x`.
         names += [[c, "x"] for c in re.findall(r"\b([a-z_][a-z0-9_]*)::", body) if (m + (c,)) in mods]
         for segs in names:

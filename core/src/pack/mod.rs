@@ -45,6 +45,7 @@ mod index;
 mod inode;
 pub mod layout;
 mod lazy_open;
+mod limits;
 mod partial;
 mod pieces;
 mod reader;

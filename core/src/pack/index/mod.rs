@@ -44,7 +44,7 @@ use super::dirent::{self, DirentRecord};
 use super::hash_index::Tables;
 use super::header::{HEADER_LEN, Header};
 use super::inode::{self, Body, InodeRecord};
-use super::layout::{MAX_DECODED_INDEX, MAX_EXTENTS};
+use super::limits::{MAX_DECODED_INDEX, MAX_EXTENTS};
 use super::source::ByteSource;
 use super::trailer::{TRAILER_LEN, Table, Trailer};
 use crate::Error;
