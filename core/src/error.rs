@@ -145,8 +145,8 @@ pub enum Error {
     },
 }
 
-/// What is wrong with a journal, and where. (A torn or damaged tail is
-/// not this: replay stops before it, and says so.)
+/// What is wrong with a journal, and where. (A torn tail is not this:
+/// replay stops before it, and says so.)
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("corrupt journal at byte {offset}: {kind}")]
 pub struct CorruptJournal {
@@ -184,6 +184,26 @@ pub enum CorruptJournalKind {
         /// The value found.
         value: u64,
     },
+    /// A record is cut short or fails its checksum, and a good record
+    /// follows it: damage in the middle of the log, not a torn tail.
+    /// Nothing is cut: that would lose the records from `next` on.
+    #[error("record {record} is damaged (short or failing its checksum), and a good record follows at byte {next}")]
+    DamagedRecord {
+        /// The bad record's number in the log, from 0.
+        record: u64,
+        /// Byte offset in the log file of the first good record after it.
+        next: u64,
+    },
+    /// A record's checksum holds but its payload does not decode: a record
+    /// type, flag or value this version does not know (written by a newer
+    /// one?), or damage the checksum missed. Nothing is cut.
+    #[error("record {record} does not decode: {}", unknown_record(*.tag))]
+    UnknownRecord {
+        /// The record's number in the log, from 0.
+        record: u64,
+        /// Its tag byte; `None` when the payload is too short to hold one.
+        tag: Option<u8>,
+    },
     /// A record that decodes fails to apply to the tree replayed so far:
     /// the log does not belong to the checkpoint it was replayed onto.
     #[error("record {record} ({op}) does not apply: {error}")]
@@ -195,6 +215,16 @@ pub enum CorruptJournalKind {
         /// What applying it returned.
         error: Box<Error>,
     },
+}
+
+/// What is unknown in a record whose checksum holds, for
+/// [`CorruptJournalKind::UnknownRecord`]'s message.
+fn unknown_record(tag: Option<u8>) -> String {
+    match tag {
+        Some(1..=12) => "a flag, value or length this version does not know".into(),
+        Some(tag) => format!("tag {tag}, a record type this version does not know"),
+        None => "too short to hold a record type".into(),
+    }
 }
 
 /// An operating-system error with what was being done, kept whole (its

@@ -12,9 +12,12 @@
 //! ```
 //!
 //! A log is read up to its first record that is short, fails its checksum
-//! or does not decode: a torn tail (the crash came mid-append) or damage.
-//! Everything before it is replayed; nothing after it is ever misread as
-//! data. The caller cuts the file there before appending again.
+//! or does not decode. Everything before it is replayed; nothing after it
+//! is ever misread as data. When nothing good follows it, it is a torn
+//! tail (the crash came mid-append), which the caller cuts off before
+//! appending again; otherwise — damage with good records after it, or a
+//! record of a newer version — replay refuses the log, so that nothing
+//! acknowledged is ever cut away.
 //!
 //! Here: the header, the [`Sink`] a host's log file implements, and
 //! [`replay`]; `record` encodes and decodes the records
@@ -23,7 +26,7 @@
 mod record;
 
 pub use crate::error::{CorruptJournal, CorruptJournalKind};
-pub use record::{Records, encode, frame};
+pub use record::{Records, Tail, encode, frame};
 
 use crate::mem::{Log, Op, Tree};
 use crate::{Error, Result, Timestamp};
@@ -125,7 +128,7 @@ pub struct Replayed {
     pub records: u64,
     /// Bytes of the body holding them: cut the file to `HEADER_LEN + this`.
     pub valid_len: u64,
-    /// False when a torn or damaged tail was found after them.
+    /// False when a torn tail was found after them (and is to be cut).
     pub clean: bool,
 }
 
@@ -144,24 +147,36 @@ fn shown(op: &Op<'_>) -> String {
 /// Applies the records of `body` (a log after its header) to `tree`.
 /// Limits are lifted while replaying — each op passed them when it was
 /// acknowledged — and orphans (inodes whose last handle is gone with the
-/// process) are reaped at the end. A record that decodes but does not apply
-/// means the log does not belong to this tree:
-/// [`CorruptJournalKind::DoesNotApply`], at the record's offset in the
-/// file (the body taken to start at [`HEADER_LEN`]).
+/// process) are reaped at the end. Only a torn tail ends the log early
+/// ([`Replayed::clean`] false); a bad record with a good one after it is
+/// [`CorruptJournalKind::DamagedRecord`], one whose checksum holds but
+/// which does not decode [`CorruptJournalKind::UnknownRecord`], and a
+/// record that decodes but does not apply (the log does not belong to
+/// this tree) [`CorruptJournalKind::DoesNotApply`]: each at the record's
+/// offset in the file (the body taken to start at [`HEADER_LEN`]).
 pub fn replay(tree: &mut Tree, body: &[u8]) -> Result<Replayed> {
     let limits = tree.limits();
     tree.set_limits(Default::default());
     let mut records = Records::new(body);
     let mut count = 0;
+    let file_offset = |at: usize| (HEADER_LEN + at) as u64;
+    let corrupt = |at, kind| Error::CorruptJournal(CorruptJournal { offset: file_offset(at), kind });
     let result = (|| -> Result<()> {
         loop {
             let at = records.valid_len();
-            let Some((now, op)) = records.next() else { return Ok(()) };
+            let Some((now, op)) = records.next() else { break };
             op.apply(tree, now).map_err(|e| {
-                let kind = CorruptJournalKind::DoesNotApply { record: count, op: shown(&op), error: Box::new(e) };
-                Error::CorruptJournal(CorruptJournal { offset: (HEADER_LEN + at) as u64, kind })
+                corrupt(at, CorruptJournalKind::DoesNotApply { record: count, op: shown(&op), error: Box::new(e) })
             })?;
             count += 1;
+        }
+        let at = records.valid_len();
+        match records.tail() {
+            Some(Tail::Damaged { next }) => {
+                Err(corrupt(at, CorruptJournalKind::DamagedRecord { record: count, next: file_offset(next) }))
+            }
+            Some(Tail::Unknown { tag }) => Err(corrupt(at, CorruptJournalKind::UnknownRecord { record: count, tag })),
+            Some(Tail::Clean | Tail::Torn) | None => Ok(()),
         }
     })();
     tree.set_limits(limits);
@@ -232,5 +247,40 @@ mod tests {
         assert_eq!(offset, (HEADER_LEN + ends[0]) as u64);
         let CorruptJournalKind::DoesNotApply { record: 1, error, .. } = kind else { panic!("{kind}") };
         assert_eq!(*error, Error::Exists);
+    }
+
+    /// Replay refuses damage with good records after it, and a record of a
+    /// newer version, each at its offset; it stops before a torn tail.
+    #[test]
+    fn replay_refuses_what_is_not_a_torn_tail() {
+        let ops = [Op::Mkdir { dir: 1, name: "a", mode: 0o755 }, Op::Mkdir { dir: 1, name: "b", mode: 0o755 }];
+        let (log, ends) = log_of(&ops);
+        let replayed = |body: &[u8]| replay(&mut Tree::new(Timestamp::new(0, 0), Default::default()), body);
+        let mut bad = log.clone();
+        bad[5] ^= 1;
+        let at = |offset: usize, kind| {
+            Err(Error::CorruptJournal(CorruptJournal { offset: (HEADER_LEN + offset) as u64, kind }))
+        };
+        let damaged = CorruptJournalKind::DamagedRecord { record: 0, next: (HEADER_LEN + ends[0]) as u64 };
+        assert_eq!(replayed(&bad), at(0, damaged));
+        let e = replayed(&bad).unwrap_err();
+        assert_eq!(e.code(), crate::Code::Io);
+        assert_eq!(
+            e.to_string(),
+            "corrupt journal at byte 32: record 0 is damaged (short or failing its checksum), \
+             and a good record follows at byte 74"
+        );
+        let mut unknown = log[..ends[0]].to_vec();
+        frame(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 200], &mut unknown);
+        let kind = CorruptJournalKind::UnknownRecord { record: 1, tag: Some(200) };
+        assert_eq!(replayed(&unknown), at(ends[0], kind));
+        assert!(
+            replayed(&unknown).unwrap_err().to_string().ends_with("tag 200, a record type this version does not know")
+        );
+        // The second record damaged: a torn tail, stopped before.
+        let mut torn = log.clone();
+        torn[ends[0] + 20] ^= 1;
+        let r = replayed(&torn).unwrap();
+        assert_eq!((r.records, r.valid_len, r.clean), (1, ends[0] as u64, false));
     }
 }

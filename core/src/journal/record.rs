@@ -1,7 +1,8 @@
 //! The records of a journal's body: one length-prefixed, checksummed
 //! record per change (`docs/journal-format.md` §5, §6), written by
 //! [`encode`] and read back, up to the first that is short, fails its
-//! checksum or does not decode, by [`Records`].
+//! checksum or does not decode, by [`Records`], which then tells a torn
+//! tail from damage in the middle ([`Tail`]).
 
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -234,16 +235,45 @@ impl<'a> Reader<'a> {
 }
 
 /// The records of a log body (after the header), in order, up to the first
-/// bad one. [`Records::valid_len`] then tells where the good part ends.
+/// bad one. [`Records::valid_len`] then tells where the good part ends, and
+/// [`Records::tail`] what the bad part is (`docs/journal-format.md` §8).
 pub struct Records<'a> {
     log: &'a [u8],
     pos: usize,
+    /// Set once the iterator has returned `None`.
+    tail: Option<Tail>,
+}
+
+/// What follows the good records of a log body: what [`Records`] found
+/// where it stopped (`docs/journal-format.md` §8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tail {
+    /// Nothing: every byte was a good record.
+    Clean,
+    /// A torn tail: a record short of the end of the body or failing its
+    /// checksum, with no good record after it. Nothing acknowledged
+    /// follows it; cut it off before appending.
+    Torn,
+    /// A record short or failing its checksum, with a good record after
+    /// it, at body offset `next`: damage in the middle of the log. Cutting
+    /// would lose the records from `next` on.
+    Damaged {
+        /// Body offset of the first good record after the bad one.
+        next: usize,
+    },
+    /// A record whose checksum holds but whose payload does not decode: a
+    /// tag, flag or value this version does not know (a newer writer), or
+    /// damage the checksum missed. `tag` is its tag byte, if it has one.
+    Unknown {
+        /// The payload's tag byte; `None` if it is too short to hold one.
+        tag: Option<u8>,
+    },
 }
 
 impl<'a> Records<'a> {
     /// Records of `body`, the bytes after the header.
     pub fn new(body: &'a [u8]) -> Self {
-        Records { log: body, pos: 0 }
+        Records { log: body, pos: 0, tail: None }
     }
 
     /// Bytes of the body read as whole, good records so far.
@@ -251,31 +281,94 @@ impl<'a> Records<'a> {
         self.pos
     }
 
-    /// True when every byte of the body was a good record.
-    pub fn is_clean(&self) -> bool {
-        self.pos == self.log.len()
+    /// What follows the good records, once the iterator has returned
+    /// `None`; `None` before.
+    pub fn tail(&self) -> Option<Tail> {
+        self.tail
     }
+
+    /// True once every byte of the body was read as a good record.
+    pub fn is_clean(&self) -> bool {
+        self.tail == Some(Tail::Clean)
+    }
+
+    /// What the body from the bad record at `self.pos` on is: torn, unless
+    /// a good record begins somewhere after that record's first byte.
+    fn after_bad(&self) -> Tail {
+        let rest = &self.log[self.pos..];
+        // A write's data may hold anything, records included (a journal
+        // kept in a journal): when the head agrees with its fields, look
+        // for records only after its data.
+        let from = data_record_len(rest).unwrap_or(1).min(rest.len());
+        match (from..rest.len()).find(|&at| good(&rest[at..]).is_some()) {
+            Some(at) => Tail::Damaged { next: self.pos + at },
+            None => Tail::Torn,
+        }
+    }
+}
+
+/// The checksum and payload of the record `rest` opens with, if all of it
+/// is in `rest`.
+fn framed(rest: &[u8]) -> Option<(u64, &[u8])> {
+    let len = u32::from_le_bytes(*rest.first_chunk::<4>()?) as usize;
+    let sum = u64::from_le_bytes(rest.get(4..RECORD_HEAD)?.try_into().ok()?);
+    Some((sum, rest.get(RECORD_HEAD..RECORD_HEAD.checked_add(len)?)?))
+}
+
+/// `payload` decoded, with nothing short or left over.
+fn decode(payload: &[u8]) -> Option<(Timestamp, Op<'_>)> {
+    let mut r = Reader(payload);
+    let now = Timestamp::new(r.u64()?, r.u32()?);
+    let op = r.op()?;
+    r.0.is_empty().then_some((now, op))
+}
+
+/// The record `rest` opens with, if it is good: whole, decoding, and its
+/// checksum holding. (Decoded before it is hashed: the scan for a good
+/// record after a bad one tries every offset.)
+fn good(rest: &[u8]) -> Option<(Timestamp, Op<'_>)> {
+    let (sum, payload) = framed(rest)?;
+    let decoded = decode(payload)?;
+    (xxh3_64(payload) == sum).then_some(decoded)
+}
+
+/// The length, head included, of the `WRITE_AT` or `APPEND` record `rest`
+/// opens with, if its `len` agrees with its data's count (which a torn
+/// append leaves whole, and one damaged byte does not).
+fn data_record_len(rest: &[u8]) -> Option<usize> {
+    let len = u64::from(u32::from_le_bytes(*rest.first_chunk::<4>()?));
+    // The payload: time (12), tag, then ino (and offset) before the count.
+    let fixed = match *rest.get(RECORD_HEAD + 12)? {
+        WRITE_AT => 16,
+        APPEND => 8,
+        _ => return None,
+    };
+    let at = RECORD_HEAD + 13 + fixed;
+    let count = u64::from(u32::from_le_bytes(rest.get(at..at + 4)?.try_into().ok()?));
+    (len == 13 + fixed as u64 + 4 + count).then_some(RECORD_HEAD.saturating_add(len as usize))
 }
 
 impl<'a> Iterator for Records<'a> {
     type Item = (Timestamp, Op<'a>);
 
     fn next(&mut self) -> Option<Self::Item> {
+        if self.tail.is_some() {
+            return None;
+        }
         let rest = &self.log[self.pos..];
-        let len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
-        let sum = u64::from_le_bytes(rest.get(4..RECORD_HEAD)?.try_into().ok()?);
-        let payload = rest.get(RECORD_HEAD..RECORD_HEAD.checked_add(len)?)?;
-        if xxh3_64(payload) != sum {
-            return None;
-        }
-        let mut r = Reader(payload);
-        let now = Timestamp::new(r.u64()?, r.u32()?);
-        let op = r.op()?;
-        if !r.0.is_empty() {
-            return None;
-        }
-        self.pos += RECORD_HEAD + len;
-        Some((now, op))
+        let tail = match framed(rest) {
+            _ if rest.is_empty() => Tail::Clean,
+            Some((sum, payload)) if xxh3_64(payload) == sum => match decode(payload) {
+                Some(record) => {
+                    self.pos += RECORD_HEAD + payload.len();
+                    return Some(record);
+                }
+                None => Tail::Unknown { tag: payload.get(12).copied() },
+            },
+            _ => self.after_bad(),
+        };
+        self.tail = Some(tail);
+        None
     }
 }
 
@@ -293,6 +386,9 @@ pub(super) fn log_of(ops: &[Op<'_>]) -> (Vec<u8>, Vec<usize>) {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+
     use super::*;
 
     fn every_op() -> Vec<Op<'static>> {
@@ -327,27 +423,147 @@ mod tests {
         }
     }
 
+    /// Where `records` stopped, having read them all: the good records'
+    /// count, the valid length, and what follows.
+    fn read(body: &[u8]) -> (usize, usize, Tail) {
+        let mut records = Records::new(body);
+        let good = records.by_ref().count();
+        (good, records.valid_len(), records.tail().unwrap())
+    }
+
+    /// One damaged byte anywhere: in the last record it is a torn tail,
+    /// cut; in any other the good record after it says it is damage, and
+    /// where that record begins.
     #[test]
-    fn a_damaged_record_ends_the_log_there() {
+    fn a_damaged_record_is_torn_only_when_nothing_good_follows() {
         let (log, ends) = log_of(&every_op());
-        for flip in [ends[3] + 2, ends[3] + 20, ends[5] - 1] {
+        let last = ends.len() - 1;
+        for flip in 0..log.len() {
             let mut bad = log.clone();
             bad[flip] ^= 0x40;
-            let mut records = Records::new(&bad);
-            let good = records.by_ref().count();
-            let first_bad = ends.iter().position(|&e| e > flip).unwrap();
-            assert_eq!(good, first_bad, "flip at {flip}");
-            assert_eq!(records.valid_len(), if first_bad == 0 { 0 } else { ends[first_bad - 1] });
-            assert!(!records.is_clean());
+            let k = ends.iter().position(|&e| e > flip).unwrap();
+            let start = if k == 0 { 0 } else { ends[k - 1] };
+            let want = if k == last { Tail::Torn } else { Tail::Damaged { next: ends[k] } };
+            assert_eq!(read(&bad), (k, start, want), "flip at {flip}, in record {k}");
         }
         // A torn tail: every cut inside the last record drops just it.
-        for cut in ends[ends.len() - 2]..log.len() {
-            assert_eq!(Records::new(&log[..cut]).count(), ends.len() - 1);
+        for cut in ends[last - 1] + 1..log.len() {
+            assert_eq!(read(&log[..cut]), (last, ends[last - 1], Tail::Torn), "cut at {cut}");
         }
-        // A length that runs past the end is torn, not an allocation.
+        assert_eq!(read(&log), (ends.len(), log.len(), Tail::Clean));
+        // A length that runs past the end is not an allocation; with good
+        // records after it, it is damage.
         let mut huge = log.clone();
         huge[..4].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert_eq!(Records::new(&huge).count(), 0);
+        assert_eq!(read(&huge), (0, 0, Tail::Damaged { next: ends[0] }));
+        assert_eq!(read(&huge[..ends[0]]), (0, 0, Tail::Torn));
+    }
+
+    /// Zeros after the last good record (a file grown but not written
+    /// before a crash) are torn; zeros with a good record after them are
+    /// damage.
+    #[test]
+    fn zeros_are_torn_only_at_the_end() {
+        let (log, ends) = log_of(&every_op());
+        let n = ends.len();
+        let mut zeros = log.clone();
+        zeros.resize(log.len() + 5000, 0);
+        assert_eq!(read(&zeros), (n, log.len(), Tail::Torn));
+        let mut last_zeroed = log.clone();
+        last_zeroed[ends[n - 2]..].fill(0);
+        last_zeroed.resize(log.len() + 100, 0);
+        assert_eq!(read(&last_zeroed), (n - 1, ends[n - 2], Tail::Torn));
+        let mut hole = log.clone();
+        hole[ends[2]..ends[4]].fill(0);
+        assert_eq!(read(&hole), (3, ends[2], Tail::Damaged { next: ends[4] }));
+    }
+
+    /// A record whose checksum holds but whose tag or flag this version
+    /// does not know is refused where it stands, last or not.
+    #[test]
+    fn an_unknown_record_is_not_a_torn_tail() {
+        let (log, ends) = log_of(&every_op());
+        let mut payload = Vec::new();
+        payload.extend_from_slice(&[0; 12]);
+        payload.extend_from_slice(&[13, 1, 2, 3]);
+        let mut unknown = Vec::new();
+        frame(&payload, &mut unknown);
+        for at in [0, ends[3], log.len()] {
+            let body = [&log[..at], &unknown, &log[at..]].concat();
+            let k = ends.iter().filter(|&&e| e <= at).count();
+            assert_eq!(read(&body), (k, at, Tail::Unknown { tag: Some(13) }), "at {at}");
+        }
+        // An unknown open flag, last.
+        let (open, _) = log_of(&[Op::Open { dir: 1, name: "f", opts: OpenOptions::create() }]);
+        let mut flagged = open[RECORD_HEAD..].to_vec();
+        let flags_at = flagged.iter().rposition(|&b| b == b'f').unwrap() + 1;
+        flagged[flags_at] |= 0x80;
+        let mut body = log.clone();
+        frame(&flagged, &mut body);
+        assert_eq!(read(&body), (ends.len(), log.len(), Tail::Unknown { tag: Some(OPEN) }));
+        let mut short = log.clone();
+        frame(&[0; 5], &mut short);
+        assert_eq!(read(&short), (ends.len(), log.len(), Tail::Unknown { tag: None }));
+    }
+
+    /// A torn write whose data hold records (a journal kept in a journal)
+    /// is still a torn tail: its data are not searched for records.
+    #[test]
+    fn records_inside_a_torn_write_are_data() {
+        let (inner, _) = log_of(&every_op());
+        let (log, ends) = log_of(&[
+            Op::Mkdir { dir: 1, name: "d", mode: 0o755 },
+            Op::WriteAt { ino: 2, offset: 0, data: &inner },
+            Op::Append { ino: 2, data: &inner },
+        ]);
+        for cut in [ends[1] + 200, ends[1] + 100 + inner.len() / 2, log.len() - 1] {
+            assert_eq!(read(&log[..cut]), (2, ends[1], Tail::Torn), "cut at {cut}");
+        }
+        // Its data damaged, with a good record after it: damage, found
+        // after its data.
+        let mut bad = log.clone();
+        bad[ends[0] + 100] ^= 1;
+        assert_eq!(read(&bad), (1, ends[0], Tail::Damaged { next: ends[1] }));
+    }
+
+    proptest! {
+        /// Random logs, one random damaged byte and a random cut: the
+        /// reader stops at the first bad record, and calls it torn exactly
+        /// when no whole record follows it.
+        #[test]
+        fn random_damage(
+            names in proptest::collection::vec("[a-z]{1,20}", 1..12),
+            data in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 12),
+            flip in any::<Index>(),
+            xor in 1..=255u8,
+            cut in any::<Index>(),
+            whole in any::<bool>(),
+        ) {
+            let ops: Vec<_> = names
+                .iter()
+                .zip(&data)
+                .enumerate()
+                .map(|(i, (name, data))| match i % 2 {
+                    0 => Op::Mkdir { dir: 1, name, mode: 0o755 },
+                    _ => Op::WriteAt { ino: 2, offset: i as u64, data },
+                })
+                .collect();
+            let (mut log, ends) = log_of(&ops);
+            let x = flip.index(log.len());
+            log[x] ^= xor;
+            let c = if whole { log.len() } else { cut.index(log.len() + 1) };
+            let whole_before = |at: usize| ends.iter().filter(|&&e| e <= at).count();
+            let start = |k: usize| if k == 0 { 0 } else { ends[k - 1] };
+            let want = if x < c {
+                let k = whole_before(x);
+                let tail = if ends.get(k + 1).is_some_and(|&e| e <= c) { Tail::Damaged { next: ends[k] } } else { Tail::Torn };
+                (k, start(k), tail)
+            } else {
+                let k = whole_before(c);
+                (k, start(k), if start(k) == c { Tail::Clean } else { Tail::Torn })
+            };
+            prop_assert_eq!(read(&log[..c]), want);
+        }
     }
 
     /// An open flag this version does not know is not taken.
