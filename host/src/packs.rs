@@ -148,23 +148,20 @@ impl Packs {
     /// Opens the pack at `path`, to be read as `read` says: a file,
     /// mapped; or a URL, read lazily.
     pub fn open(&self, path: &Path, read: ReadOptions) -> Result<Pack, OpenError> {
-        if looks_remote(path) {
-            #[cfg(feature = "remote")]
-            if let Some(location) = path.to_str().and_then(Location::parse) {
-                return self.remote.open(&location.map_err(RemoteError::from)?, read);
-            }
-            #[cfg(not(feature = "remote"))]
+        // A path with a scheme (`s3://`, `http://`, anything `://`) is a
+        // URL, refused when it is of no kind remote packs come from.
+        #[cfg(feature = "remote")]
+        if let Some(location) = path.to_str().and_then(Location::parse) {
+            return self.remote.open(&location.map_err(RemoteError::from)?, read);
+        }
+        #[cfg(not(feature = "remote"))]
+        if path.to_str().is_some_and(|p| p.contains("://")) {
             return Err(OpenError::NoRemote { path: path.to_owned() });
         }
         let file = MappedFile::open(path).map_err(|source| OpenError::Io { path: path.to_owned(), source })?;
         PackFs::open_with(PackSource::Local(file), read)
             .map_err(|source| OpenError::Damaged { path: path.to_owned(), source })
     }
-}
-
-/// Whether `path` is a URL of a kind remote packs come from.
-fn looks_remote(path: &Path) -> bool {
-    path.to_str().is_some_and(|p| ["s3://", "http://", "https://"].iter().any(|s| p.starts_with(s)))
 }
 
 #[cfg(feature = "remote")]

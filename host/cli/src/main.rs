@@ -97,11 +97,12 @@ impl RemoteArgs {
         for p in packs.remote_packs() {
             let s = p.stats();
             eprintln!(
-                "packfs: {}: {} requests, {} fetched, {} chunks fetched, {} from the cache",
+                "packfs: {}: {} requests, {} fetched, {} chunks fetched after the open and {} with it, {} from the cache",
                 p.url(),
                 s.requests,
                 common::bytes(s.bytes),
-                s.fetched,
+                s.fetched - s.opened,
+                s.opened,
                 s.from_cache
             );
         }
