@@ -30,9 +30,11 @@ pub enum JournalError {
         /// The journal directory.
         dir: PathBuf,
     },
-    /// A file's bytes are not what a journal writes: the log's header, or
-    /// a record that decodes but does not apply
-    /// ([`Error::CorruptJournal`](packfs_core::Error::CorruptJournal)); or
+    /// A file's bytes are not what a journal writes: the log's header, a
+    /// damaged record with good ones after it, a record of a newer
+    /// version, or a record that decodes but does not apply
+    /// ([`Error::CorruptJournal`](packfs_core::Error::CorruptJournal), its
+    /// offset in the log; the log is left as it was); or
     /// the checkpoint pack is corrupt or of a version this reader does
     /// not know ([`Error::Corrupt`](packfs_core::Error::Corrupt),
     /// [`Error::UnsupportedVersion`](packfs_core::Error::UnsupportedVersion)).

@@ -12,7 +12,10 @@
 //!
 //! Opening picks the highest `G` with its pack (or 0), mounts the tree as
 //! an overlay over that pack, replays `journal-G.log`, cuts a torn tail off
-//! it, and removes every file of another generation. A checkpoint writes
+//! it, and removes every file of another generation. A log damaged
+//! anywhere but its tail, or holding a record of a newer version, is
+//! refused ([`JournalError::Corrupt`]) and left as it was: nothing
+//! acknowledged is cut away. A checkpoint writes
 //! `base-(G+1).pack` and an empty `journal-(G+1).log`, each atomically, in
 //! that order: a crash between them leaves a new pack with no log, which
 //! opens as the pack alone — exactly the checkpointed tree.
@@ -160,7 +163,8 @@ impl Journal {
         let Loaded { generation, mut tree, log } = load(dir, limits, &clock)?;
         let (file, len) = match log {
             Some((file, valid)) => {
-                // Cut a torn or damaged tail: appends go right after the last good record.
+                // Cut a torn tail (replay refused anything else): appends
+                // go right after the last good record.
                 let cut = || -> io::Result<()> {
                     if file.metadata()?.len() != valid {
                         file.set_len(valid)?;
