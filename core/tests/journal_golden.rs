@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use packfs_core::journal::{HEADER_LEN, Header, MAGIC, Sink, replay};
+use packfs_core::journal::{CorruptJournal, CorruptJournalKind, HEADER_LEN, Header, MAGIC, Sink, replay};
 use packfs_core::mem::{Limits, Tree};
 use packfs_core::sync::lock;
 use packfs_core::{FileSystem, FileType, Ino, MemFs, OpenOptions, Result, SetTime, Snapshot, Timestamp};
@@ -227,4 +227,30 @@ fn journal_golden_v1_matches_the_spec() {
     // SET_TIMES: ino | atime (1: now) | mtime (2: at, secs u64, nanos u32).
     let set = [&3u64.to_le_bytes()[..], &[1, 2], &1_600_000_000u64.to_le_bytes(), &123_456_789u32.to_le_bytes()];
     assert_eq!(records[11].2, set.concat());
+}
+
+/// §8 on the golden bytes, with record offsets found as the spec reader
+/// finds them: a damaged byte in the last record is a torn tail (19
+/// records replayed); in any other, replay refuses the log, naming the
+/// bad record and the good one after it.
+#[test]
+fn journal_golden_v1_recovery_follows_the_spec() {
+    let b = GOLDEN;
+    let mut starts = vec![32];
+    while let Some(&at) = starts.last().filter(|&&at| at < b.len()) {
+        starts.push(at + 12 + u32_at(b, at) as usize);
+    }
+    let replayed = |bytes: &[u8]| replay(&mut Tree::new(CREATED, Limits::default()), &bytes[HEADER_LEN..]);
+    for k in 0..20 {
+        let mut bad = GOLDEN.to_vec();
+        bad[starts[k] + 14] ^= 0x01; // a byte of the time
+        if k == 19 {
+            let r = replayed(&bad).unwrap();
+            assert_eq!((r.records, r.clean, HEADER_LEN as u64 + r.valid_len), (19, false, starts[19] as u64));
+        } else {
+            let kind = CorruptJournalKind::DamagedRecord { record: k as u64, next: starts[k + 1] as u64 };
+            let want = packfs_core::Error::CorruptJournal(CorruptJournal { offset: starts[k] as u64, kind });
+            assert_eq!(replayed(&bad).unwrap_err(), want, "record {k}");
+        }
+    }
 }
