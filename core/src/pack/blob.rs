@@ -16,7 +16,7 @@
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
-use super::cursor::le_u64;
+use super::cursor::{le_u64, width};
 
 /// One record's size in bytes.
 pub(crate) const RECORD_LEN: u64 = 24;
@@ -37,8 +37,8 @@ pub(crate) struct BlobRecord {
 }
 
 impl BlobRecord {
-    pub(crate) fn encode(&self) -> [u8; RECORD_LEN as usize] {
-        let mut out = [0u8; RECORD_LEN as usize];
+    pub(crate) fn encode(&self) -> [u8; width(RECORD_LEN)] {
+        let mut out = [0u8; width(RECORD_LEN)];
         out[0..8].copy_from_slice(&self.offset.to_le_bytes());
         out[8..16].copy_from_slice(&self.len.to_le_bytes());
         out[16..24].copy_from_slice(&self.checksum.to_le_bytes());
@@ -48,7 +48,7 @@ impl BlobRecord {
     /// Decodes a record: every field is read as it is, so it cannot fail.
     /// Its placement is checked by [`Index`](super::index::Index), which has
     /// the geometry.
-    pub(crate) fn from_record(rec: &[u8; RECORD_LEN as usize]) -> BlobRecord {
+    pub(crate) fn from_record(rec: &[u8; width(RECORD_LEN)]) -> BlobRecord {
         BlobRecord { offset: le_u64::<0, 24>(rec), len: le_u64::<8, 24>(rec), checksum: le_u64::<16, 24>(rec) }
     }
 

@@ -143,12 +143,12 @@ mod tests {
             cache
                 .get(k, || {
                     decodes.fetch_add(1, Ordering::Relaxed);
-                    Ok(vec![k as u8; 100])
+                    Ok(vec![u8::try_from(k).unwrap(); 100])
                 })
                 .unwrap()
         };
         for k in 0..3 {
-            assert_eq!(get(k)[0], k as u8);
+            assert_eq!(get(k)[0], u8::try_from(k).unwrap());
         }
         assert_eq!(decodes.load(Ordering::Relaxed), 3);
         get(0); // 0 is now the most recent: 1 goes first.

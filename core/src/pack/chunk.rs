@@ -35,7 +35,7 @@
 //! more than a proportionate size.
 
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
-use super::cursor::{bad_field, le_u32, le_u64, range};
+use super::cursor::{bad_field, le_u32, le_u64, range, width};
 
 /// One record's size in bytes.
 pub(crate) const RECORD_LEN: u64 = 32;
@@ -104,8 +104,8 @@ pub(crate) struct ChunkRecord {
 }
 
 impl ChunkRecord {
-    pub(crate) fn encode(&self) -> [u8; RECORD_LEN as usize] {
-        let mut out = [0u8; RECORD_LEN as usize];
+    pub(crate) fn encode(&self) -> [u8; width(RECORD_LEN)] {
+        let mut out = [0u8; width(RECORD_LEN)];
         out[0..8].copy_from_slice(&self.offset.to_le_bytes());
         out[8..16].copy_from_slice(&self.content_offset.to_le_bytes());
         out[16..24].copy_from_slice(&self.checksum.to_le_bytes());
@@ -114,7 +114,7 @@ impl ChunkRecord {
         out
     }
 
-    pub(crate) fn from_record(rec: &[u8; RECORD_LEN as usize]) -> ChunkRecord {
+    pub(crate) fn from_record(rec: &[u8; width(RECORD_LEN)]) -> ChunkRecord {
         ChunkRecord {
             offset: le_u64::<0, 32>(rec),
             content_offset: le_u64::<8, 32>(rec),
@@ -325,6 +325,7 @@ mod tests {
 
     #[test]
     fn codecs_round_trip_and_refuse_wrong_lengths() {
+        #[allow(clippy::cast_possible_truncation, reason = "`i % 251` and `i / 1000` (below 100) fit a byte")]
         let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8 ^ (i / 1000) as u8).collect();
         for c in [Compression::zstd(3), Compression::lz4(), Compression { codec: Codec::Raw, level: 0 }] {
             let mut stored = Vec::new();
@@ -372,15 +373,18 @@ impl ChunkTable {
             let kind = CorruptKind::Truncated { needed: tables_end + FOOTER_LEN, available: len };
             CorruptPack::new(base, kind)
         })?;
-        let footer: &[u8; FOOTER_LEN as usize] =
-            region.get(footer_at as usize..).and_then(|f| f.try_into().ok()).ok_or_else(|| bad_table(base, 0, len))?;
+        // `footer_at < region.len()`, so it fits a usize.
+        let footer_pos = usize::try_from(footer_at).map_err(|_| bad_table(base, 0, len))?;
+        let footer: &[u8; width(FOOTER_LEN)] =
+            region.get(footer_pos..).and_then(|f| f.try_into().ok()).ok_or_else(|| bad_table(base, 0, len))?;
         let (count, content_len) = (le_u64::<0, 16>(footer), le_u64::<8, 16>(footer));
         let start = count
             .checked_mul(RECORD_LEN)
             .and_then(|n| footer_at.checked_sub(n))
             .filter(|&s| s >= tables_end && (base + s).is_multiple_of(8))
             .ok_or_else(|| bad_table(base + footer_at, count, footer_at))?;
-        Ok(ChunkTable { span: start as usize..footer_at as usize, at: base + start, count, content_len, chunk_size })
+        let start_pos = usize::try_from(start).map_err(|_| bad_table(base + footer_at, count, footer_at))?;
+        Ok(ChunkTable { span: start_pos..footer_pos, at: base + start, count, content_len, chunk_size })
     }
 
     /// Absolute offset of the footer (the records end there), for error
@@ -389,7 +393,7 @@ impl ChunkTable {
         self.at.saturating_add(self.count.saturating_mul(RECORD_LEN))
     }
 
-    fn records<'r>(&self, region: &'r [u8]) -> Result<&'r [[u8; RECORD_LEN as usize]], CorruptPack> {
+    fn records<'r>(&self, region: &'r [u8]) -> Result<&'r [[u8; width(RECORD_LEN)]], CorruptPack> {
         let bytes = region.get(self.span.clone()).ok_or_else(|| bad_table(self.at, self.count, 0))?;
         Ok(bytes.as_chunks().0)
     }

@@ -143,7 +143,8 @@ impl<S: ByteSource> PackFs<S> {
             // caller's buffer and not kept, so that it never pushes out the
             // chunks files share (small files, the ends of big ones).
             if pos == content.start && content.end <= end && !self.cache.has_room(content.end - content.start) {
-                let len = (content.end - content.start) as usize;
+                // At most `buf.len()`: the chunk lies inside `pos..end`.
+                let len = usize::try_from(content.end - content.start).map_err(|_| Error::FileTooLarge)?;
                 if self.decode_direct(k, &r, &mut buf[done..done + len])? {
                     done += len;
                     pos = content.end;
@@ -165,7 +166,9 @@ impl<S: ByteSource> PackFs<S> {
                 Err(e) => return Err(e),
             };
             let from = usize::try_from(pos - content.start).map_err(|_| Error::FileTooLarge)?;
-            let n = ((end.min(content.end) - pos) as usize).min(bytes.len().saturating_sub(from));
+            // At most `buf.len() - done`, so it fits.
+            let left = usize::try_from(end.min(content.end) - pos).map_err(|_| Error::FileTooLarge)?;
+            let n = left.min(bytes.len().saturating_sub(from));
             if n == 0 {
                 // Open checked that the chunks tile the content space.
                 return Err(CorruptPack::new(k, CorruptKind::Decode { chunk: k }).into());
@@ -220,8 +223,10 @@ impl<S: ByteSource> PackFs<S> {
         let decoded = self.cache.get(k, || {
             let stored = self.extent_bytes(k, r.extent(), Structure::Chunk)?;
             r.check(stored)?;
-            // Open checked that the length is at most the chunk size.
-            Ok(chunk::decode(k, r.codec(), stored, (content.end - content.start) as usize)?)
+            // Open checked that the length is at most the chunk size (1 MiB
+            // at most), so this never fails.
+            let len = usize::try_from(content.end - content.start).map_err(|_| Error::FileTooLarge)?;
+            Ok(chunk::decode(k, r.codec(), stored, len)?)
         })?;
         Ok(ChunkBytes::Decoded(decoded))
     }

@@ -59,6 +59,16 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// A fixed length of the format (a record, header, trailer or footer, kept
+/// as a `u64` like every offset it is added to) as a `usize`, for array
+/// types and slice bounds. Const: in an array length a length that did not
+/// fit even a 16-bit `usize` fails the build.
+#[allow(clippy::cast_possible_truncation, reason = "asserted on the line above to fit any usize")]
+pub(crate) const fn width(len: u64) -> usize {
+    assert!(len <= u16::MAX as u64, "a fixed length of the format fits any usize");
+    len as usize
+}
+
 /// The `N` bytes at constant offset `AT` of a fixed-size record; `AT + N <=
 /// L` is checked at compile time.
 fn field<const AT: usize, const N: usize, const L: usize>(rec: &[u8; L]) -> [u8; N] {
@@ -160,7 +170,7 @@ mod tests {
 
     #[test]
     fn record_fields_are_little_endian() {
-        let rec: [u8; 16] = std::array::from_fn(|i| i as u8);
+        let rec: [u8; 16] = std::array::from_fn(|i| u8::try_from(i).unwrap());
         assert_eq!(le_u16::<14, 16>(&rec), 0x0f0e);
         assert_eq!(le_u32::<0, 16>(&rec), 0x0302_0100);
         assert_eq!(le_u64::<8, 16>(&rec), 0x0f0e_0d0c_0b0a_0908);

@@ -13,7 +13,7 @@
 //!     12    4 inode        inode index the name refers to, 1..inode_count
 //! ```
 
-use super::cursor::{le_u16, le_u32, le_u64};
+use super::cursor::{le_u16, le_u32, le_u64, width};
 
 /// One record's size in bytes.
 pub(crate) const RECORD_LEN: u64 = 16;
@@ -27,8 +27,8 @@ pub(crate) struct DirentRecord {
 }
 
 impl DirentRecord {
-    pub(crate) fn encode(&self) -> [u8; RECORD_LEN as usize] {
-        let mut out = [0u8; RECORD_LEN as usize];
+    pub(crate) fn encode(&self) -> [u8; width(RECORD_LEN)] {
+        let mut out = [0u8; width(RECORD_LEN)];
         out[0..8].copy_from_slice(&self.name_offset.to_le_bytes());
         out[8..10].copy_from_slice(&self.name_len.to_le_bytes());
         out[12..16].copy_from_slice(&self.inode.to_le_bytes());
@@ -38,7 +38,7 @@ impl DirentRecord {
     /// Decodes a record: every field is read as it is, so it cannot fail.
     /// The name and inode are checked by [`Index`](super::index::Index),
     /// which has the tables.
-    pub(crate) fn from_record(rec: &[u8; RECORD_LEN as usize]) -> DirentRecord {
+    pub(crate) fn from_record(rec: &[u8; width(RECORD_LEN)]) -> DirentRecord {
         DirentRecord { name_offset: le_u64::<0, 16>(rec), name_len: le_u16::<8, 16>(rec), inode: le_u32::<12, 16>(rec) }
     }
 }

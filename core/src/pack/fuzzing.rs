@@ -4,8 +4,10 @@
 use std::collections::VecDeque;
 
 use super::blob::checksum;
+use super::cursor::width;
 use super::header::{self, HEADER_LEN};
 use super::layout::Layout;
+use super::pieces::cut;
 use super::reader::{PackFs, ReadOptions};
 use super::trailer::{self, TRAILER_LEN};
 use crate::{FileSystem, FileType};
@@ -26,11 +28,11 @@ fn get_u64(bytes: &[u8], at: usize) -> Option<u64> {
 /// the structural checks behind them.
 pub fn reseal(bytes: &mut [u8]) {
     let len = bytes.len();
-    if len >= HEADER_LEN as usize {
+    if len >= width(HEADER_LEN) {
         let sum = checksum(&bytes[..header::CHECKED_LEN]);
         put_u64(bytes, header::CHECKED_LEN, sum);
     }
-    let Some(t) = len.checked_sub(TRAILER_LEN as usize).filter(|&t| t >= HEADER_LEN as usize) else { return };
+    let Some(t) = len.checked_sub(width(TRAILER_LEN)).filter(|&t| t >= width(HEADER_LEN)) else { return };
     put_u64(bytes, t + trailer::PACK_LEN_AT, len as u64);
     if let Some(index) =
         get_u64(bytes, t + trailer::INDEX_OFFSET_AT).and_then(|o| usize::try_from(o).ok()).filter(|&o| o <= t)
@@ -48,11 +50,11 @@ pub fn reseal(bytes: &mut [u8]) {
 /// tables. Bytes that are not such a pack come back unchanged.
 pub fn plain_index(bytes: &[u8]) -> Vec<u8> {
     let len = bytes.len();
-    let Some(t) = len.checked_sub(TRAILER_LEN as usize).filter(|&t| t >= HEADER_LEN as usize) else {
+    let Some(t) = len.checked_sub(width(TRAILER_LEN)).filter(|&t| t >= width(HEADER_LEN)) else {
         return bytes.to_vec();
     };
     let Ok(trailer) = trailer::Trailer::parse(&bytes[t..], t as u64) else { return bytes.to_vec() };
-    let index = trailer.index_offset as usize;
+    let index = usize::try_from(trailer.index_offset).unwrap_or(usize::MAX);
     if trailer.index_len == 0 || index > t {
         return bytes.to_vec();
     }
@@ -101,7 +103,9 @@ pub fn zstd_frame(parts: &[FramePart<'_>]) -> Vec<u8> {
     let mut out = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3];
     let last = blocks.len() - 1;
     for (i, (kind, size, body)) in blocks.into_iter().enumerate() {
-        let header = u32::from(i == last) | kind << 1 | (size as u32) << 3;
+        #[allow(clippy::cast_possible_truncation, reason = "a block holds at most BLOCK (128 KiB) bytes")]
+        let size = size as u32;
+        let header = u32::from(i == last) | kind << 1 | size << 3;
         out.extend_from_slice(&header.to_le_bytes()[..3]);
         out.extend_from_slice(body);
     }
@@ -113,7 +117,7 @@ pub fn zstd_frame(parts: &[FramePart<'_>]) -> Vec<u8> {
 /// bytes; the other trailer fields as they were, the checksums resealed.
 /// `pack` as it is if it has no trailer to edit.
 pub fn with_index(pack: &[u8], stored: &[u8], index_len: u32) -> Vec<u8> {
-    let Some(t) = pack.len().checked_sub(TRAILER_LEN as usize).filter(|&t| t >= HEADER_LEN as usize) else {
+    let Some(t) = pack.len().checked_sub(width(TRAILER_LEN)).filter(|&t| t >= width(HEADER_LEN)) else {
         return pack.to_vec();
     };
     let Ok(trailer) = trailer::Trailer::parse(&pack[t..], t as u64) else { return pack.to_vec() };
@@ -141,7 +145,7 @@ pub fn with_index(pack: &[u8], stored: &[u8], index_len: u32) -> Vec<u8> {
 /// version 2 pack, or the region would pass 4 GiB.
 pub fn chunk_bomb(pack: &[u8], chunks: u64) -> Vec<u8> {
     let plain = plain_index(pack);
-    let Some(t) = plain.len().checked_sub(TRAILER_LEN as usize).filter(|&t| t >= HEADER_LEN as usize) else {
+    let Some(t) = plain.len().checked_sub(width(TRAILER_LEN)).filter(|&t| t >= width(HEADER_LEN)) else {
         return pack.to_vec();
     };
     let Ok(trailer) = trailer::Trailer::parse(&plain[t..], t as u64) else { return pack.to_vec() };
@@ -218,10 +222,11 @@ pub fn exercise(bytes: &[u8]) -> bool {
 /// with the whole pack's.
 fn exercise_partial(bytes: &[u8]) {
     let len = bytes.len() as u64;
-    let Some(geo) = len.checked_sub(TRAILER_LEN).and_then(|t| Layout::from_trailer(&bytes[t as usize..]).ok()) else {
+    let Some(geo) = bytes.len().checked_sub(width(TRAILER_LEN)).and_then(|t| Layout::from_trailer(&bytes[t..]).ok())
+    else {
         return;
     };
-    let pieces = geo.required().into_iter().filter_map(|(s, e)| Some((s, bytes.get(s as usize..e as usize)?.to_vec())));
+    let pieces = geo.required().into_iter().filter_map(|(s, e)| Some((s, cut(bytes, 0, s..e)?.to_vec())));
     let (partial, whole) = (PackFs::open_partial(len, pieces.collect(), ReadOptions::new()), PackFs::open(bytes));
     // The pieces an open needs are all here: only a lazily opened pack's
     // limits may refuse what opens whole.
@@ -241,7 +246,7 @@ fn exercise_partial(bytes: &[u8]) {
                 break;
             }
             for r in partial.take_wanted() {
-                if let Some(piece) = bytes.get(r.start as usize..r.end as usize) {
+                if let Some(piece) = cut(bytes, 0, r.clone()) {
                     refused |= partial.store(r.start, piece).is_err();
                 }
             }

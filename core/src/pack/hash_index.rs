@@ -41,7 +41,7 @@ use std::hash::BuildHasher;
 use crate::fold::fold;
 
 use super::blob::{self, BlobRecord};
-use super::cursor::pool_get;
+use super::cursor::{pool_get, width};
 use super::dirent::{self, DirentRecord};
 use super::inode;
 use crate::FileType;
@@ -84,8 +84,8 @@ const NOT_FILE: Extent = Extent { start: 1, end: 0, blob: 0 };
 /// [`Index::tables`](super::index::Index::tables)).
 pub(crate) struct Tables<'p> {
     pub(crate) inodes: &'p [inode::Raw],
-    pub(crate) dirents: &'p [[u8; dirent::RECORD_LEN as usize]],
-    pub(crate) blobs: &'p [[u8; blob::RECORD_LEN as usize]],
+    pub(crate) dirents: &'p [[u8; width(dirent::RECORD_LEN)]],
+    pub(crate) blobs: &'p [[u8; width(blob::RECORD_LEN)]],
     /// The string pool, and where it starts in the index region.
     pub(crate) strings: &'p [u8],
     pub(crate) strings_start: usize,
@@ -141,8 +141,12 @@ fn hash(seed: u64, parent: u32, name: &[u8]) -> (usize, u32) {
         (at(0), at(len / 2) << 8 | at(len.wrapping_sub(1)) << 16)
     };
     let h = fold(fold(s0 ^ a, s1 ^ b) ^ K[3], seed | 1);
+    // The home slot is `h` masked by the table's size, so a 32-bit usize
+    // losing the high half is meant; `h >> 42` has 22 bits; callers checked
     // `name.len() <= MAX_NAME`, so it fits the low byte.
-    (h as usize, ((h >> 42) as u32) << 10 | len as u32)
+    #[allow(clippy::cast_possible_truncation, reason = "see the comment above: each loses nothing or means to")]
+    let out = (h as usize, ((h >> 42) as u32) << 10 | len as u32);
+    out
 }
 
 /// `a == b`, for two names of equal length: two words for most names
@@ -223,7 +227,7 @@ impl HashIndex {
                 }
                 let (home, check) = hash(seed, parent, name);
                 // `offset` is within the pool, which is below 4 GiB.
-                let slot = Slot { parent, check: check | code << 8, name: offset as u32, child };
+                let slot = Slot { parent, check: check | code << 8, name: u32::try_from(offset).ok()?, child };
                 let free = (0..max_probe).map(|k| home.wrapping_add(k) & mask).find(|&i| slots[i].parent == EMPTY)?;
                 slots[free] = slot;
             }
@@ -352,8 +356,7 @@ mod tests {
     /// The index of `bytes`, its region and its tables.
     fn index_of(bytes: &[u8]) -> (&[u8], Tables<'_>) {
         let (index, _) = Index::open(bytes, false).unwrap();
-        let r = index.region();
-        let region = &bytes[r.start as usize..r.end as usize];
+        let region = crate::pack::pieces::cut(bytes, 0, index.region()).unwrap();
         (region, index.tables(region).unwrap())
     }
 

@@ -22,7 +22,7 @@
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
-use super::cursor::{Cursor, bad_field};
+use super::cursor::{Cursor, bad_field, width};
 use crate::Error;
 
 /// The header's size in bytes.
@@ -51,8 +51,8 @@ pub(crate) struct Header {
 
 impl Header {
     /// The 64 header bytes, checksum included.
-    pub(crate) fn encode(&self) -> [u8; HEADER_LEN as usize] {
-        let mut out = [0u8; HEADER_LEN as usize];
+    pub(crate) fn encode(&self) -> [u8; width(HEADER_LEN)] {
+        let mut out = [0u8; width(HEADER_LEN)];
         out[0..8].copy_from_slice(&MAGIC);
         out[8..12].copy_from_slice(&self.version.to_le_bytes());
         out[12..16].copy_from_slice(&self.incompat_flags.to_le_bytes());
@@ -70,7 +70,7 @@ impl Header {
     /// checksum, then the fields.
     pub(crate) fn decode(pack: &[u8]) -> Result<Header, Error> {
         let mut c = Cursor::new(pack, 0);
-        let head = c.take(HEADER_LEN as usize)?;
+        let head = c.take(width(HEADER_LEN))?;
         let mut c = Cursor::new(head, 0);
         if c.array::<8>()? != MAGIC {
             return Err(CorruptPack::new(0, CorruptKind::BadMagic(Structure::Header)).into());

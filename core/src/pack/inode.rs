@@ -22,7 +22,7 @@
 //! tree is a tree) are made by [`Index`](super::index::Index).
 
 use super::corrupt::{CorruptPack, Structure};
-use super::cursor::{bad_field, le_u32, le_u64};
+use super::cursor::{bad_field, le_u32, le_u64, width};
 use crate::path::MAX_PATH;
 use crate::{FileType, Timestamp};
 
@@ -59,13 +59,13 @@ impl InodeRecord {
         }
     }
 
-    pub(crate) fn encode(&self) -> [u8; RECORD_LEN as usize] {
+    pub(crate) fn encode(&self) -> [u8; width(RECORD_LEN)] {
         let (kind, data, count, parent) = match self.body {
             Body::File { blob } => (1u8, blob, 0, 0),
             Body::Dir { first, count, parent } => (2, first, count, parent),
             Body::Symlink { target } => (3, target, 0, 0),
         };
-        let mut out = [0u8; RECORD_LEN as usize];
+        let mut out = [0u8; width(RECORD_LEN)];
         out[0] = kind;
         out[4..8].copy_from_slice(&self.mode.to_le_bytes());
         out[8..16].copy_from_slice(&self.mtime.secs.to_le_bytes());
@@ -104,7 +104,7 @@ impl InodeRecord {
 }
 
 /// One whole record, as it lies in the table.
-pub(crate) type Raw = [u8; RECORD_LEN as usize];
+pub(crate) type Raw = [u8; width(RECORD_LEN)];
 
 /// A record's `kind` alone (the record was found at absolute offset `at`).
 pub(crate) fn kind(rec: &Raw, at: u64) -> Result<FileType, CorruptPack> {

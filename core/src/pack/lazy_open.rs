@@ -43,7 +43,7 @@ use std::ops::Range;
 use super::corrupt::{CorruptKind, CorruptPack, Limit, Structure};
 use super::layout::{HEADER_LEN, Layout, MAX_FETCHED_INDEX, TRAILER_LEN};
 use super::partial::{MERGE_GAP, Partial, merge_ranges};
-use super::pieces::Pieces;
+use super::pieces::{Pieces, cut};
 use super::reader::{ByteSource, PackFs, ReadOptions};
 use crate::{Error, Result};
 
@@ -180,8 +180,8 @@ impl LazyOpen {
         // At least a trailer long: `check_size`, and `accept` took exactly
         // the tail asked for.
         let trailer_at = size - TRAILER_LEN;
-        let layout = Layout::from_trailer(&bytes[(trailer_at - at) as usize..])
-            .map_err(|e| CorruptPack::new(trailer_at + e.offset, e.kind))?;
+        let trailer = cut(bytes, at, trailer_at..size).ok_or(Error::Invalid)?;
+        let layout = Layout::from_trailer(trailer).map_err(|e| CorruptPack::new(trailer_at + e.offset, e.kind))?;
         if layout.pack_len != size {
             let kind = CorruptKind::LengthMismatch { expected: layout.pack_len, actual: size };
             return Err(CorruptPack::new(trailer_at, kind).into());
@@ -242,8 +242,7 @@ impl LazyOpen {
             _ => return Err(Error::Invalid),
         };
         let tail = self.pieces.iter().find(|(at, bytes)| at + bytes.len() as u64 == size);
-        let trailer =
-            tail.and_then(|(at, bytes)| <[u8]>::get(bytes, (size - TRAILER_LEN).checked_sub(*at)? as usize..));
+        let trailer = tail.and_then(|(at, bytes)| cut(bytes, *at, size - TRAILER_LEN..size));
         // A trailer that fails (only a whole pack's is not read yet): the
         // open says what is wrong, from all that came.
         let Some(layout) = trailer.and_then(|t| Layout::from_trailer(t).ok()) else {
@@ -253,16 +252,18 @@ impl LazyOpen {
         let (mut checked, mut between) = (Vec::new(), Vec::new());
         for (at, bytes) in self.pieces {
             let end = at + bytes.len() as u64;
-            let cut = |from: u64, to: u64| (from, bytes[(from - at) as usize..(to - at) as usize].to_vec());
+            // Each range lies in `at..end`, so `cut` finds it.
+            let piece =
+                |from: u64, to: u64| Ok::<_, Error>((from, cut(&bytes, at, from..to).ok_or(Error::Invalid)?.to_vec()));
             let (lo, hi) = (at.clamp(data.start, data.end), end.clamp(data.start, data.end));
             if at < lo {
-                checked.push(cut(at, lo.min(end)));
+                checked.push(piece(at, lo.min(end))?);
             }
             if lo < hi {
-                between.push(cut(lo, hi));
+                between.push(piece(lo, hi)?);
             }
             if hi.max(at) < end {
-                checked.push(cut(hi.max(at), end));
+                checked.push(piece(hi.max(at), end)?);
             }
         }
         Ok((size, checked, between))

@@ -30,6 +30,10 @@
 //! [`Error::Corrupt`]: crate::Error::Corrupt
 //! [`Error::UnsupportedVersion`]: crate::Error::UnsupportedVersion
 
+// Format fields are fixed-width and the web build's usize is 32 bits: a silent
+// truncation here reads or writes the wrong bytes.
+#![warn(clippy::cast_possible_truncation)]
+
 mod blob;
 mod cache;
 mod chunk;

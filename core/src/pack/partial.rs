@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
-use super::pieces::Pieces;
+use super::pieces::{Pieces, cut};
 use super::reader::{ByteSource, PackFs, ReadOptions};
 use crate::sync::lock;
 use crate::{Error, Result};
@@ -170,7 +170,8 @@ impl PackFs<Partial> {
         let mut stored = 0;
         while let Some((start, extent_end)) = self.extent(k).filter(|&(_, e)| e <= end) {
             if start < extent_end && !self.here(k) {
-                let part = &bytes[(start - offset) as usize..(extent_end - offset) as usize];
+                // `offset <= start < extent_end <= end`: `bytes` holds it.
+                let part = cut(bytes, offset, start..extent_end).ok_or(Error::Invalid)?;
                 let expected = self.extent_checksum(k).ok_or(Error::Invalid)?;
                 let actual = super::blob::checksum(part);
                 if actual != expected {

@@ -27,7 +27,7 @@ impl Pieces {
                     // bytes; only what lies past the run is new.
                     let run_end = *start + run.len() as u64;
                     if end > run_end {
-                        run.extend_from_slice(&bytes[(run_end - at) as usize..]);
+                        run.extend_from_slice(cut(&bytes, at, run_end..end).ok_or(Error::Invalid)?);
                     }
                 }
                 _ => runs.push((at, bytes)),
@@ -46,7 +46,14 @@ impl Pieces {
     pub fn get(&self, range: &Range<u64>) -> Option<&[u8]> {
         let i = self.runs.partition_point(|(at, _)| *at <= range.start).checked_sub(1)?;
         let (at, bytes) = &self.runs[i];
-        let (start, end) = (range.start - at, range.end.checked_sub(*at)?);
-        bytes[..].get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
+        cut(bytes, *at, range.clone())
     }
+}
+
+/// The bytes at `range` (offsets in the pack) of `bytes`, a piece of the
+/// pack starting at offset `at`, if the piece holds them all: the one way
+/// a piece is cut, on any pointer width.
+pub(crate) fn cut(bytes: &[u8], at: u64, range: Range<u64>) -> Option<&[u8]> {
+    let from_at = |x: u64| usize::try_from(x.checked_sub(at)?).ok();
+    bytes.get(from_at(range.start)?..from_at(range.end)?)
 }

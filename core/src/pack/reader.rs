@@ -111,10 +111,11 @@ pub(crate) struct Verified(Box<[AtomicU64]>);
 
 impl Verified {
     /// Bits for `n` extents. 24 or 32 bytes of records per extent lie in
-    /// the pack, so this is at most 1/192 of its size.
-    fn new(n: u64) -> Self {
-        let words = n.div_ceil(64) as usize;
-        Verified((0..words).map(|_| AtomicU64::new(0)).collect())
+    /// the index region, which is in memory, so this is at most 1/192 of
+    /// it and the count fits a usize.
+    fn new(n: u64) -> Result<Self> {
+        let words = usize::try_from(n.div_ceil(64)).map_err(|_| Error::FileTooLarge)?;
+        Ok(Verified((0..words).map(|_| AtomicU64::new(0)).collect()))
     }
 
     pub(crate) fn get(&self, k: u64) -> bool {
@@ -199,7 +200,7 @@ impl<S: ByteSource> PackFs<S> {
     /// Opens the pack in `source` as `options` say.
     pub fn open_with(source: S, options: ReadOptions) -> Result<Self> {
         let (index, decoded) = Index::open(&source, options.lazy)?;
-        let verified = options.verify_on_read.then(|| Verified::new(index.extent_count()));
+        let verified = options.verify_on_read.then(|| Verified::new(index.extent_count())).transpose()?;
         let cache = ChunkCache::new(options.cache_bytes);
         Ok(PackFs { source, index, verified, hashed: OnceLock::new(), cache, decoded, lazy: options.lazy })
     }

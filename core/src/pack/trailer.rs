@@ -35,7 +35,7 @@
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
-use super::cursor::{Cursor, bad_field, range};
+use super::cursor::{Cursor, bad_field, range, width};
 use super::header::{HEADER_LEN, Header};
 
 /// The trailer's size in bytes.
@@ -87,8 +87,8 @@ pub(crate) struct Trailer {
 
 impl Trailer {
     /// The 128 trailer bytes, checksum included.
-    pub(crate) fn encode(&self) -> [u8; TRAILER_LEN as usize] {
-        let mut out = [0u8; TRAILER_LEN as usize];
+    pub(crate) fn encode(&self) -> [u8; width(TRAILER_LEN)] {
+        let mut out = [0u8; width(TRAILER_LEN)];
         out[0..8].copy_from_slice(&MAGIC);
         out[8..12].copy_from_slice(&self.version.to_le_bytes());
         out[INDEX_LEN_AT..INDEX_LEN_AT + 4].copy_from_slice(&self.index_len.to_le_bytes());
@@ -255,7 +255,7 @@ mod tests {
 
     /// Decodes the end of a whole pack.
     fn decode(pack: &[u8]) -> Result<Trailer, CorruptPack> {
-        Trailer::decode(&pack[pack.len().saturating_sub(TRAILER_LEN as usize)..], pack.len() as u64, &HEADER)
+        Trailer::decode(&pack[pack.len().saturating_sub(width(TRAILER_LEN))..], pack.len() as u64, &HEADER)
     }
 
     #[test]

@@ -171,7 +171,7 @@ mod tests {
                 'd' => (t.dirents.offset, dirent::RECORD_LEN),
                 _ => (t.blobs.offset, blob::RECORD_LEN),
             };
-            let at = (base + i * len) as usize + field;
+            let at = usize::try_from(base + i * len).unwrap() + field;
             b[at..at + width].copy_from_slice(&value.to_le_bytes()[..width]);
         }
         crate::pack::fuzzing::reseal(&mut b);

@@ -39,7 +39,7 @@ use std::ops::Range;
 use super::blob::{self, BlobRecord};
 use super::chunk::ChunkTable;
 use super::corrupt::{CorruptKind, CorruptPack, Limit, Structure};
-use super::cursor::le_u64;
+use super::cursor::{le_u64, width};
 use super::dirent::{self, DirentRecord};
 use super::hash_index::Tables;
 use super::header::{HEADER_LEN, Header};
@@ -332,8 +332,8 @@ impl Index {
         if let Some(c) = &self.chunks {
             return c.first_from(region, offset);
         }
-        let records = table::<{ blob::RECORD_LEN as usize }>(region, &self.spans.blobs, Structure::BlobRecord)?;
-        Ok(records.partition_point(|r| le_u64::<0, { blob::RECORD_LEN as usize }>(r) < offset) as u64)
+        let records = table::<{ width(blob::RECORD_LEN) }>(region, &self.spans.blobs, Structure::BlobRecord)?;
+        Ok(records.partition_point(|r| le_u64::<0, { width(blob::RECORD_LEN) }>(r) < offset) as u64)
     }
 
     /// The extents holding content `range` of blob `k`: the blob itself in
@@ -430,8 +430,7 @@ mod tests {
 
     /// The index region of `b`.
     pub(super) fn region<'b>(b: &'b [u8], index: &Index) -> &'b [u8] {
-        let r = index.region();
-        &b[r.start as usize..r.end as usize]
+        crate::pack::pieces::cut(b, 0, index.region()).unwrap()
     }
 
     #[test]

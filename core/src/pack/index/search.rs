@@ -4,7 +4,7 @@
 
 use super::{Index, at, table};
 use crate::pack::corrupt::{CorruptKind, CorruptPack, Structure};
-use crate::pack::cursor::{le_u16, le_u64, pool_get};
+use crate::pack::cursor::{le_u16, le_u64, pool_get, width};
 use crate::pack::dirent::{self, DirentRecord};
 
 /// The first 8 bytes of `name` as a big-endian word, zero-padded.
@@ -44,7 +44,7 @@ impl Index {
         count: u64,
         name: &[u8],
     ) -> Result<(u64, Option<DirentRecord>), CorruptPack> {
-        let records = table::<{ dirent::RECORD_LEN as usize }>(region, &self.spans.dirents, Structure::Dirent)?;
+        let records = table::<{ width(dirent::RECORD_LEN) }>(region, &self.spans.dirents, Structure::Dirent)?;
         let bad_run = || CorruptPack::new(first, CorruptKind::Unsorted);
         let start = usize::try_from(first).map_err(|_| bad_run())?;
         let end = usize::try_from(count).ok().and_then(|n| start.checked_add(n)).ok_or_else(bad_run)?;

@@ -11,6 +11,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::out::Out;
 use crate::pack::chunk::{ChunkRecord, Codec, Compression, FOOTER_LEN};
+use crate::pack::cursor::width;
 
 /// A chunk is stored compressed only if that saves at least 1/32 of it:
 /// less is not worth decoding.
@@ -170,12 +171,13 @@ impl Chunker {
                 Some(c) => (self.comp.codec, c),
                 None => (Codec::Raw, content),
             };
+            #[allow(clippy::cast_possible_truncation, reason = "at most the chunk size (1 MiB, as options checked)")]
+            let stored_len = bytes.len() as u32;
             self.records.push(ChunkRecord {
                 offset: out.pos,
                 content_offset: self.written_to,
                 checksum: xxh3_64(bytes),
-                // At most the chunk size (1 MiB) or its compressed size, smaller.
-                stored_len: bytes.len() as u32,
+                stored_len,
                 codec: codec.code(),
             });
             out.write(bytes)?;
@@ -187,7 +189,7 @@ impl Chunker {
     /// The chunk table and its footer, ending the index region.
     pub(super) fn finish<W: Write>(self, out: &mut Out<W>, stage: &mut Vec<u8>) -> std::io::Result<()> {
         out.write_records(stage, self.records.iter().map(ChunkRecord::encode))?;
-        let mut footer = [0u8; FOOTER_LEN as usize];
+        let mut footer = [0u8; width(FOOTER_LEN)];
         footer[..8].copy_from_slice(&(self.records.len() as u64).to_le_bytes());
         footer[8..].copy_from_slice(&self.content_len.to_le_bytes());
         out.write(&footer)
@@ -203,6 +205,10 @@ mod tests {
     #[test]
     fn cores_do_not_change_the_bytes() {
         let text: Vec<u8> = (0..300_000u32).flat_map(|i| format!("{} ", i % 977).into_bytes()).collect();
+        #[allow(
+            clippy::cast_possible_truncation,
+            reason = "noise: one byte of a multiplicative hash, the rest dropped"
+        )]
         let noise: Vec<u8> = (0..100_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8).collect();
         let write = |threads: usize| {
             let mut c = Chunker::new(Compression::zstd(3), 4096);

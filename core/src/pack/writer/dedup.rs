@@ -19,7 +19,7 @@ use super::candidates::NO_BLOB;
 use super::chunker::Chunker;
 use super::error::WriteError;
 use super::out::Out;
-use super::read::{PIECE, read_exact, read_pieces};
+use super::read::{PIECE, piece_len, read_exact, read_pieces};
 use super::walk::Writer;
 use crate::Ino;
 use crate::pack::blob::BlobRecord;
@@ -44,7 +44,7 @@ impl<H: BuildHasher, W: Write> Writer<'_, H, W> {
         let one_piece = size <= PIECE as u64;
         let mut key = (!self.key_is_checksum).then(|| self.hasher.build_hasher());
         let checksum = if one_piece {
-            let bytes = &mut self.own[..size as usize];
+            let bytes = &mut self.own[..piece_len(size)];
             read_exact(self.fs, src, 0, bytes)?;
             if let Some(key) = &mut key {
                 key.write(bytes);
@@ -80,7 +80,7 @@ impl<H: BuildHasher, W: Write> Writer<'_, H, W> {
         // piece read, or a dedup candidate's: the first is read again.)
         let raw = match &mut self.chunker {
             Some(c) if size >= c.chunk_size as u64 => {
-                let head = &mut self.own[..PIECE.min(size as usize)];
+                let head = &mut self.own[..piece_len(size)];
                 read_exact(self.fs, src, 0, head)?;
                 !c.compresses(head)
             }
@@ -103,7 +103,7 @@ impl<H: BuildHasher, W: Write> Writer<'_, H, W> {
             }
         };
         if one_piece {
-            Self::put(&mut self.out, &mut self.chunker, &self.own[..size as usize])?;
+            Self::put(&mut self.out, &mut self.chunker, &self.own[..piece_len(size)])?;
         } else {
             // Second read, for writing: it must match the first.
             let mut again = Xxh3Default::new();
@@ -148,7 +148,7 @@ impl<H: BuildHasher, W: Write> Writer<'_, H, W> {
         let blob = self.blobs[c as usize];
         let other = self.blob_source[c as usize];
         if size <= PIECE as u64 {
-            let n = size as usize;
+            let n = piece_len(size);
             read_exact(self.fs, other, 0, &mut self.other[..n])?;
             if self.own[..n] != self.other[..n] {
                 return Ok(false);

@@ -70,7 +70,12 @@ impl<H, W: Write> Writer<'_, H, W> {
         for (i, inode) in self.inodes.iter_mut().enumerate() {
             let nlink = match inode.body {
                 Body::Dir { first, count, .. } => {
-                    let run = &self.dirents[first as usize..first as usize + count as usize];
+                    #[allow(
+                        clippy::cast_possible_truncation,
+                        reason = "set from `dirents.len()`: a position in memory"
+                    )]
+                    let first = first as usize;
+                    let run = &self.dirents[first..first + count as usize];
                     run.iter().filter(|d| kinds[d.inode as usize] == FileType::Dir).count() + 2
                 }
                 _ => names[i] as usize,

@@ -128,8 +128,10 @@ impl<H: BuildHasher> PackOptions<H> {
             return Err(WriteError::BadChunkSize(self.chunk_size));
         }
         let chunk_log2 = self.chunk_size.trailing_zeros();
+        // At most 1 MiB, as just checked.
+        let chunk_size = usize::try_from(self.chunk_size).map_err(|_| WriteError::BadChunkSize(self.chunk_size))?;
         let mut w = Writer::new(fs, &self.hasher, self.key_is_checksum, out, self.align);
-        w.chunker = self.compression.map(|c| Chunker::new(c, self.chunk_size as usize));
+        w.chunker = self.compression.map(|c| Chunker::new(c, chunk_size));
         w.out.write(&Header::encode(&Header {
             version: w.version(),
             incompat_flags: 0,

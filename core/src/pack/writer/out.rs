@@ -77,9 +77,9 @@ impl<W: Write> Out<W> {
         const ZEROS: [u8; 4096] = [0; 4096];
         let mut n = self.pos.wrapping_neg() & (align - 1);
         while n > 0 {
-            let k = n.min(ZEROS.len() as u64);
-            self.write(&ZEROS[..k as usize])?;
-            n -= k;
+            let k = usize::try_from(n).map_or(ZEROS.len(), |n| n.min(ZEROS.len()));
+            self.write(&ZEROS[..k])?;
+            n -= k as u64;
         }
         Ok(())
     }

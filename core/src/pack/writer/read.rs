@@ -9,6 +9,12 @@ use crate::{FileSystem, Ino};
 /// Bytes read from the source at a time; files up to this size are read once.
 pub(super) const PIECE: usize = 64 * 1024;
 
+/// The length of the next piece when `left` bytes remain: [`PIECE`], or
+/// what is left when that is less.
+pub(super) fn piece_len(left: u64) -> usize {
+    usize::try_from(left).map_or(PIECE, |n| n.min(PIECE))
+}
+
 /// Fills `buf` from `ino` at `offset`; short content means it changed.
 pub(super) fn read_exact(fs: &dyn FileSystem, ino: Ino, offset: u64, buf: &mut [u8]) -> Result<(), WriteError> {
     let mut done = 0;
@@ -36,7 +42,7 @@ pub(super) fn read_pieces(
     let buf = &mut buf[..PIECE];
     let mut off = 0;
     while off < size {
-        let n = (size - off).min(PIECE as u64) as usize;
+        let n = piece_len(size - off);
         read_exact(fs, ino, off, &mut buf[..n])?;
         if !each(off, &buf[..n])? {
             return Ok(false);

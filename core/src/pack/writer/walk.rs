@@ -158,8 +158,10 @@ impl<H: BuildHasher, W: Write> Writer<'_, H, W> {
                     return Err(WriteError::TooMany("names"));
                 }
                 let name_offset = self.push_string(&e.name);
-                // validate_name bounded the length by 255.
-                self.dirents.push(DirentRecord { name_offset, name_len: e.name.len() as u16, inode: child });
+                // `entries` checked each name (at most 255 bytes).
+                let name_len = u16::try_from(e.name.len())
+                    .map_err(|_| WriteError::BadSource { ino: src, what: "invalid name" })?;
+                self.dirents.push(DirentRecord { name_offset, name_len, inode: child });
             }
             if let Body::Dir { first: f, count: c, .. } = &mut self.inodes[index as usize].body {
                 (*f, *c) = (first, count);
