@@ -85,6 +85,10 @@ pub trait Arg: Sized {
 
 impl Arg for u32 {
     const TYPE: ValType = ValType::I32;
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "an i32 argument is its low 32 bits: the rest is dropped by design"
+    )]
     fn from_wasm(v: i64) -> Self {
         v as u32
     }
@@ -92,6 +96,10 @@ impl Arg for u32 {
 
 impl Arg for i32 {
     const TYPE: ValType = ValType::I32;
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "an i32 argument is its low 32 bits: the rest is dropped by design"
+    )]
     fn from_wasm(v: i64) -> Self {
         v as i32
     }

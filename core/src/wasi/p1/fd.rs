@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::abi::{self, Errno, Fdstat, Filestat, fdflags, filetype, fstflags, rights, whence};
-use super::memory::{Iovecs, Memory, check, fill_bytes, with_bytes, write_bytes, write_u32, write_u64};
+use super::memory::{Iovecs, Memory, at_most, check, fill_bytes, with_bytes, write_bytes, write_u32, write_u64};
 use super::{Entry, File, Listing, Result, Wasi};
 use crate::wasi::descriptor::Descriptor;
 use crate::{Metadata, SetTime, Timestamp};
@@ -108,7 +108,7 @@ impl Wasi {
                 // One read, into the first buffer that takes bytes: a
                 // second would wait for more input.
                 match iovs.first(mem) {
-                    Some((buf, len)) => fill_bytes(mem, buf, len, scratch, |b| input.read(b))? as u32,
+                    Some((buf, len)) => fill_bytes(mem, buf, len, scratch, |b| input.read(b))?,
                     None => 0,
                 }
             }
@@ -410,12 +410,14 @@ impl<M: Memory + ?Sized> DirentWriter<'_, M> {
 
     /// Writes one entry; false once the buffer is full.
     fn entry(&mut self, next: u64, ino: u64, kind: u8, name: &str) -> bool {
-        let header = abi::dirent(next, ino, name.len() as u32, kind);
+        // A name is at most 255 bytes; one past 4 GiB would fit no buffer.
+        let Ok(len) = u32::try_from(name.len()) else { return false };
+        let header = abi::dirent(next, ino, len, kind);
         self.put(&header) && self.put(name.as_bytes())
     }
 
     fn put(&mut self, bytes: &[u8]) -> bool {
-        let n = bytes.len().min(self.cap as usize) as u32;
+        let n = at_most(bytes.len(), self.cap);
         // In bounds: the whole buffer was checked. Past its last byte `at`
         // is never used again, and may be 2^32 at the top of memory.
         self.mem.write(self.at, &bytes[..n as usize]);

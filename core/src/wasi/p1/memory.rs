@@ -74,6 +74,12 @@ impl Memory for [u8] {
 /// memories that cannot lend slices: bounds the host memory one call takes.
 pub(crate) const COPY_CHUNK: usize = 1 << 20;
 
+/// `n` bytes, but at most `max`: the count a step moved of the `max` it
+/// was offered (a callee claiming more is held to what it was given).
+pub(crate) fn at_most(n: usize, max: u32) -> u32 {
+    u32::try_from(n).map_or(max, |n| n.min(max))
+}
+
 /// Most iovecs one call takes (POSIX `IOV_MAX`, wasi-libc's too); more is
 /// `INVAL`, as `readv(2)` says.
 pub(crate) const MAX_IOVECS: u32 = 1024;
@@ -169,7 +175,7 @@ impl Iovecs {
     pub(crate) fn each<M: Memory + ?Sized>(
         &self,
         mem: &mut M,
-        mut step: impl FnMut(&mut M, u32, u32, u32) -> Result<usize, Errno>,
+        mut step: impl FnMut(&mut M, u32, u32, u32) -> Result<u32, Errno>,
     ) -> Result<u32, Errno> {
         let mut done: u32 = 0;
         for i in 0..self.count {
@@ -180,8 +186,9 @@ impl Iovecs {
             }
             match step(mem, buf, len, done) {
                 Ok(n) => {
-                    done += n.min(len as usize) as u32;
-                    if n < len as usize {
+                    let n = n.min(len);
+                    done += n;
+                    if n < len {
                         break;
                     }
                 }
@@ -197,12 +204,12 @@ impl Iovecs {
 /// Runs `step(at, n)` over `len` bytes, a [`COPY_CHUNK`] of `n` bytes at
 /// offset `at` at a time; stops at a piece taken short. An error after
 /// some bytes is a short count, as with `read(2)` and `write(2)`.
-fn pieces(len: u32, mut step: impl FnMut(u32, usize) -> Result<usize, Errno>) -> Result<usize, Errno> {
-    let mut done = 0usize;
-    while done < len as usize {
-        let n = (len as usize - done).min(COPY_CHUNK);
-        let took = match step(done as u32, n) {
-            Ok(took) => took.min(n),
+fn pieces(len: u32, mut step: impl FnMut(u32, usize) -> Result<usize, Errno>) -> Result<u32, Errno> {
+    let mut done = 0;
+    while done < len {
+        let n = at_most(COPY_CHUNK, len - done);
+        let took = match step(done, n as usize) {
+            Ok(took) => at_most(took, n),
             Err(_) if done > 0 => break,
             Err(e) => return Err(e),
         };
@@ -223,9 +230,9 @@ pub(crate) fn with_bytes(
     len: u32,
     scratch: &mut Vec<u8>,
     mut f: impl FnMut(&[u8]) -> Result<usize, Errno>,
-) -> Result<usize, Errno> {
+) -> Result<u32, Errno> {
     if let Some(bytes) = mem.slice(ptr, len) {
-        return f(bytes);
+        return f(bytes).map(|n| at_most(n, len));
     }
     pieces(len, |at, n| {
         scratch.resize(n, 0);
@@ -243,9 +250,9 @@ pub(crate) fn fill_bytes(
     len: u32,
     scratch: &mut Vec<u8>,
     mut f: impl FnMut(&mut [u8]) -> Result<usize, Errno>,
-) -> Result<usize, Errno> {
+) -> Result<u32, Errno> {
     if let Some(bytes) = mem.slice_mut(ptr, len) {
-        return f(bytes);
+        return f(bytes).map(|n| at_most(n, len));
     }
     pieces(len, |at, n| {
         scratch.resize(n, 0);

@@ -70,6 +70,10 @@
 //! - **`path_link` follows a symlink in the old path when asked**
 //!   (`linkat(AT_SYMLINK_FOLLOW)`); wasmtime refuses with `EINVAL`.
 
+// Guest pointers and lengths are 32 bits and the web build's usize is too:
+// a silent truncation here reads or writes the wrong guest bytes.
+#![warn(clippy::cast_possible_truncation)]
+
 pub mod abi;
 pub mod calls;
 mod fd;

@@ -4,7 +4,7 @@
 
 use super::abi::{self, Errno, LOOKUP_SYMLINK_FOLLOW, fdflags, oflags, rights};
 use super::fd::{filestat, set_times};
-use super::memory::{Memory, check, read_str, write_bytes, write_u32};
+use super::memory::{Memory, at_most, check, read_str, write_bytes, write_u32};
 use super::{Dir, Entry, File, Listing, Result, Wasi};
 use crate::path::MAX_PATH;
 use crate::wasi::descriptor::{Flags, OpenFlags};
@@ -160,9 +160,9 @@ impl Wasi {
         check(mem, buf, u64::from(buf_len))?;
         check(mem, used, 4)?;
         let target = dir.readlink_at(&p)?;
-        let bytes = &target.as_bytes()[..target.len().min(buf_len as usize)];
-        write_bytes(mem, buf, bytes)?;
-        write_u32(mem, used, bytes.len() as u32)
+        let n = at_most(target.len(), buf_len);
+        write_bytes(mem, buf, &target.as_bytes()[..n as usize])?;
+        write_u32(mem, used, n)
     }
 
     /// `path_remove_directory`: `unlinkat(AT_REMOVEDIR)`.

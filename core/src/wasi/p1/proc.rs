@@ -19,10 +19,11 @@ fn write_strings<M: Memory + ?Sized>(mem: &mut M, strings: &[String], ptrs: u32,
     // Both ranges were checked: every pointer below lies inside memory, so
     // below 2^32, and only the one past the last string may not.
     let (mut at, mut ptr) = (u64::from(buf), u64::from(ptrs));
+    let guest = |p: u64| u32::try_from(p).map_err(|_| Errno::FAULT);
     for s in strings {
-        write_u32(mem, ptr as u32, at as u32)?;
-        write_bytes(mem, at as u32, s.as_bytes())?;
-        write_bytes(mem, (at + s.len() as u64) as u32, &[0])?;
+        write_u32(mem, guest(ptr)?, guest(at)?)?;
+        write_bytes(mem, guest(at)?, s.as_bytes())?;
+        write_bytes(mem, guest(at + s.len() as u64)?, &[0])?;
         at += s.len() as u64 + 1;
         ptr += 4;
     }
