@@ -19,6 +19,10 @@
 //! and join the map sixteen at a time, so an append does not copy the
 //! map's path to its end.
 
+// File offsets are u64 and the web build's usize is 32 bits: a silent
+// truncation here reads or writes the wrong bytes.
+#![warn(clippy::cast_possible_truncation)]
+
 use std::sync::Arc;
 
 use crate::treap::Treap;
@@ -167,7 +171,7 @@ impl Content {
         if offset >= self.size {
             return 0;
         }
-        let n = (self.size - offset).min(buf.len() as u64) as usize;
+        let n = usize::try_from(self.size - offset).map_or(buf.len(), |left| left.min(buf.len()));
         let out = &mut buf[..n];
         let Some(runs) = &self.runs else {
             // One run, or none. Bytes past it, up to the size, are a hole.
@@ -184,7 +188,7 @@ impl Content {
             && start + ext.len as u64 >= end
         {
             // The common case, a read within one extent: no iteration.
-            let from = (offset - start) as usize;
+            let from = within(offset - start);
             out.copy_from_slice(&ext.bytes()[from..from + n]);
             return n;
         }
@@ -198,7 +202,7 @@ impl Content {
                 break;
             }
         }
-        out[(pos - offset) as usize..].fill(0);
+        out[within(pos - offset)..].fill(0);
         n
     }
 
@@ -303,14 +307,21 @@ fn copy_out(out: &mut [u8], offset: u64, pos: &mut u64, start: u64, ext: &Extent
         return false;
     }
     if start > *pos {
-        out[(*pos - offset) as usize..(start - offset) as usize].fill(0);
+        out[within(*pos - offset)..within(start - offset)].fill(0);
         *pos = start;
     }
     let to = ext_end.min(end);
-    let src = &ext.bytes()[(*pos - start) as usize..(to - start) as usize];
-    out[(*pos - offset) as usize..(to - offset) as usize].copy_from_slice(src);
+    let src = &ext.bytes()[within(*pos - start)..within(to - start)];
+    out[within(*pos - offset)..within(to - offset)].copy_from_slice(src);
     *pos = to;
     false
+}
+
+/// `d`, the distance between two file offsets that lie in one extent or in
+/// the caller's buffer (every use above): both are in memory, so it fits.
+#[allow(clippy::cast_possible_truncation, reason = "at most the length of a buffer in memory, as said above")]
+fn within(d: u64) -> usize {
+    d as usize
 }
 
 /// Removes all bytes in `from..to` from `map` (leaving a hole), keeping the
@@ -320,9 +331,9 @@ fn punch(map: &mut Treap<u64, Extent>, from: u64, to: u64) {
         let ext_end = start + ext.len as u64;
         if ext_end > from {
             let ext = ext.clone();
-            map.insert(start, ext.slice(0, (from - start) as usize));
+            map.insert(start, ext.slice(0, within(from - start)));
             if ext_end > to {
-                map.insert(to, ext.slice((to - start) as usize, ext.len));
+                map.insert(to, ext.slice(within(to - start), ext.len));
                 return;
             }
         }
@@ -335,7 +346,7 @@ fn punch(map: &mut Treap<u64, Extent>, from: u64, to: u64) {
         map.remove(&start);
         let ext_end = start + ext.len as u64;
         if ext_end > to {
-            map.insert(to, ext.slice((to - start) as usize, ext.len));
+            map.insert(to, ext.slice(within(to - start), ext.len));
             break;
         }
     }
@@ -347,7 +358,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn read_all(c: &Content) -> Vec<u8> {
-        let mut v = vec![0xAA; c.len() as usize];
+        let mut v = vec![0xAA; usize::try_from(c.len()).unwrap()];
         assert_eq!(c.read(0, &mut v), v.len());
         v
     }
@@ -445,11 +456,12 @@ mod tests {
     #[test]
     fn byte_appends_coalesce() {
         let mut c = Content::default();
+        // Byte `i` is the low byte of `i`.
         for i in 0..100_000u32 {
-            c.write(c.len(), &[i as u8]);
+            c.write(c.len(), &i.to_le_bytes()[..1]);
         }
         assert!(c.extent_count() <= 100_000 / SMALL + 1, "{} extents", c.extent_count());
-        assert!(read_all(&c).iter().enumerate().all(|(i, &b)| b == i as u8));
+        assert!(read_all(&c).iter().zip(0u32..).all(|(&b, i)| b == i.to_le_bytes()[0]));
     }
 
     #[test]
