@@ -23,6 +23,10 @@
 //! [`replay`]; `record` encodes and decodes the records
 //! ([`encode`], [`Records`]).
 
+// A record's fields are fixed-width: a silent truncation writes or reads
+// the wrong bytes (and the web build's usize is 32 bits).
+#![warn(clippy::cast_possible_truncation)]
+
 mod record;
 
 pub use crate::error::{CorruptJournal, CorruptJournalKind};

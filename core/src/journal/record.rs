@@ -39,6 +39,7 @@ impl Writer<'_> {
     }
     fn bytes(&mut self, b: &[u8]) {
         // Names are short; `encode` refuses data of 4 GiB or more.
+        #[allow(clippy::cast_possible_truncation, reason = "encode refuses data of 4 GiB or more; names are short")]
         self.u32(b.len() as u32);
         self.0.extend_from_slice(b);
     }
@@ -147,7 +148,9 @@ pub fn encode(op: &Op<'_>, now: Timestamp, out: &mut Vec<u8>) -> Result<()> {
 fn seal(out: &mut [u8], start: usize) {
     let payload_len = out.len() - start - RECORD_HEAD;
     let sum = xxh3_64(&out[start + RECORD_HEAD..]);
-    out[start..start + 4].copy_from_slice(&(payload_len as u32).to_le_bytes());
+    #[allow(clippy::cast_possible_truncation, reason = "encode bounds a record's payload below 4 GiB")]
+    let payload_len = payload_len as u32;
+    out[start..start + 4].copy_from_slice(&payload_len.to_le_bytes());
     out[start + 4..start + RECORD_HEAD].copy_from_slice(&sum.to_le_bytes());
 }
 
@@ -345,7 +348,8 @@ fn data_record_len(rest: &[u8]) -> Option<usize> {
     };
     let at = RECORD_HEAD + 13 + fixed;
     let count = u64::from(u32::from_le_bytes(rest.get(at..at + 4)?.try_into().ok()?));
-    (len == 13 + fixed as u64 + 4 + count).then_some(RECORD_HEAD.saturating_add(len as usize))
+    let whole = RECORD_HEAD.saturating_add(usize::try_from(len).ok()?);
+    (len == 13 + fixed as u64 + 4 + count).then_some(whole)
 }
 
 impl<'a> Iterator for Records<'a> {
