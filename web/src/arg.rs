@@ -11,6 +11,10 @@
 //! (`&Pack`) is checked by the glue, but with a plain `Error` ("expected
 //! instance of Pack").
 
+// Views of JavaScript buffers are sized in u32s and JavaScript's numbers
+// reach 2^53: a silent truncation here copies the wrong bytes.
+#![warn(clippy::cast_possible_truncation)]
+
 use js_sys::{Function, Reflect, Uint8Array};
 use packfs_core::Code;
 use wasm_bindgen::convert::TryFromJsValue;
@@ -65,11 +69,25 @@ fn buffer(v: &JsValue) -> JsResult<Option<Vec<u8>>> {
         let get = |key: &str| Reflect::get(v, &key.into());
         let (offset, len) = (get("byteOffset")?.as_f64(), get("byteLength")?.as_f64());
         if let (Some(offset), Some(len)) = (offset, len) {
-            let view = Uint8Array::new_with_byte_offset_and_length(&get("buffer")?, offset as u32, len as u32);
+            // Bytes past 4 GiB are past what a u32 view reaches, and more
+            // than this module's memory holds.
+            let (offset, len) = (u32_of(offset).ok_or_else(no_room)?, u32_of(len).ok_or_else(no_room)?);
+            let view = Uint8Array::new_with_byte_offset_and_length(&get("buffer")?, offset, len);
             return copied(&view).map(Some);
         }
     }
     Ok(None)
+}
+
+/// A JavaScript byte offset or length as a u32, if it is one.
+#[allow(clippy::cast_possible_truncation, reason = "the result is kept only when checked to be an integer u32 holds")]
+fn u32_of(n: f64) -> Option<u32> {
+    (n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&n)).then_some(n as u32)
+}
+
+/// What a copy that cannot fit this module's memory throws.
+fn no_room() -> JsValue {
+    js_error(Code::InsufficientSpace, "insufficient-space: no memory for the data")
 }
 
 /// `bytes` copied into this module's memory, `insufficient-space` when it
@@ -77,8 +95,7 @@ fn buffer(v: &JsValue) -> JsResult<Option<Vec<u8>>> {
 fn copied(bytes: &Uint8Array) -> JsResult<Vec<u8>> {
     let len = bytes.length() as usize;
     let mut v = Vec::new();
-    v.try_reserve_exact(len)
-        .map_err(|_| js_error(Code::InsufficientSpace, "insufficient-space: no memory for the data"))?;
+    v.try_reserve_exact(len).map_err(|_| no_room())?;
     v.resize(len, 0);
     bytes.copy_to(&mut v);
     Ok(v)

@@ -10,6 +10,10 @@
 //! (`poll_oneoff` on a clock) waits with `Atomics.wait` where the page is
 //! cross-origin isolated, else spins.
 
+// Guest pointers and lengths are 32 bits, JavaScript's numbers 53: a silent
+// truncation here reads or writes the wrong guest bytes.
+#![warn(clippy::cast_possible_truncation)]
+
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -68,9 +72,12 @@ impl Platform for BrowserPlatform {
     }
 
     fn random(&mut self, buf: &mut [u8]) {
-        let view = Uint8Array::new_with_length(buf.len() as u32);
-        random_fill(&view);
-        view.copy_to(buf);
+        for piece in buf.chunks_mut(1 << 16) {
+            #[allow(clippy::cast_possible_truncation, reason = "a piece is at most 64 KiB")]
+            let view = Uint8Array::new_with_length(piece.len() as u32);
+            random_fill(&view);
+            view.copy_to(piece);
+        }
     }
 
     fn sleep(&mut self, nanos: u64) {
@@ -116,7 +123,12 @@ struct GuestMemory {
 impl GuestMemory {
     fn new(memory: &WebAssembly::Memory) -> Self {
         let buffer: js_sys::ArrayBuffer = memory.buffer().unchecked_into();
-        let size = Reflect::get(&buffer, &"byteLength".into()).ok().and_then(|n| n.as_f64()).unwrap_or(0.0) as u64;
+        let size = Reflect::get(&buffer, &"byteLength".into()).ok().and_then(|n| n.as_f64()).unwrap_or(0.0);
+        #[allow(
+            clippy::cast_possible_truncation,
+            reason = "a byte length is an integer below 2^53: u64 holds it exactly"
+        )]
+        let size = size as u64;
         GuestMemory { buffer, size }
     }
 
@@ -323,6 +335,9 @@ impl Preview1 {
         };
         let (name, params) = FUNCTIONS.get(index as usize).ok_or_else(|| invalid("no such preview1 function"))?;
         let raw = [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10];
+        // Each is an integer: an i32 in its signed range, or a u32 half of
+        // an i64; `as` keeps it (and saturates anything else).
+        #[allow(clippy::cast_possible_truncation, reason = "an integer number within i64, as said above")]
         let mut words = raw.iter().map(|&x| x as i64);
         let mut values = [0i64; 9];
         for (v, t) in values.iter_mut().zip(params.iter()) {
@@ -330,7 +345,7 @@ impl Preview1 {
             *v = match t {
                 // An i32 arrives as a JS number in its signed range.
                 ValType::I32 => lo,
-                ValType::I64 => (lo as u32 as i64) | (words.next().unwrap_or(0) << 32),
+                ValType::I64 => (lo & 0xffff_ffff) | (words.next().unwrap_or(0) << 32),
             };
         }
         let values = &values[..params.len()];
