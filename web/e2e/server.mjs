@@ -48,11 +48,12 @@ export function parseRange(header, size) {
 
 /**
  * Starts the server. `files` maps URL paths ("/fixtures/a.pack") to
- * Buffers served from memory; everything else comes from web/.
+ * Buffers served from memory; everything else comes from web/. `headers`
+ * go on every response (the guest benchmark's cross-origin isolation).
  * Returns { url, stats, reset(), setFile(path, buf), close() }; `stats` maps
  * a path to { requests, bytes, ranges: [[start, end)] }.
  */
-export async function startServer({ files = {}, port = 0 } = {}) {
+export async function startServer({ files = {}, port = 0, headers: extra = {} } = {}) {
   const mem = new Map(Object.entries(files));
   const stats = new Map();
   const count = (path, start, end) => {
@@ -98,6 +99,7 @@ export async function startServer({ files = {}, port = 0 } = {}) {
         "Cache-Control": "no-store",
         "Access-Control-Allow-Origin": "*",
         "Access-Control-Expose-Headers": "Content-Range, Content-Length",
+        ...extra,
       };
       const range = req.method === "GET" ? parseRange(req.headers.range, body.length) : null;
       if (range === "bad") {
