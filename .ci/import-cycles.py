@@ -158,7 +158,7 @@ def check(src):
     for m in sorted(mods):
         if m not in color:
             visit(m)
-    show = lambda m: str(mods[m].relative_to(ROOT))
+    show = lambda m: str(mods[m].relative_to(ROOT) if mods[m].is_relative_to(ROOT) else mods[m])
     return [" -> ".join(show(m) for m in c) for c in cycles]
 
 
