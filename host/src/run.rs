@@ -263,6 +263,18 @@ impl Runner {
         load::load(&self.engine, wasm, self.cache.as_ref())
     }
 
+    /// Loads the p1 module or component at `path`; with a cache, a warm
+    /// load does not read the file ([`load::load_file`]).
+    pub fn load_file(&self, path: &std::path::Path) -> Result<Guest, LoadError> {
+        self.load_file_with_status(path).map(|(g, _)| g)
+    }
+
+    /// As [`load_file`](Self::load_file), also saying whether the cache
+    /// served it.
+    pub fn load_file_with_status(&self, path: &std::path::Path) -> Result<(Guest, CacheStatus), LoadError> {
+        load::load_file(&self.engine, path, self.cache.as_ref())
+    }
+
     /// Checks that `guest` can run here: every import it has is defined,
     /// and it exports `_start` (a module) or `wasi:cli/run` (a component).
     /// The runs fail the same way without it; this tells such a guest from

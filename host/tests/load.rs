@@ -1,12 +1,12 @@
-//! Loading guests (p1 modules, components), the on-disk cache of compiled
-//! guests, and running p1 modules with `Runner`.
+//! Loading guests (p1 modules, components) and running p1 modules with
+//! `Runner`; the cache of compiled guests is `guest_cache.rs`'s.
 
 use std::sync::Arc;
 
 use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::Wasi;
 use packfs_core::{FileSystem, MemFs};
-use packfs_host::load::{self as p1, CacheStatus, Guest, GuestCache as ComponentCache, LoadError};
+use packfs_host::load::{self as p1, Guest, LoadError};
 use packfs_host::p1::HostPlatform;
 use packfs_host::{Limits, RunError, Runner};
 use wasmtime::Engine;
@@ -48,39 +48,6 @@ fn p1_module_runs_on_packfs_preview1() {
     assert!(fs.lookup(fs.root(), "made").is_ok());
     // Without preopens the same guest runs, and makes nothing.
     assert_eq!(run(&runner, &module(), builder().build().unwrap()).unwrap(), 7);
-}
-
-#[test]
-fn cache_stores_hits_and_replaces_corrupt_files() {
-    let engine = Engine::default();
-    let dir = tempfile::tempdir().unwrap();
-    let cache = ComponentCache::new(dir.path().join("c")).unwrap();
-    let wasm = module();
-    assert!(matches!(p1::load(&engine, &wasm, Some(&cache)).unwrap().1, CacheStatus::Stored));
-    assert!(matches!(p1::load(&engine, &wasm, Some(&cache)).unwrap().1, CacheStatus::Hit));
-
-    // A flipped byte fails the checksum: recompiled and replaced.
-    let file = std::fs::read_dir(cache.dir()).unwrap().next().unwrap().unwrap().path();
-    let mut bytes = std::fs::read(&file).unwrap();
-    bytes[100] ^= 1;
-    std::fs::write(&file, &bytes).unwrap();
-    assert!(matches!(p1::load(&engine, &wasm, Some(&cache)).unwrap().1, CacheStatus::Replaced));
-    // Truncated to nothing.
-    std::fs::write(&file, b"").unwrap();
-    assert!(matches!(p1::load(&engine, &wasm, Some(&cache)).unwrap().1, CacheStatus::Replaced));
-    assert!(matches!(p1::load(&engine, &wasm, Some(&cache)).unwrap().1, CacheStatus::Hit));
-
-    // Another engine configuration is another key.
-    let mut config = wasmtime::Config::new();
-    config.cranelift_opt_level(wasmtime::OptLevel::None);
-    let other = Engine::new(&config).unwrap();
-    assert!(matches!(p1::load(&other, &wasm, Some(&cache)).unwrap().1, CacheStatus::Stored));
-    assert_eq!(std::fs::read_dir(cache.dir()).unwrap().count(), 2);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(cache.dir()).unwrap().permissions().mode() & 0o777, 0o700);
-    }
 }
 
 #[test]
@@ -137,27 +104,6 @@ fn proc_exit_status_reaches_the_host() {
         (memory (export "memory") 1)
         (func (export "_start") (drop (call $y))))"#;
     assert_eq!(run(no_exit), 0);
-}
-
-#[test]
-fn cache_refuses_a_directory_others_can_write_to() {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    let shared = dir.path().join("shared");
-    std::fs::create_dir(&shared).unwrap();
-    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let err = ComponentCache::new(&shared).unwrap_err();
-    assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
-
-    // A symlink to a private directory is not taken either: what it
-    // points to can change.
-    let private = dir.path().join("private");
-    std::fs::create_dir(&private).unwrap();
-    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o755)).unwrap();
-    assert!(ComponentCache::new(&private).is_ok(), "others may read, not write");
-    let link = dir.path().join("link");
-    std::os::unix::fs::symlink(&private, &link).unwrap();
-    assert_eq!(ComponentCache::new(&link).unwrap_err().kind(), std::io::ErrorKind::PermissionDenied);
 }
 
 /// One run's timeout does not end another run on the same `Runner`: the

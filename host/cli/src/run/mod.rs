@@ -78,7 +78,12 @@ pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
         bail!("--save needs a --mount: without one the guest has no filesystem to save");
     }
     let shown = module.display();
-    let wasm = std::fs::read(&module).with_context(|| format!("{shown}"))?;
+    // Its errors come first; it is loaded (not read, on a warm start) below.
+    let opened = std::fs::File::open(&module).and_then(|f| f.metadata()).and_then(|md| match md.is_dir() {
+        true => Err(rustix::io::Errno::ISDIR.into()),
+        false => Ok(()),
+    });
+    opened.with_context(|| format!("{shown}"))?;
     if let Some(from) = &args.prefetch {
         // Before the mounts open: each asks for its traced chunks at once.
         packs.prefetch(read_trace(packs, from).with_context(|| format!("--prefetch {}", from.display()))?);
@@ -96,7 +101,7 @@ pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
     let mut runner = Runner::new(&engine).map_err(|e| anyhow!("setting up wasmtime: {e}"))?.with_limits(limits);
     if !args.no_cache {
         // A cache that cannot be used only costs time.
-        match GuestCache::default_dir().map(GuestCache::new) {
+        match GuestCache::open_default() {
             Some(Ok(cache)) => runner = runner.with_cache(cache),
             Some(Err(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
                 eprintln!("packfs: not caching compiled modules: {e}");
@@ -104,7 +109,8 @@ pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
             _ => {}
         }
     }
-    let guest = runner.load(&wasm).map_err(|e| anyhow!("{}", one_line(&e.to_string())).context(shown.to_string()))?;
+    let guest =
+        runner.load_file(&module).map_err(|e| anyhow!("{}", one_line(&e.to_string())).context(shown.to_string()))?;
     runner
         .check(&guest)
         .map_err(|e| anyhow!("cannot run it here: {}", one_line(&format!("{e:#}"))).context(shown.to_string()))?;

@@ -1,0 +1,74 @@
+//! The deserializations that run compiled code: an artifact's, mapped from
+//! its file, or a store's, from memory.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::AsRawFd;
+
+use wasmtime::component::Component;
+use wasmtime::{Engine, Module};
+
+use crate::load::guest::{Guest, Kind};
+
+/// Maps the artifact `file` and makes its code executable.
+///
+/// wasmtime runs the machine code in an artifact as it finds it; it
+/// checks only the ELF header and the `.wasmtime.engine` section (its
+/// version, target, flags and features against the engine's). Everything
+/// else is what `check::trusted` or the store vouches for: see the SAFETY
+/// comments and the module doc of [`crate::load`].
+#[allow(unsafe_code, reason = "running the code the cache compiled: see SAFETY")]
+pub(super) fn deserialize(engine: &Engine, file: File, kind: Kind) -> wasmtime::Result<Guest> {
+    match kind {
+        // SAFETY: `file` is either the temporary file a store has just
+        // written from `Engine::precompile_*` output, or an artifact that
+        // `check::trusted` held against its pin: (a) it is in a directory only
+        // this user can write to, reached by name without following
+        // symlinks from a descriptor opened when the directory passed its
+        // checks; (b) it is a regular file of this user's, 0400, one link,
+        // published by a rename that replaces nothing and never opened for
+        // writing again (eviction only unlinks, so a mapping stays whole);
+        // (c) its device, inode, size and ctime are those the store pinned
+        // after publishing it, so it was not written, truncated, replaced
+        // or renamed over since, and no write within the ctime tick slipped
+        // by (a pin within the racy window is checked by hash); (d) in a
+        // later boot its bytes were hashed once against the pin's SHA-256;
+        // (e) wasmtime checks that it was compiled by this version for this
+        // engine's configuration. Not covered: a process of this user
+        // writing into the cache in place (it can run code as this user
+        // anyway) and media corruption within one boot.
+        Kind::Module => unsafe { Module::deserialize_open_file(engine, file) }.map(Guest::Module),
+        Kind::Component => {
+            // There is no `Component::deserialize_open_file`: the same
+            // open file, reached again through /proc (a magic link to the
+            // inode, not a path lookup in the cache).
+            let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+            if std::path::Path::new(&path).exists() {
+                // SAFETY: as for a module; the path names `file` itself,
+                // held open across the call.
+                let component = unsafe { Component::deserialize_file(engine, &path) };
+                drop(file);
+                component.map(Guest::Component)
+            } else {
+                // No /proc: read the same descriptor (one copy on the heap).
+                let mut bytes = Vec::new();
+                (&file).read_to_end(&mut bytes)?;
+                // SAFETY: as for a module; these are the bytes of `file`.
+                unsafe { Component::deserialize(engine, &bytes) }.map(Guest::Component)
+            }
+        }
+    }
+}
+
+/// Loads code a store has just compiled, from memory: when its file could
+/// not be written or mapped.
+#[allow(unsafe_code, reason = "running code just compiled: see SAFETY")]
+pub(super) fn from_memory(engine: &Engine, kind: Kind, bytes: &[u8]) -> wasmtime::Result<Guest> {
+    match kind {
+        // SAFETY: `bytes` is `Engine::precompile_module` output of this
+        // engine, made in this process and held in its memory since.
+        Kind::Module => unsafe { Module::deserialize(engine, bytes) }.map(Guest::Module),
+        // SAFETY: as for a module, from `precompile_component`.
+        Kind::Component => unsafe { Component::deserialize(engine, bytes) }.map(Guest::Component),
+    }
+}
