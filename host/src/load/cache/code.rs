@@ -2,13 +2,33 @@
 //! its file, or a store's, from memory.
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::os::fd::AsRawFd;
+use std::path::Path;
 
+use rustix::fs::StatVfsMountFlags;
 use wasmtime::component::Component;
 use wasmtime::{Engine, Module};
 
 use crate::load::guest::{Guest, Kind};
+
+/// Loads the artifact `file`: mapped, or read whole from its descriptor
+/// on a filesystem mounted noexec (and a component where there is no
+/// /proc).
+pub(super) fn deserialize(engine: &Engine, file: File, kind: Kind) -> wasmtime::Result<Guest> {
+    let noexec = rustix::fs::fstatvfs(&file).is_ok_and(|v| v.f_flag.contains(StatVfsMountFlags::NOEXEC));
+    // No /proc: no second name for the open file.
+    let reachable = kind == Kind::Module || Path::new("/proc/self/fd").is_dir();
+    if noexec || !reachable {
+        // A filesystem mounted noexec maps nothing executable: the same
+        // bytes, read from the same descriptor, run from the heap.
+        let mut bytes = Vec::new();
+        (&file).seek(SeekFrom::Start(0))?;
+        (&file).read_to_end(&mut bytes)?;
+        return from_memory(engine, kind, &bytes);
+    }
+    mapped(engine, file, kind)
+}
 
 /// Maps the artifact `file` and makes its code executable.
 ///
@@ -18,7 +38,7 @@ use crate::load::guest::{Guest, Kind};
 /// else is what `check::trusted` or the store vouches for: see the SAFETY
 /// comments and the module doc of [`crate::load`].
 #[allow(unsafe_code, reason = "running the code the cache compiled: see SAFETY")]
-pub(super) fn deserialize(engine: &Engine, file: File, kind: Kind) -> wasmtime::Result<Guest> {
+fn mapped(engine: &Engine, file: File, kind: Kind) -> wasmtime::Result<Guest> {
     match kind {
         // SAFETY: `file` is either the temporary file a store has just
         // written from `Engine::precompile_*` output, or an artifact that
@@ -43,32 +63,27 @@ pub(super) fn deserialize(engine: &Engine, file: File, kind: Kind) -> wasmtime::
             // open file, reached again through /proc (a magic link to the
             // inode, not a path lookup in the cache).
             let path = format!("/proc/self/fd/{}", file.as_raw_fd());
-            if std::path::Path::new(&path).exists() {
-                // SAFETY: as for a module; the path names `file` itself,
-                // held open across the call.
-                let component = unsafe { Component::deserialize_file(engine, &path) };
-                drop(file);
-                component.map(Guest::Component)
-            } else {
-                // No /proc: read the same descriptor (one copy on the heap).
-                let mut bytes = Vec::new();
-                (&file).read_to_end(&mut bytes)?;
-                // SAFETY: as for a module; these are the bytes of `file`.
-                unsafe { Component::deserialize(engine, &bytes) }.map(Guest::Component)
-            }
+            // SAFETY: as for a module; the path names `file` itself, held
+            // open across the call.
+            let component = unsafe { Component::deserialize_file(engine, &path) };
+            drop(file);
+            component.map(Guest::Component)
         }
     }
 }
 
-/// Loads code a store has just compiled, from memory: when its file could
-/// not be written or mapped.
+/// Loads compiled code from memory: a store's, when its file could not be
+/// written or mapped, or an artifact's read whole from its descriptor.
 #[allow(unsafe_code, reason = "running code just compiled: see SAFETY")]
 pub(super) fn from_memory(engine: &Engine, kind: Kind, bytes: &[u8]) -> wasmtime::Result<Guest> {
     match kind {
-        // SAFETY: `bytes` is `Engine::precompile_module` output of this
-        // engine, made in this process and held in its memory since.
+        // SAFETY: `bytes` is either `Engine::precompile_module` output of
+        // this engine, made in this process and held in its memory since,
+        // or the bytes of an artifact read from the descriptor `deserialize`
+        // was given, which its SAFETY comment vouches for.
         Kind::Module => unsafe { Module::deserialize(engine, bytes) }.map(Guest::Module),
-        // SAFETY: as for a module, from `precompile_component`.
+        // SAFETY: as for a module (`precompile_component` output, or an
+        // artifact's bytes).
         Kind::Component => unsafe { Component::deserialize(engine, bytes) }.map(Guest::Component),
     }
 }
