@@ -311,6 +311,39 @@ fn an_artifact_without_its_pin_is_never_run() {
     assert!(fs::metadata(&a).unwrap().is_file());
 }
 
+/// An artifact, or the directory, of another user is not taken (only
+/// root can make them).
+#[test]
+fn another_user_s_artifact_or_directory_is_refused() {
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let cache = new_cache(dir.path());
+    let wasm = module(7);
+    assert!(is(&load_run(&engine, &cache, &wasm).0, "Stored"));
+    let nobody = Some(rustix::fs::Uid::from_raw(65534));
+    // chown keeps the inode, but moves the ctime: the pin is rewritten to
+    // match, so that only the owner is wrong.
+    let art = artifact(&cache);
+    rustix::fs::chown(&art, nobody, None).unwrap();
+    let pin = named(&cache, "p-").pop().unwrap();
+    let md = fs::metadata(&art).unwrap();
+    let text = fs::read_to_string(&pin).unwrap();
+    let mut words: Vec<String> = text.trim_end().split(' ').map(str::to_owned).collect();
+    words[6] = (i128::from(md.ctime()) * 1_000_000_000 + i128::from(md.ctime_nsec())).to_string();
+    fs::remove_file(&pin).unwrap();
+    fs::write(&pin, words.join(" ") + "\n").unwrap();
+    let (status, exit) = load_run(&engine, &cache, &wasm);
+    assert_status(status, exit, ("Replaced", 7));
+    assert_eq!(fs::metadata(artifact(&cache)).unwrap().uid(), 0);
+
+    let theirs = dir.path().join("theirs");
+    fs::create_dir(&theirs).unwrap();
+    rustix::fs::chown(&theirs, nobody, None).unwrap();
+    assert_eq!(GuestCache::new(&theirs).unwrap_err().kind(), std::io::ErrorKind::PermissionDenied);
+}
+
 /// A pin forged to match a damaged artifact, as if written in another
 /// boot: the first load after a reboot hashes the artifact. An honest pin
 /// of another boot is re-pinned to this one.
@@ -447,4 +480,31 @@ fn eviction_keeps_the_cache_within_its_limit() {
     for f in &foreign {
         assert!(f.exists(), "{} was removed", f.display());
     }
+}
+
+/// One thread loads a guest over and over while another stores others
+/// with no room at all, evicting everything as it goes: every load runs
+/// the right guest, whatever it finds half gone.
+#[test]
+fn loads_run_while_an_evictor_empties_the_cache() {
+    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let reader = new_cache(dir.path());
+    let evictor = new_cache(dir.path()).with_limit(0);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for code in (0..30).map(|i| 1 + i % 6) {
+                load::load(&engine, &module(code), Some(&evictor)).unwrap();
+            }
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        let wasm = module(7);
+        let mut loads = 0;
+        while !done.load(std::sync::atomic::Ordering::Relaxed) || loads < 10 {
+            let (status, exit) = load_run(&engine, &reader, &wasm);
+            assert_eq!(exit, 7, "{status:?}");
+            assert!(!is(&status, "Off") && !format!("{status:?}").starts_with("StoreFailed"), "{status:?}");
+            loads += 1;
+        }
+    });
 }

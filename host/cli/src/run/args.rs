@@ -67,8 +67,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "TRACE")]
     pub(super) record_trace: Option<PathBuf>,
     /// Compile the guest afresh instead of using the cache of compiled
-    /// guests ($PACKFS_CACHE_DIR, else $XDG_CACHE_HOME/packfs, else
-    /// ~/.cache/packfs).
+    /// guests ($PACKFS_CACHE_DIR/guests, else $XDG_CACHE_HOME/packfs/guests,
+    /// else ~/.cache/packfs/guests; 2 GiB, least recently used out first).
     #[arg(long)]
     pub(super) no_cache: bool,
     /// The guest — a WASI p1 module or a p2 component — and its arguments.
