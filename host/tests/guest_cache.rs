@@ -480,6 +480,16 @@ fn eviction_keeps_the_cache_within_its_limit() {
     for f in &foreign {
         assert!(f.exists(), "{} was removed", f.display());
     }
+
+    // A temporary file a dead process left an hour ago goes; one being
+    // written stays.
+    let (stale, fresh) = (cache.dir().join("t-1-1"), cache.dir().join("t-2-2"));
+    for t in [&stale, &fresh] {
+        fs::write(t, b"half an artifact").unwrap();
+    }
+    fs::File::open(&stale).unwrap().set_modified(SystemTime::now() - Duration::from_secs(7200)).unwrap();
+    load::load(&engine, &module(1), Some(&cache)).unwrap();
+    assert!(!stale.exists() && fresh.exists());
 }
 
 /// One thread loads a guest over and over while another stores others

@@ -36,15 +36,21 @@ pub(super) fn evict(cache: &Inner) {
         let Some(form) = Name::parse(name) else { continue };
         let Ok(st) = rustix::fs::statat(&cache.root, name, AtFlags::SYMLINK_NOFOLLOW) else { continue };
         let id = FileId::of(&st);
-        total += id.size;
         let (group, is_pin) = match form {
             Name::Artifact(key) | Name::Lock(key) => (key.to_owned(), false),
             Name::Pin(key) => (key.to_owned(), true),
             Name::FileEntry => (name.to_owned(), true),
-            Name::Tmp if now - id.mtime > STALE_TMP => (name.to_owned(), true),
-            // Being written.
-            Name::Tmp => continue,
+            Name::Tmp if now - id.mtime > STALE_TMP => {
+                cache.remove(name);
+                continue;
+            }
+            // Being written: it counts, but is not the evictor's to remove.
+            Name::Tmp => {
+                total += id.size;
+                continue;
+            }
         };
+        total += id.size;
         let g = groups.entry(group).or_default();
         g.bytes += id.size;
         g.names.push(name.to_owned());
