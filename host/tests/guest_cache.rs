@@ -145,6 +145,21 @@ fn load_file_hits_by_the_file_s_identity() {
     let (guest, status) = load::load_file(&engine, &path, Some(&cache)).unwrap();
     assert!(is(&status, "Hit") && run(&engine, &guest) == 7, "{status:?}");
 
+    // A pipe is read every time, its identity never recorded.
+    let fifo = dir.path().join("fifo.wasm");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    std::thread::sleep(Duration::from_millis(200));
+    for code in [7, 8] {
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::write(fifo, module(code)).unwrap())
+        };
+        let (guest, _) = load::load_file(&engine, &fifo, Some(&cache)).unwrap();
+        writer.join().unwrap();
+        assert_eq!(run(&engine, &guest), i32::from(code));
+    }
+    assert_eq!(named(&cache, "f-").len(), 1);
+
     // Without a cache, and on a missing file.
     let (guest, status) = load::load_file(&engine, &path, None).unwrap();
     assert!(is(&status, "Off") && run(&engine, &guest) == 7);

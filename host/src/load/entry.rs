@@ -5,6 +5,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
+use rustix::fs::FileType;
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 
@@ -28,12 +29,15 @@ pub fn load(engine: &Engine, wasm: &[u8], cache: Option<&GuestCache>) -> Result<
 /// inode, size, mtime and ctime) and holds its compiled code, the file is
 /// only opened and `fstat`ed, not read; otherwise it is read and hashed
 /// as [`load`] does, and its identity recorded for the next time, unless
-/// it changed within the cache's racy window.
+/// it changed within the cache's racy window. Only a regular file has an
+/// identity that stands for its content: a pipe or a device is read.
 pub fn load_file(engine: &Engine, path: &Path, cache: Option<&GuestCache>) -> Result<(Guest, CacheStatus), LoadError> {
     let file = File::open(path).map_err(LoadError::Io)?;
     let Some(cache) = cache else { return load(engine, &read(&file)?, None) };
-    let id = FileId::of(&rustix::fs::fstat(&file).map_err(|e| LoadError::Io(e.into()))?);
-    if let Some(digest) = cache::digest_of(cache, &id)
+    let st = rustix::fs::fstat(&file).map_err(|e| LoadError::Io(e.into()))?;
+    let id = (FileType::from_raw_mode(st.st_mode) == FileType::RegularFile).then(|| FileId::of(&st));
+    if let Some(id) = &id
+        && let Some(digest) = cache::digest_of(cache, id)
         && let Some(guest) = cache::hit(cache, engine, &cache::key(engine, &digest))
     {
         return Ok((guest, CacheStatus::Hit));
@@ -43,8 +47,10 @@ pub fn load_file(engine: &Engine, path: &Path, cache: Option<&GuestCache>) -> Re
     let loaded = cache::get_or_store(cache, engine, Kind::of(&wasm)?, &wasm, &digest)?;
     // What was read is what the identity names only if it did not change
     // meanwhile.
-    if rustix::fs::fstat(&file).is_ok_and(|st| FileId::of(&st) == id) {
-        cache::record(cache, &id, &digest);
+    if let Some(id) = &id
+        && rustix::fs::fstat(&file).is_ok_and(|st| FileId::of(&st) == *id)
+    {
+        cache::record(cache, id, &digest);
     }
     Ok(loaded)
 }
