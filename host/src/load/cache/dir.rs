@@ -30,10 +30,10 @@ pub struct GuestCache {
     pub(super) inner: Arc<Inner>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Inner {
     /// Every name is opened from this, without following symlinks.
-    pub(super) root: OwnedFd,
+    pub(super) root: Arc<OwnedFd>,
     pub(super) dir: PathBuf,
     pub(super) limit: u64,
     pub(super) racy_window: Duration,
@@ -65,7 +65,7 @@ impl GuestCache {
         if st.st_uid != rustix::process::geteuid().as_raw() || st.st_mode & 0o022 != 0 {
             return Err(denied("not a directory private to this user (another's, or others may write to it)"));
         }
-        let inner = Inner { root, dir, limit: DEFAULT_LIMIT, racy_window: DEFAULT_RACY_WINDOW };
+        let inner = Inner { root: Arc::new(root), dir, limit: DEFAULT_LIMIT, racy_window: DEFAULT_RACY_WINDOW };
         // A tag that cannot be written costs nothing but backups' time.
         let _ = inner.create(layout::TAG, 0o644).and_then(|mut f| f.write_all(layout::TAG_TEXT.as_bytes()));
         Ok(GuestCache { inner: Arc::new(inner) })
@@ -103,12 +103,7 @@ impl GuestCache {
     }
 
     fn with(self, set: impl FnOnce(&mut Inner)) -> Self {
-        let mut inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| Inner {
-            root: shared.root.try_clone().expect("duplicating the cache's descriptor"),
-            dir: shared.dir.clone(),
-            limit: shared.limit,
-            racy_window: shared.racy_window,
-        });
+        let mut inner = Arc::unwrap_or_clone(self.inner);
         set(&mut inner);
         GuestCache { inner: Arc::new(inner) }
     }
