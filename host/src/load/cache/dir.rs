@@ -72,16 +72,22 @@ impl GuestCache {
     }
 
     /// The cache `packfs run` uses: `guests` in [`GuestCache::default_dir`];
-    /// `None` when there is no such directory.
+    /// `None` when there is no such directory. When it makes `guests`, it
+    /// removes the artifacts of the layout before it (`HEX.cwasm` in the
+    /// base directory), which nothing reads any more.
     pub fn open_default() -> Option<io::Result<Self>> {
-        Self::default_dir().map(|base| Self::new(base.join("guests")))
+        let base = Self::default_dir()?;
+        let fresh = std::fs::symlink_metadata(base.join("guests")).is_err();
+        let cache = Self::new(base.join("guests"));
+        if fresh && cache.is_ok() {
+            remove_old_layout(&base);
+        }
+        Some(cache)
     }
 
     /// `$PACKFS_CACHE_DIR`, else `$XDG_CACHE_HOME/packfs`, else
     /// `$HOME/.cache/packfs`; `None` when none is set. It holds the
     /// compiled guests' cache (`guests/`) and the pack cache (`packs/`).
-    /// Artifacts of an older layout (`HEX.cwasm` there) are not read,
-    /// and are left for the user to remove.
     pub fn default_dir() -> Option<PathBuf> {
         let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
         var("PACKFS_CACHE_DIR")
@@ -116,6 +122,23 @@ impl GuestCache {
     /// The size limit, in bytes.
     pub fn limit(&self) -> u64 {
         self.inner.limit
+    }
+}
+
+/// Removes from `base` the files of the cache's first layout: regular
+/// files of this user's named 64 hex digits then `.cwasm`.
+fn remove_old_layout(base: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(base) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(hex) = name.to_str().and_then(|n| n.strip_suffix(".cwasm")) else { continue };
+        let ours = entry
+            .metadata()
+            .is_ok_and(|md| md.file_type().is_file() && md.uid() == rustix::process::geteuid().as_raw());
+        if hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) && ours {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
@@ -206,5 +229,27 @@ impl Inner {
     /// Removes `name`, which may be gone already.
     pub(super) fn remove(&self, name: &str) {
         let _ = rustix::fs::unlinkat(&self.root, name, AtFlags::empty());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_old_layout_s_artifacts_are_removed() {
+        let base = tempfile::tempdir().unwrap();
+        let old = base.path().join(format!("{}.cwasm", "ab".repeat(32)));
+        let kept =
+            ["notes.cwasm", "packs", &format!("{}.cwasm", "AB".repeat(32)), &format!("{}.cwasm.bak", "ab".repeat(32))];
+        std::fs::write(&old, b"old").unwrap();
+        for k in kept {
+            std::fs::write(base.path().join(k), b"mine").unwrap();
+        }
+        let linked = base.path().join(format!("{}.cwasm", "cd".repeat(32)));
+        std::os::unix::fs::symlink(base.path().join("packs"), &linked).unwrap();
+        remove_old_layout(base.path());
+        assert!(!old.exists());
+        assert!(kept.iter().all(|k| base.path().join(k).exists()) && linked.exists());
     }
 }
