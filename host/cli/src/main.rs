@@ -68,7 +68,8 @@ struct RemoteArgs {
     #[arg(long, global = true, value_name = "BYTES", value_parser = spec::parse_bytes)]
     cache_size: Option<u64>,
     /// Say on stderr, at the end, what each remote pack cost: requests,
-    /// bytes fetched, chunks from the cache.
+    /// bytes fetched, chunks from the cache; and how `run` loaded its
+    /// guest: compiled or from the cache, in how long.
     #[arg(long, global = true)]
     stats: bool,
 }
@@ -171,7 +172,7 @@ fn main() -> ExitCode {
         Command::Unpack(args) => unpack::run(args, &packs),
         Command::Diff(args) => diff::run(args, &packs),
         Command::Compact(args) => compact::run(args),
-        Command::Run(args) => run::run(args, &packs),
+        Command::Run(args) => run::run(args, &packs, cli.remote.stats),
     };
     if cli.remote.stats {
         cli.remote.report(&packs);

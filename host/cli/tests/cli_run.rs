@@ -26,10 +26,15 @@ struct Out {
 /// `packfs ARGS`, with `stdin` as its standard input, the tests' shared
 /// cache of compiled guests and a working directory of the test's own.
 fn packfs_in<S: AsRef<OsStr>>(cwd: &Path, args: impl IntoIterator<Item = S>, stdin: &[u8]) -> Out {
+    packfs_cached(cwd, &support::guest_cache_dir(), args, stdin)
+}
+
+/// As [`packfs_in`], with `cache` as `$PACKFS_CACHE_DIR`.
+fn packfs_cached<S: AsRef<OsStr>>(cwd: &Path, cache: &Path, args: impl IntoIterator<Item = S>, stdin: &[u8]) -> Out {
     let mut child = Command::new(env!("CARGO_BIN_EXE_packfs"))
         .args(args)
         .current_dir(cwd)
-        .env("PACKFS_CACHE_DIR", support::guest_cache_dir())
+        .env("PACKFS_CACHE_DIR", cache)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -568,6 +573,61 @@ fn p2_component_and_c_guest() {
     // A wasi-libc C program (stdio, POSIX fds) on an empty root.
     let out = success(f.run_guest(&support::c_guest("c_stdio", &["c_stdio"]), &["--mount", "/=mem"], &[]));
     assert!(out.ends_with("done\n"), "{out}");
+}
+
+/// The guest compiles on a thread of its own while the mounts are set up;
+/// `--stats` says how it was loaded: compiled and stored on the first run,
+/// from the cache on the next. A stderr that is not a terminal never gets
+/// the spinner.
+#[test]
+fn stats_say_whether_the_guest_was_compiled_or_cached() {
+    let f = Fixture::new();
+    let cache = tempfile::tempdir().unwrap();
+    let guest = toolbox(P1);
+    let run = || {
+        let args: [&OsStr; 7] = [
+            "run".as_ref(),
+            "--stats".as_ref(),
+            "--mount".as_ref(),
+            "/=app.pack".as_ref(),
+            guest.as_os_str(),
+            "cat".as_ref(),
+            "/etc/motd".as_ref(),
+        ];
+        packfs_cached(f.dir.path(), cache.path(), args, b"")
+    };
+    let name = format!("packfs: guest {}: ", guest.display());
+    for (want, then) in [("compiled in ", " ms (stored in the cache); "), ("from the cache in ", " ms; ")] {
+        let out = run();
+        assert_eq!(success(out.clone()), "hello from the pack\n");
+        let line = out.stderr.lines().find(|l| l.starts_with(&name)).unwrap_or_else(|| panic!("{out:?}"));
+        assert!(line[name.len()..].starts_with(want) && line.contains(then), "{want:?}, {then:?} in {out:?}");
+        assert!(!out.stderr.contains(['\r', '\x1b']), "no spinner: {out:?}");
+    }
+}
+
+/// The module's own errors come before any mount's, though it is loaded
+/// while the mounts are set up; a mount's error with a module still
+/// compiling (a cache of its own, empty) is said alone, as is a module
+/// that does not compile.
+#[test]
+fn module_errors_come_first_and_mount_errors_during_a_compile() {
+    let f = Fixture::new();
+    let cache = tempfile::tempdir().unwrap();
+    std::fs::write(f.path("not.wasm"), "not wasm at all").unwrap();
+    std::fs::write(f.path("bad.wasm"), b"\0asm\x01\0\0\0\xff\xff").unwrap();
+    let guest = toolbox(P1);
+    let g = guest.to_str().unwrap();
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["run", "--mount", "/=missing.pack", "missing.wasm"], &["missing.wasm", "No such file"]),
+        (&["run", "--mount", "/=missing.pack", "not.wasm"], &["not.wasm", "not a WebAssembly"]),
+        (&["run", "--mount", "/d=dir:missing", "tree"], &["tree", "Is a directory"]),
+        (&["run", "--mount", "/=missing.pack", g], &["--mount /=missing.pack", "No such file"]),
+        (&["run", "--mount", "/=app.pack", "bad.wasm"], &["bad.wasm", "compiling the guest"]),
+    ];
+    for (args, needles) in cases {
+        refused(packfs_cached(f.dir.path(), cache.path(), *args, b""), needles);
+    }
 }
 
 #[test]

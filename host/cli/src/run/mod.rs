@@ -20,6 +20,10 @@
 //! guest left it — every mount, as the guest saw it — to a pack, published
 //! atomically.
 //!
+//! MODULE is loaded on a thread of its own while the mounts are set up,
+//! so a cold start compiles it meanwhile; past a second of waiting for
+//! it, a spinner on a terminal says so (`compile.rs`).
+//!
 //! Limits: `--max-memory` bounds the guest's linear memory, `--timeout`
 //! its wall-clock time; `mem` and `PACK+mem` mounts take `:max-bytes=N`
 //! and `:max-inodes=N` (the guest then sees `EDQUOT`); the `dir:` and
@@ -30,6 +34,7 @@
 //! status.
 
 mod args;
+mod compile;
 mod namespace;
 
 use std::ffi::OsString;
@@ -66,7 +71,8 @@ const TRAPPED: u8 = 134;
 /// a process the kernel's OOM killer ends).
 const OUT_OF_MEMORY: u8 = 137;
 
-pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
+/// `stats`: say on stderr, once the guest has run, how it was loaded.
+pub(crate) fn run(args: Args, packs: &Packs, stats: bool) -> Result<ExitCode> {
     raise_nofile_limit();
     let mut command = args.command.into_iter();
     let module = PathBuf::from(command.next().context("no MODULE given")?);
@@ -79,18 +85,7 @@ pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
     }
     let shown = module.display();
     // Its errors come first; it is loaded (not read, on a warm start) below.
-    let opened = std::fs::File::open(&module).and_then(|f| f.metadata()).and_then(|md| match md.is_dir() {
-        true => Err(rustix::io::Errno::ISDIR.into()),
-        false => Ok(()),
-    });
-    opened.with_context(|| format!("{shown}"))?;
-    if let Some(from) = &args.prefetch {
-        // Before the mounts open: each asks for its traced chunks at once.
-        packs.prefetch(read_trace(packs, from).with_context(|| format!("--prefetch {}", from.display()))?);
-    }
-    // No mounts, no preopens (as `wasmtime run` without `--dir`).
-    let namespace = if args.mounts.is_empty() { None } else { Some(Namespace::build(&args.mounts, packs)?) };
-
+    let size = compile::probe(&module).with_context(|| format!("{shown}"))?;
     let max_memory = match args.max_memory {
         Some(n) => Some(usize::try_from(n).context("--max-memory is larger than this machine's address space")?),
         None => None,
@@ -98,19 +93,18 @@ pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
     let limits = RunLimits { max_memory, timeout: args.timeout };
     let engine =
         wasmtime::Engine::new(&Runner::config_for(&limits)).map_err(|e| anyhow!("setting up wasmtime: {e}"))?;
-    let mut runner = Runner::new(&engine).map_err(|e| anyhow!("setting up wasmtime: {e}"))?.with_limits(limits);
-    if !args.no_cache {
-        // A cache that cannot be used only costs time.
-        match GuestCache::open_default() {
-            Some(Ok(cache)) => runner = runner.with_cache(cache),
-            Some(Err(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                eprintln!("packfs: not caching compiled modules: {e}");
-            }
-            _ => {}
-        }
+    // The guest compiles (on a cold start) while the mounts are set up.
+    let loading = compile::start(engine.clone(), module.clone(), guest_cache(args.no_cache), shown.to_string(), size);
+
+    if let Some(from) = &args.prefetch {
+        // Before the mounts open: each asks for its traced chunks at once.
+        packs.prefetch(read_trace(packs, from).with_context(|| format!("--prefetch {}", from.display()))?);
     }
-    let guest =
-        runner.load_file(&module).map_err(|e| anyhow!("{}", one_line(&e.to_string())).context(shown.to_string()))?;
+    // No mounts, no preopens (as `wasmtime run` without `--dir`).
+    let namespace = if args.mounts.is_empty() { None } else { Some(Namespace::build(&args.mounts, packs)?) };
+    let runner = Runner::new(&engine).map_err(|e| anyhow!("setting up wasmtime: {e}"))?.with_limits(limits);
+    let (guest, loaded) =
+        loading.wait().map_err(|e| anyhow!("{}", one_line(&e.to_string())).context(shown.to_string()))?;
     runner
         .check(&guest)
         .map_err(|e| anyhow!("cannot run it here: {}", one_line(&format!("{e:#}"))).context(shown.to_string()))?;
@@ -147,6 +141,9 @@ pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
     };
     if let Some(ns) = &namespace {
         ns.report_limits();
+    }
+    if stats {
+        eprintln!("{}", loaded.line());
     }
     let status = match outcome {
         Ok(status) => status,
@@ -199,6 +196,23 @@ pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
     }
     // `Runner` gives the POSIX status: 0 to 255.
     Ok(ExitCode::from(status as u8))
+}
+
+/// The cache of compiled guests, unless `--no-cache`. One that cannot be
+/// used only costs time.
+fn guest_cache(no_cache: bool) -> Option<GuestCache> {
+    if no_cache {
+        return None;
+    }
+    match GuestCache::open_default()? {
+        Ok(cache) => Some(cache),
+        Err(e) => {
+            if e.kind() == std::io::ErrorKind::PermissionDenied {
+                eprintln!("packfs: not caching compiled modules: {e}");
+            }
+            None
+        }
+    }
 }
 
 /// Raises the soft `RLIMIT_NOFILE` to the hard one, as servers do: the
