@@ -203,6 +203,31 @@ ${rows.join("\n")}
 
 ${targets}
 
+## Where a small read's time goes (PackFS)
+
+From \`npm run bench:guest-profile\` (\`bench/profile.mjs\`, 5,000 files,
+three runs on 2026-12-02, the machine shared with compiles): a small read
+is 7 preview1 calls (\`fd_fdstat_get\` of the directory, \`path_open\`,
+\`fd_filestat_get\`, \`fd_seek\`, \`fd_read\` of the 128 B and one more at the
+end of the file, \`fd_close\`) and costs 18–32 µs. The same calls made
+straight from JavaScript cost 16–19 µs a file: about two thirds of a read
+is packfs-web's side of the calls, a third the guest's own code and its
+wasm → JavaScript → wasm trampolines. Of packfs-web's side, the JS ↔ wasm
+crossing itself is 0.01 µs and the copies are small (15 typed arrays a
+read; a call that copies 24 bytes out costs at most 0.4 µs more than one
+that copies nothing), but a call that does nothing (\`fd_close\` of a closed
+descriptor: wasm-bindgen's entry, a fresh view of the guest's memory, its
+\`memory.buffer\` and a \`Reflect.get\` of \`byteLength\`, and core's
+dispatch) costs 0.9–1.1 µs, so 6–8 µs of every read is the fixed cost of
+its seven calls, the largest share; the rest is MemFs's lookup, descriptor
+table and stat. browser_wasi_shim's whole read (${(time("shim", "read") / n / 1e3).toFixed(1)} µs a file in the
+table above) is less than packfs-web's side alone, so the read and create targets
+cannot be met by copying guest memory in one \`TypedArray.set\` per call:
+they need a cheaper entry per call (the guest memory's view kept between
+calls). PackFS's own read is also slower than its figure published on
+2026-12-01 (5.12 µs/op); cross-origin isolation is not why (the profile
+not isolated: 17–25 µs a file).
+
 ## What the peers cannot run
 
 Found by the small run (100 files, 1 MiB); a phase after a failed one

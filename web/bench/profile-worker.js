@@ -7,6 +7,14 @@
 
 import init, { MemFs, Preview1 } from "../pkg/packfs_web.js";
 
+/** A wasm module exporting f(12 × f64) → i32 0. */
+const EMPTY = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+  0x01, 0x11, 0x01, 0x60, 0x0c, ...Array(12).fill(0x7c), 0x01, 0x7f, // type
+  0x03, 0x02, 0x01, 0x00, // function
+  0x07, 0x05, 0x01, 0x01, 0x66, 0x00, 0x00, // export "f"
+  0x0a, 0x06, 0x01, 0x04, 0x00, 0x41, 0x00, 0x0b, // code: i32.const 0
+]);
 const names = [];
 let signatures = [];
 
@@ -172,8 +180,15 @@ async function profile({ module, n }) {
   const statMs = time(5, () => {
     for (let i = 0; i < n * 5; i++) im.fd_fdstat_get(1, base + 128);
   });
+  // A bare JavaScript → wasm call with Preview1.call's twelve numbers, into
+  // a module whose one function returns 0: the crossing alone.
+  const empty = new WebAssembly.Instance(new WebAssembly.Module(EMPTY)).exports.f;
+  const crossingMs = time(5, () => {
+    for (let i = 0; i < n * 5; i++) empty(i, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  });
   return {
     n,
+    crossingUs: (crossingMs * 1000) / (n * 5),
     readNs: plain.sort((a, b) => a - b)[1],
     watchedReadNs: watched,
     calls: w.calls,

@@ -38,5 +38,7 @@ for (const [name, c] of Object.entries(r.calls)) {
 }
 console.log(`the same calls from JavaScript: ${perFile((r.replayMs * 1000) / n)} a file`);
 console.log(`a call that does nothing (fd_close of a closed fd): ${r.nullCallUs.toFixed(3)} µs`);
+console.log(`a bare JavaScript → wasm call with as many numbers: ${r.crossingUs.toFixed(3)} µs`);
+console.log(`typed arrays made a file: ${r.arraysPerFile}`);
 console.log(`fd_fdstat_get (24 bytes to the guest): ${r.fdstatCallUs.toFixed(3)} µs`);
 console.log(JSON.stringify(r, null, 1));
