@@ -22,7 +22,7 @@
 //!   `add_to_linker` functions that plug it into a component `Linker`;
 //! - [`load`]: compiling guests, with an on-disk cache of compiled code;
 //! - [`Runner`]: load and run a command guest against PackFS preopens,
-//!   with [`Limits`] on memory and time;
+//!   with [`Limits`] on memory and time, and a [`Pool`] of sandboxes;
 //! - [`packs`]: opening packs by path, mapped, or by URL.
 //!
 //! Features, both on by default: `p2` serves components (it brings
@@ -75,10 +75,12 @@
 pub mod load;
 pub mod p1;
 pub mod packs;
+mod pool;
 mod run;
 #[cfg(feature = "p2")]
 pub mod wasi;
 
+pub use pool::Pool;
 #[cfg(feature = "p2")]
 pub use run::{GuestState, MAX_RESOURCES};
 pub use run::{Limits, P1State, RunError, Runner};

@@ -25,6 +25,7 @@ use wasmtime_wasi::p2::bindings::sync::{Command, CommandPre};
 use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 
 use crate::load::{self, CacheStatus, Guest, GuestCache, LoadError};
+use crate::pool::Pool;
 #[cfg(feature = "p2")]
 use crate::wasi::{PackFsCtx, PackFsCtxView, PackFsView};
 
@@ -111,7 +112,8 @@ impl ResourceLimiter for Limiter {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Limits {
     /// Most bytes of linear memory (each memory) and table growth; a
-    /// guest growing past it traps with [`RunError::MemoryLimit`].
+    /// guest growing past it traps with [`RunError::MemoryLimit`]. Under
+    /// a pool ([`Runner::pooled`]) it is also each memory slot's size.
     pub max_memory: Option<usize>,
     /// Most wall-clock time a run takes; past it the guest is interrupted
     /// ([`RunError::Timeout`]). Needs an engine with epoch interruption
@@ -164,6 +166,30 @@ pub enum RunError {
 /// let status = runner.run_module(&module, wasi)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// # Many sandboxes
+///
+/// A plugin or serverless host that starts many short runs of one module,
+/// one after another or many at once, makes its runner with
+/// [`Runner::pooled`] (or its engine with [`Runner::config_pooled`]):
+/// wasmtime's pooling allocator with copy-on-write memory images. A
+/// sandbox then takes a slot that is already mapped, and its data segments
+/// are mapped from the module, not copied. Its cost is address space
+/// reserved up front: [`Pool::instances`] memory slots of wasmtime's
+/// reservation (4 GiB, so compiled code needs no bounds checks, or
+/// [`Limits::max_memory`] if larger) plus a 32 MiB guard each, about 4 TiB
+/// for the default 1,000 sandboxes. That is reserved, not resident, but
+/// making the engine can fail under `ulimit -v` or strict overcommit
+/// (`vm.overcommit_memory=2`): there, use fewer instances, or a smaller
+/// reservation ([`Runner::config_pooled`]).
+///
+/// ```no_run
+/// use packfs_host::{Limits, Pool, Runner};
+///
+/// let limits = Limits { max_memory: Some(64 << 20), ..Limits::default() };
+/// let runner = Runner::pooled(limits, &Pool { instances: 100, ..Pool::default() })?;
+/// # Ok::<(), wasmtime::Error>(())
+/// ```
 pub struct Runner {
     engine: Engine,
     #[cfg(feature = "p2")]
@@ -200,6 +226,38 @@ impl Runner {
         let mut config = Self::config();
         config.epoch_interruption(limits.timeout.is_some());
         config
+    }
+
+    /// [`Runner::config_for`], allocating from `pool`, with copy-on-write
+    /// memory images ([Many sandboxes](Runner#many-sandboxes)). Each memory
+    /// slot holds `limits.max_memory`: give the runner the same limits
+    /// ([`Runner::pooled`] does), or a guest growing past the slot sees a
+    /// failed `memory.grow` rather than [`RunError::MemoryLimit`]. To
+    /// reserve less per slot, lower
+    /// [`Config::memory_reservation`](wasmtime::Config::memory_reservation)
+    /// on the result (not below the limit), at the price of bounds checks
+    /// in compiled code and of artifacts that only such an engine loads.
+    ///
+    /// ```no_run
+    /// use packfs_host::{Limits, Pool, Runner};
+    ///
+    /// let limits = Limits { max_memory: Some(256 << 20), ..Limits::default() };
+    /// let engine = wasmtime::Engine::new(&Runner::config_pooled(&limits, &Pool::default()))?;
+    /// let runner = Runner::new(&engine)?.with_limits(limits);
+    /// # Ok::<(), wasmtime::Error>(())
+    /// ```
+    pub fn config_pooled(limits: &Limits, pool: &Pool) -> wasmtime::Config {
+        let mut config = Self::config_for(limits);
+        pool.apply(&mut config, limits.max_memory);
+        config
+    }
+
+    /// A runner with an engine of its own made by
+    /// [`Runner::config_pooled`], bounded by `limits`. Fails when the
+    /// pool's address space cannot be reserved.
+    pub fn pooled(limits: Limits, pool: &Pool) -> wasmtime::Result<Runner> {
+        let engine = Engine::new(&Self::config_pooled(&limits, pool))?;
+        Ok(Runner::new(&engine)?.with_limits(limits))
     }
 
     /// A runner on `engine`, driving guests synchronously, without a
