@@ -7,8 +7,8 @@
 //
 //   web/build.sh && (cd web && npm ci && npm run bench:guest)
 //
-// RUNS (default 5), N (small files, default 5000: three of the peers list
-// or look up a directory in O(n) per call) and BIG_MIB (the big file,
+// RUNS (default 5), N (small files, default 5000: every peer lists or
+// looks up a directory in O(n) per call) and BIG_MIB (the big file,
 // default 8: browser_wasi_shim regrows a file by copying it whole on every
 // write that extends it, so 64 MiB in 4 KiB writes would copy ~0.5 TB).
 
@@ -138,7 +138,9 @@ web/build.sh && (cd web && npm ci && npm run bench:guest)   # writes web/BENCH-w
 \`\`\`
 
 (\`RUNS\`, \`N\` and \`BIG_MIB\` change the runs, the small files and the big
-file; the source is \`web/bench/guest.mjs\`, \`guest.js\`, \`guest-worker.js\`,
+file; \`RESULTS=bench/dist/guest-results.json\` rewrites this page from the
+last run; \`npm run bench:guest-profile\` gives the read profile below; the
+source is \`web/bench/guest.mjs\`, \`guest.js\`, \`guest-worker.js\`,
 \`clock.js\` and one \`*-worker.js\` per peer.)
 
 ## The peers, configured as their documentation says for speed
@@ -158,9 +160,9 @@ file; the source is \`web/bench/guest.mjs\`, \`guest.js\`, \`guest-worker.js\`,
   the page.
 
 Every runtime's monotonic clock is \`performance.now()\` in nanoseconds, as
-PackFS's and browser_wasi_shim's are: the bench gives wasm-util (which
-truncates it to whole milliseconds) and runno (which reads \`Date\`) that
-clock, nothing else of theirs is replaced. The page is served
+PackFS's is: the peers' workers install it in place of theirs (the same
+as browser_wasi_shim's; wasm-util truncates to whole milliseconds, runno
+reads \`Date\`), and nothing else of theirs is replaced. The page is served
 cross-origin isolated (COOP \`same-origin\`, COEP \`require-corp\` on the
 page, the workers and the wasm) and refuses to run if
 \`crossOriginIsolated\` is false; the clock's grain was ${(res.grainNs / 1e3).toFixed(1)} µs, and a
