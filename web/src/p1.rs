@@ -109,27 +109,54 @@ impl Output for Callback {
     }
 }
 
-/// The guest's memory, reached through views of its buffer made afresh
-/// for each call (a `memory.grow` replaces the buffer). Views are made by
-/// offset and length, never an end: at the top of a 4 GiB memory
-/// `ptr + len` is 2^32, which no u32 holds.
+#[wasm_bindgen(inline_js = r#"
+export function byte_length(buffer) { return buffer.byteLength; }
+export function is_shared(buffer) {
+  return typeof SharedArrayBuffer !== "undefined" && buffer instanceof SharedArrayBuffer;
+}
+"#)]
+extern "C" {
+    /// `byteLength` as a number, up to 2^32 (js-sys's u32 getter cuts
+    /// 4 GiB to 0), with no string key made per call.
+    fn byte_length(buffer: &js_sys::ArrayBuffer) -> f64;
+    fn is_shared(buffer: &js_sys::ArrayBuffer) -> bool;
+}
+
+/// A buffer's length, up to 2^32.
+fn size_of(buffer: &js_sys::ArrayBuffer) -> u64 {
+    #[allow(clippy::cast_possible_truncation, reason = "a byte length is an integer below 2^53: u64 holds it exactly")]
+    let size = byte_length(buffer) as u64;
+    size
+}
+
+/// The guest's memory, reached through views of its buffer. The buffer is
+/// kept between calls and taken again only when a `memory.grow` may have
+/// replaced it: a grown memory detaches its old `ArrayBuffer` (whose
+/// `byteLength` is then 0), while a shared one leaves the old
+/// `SharedArrayBuffer` as it was, so that is taken again on every call.
+/// Views are made by offset and length, never an end: at the top of a
+/// 4 GiB memory `ptr + len` is 2^32, which no u32 holds.
 struct GuestMemory {
+    memory: WebAssembly::Memory,
     buffer: js_sys::ArrayBuffer,
-    /// Its length, up to 2^32 (`byteLength` as a number: the u32 getters
-    /// cut 4 GiB to 0).
+    /// Its length, up to 2^32.
     size: u64,
+    shared: bool,
 }
 
 impl GuestMemory {
-    fn new(memory: &WebAssembly::Memory) -> Self {
+    fn new(memory: WebAssembly::Memory) -> Self {
         let buffer: js_sys::ArrayBuffer = memory.buffer().unchecked_into();
-        let size = Reflect::get(&buffer, &"byteLength".into()).ok().and_then(|n| n.as_f64()).unwrap_or(0.0);
-        #[allow(
-            clippy::cast_possible_truncation,
-            reason = "a byte length is an integer below 2^53: u64 holds it exactly"
-        )]
-        let size = size as u64;
-        GuestMemory { buffer, size }
+        let (size, shared) = (size_of(&buffer), is_shared(&buffer));
+        GuestMemory { memory, buffer, size, shared }
+    }
+
+    /// Before each call: the buffer as the guest's memory is now.
+    fn refresh(&mut self) {
+        if self.shared || byte_length(&self.buffer) == 0.0 {
+            self.buffer = self.memory.buffer().unchecked_into();
+            self.size = size_of(&self.buffer);
+        }
     }
 
     /// The view of `len` bytes at `ptr`, a range within [`size`](Memory::size)
@@ -179,7 +206,7 @@ fn access(read_only: &JsValue) -> JsResult<Access> {
 pub struct Preview1 {
     builder: Option<WasiBuilder>,
     wasi: Option<Wasi>,
-    memory: Option<WebAssembly::Memory>,
+    memory: Option<GuestMemory>,
     /// The lazy packs under the preopens, to fetch what a call wanted.
     remotes: Vec<Rc<Remote>>,
 }
@@ -304,7 +331,7 @@ impl Preview1 {
             memory.dyn_into().map_err(|_| type_error("memory must be a WebAssembly.Memory"))?;
         let b = self.builder.take().ok_or_else(|| invalid("started twice"))?;
         self.wasi = Some(b.build().map_err(|e| to_js(&e, None))?);
-        self.memory = Some(memory);
+        self.memory = Some(GuestMemory::new(memory));
         Ok(())
     }
 
@@ -330,7 +357,7 @@ impl Preview1 {
         a9: f64,
         a10: f64,
     ) -> JsResult<i32> {
-        let (Some(wasi), Some(memory)) = (&mut self.wasi, &self.memory) else {
+        let (Some(wasi), Some(mem)) = (&mut self.wasi, &mut self.memory) else {
             return Err(invalid("a guest call before start"));
         };
         let (name, params) = FUNCTIONS.get(index as usize).ok_or_else(|| invalid("no such preview1 function"))?;
@@ -353,7 +380,7 @@ impl Preview1 {
         for r in &self.remotes {
             r.pack.take_wanted();
         }
-        let mut mem = GuestMemory::new(memory);
+        mem.refresh();
         // Every pack fetches what it wanted; a failed fetch leaves the
         // call's errno.
         let fetch = || {
@@ -363,7 +390,7 @@ impl Preview1 {
             }
             got
         };
-        match calls::call_loading(wasi, &mut mem, name, values, fetch) {
+        match calls::call_loading(wasi, mem, name, values, fetch) {
             None => Err(invalid(&format!("{name}: wrong number of arguments"))),
             Some(Ok(errno)) => Ok(errno.unwrap_or(0)),
             Some(Err(exit)) => Err(exit_error(exit.0)),
