@@ -219,28 +219,29 @@ ${targets}
 
 From \`npm run bench:guest-profile\` (\`bench/profile.mjs\`: the read phase in
 a worker set up as runP1's, then the same calls made straight from
-JavaScript; 5,000 files, three runs, 2026-12-02). A small read is 7
+JavaScript; 5,000 files, four runs, 2026-12-02). A small read is 7
 preview1 calls (\`fd_fdstat_get\` of the directory, \`path_open\`,
 \`fd_filestat_get\`, \`fd_seek\`, \`fd_read\` of the 128 B and one more at the
-end of the file, \`fd_close\`) and cost 19–26 µs there (the profile's worker
-is slower than the table's ${(time("packfs", "read") / res.n / 1e3).toFixed(1)} µs: read the shares). The same calls
-from JavaScript cost 17–19 µs a file: 70–85% of a read is packfs-web's
-side of the calls, the rest the guest's own code and its wasm →
-JavaScript → wasm trampolines. Of packfs-web's side, the JS ↔ wasm crossing itself is
-0.01–0.1 µs, and a call that copies 24 bytes to the guest costs 0.3–0.4 µs
-more than one that copies nothing (a read makes 15 typed arrays: a view
-of the guest's buffer and one of packfs-web's memory per copy), but a call
-that does nothing at all (\`fd_close\` of a closed descriptor: wasm-bindgen's
-entry, a fresh view of the guest's memory through \`memory.buffer\` and a
-\`Reflect.get\` of \`byteLength\`, core's dispatch) costs 1.0–1.25 µs: 7–9 µs
-of every read is the fixed cost of its seven calls, the largest share,
-ahead of the copies (under 3 µs) and MemFs's own lookup, descriptors and
-stat. At the table's ${(time("packfs", "read") / res.n / 1e3).toFixed(1)} µs, packfs-web's side is some 10–12 µs, more than
-browser_wasi_shim's whole read (${(time("shim", "read") / res.n / 1e3).toFixed(1)} µs): one \`TypedArray.set\` per call would
-not reach the read and create targets; a cheaper entry per call might
-(the guest memory's view kept between calls, no string-keyed lookup). PackFS's read is also slower than
-its figure published on 2026-12-01 (5.12 µs/op); cross-origin isolation
-is not why (the profile, not isolated: 17–25 µs a file).
+end of the file, \`fd_close\`) and cost 6.5–13 µs there, varying from run
+to run (the table's ${(time("packfs", "read") / res.n / 1e3).toFixed(1)} µs); the same calls from JavaScript cost
+5.9–10 µs a file. The JS ↔ wasm crossing itself is 0.01–0.02 µs; a call
+that does nothing at all (\`fd_close\` of a closed descriptor:
+wasm-bindgen's entry, a check that the guest memory's buffer is still
+attached, core's dispatch) costs 0.07–0.12 µs, and one that copies 24
+bytes to the guest 0.2–0.45 µs (a read makes 15 typed arrays: a view of
+the guest's buffer and one of packfs-web's memory per copy).
+
+That empty call cost 0.7–1.25 µs, 5–9 µs of every read, until packfs-web
+kept the guest memory's buffer between calls: each call took
+\`memory.buffer\` afresh and read its \`byteLength\` by a string-keyed
+\`Reflect.get\` (a JavaScript string made from Rust's every time). Now the
+buffer is taken again only when a \`memory.grow\` has detached it (its
+\`byteLength\` is then 0) or the memory is shared; the profile's read went
+from 14.6 to 6.5–13 µs a file, and the table's from 13.9 µs (the run of
+2026-12-02 before it) to ${(time("packfs", "read") / res.n / 1e3).toFixed(1)} µs, against browser_wasi_shim's ${(time("shim", "read") / res.n / 1e3).toFixed(1)} µs. The
+seven entries are now under 1 µs of a read; the rest (MemFs's lookup,
+descriptors and stat, the copies, the guest's own code) is not broken down
+further here, nor why the read varies between runs.
 
 ## What the peers cannot run
 
