@@ -18,9 +18,9 @@ use packfs_core::wasi::deadline::Deadline;
 use packfs_core::wasi::p1::Wasi;
 #[cfg(feature = "p2")]
 use wasmtime::component::{Component, Linker, ResourceTable};
-use wasmtime::{Engine, Module, ResourceLimiter, Store, Trap, UpdateDeadline};
+use wasmtime::{Engine, InstancePre, Module, ResourceLimiter, Store, Trap, UpdateDeadline};
 #[cfg(feature = "p2")]
-use wasmtime_wasi::p2::bindings::sync::{Command, CommandPre};
+use wasmtime_wasi::p2::bindings::sync::CommandPre;
 #[cfg(feature = "p2")]
 use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 
@@ -183,12 +183,29 @@ pub enum RunError {
 /// (`vm.overcommit_memory=2`): there, use fewer instances, or a smaller
 /// reservation ([`Runner::config_pooled`]).
 ///
+/// Such a host also links its module once ([`Runner::prepare_module`], or
+/// [`Runner::prepare`] for a component) and gives each run its own fork
+/// of one base tree ([`MemFs::overlay`](packfs_core::MemFs::overlay), O(1)):
+///
 /// ```no_run
-/// use packfs_host::{Limits, Pool, Runner};
+/// use std::sync::Arc;
+/// use packfs_core::{FileSystem, MemFs};
+/// use packfs_core::wasi::{Access, p1::Wasi};
+/// use packfs_host::{Limits, Pool, Runner, load::Guest, p1::HostPlatform};
 ///
 /// let limits = Limits { max_memory: Some(64 << 20), ..Limits::default() };
 /// let runner = Runner::pooled(limits, &Pool { instances: 100, ..Pool::default() })?;
-/// # Ok::<(), wasmtime::Error>(())
+/// let Guest::Module(module) = runner.load_file("plugin.wasm".as_ref())? else { panic!() };
+/// let pre = runner.prepare_module(&module)?;
+/// let base: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+/// for _ in 0..1000 {
+///     let fork = Arc::new(MemFs::overlay(base.clone())?);
+///     let wasi = Wasi::builder(Box::new(HostPlatform::default()))
+///         .preopen("/", fork, Access::ReadWrite)
+///         .build()?;
+///     runner.run_prepared_module(&pre, wasi)?;
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Runner {
     engine: Engine,
@@ -416,13 +433,26 @@ impl Runner {
         RunError::Trap(e)
     }
 
+    /// Links `module` against preview1 once, for many runs
+    /// ([`run_prepared_module`](Self::run_prepared_module)): each run then
+    /// only instantiates, with no import resolution.
+    pub fn prepare_module(&self, module: &Module) -> Result<InstancePre<P1State>, RunError> {
+        self.p1.instantiate_pre(module).map_err(RunError::Instantiate)
+    }
+
     /// Runs a p1 module's `_start` to completion over `wasi`; returns its
     /// exit status (0 when `_start` returns, else the code it passed to
     /// `proc_exit` modulo 256, as a POSIX exit status).
     pub fn run_module(&self, module: &Module, wasi: Wasi) -> Result<i32, RunError> {
+        self.run_prepared_module(&self.prepare_module(module)?, wasi)
+    }
+
+    /// As [`run_module`](Self::run_module), for a module linked by
+    /// [`prepare_module`](Self::prepare_module) on this runner.
+    pub fn run_prepared_module(&self, pre: &InstancePre<P1State>, wasi: Wasi) -> Result<i32, RunError> {
         let mut store = self.store(P1State { wasi, limiter: Limiter::default() }, |s| &mut s.limiter);
         let (r, timed_out) = self.timed(|| {
-            let instance = self.p1.instantiate(&mut store, module).map_err(RunError::Instantiate)?;
+            let instance = pre.instantiate(&mut store).map_err(RunError::Instantiate)?;
             let start = instance.get_typed_func::<(), ()>(&mut store, "_start").map_err(RunError::Instantiate)?;
             Ok(start.call(&mut store, ()))
         });
@@ -435,14 +465,33 @@ impl Runner {
         }
     }
 
+    /// Links `component` against WASI 0.2 once, for many runs
+    /// ([`run_prepared`](Self::run_prepared)).
+    #[cfg(feature = "p2")]
+    pub fn prepare(&self, component: &Component) -> Result<CommandPre<GuestState>, RunError> {
+        self.linker.instantiate_pre(component).and_then(CommandPre::new).map_err(RunError::Instantiate)
+    }
+
     /// Runs a component's `wasi:cli/run` to completion; returns its exit
     /// status (0 for success, 1 for `run` returning an error, or the code
     /// it passed to `exit` modulo 256, as a POSIX exit status).
     #[cfg(feature = "p2")]
     pub fn run(&self, component: &Component, wasi: WasiCtx, packfs: PackFsCtx) -> Result<i32, RunError> {
+        self.run_prepared(&self.prepare(component)?, wasi, packfs)
+    }
+
+    /// As [`run`](Self::run), for a component linked by
+    /// [`prepare`](Self::prepare) on this runner.
+    #[cfg(feature = "p2")]
+    pub fn run_prepared(
+        &self,
+        pre: &CommandPre<GuestState>,
+        wasi: WasiCtx,
+        packfs: PackFsCtx,
+    ) -> Result<i32, RunError> {
         let mut store = self.store(GuestState::new(wasi, packfs), |s| &mut s.limiter);
         let (r, timed_out) = self.timed(|| {
-            let command = Command::instantiate(&mut store, component, &self.linker).map_err(RunError::Instantiate)?;
+            let command = pre.instantiate(&mut store).map_err(RunError::Instantiate)?;
             Ok(command.wasi_cli_run().call_run(&mut store))
         });
         match r? {

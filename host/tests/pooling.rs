@@ -107,6 +107,11 @@ fn builder() -> WasiBuilder {
 /// stdin: it prints the greeting and its input, and leaves its input in
 /// its own overlay only.
 fn run_once(runner: &Runner, module: &Module, base: &Arc<dyn FileSystem>, input: &str) {
+    run_with(base, input, |wasi| runner.run_module(module, wasi).unwrap());
+}
+
+/// [`run_once`], through `run`.
+fn run_with(base: &Arc<dyn FileSystem>, input: &str, run: impl FnOnce(Wasi) -> i32) {
     let fork = Arc::new(MemFs::overlay(base.clone()).unwrap());
     let stdout = Capture::new(1 << 10);
     let wasi = builder()
@@ -115,7 +120,7 @@ fn run_once(runner: &Runner, module: &Module, base: &Arc<dyn FileSystem>, input:
         .preopen("/", fork.clone(), Access::ReadWrite)
         .build()
         .unwrap();
-    assert_eq!(runner.run_module(module, wasi).unwrap(), 0, "run {input}");
+    assert_eq!(run(wasi), 0, "run {input}");
     assert_eq!(stdout.contents(), [GREETING, input.as_bytes()].concat());
     assert_eq!(read(&*fork, "mine").as_deref(), Some(input.as_bytes()));
     assert_eq!(read(&**base, "mine"), None);
@@ -136,6 +141,30 @@ fn many_sequential_runs_each_on_its_own_overlay() {
     for i in 0..200 {
         run_once(&runner, &module, &base, &format!("run {i}\n"));
     }
+}
+
+#[test]
+fn prepared_runs_share_one_link() {
+    let runner = Runner::pooled(Limits { max_memory: Some(16 << 20), ..Limits::default() }, &pool(4)).unwrap();
+    let (module, base) = (module(&runner, &wat::parse_str(GUEST).unwrap()), base());
+    let pre = runner.prepare_module(&module).unwrap();
+    // 1,000 runs of one prepared module, from 4 threads at once.
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (runner, pre, base) = (&runner, &pre, &base);
+            s.spawn(move || {
+                for i in 0..250 {
+                    run_with(base, &format!("thread {t} run {i}\n"), |wasi| {
+                        runner.run_prepared_module(pre, wasi).unwrap()
+                    });
+                }
+            });
+        }
+    });
+    // A module whose imports preview1 does not define is refused when it is
+    // prepared, not when it runs.
+    let stranger = module(&runner, &wat::parse_str(r#"(module (import "host" "f" (func)))"#).unwrap());
+    assert!(matches!(runner.prepare_module(&stranger), Err(RunError::Instantiate(_))));
 }
 
 #[test]
@@ -247,9 +276,12 @@ fn components_run_pooled_too() {
     let Guest::Component(component) = runner.load(&wat::parse_str(COMPONENT).unwrap()).unwrap() else {
         panic!("not a component")
     };
-    // More runs than slots: each gives its slot back.
+    // More runs than slots: each gives its slot back, run and prepared.
+    let pre = runner.prepare(&component).unwrap();
     for _ in 0..10 {
         let packfs = packfs_host::wasi::PackFsCtx::builder().build();
         assert_eq!(runner.run(&component, wasmtime_wasi::WasiCtx::builder().build(), packfs).unwrap(), 0);
+        let packfs = packfs_host::wasi::PackFsCtx::builder().build();
+        assert_eq!(runner.run_prepared(&pre, wasmtime_wasi::WasiCtx::builder().build(), packfs).unwrap(), 0);
     }
 }

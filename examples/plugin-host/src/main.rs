@@ -13,11 +13,18 @@
 //!   the guest's linear memory and time (`packfs_host::Limits`, enforced by
 //!   the `Runner`).
 //!
-//! The plugins are one guest run four times on different input: two that
-//! behave, one that writes more than its quota, one that needs more memory
-//! than it may have. The host checks what each saw and left, and exits 1
-//! on any mismatch. (`host/examples/embed.rs` is the minimal embedding:
-//! one guest, the host's own linker and store data.)
+//! - The module is compiled and linked once (`Runner::prepare_module`),
+//!   and the runner allocates from wasmtime's pooling allocator
+//!   (`Runner::pooled`): a plugin's start maps no memory, and its data
+//!   segments are mapped copy-on-write from the compiled module.
+//!
+//! The plugins are one guest run 100 times at once, on threads of the
+//! host, on different input: two that behave, one that writes more than
+//! its quota, one that needs more memory than it may have, and 96 more that
+//! behave. The host checks what each saw and left, and exits 1 on any
+//! mismatch; it prints what the plugins cost it in resident memory.
+//! (`host/examples/embed.rs` is the minimal embedding: one guest, the
+//! host's own linker and store data.)
 //!
 //!     cargo run            (in examples/plugin-host)
 
@@ -31,7 +38,7 @@ use packfs_core::wasi::p1::{Wasi, io::Bytes, io::Capture};
 use packfs_core::{Error, FileSystem, MemFs, OpenOptions, system_clock};
 use packfs_host::load::Guest;
 use packfs_host::p1::HostPlatform;
-use packfs_host::{Limits, RunError, Runner};
+use packfs_host::{Limits, Pool, RunError, Runner};
 
 /// The plugin, a p1 module; fd 3 is `/data`, its fork. It prints
 /// `greeting.txt` (from the base), reads all of stdin into memory (which
@@ -84,6 +91,8 @@ const GREETING: &[u8] = b"hello from the host's assets\n";
 const QUOTA: u64 = 64 << 10;
 /// Each guest's linear memory.
 const MEMORY: usize = 1 << 20;
+/// Plugins run at once.
+const PLUGINS: usize = 100;
 /// WASI's EDQUOT, the exit status of a plugin whose write was refused.
 const EDQUOT: i32 = 19;
 
@@ -110,20 +119,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("base: {} KiB of assets in a pack of {} bytes", (GREETING.len() + words.len()) >> 10, bytes.len());
     let base: Arc<dyn FileSystem> = Arc::new(PackFs::open(bytes)?);
 
-    // One engine, runner and compiled guest for every plugin; the limits
-    // hold for each run (a timeout needs the engine's epoch interruption).
+    // One engine, runner and linked guest for every plugin, with a pool
+    // slot for each plugin at once; the limits hold for each run.
     let limits = Limits { max_memory: Some(MEMORY), timeout: Some(Duration::from_secs(10)) };
-    let engine = wasmtime::Engine::new(&Runner::config_for(&limits))?;
-    let runner = Runner::new(&engine)?.with_limits(limits);
+    let runner = Runner::pooled(limits, &Pool { instances: PLUGINS as u32, ..Pool::default() })?;
     let Guest::Module(module) = runner.load(&wat::parse_str(GUEST)?)? else { unreachable!("a module") };
+    let plugin = runner.prepare_module(&module)?;
 
     // The plugins: name, input, how the run should end.
-    let plugins = [
-        ("spell", b"teh -> the\n".to_vec(), End::Done),
-        ("thesaurus", b"big: large, vast\n".to_vec(), End::Done),
-        ("hoarder", vec![b'h'; 256 << 10], End::OverQuota),
-        ("glutton", vec![b'g'; 2 << 20], End::OverMemory),
+    let mut plugins = vec![
+        ("spell".to_string(), b"teh -> the\n".to_vec(), End::Done),
+        ("thesaurus".into(), b"big: large, vast\n".to_vec(), End::Done),
+        ("hoarder".into(), vec![b'h'; 256 << 10], End::OverQuota),
+        ("glutton".into(), vec![b'g'; 2 << 20], End::OverMemory),
     ];
+    for i in plugins.len()..PLUGINS {
+        plugins.push((format!("spell-{i}"), format!("teh -> the, {i} times\n").into_bytes(), End::Done));
+    }
     // A fork each, all made before any runs, so that a write leaking from
     // one to another would show.
     let quota = Quota { max_bytes: Some(QUOTA), ..Quota::default() };
@@ -132,28 +144,49 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|_| MemFs::overlay_with_options(base.clone(), quota, system_clock()).map(Arc::new))
         .collect::<Result<Vec<_>, _>>()?;
 
+    // Every plugin at once, each on a thread of its own.
+    let before = resident();
+    let runs = std::thread::scope(|s| {
+        let threads: Vec<_> = plugins
+            .iter()
+            .zip(&forks)
+            .map(|((name, input, _), fork)| {
+                let (runner, plugin) = (&runner, &plugin);
+                s.spawn(move || -> Result<(End, Vec<u8>), packfs_core::Error> {
+                    let stdout = Capture::new(1 << 10);
+                    let wasi = Wasi::builder(Box::new(HostPlatform::default()))
+                        .arg(name)
+                        .stdin(Box::new(Bytes::new(input.clone())))
+                        .stdout(Box::new(stdout.clone()))
+                        .preopen("/data", fork.clone(), Access::ReadWrite)
+                        .build()?;
+                    let end = match runner.run_prepared_module(plugin, wasi) {
+                        Ok(0) => End::Done,
+                        Ok(EDQUOT) => End::OverQuota,
+                        Err(RunError::MemoryLimit(_)) => End::OverMemory,
+                        other => End::Other(format!("{other:?}")),
+                    };
+                    Ok((end, stdout.contents()))
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().expect("a plugin's thread")).collect::<Result<Vec<_>, _>>()
+    })?;
+    if let (Some(before), Some(peak)) = (before, peak_resident()) {
+        println!("{PLUGINS} plugins at once: at most {} KiB of the host's resident memory each", (peak.saturating_sub(before)) / PLUGINS as u64 >> 10);
+    }
+
     let mut wrong = Vec::new();
-    for ((name, input, expected), fork) in plugins.iter().zip(&forks) {
-        let stdout = Capture::new(1 << 10);
-        let wasi = Wasi::builder(Box::new(HostPlatform::default()))
-            .arg(*name)
-            .stdin(Box::new(Bytes::new(input.clone())))
-            .stdout(Box::new(stdout.clone()))
-            .preopen("/data", fork.clone(), Access::ReadWrite)
-            .build()?;
-        let end = match runner.run_module(&module, wasi) {
-            Ok(0) => End::Done,
-            Ok(EDQUOT) => End::OverQuota,
-            Err(RunError::MemoryLimit(_)) => End::OverMemory,
-            other => End::Other(format!("{other:?}")),
-        };
-        println!("{name}: {end:?}; its fork holds {} bytes of its own", fork.usage().bytes);
-        if end != *expected {
+    for (((name, _, expected), fork), (end, stdout)) in plugins.iter().zip(&forks).zip(&runs) {
+        if !name.starts_with("spell-") {
+            println!("{name}: {end:?}; its fork holds {} bytes of its own", fork.usage().bytes);
+        }
+        if end != expected {
             wrong.push(format!("{name} ended {end:?}, not {expected:?}"));
         }
         // Every plugin read the base, whatever happened after.
-        if stdout.contents() != GREETING {
-            wrong.push(format!("{name} printed {:?}", String::from_utf8_lossy(&stdout.contents())));
+        if stdout != GREETING {
+            wrong.push(format!("{name} printed {:?}", String::from_utf8_lossy(stdout)));
         }
     }
 
@@ -198,4 +231,20 @@ fn read(fs: &dyn FileSystem, name: &str) -> packfs_core::Result<Option<Vec<u8>>>
     let n = fs.read_at(ino, 0, &mut buf)?;
     buf.truncate(n);
     Ok(Some(buf))
+}
+
+/// This process's resident memory now, and at its peak (Linux: VmRSS and
+/// VmHWM of `/proc/self/status`), bytes; `None` elsewhere.
+fn resident() -> Option<u64> {
+    status_kib("VmRSS:")
+}
+
+fn peak_resident() -> Option<u64> {
+    status_kib("VmHWM:")
+}
+
+fn status_kib(key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    Some(line[key.len()..].trim().trim_end_matches("kB").trim().parse::<u64>().ok()? << 10)
 }

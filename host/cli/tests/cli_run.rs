@@ -606,6 +606,31 @@ fn stats_say_whether_the_guest_was_compiled_or_cached() {
     }
 }
 
+/// `--guest-cache-size` bounds the cache: one smaller than the artifact
+/// keeps nothing after the store (each run compiles), and 0 is no cache.
+#[test]
+fn the_guest_cache_size_bounds_the_cache() {
+    let f = Fixture::new();
+    let guest = toolbox(P1);
+    let name = format!("packfs: guest {}: ", guest.display());
+    for (size, says) in [("1k", "(stored in the cache)"), ("0", "(no cache)")] {
+        let cache = tempfile::tempdir().unwrap();
+        for _ in 0..2 {
+            let args = ["run", "--stats", "--guest-cache-size", size, "--mount", "/=app.pack"];
+            let args = args.iter().map(OsStr::new).chain([guest.as_os_str(), "cat".as_ref(), "/etc/motd".as_ref()]);
+            let out = packfs_cached(f.dir.path(), cache.path(), args, b"");
+            assert_eq!(success(out.clone()), "hello from the pack\n");
+            let line = out.stderr.lines().find(|l| l.starts_with(&name)).unwrap_or_else(|| panic!("{out:?}"));
+            assert!(line[name.len()..].starts_with("compiled in ") && line.contains(says), "{size}: {out:?}");
+        }
+        let names = std::fs::read_dir(cache.path().join("guests")).into_iter().flatten();
+        let artifacts = names.filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("a-")).count();
+        assert_eq!(artifacts, 0, "{size}: nothing kept");
+    }
+    let out = packfs_in(f.dir.path(), ["run", "--guest-cache-size", "lots", "x.wasm"], b"");
+    assert!(out.stderr.contains("--guest-cache-size") && out.stderr.contains("not a number"), "{out:?}");
+}
+
 /// The module's own errors come before any mount's, though it is loaded
 /// while the mounts are set up; a mount's error with a module still
 /// compiling (a cache of its own, empty) is said alone, as is a module

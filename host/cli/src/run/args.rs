@@ -68,9 +68,13 @@ pub(crate) struct Args {
     pub(super) record_trace: Option<PathBuf>,
     /// Compile the guest afresh instead of using the cache of compiled
     /// guests ($PACKFS_CACHE_DIR/guests, else $XDG_CACHE_HOME/packfs/guests,
-    /// else ~/.cache/packfs/guests; 2 GiB, least recently used out first).
+    /// else ~/.cache/packfs/guests; least recently used out first).
     #[arg(long)]
     pub(super) no_cache: bool,
+    /// Most bytes the cache of compiled guests holds (e.g. 512M, 4G); 0
+    /// keeps nothing, as --no-cache. Applied after each store.
+    #[arg(long, value_name = "BYTES", default_value = "2G", value_parser = parse_bytes)]
+    pub(super) guest_cache_size: u64,
     /// The guest — a WASI p1 module or a p2 component — and its arguments.
     /// Everything after MODULE goes to the guest.
     #[arg(value_name = "MODULE.wasm [ARGS]", required = true, num_args = 1.., trailing_var_arg = true,

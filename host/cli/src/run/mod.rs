@@ -94,7 +94,13 @@ pub(crate) fn run(args: Args, packs: &Packs, stats: bool) -> Result<ExitCode> {
     let engine =
         wasmtime::Engine::new(&Runner::config_for(&limits)).map_err(|e| anyhow!("setting up wasmtime: {e}"))?;
     // The guest compiles (on a cold start) while the mounts are set up.
-    let loading = compile::start(engine.clone(), module.clone(), guest_cache(args.no_cache), shown.to_string(), size);
+    let loading = compile::start(
+        engine.clone(),
+        module.clone(),
+        guest_cache(args.no_cache, args.guest_cache_size),
+        shown.to_string(),
+        size,
+    );
 
     if let Some(from) = &args.prefetch {
         // Before the mounts open: each asks for its traced chunks at once.
@@ -198,14 +204,14 @@ pub(crate) fn run(args: Args, packs: &Packs, stats: bool) -> Result<ExitCode> {
     Ok(ExitCode::from(status as u8))
 }
 
-/// The cache of compiled guests, unless `--no-cache`. One that cannot be
-/// used only costs time.
-fn guest_cache(no_cache: bool) -> Option<GuestCache> {
-    if no_cache {
+/// The cache of compiled guests bounded to `limit` bytes, unless
+/// `--no-cache` or a limit of 0. One that cannot be used only costs time.
+fn guest_cache(no_cache: bool, limit: u64) -> Option<GuestCache> {
+    if no_cache || limit == 0 {
         return None;
     }
     match GuestCache::open_default()? {
-        Ok(cache) => Some(cache),
+        Ok(cache) => Some(cache.with_limit(limit)),
         Err(e) => {
             if e.kind() == std::io::ErrorKind::PermissionDenied {
                 eprintln!("packfs: not caching compiled modules: {e}");

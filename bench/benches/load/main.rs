@@ -1,0 +1,60 @@
+//! Starting guests: how long a whole process takes from nothing to a
+//! guest's exit, warm (the compiled guest cached) and cold (compiled
+//! afresh), against wasmtime 48's own API in the same run; and how fast and
+//! how small many sandboxes of one module are (`sandboxes.rs`).
+//!
+//! ```sh
+//! cargo bench -p packfs-bench --bench load
+//! # with `packfs run` beside them, the release binary:
+//! cargo build --release -p packfs-cli && cargo bench -p packfs-bench --bench load
+//! ```
+//!
+//! The modules: a trivial command (`_start` yields once), and a generated
+//! one of 52 MB of code and a 4 MiB data segment, as an interpreter is
+//! (`modules.rs`). `LOAD_RUNS` warm runs (5) and `LOAD_COLD_RUNS` cold runs
+//! (3) per row, interleaved, medians. Under `cargo test`, a smoke run:
+//! the trivial module once per row, and a few small sandboxes.
+
+mod modules;
+mod proc;
+mod sandboxes;
+mod startup;
+
+use std::path::PathBuf;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, kind, rest @ ..] = args.as_slice() {
+        if flag == "--child" {
+            let done = if kind == "density" { sandboxes::child(rest) } else { startup::child(kind, rest) };
+            assert!(done, "unknown child {kind} {rest:?}");
+            return;
+        }
+    }
+    let bench = args.iter().any(|a| a == "--bench");
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, wasm: Vec<u8>| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, wasm).unwrap();
+        path
+    };
+    let mut modules: Vec<(&str, PathBuf)> =
+        vec![("trivial", write("trivial.wasm", modules::command(&modules::Body::Yield, 0, 0)))];
+    if bench {
+        modules.push(("large", write("large.wasm", modules::command(&modules::Body::Yield, 52 << 20, 4 << 20))));
+    }
+    // `packfs run` too, when its release binary is built.
+    let bin = std::env::var_os("PACKFS_BIN").map(PathBuf::from).or_else(|| {
+        let release = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/packfs");
+        release.exists().then_some(release)
+    });
+    let mut md = startup::run(bench, &modules, bin.as_deref().filter(|_| bench));
+    md += &sandboxes::instantiate(bench);
+    md += &sandboxes::density(bench);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "{md}\n{}; {cores} cores; packfs run: {}",
+        startup::config_diff(),
+        bin.map_or("not built".into(), |b| b.display().to_string())
+    );
+}

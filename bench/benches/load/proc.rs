@@ -1,0 +1,77 @@
+//! Whole-process measurement: every row of the startup table is a fresh
+//! child process (this benchmark's own binary, `--child KIND ARGS`),
+//! timed from spawn to exit, with its own CPU time and peak RSS.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What one child cost.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Run {
+    pub(crate) wall: Duration,
+    /// User plus system time.
+    pub(crate) cpu: Duration,
+    /// Peak resident set, bytes.
+    pub(crate) maxrss: u64,
+}
+
+/// This binary as a child of kind `kind`.
+pub(crate) fn child(kind: &str) -> Command {
+    let mut c = Command::new(std::env::current_exe().expect("the bench binary"));
+    c.arg("--child").arg(kind).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
+    c
+}
+
+/// Runs `cmd` to its exit, which must be a success.
+pub(crate) fn measure(cmd: &mut Command) -> Run {
+    let began = Instant::now();
+    wait(cmd.spawn().expect("spawning a child"), began, &format!("{cmd:?}"))
+}
+
+/// Waits for `child`, spawned at `began`: `wait4(2)` gives this child's
+/// own peak RSS, which `getrusage(RUSAGE_CHILDREN)` does not (it is the
+/// largest of every child so far).
+#[allow(unsafe_code, reason = "wait4(2), for one child's rusage, which std does not give")]
+pub(crate) fn wait(child: Child, began: Instant, what: &str) -> Run {
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 only writes the two out-pointers.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our child, not yet waited for (`Child` is not
+    // waited on again: it is dropped, which does not reap).
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    let wall = began.elapsed();
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "{what} failed: status {status:#x}");
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    Run { wall, cpu: tv(ru.ru_utime) + tv(ru.ru_stime), maxrss: ru.ru_maxrss as u64 * 1024 }
+}
+
+/// The median of `v` (the mean of the middle two for an even count).
+pub(crate) fn median(v: &[Duration]) -> Duration {
+    let mut v = v.to_vec();
+    v.sort_unstable();
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 { v[m] } else { (v[m - 1] + v[m]) / 2 }
+}
+
+/// The medians of a row's runs: wall, CPU, peak RSS.
+pub(crate) fn medians(runs: &[Run]) -> Run {
+    let mut rss: Vec<u64> = runs.iter().map(|r| r.maxrss).collect();
+    rss.sort_unstable();
+    Run {
+        wall: median(&runs.iter().map(|r| r.wall).collect::<Vec<_>>()),
+        cpu: median(&runs.iter().map(|r| r.cpu).collect::<Vec<_>>()),
+        maxrss: rss[rss.len() / 2],
+    }
+}
+
+/// `VmRSS`, `RssAnon`, `RssFile` and `RssShmem` of process `pid`, bytes.
+pub(crate) fn rss(pid: u32) -> [u64; 4] {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/PID/status");
+    ["VmRSS:", "RssAnon:", "RssFile:", "RssShmem:"].map(|key| {
+        let line = status.lines().find(|l| l.starts_with(key)).unwrap_or_else(|| panic!("no {key}"));
+        let kb: u64 = line[key.len()..].trim().trim_end_matches("kB").trim().parse().expect("a size in kB");
+        kb * 1024
+    })
+}

@@ -1,0 +1,241 @@
+//! Whole-process starts, warm and cold: PackFS's embedding API (and
+//! `packfs run` when its release binary is there) against wasmtime 48's
+//! own API, each a fresh process that compiles or loads the module,
+//! instantiates it over a preopened directory and runs `_start` (which
+//! yields once and returns).
+//!
+//! The children (`--child KIND MODULE [CACHE]`):
+//! - `packfs`: `Runner::config()`, `Runner::load_file` through a
+//!   `GuestCache` in CACHE (none without), a `MemFs` preopen;
+//! - `packfs-timeout`: the same with a timeout, so `config_for`'s epoch
+//!   interruption is on, no cache;
+//! - `wasmtime`: `Config::new()`, with wasmtime's own cache in CACHE
+//!   (`Config::cache`, its default settings) or none, `Module::from_file`,
+//!   wasmtime-wasi's preview1 over a real directory, with
+//!   `allow_blocking_current_thread`, as its docs advise for speed;
+//! - `wasmtime-cwasm`: `Module::deserialize_file` of an artifact that
+//!   `Engine::precompile_module` wrote: the floor of a warm start, no
+//!   cache's lookup at all.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use packfs_core::MemFs;
+use packfs_core::wasi::Access;
+use packfs_core::wasi::p1::Wasi;
+use packfs_host::load::{Guest, GuestCache};
+use packfs_host::p1::HostPlatform;
+use packfs_host::{Limits, Runner};
+use wasmtime::{Cache, CacheConfig, Config, Engine, Linker, Module, Store};
+use wasmtime_wasi::p1::WasiP1Ctx;
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+use crate::proc::{self, Run};
+
+/// Runs child `kind`; false when `kind` is not one of these.
+pub(crate) fn child(kind: &str, args: &[String]) -> bool {
+    let module = Path::new(&args[0]);
+    let cache = args.get(1).map(PathBuf::from);
+    match kind {
+        "packfs" | "packfs-timeout" => {
+            let limits =
+                Limits { timeout: (kind == "packfs-timeout").then_some(Duration::from_secs(600)), ..Limits::default() };
+            let engine = Engine::new(&Runner::config_for(&limits)).unwrap();
+            let mut runner = Runner::new(&engine).unwrap().with_limits(limits);
+            if let Some(dir) = cache {
+                runner = runner.with_cache(GuestCache::new(dir).unwrap());
+            }
+            let Guest::Module(module) = runner.load_file(module).unwrap() else { panic!("not a module") };
+            let wasi = Wasi::builder(Box::new(HostPlatform::default()))
+                .preopen("/", Arc::new(MemFs::new()), Access::ReadWrite)
+                .build()
+                .unwrap();
+            assert_eq!(runner.run_module(&module, wasi).unwrap(), 0);
+        }
+        "wasmtime" | "wasmtime-cwasm" => {
+            let mut config = Config::new();
+            if let (Some(dir), "wasmtime") = (&cache, kind) {
+                let mut c = CacheConfig::new();
+                c.with_directory(dir);
+                config.cache(Some(Cache::new(c).unwrap()));
+            }
+            let engine = Engine::new(&config).unwrap();
+            let module = if kind == "wasmtime" {
+                Module::from_file(&engine, module).unwrap()
+            } else {
+                deserialize(&engine, module)
+            };
+            run_wasmtime(&engine, &module, &std::env::temp_dir());
+        }
+        _ => return false,
+    }
+    true
+}
+
+#[allow(unsafe_code, reason = "loading a precompiled artifact")]
+fn deserialize(engine: &Engine, path: &Path) -> Module {
+    // SAFETY: the artifact was written by `Engine::precompile_module` in
+    // this run, into a directory of the run's own, and is not changed.
+    unsafe { Module::deserialize_file(engine, path) }.unwrap()
+}
+
+/// Instantiates `module` with wasmtime-wasi's preview1, `dir` preopened
+/// at `/`, and runs `_start`.
+pub(crate) fn run_wasmtime(engine: &Engine, module: &Module, dir: &Path) {
+    let mut linker = Linker::<WasiP1Ctx>::new(engine);
+    wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s| s).unwrap();
+    let wasi = WasiCtxBuilder::new()
+        .allow_blocking_current_thread(true)
+        .preopened_dir(dir, "/", FsPerms::ReadWrite)
+        .unwrap()
+        .build_p1();
+    let mut store = Store::new(engine, wasi);
+    let instance = linker.instantiate(&mut store, module).unwrap();
+    instance.get_typed_func::<(), ()>(&mut store, "_start").unwrap().call(&mut store, ()).unwrap();
+}
+
+/// One configuration's command, given a cache directory of its own.
+type Row = (&'static str, Box<dyn Fn(&Path, &Path) -> std::process::Command>);
+
+fn rows_warm(packfs_bin: Option<&Path>, cwasm: &Path) -> Vec<Row> {
+    let cwasm = cwasm.to_owned();
+    let mut rows: Vec<Row> = vec![
+        ("wasmtime 48 API, its cache", Box::new(|m, c| with(proc::child("wasmtime"), [m, c]))),
+        ("PackFS API (`Runner::load_file`), its cache", Box::new(|m, c| with(proc::child("packfs"), [m, c]))),
+        ("wasmtime 48 `deserialize_file` (floor)", Box::new(move |_, _| with(proc::child("wasmtime-cwasm"), [&cwasm]))),
+    ];
+    if let Some(bin) = packfs_bin {
+        let bin = bin.to_owned();
+        rows.push(("`packfs run`, its cache", Box::new(move |m, c| packfs_run(&bin, m, c))));
+    }
+    if let Some(py) = python() {
+        rows.push(("wasmtime-py (`$LOAD_PY`), its cache", Box::new(move |m, c| with(py_child(&py), [m, c]))));
+    }
+    rows
+}
+
+/// `$LOAD_PY`: a Python with wasmtime-py, for its rows.
+fn python() -> Option<PathBuf> {
+    std::env::var_os("LOAD_PY").map(PathBuf::from)
+}
+
+fn py_child(python: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(python);
+    c.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("load_py.py"));
+    c.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
+    c
+}
+
+fn rows_cold(packfs_bin: Option<&Path>) -> Vec<Row> {
+    let mut rows: Vec<Row> = vec![
+        ("wasmtime 48 `Module::new`, `Config::new()`", Box::new(|m, _| with(proc::child("wasmtime"), [m]))),
+        ("wasmtime 48, its cache empty", Box::new(|m, c| with(proc::child("wasmtime"), [m, c]))),
+        ("PackFS, no cache", Box::new(|m, _| with(proc::child("packfs"), [m]))),
+        ("PackFS, its cache empty", Box::new(|m, c| with(proc::child("packfs"), [m, c]))),
+        (
+            "PackFS with a timeout (epoch interruption), no cache",
+            Box::new(|m, _| with(proc::child("packfs-timeout"), [m])),
+        ),
+    ];
+    if let Some(bin) = packfs_bin {
+        let bin = bin.to_owned();
+        rows.push(("`packfs run`, its cache empty", Box::new(move |m, c| packfs_run(&bin, m, c))));
+    }
+    if let Some(py) = python() {
+        rows.push(("wasmtime-py (`$LOAD_PY`), no cache", Box::new(move |m, _| with(py_child(&py), [m]))));
+    }
+    rows
+}
+
+fn with<const N: usize>(mut c: std::process::Command, args: [&Path; N]) -> std::process::Command {
+    c.args(args);
+    c
+}
+
+fn packfs_run(bin: &Path, module: &Path, cache: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(bin);
+    c.args(["run", "--mount", "/=mem"]).arg(module).env("PACKFS_CACHE_DIR", cache);
+    c.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
+    c
+}
+
+/// The warm and cold tables for each module, as markdown.
+pub(crate) fn run(bench: bool, modules: &[(&str, PathBuf)], packfs_bin: Option<&Path>) -> String {
+    let env =
+        |k: &str, d: usize| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(if bench { d } else { 1 });
+    let (warm_runs, cold_runs) = (env("LOAD_RUNS", 5), env("LOAD_COLD_RUNS", 3));
+    let mut md = String::new();
+    for (name, module) in modules {
+        let size = std::fs::metadata(module).unwrap().len();
+        let dir = tempfile::tempdir().unwrap();
+        // Warm: each cache filled once, and each row run once more before
+        // it is timed, so that no timed run is a cache's first hit (whose
+        // file identity is recorded only once the module is 2 s old).
+        let cwasm = dir.path().join("module.cwasm");
+        let engine = Engine::new(&Config::new()).unwrap();
+        std::fs::write(&cwasm, engine.precompile_module(&std::fs::read(module).unwrap()).unwrap()).unwrap();
+        let warm = rows_warm(packfs_bin, &cwasm);
+        let caches: Vec<PathBuf> = (0..warm.len()).map(|i| dir.path().join(format!("warm-{i}"))).collect();
+        for ((_, row), cache) in warm.iter().zip(&caches) {
+            proc::measure(&mut row(module, cache));
+        }
+        std::thread::sleep(Duration::from_millis(2100));
+        for ((_, row), cache) in warm.iter().zip(&caches) {
+            proc::measure(&mut row(module, cache));
+        }
+        let mut runs = vec![Vec::new(); warm.len()];
+        for _ in 0..warm_runs {
+            for (i, (_, row)) in warm.iter().enumerate() {
+                runs[i].push(proc::measure(&mut row(module, &caches[i])));
+            }
+        }
+        md += &table(&format!("{name}, {:.1} MB: warm (median of {warm_runs})", size as f64 / 1e6), &warm, &runs);
+        let cold = rows_cold(packfs_bin);
+        let mut runs = vec![Vec::new(); cold.len()];
+        for k in 0..cold_runs {
+            for (i, (_, row)) in cold.iter().enumerate() {
+                let cache = dir.path().join(format!("cold-{k}-{i}"));
+                runs[i].push(proc::measure(&mut row(module, &cache)));
+            }
+        }
+        md += &table(&format!("{name}: cold (median of {cold_runs})"), &cold, &runs);
+    }
+    md
+}
+
+/// One table, each row against the first.
+fn table(title: &str, rows: &[Row], runs: &[Vec<Run>]) -> String {
+    let mut md = format!(
+        "\n{title}\n\n| process | wall | CPU | peak RSS | wall vs first | RSS vs first |\n|---|--:|--:|--:|--:|--:|\n"
+    );
+    let base = proc::medians(&runs[0]);
+    for ((name, _), runs) in rows.iter().zip(runs) {
+        let m = proc::medians(runs);
+        md += &format!(
+            "| {name} | {} | {} | {:.1} MiB | {:.2}x | {:.2}x |\n",
+            ms(m.wall),
+            ms(m.cpu),
+            m.maxrss as f64 / (1 << 20) as f64,
+            m.wall.as_secs_f64() / base.wall.as_secs_f64(),
+            m.maxrss as f64 / base.maxrss as f64
+        );
+    }
+    md
+}
+
+pub(crate) fn ms(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1e3;
+    if ms < 100.0 { format!("{ms:.2} ms") } else { format!("{:.2} s", ms / 1e3) }
+}
+
+/// The lines where `Runner::config()` differs from `Config::new()`.
+pub(crate) fn config_diff() -> String {
+    let (ours, theirs) = (format!("{:#?}", Runner::config()), format!("{:#?}", Config::new()));
+    let theirs: std::collections::HashSet<&str> = theirs.lines().collect();
+    let diff: Vec<&str> = ours.lines().filter(|l| !theirs.contains(l)).map(str::trim).collect();
+    format!(
+        "`Runner::config()` against `Config::new()`: {}",
+        if diff.is_empty() { "the same".into() } else { diff.join(" ") }
+    )
+}
