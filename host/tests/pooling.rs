@@ -146,8 +146,8 @@ fn many_sequential_runs_each_on_its_own_overlay() {
 #[test]
 fn prepared_runs_share_one_link() {
     let runner = Runner::pooled(Limits { max_memory: Some(16 << 20), ..Limits::default() }, &pool(4)).unwrap();
-    let (module, base) = (module(&runner, &wat::parse_str(GUEST).unwrap()), base());
-    let pre = runner.prepare_module(&module).unwrap();
+    let (guest, base) = (module(&runner, &wat::parse_str(GUEST).unwrap()), base());
+    let pre = runner.prepare_module(&guest).unwrap();
     // 1,000 runs of one prepared module, from 4 threads at once.
     std::thread::scope(|s| {
         for t in 0..4 {

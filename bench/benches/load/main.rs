@@ -26,7 +26,11 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let [flag, kind, rest @ ..] = args.as_slice() {
         if flag == "--child" {
-            let done = if kind == "density" { sandboxes::child(rest) } else { startup::child(kind, rest) };
+            let done = match kind.as_str() {
+                "spawn" => proc::spawn(rest),
+                "density" => sandboxes::child(rest),
+                _ => startup::child(kind, rest),
+            };
             assert!(done, "unknown child {kind} {rest:?}");
             return;
         }

@@ -1,7 +1,16 @@
 //! Whole-process measurement: every row of the startup table is a fresh
 //! child process (this benchmark's own binary, `--child KIND ARGS`),
 //! timed from spawn to exit, with its own CPU time and peak RSS.
+//!
+//! A child's peak RSS (`ru_maxrss`) starts at the peak of the process it
+//! was spawned from: Linux's `exec` carries the old address space's high
+//! water mark over, and a spawned child's old address space is its
+//! parent's. The benchmark's own peak (it compiles the large module) would
+//! then hide every child's. So each child is spawned by a small spawner
+//! process (`--child spawn REPORT PROGRAM ARGS`), whose own peak is a few
+//! MiB: it times the child, waits for it and writes what it cost to REPORT.
 
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -18,14 +27,53 @@ pub(crate) struct Run {
 /// This binary as a child of kind `kind`.
 pub(crate) fn child(kind: &str) -> Command {
     let mut c = Command::new(std::env::current_exe().expect("the bench binary"));
-    c.arg("--child").arg(kind).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
+    c.arg("--child").arg(kind);
     c
 }
 
-/// Runs `cmd` to its exit, which must be a success.
-pub(crate) fn measure(cmd: &mut Command) -> Run {
+/// `cmd` (its program, arguments, environment and directory) run by a
+/// spawner that writes its cost to `report`; the spawner's standard I/O
+/// is the child's.
+pub(crate) fn spawner(cmd: &Command, report: &Path) -> Command {
+    let mut s = child("spawn");
+    s.arg(report).arg(cmd.get_program()).args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => s.env(k, v),
+            None => s.env_remove(k),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        s.current_dir(dir);
+    }
+    s
+}
+
+/// The spawner: `REPORT PROGRAM ARGS...`.
+pub(crate) fn spawn(args: &[String]) -> bool {
+    let [report, program, rest @ ..] = args else { return false };
     let began = Instant::now();
-    wait(cmd.spawn().expect("spawning a child"), began, &format!("{cmd:?}"))
+    let run = wait(Command::new(program).args(rest).spawn().expect("spawning a child"), began, program);
+    let line = format!("{} {} {}\n", run.wall.as_nanos(), run.cpu.as_nanos(), run.maxrss);
+    std::fs::write(report, line).expect("writing the report");
+    true
+}
+
+/// What the spawner wrote to `report`.
+pub(crate) fn report(report: &Path) -> Run {
+    let text = std::fs::read_to_string(report).expect("the spawner's report");
+    let n: Vec<u64> = text.split_whitespace().map(|w| w.parse().expect("a number")).collect();
+    Run { wall: Duration::from_nanos(n[0]), cpu: Duration::from_nanos(n[1]), maxrss: n[2] }
+}
+
+/// Runs `cmd` to its exit, which must be a success, with no input or
+/// output.
+pub(crate) fn measure(cmd: &Command) -> Run {
+    let report = tempfile::NamedTempFile::new().expect("a report file");
+    let mut s = spawner(cmd, report.path());
+    let status = s.stdin(Stdio::null()).stdout(Stdio::null()).status().expect("spawning the spawner");
+    assert!(status.success(), "{cmd:?}: {status}");
+    self::report(report.path())
 }
 
 /// Waits for `child`, spawned at `began`: `wait4(2)` gives this child's
@@ -66,9 +114,9 @@ pub(crate) fn medians(runs: &[Run]) -> Run {
     }
 }
 
-/// `VmRSS`, `RssAnon`, `RssFile` and `RssShmem` of process `pid`, bytes.
-pub(crate) fn rss(pid: u32) -> [u64; 4] {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/PID/status");
+/// This process's `VmRSS`, `RssAnon`, `RssFile` and `RssShmem`, bytes.
+pub(crate) fn rss() -> [u64; 4] {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
     ["VmRSS:", "RssAnon:", "RssFile:", "RssShmem:"].map(|key| {
         let line = status.lines().find(|l| l.starts_with(key)).unwrap_or_else(|| panic!("no {key}"));
         let kb: u64 = line[key.len()..].trim().trim_end_matches("kB").trim().parse().expect("a size in kB");

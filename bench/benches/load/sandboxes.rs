@@ -240,13 +240,14 @@ pub(crate) fn child(args: &[String]) -> bool {
         let sandbox = sandbox.clone();
         std::thread::spawn(move || sandbox(i))
     };
+    let ready = || println!("ready {}", proc::rss().map(|b| b.to_string()).join(" "));
     let mut threads = vec![spawn(0)];
     park.until(1);
-    println!("ready");
+    ready();
     go();
     threads.extend((1..n).map(spawn));
     park.until(n);
-    println!("ready");
+    ready();
     go();
     park.release();
     for t in threads {
@@ -298,7 +299,7 @@ pub(crate) fn density(bench: bool) -> String {
         ("PackFS, pooled, a fork of the mapped pack each", "packfs", &cache, &pack),
     ];
     let mut md = format!(
-        "\n{n} sandboxes at once of a {:.1} MB guest ({} MiB data segment; each reads 10 files, writes 64 KiB and parks): host memory per sandbox beyond the first\n\n| sandboxes | RSS | anon | file | its directory | RSS vs first | peak RSS of the process | start of {} |\n|---|--:|--:|--:|--:|--:|--:|--:|\n",
+        "\n{n} sandboxes at once of a {:.1} MB guest ({} MiB data segment; each reads 10 files, writes 64 KiB and parks): host memory per sandbox beyond the first\n\n| sandboxes | RSS | anon | file | RSS vs first | its writes, in the page cache | its copy of the base | peak RSS of the process | start of {} |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n",
         wasm.len() as f64 / 1e6,
         data >> 20,
         n - 1
@@ -307,15 +308,20 @@ pub(crate) fn density(bench: bool) -> String {
     for (name, kind, artifacts, base) in rows {
         let mut cmd = proc::child("density");
         cmd.args([kind.as_ref(), module.as_os_str(), artifacts.as_os_str(), base.as_os_str(), n.to_string().as_ref()]);
-        let began = Instant::now();
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+        let report = tempfile::NamedTempFile::new().unwrap();
+        let mut spawner = proc::spawner(&cmd, report.path());
+        let mut child = spawner.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
         let (mut to, mut from) = (child.stdin.take().unwrap(), BufReader::new(child.stdout.take().unwrap()));
-        let pid = child.id();
         let mut ready = || {
             let mut line = String::new();
             from.read_line(&mut line).unwrap();
-            assert_eq!(line, "ready\n", "{name}");
-            proc::rss(pid)
+            let rss: Vec<u64> = line
+                .strip_prefix("ready ")
+                .unwrap_or_else(|| panic!("{name}: {line:?}"))
+                .split_whitespace()
+                .map(|w| w.parse().unwrap())
+                .collect();
+            [rss[0], rss[1], rss[2], rss[3]]
         };
         let one = ready();
         let started = Instant::now();
@@ -324,17 +330,21 @@ pub(crate) fn density(bench: bool) -> String {
         let start_rest = started.elapsed();
         to.write_all(b"go\n").unwrap();
         drop(to);
-        let peak = proc::wait(child, began, name).maxrss;
+        assert!(child.wait().unwrap().success(), "{name}");
+        let peak = proc::report(report.path()).maxrss;
         let per: [u64; 4] = std::array::from_fn(|k| all[k].saturating_sub(one[k]) / (n as u64 - 1));
-        let own_dir = if kind == "packfs" { 0 } else { copy_bytes };
+        // A real directory's writes and copy are host memory too (the
+        // kernel's page cache, or all of it on tmpfs), outside the RSS.
+        let (writes, copy) = if kind == "packfs" { (0, 0) } else { (64 << 10, copy_bytes) };
         let base = *first.get_or_insert(per[0]);
         md += &format!(
-            "| {name} | {} | {} | {} | {} | {:.2}x | {:.0} MiB | {} |\n",
+            "| {name} | {} | {} | {} | {:.2}x | {} | {} | {:.0} MiB | {} |\n",
             kib(per[0]),
             kib(per[1]),
             kib(per[2]),
-            kib(own_dir),
             per[0] as f64 / base.max(1) as f64,
+            kib(writes),
+            kib(copy),
             peak as f64 / (1 << 20) as f64,
             ms(start_rest)
         );

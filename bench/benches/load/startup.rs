@@ -123,7 +123,6 @@ fn python() -> Option<PathBuf> {
 fn py_child(python: &Path) -> std::process::Command {
     let mut c = std::process::Command::new(python);
     c.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("load_py.py"));
-    c.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
     c
 }
 
@@ -156,7 +155,6 @@ fn with<const N: usize>(mut c: std::process::Command, args: [&Path; N]) -> std::
 fn packfs_run(bin: &Path, module: &Path, cache: &Path) -> std::process::Command {
     let mut c = std::process::Command::new(bin);
     c.args(["run", "--mount", "/=mem"]).arg(module).env("PACKFS_CACHE_DIR", cache);
-    c.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
     c
 }
 
@@ -178,16 +176,16 @@ pub(crate) fn run(bench: bool, modules: &[(&str, PathBuf)], packfs_bin: Option<&
         let warm = rows_warm(packfs_bin, &cwasm);
         let caches: Vec<PathBuf> = (0..warm.len()).map(|i| dir.path().join(format!("warm-{i}"))).collect();
         for ((_, row), cache) in warm.iter().zip(&caches) {
-            proc::measure(&mut row(module, cache));
+            proc::measure(&row(module, cache));
         }
         std::thread::sleep(Duration::from_millis(2100));
         for ((_, row), cache) in warm.iter().zip(&caches) {
-            proc::measure(&mut row(module, cache));
+            proc::measure(&row(module, cache));
         }
         let mut runs = vec![Vec::new(); warm.len()];
         for _ in 0..warm_runs {
             for (i, (_, row)) in warm.iter().enumerate() {
-                runs[i].push(proc::measure(&mut row(module, &caches[i])));
+                runs[i].push(proc::measure(&row(module, &caches[i])));
             }
         }
         md += &table(&format!("{name}, {:.1} MB: warm (median of {warm_runs})", size as f64 / 1e6), &warm, &runs);
@@ -196,7 +194,7 @@ pub(crate) fn run(bench: bool, modules: &[(&str, PathBuf)], packfs_bin: Option<&
         for k in 0..cold_runs {
             for (i, (_, row)) in cold.iter().enumerate() {
                 let cache = dir.path().join(format!("cold-{k}-{i}"));
-                runs[i].push(proc::measure(&mut row(module, &cache)));
+                runs[i].push(proc::measure(&row(module, &cache)));
             }
         }
         md += &table(&format!("{name}: cold (median of {cold_runs})"), &cold, &runs);
