@@ -117,7 +117,9 @@ pub struct Limits {
     pub max_memory: Option<usize>,
     /// Most wall-clock time a run takes; past it the guest is interrupted
     /// ([`RunError::Timeout`]). Needs an engine with epoch interruption
-    /// ([`Runner::config_for`]).
+    /// ([`Runner::config_for`]), whose compiled code checks the epoch at
+    /// every function entry and loop back-edge: compiling is slower (up to
+    /// 1.4x, `bench/load-results.md`) and so is the guest, a little.
     ///
     /// A p1 module blocked in a host call stops at the deadline too: every
     /// wait of PackFS's preview1 (a sleep, stdin, stdout, a remote pack's

@@ -24,16 +24,16 @@ use std::path::PathBuf;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let [flag, kind, rest @ ..] = args.as_slice() {
-        if flag == "--child" {
-            let done = match kind.as_str() {
-                "spawn" => proc::spawn(rest),
-                "density" => sandboxes::child(rest),
-                _ => startup::child(kind, rest),
-            };
-            assert!(done, "unknown child {kind} {rest:?}");
-            return;
-        }
+    if let [flag, kind, rest @ ..] = args.as_slice()
+        && flag == "--child"
+    {
+        let done = match kind.as_str() {
+            "spawn" => proc::spawn(rest),
+            "density" => sandboxes::child(rest),
+            _ => startup::child(kind, rest),
+        };
+        assert!(done, "unknown child {kind} {rest:?}");
+        return;
     }
     let bench = args.iter().any(|a| a == "--bench");
     let dir = tempfile::tempdir().unwrap();
@@ -52,7 +52,8 @@ fn main() {
         let release = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/packfs");
         release.exists().then_some(release)
     });
-    let mut md = startup::run(bench, &modules, bin.as_deref().filter(|_| bench));
+    let bin = bin.filter(|_| bench);
+    let mut md = startup::run(bench, &modules, bin.as_deref());
     md += &sandboxes::instantiate(bench);
     md += &sandboxes::density(bench);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
