@@ -14,6 +14,7 @@
 //! (`modules.rs`). `LOAD_RUNS` warm runs (5) and `LOAD_COLD_RUNS` cold runs
 //! (3) per row, interleaved, medians. Under `cargo test`, a smoke run:
 //! the trivial module once per row, and a few small sandboxes.
+//! `LOAD_PARTS=startup,instantiate,density` picks what runs (all of it).
 
 mod modules;
 mod proc;
@@ -36,26 +37,36 @@ fn main() {
         return;
     }
     let bench = args.iter().any(|a| a == "--bench");
-    let dir = tempfile::tempdir().unwrap();
-    let write = |name: &str, wasm: Vec<u8>| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, wasm).unwrap();
-        path
-    };
-    let mut modules: Vec<(&str, PathBuf)> =
-        vec![("trivial", write("trivial.wasm", modules::command(&modules::Body::Yield, 0, 0)))];
-    if bench {
-        modules.push(("large", write("large.wasm", modules::command(&modules::Body::Yield, 52 << 20, 4 << 20))));
-    }
+    // `LOAD_PARTS`: which of startup, instantiate and density to run (all).
+    let parts = std::env::var("LOAD_PARTS").unwrap_or_else(|_| "startup,instantiate,density".into());
+    let part = |name: &str| parts.split(',').any(|p| p.trim() == name);
     // `packfs run` too, when its release binary is built.
     let bin = std::env::var_os("PACKFS_BIN").map(PathBuf::from).or_else(|| {
         let release = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/packfs");
         release.exists().then_some(release)
     });
     let bin = bin.filter(|_| bench);
-    let mut md = startup::run(bench, &modules, bin.as_deref());
-    md += &sandboxes::instantiate(bench);
-    md += &sandboxes::density(bench);
+    let mut md = String::new();
+    if part("startup") {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, wasm: Vec<u8>| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, wasm).unwrap();
+            path
+        };
+        let mut modules: Vec<(&str, PathBuf)> =
+            vec![("trivial", write("trivial.wasm", modules::command(&modules::Body::Yield, 0, 0)))];
+        if bench {
+            modules.push(("large", write("large.wasm", modules::command(&modules::Body::Yield, 52 << 20, 4 << 20))));
+        }
+        md += &startup::run(bench, &modules, bin.as_deref());
+    }
+    if part("instantiate") {
+        md += &sandboxes::instantiate(bench);
+    }
+    if part("density") {
+        md += &sandboxes::density(bench);
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "{md}\n{}; {cores} cores; packfs run: {}",

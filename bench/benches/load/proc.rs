@@ -123,3 +123,40 @@ pub(crate) fn rss() -> [u64; 4] {
         kb * 1024
     })
 }
+
+/// Where a child's time goes: it marks the end of each phase, and writes
+/// the marks to `$LOAD_SPLIT` (when set) as it ends.
+pub(crate) struct Split {
+    last: Instant,
+    marks: Vec<(&'static str, Duration)>,
+}
+
+impl Split {
+    pub(crate) fn new() -> Split {
+        Split { last: Instant::now(), marks: Vec::new() }
+    }
+
+    pub(crate) fn mark(&mut self, phase: &'static str) {
+        let now = Instant::now();
+        self.marks.push((phase, now - self.last));
+        self.last = now;
+    }
+
+    pub(crate) fn write(self) {
+        if let Some(path) = std::env::var_os("LOAD_SPLIT") {
+            let text: String = self.marks.iter().map(|(p, d)| format!("{p}\t{}\n", d.as_nanos())).collect();
+            std::fs::write(path, text).expect("writing the split");
+        }
+    }
+}
+
+/// The phases a child wrote to `path`.
+pub(crate) fn read_split(path: &Path) -> Vec<(String, Duration)> {
+    let text = std::fs::read_to_string(path).expect("the child's split");
+    text.lines()
+        .map(|l| {
+            let (phase, ns) = l.split_once('\t').expect("phase\tns");
+            (phase.to_owned(), Duration::from_nanos(ns.parse().expect("ns")))
+        })
+        .collect()
+}

@@ -74,10 +74,10 @@ fn base(dir: &Path) -> (PathBuf, PathBuf) {
 }
 
 /// The guest of both benchmarks: reads `reads` of the base's files,
-/// writes `out` if `park`, then parks.
-fn guest(reads: usize, park: bool, code: usize, data: usize) -> Vec<u8> {
+/// writes 64 KiB to `out` if `write`, then parks if `park`.
+fn guest(reads: usize, write: bool, park: bool, code: usize, data: usize) -> Vec<u8> {
     let read: Vec<String> = (0..reads).map(|i| file_name(i * 17 % FILES)).collect();
-    modules::command(&Body::Files { read: &read, write: park.then_some("out"), park }, code, data)
+    modules::command(&Body::Files { read: &read, write: write.then_some("out"), park }, code, data)
 }
 
 /// The instantiate table, as markdown.
@@ -85,7 +85,7 @@ pub(crate) fn instantiate(bench: bool) -> String {
     let (warmup, runs) = if bench { (50, 1000) } else { (5, 20) };
     let dir = tempfile::tempdir().unwrap();
     let (pack, tree) = base(dir.path());
-    let wasm = guest(1, false, 0, 0);
+    let wasm = guest(1, false, false, 0, 0);
     let base: Arc<dyn FileSystem> = Arc::new(packfs_os::mmap::open_pack(&pack).unwrap());
     type Once<'a> = Box<dyn FnMut() + 'a>;
     let pooled = Engine::new(&Runner::config_pooled(&limits(), &pool())).unwrap();
@@ -263,14 +263,12 @@ fn deserialize(engine: &Engine, path: &Path) -> Module {
     unsafe { Module::deserialize_file(engine, path) }.unwrap()
 }
 
-/// The density table, as markdown.
+/// The density tables, as markdown: the guest that writes, on every
+/// configuration, and one that writes nothing, on the pooled two.
 pub(crate) fn density(bench: bool) -> String {
     let (n, code, data) = if bench { (100, 21 << 20, 4 << 20) } else { (3, 0, 64 << 10) };
     let dir = tempfile::tempdir().unwrap();
     let (pack, tree) = base(dir.path());
-    let module = dir.path().join("guest.wasm");
-    let wasm = guest(10, true, code, data);
-    std::fs::write(&module, &wasm).unwrap();
     // Every sandbox of wasmtime-wasi needs a directory of its own to write
     // to: a copy of the tree each, made before the child starts.
     let copies = dir.path().join("copies");
@@ -282,74 +280,105 @@ pub(crate) fn density(bench: bool) -> String {
         }
     }
     let copy_bytes = (FILES * FILE_LEN + FILES * (FILES - 1) / 2) as u64;
-    // Compiled once per configuration, before anything is measured.
-    let cache = dir.path().join("guests");
-    let runner = Runner::pooled(limits(), &pool()).unwrap().with_cache(GuestCache::new(&cache).unwrap());
-    runner.load_file(&module).unwrap();
-    let cwasm = |config: Config, name: &str| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, Engine::new(&config).unwrap().precompile_module(&wasm).unwrap()).unwrap();
-        path
-    };
-    let pooled = cwasm(Runner::config_pooled(&limits(), &pool()), "pooled.cwasm");
-    let default = cwasm(Config::new(), "default.cwasm");
-    let rows: [(&str, &str, &Path, &Path); 3] = [
-        ("wasmtime-wasi p1, pooled, a real directory each", "wasmtime", &pooled, &copies),
-        ("wasmtime-wasi p1, `Config::new()`, a real directory each", "wasmtime-default", &default, &copies),
-        ("PackFS, pooled, a fork of the mapped pack each", "packfs", &cache, &pack),
-    ];
-    let mut md = format!(
-        "\n{n} sandboxes at once of a {:.1} MB guest ({} MiB data segment; each reads 10 files, writes 64 KiB and parks): host memory per sandbox beyond the first\n\n| sandboxes | RSS | anon | file | RSS vs first | its writes, in the page cache | its copy of the base | peak RSS of the process | start of {} |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n",
-        wasm.len() as f64 / 1e6,
-        data >> 20,
-        n - 1
-    );
-    let mut first = None;
-    for (name, kind, artifacts, base) in rows {
-        let mut cmd = proc::child("density");
-        cmd.args([kind.as_ref(), module.as_os_str(), artifacts.as_os_str(), base.as_os_str(), n.to_string().as_ref()]);
-        let report = tempfile::NamedTempFile::new().unwrap();
-        let mut spawner = proc::spawner(&cmd, report.path());
-        let mut child = spawner.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-        let (mut to, mut from) = (child.stdin.take().unwrap(), BufReader::new(child.stdout.take().unwrap()));
-        let mut ready = || {
-            let mut line = String::new();
-            from.read_line(&mut line).unwrap();
-            let rss: Vec<u64> = line
-                .strip_prefix("ready ")
-                .unwrap_or_else(|| panic!("{name}: {line:?}"))
-                .split_whitespace()
-                .map(|w| w.parse().unwrap())
-                .collect();
-            [rss[0], rss[1], rss[2], rss[3]]
+    let mut md = String::new();
+    for writes in [true, false] {
+        let wasm = guest(10, writes, true, code, data);
+        let at = dir.path().join(if writes { "writes" } else { "reads" });
+        std::fs::create_dir(&at).unwrap();
+        let module = at.join("guest.wasm");
+        std::fs::write(&module, &wasm).unwrap();
+        // Compiled once per configuration, before anything is measured.
+        let cache = at.join("guests");
+        let runner = Runner::pooled(limits(), &pool()).unwrap().with_cache(GuestCache::new(&cache).unwrap());
+        runner.load_file(&module).unwrap();
+        let cwasm = |config: Config, name: &str| {
+            let path = at.join(name);
+            std::fs::write(&path, Engine::new(&config).unwrap().precompile_module(&wasm).unwrap()).unwrap();
+            path
         };
-        let one = ready();
-        let started = Instant::now();
-        to.write_all(b"go\n").unwrap();
-        let all = ready();
-        let start_rest = started.elapsed();
-        to.write_all(b"go\n").unwrap();
-        drop(to);
-        assert!(child.wait().unwrap().success(), "{name}");
-        let peak = proc::report(report.path()).maxrss;
-        let per: [u64; 4] = std::array::from_fn(|k| all[k].saturating_sub(one[k]) / (n as u64 - 1));
-        // A real directory's writes and copy are host memory too (the
-        // kernel's page cache, or all of it on tmpfs), outside the RSS.
-        let (writes, copy) = if kind == "packfs" { (0, 0) } else { (64 << 10, copy_bytes) };
-        let base = *first.get_or_insert(per[0]);
+        let pooled = cwasm(Runner::config_pooled(&limits(), &pool()), "pooled.cwasm");
+        let mut rows: Vec<(&str, &str, PathBuf, &Path)> = vec![
+            ("wasmtime-wasi p1, pooled, a real directory each", "wasmtime", pooled, &copies),
+            ("PackFS, pooled, a fork of the mapped pack each", "packfs", cache, &pack),
+        ];
+        if writes {
+            let default = cwasm(Config::new(), "default.cwasm");
+            rows.insert(
+                1,
+                ("wasmtime-wasi p1, `Config::new()`, a real directory each", "wasmtime-default", default, &copies),
+            );
+        }
+        let does = if writes { "writes 64 KiB" } else { "writes nothing" };
         md += &format!(
-            "| {name} | {} | {} | {} | {:.2}x | {} | {} | {:.0} MiB | {} |\n",
-            kib(per[0]),
-            kib(per[1]),
-            kib(per[2]),
-            per[0] as f64 / base.max(1) as f64,
-            kib(writes),
-            kib(copy),
-            peak as f64 / (1 << 20) as f64,
-            ms(start_rest)
+            "\n{n} sandboxes at once of a {:.1} MB guest ({} MiB data segment; each reads 10 files, {does} and parks): host memory per sandbox beyond the first\n\n| sandboxes | RSS | anon | file | RSS vs first | its writes, in the page cache | its copy of the base | peak RSS of the process | start of {} |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+            wasm.len() as f64 / 1e6,
+            data >> 20,
+            n - 1
         );
+        let mut first = None;
+        for (name, kind, artifacts, base) in &rows {
+            let r = sandboxes(name, kind, &module, artifacts, base, n);
+            // A real directory's writes and copy are host memory too (the
+            // kernel's page cache, or all of it on tmpfs), outside the RSS.
+            let real = *kind != "packfs";
+            let (written, copy) = if real { (if writes { 64 << 10 } else { 0 }, copy_bytes) } else { (0, 0) };
+            let base = *first.get_or_insert(r.per[0]);
+            md += &format!(
+                "| {name} | {} | {} | {} | {:.2}x | {} | {} | {:.0} MiB | {} |\n",
+                kib(r.per[0]),
+                kib(r.per[1]),
+                kib(r.per[2]),
+                r.per[0] as f64 / base.max(1) as f64,
+                kib(written),
+                kib(copy),
+                r.peak as f64 / (1 << 20) as f64,
+                ms(r.start_rest)
+            );
+        }
     }
     md
+}
+
+/// What one density child measured.
+struct Density {
+    /// RSS, anon, file and shmem per sandbox beyond the first.
+    per: [u64; 4],
+    /// The child's peak RSS.
+    peak: u64,
+    /// How long the other sandboxes took to start and park.
+    start_rest: Duration,
+}
+
+/// Runs `n` sandboxes of configuration `kind` in a child.
+fn sandboxes(name: &str, kind: &str, module: &Path, artifacts: &Path, base: &Path, n: usize) -> Density {
+    let mut cmd = proc::child("density");
+    cmd.args([kind.as_ref(), module.as_os_str(), artifacts.as_os_str(), base.as_os_str(), n.to_string().as_ref()]);
+    let report = tempfile::NamedTempFile::new().unwrap();
+    let mut spawner = proc::spawner(&cmd, report.path());
+    let mut child = spawner.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let (mut to, mut from) = (child.stdin.take().unwrap(), BufReader::new(child.stdout.take().unwrap()));
+    let mut ready = || {
+        let mut line = String::new();
+        from.read_line(&mut line).unwrap();
+        let rss: Vec<u64> = line
+            .strip_prefix("ready ")
+            .unwrap_or_else(|| panic!("{name}: {line:?}"))
+            .split_whitespace()
+            .map(|w| w.parse().unwrap())
+            .collect();
+        [rss[0], rss[1], rss[2], rss[3]]
+    };
+    let one = ready();
+    let started = Instant::now();
+    to.write_all(b"go\n").unwrap();
+    let all = ready();
+    let start_rest = started.elapsed();
+    to.write_all(b"go\n").unwrap();
+    drop(to);
+    assert!(child.wait().unwrap().success(), "{name}");
+    let peak = proc::report(report.path()).maxrss;
+    let per = std::array::from_fn(|k| all[k].saturating_sub(one[k]) / (n as u64 - 1));
+    Density { per, peak, start_rest }
 }
 
 fn kib(bytes: u64) -> String {

@@ -37,21 +37,27 @@ use crate::proc::{self, Run};
 pub(crate) fn child(kind: &str, args: &[String]) -> bool {
     let module = Path::new(&args[0]);
     let cache = args.get(1).map(PathBuf::from);
+    let mut split = proc::Split::new();
     match kind {
         "packfs" | "packfs-timeout" => {
             let limits =
                 Limits { timeout: (kind == "packfs-timeout").then_some(Duration::from_secs(600)), ..Limits::default() };
             let engine = Engine::new(&Runner::config_for(&limits)).unwrap();
+            split.mark("`Engine::new`");
             let mut runner = Runner::new(&engine).unwrap().with_limits(limits);
+            split.mark("`Runner::new` (links preview1 and WASI 0.2)");
             if let Some(dir) = cache {
                 runner = runner.with_cache(GuestCache::new(dir).unwrap());
             }
+            split.mark("`GuestCache::new`");
             let Guest::Module(module) = runner.load_file(module).unwrap() else { panic!("not a module") };
+            split.mark("`load_file`");
             let wasi = Wasi::builder(Box::new(HostPlatform::default()))
                 .preopen("/", Arc::new(MemFs::new()), Access::ReadWrite)
                 .build()
                 .unwrap();
             assert_eq!(runner.run_module(&module, wasi).unwrap(), 0);
+            split.mark("instantiate and run");
         }
         "wasmtime" | "wasmtime-cwasm" => {
             let mut config = Config::new();
@@ -61,15 +67,19 @@ pub(crate) fn child(kind: &str, args: &[String]) -> bool {
                 config.cache(Some(Cache::new(c).unwrap()));
             }
             let engine = Engine::new(&config).unwrap();
+            split.mark("`Engine::new`");
             let module = if kind == "wasmtime" {
                 Module::from_file(&engine, module).unwrap()
             } else {
                 deserialize(&engine, module)
             };
+            split.mark("`Module::from_file`");
             run_wasmtime(&engine, &module, &std::env::temp_dir());
+            split.mark("link, instantiate and run");
         }
         _ => return false,
     }
+    split.write();
     true
 }
 
@@ -189,6 +199,9 @@ pub(crate) fn run(bench: bool, modules: &[(&str, PathBuf)], packfs_bin: Option<&
             }
         }
         md += &table(&format!("{name}, {:.1} MB: warm (median of {warm_runs})", size as f64 / 1e6), &warm, &runs);
+        for i in 0..2 {
+            md += &split(warm[i].0, &warm[i].1, module, &caches[i], warm_runs);
+        }
         let cold = rows_cold(packfs_bin);
         let mut runs = vec![Vec::new(); cold.len()];
         for k in 0..cold_runs {
@@ -200,6 +213,36 @@ pub(crate) fn run(bench: bool, modules: &[(&str, PathBuf)], packfs_bin: Option<&
         md += &table(&format!("{name}: cold (median of {cold_runs})"), &cold, &runs);
     }
     md
+}
+
+/// Where a warm row's time goes, medians of `runs`: the phases the child
+/// marks, and the rest (exec, loading the binary, exit).
+fn split(
+    name: &str,
+    row: &dyn Fn(&Path, &Path) -> std::process::Command,
+    module: &Path,
+    cache: &Path,
+    runs: usize,
+) -> String {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let mut walls = Vec::new();
+    let mut phases: Vec<(String, Vec<Duration>)> = Vec::new();
+    for _ in 0..runs {
+        let mut cmd = row(module, cache);
+        cmd.env("LOAD_SPLIT", file.path());
+        walls.push(proc::measure(&cmd).wall);
+        for (k, (phase, d)) in proc::read_split(file.path()).into_iter().enumerate() {
+            if phases.len() <= k {
+                phases.push((phase, Vec::new()));
+            }
+            phases[k].1.push(d);
+        }
+    }
+    let inside: Duration = phases.iter().map(|(_, d)| proc::median(d)).sum();
+    let wall = proc::median(&walls);
+    let mut parts: Vec<String> = phases.iter().map(|(p, d)| format!("{p} {}", ms(proc::median(d)))).collect();
+    parts.push(format!("the rest (exec, loading the binary, exit) {}", ms(wall.saturating_sub(inside))));
+    format!("\n{name}, where the time goes: {}.\n", parts.join(", "))
 }
 
 /// One table, each row against the first.
