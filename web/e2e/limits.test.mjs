@@ -1,7 +1,8 @@
 // runP1's limits in headless Chromium: a guest blocked in a host call (a
 // sleep of an hour: Atomics.wait, or a spin where the page is not
 // cross-origin isolated) ends at `timeout` with a "TimeoutError", and at
-// once when its `signal` aborts, with the signal's reason; bad options
+// once when its `signal` aborts, with an "AbortError" (RunError kinds
+// "timeout" and "aborted"); bad options
 // are TypeErrors. Each ends the worker, whatever it is blocked in.
 
 import { test, before, after } from "node:test";
@@ -38,7 +39,7 @@ async function sleep(how) {
       const ended = (p) =>
         p.then(
           (r) => ({ resolved: r.exitCode }),
-          (e) => ({ name: e.name, message: e.message, ms: performance.now() - start }),
+          (e) => ({ name: e.name, kind: e.kind, message: e.message, ms: performance.now() - start }),
         );
       if (how === "timeout") return ended(runP1(module, { timeout: 500 }));
       if (how === "abort") {
@@ -60,6 +61,7 @@ async function sleep(how) {
 test("a guest sleeping for an hour ends at its timeout", { timeout: 60_000 }, async (ctx) => {
   const r = await sleep("timeout");
   assert.equal(r.name, "TimeoutError", JSON.stringify(r));
+  assert.equal(r.kind, "timeout");
   assert.match(r.message, /time limit of 500 ms/);
   ctx.diagnostic(`rejected ${Math.round(r.ms)} ms after the run began`);
 });
@@ -67,6 +69,7 @@ test("a guest sleeping for an hour ends at its timeout", { timeout: 60_000 }, as
 test("an abort ends a sleeping guest with the signal's reason", { timeout: 60_000 }, async (ctx) => {
   const r = await sleep("abort");
   assert.equal(r.name, "AbortError", JSON.stringify(r));
+  assert.equal(r.kind, "aborted");
   ctx.diagnostic(`rejected ${Math.round(r.ms)} ms after the run began`);
   assert.equal((await sleep("aborted")).name, "AbortError");
 });

@@ -1,4 +1,4 @@
-import type { FsOptions, Preview1Options } from "./packfs_web.js";
+import type { FsOptions, PackOptions, Preview1Options } from "./packfs_web.js";
 
 /** A filesystem shown to the guest, in descriptor order (3, 4, ...). */
 export interface Preopen {
@@ -6,13 +6,17 @@ export interface Preopen {
   path: string;
   /** An empty in-memory tree, a read-only pack, or an in-memory overlay over a pack. */
   kind: "mem" | "pack" | "overlay";
-  /** The pack's URL: opened lazily, each file's bytes fetched on its first read. */
-  url?: string;
+  /** The pack's URL ("pack" and "overlay"): opened lazily, each file's
+   *  bytes fetched on its first read. A relative URL is the page's (or
+   *  `baseUrl`'s), as in `fetch`. */
+  url?: string | URL;
   /** The pack's bytes, instead of a URL. */
-  bytes?: Uint8Array;
+  bytes?: Uint8Array | ArrayBuffer;
+  /** How the pack is opened, as `Pack.fromUrl` and `Pack.fromBytes` take it (bytes fetched by URL are checked before they are kept, whatever `verifyOnRead` says). */
+  pack?: PackOptions;
   /** Every change refused (EPERM), as a read-only preopen. */
   readOnly?: boolean;
-  /** Quotas of a mem or overlay preopen. */
+  /** Quotas of a "mem" or "overlay" preopen. */
   options?: FsOptions;
   /** Return this filesystem compacted into a pack after the run. */
   save?: boolean;
@@ -22,9 +26,11 @@ export interface Preopen {
  *  takes them), its filesystems, and how long it may run. */
 export interface RunOptions extends Preview1Options {
   preopens?: Preopen[];
-  /** Most milliseconds the run may take; past it the worker ends and the run rejects with a "TimeoutError" DOMException. */
+  /** What a relative preopen `url` resolves against (default: the page's `location.href`). */
+  baseUrl?: string | URL;
+  /** Most milliseconds the run may take; past it the worker ends and the run rejects with a `RunError` of kind "timeout". */
   timeout?: number;
-  /** Aborting it ends the worker and rejects the run with the signal's reason. */
+  /** Aborting it ends the worker and rejects the run with a `RunError` of kind "aborted", its `cause` the signal's reason. */
   signal?: AbortSignal;
 }
 
@@ -39,5 +45,29 @@ export interface RunResult {
   saved: { path: string; pack: Uint8Array }[];
 }
 
+/** Why a run failed, once its options were accepted (a wrong option is a TypeError). */
+export class RunError extends Error {
+  /** "TimeoutError" for kind "timeout", "AbortError" for "aborted", else "RunError". */
+  name: "RunError" | "TimeoutError" | "AbortError";
+  /** trap: the guest trapped; timeout: past `timeout`; aborted: `signal` aborted;
+   *  preopen: a preopen could not be opened; module: the module does not
+   *  compile or link; io: the run failed around the guest. */
+  kind: "trap" | "timeout" | "aborted" | "preopen" | "module" | "io";
+  /** The stack where it was raised, apart from the message. */
+  detail?: string;
+}
+
 /** Runs a WASI preview1 module in a Web Worker over packfs-web's filesystems. */
-export function runP1(module: BufferSource | WebAssembly.Module, options?: RunOptions): Promise<RunResult>;
+export function runP1(module: Uint8Array | ArrayBuffer | WebAssembly.Module, options?: RunOptions): Promise<RunResult>;
+
+/** A runner that keeps its Worker and packfs-web instance between runs;
+ *  each run starts from a clean guest state. */
+export interface Runner {
+  /** Runs `module` as `runP1` does; runs take turns. */
+  run(module: Uint8Array | ArrayBuffer | WebAssembly.Module, options?: RunOptions): Promise<RunResult>;
+  /** Ends the Worker; the run under way and those waiting reject with a `RunError` of kind "aborted". */
+  close(): void;
+}
+
+/** A warm runner. `modules` (8): how many compiled modules it keeps, keyed by their bytes' SHA-256. */
+export function createRunner(options?: { modules?: number }): Runner;

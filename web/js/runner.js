@@ -6,69 +6,287 @@
 //   import { runP1 } from "./pkg/runner.js";
 //   const { exitCode } = await runP1(wasmBytes, {
 //     args: ["demo"],
-//     preopens: [{ path: "/", kind: "overlay", url: "/assets.pack", save: true }],
+//     preopens: [{ path: "/", kind: "overlay", url: "assets.pack", save: true }],
 //     stdout: (bytes) => console.log(new TextDecoder().decode(bytes)),
 //   });
 //
 // No cross-origin isolation is needed; with it, sleeps wait instead of
-// spinning.
+// spinning. Every option is checked before the worker starts: a mistake is
+// a TypeError that names the option.
 
 /**
- * Runs `module` (bytes, or a WebAssembly.Module) to its exit. Options:
- * `args` (the first is the program's name), `env` (an object of strings),
- * `stdin` (a Uint8Array), `stdout` and `stderr` (called with each write's
- * bytes), `preopens`: `{ path, kind: "mem" | "pack" | "overlay", url?,
- * bytes?, readOnly?, options?, save? }` in descriptor order (a pack or an
- * overlay's lower comes from `url`, lazily, or `bytes`; `save`: return it
- * compacted after the run), `timeout` (milliseconds) and `signal` (an
- * AbortSignal). Resolves to `{ exitCode, bytesFetched, requests, saved:
- * [{ path, pack }] }`; rejects if the guest traps or a preopen cannot be
- * opened, with a "TimeoutError" DOMException past `timeout`, and with the
- * signal's reason once it aborts. Either ends the worker at once, even one
- * blocked in a host call (a sleep, a fetch).
+ * Why a run failed. `kind` is one of:
+ * - `"trap"`: the guest trapped (`message` is the trap's, e.g.
+ *   "unreachable executed");
+ * - `"timeout"`: it ran past `timeout` (`name` "TimeoutError");
+ * - `"aborted"`: `signal` aborted (`name` "AbortError", `cause` the
+ *   signal's reason);
+ * - `"preopen"`: a preopen could not be opened (a pack's URL failed, or
+ *   its bytes are not a pack); `message` names its path;
+ * - `"module"`: the module does not compile, or imports what preview1
+ *   does not define;
+ * - `"io"`: the run failed around the guest (saving a preopen, the
+ *   worker itself).
+ * `detail` holds the stack where it was raised, when there is one.
+ */
+export class RunError extends Error {
+  constructor(kind, message, { cause, detail } = {}) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = kind === "timeout" ? "TimeoutError" : kind === "aborted" ? "AbortError" : "RunError";
+    this.kind = kind;
+    this.detail = detail;
+  }
+}
+
+const KINDS = ["mem", "pack", "overlay"];
+const OPTIONS = ["args", "env", "stdin", "stdout", "stderr", "preopens", "timeout", "signal", "baseUrl"];
+const PREOPEN = ["path", "kind", "url", "bytes", "readOnly", "options", "pack", "save"];
+const FS_OPTIONS = ["maxBytes", "maxInodes"];
+const PACK_OPTIONS = ["verifyOnRead", "persist"];
+
+const bad = (what, want, got) => {
+  const shown = typeof got === "string" ? JSON.stringify(got) : got === null ? "null" : typeof got;
+  return new TypeError(`${what} must be ${want}, not ${shown}`);
+};
+const isObject = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+const isBytes = (v) => v instanceof Uint8Array || v instanceof ArrayBuffer;
+
+/** Throws a TypeError naming any key of `obj` that is not in `known`. */
+function onlyKnown(obj, known, what) {
+  for (const k of Object.keys(obj)) {
+    if (!known.includes(k)) throw new TypeError(`${what} has no option ${JSON.stringify(k)} (${known.join(", ")})`);
+  }
+}
+
+function checkNumbers(obj, known, what) {
+  if (obj === undefined) return;
+  if (!isObject(obj)) throw bad(what, "an object", obj);
+  onlyKnown(obj, known, what);
+  for (const [k, v] of Object.entries(obj)) {
+    if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) throw bad(`${what}.${k}`, "a whole number, 0 or more", v);
+  }
+}
+
+/** The preopen `p` (the `i`th) as the worker takes it: checked, its URL
+ *  made absolute against `base`. */
+function preopen(p, i, base) {
+  const what = `preopens[${i}]`;
+  if (!isObject(p)) throw bad(what, "an object", p);
+  onlyKnown(p, PREOPEN, what);
+  if (typeof p.path !== "string" || !p.path.startsWith("/")) throw bad(`${what}.path`, 'a guest path starting with "/"', p.path);
+  if (!KINDS.includes(p.kind)) throw bad(`${what}.kind`, KINDS.map((k) => JSON.stringify(k)).join(", ") + " or", p.kind);
+  for (const k of ["readOnly", "save"]) {
+    if (p[k] !== undefined && typeof p[k] !== "boolean") throw bad(`${what}.${k}`, "a boolean", p[k]);
+  }
+  const out = { ...p };
+  if (p.kind === "mem") {
+    for (const k of ["url", "bytes", "pack"]) {
+      if (p[k] !== undefined) throw new TypeError(`${what}.${k} is for "pack" and "overlay" preopens, not "mem"`);
+    }
+  } else {
+    if ((p.url === undefined) === (p.bytes === undefined)) {
+      throw new TypeError(`${what} (${JSON.stringify(p.kind)}) needs a url or bytes, one of the two`);
+    }
+    if (p.bytes !== undefined && !isBytes(p.bytes)) throw bad(`${what}.bytes`, "a Uint8Array or an ArrayBuffer", p.bytes);
+    if (p.url !== undefined) {
+      if (typeof p.url !== "string" && !(p.url instanceof URL)) throw bad(`${what}.url`, "a string or a URL", p.url);
+      try {
+        out.url = new URL(p.url, base).href;
+      } catch {
+        throw new TypeError(`${what}.url ${JSON.stringify(String(p.url))} is not a URL (against ${base})`);
+      }
+    }
+    if (p.pack !== undefined) {
+      if (!isObject(p.pack)) throw bad(`${what}.pack`, "an object", p.pack);
+      onlyKnown(p.pack, PACK_OPTIONS, `${what}.pack`);
+      for (const [k, v] of Object.entries(p.pack)) {
+        if (v !== undefined && typeof v !== "boolean") throw bad(`${what}.pack.${k}`, "a boolean", v);
+      }
+    }
+  }
+  if (p.kind === "pack" && p.options !== undefined) throw new TypeError(`${what}.options (quotas) are for "mem" and "overlay" preopens`);
+  checkNumbers(p.options, FS_OPTIONS, `${what}.options`);
+  return out;
+}
+
+/** `options` checked, as the worker takes them (functions and limits apart). */
+function check(module, options) {
+  if (!(module instanceof WebAssembly.Module || isBytes(module))) {
+    throw bad("module", "a WebAssembly.Module, a Uint8Array or an ArrayBuffer", module);
+  }
+  if (!isObject(options)) throw bad("options", "an object", options);
+  onlyKnown(options, OPTIONS, "runP1");
+  const { args, env, stdin, stdout, stderr, preopens, timeout, signal, baseUrl } = options;
+  if (args !== undefined && !(Array.isArray(args) && args.every((a) => typeof a === "string"))) {
+    throw bad("args", "an array of strings", args);
+  }
+  if (env !== undefined && !(isObject(env) && Object.values(env).every((v) => typeof v === "string"))) {
+    throw bad("env", "an object of strings", env);
+  }
+  if (stdin !== undefined && !isBytes(stdin)) throw bad("stdin", "a Uint8Array or an ArrayBuffer", stdin);
+  for (const [k, f] of [["stdout", stdout], ["stderr", stderr]]) {
+    if (f !== undefined && typeof f !== "function") throw bad(k, "a function", f);
+  }
+  if (timeout !== undefined && !(typeof timeout === "number" && timeout >= 0)) {
+    throw bad("timeout", "a number of milliseconds, 0 or more", timeout);
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw bad("signal", "an AbortSignal", signal);
+  if (preopens !== undefined && !Array.isArray(preopens)) throw bad("preopens", "an array", preopens);
+  if (baseUrl !== undefined && typeof baseUrl !== "string" && !(baseUrl instanceof URL)) {
+    throw bad("baseUrl", "a string or a URL", baseUrl);
+  }
+  // Relative URLs are the page's, as in fetch(): not the worker script's.
+  const base = String(baseUrl ?? globalThis.location?.href ?? "");
+  return {
+    args,
+    env,
+    stdin: stdin instanceof ArrayBuffer ? new Uint8Array(stdin) : stdin,
+    preopens: (preopens ?? []).map((p, i) => preopen(p, i, base)),
+  };
+}
+
+/**
+ * Runs `module` (bytes, or a WebAssembly.Module) to its exit, in a Worker
+ * of its own that ends with the run: the one-shot form of
+ * {@link createRunner}. Options: `args` (the first is the program's name),
+ * `env` (an object of strings), `stdin` (bytes), `stdout` and `stderr`
+ * (called with each write's bytes), `preopens`: `{ path, kind: "mem" |
+ * "pack" | "overlay", url?, bytes?, readOnly?, options?, pack?, save? }`
+ * in descriptor order (a pack or an overlay's lower comes from `url`,
+ * lazily, or `bytes`; `pack`: how it is opened, as `Pack.fromUrl` takes
+ * it; `options`: quotas; `save`: return it compacted after the run),
+ * `baseUrl` (what a relative `url` resolves against: the page's address
+ * unless given), `timeout` (milliseconds) and `signal` (an AbortSignal).
+ * Resolves to `{ exitCode, bytesFetched, requests, saved: [{ path, pack
+ * }] }`. Rejects with a TypeError naming the option when an option is
+ * wrong, before anything is fetched, and otherwise with a
+ * {@link RunError}. A timeout or an abort ends the worker at once, even
+ * one blocked in a host call (a sleep, a fetch).
  */
 export function runP1(module, options = {}) {
-  const { stdout, stderr, timeout, signal, ...rest } = options;
-  if (timeout !== undefined && !(typeof timeout === "number" && timeout >= 0)) {
-    return Promise.reject(new TypeError("timeout must be a number of milliseconds, 0 or more"));
+  const runner = createRunner({ modules: 0 });
+  return runner.run(module, options).finally(() => runner.close());
+}
+
+/**
+ * A runner that stays warm: its Worker and packfs-web instance are kept
+ * from one run to the next, and each run starts from a clean guest state
+ * (a new instance, new preopens, new stdio). Runs take turns: a run asked
+ * for while another is under way starts when it ends. A run that times out
+ * or is aborted takes the Worker with it; the next run starts another.
+ *
+ * `modules` (8): how many compiled modules it keeps, keyed by the SHA-256
+ * of their bytes, so a module given again as bytes is not compiled again
+ * (a WebAssembly.Module is used as it is). `close()` ends the Worker and
+ * rejects the run under way and those waiting with a RunError of kind
+ * "aborted".
+ */
+export function createRunner({ modules = 8 } = {}) {
+  if (!(Number.isSafeInteger(modules) && modules >= 0)) {
+    throw bad("modules", "a whole number, 0 or more", modules);
   }
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    return Promise.reject(new TypeError("signal must be an AbortSignal"));
+  return new Runner(modules);
+}
+
+class Runner {
+  #worker = null;
+  #turn = Promise.resolve();
+  #closed = false;
+  /** Ends the run under way, if there is one. */
+  #stop = null;
+  /** SHA-256 (hex) → Promise<WebAssembly.Module>, oldest first. */
+  #compiled = new Map();
+  #keep;
+
+  constructor(keep) {
+    this.#keep = keep;
   }
-  if (signal?.aborted) return Promise.reject(signal.reason);
-  const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
-  return new Promise((resolve, reject) => {
-    let timer;
-    const onAbort = () => end(() => reject(signal.reason));
-    // Ends the run: the worker goes, whatever it was doing.
-    const end = (settle) => {
-      worker.terminate();
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      settle();
-    };
-    if (timeout !== undefined) {
-      timer = setTimeout(
-        () => end(() => reject(new DOMException(`the guest ran longer than its time limit of ${timeout} ms`, "TimeoutError"))),
-        timeout,
-      );
+
+  /** Runs `module` as {@link runP1} does, in this runner's Worker. */
+  run(module, options = {}) {
+    let msg;
+    try {
+      msg = check(module, options);
+    } catch (e) {
+      return Promise.reject(e);
     }
-    signal?.addEventListener("abort", onAbort, { once: true });
-    worker.onmessage = (e) => {
-      const m = e.data;
-      if (m.type === "stdout") stdout?.(m.bytes);
-      else if (m.type === "stderr") stderr?.(m.bytes);
-      else if (m.type === "exit") {
-        const { type, ...result } = m;
-        end(() => resolve(result));
-      } else {
-        const err = new Error(m.message);
-        err.code = m.code;
-        end(() => reject(err));
+    const run = this.#turn.then(() => this.#start(module, msg, options));
+    this.#turn = run.catch(() => {});
+    return run;
+  }
+
+  /** Ends the Worker; runs under way or waiting reject. */
+  close() {
+    this.#closed = true;
+    this.#stop?.(new RunError("aborted", "the runner was closed"));
+    this.#worker?.terminate();
+    this.#worker = null;
+  }
+
+  async #module(module) {
+    if (module instanceof WebAssembly.Module || this.#keep === 0) return module;
+    const bytes = module instanceof ArrayBuffer ? new Uint8Array(module) : module;
+    const key = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)), (b) => b.toString(16).padStart(2, "0")).join("");
+    let compiled = this.#compiled.get(key);
+    if (compiled === undefined) {
+      compiled = WebAssembly.compile(bytes);
+      // A module that does not compile is not kept.
+      compiled.catch(() => this.#compiled.delete(key));
+      if (this.#compiled.size >= this.#keep) this.#compiled.delete(this.#compiled.keys().next().value);
+    } else {
+      this.#compiled.delete(key);
+    }
+    this.#compiled.set(key, compiled);
+    try {
+      return await compiled;
+    } catch (e) {
+      throw new RunError("module", `the module cannot run: ${e?.message ?? e}`, { detail: e?.stack });
+    }
+  }
+
+  async #start(module, msg, { stdout, stderr, timeout, signal }) {
+    const aborted = () => new RunError("aborted", "the run was aborted", { cause: signal.reason });
+    if (this.#closed) throw new RunError("aborted", "the runner was closed");
+    if (signal?.aborted) throw aborted();
+    const compiled = await this.#module(module);
+    if (this.#closed) throw new RunError("aborted", "the runner was closed");
+    if (signal?.aborted) throw aborted();
+    const worker = (this.#worker ??= new Worker(new URL("./worker.js", import.meta.url), { type: "module" }));
+    return new Promise((resolve, reject) => {
+      let timer;
+      const onAbort = () => fail(aborted());
+      // Ends the run; `gone`: and the worker, whatever it was doing.
+      const end = (settle, gone) => {
+        if (gone && this.#worker === worker) {
+          worker.terminate();
+          this.#worker = null;
+        }
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        worker.onmessage = worker.onerror = null;
+        this.#stop = null;
+        settle();
+      };
+      const fail = (e) => end(() => reject(e), true);
+      this.#stop = fail;
+      if (timeout !== undefined) {
+        timer = setTimeout(() => fail(new RunError("timeout", `the guest ran longer than its time limit of ${timeout} ms`)), timeout);
       }
-    };
-    worker.onerror = (e) => end(() => reject(new Error(e.message ?? "the worker failed")));
-    const bytes = module instanceof WebAssembly.Module ? module : new Uint8Array(module);
-    worker.postMessage({ module: bytes, ...rest });
-  });
+      signal?.addEventListener("abort", onAbort, { once: true });
+      worker.onmessage = (e) => {
+        const m = e.data;
+        if (m.type === "stdout") stdout?.(m.bytes);
+        else if (m.type === "stderr") stderr?.(m.bytes);
+        else if (m.type === "exit") {
+          const { type, ...result } = m;
+          end(() => resolve(result), false);
+        } else {
+          end(() => reject(new RunError(m.kind, m.message, { detail: m.detail })), false);
+        }
+      };
+      worker.onerror = (e) => fail(new RunError("io", `the worker failed: ${e.message ?? "it did not load"}`));
+      const bytes = compiled instanceof WebAssembly.Module ? compiled : new Uint8Array(compiled);
+      worker.postMessage({ module: bytes, ...msg });
+    });
+  }
 }

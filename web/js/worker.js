@@ -2,20 +2,39 @@
 // filesystems (see runner.js, which starts it). A read of a lazy pack's
 // bytes not here yet blocks this worker on a synchronous Range request.
 //
-// Message in:  { module, args, env, stdin, preopens }, preopens as runner.js
-//              documents them.
+// Message in:  { module, args, env, stdin, preopens }, checked by runner.js
+//              (preopens as it documents them, each url absolute).
 // Messages out: { type: "stdout" | "stderr", bytes }, then
 //              { type: "exit", exitCode, bytesFetched, requests, saved }
-//              or { type: "error", message, code }.
+//              or { type: "error", kind, message, detail } (kind as
+//              runner.js's RunError says).
 
 import init, { MemFs, Overlay, Pack, Preview1 } from "./packfs_web.js";
 
+/** A failure of kind `kind` (runner.js's RunError), with what raised it. */
+class Failed extends Error {
+  constructor(kind, message, cause) {
+    super(message);
+    this.kind = kind;
+    this.detail = cause?.stack;
+  }
+}
+
+/** `f()`, its failure one of kind `kind`, said as `what: ...`. */
+async function as(kind, what, f) {
+  try {
+    return await f();
+  } catch (e) {
+    if (e instanceof Failed) throw e;
+    throw new Failed(kind, `${what}: ${e?.message ?? e}`, e);
+  }
+}
+
 async function open(p) {
   if (p.kind === "mem") return { fs: new MemFs(p.options) };
-  const pack = p.url !== undefined ? await Pack.fromUrl(p.url) : Pack.fromBytes(p.bytes);
+  const pack = p.url !== undefined ? await Pack.fromUrl(p.url, p.pack) : Pack.fromBytes(p.bytes, p.pack);
   if (p.kind === "pack") return { fs: pack, pack };
-  if (p.kind === "overlay") return { fs: new Overlay(pack, p.options), pack };
-  throw new Error(`unknown preopen kind ${JSON.stringify(p.kind)} (mem, pack or overlay)`);
+  return { fs: new Overlay(pack, p.options), pack };
 }
 
 /** The import for preview1 function `i`: its arguments as numbers, a
@@ -47,11 +66,14 @@ async function run(msg) {
     stderr: post("stderr"),
   });
   const opened = [];
-  for (const p of msg.preopens ?? []) {
-    const o = await open(p);
-    if (p.kind === "mem") p1.preopenMemFs(p.path, o.fs, p.readOnly);
-    else if (p.kind === "pack") p1.preopenPack(p.path, o.fs);
-    else p1.preopenOverlay(p.path, o.fs, p.readOnly);
+  for (const p of msg.preopens) {
+    const what = `preopen ${p.path}${p.url === undefined ? "" : ` (${p.url})`}`;
+    const o = await as("preopen", what, () => open(p));
+    await as("preopen", what, () => {
+      if (p.kind === "mem") p1.preopenMemFs(p.path, o.fs, p.readOnly);
+      else if (p.kind === "pack") p1.preopenPack(p.path, o.fs);
+      else p1.preopenOverlay(p.path, o.fs, p.readOnly);
+    });
     opened.push({ ...o, spec: p });
   }
   const imports = {};
@@ -59,19 +81,27 @@ async function run(msg) {
   Preview1.functions().forEach((name, i) => {
     imports[name] = lower(p1, i, signatures[i]);
   });
-  const module = msg.module instanceof WebAssembly.Module ? msg.module : await WebAssembly.compile(msg.module);
-  const instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: imports });
+  const instance = await as("module", "the module cannot run", async () => {
+    const module = msg.module instanceof WebAssembly.Module ? msg.module : await WebAssembly.compile(msg.module);
+    const instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: imports });
+    if (!(instance.exports.memory instanceof WebAssembly.Memory)) throw new Error("it exports no memory");
+    if (typeof instance.exports._start !== "function") throw new Error("it exports no _start function");
+    return instance;
+  });
   p1.start(instance.exports.memory);
   let exitCode = 0;
   try {
     instance.exports._start();
   } catch (e) {
-    if (typeof e?.exitCode !== "number") throw e;
-    exitCode = e.exitCode;
+    if (typeof e?.exitCode === "number") exitCode = e.exitCode;
+    // V8 says a guest out of stack with a RangeError.
+    else if (e instanceof WebAssembly.RuntimeError || e instanceof RangeError) {
+      throw new Failed("trap", `the guest trapped: ${e.message}`, e);
+    } else throw new Failed("io", `a host call failed: ${e?.message ?? e}`, e);
   }
   const saved = [];
   for (const o of opened) {
-    if (o.spec.save) saved.push({ path: o.spec.path, pack: await o.fs.compact() });
+    if (o.spec.save) saved.push({ path: o.spec.path, pack: await as("io", `saving ${o.spec.path}`, () => o.fs.compact()) });
   }
   const packs = opened.filter((o) => o.pack);
   self.postMessage(
@@ -88,6 +118,7 @@ async function run(msg) {
 
 self.onmessage = (e) => {
   run(e.data).catch((err) => {
-    self.postMessage({ type: "error", message: String(err?.stack ?? err), code: err?.code });
+    const f = err instanceof Failed ? err : new Failed("io", String(err?.message ?? err), err);
+    self.postMessage({ type: "error", kind: f.kind, message: f.message, detail: f.detail });
   });
 };
