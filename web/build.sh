@@ -33,7 +33,7 @@ wasm-bindgen --target web --out-dir web/pkg \
     "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$profile/packfs_web.wasm"
 # The preview1 runner: runP1 (runner.js, runner.d.ts) and the Worker it starts;
 # and the demo page's guest (guest-tests/src/bin/demo.rs), as pkg/demo.wasm.
-cp web/js/runner.js web/js/runner.d.ts web/js/worker.js web/pkg/
+cp web/js/runner.js web/js/runner.d.ts web/js/worker.js web/js/imports.js web/pkg/
 # The npm package: its manifest (the workspace's version) and README.
 crate_version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)"
 sed "s/@VERSION@/$crate_version/" web/npm/package.json.in >web/pkg/package.json

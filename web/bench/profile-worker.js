@@ -6,6 +6,7 @@
 // Message in: { module, n }; out: the figures (below) or { error }.
 
 import init, { MemFs, Preview1 } from "../pkg/packfs_web.js";
+import { lower } from "../pkg/imports.js";
 
 /** A wasm module exporting f(12 × f64) → i32 0. */
 const EMPTY = new Uint8Array([
@@ -17,23 +18,6 @@ const EMPTY = new Uint8Array([
 ]);
 const names = [];
 let signatures = [];
-
-/** pkg/worker.js's lowering of import `i`: numbers straight through, a
- *  64-bit argument as its two halves. */
-function lower(p1, i, sig) {
-  if (!sig.includes("I")) {
-    return (a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0) => p1.call(i, a, b, c, d, e, f, g, 0, 0, 0, 0);
-  }
-  return (...args) => {
-    const v = [];
-    for (let k = 0; k < sig.length; k++) {
-      if (sig[k] === "I") v.push(Number(BigInt.asUintN(32, args[k])), Number(args[k] >> 32n));
-      else v.push(args[k]);
-    }
-    while (v.length < 11) v.push(0);
-    return p1.call(i, ...v);
-  };
-}
 
 /** Runs the guest's create and read phases; `watch(name, f)` may wrap
  *  each import. Returns the phases, the guest's state and its imports. */

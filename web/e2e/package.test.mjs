@@ -52,6 +52,7 @@ test("the packed tarball holds the package and nothing else", () => {
   const installed = readdirSync(join(app, "node_modules", "packfs-web")).sort();
   assert.deepEqual(installed, [
     "README.md",
+    "imports.js",
     "package.json",
     "packfs_web.d.ts",
     "packfs_web.js",

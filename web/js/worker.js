@@ -10,6 +10,7 @@
 //              runner.js's RunError says).
 
 import init, { MemFs, Overlay, Pack, Preview1 } from "./packfs_web.js";
+import { lower } from "./imports.js";
 
 /** A failure of kind `kind` (runner.js's RunError), with what raised it. */
 class Failed extends Error {
@@ -35,24 +36,6 @@ async function open(p) {
   const pack = p.url !== undefined ? await Pack.fromUrl(p.url, p.pack) : Pack.fromBytes(p.bytes, p.pack);
   if (p.kind === "pack") return { fs: pack, pack };
   return { fs: new Overlay(pack, p.options), pack };
-}
-
-/** The import for preview1 function `i`: its arguments as numbers, a
- *  64-bit one (a BigInt) as its low and high 32 bits. */
-function lower(p1, i, sig) {
-  if (!sig.includes("I")) {
-    // 32-bit values only (most calls): straight through.
-    return (a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0) => p1.call(i, a, b, c, d, e, f, g, 0, 0, 0, 0);
-  }
-  return (...args) => {
-    const v = [];
-    for (let k = 0; k < sig.length; k++) {
-      if (sig[k] === "I") v.push(Number(BigInt.asUintN(32, args[k])), Number(args[k] >> 32n));
-      else v.push(args[k]);
-    }
-    while (v.length < 11) v.push(0);
-    return p1.call(i, ...v);
-  };
 }
 
 async function run(msg) {

@@ -17,6 +17,7 @@
 //! `LOAD_PARTS=startup,instantiate,density` picks what runs (all of it).
 
 mod modules;
+mod peer;
 mod proc;
 mod sandboxes;
 mod startup;

@@ -27,11 +27,10 @@ use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_host::load::{Guest, GuestCache};
 use packfs_host::p1::HostPlatform;
 use packfs_host::{Limits, Pool, Runner};
-use wasmtime::{Config, Engine, InstancePre, Linker, Module, Store};
-use wasmtime_wasi::p1::WasiP1Ctx;
-use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+use wasmtime::{Config, Engine, Module};
 
 use crate::modules::{self, Body};
+use crate::peer;
 use crate::proc;
 use crate::startup::ms;
 
@@ -80,6 +79,11 @@ fn guest(reads: usize, write: bool, park: bool, code: usize, data: usize) -> Vec
     modules::command(&Body::Files { read: &read, write: write.then_some("out"), park }, code, data)
 }
 
+/// A PackFS sandbox's preview1 state: `root` preopened at `/`.
+pub(crate) fn wasi(root: Arc<dyn FileSystem>) -> Wasi {
+    Wasi::builder(Box::new(HostPlatform::default())).preopen("/", root, Access::ReadWrite).build().unwrap()
+}
+
 /// The instantiate table, as markdown.
 pub(crate) fn instantiate(bench: bool) -> String {
     let (warmup, runs) = if bench { (50, 1000) } else { (5, 20) };
@@ -91,21 +95,16 @@ pub(crate) fn instantiate(bench: bool) -> String {
     let pooled = Engine::new(&Runner::config_pooled(&limits(), &pool())).unwrap();
     let default = Engine::new(&Config::new()).unwrap();
     let wasmtime = |engine: &Engine| -> Once<'_> {
-        let module = Module::new(engine, &wasm).unwrap();
-        let mut linker = Linker::<WasiP1Ctx>::new(engine);
-        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s| s).unwrap();
-        let pre = linker.instantiate_pre(&module).unwrap();
+        let pre = peer::linker(engine).instantiate_pre(&Module::new(engine, &wasm).unwrap()).unwrap();
         let tree = tree.clone();
-        Box::new(move || run_wasmtime(&pre, &tree))
+        Box::new(move || peer::run(&pre, &tree))
     };
     let packfs = |runner: Runner, prepared: bool| -> Once<'_> {
         let Guest::Module(module) = runner.load(&wasm).unwrap() else { panic!("not a module") };
         let pre = runner.prepare_module(&module).unwrap();
         let base = base.clone();
         Box::new(move || {
-            let fork = Arc::new(MemFs::overlay(base.clone()).unwrap());
-            let wasi =
-                Wasi::builder(Box::new(HostPlatform::default())).preopen("/", fork, Access::ReadWrite).build().unwrap();
+            let wasi = wasi(Arc::new(MemFs::overlay(base.clone()).unwrap()));
             let status =
                 if prepared { runner.run_prepared_module(&pre, wasi) } else { runner.run_module(&module, wasi) };
             assert_eq!(status.unwrap(), 0);
@@ -148,17 +147,6 @@ pub(crate) fn instantiate(bench: bool) -> String {
         );
     }
     md
-}
-
-fn run_wasmtime(pre: &InstancePre<WasiP1Ctx>, dir: &Path) {
-    let wasi = WasiCtxBuilder::new()
-        .allow_blocking_current_thread(true)
-        .preopened_dir(dir, "/", FsPerms::ReadWrite)
-        .unwrap()
-        .build_p1();
-    let mut store = Store::new(pre.module().engine(), wasi);
-    let instance = pre.instantiate(&mut store).unwrap();
-    instance.get_typed_func::<(), ()>(&mut store, "_start").unwrap().call(&mut store, ()).unwrap();
 }
 
 /// Sandboxes parked in `bench.park` until released.
@@ -210,25 +198,20 @@ pub(crate) fn child(args: &[String]) -> bool {
             let pre = runner.prepare_module(&module).unwrap();
             let base: Arc<dyn FileSystem> = Arc::new(packfs_os::mmap::open_pack(base).unwrap());
             Arc::new(move |_| {
-                let fork = Arc::new(MemFs::overlay(base.clone()).unwrap());
-                let wasi = Wasi::builder(Box::new(HostPlatform::default()))
-                    .preopen("/", fork, Access::ReadWrite)
-                    .build()
-                    .unwrap();
+                let wasi = wasi(Arc::new(MemFs::overlay(base.clone()).unwrap()));
                 assert_eq!(runner.run_prepared_module(&pre, wasi).unwrap(), 0);
             })
         }
         "wasmtime" | "wasmtime-default" => {
             let config = if kind == "wasmtime" { Runner::config_pooled(&limits(), &pool()) } else { Config::new() };
             let engine = Engine::new(&config).unwrap();
-            let module = deserialize(&engine, Path::new(artifacts));
-            let mut linker = Linker::<WasiP1Ctx>::new(&engine);
-            wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s| s).unwrap();
+            let module = peer::deserialize(&engine, Path::new(artifacts));
+            let mut linker = peer::linker(&engine);
             let p = park.clone();
             linker.func_wrap("bench", "park", move || p.park()).unwrap();
             let pre = linker.instantiate_pre(&module).unwrap();
             let base = PathBuf::from(base);
-            Arc::new(move |i| run_wasmtime(&pre, &base.join(i.to_string())))
+            Arc::new(move |i| peer::run(&pre, &base.join(i.to_string())))
         }
         _ => return false,
     };
@@ -254,13 +237,6 @@ pub(crate) fn child(args: &[String]) -> bool {
         t.join().unwrap();
     }
     true
-}
-
-#[allow(unsafe_code, reason = "loading a precompiled artifact")]
-fn deserialize(engine: &Engine, path: &Path) -> Module {
-    // SAFETY: the parent wrote the artifact with `Engine::precompile_module`
-    // for this configuration, into a directory of the run's own.
-    unsafe { Module::deserialize_file(engine, path) }.unwrap()
 }
 
 /// The density tables, as markdown: the guest that writes, on every

@@ -11,8 +11,7 @@
 //!   interruption is on, no cache;
 //! - `wasmtime`: `Config::new()`, with wasmtime's own cache in CACHE
 //!   (`Config::cache`, its default settings) or none, `Module::from_file`,
-//!   wasmtime-wasi's preview1 over a real directory, with
-//!   `allow_blocking_current_thread`, as its docs advise for speed;
+//!   wasmtime-wasi's preview1 over a real directory (`peer.rs`);
 //! - `wasmtime-cwasm`: `Module::deserialize_file` of an artifact that
 //!   `Engine::precompile_module` wrote: the floor of a warm start, no
 //!   cache's lookup at all.
@@ -22,16 +21,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use packfs_core::MemFs;
-use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::Wasi;
 use packfs_host::load::{Guest, GuestCache};
-use packfs_host::p1::HostPlatform;
 use packfs_host::{Limits, Runner};
-use wasmtime::{Cache, CacheConfig, Config, Engine, Linker, Module, Store};
-use wasmtime_wasi::p1::WasiP1Ctx;
-use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+use wasmtime::{Cache, CacheConfig, Config, Engine, Module};
 
+use crate::peer;
 use crate::proc::{self, Run};
+use crate::sandboxes;
 
 /// Runs child `kind`; false when `kind` is not one of these.
 pub(crate) fn child(kind: &str, args: &[String]) -> bool {
@@ -52,11 +48,7 @@ pub(crate) fn child(kind: &str, args: &[String]) -> bool {
             split.mark("`GuestCache::new`");
             let Guest::Module(module) = runner.load_file(module).unwrap() else { panic!("not a module") };
             split.mark("`load_file`");
-            let wasi = Wasi::builder(Box::new(HostPlatform::default()))
-                .preopen("/", Arc::new(MemFs::new()), Access::ReadWrite)
-                .build()
-                .unwrap();
-            assert_eq!(runner.run_module(&module, wasi).unwrap(), 0);
+            assert_eq!(runner.run_module(&module, sandboxes::wasi(Arc::new(MemFs::new()))).unwrap(), 0);
             split.mark("instantiate and run");
         }
         "wasmtime" | "wasmtime-cwasm" => {
@@ -71,38 +63,16 @@ pub(crate) fn child(kind: &str, args: &[String]) -> bool {
             let module = if kind == "wasmtime" {
                 Module::from_file(&engine, module).unwrap()
             } else {
-                deserialize(&engine, module)
+                peer::deserialize(&engine, module)
             };
             split.mark("`Module::from_file`");
-            run_wasmtime(&engine, &module, &std::env::temp_dir());
+            peer::run(&peer::linker(&engine).instantiate_pre(&module).unwrap(), &std::env::temp_dir());
             split.mark("link, instantiate and run");
         }
         _ => return false,
     }
     split.write();
     true
-}
-
-#[allow(unsafe_code, reason = "loading a precompiled artifact")]
-fn deserialize(engine: &Engine, path: &Path) -> Module {
-    // SAFETY: the artifact was written by `Engine::precompile_module` in
-    // this run, into a directory of the run's own, and is not changed.
-    unsafe { Module::deserialize_file(engine, path) }.unwrap()
-}
-
-/// Instantiates `module` with wasmtime-wasi's preview1, `dir` preopened
-/// at `/`, and runs `_start`.
-pub(crate) fn run_wasmtime(engine: &Engine, module: &Module, dir: &Path) {
-    let mut linker = Linker::<WasiP1Ctx>::new(engine);
-    wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s| s).unwrap();
-    let wasi = WasiCtxBuilder::new()
-        .allow_blocking_current_thread(true)
-        .preopened_dir(dir, "/", FsPerms::ReadWrite)
-        .unwrap()
-        .build_p1();
-    let mut store = Store::new(engine, wasi);
-    let instance = linker.instantiate(&mut store, module).unwrap();
-    instance.get_typed_func::<(), ()>(&mut store, "_start").unwrap().call(&mut store, ()).unwrap();
 }
 
 /// One configuration's command, given a cache directory of its own.

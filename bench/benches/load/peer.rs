@@ -1,0 +1,36 @@
+//! The baseline: wasmtime-wasi's preview1 over a real directory, as its
+//! docs advise for speed (`allow_blocking_current_thread`).
+
+use std::path::Path;
+
+use wasmtime::{Engine, InstancePre, Linker, Module, Store};
+use wasmtime_wasi::p1::WasiP1Ctx;
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+/// A linker with all of wasmtime-wasi's preview1.
+pub(crate) fn linker(engine: &Engine) -> Linker<WasiP1Ctx> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s| s).unwrap();
+    linker
+}
+
+/// Instantiates `pre` with `dir` preopened at `/` and runs `_start`.
+pub(crate) fn run(pre: &InstancePre<WasiP1Ctx>, dir: &Path) {
+    let wasi = WasiCtxBuilder::new()
+        .allow_blocking_current_thread(true)
+        .preopened_dir(dir, "/", FsPerms::ReadWrite)
+        .unwrap()
+        .build_p1();
+    let mut store = Store::new(pre.module().engine(), wasi);
+    let instance = pre.instantiate(&mut store).unwrap();
+    instance.get_typed_func::<(), ()>(&mut store, "_start").unwrap().call(&mut store, ()).unwrap();
+}
+
+/// The artifact at `path`, mapped.
+#[allow(unsafe_code, reason = "loading a precompiled artifact")]
+pub(crate) fn deserialize(engine: &Engine, path: &Path) -> Module {
+    // SAFETY: the benchmark wrote the artifact with
+    // `Engine::precompile_module` for this configuration, into a directory
+    // of the run's own, and does not change it.
+    unsafe { Module::deserialize_file(engine, path) }.unwrap()
+}
