@@ -114,11 +114,13 @@ test("every option is checked before anything is fetched, by name", { timeout: 6
   const url = "/fixtures/seed.pack";
   // [options (module: "nothing" unless `module` is given), what the message names]
   const cases = [
-    [{ preopens: [{ path: "/", kind: "overlayy", url }] }, /preopens\[0\]\.kind must be "mem", "pack", "overlay" or, not "overlayy"/],
+    [{ preopens: [{ path: "/", kind: "overlayy", url }] }, /preopens\[0\]\.kind must be "mem", "pack", "overlay" or "journal", not "overlayy"/],
     [{ preopens: [{ path: "/", kind: "pack" }] }, /preopens\[0\] \("pack"\) needs a url or bytes/],
     [{ preopens: [{ path: "/", kind: "pack", url, bytes: new Uint8Array(8) }] }, /needs a url or bytes, one of the two/],
     [{ preopens: [{ path: "data", kind: "mem" }] }, /preopens\[0\]\.path must be a guest path/],
     [{ preopens: [{ path: "/", kind: "mem", url }] }, /preopens\[0\]\.url is for "pack" and "overlay"/],
+    [{ preopens: [{ path: "/", kind: "mem", name: "notes" }] }, /preopens\[0\]\.name is for "journal" preopens, not "mem"/],
+    [{ preopens: [{ path: "/", kind: "journal" }] }, /preopens\[0\]\.name must be 1 to 128 letters/],
     [{ preopens: [{ path: "/", kind: "mem", readonly: true }] }, /preopens\[0\] has no option "readonly"/],
     [{ preopens: [{ path: "/", kind: "mem", readOnly: "yes" }] }, /preopens\[0\]\.readOnly must be a boolean/],
     [{ preopens: [{ path: "/", kind: "mem", options: { maxBytes: -1 } }] }, /preopens\[0\]\.options\.maxBytes must be a whole number/],
@@ -130,7 +132,7 @@ test("every option is checked before anything is fetched, by name", { timeout: 6
     [{ preopen: [] }, /runP1 has no option "preopen"/],
     [{ args: ["a", 1] }, /args must be an array of strings/],
     [{ env: { A: 1 } }, /env must be an object of strings/],
-    [{ stdin: "text" }, /stdin must be a Uint8Array or an ArrayBuffer, not "text"/],
+    [{ stdin: "text" }, /stdin must be a Uint8Array, an ArrayBuffer, a ReadableStream or a function, not "text"/],
     [{ stdout: "console" }, /stdout must be a function/],
     [{ baseUrl: 7 }, /baseUrl must be a string or a URL/],
     [{ module: "guest.wasm" }, /module must be a WebAssembly.Module/],

@@ -4,8 +4,16 @@ import type { FsOptions, PackOptions, Preview1Options } from "./packfs_web.js";
 export interface Preopen {
   /** The guest path, e.g. "/" or "/data". */
   path: string;
-  /** An empty in-memory tree, a read-only pack, or an in-memory overlay over a pack. */
-  kind: "mem" | "pack" | "overlay";
+  /** An empty in-memory tree, a read-only pack, an in-memory overlay over
+   *  a pack, or a durable tree kept in the origin's private files (OPFS). */
+  kind: "mem" | "pack" | "overlay" | "journal";
+  /** A "journal" preopen's name (1 to 128 letters, digits, `.`, `_`, `-`):
+   *  its tree, as the last run that had it left it (empty the first time),
+   *  each change in OPFS before the guest's call returns, so that neither
+   *  a reload nor a crash loses one. One run at a time, in any tab, has a
+   *  name: another fails with a `RunError` of kind "preopen" while it is
+   *  open. `MemFs.openJournal` opens the same tree. */
+  name?: string;
   /** The pack's URL ("pack" and "overlay"): opened lazily, each file's
    *  bytes fetched on its first read. A relative URL is the page's (or
    *  `baseUrl`'s), as in `fetch`. */
@@ -16,7 +24,7 @@ export interface Preopen {
   pack?: PackOptions;
   /** Every change refused (EPERM), as a read-only preopen. */
   readOnly?: boolean;
-  /** Quotas of a "mem" or "overlay" preopen. */
+  /** Quotas of a "mem", "overlay" or "journal" preopen. */
   options?: FsOptions;
   /** Return this filesystem compacted into a pack after the run. */
   save?: boolean;
@@ -24,7 +32,16 @@ export interface Preopen {
 
 /** The guest's `args`, `env`, `stdin`, `stdout` and `stderr` (as `Preview1`
  *  takes them), its filesystems, and how long it may run. */
-export interface RunOptions extends Preview1Options {
+export interface RunOptions extends Omit<Preview1Options, "stdin"> {
+  /** The guest's input. Bytes; or a `ReadableStream` (of `Uint8Array`s or
+   *  strings), or a function returning the next piece (a `Uint8Array`, an
+   *  `ArrayBuffer` or a string, or a promise of one; `null`, `undefined` or
+   *  an empty piece at the end), read as the guest reads when the page is
+   *  cross-origin isolated: a read blocks the guest until the next piece
+   *  arrives. Without isolation a stream or function is read to its end
+   *  before the guest starts (the `timeout` and `signal` still apply). A
+   *  stream is cancelled when the run ends. */
+  stdin?: Uint8Array | ArrayBuffer | ReadableStream<Uint8Array | string> | StdinSource;
   preopens?: Preopen[];
   /** What a relative preopen `url` resolves against (default: the page's `location.href`). */
   baseUrl?: string | URL;
@@ -56,6 +73,11 @@ export class RunError extends Error {
   /** The stack where it was raised, apart from the message. */
   detail?: string;
 }
+
+/** The next piece of a guest's input, or `null`/`undefined`/empty at the end. */
+export type StdinSource = () =>
+  | Uint8Array | ArrayBuffer | string | null | undefined
+  | Promise<Uint8Array | ArrayBuffer | string | null | undefined>;
 
 /** Runs a WASI preview1 module in a Web Worker over packfs-web's filesystems. */
 export function runP1(module: Uint8Array | ArrayBuffer | WebAssembly.Module, options?: RunOptions): Promise<RunResult>;

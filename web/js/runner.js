@@ -38,9 +38,11 @@ export class RunError extends Error {
   }
 }
 
-const KINDS = ["mem", "pack", "overlay"];
+const KINDS = ["mem", "pack", "overlay", "journal"];
 const OPTIONS = ["args", "env", "stdin", "stdout", "stderr", "preopens", "timeout", "signal", "baseUrl"];
-const PREOPEN = ["path", "kind", "url", "bytes", "readOnly", "options", "pack", "save"];
+const PREOPEN = ["path", "kind", "url", "bytes", "readOnly", "options", "pack", "save", "name"];
+/** A journal's name: what packfs-web's MemFs.openJournal takes. */
+const JOURNAL_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]{1,128}$/;
 const FS_OPTIONS = ["maxBytes", "maxInodes"];
 const PACK_OPTIONS = ["verifyOnRead", "persist"];
 
@@ -74,14 +76,24 @@ function preopen(p, i, base) {
   if (!isObject(p)) throw bad(what, "an object", p);
   onlyKnown(p, PREOPEN, what);
   if (typeof p.path !== "string" || !p.path.startsWith("/")) throw bad(`${what}.path`, 'a guest path starting with "/"', p.path);
-  if (!KINDS.includes(p.kind)) throw bad(`${what}.kind`, KINDS.map((k) => JSON.stringify(k)).join(", ") + " or", p.kind);
+  if (!KINDS.includes(p.kind)) {
+    const names = KINDS.map((k) => JSON.stringify(k));
+    throw bad(`${what}.kind`, `${names.slice(0, -1).join(", ")} or ${names.at(-1)}`, p.kind);
+  }
   for (const k of ["readOnly", "save"]) {
     if (p[k] !== undefined && typeof p[k] !== "boolean") throw bad(`${what}.${k}`, "a boolean", p[k]);
   }
   const out = { ...p };
-  if (p.kind === "mem") {
+  if (p.kind === "journal") {
+    if (typeof p.name !== "string" || !JOURNAL_NAME.test(p.name)) {
+      throw bad(`${what}.name`, "1 to 128 letters, digits, '.', '_' or '-' (not . or ..)", p.name);
+    }
+  } else if (p.name !== undefined) {
+    throw new TypeError(`${what}.name is for "journal" preopens, not ${JSON.stringify(p.kind)}`);
+  }
+  if (p.kind === "mem" || p.kind === "journal") {
     for (const k of ["url", "bytes", "pack"]) {
-      if (p[k] !== undefined) throw new TypeError(`${what}.${k} is for "pack" and "overlay" preopens, not "mem"`);
+      if (p[k] !== undefined) throw new TypeError(`${what}.${k} is for "pack" and "overlay" preopens, not ${JSON.stringify(p.kind)}`);
     }
   } else {
     if ((p.url === undefined) === (p.bytes === undefined)) {
@@ -104,7 +116,7 @@ function preopen(p, i, base) {
       }
     }
   }
-  if (p.kind === "pack" && p.options !== undefined) throw new TypeError(`${what}.options (quotas) are for "mem" and "overlay" preopens`);
+  if (p.kind === "pack" && p.options !== undefined) throw new TypeError(`${what}.options (quotas) are for "mem", "overlay" and "journal" preopens`);
   checkNumbers(p.options, FS_OPTIONS, `${what}.options`);
   return out;
 }
@@ -123,7 +135,9 @@ function check(module, options) {
   if (env !== undefined && !(isObject(env) && Object.values(env).every((v) => typeof v === "string"))) {
     throw bad("env", "an object of strings", env);
   }
-  if (stdin !== undefined && !isBytes(stdin)) throw bad("stdin", "a Uint8Array or an ArrayBuffer", stdin);
+  if (stdin !== undefined && !isBytes(stdin) && typeof stdin !== "function" && !(stdin instanceof ReadableStream)) {
+    throw bad("stdin", "a Uint8Array, an ArrayBuffer, a ReadableStream or a function", stdin);
+  }
   for (const [k, f] of [["stdout", stdout], ["stderr", stderr]]) {
     if (f !== undefined && typeof f !== "function") throw bad(k, "a function", f);
   }
@@ -140,8 +154,97 @@ function check(module, options) {
   return {
     args,
     env,
-    stdin: stdin instanceof ArrayBuffer ? new Uint8Array(stdin) : stdin,
+    stdin: stdin instanceof ArrayBuffer ? new Uint8Array(stdin) : isBytes(stdin) ? stdin : undefined,
     preopens: (preopens ?? []).map((p, i) => preopen(p, i, base)),
+  };
+}
+
+/** Most bytes one piece of pulled stdin carries to the worker. */
+const STDIN_PIECE = 1 << 16;
+
+/** A piece of stdin as bytes; `null` for the end. */
+function piece(v, what) {
+  if (v === null || v === undefined) return null;
+  if (typeof v === "string") return new TextEncoder().encode(v);
+  if (v instanceof Uint8Array) return v;
+  if (v instanceof ArrayBuffer) return new Uint8Array(v);
+  throw new TypeError(`${what} gave ${typeof v}, not a Uint8Array, an ArrayBuffer or a string`);
+}
+
+/** `stdin` (a ReadableStream or a function) as `next()`, a promise of
+ *  the next non-empty piece or `null` at the end, and `close()`. */
+function pieces(stdin) {
+  if (typeof stdin === "function") {
+    let ended = false;
+    return {
+      async next() {
+        // An empty piece ends it too: a function that keeps giving nothing
+        // would otherwise be called without end.
+        const b = ended ? null : piece(await stdin(), "stdin");
+        if (b === null || b.length === 0) ended = true;
+        return ended ? null : b;
+      },
+      close() {},
+    };
+  }
+  const reader = stdin.getReader();
+  return {
+    async next() {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return null;
+        const b = piece(value, "stdin's stream");
+        if (b.length > 0) return b;
+      }
+    },
+    close() {
+      reader.cancel().catch(() => {});
+    },
+  };
+}
+
+/** All of `src`'s pieces, in one array. */
+async function drain(src) {
+  const all = [];
+  for (let b; (b = await src.next()) !== null; ) all.push(b);
+  const out = new Uint8Array(all.reduce((n, b) => n + b.length, 0));
+  all.reduce((at, b) => (out.set(b, at), at + b.length), 0);
+  return out;
+}
+
+/**
+ * The page's end of a guest's pulled stdin: a shared buffer, `[state,
+ * length]` then the piece. The worker sets state 0, asks for at most `max`
+ * bytes and waits; `serve` puts the next piece's bytes in, sets length (-1
+ * at the end, -2 if the source failed), then state 1, and wakes it.
+ */
+function stdinChannel(src) {
+  const shared = new SharedArrayBuffer(8 + STDIN_PIECE);
+  const state = new Int32Array(shared, 0, 2);
+  const data = new Uint8Array(shared, 8);
+  let left = new Uint8Array(0);
+  const reply = (n) => {
+    Atomics.store(state, 1, n);
+    Atomics.store(state, 0, 1);
+    Atomics.notify(state, 0);
+  };
+  return {
+    shared,
+    async serve(max) {
+      try {
+        while (left.length === 0) {
+          const b = await src.next();
+          if (b === null) return reply(-1);
+          left = b;
+        }
+        const n = Math.min(max, left.length, data.length);
+        data.set(left.subarray(0, n));
+        left = left.subarray(n);
+        reply(n);
+      } catch {
+        reply(-2);
+      }
+    },
   };
 }
 
@@ -149,12 +252,18 @@ function check(module, options) {
  * Runs `module` (bytes, or a WebAssembly.Module) to its exit, in a Worker
  * of its own that ends with the run: the one-shot form of
  * {@link createRunner}. Options: `args` (the first is the program's name),
- * `env` (an object of strings), `stdin` (bytes), `stdout` and `stderr`
+ * `env` (an object of strings), `stdin` (bytes, a ReadableStream, or a
+ * function giving each next piece: read as the guest reads where the page
+ * is cross-origin isolated, else to its end before the guest starts; a
+ * source that fails is EIO to a guest reading it, or, read first, rejects
+ * the run with kind "io"), `stdout` and `stderr`
  * (called with each write's bytes), `preopens`: `{ path, kind: "mem" |
- * "pack" | "overlay", url?, bytes?, readOnly?, options?, pack?, save? }`
- * in descriptor order (a pack or an overlay's lower comes from `url`,
- * lazily, or `bytes`; `pack`: how it is opened, as `Pack.fromUrl` takes
- * it; `options`: quotas; `save`: return it compacted after the run),
+ * "pack" | "overlay" | "journal", url?, bytes?, name?, readOnly?,
+ * options?, pack?, save? }` in descriptor order (a pack or an overlay's
+ * lower comes from `url`, lazily, or `bytes`; `pack`: how it is opened, as
+ * `Pack.fromUrl` takes it; a journal is the durable tree `name` in the
+ * origin's private files, as `MemFs.openJournal` opens it; `options`:
+ * quotas; `save`: return it compacted after the run),
  * `baseUrl` (what a relative `url` resolves against: the page's address
  * unless given), `timeout` (milliseconds) and `signal` (an AbortSignal).
  * Resolves to `{ exitCode, bytesFetched, requests, saved: [{ path, pack
@@ -244,7 +353,7 @@ class Runner {
     }
   }
 
-  async #start(module, msg, { stdout, stderr, timeout, signal }) {
+  async #start(module, msg, { stdin, stdout, stderr, timeout, signal }) {
     const aborted = () => new RunError("aborted", "the run was aborted", { cause: signal.reason });
     if (this.#closed) throw new RunError("aborted", "the runner was closed");
     if (signal?.aborted) throw aborted();
@@ -252,6 +361,8 @@ class Runner {
     if (this.#closed) throw new RunError("aborted", "the runner was closed");
     if (signal?.aborted) throw aborted();
     const worker = (this.#worker ??= new Worker(new URL("./worker.js", import.meta.url), { type: "module" }));
+    const src = msg.stdin === undefined && stdin !== undefined ? pieces(stdin) : null;
+    const channel = src && globalThis.crossOriginIsolated === true ? stdinChannel(src) : null;
     return new Promise((resolve, reject) => {
       let timer;
       const onAbort = () => fail(aborted());
@@ -265,6 +376,7 @@ class Runner {
         signal?.removeEventListener("abort", onAbort);
         worker.onmessage = worker.onerror = null;
         this.#stop = null;
+        src?.close();
         settle();
       };
       const fail = (e) => end(() => reject(e), true);
@@ -275,7 +387,8 @@ class Runner {
       signal?.addEventListener("abort", onAbort, { once: true });
       worker.onmessage = (e) => {
         const m = e.data;
-        if (m.type === "stdout") stdout?.(m.bytes);
+        if (m.type === "stdin") channel.serve(m.max);
+        else if (m.type === "stdout") stdout?.(m.bytes);
         else if (m.type === "stderr") stderr?.(m.bytes);
         else if (m.type === "exit") {
           const { type, ...result } = m;
@@ -286,7 +399,11 @@ class Runner {
       };
       worker.onerror = (e) => fail(new RunError("io", `the worker failed: ${e.message ?? "it did not load"}`));
       const bytes = compiled instanceof WebAssembly.Module ? compiled : new Uint8Array(compiled);
-      worker.postMessage({ module: bytes, ...msg });
+      const input = channel ? Promise.resolve({ shared: channel.shared }) : src ? drain(src) : Promise.resolve(msg.stdin);
+      input.then(
+        (stdin) => this.#stop === fail && worker.postMessage({ module: bytes, ...msg, stdin }),
+        (e) => fail(new RunError("io", `reading stdin: ${e?.message ?? e}`, { cause: e, detail: e?.stack })),
+      );
     });
   }
 }

@@ -3,8 +3,10 @@
 // bytes not here yet blocks this worker on a synchronous Range request.
 //
 // Message in:  { module, args, env, stdin, preopens }, checked by runner.js
-//              (preopens as it documents them, each url absolute).
-// Messages out: { type: "stdout" | "stderr", bytes }, then
+//              (preopens as it documents them, each url absolute; stdin
+//              bytes, or { shared } to pull each piece from the page).
+// Messages out: { type: "stdin", max } while the guest waits for input,
+//              { type: "stdout" | "stderr", bytes }, then
 //              { type: "exit", exitCode, bytesFetched, requests, saved }
 //              or { type: "error", kind, message, detail } (kind as
 //              runner.js's RunError says).
@@ -33,27 +35,57 @@ async function as(kind, what, f) {
 
 async function open(p) {
   if (p.kind === "mem") return { fs: new MemFs(p.options) };
+  if (p.kind === "journal") return { fs: await MemFs.openJournal(p.name, p.options) };
   const pack = p.url !== undefined ? await Pack.fromUrl(p.url, p.pack) : Pack.fromBytes(p.bytes, p.pack);
   if (p.kind === "pack") return { fs: pack, pack };
   return { fs: new Overlay(pack, p.options), pack };
 }
 
+/** The guest's stdin pulled from the page through `shared` (runner.js's
+ *  stdinChannel): each read asks for a piece and waits for it. */
+function pull(shared) {
+  const state = new Int32Array(shared, 0, 2);
+  const data = new Uint8Array(shared, 8);
+  return (max) => {
+    Atomics.store(state, 0, 0);
+    self.postMessage({ type: "stdin", max });
+    Atomics.wait(state, 0, 0);
+    const n = Atomics.load(state, 1);
+    if (n === -1) return null;
+    if (n < 0) throw new Error("stdin's source failed");
+    return data.slice(0, n);
+  };
+}
+
+const post = (type) => (bytes) => self.postMessage({ type, bytes });
+
 async function run(msg) {
   await init();
-  const post = (type) => (bytes) => self.postMessage({ type, bytes });
-  const p1 = new Preview1({
-    args: msg.args ?? ["guest"],
-    env: msg.env ?? {},
-    stdin: msg.stdin,
-    stdout: post("stdout"),
-    stderr: post("stderr"),
-  });
   const opened = [];
+  let p1;
+  try {
+    p1 = await as("io", "preview1", () => new Preview1({
+      args: msg.args ?? ["guest"],
+      env: msg.env ?? {},
+      stdin: msg.stdin?.shared ? pull(msg.stdin.shared) : msg.stdin,
+      stdout: post("stdout"),
+      stderr: post("stderr"),
+    }));
+    await guest(msg, p1, opened);
+  } finally {
+    // Freed now, not when collected: a journal's file stays locked, to
+    // this worker and every tab, until nothing holds its tree.
+    for (const o of new Set([p1, ...opened.flatMap((o) => [o.fs, o.pack])])) o?.free();
+  }
+}
+
+/** Runs the guest `msg` describes with `p1`, its preopens put in `opened`. */
+async function guest(msg, p1, opened) {
   for (const p of msg.preopens) {
     const what = `preopen ${p.path}${p.url === undefined ? "" : ` (${p.url})`}`;
     const o = await as("preopen", what, () => open(p));
     await as("preopen", what, () => {
-      if (p.kind === "mem") p1.preopenMemFs(p.path, o.fs, p.readOnly);
+      if (p.kind === "mem" || p.kind === "journal") p1.preopenMemFs(p.path, o.fs, p.readOnly);
       else if (p.kind === "pack") p1.preopenPack(p.path, o.fs);
       else p1.preopenOverlay(p.path, o.fs, p.readOnly);
     });

@@ -36,7 +36,9 @@
 //!   holds, and the methods' bodies); [`p1`], a preview1 guest over them.
 //! - Under them: [`ops`] (the path operations, host-tested), [`fetch`] (a
 //!   pack whose bytes arrive piece by piece over HTTP; core's `Partial`
-//!   holds them), `persist` (fetched chunks kept in the Cache API), `clock`.
+//!   holds them), `persist` (fetched chunks kept in the Cache API), `opfs`
+//!   (the Origin Private File System's synchronous files) and `journal` (a
+//!   durable `MemFs` on them), `clock`.
 //! - Out to JavaScript: `objects` (results), [`error`], `glue` (JavaScript
 //!   helpers that make a result in one call), and `types.d.ts`: the
 //!   TypeScript types no Rust signature declares.
@@ -49,9 +51,11 @@ pub mod error;
 pub mod fetch;
 mod glue;
 mod inner;
+mod journal;
 mod mem_fs;
 mod methods;
 mod objects;
+mod opfs;
 pub mod ops;
 mod options;
 mod overlay;

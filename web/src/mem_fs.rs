@@ -32,6 +32,26 @@ impl MemFs {
         Ok(MemFs { inner: Inner { backend: Backend::Mem(mem.clone()), remote: None }, mem })
     }
 
+    /// Opens the durable tree `name` (made empty when missing), with
+    /// optional quotas: every change is in the Origin Private File System
+    /// before the call that made it returns, and the tree is there again
+    /// when the name is opened after a reload or a crash. In a dedicated
+    /// Worker only (`unsupported` elsewhere); one worker at a time (`busy`
+    /// while another, in any tab, has it open: until its `MemFs`, and every
+    /// preview1 guest given it, are freed or the worker ends). A change
+    /// the origin's quota has no room for is `insufficient-space`.
+    #[wasm_bindgen(js_name = openJournal, unchecked_return_type = "Promise<MemFs>")]
+    pub fn open_journal(
+        #[wasm_bindgen(unchecked_param_type = "string")] name: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "FsOptions")] options: Option<JsValue>,
+    ) -> js_sys::Promise {
+        wasm_bindgen_futures::future_to_promise(async move {
+            let name = crate::arg::string(&name, "name")?;
+            let mem = Arc::new(crate::journal::open(&name, limits(&options)?).await?);
+            Ok(MemFs { inner: Inner { backend: Backend::Mem(mem.clone()), remote: None }, mem }.into())
+        })
+    }
+
     /// Bytes and inodes in use.
     #[wasm_bindgen(unchecked_return_type = "Usage")]
     pub fn usage(&self) -> JsValue {

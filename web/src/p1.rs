@@ -103,6 +103,36 @@ struct Callback(Function);
 #[cfg(target_feature = "atomics")]
 compile_error!("packfs-web has no threaded build: preview1's stdout and stderr call JavaScript functions");
 
+/// Input pulled from a JavaScript function as the guest reads: called with
+/// the most bytes the read takes, it returns a `Uint8Array` (of any length:
+/// what the read does not take is kept for the next), or `null` or an empty
+/// array at the end. A throw, or anything else returned, is `EIO`. The
+/// runner's worker makes one that waits on the page for each piece.
+struct Pull {
+    f: Function,
+    /// Bytes returned and not read yet.
+    kept: Vec<u8>,
+    at: usize,
+}
+
+impl Input for Pull {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
+        if self.at == self.kept.len() {
+            let got = self.f.call1(&JsValue::NULL, &JsValue::from_f64(buf.len() as f64)).map_err(|_| Errno::IO)?;
+            if got.is_null() || got.is_undefined() {
+                return Ok(0);
+            }
+            self.kept = got.dyn_into::<Uint8Array>().map_err(|_| Errno::IO)?.to_vec();
+            self.at = 0;
+        }
+        let rest = &self.kept[self.at..];
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
 impl Output for Callback {
     fn write(&mut self, data: &[u8]) -> Result<(), Errno> {
         self.0.call1(&JsValue::NULL, &Uint8Array::from(data)).map(drop).map_err(|_| Errno::IO)
@@ -215,8 +245,10 @@ pub struct Preview1 {
 impl Preview1 {
     /// A guest's state from `{ args, env, stdin, stdout, stderr }`: `args`
     /// an array of strings (the first the program's name), `env` an object
-    /// of strings, `stdin` bytes, `stdout`/`stderr` functions called with
-    /// each write's bytes (discarded without).
+    /// of strings, `stdin` bytes or a function pulled from as the guest
+    /// reads (called with the most bytes a read takes, it returns a
+    /// `Uint8Array`, or `null` at the end), `stdout`/`stderr` functions
+    /// called with each write's bytes (discarded without).
     #[wasm_bindgen(constructor)]
     pub fn new(#[wasm_bindgen(unchecked_param_type = "Preview1Options")] options: JsValue) -> JsResult<Preview1> {
         if !options.is_undefined() && !options.is_object() {
@@ -243,10 +275,14 @@ impl Preview1 {
             }
         }
         let stdin = get(&options, "stdin");
-        let stdin: Box<dyn Input> = match stdin.dyn_ref::<Uint8Array>() {
-            Some(bytes) => Box::new(Bytes::new(bytes.to_vec())),
-            None if stdin.is_undefined() => Box::new(Bytes::default()),
-            None => return Err(type_error("options.stdin must be a Uint8Array")),
+        let stdin: Box<dyn Input> = if let Some(bytes) = stdin.dyn_ref::<Uint8Array>() {
+            Box::new(Bytes::new(bytes.to_vec()))
+        } else if let Some(f) = stdin.dyn_ref::<Function>() {
+            Box::new(Pull { f: f.clone(), kept: Vec::new(), at: 0 })
+        } else if stdin.is_undefined() {
+            Box::new(Bytes::default())
+        } else {
+            return Err(type_error("options.stdin must be a Uint8Array or a function"));
         };
         let output = |key: &str| -> JsResult<Box<dyn Output>> {
             let f = get(&options, key);

@@ -2,7 +2,10 @@
 export interface Preview1Options {
   args?: string[];
   env?: Record<string, string>;
-  stdin?: Uint8Array;
+  /** The guest's input: bytes, or a function called as the guest reads
+   *  with the most bytes that read takes, returning a `Uint8Array` (what
+   *  the read does not take is kept for the next) or `null` at the end. */
+  stdin?: Uint8Array | ((max: number) => Uint8Array | null);
   stdout?: (bytes: Uint8Array) => void;
   stderr?: (bytes: Uint8Array) => void;
 }

@@ -13,6 +13,9 @@
 //! argv0             the program name the guest was given
 //! env NAME          the variable's value, or `<unset>`
 //! stdin PATH        copy stdin into a file
+//! lines             each line of stdin as `> LINE` on stdout, as it comes
+//! tick PATH N       append lines `0` to `N-1` to a file, each written
+//!                   (one write) before its number goes to stdout
 //! stderr TEXT       TEXT and a newline to stderr
 //! exit N            exit with status N at once
 //! trap              hit an `unreachable` instruction
@@ -30,8 +33,8 @@ fn main() {
     let mut rest = &args[1.min(args.len())..];
     while let Some((cmd, tail)) = rest.split_first() {
         let arity = match cmd.as_str() {
-            "argv0" | "trap" => 0,
-            "write" | "append" => 2,
+            "argv0" | "trap" | "lines" => 0,
+            "write" | "append" | "tick" => 2,
             _ => 1,
         };
         if tail.len() < arity {
@@ -68,6 +71,19 @@ fn command(cmd: &str, a: &[String], argv0: &str) -> io::Result<()> {
             let mut data = Vec::new();
             io::stdin().read_to_end(&mut data)?;
             fs::write(&a[0], data)
+        }
+        "lines" => io::stdin().lines().try_for_each(|line| {
+            writeln!(out, "> {}", line?)?;
+            out.flush()
+        }),
+        "tick" => {
+            let n: u64 = a[1].parse().unwrap_or_else(|_| fail("tick", "not a number"));
+            let mut f = fs::OpenOptions::new().append(true).create(true).open(&a[0])?;
+            (0..n).try_for_each(|i| {
+                f.write_all(format!("{i}\n").as_bytes())?;
+                writeln!(out, "{i}")?;
+                out.flush()
+            })
         }
         "stderr" => writeln!(io::stderr(), "{}", a[0]),
         "exit" => {

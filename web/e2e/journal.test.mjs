@@ -1,0 +1,246 @@
+// A durable tree in the browser (preopen kind "journal", MemFs.openJournal),
+// in headless Chromium: what a run wrote is there in the next page of the
+// same origin, every byte; a page closed during a stream of writes loses
+// none that the guest was told were done; a second tab is refused while
+// the first has the name open, and gets it once that tab is gone; a log
+// damaged before its end is refused, a torn tail cut off; the origin's
+// quota used up is ENOSPC to the guest, with the tree as it was; outside a
+// Worker it is `unsupported`.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createHash, randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+import { startServer } from "./server.mjs";
+import { launch } from "./browser.mjs";
+import { pkgOverride } from "./pkg.mjs";
+
+const TARGET = fileURLToPath(new URL("../../target/guest-tests/", import.meta.url));
+const TOOLBOX = readFileSync(`${TARGET}wasm32-wasip1/release/toolbox.wasm`);
+
+let server, browser;
+
+before(async () => {
+  server = await startServer({ files: { "/guests/toolbox.wasm": TOOLBOX, ...pkgOverride() } });
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** A page of `context` at /www/ with `window.toolbox(args, options)`: runs
+ *  the toolbox with journal `name` at /j (and the options' other keys),
+ *  resolving to `{ exitCode, out, err }` or a RunError's `{ kind, message }`. */
+async function tab(context) {
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e));
+  await page.goto(`${server.url}/www/`);
+  await page.evaluate(async () => {
+    const { runP1 } = await import("/pkg/runner.js");
+    const module = new Uint8Array(await (await fetch("/guests/toolbox.wasm")).arrayBuffer());
+    const text = (b) => new TextDecoder().decode(b);
+    window.acked = 0;
+    window.toolbox = (args, { name, ...options } = {}) => {
+      let out = "", err = "";
+      return runP1(module, {
+        args: ["toolbox", ...args],
+        preopens: [{ path: "/j", kind: "journal", name }],
+        stdout: (b) => {
+          out += text(b);
+          window.acked = out.split("\n").length - 1;
+        },
+        stderr: (b) => (err += text(b)),
+        ...options,
+      }).then(
+        (r) => ({ exitCode: r.exitCode, out, err }),
+        (e) => ({ kind: e.kind, message: e.message, out, err }),
+      );
+    };
+  });
+  return { page, errors };
+}
+
+/** Runs the toolbox once in a new tab of `context`, then closes the tab. */
+async function once(context, args, options) {
+  const { page, errors } = await tab(context);
+  const r = await page.evaluate(([args, options]) => window.toolbox(args, options), [args, options]);
+  await page.close();
+  assert.deepEqual(errors, []);
+  return r;
+}
+
+const sha = (s) => createHash("sha256").update(s).digest("hex");
+
+test("what a run wrote is there, every byte, in the next page", async () => {
+  const context = await browser.newContext();
+  // Sizes around the 64 KiB of stdin handed over at a time and mem's pages.
+  const big = randomBytes(3 * 65536 + 5).toString("base64");
+  const wrote = await once(context, ["mkdir", "/j/d", "write", "/j/d/a.txt", "hello\n", "stdin", "/j/big"], {
+    name: "reload",
+    stdin: new TextEncoder().encode(big),
+  });
+  assert.equal(wrote.exitCode, 0, wrote.err);
+  const read = await once(context, ["cat", "/j/d/a.txt", "ls", "/j", "cat", "/j/big"], { name: "reload" });
+  assert.equal(read.exitCode, 0, read.err);
+  const [hello, ...rest] = read.out.split("\n");
+  assert.equal(hello, "hello");
+  assert.deepEqual(rest.slice(0, 2), ["big", "d"]);
+  assert.equal(sha(rest.slice(2).join("\n")), sha(big));
+  // Another name is another tree.
+  const other = await once(context, ["ls", "/j"], { name: "reload2" });
+  assert.equal(other.out, "");
+  await context.close();
+});
+
+test("a page closed during a stream of writes loses none that were acknowledged", async () => {
+  const context = await browser.newContext();
+  const { page } = await tab(context);
+  page.evaluate(() => window.toolbox(["tick", "/j/log", "100000000"], { name: "kill" })).catch(() => {});
+  await page.waitForFunction(() => window.acked >= 300, null, { timeout: 60_000, polling: 10 });
+  const acked = await page.evaluate(() => window.acked);
+  await page.close();
+  const r = await once(context, ["cat", "/j/log"], { name: "kill" });
+  assert.equal(r.exitCode, 0, r.err);
+  const lines = r.out.split("\n");
+  // A whole number per line, 0, 1, 2, ... and no torn one.
+  assert.equal(lines.pop(), "", "the log ends at a line's end");
+  assert.ok(lines.length >= acked, `${lines.length} lines kept, ${acked} acknowledged`);
+  lines.forEach((l, i) => assert.equal(l, String(i)));
+  await context.close();
+});
+
+test("a second tab is refused while the first has the name open, and gets it after", async () => {
+  const context = await browser.newContext();
+  const first = await tab(context);
+  first.page.evaluate(() => window.toolbox(["tick", "/j/log", "100000000"], { name: "tabs" })).catch(() => {});
+  await first.page.waitForFunction(() => window.acked >= 10, null, { timeout: 60_000, polling: 10 });
+  const refused = await once(context, ["ls", "/j"], { name: "tabs" });
+  assert.equal(refused.kind, "preopen");
+  assert.match(refused.message, /^preopen \/j: busy: journal "tabs": it is open in another worker or tab/);
+  await first.page.close();
+  // The closed tab's worker lets go of the file as it ends.
+  let after;
+  for (let i = 0; i < 50; i++) {
+    after = await once(context, ["ls", "/j"], { name: "tabs" });
+    if (after.kind !== "preopen") break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(after.exitCode, 0, after.message);
+  assert.equal(after.out, "log\n");
+  await context.close();
+});
+
+/** Changes journal `name`'s log from the page: `edit(bytes)` returns the new bytes. */
+async function editLog(context, name, edit) {
+  const page = await context.newPage();
+  await page.goto(`${server.url}/www/`);
+  const sizes = await page.evaluate(
+    async ([name, edit]) => {
+      const root = await navigator.storage.getDirectory();
+      const dir = await (await root.getDirectoryHandle("packfs")).getDirectoryHandle("journals");
+      const file = await dir.getFileHandle(`${name}.log`);
+      const before = new Uint8Array(await (await file.getFile()).arrayBuffer());
+      const after = new Function("bytes", `return (${edit})(bytes)`)(before);
+      const w = await file.createWritable();
+      await w.write(after);
+      await w.close();
+      return [before.length, after.length];
+    },
+    [name, edit.toString()],
+  );
+  await page.close();
+  return sizes;
+}
+
+/** The size of journal `name`'s log. */
+async function logSize(context, name) {
+  const page = await context.newPage();
+  await page.goto(`${server.url}/www/`);
+  const n = await page.evaluate(async (name) => {
+    const root = await navigator.storage.getDirectory();
+    const dir = await (await root.getDirectoryHandle("packfs")).getDirectoryHandle("journals");
+    return (await (await dir.getFileHandle(`${name}.log`)).getFile()).size;
+  }, name);
+  await page.close();
+  return n;
+}
+
+test("a torn tail is cut off; a log damaged before its end is refused and left as it was", async () => {
+  const context = await browser.newContext();
+  const made = await once(context, ["write", "/j/a", "one", "write", "/j/b", "two", "write", "/j/c", "three"], { name: "damage" });
+  assert.equal(made.exitCode, 0, made.err);
+  const [good] = await editLog(context, "damage", (b) => {
+    const out = new Uint8Array(b.length + 7);
+    out.set(b);
+    out.set([1, 2, 3, 4, 5, 6, 7], b.length);
+    return out;
+  });
+  const torn = await once(context, ["cat", "/j/a", "cat", "/j/c"], { name: "damage" });
+  assert.equal(torn.exitCode, 0, torn.err);
+  assert.equal(torn.out, "onethree");
+  assert.equal(await logSize(context, "damage"), good, "the torn tail is cut");
+  // A byte of the first record's payload (after the 32-byte header and the
+  // record's own 12): damage with good records after it.
+  await editLog(context, "damage", (b) => {
+    b[32 + 12 + 3] ^= 0xff;
+    return b;
+  });
+  const refused = await once(context, ["ls", "/j"], { name: "damage" });
+  assert.equal(refused.kind, "preopen");
+  assert.match(refused.message, /^preopen \/j: io: .*packfs\/journals\/damage\.log/);
+  assert.equal(await logSize(context, "damage"), good, "left as it was");
+  await context.close();
+});
+
+test("the origin's quota used up is ENOSPC to the guest, and the tree stays as it was", async () => {
+  const context = await browser.newContext();
+  const { page } = await tab(context);
+  const cdp = await context.newCDPSession(page);
+  const first = await page.evaluate(() => window.toolbox(["write", "/j/small", "kept"], { name: "quota" }));
+  assert.equal(first.exitCode, 0, first.err);
+  await cdp.send("Storage.overrideQuotaForOrigin", { origin: server.url, quotaSize: 1 << 20 });
+  const big = "x".repeat(4 << 20);
+  const full = await page.evaluate((big) => window.toolbox(["stdin", "/j/big"], { name: "quota", stdin: new TextEncoder().encode(big) }), big);
+  assert.equal(full.exitCode, 1);
+  assert.match(full.err, /^toolbox: stdin \/j\/big: .*(No space left on device|errno 51)/);
+  await cdp.send("Storage.overrideQuotaForOrigin", { origin: server.url });
+  const after = await page.evaluate(() => window.toolbox(["cat", "/j/small", "ls", "/j"], { name: "quota" }));
+  assert.equal(after.exitCode, 0, after.err);
+  // The file the failed write made is there, empty: its creation was a
+  // change of its own, acknowledged before the write.
+  assert.equal(after.out, "keptbig\nsmall\n");
+  await page.close();
+  await context.close();
+});
+
+test("MemFs.openJournal outside a Worker is unsupported; a bad name is a TypeError", async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${server.url}/www/`);
+  const r = await page.evaluate(async () => {
+    const { default: init, MemFs } = await import("/pkg/packfs_web.js");
+    await init();
+    const { runP1 } = await import("/pkg/runner.js");
+    const err = (p) => p.then(() => null, (e) => ({ type: e.constructor.name, code: e.code, message: e.message }));
+    return {
+      page: await err(MemFs.openJournal("here")),
+      name: await err(MemFs.openJournal("a/b")),
+      preopen: await err(runP1(new Uint8Array(8), { preopens: [{ path: "/j", kind: "journal", name: ".." }] })),
+      url: await err(runP1(new Uint8Array(8), { preopens: [{ path: "/j", kind: "journal", name: "x", url: "a.pack" }] })),
+    };
+  });
+  assert.equal(r.page.code, "unsupported");
+  assert.match(r.page.message, /^unsupported: journal "here": .*only in a dedicated Worker/);
+  assert.equal(r.name.type, "TypeError");
+  assert.match(r.name.message, /journal's name must be/);
+  assert.equal(r.preopen.type, "TypeError");
+  assert.match(r.preopen.message, /^preopens\[0\]\.name must be 1 to 128 letters/);
+  assert.equal(r.url.type, "TypeError");
+  assert.match(r.url.message, /^preopens\[0\]\.url is for "pack" and "overlay" preopens, not "journal"/);
+  await context.close();
+});
