@@ -127,6 +127,7 @@ test("every option is checked before anything is fetched, by name", { timeout: 6
     [{ preopens: [{ path: "/", kind: "pack", url, options: {} }] }, /preopens\[0\]\.options \(quotas\)/],
     [{ preopens: [{ path: "/", kind: "pack", url, pack: { persist: "no" } }] }, /preopens\[0\]\.pack\.persist must be a boolean/],
     [{ preopens: [{ path: "/", kind: "pack", url, pack: { cache: 1 } }] }, /preopens\[0\]\.pack has no option "cache"/],
+    [{ preopens: [{ path: "/", kind: "pack", url, pack: { cacheSize: -1 } }] }, /preopens\[0\]\.pack\.cacheSize must be a whole number/],
     [{ preopens: [{ path: "/", kind: "pack", url: "http://[bad" }] }, /preopens\[0\]\.url .* is not a URL/],
     [{ preopens: {} }, /preopens must be an array/],
     [{ preopen: [] }, /runP1 has no option "preopen"/],

@@ -44,7 +44,7 @@ const PREOPEN = ["path", "kind", "url", "bytes", "readOnly", "options", "pack", 
 /** A journal's name: what packfs-web's MemFs.openJournal takes. */
 const JOURNAL_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]{1,128}$/;
 const FS_OPTIONS = ["maxBytes", "maxInodes"];
-const PACK_OPTIONS = ["verifyOnRead", "persist"];
+const PACK_OPTIONS = ["verifyOnRead", "persist", "cacheSize"];
 
 const bad = (what, want, got) => {
   const shown = typeof got === "string" ? JSON.stringify(got) : got === null ? "null" : typeof got;
@@ -112,7 +112,10 @@ function preopen(p, i, base) {
       if (!isObject(p.pack)) throw bad(`${what}.pack`, "an object", p.pack);
       onlyKnown(p.pack, PACK_OPTIONS, `${what}.pack`);
       for (const [k, v] of Object.entries(p.pack)) {
-        if (v !== undefined && typeof v !== "boolean") throw bad(`${what}.pack.${k}`, "a boolean", v);
+        if (v === undefined) continue;
+        if (k === "cacheSize") {
+          if (!(Number.isSafeInteger(v) && v >= 0)) throw bad(`${what}.pack.${k}`, "a whole number, 0 or more", v);
+        } else if (typeof v !== "boolean") throw bad(`${what}.pack.${k}`, "a boolean", v);
       }
     }
   }

@@ -23,13 +23,12 @@
 //! another than the first is refused. A server that sends neither is not
 //! checked.
 //!
-//! Fetched extents persist across page loads in the Cache API (where the
-//! page has it: secure contexts), keyed by their checksum and length under
-//! the pack's directory (`persist.rs`): a later load finds them there,
-//! checks them as it checks fetched bytes, and fetches only the rest.
-//! Browsers do not cache `206` replies themselves. The Worker's blocking
-//! reads cannot wait on the Cache API, which has no synchronous form: they
-//! fetch.
+//! Fetched extents persist across page loads (`persist`), keyed by their
+//! checksum and length under the pack's directory: in a dedicated Worker
+//! in the Origin Private File System, which its blocking reads reach
+//! synchronously, else in the Cache API (secure contexts). A later load
+//! finds them there, checks them as it checks fetched bytes, and fetches
+//! only the rest. Browsers do not cache `206` replies themselves.
 //!
 //! Cross-origin packs need CORS with `Range` allowed and `Content-Range`
 //! exposed (`Access-Control-Expose-Headers: Content-Range`; add `ETag` for
@@ -197,8 +196,13 @@ impl Remote {
 
     /// Opens the pack at `url`, fetching its header, index and trailer as
     /// core's [`LazyOpen`] plan says.
-    pub async fn open(url: String, options: ReadOptions, persist: bool) -> Result<Remote> {
-        let persist = if persist { Persist::open(&url).await } else { None };
+    /// `persist`: keep fetched extents across page loads, in a store of
+    /// at most that many bytes (see `persist`).
+    pub async fn open(url: String, options: ReadOptions, persist: Option<u64>) -> Result<Remote> {
+        let persist = match persist {
+            Some(bound) => Persist::open(&url, bound).await,
+            None => None,
+        };
         let (mut fetched, mut requests) = (0u64, 0u32);
         let mut tally = |r: &Reply| {
             fetched += r.body.len() as u64;
@@ -269,8 +273,8 @@ impl Remote {
         self.requests.get()
     }
 
-    /// Stores the ranges `wants`: what the Cache API holds of them from
-    /// there, the rest fetched (all at once), then kept there too.
+    /// Stores the ranges `wants`: what the persistent store holds of them
+    /// from there, the rest fetched (all at once), then kept there too.
     async fn fetch(&self, wants: Vec<Range<u64>>) -> Result<()> {
         let wants = match &self.persist {
             Some(p) => p.restore(&self.pack, wants).await,
@@ -295,10 +299,19 @@ impl Remote {
     /// Fetches the ranges `wants` one after the other with synchronous
     /// requests, which block the thread: for a Web Worker, whose guest
     /// must see a read wait, never fail, for bytes not here yet.
+    /// What the persistent store holds (in OPFS: the Cache API has no
+    /// synchronous form) comes from there.
     fn fetch_blocking(&self, wants: Vec<Range<u64>>) -> Result<()> {
+        let wants = match &self.persist {
+            Some(p) => p.restore_now(&self.pack, wants),
+            None => wants,
+        };
         for w in wants {
             let r = get_blocking(&self.url, &range(&w))?;
             self.store(&w, &r)?;
+            if let Some(persist) = &self.persist {
+                persist.keep(&self.pack, if r.status == 200 { 0 } else { w.start }, &r.body);
+            }
         }
         Ok(())
     }

@@ -85,14 +85,14 @@ pub(crate) struct SyncFile(FileSystemSyncAccessHandle);
 impl SyncFile {
     /// Opens `packfs/DIR/NAME`, created empty when missing.
     pub(crate) async fn open(dir: &str, name: &str) -> Result<SyncFile> {
+        // Only a dedicated worker has the class: nothing is made elsewhere.
+        if !Reflect::has(&js_sys::global(), &"FileSystemSyncAccessHandle".into()).unwrap_or(false) {
+            return Err(OpfsError::Unsupported);
+        }
         let dir = directory(dir).await?;
         let create = FileSystemGetFileOptions::new();
         create.set_create(true);
         let file: FileSystemFileHandle = wait(dir.get_file_handle_with_options(name, &create)).await?.unchecked_into();
-        // Only a dedicated worker's file handles have the method.
-        if !Reflect::has(&file, &"createSyncAccessHandle".into()).unwrap_or(false) {
-            return Err(OpfsError::Unsupported);
-        }
         Ok(SyncFile(wait(file.create_sync_access_handle()).await?.unchecked_into()))
     }
 

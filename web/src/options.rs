@@ -12,7 +12,7 @@ use crate::arg;
 use crate::error::{JsResult, js_error, type_error};
 
 /// A number option, if present: a non-negative integer.
-fn opt_u64(options: &Option<JsValue>, key: &str) -> JsResult<Option<u64>> {
+pub(crate) fn opt_u64(options: &Option<JsValue>, key: &str) -> JsResult<Option<u64>> {
     let v = arg::field(options, key)?;
     if v.is_undefined() || v.is_null() {
         return Ok(None);

@@ -12,7 +12,8 @@ use crate::fetch::{LazyPack, Remote};
 use crate::inner::Inner;
 use crate::methods::fs_methods;
 use crate::ops::Backend;
-use crate::options::{opt_bool, read_options};
+use crate::options::{opt_bool, opt_u64, read_options};
+use crate::persist::DEFAULT_CACHE_SIZE;
 use crate::{arg, objects};
 
 /// A read-only pack.
@@ -50,7 +51,8 @@ impl Pack {
         future_to_promise(async move {
             let url = arg::string(&url, "url")?;
             let opts = read_options(&options, true)?;
-            let persist = opt_bool(&options, "persist")?.unwrap_or(true);
+            let bound = opt_u64(&options, "cacheSize")?.unwrap_or(DEFAULT_CACHE_SIZE);
+            let persist = opt_bool(&options, "persist")?.unwrap_or(true).then_some(bound);
             let remote = Remote::open(url.clone(), opts, persist).await.map_err(|e| to_js(&e, Some(&url)))?;
             let pack = remote.pack.clone();
             Ok(Pack { inner: Inner { backend: Backend::Pack(pack.clone()), remote: Some(Rc::new(remote)) }, pack }

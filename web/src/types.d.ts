@@ -47,10 +47,18 @@ export interface PackOptions {
   /** Check each file's checksum on its first read (default: true for
    *  `fromUrl`, false for `fromBytes`). */
   verifyOnRead?: boolean;
-  /** `fromUrl`: keep fetched chunks in the Cache API, keyed by content,
-   *  so that later page loads read them without fetching (default: true
-   *  where the Cache API exists). */
+  /** `fromUrl`: keep fetched chunks across page loads, keyed by content,
+   *  so that later loads read them without fetching (default: true): in a
+   *  dedicated Worker in the Origin Private File System, where a
+   *  preview1 guest's blocking reads find them too, else in the Cache API.
+   *  Each is checked before it is used; a damaged one is fetched again. */
   persist?: boolean;
+  /** Most bytes the Origin Private File System store keeps, for every
+   *  pack of the origin (default 256 MiB; the oldest half goes when it is
+   *  full). The first pack a worker opens it for sets it, until the last
+   *  such pack is freed. One worker at a time has it: another keeps its
+   *  chunks in the Cache API. */
+  cacheSize?: number;
 }
 
 export interface MkdirOptions {

@@ -1,38 +1,34 @@
-//! Fetched extents kept across page loads in the Cache API.
+//! Fetched extents kept across page loads in the Cache API, which a page
+//! and a worker have, asynchronously only.
 //!
 //! An extent (a blob, or a chunk) is stored as a response under
-//! `/.packfs-cache/SCOPE/CHECKSUM-LEN` of the page's origin: SCOPE names the
-//! directory of the pack's URL, so packs there (versions of one, say) share
-//! what they hold alike, and no other site's pack can plant content under a
-//! key this pack reads (the checksum is not collision-resistant; see
-//! `host/remote/src/cache/`). What is found is stored into the pack only
-//! if it passes the pack's checksum ([`PackFs::store`] checks), so a damaged
-//! or planted entry is refetched, never served.
+//! `/.packfs-cache/SCOPE/CHECKSUM-LEN` of the page's origin (SCOPE: the
+//! pack's directory, see [`super`]). What is found is stored into the pack
+//! only if it passes the pack's checksum ([`PackFs::store`] checks), so a
+//! damaged or planted entry is refetched, never served.
 
 use std::ops::Range;
 
 use js_sys::{Reflect, Uint8Array};
-use packfs_core::pack::{MERGE_GAP, PackFs, Partial, checksum, merge_ranges};
+use packfs_core::pack::{MERGE_GAP, checksum, merge_ranges};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Cache, CacheStorage, Response};
 
-/// The pack whose extents are kept: the one a URL opens.
-type LazyPack = PackFs<Partial>;
+use super::LazyPack;
 
 /// The Cache API store, and this pack's scope in it.
-pub(crate) struct Persist {
+pub(crate) struct CacheApi {
     cache: Cache,
     prefix: String,
 }
 
-impl Persist {
-    /// Opens the store, if the page has the Cache API.
-    pub(crate) async fn open(url: &str) -> Option<Persist> {
+impl CacheApi {
+    /// Opens the store for `scope`, if the page has the Cache API.
+    pub(crate) async fn open(scope: u64) -> Option<CacheApi> {
         let storage: CacheStorage = Reflect::get(&js_sys::global(), &"caches".into()).ok()?.dyn_into().ok()?;
         let cache: Cache = JsFuture::from(storage.open("packfs")).await.ok()?.dyn_into().ok()?;
-        let dir = url.rsplit_once('/').map_or(url, |(d, _)| d);
-        Some(Persist { cache, prefix: format!("/.packfs-cache/{:016x}", checksum(dir.as_bytes())) })
+        Some(CacheApi { cache, prefix: format!("/.packfs-cache/{scope:016x}") })
     }
 
     /// Extent `k`'s place, checksum and key.

@@ -1,0 +1,181 @@
+// Chunks of a lazy pack that a guest reads in a Worker persist in the
+// Origin Private File System, in headless Chromium: the second page load
+// of the same guest over the same pack fetches only the open's bytes; a
+// damaged entry is refetched and the guest still reads every right byte;
+// the store stays within its `cacheSize`; a second worker while the first
+// holds the store reads right, fetching what it reads.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createHash, randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+import { startServer } from "./server.mjs";
+import { launch } from "./browser.mjs";
+import { pkgOverride } from "./pkg.mjs";
+import { packfs } from "./fixtures.mjs";
+
+const TARGET = fileURLToPath(new URL("../../target/guest-tests/", import.meta.url));
+const TOOLBOX = readFileSync(`${TARGET}wasm32-wasip1/release/toolbox.wasm`);
+
+// Files around the 128 KiB chunk and 64 KiB copy sizes, incompressible, in
+// a zstd pack: 1.2 MB of chunks.
+const SIZES = [1, 4095, 65536, 65537, 131071, 131072, 131073, 262144 + 9, 300_000, 200_000];
+const FILES = Object.fromEntries(SIZES.map((n, i) => [`f${i}`, randomBytes(n)]));
+const PATH = "/fixtures/chunks.pack";
+const sha = (b) => createHash("sha256").update(b).digest("hex");
+const ALL = sha(Buffer.concat(Object.values(FILES)));
+
+const CAT = Object.keys(FILES).flatMap((n) => ["cat", `/p/${n}`]);
+
+let server, browser;
+
+before(async () => {
+  const { MemFs } = await packfs();
+  const fs = new MemFs();
+  for (const [name, bytes] of Object.entries(FILES)) fs.writeFileSync(name, bytes);
+  const pack = Buffer.from(await fs.compact({ compress: "zstd" }));
+  server = await startServer({ files: { [PATH]: pack, "/guests/toolbox.wasm": TOOLBOX, ...pkgOverride() } });
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** In a new tab of `context`: runs `script(run)` where `run(args, pack)`
+ *  runs the toolbox over the pack at /p (`pack`: its preopen options),
+ *  resolving to `{ exitCode, sha, bytesFetched, requests }`, and `cat`
+ *  the arguments that print every file. */
+async function inTab(context, script) {
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e));
+  await page.goto(`${server.url}/www/`);
+  const r = await page.evaluate(
+    async ({ script, url, cat }) => {
+      const { runP1, createRunner } = await import("/pkg/runner.js");
+      const module = new Uint8Array(await (await fetch("/guests/toolbox.wasm")).arrayBuffer());
+      const hex = async (b) => Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", b)), (x) => x.toString(16).padStart(2, "0")).join("");
+      const run = async (args, pack, runner) => {
+        const parts = [];
+        let err = "";
+        const r = await (runner ?? { run: runP1 }).run(module, {
+          args: ["toolbox", ...args],
+          preopens: [{ path: "/p", kind: "pack", url, pack }],
+          stdout: (b) => parts.push(b),
+          stderr: (b) => (err += new TextDecoder().decode(b)),
+        });
+        const all = new Uint8Array(parts.reduce((n, b) => n + b.length, 0));
+        parts.reduce((at, b) => (all.set(b, at), at + b.length), 0);
+        return { exitCode: r.exitCode, err, sha: await hex(all), bytesFetched: r.bytesFetched, requests: r.requests };
+      };
+      const helpers = { run, createRunner, module, url, cat };
+      return new Function("h", `return (${script})(h)`)(helpers);
+    },
+    { script: script.toString(), url: PATH, cat: CAT },
+  );
+  await page.close();
+  assert.deepEqual(errors, []);
+  return r;
+}
+
+
+/** The OPFS store's files: name → bytes (a page's view). */
+async function storeFiles(context, edit) {
+  const page = await context.newPage();
+  await page.goto(`${server.url}/www/`);
+  const sizes = await page.evaluate(async (edit) => {
+    const dir = await (await (await navigator.storage.getDirectory()).getDirectoryHandle("packfs")).getDirectoryHandle("cache");
+    const out = {};
+    for (const name of ["0.bin", "1.bin"]) {
+      const file = await dir.getFileHandle(name);
+      let bytes = new Uint8Array(await (await file.getFile()).arrayBuffer());
+      if (edit) {
+        bytes = new Function("b", `return (${edit})(b)`)(bytes);
+        const w = await file.createWritable();
+        await w.write(bytes);
+        await w.close();
+      }
+      out[name] = bytes.length;
+    }
+    return out;
+  }, edit?.toString());
+  await page.close();
+  return sizes;
+}
+
+test("a second page load fetches only the open's bytes; a damaged entry is refetched", async () => {
+  const context = await browser.newContext();
+  const opening = await inTab(context, ({ run }) => run(["ls", "/p"]));
+  assert.equal(opening.exitCode, 0);
+  const first = await inTab(context, ({ run, cat }) => run(cat));
+  assert.equal(first.exitCode, 0, first.err);
+  assert.equal(first.sha, ALL, "every byte");
+  assert.ok(first.bytesFetched > opening.bytesFetched + 1_000_000, `${first.bytesFetched} fetched`);
+
+  const second = await inTab(context, ({ run, cat }) => run(cat));
+  assert.equal(second.sha, ALL);
+  assert.equal(second.bytesFetched, opening.bytesFetched, "only the open");
+  assert.equal(second.requests, opening.requests);
+
+  // One byte of the first entry's extent (after the file's 16-byte header
+  // and the entry's 32), in whichever generation holds it.
+  const sizes = await storeFiles(context, (b) => {
+    if (b.length > 64) b[16 + 32 + 5] ^= 0xff;
+    return b;
+  });
+  assert.ok(sizes["0.bin"] + sizes["1.bin"] > 1_000_000, JSON.stringify(sizes));
+  const third = await inTab(context, ({ run, cat }) => run(cat));
+  assert.equal(third.sha, ALL, "the damaged entry is not served");
+  assert.ok(third.bytesFetched > opening.bytesFetched, "it is refetched");
+  assert.ok(third.bytesFetched <= opening.bytesFetched + 2 * 131072, `${third.bytesFetched}: only that one`);
+  const fourth = await inTab(context, ({ run, cat }) => run(cat));
+  assert.equal(fourth.bytesFetched, opening.bytesFetched, "and kept again");
+  await context.close();
+});
+
+test("the store stays within its cacheSize, evicting the oldest", async () => {
+  const context = await browser.newContext();
+  const bound = 400_000;
+  for (let i = 0; i < 2; i++) {
+    const r = await inTab(context, ({ run, cat }) => run(cat, { cacheSize: 400_000 }));
+    assert.equal(r.sha, ALL);
+    const sizes = await storeFiles(context);
+    assert.ok(sizes["0.bin"] + sizes["1.bin"] <= bound, JSON.stringify(sizes));
+    assert.ok(sizes["0.bin"] + sizes["1.bin"] > 131072, "it keeps some");
+  }
+  await context.close();
+});
+
+test("a second worker while the first holds the store reads right without it", async () => {
+  const context = await browser.newContext();
+  const r = await inTab(context, async ({ run, createRunner, module, url }) => {
+    const holder = createRunner();
+    let opened;
+    const ready = new Promise((r) => (opened = r));
+    // It has the pack open, so the store, once it writes; then it writes on.
+    const held = holder
+      .run(module, {
+        args: ["toolbox", "echo", "open", "tick", "/t/x", "100000000"],
+        preopens: [{ path: "/p", kind: "pack", url }, { path: "/t", kind: "mem" }],
+        stdout: () => opened(),
+      })
+      .catch((e) => e.kind);
+    await ready;
+    const args = ["cat", "/p/f8"];
+    const other = [await run(args), await run(args)];
+    holder.close();
+    return { other, held: await held };
+  });
+  assert.equal(r.held, "aborted");
+  for (const o of r.other) {
+    assert.equal(o.exitCode, 0, o.err);
+    assert.equal(o.sha, sha(FILES.f8));
+  }
+  // Each fetched f8's chunks: the store was not theirs.
+  assert.ok(r.other[1].bytesFetched > FILES.f8.length, `${r.other[1].bytesFetched}`);
+  await context.close();
+});

@@ -1,0 +1,255 @@
+//! Fetched extents kept in the Origin Private File System, where a Worker
+//! reads them synchronously: so a guest's blocking read of a lazy pack
+//! finds on a later page load what an earlier one fetched.
+//!
+//! Two files, `packfs/cache/0.bin` and `1.bin`, are two generations. New
+//! extents are appended to the newer; when it holds half the bound, the
+//! older is emptied and becomes the newer, so the store never holds more
+//! than its bound, and what is evicted is what was least recently kept or
+//! found (an extent found in the older generation is copied forward).
+//!
+//! ```text
+//! file    "PACKFSC1" | epoch: u64 (the newer file has the higher)
+//! entry   "PFCE" | len: u32 | scope: u64 | checksum: u64
+//!         | xxh3 of the 24 bytes before: u64 | the extent's len bytes
+//! ```
+//!
+//! An entry is found by its scope (the pack's directory, as the Cache API
+//! store scopes it), its checksum in the pack's index and its length.
+//! Opening reads every entry's header and cuts each file after its last
+//! whole entry. What is found is stored into the pack only if it passes
+//! the pack's checksum ([`PackFs::store`] checks), so a damaged or planted
+//! entry is forgotten and refetched, never served. Nothing is flushed: a
+//! lost entry only costs a fetch.
+//!
+//! One worker at a time has the files open (OPFS locks them), from its
+//! first pack opened by URL until the last is freed; another worker, in
+//! this tab or another, keeps its extents in the Cache API instead.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::ops::Range;
+use std::rc::{Rc, Weak};
+
+use packfs_core::pack::{MERGE_GAP, checksum, merge_ranges};
+
+use super::LazyPack;
+use crate::opfs::{OpfsError, SyncFile};
+
+const FILE_MAGIC: [u8; 8] = *b"PACKFSC1";
+const FILE_HEADER: u64 = 16;
+const ENTRY_MAGIC: [u8; 4] = *b"PFCE";
+const ENTRY_HEADER: u64 = 32;
+/// The largest extent kept: a chunk is at most 1 MiB; a version 1 blob can
+/// be any size, and one this large is better fetched than held.
+const MAX_ENTRY: u64 = 16 << 20;
+
+/// An entry's key: scope, checksum, length.
+type Key = (u64, u64, u64);
+
+/// One generation: its file, epoch and length.
+struct Generation {
+    file: SyncFile,
+    epoch: u64,
+    len: u64,
+}
+
+/// The store: both generations and where each entry is.
+pub(crate) struct Files {
+    gens: [Generation; 2],
+    /// The generation appended to.
+    newer: usize,
+    /// Bytes a generation may hold: half the bound.
+    half: u64,
+    /// Where each entry's bytes are: the generation, the offset.
+    index: HashMap<Key, (usize, u64)>,
+}
+
+thread_local! {
+    /// The store this worker has open, while a pack holds it.
+    static OPEN: RefCell<Weak<RefCell<Files>>> = const { RefCell::new(Weak::new()) };
+    /// A pack is opening the store: another at the same time goes without.
+    static OPENING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The store, opened with `bound` if this worker does not hold it yet;
+/// `None` where there is no OPFS (not a dedicated Worker), or another
+/// worker holds it.
+pub(crate) async fn shared(bound: u64) -> Option<Rc<RefCell<Files>>> {
+    if let Some(open) = OPEN.with(|o| o.borrow().upgrade()) {
+        return Some(open);
+    }
+    if OPENING.replace(true) {
+        return None;
+    }
+    let opened = Files::open(bound).await;
+    OPENING.set(false);
+    let files = Rc::new(RefCell::new(opened.ok()?));
+    OPEN.with(|o| *o.borrow_mut() = Rc::downgrade(&files));
+    Some(files)
+}
+
+fn entry_header(key: Key) -> [u8; ENTRY_HEADER as usize] {
+    let (scope, sum, len) = key;
+    let mut h = [0; ENTRY_HEADER as usize];
+    h[..4].copy_from_slice(&ENTRY_MAGIC);
+    h[4..8].copy_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_le_bytes());
+    h[8..16].copy_from_slice(&scope.to_le_bytes());
+    h[16..24].copy_from_slice(&sum.to_le_bytes());
+    let check = checksum(&h[..24]);
+    h[24..].copy_from_slice(&check.to_le_bytes());
+    h
+}
+
+/// The key of the entry whose header is `h`, if it is one.
+fn parse_header(h: &[u8; ENTRY_HEADER as usize]) -> Option<Key> {
+    let word = |at: usize| u64::from_le_bytes(h[at..at + 8].try_into().unwrap_or_default());
+    let len = u32::from_le_bytes(h[4..8].try_into().ok()?);
+    (h[..4] == ENTRY_MAGIC && checksum(&h[..24]) == word(24)).then(|| (word(8), word(16), u64::from(len)))
+}
+
+impl Generation {
+    /// Opens generation file `name`, read up to its last whole entry (each
+    /// put in `index` as generation `g`); a file that is not one is emptied.
+    fn load(file: SyncFile, g: usize, index: &mut HashMap<Key, (usize, u64)>) -> Result<Generation, OpfsError> {
+        let size = file.size()?;
+        let mut head = [0; FILE_HEADER as usize];
+        let whole = size >= FILE_HEADER && file.read_at(0, &mut head)? == head.len() && head[..8] == FILE_MAGIC;
+        if !whole {
+            let mut empty = Generation { file, epoch: 0, len: 0 };
+            empty.reset(0)?;
+            return Ok(empty);
+        }
+        let epoch = u64::from_le_bytes(head[8..].try_into().unwrap_or_default());
+        let mut at = FILE_HEADER;
+        let mut h = [0; ENTRY_HEADER as usize];
+        while at + ENTRY_HEADER <= size && file.read_at(at, &mut h)? == h.len() {
+            let Some(key) = parse_header(&h).filter(|k| k.2 <= MAX_ENTRY && at + ENTRY_HEADER + k.2 <= size) else {
+                break;
+            };
+            index.insert(key, (g, at + ENTRY_HEADER));
+            at += ENTRY_HEADER + key.2;
+        }
+        if at != size {
+            file.truncate(at)?;
+        }
+        Ok(Generation { file, epoch, len: at })
+    }
+
+    /// Empties the file, to start epoch `epoch`.
+    fn reset(&mut self, epoch: u64) -> Result<(), OpfsError> {
+        self.file.truncate(0)?;
+        let mut head = [0; FILE_HEADER as usize];
+        head[..8].copy_from_slice(&FILE_MAGIC);
+        head[8..].copy_from_slice(&epoch.to_le_bytes());
+        self.file.write_all_at(0, &head)?;
+        (self.epoch, self.len) = (epoch, FILE_HEADER);
+        Ok(())
+    }
+}
+
+impl Files {
+    async fn open(bound: u64) -> Result<Files, OpfsError> {
+        let a = SyncFile::open("cache", "0.bin").await?;
+        let b = SyncFile::open("cache", "1.bin").await?;
+        let (mut in_a, mut in_b) = (HashMap::new(), HashMap::new());
+        let gens = [Generation::load(a, 0, &mut in_a)?, Generation::load(b, 1, &mut in_b)?];
+        let newer = usize::from(gens[1].epoch > gens[0].epoch);
+        // An entry in both is found in the newer.
+        let (mut index, in_newer) = if newer == 0 { (in_b, in_a) } else { (in_a, in_b) };
+        index.extend(in_newer);
+        Ok(Files { gens, newer, half: bound / 2, index })
+    }
+
+    /// Stores into `pack` what the store holds of `wants` under `scope`;
+    /// returns what is left to fetch, as ranges.
+    pub(crate) fn restore(&mut self, scope: u64, pack: &LazyPack, wants: Vec<Range<u64>>) -> Vec<Range<u64>> {
+        let mut left = Vec::new();
+        for w in wants {
+            for k in pack.extents_within(w) {
+                let (Some((start, end)), Some(sum)) = (pack.extent(k), pack.extent_checksum(k)) else { continue };
+                if start < end && !self.found((scope, sum, end - start), pack, start) {
+                    left.push(start..end);
+                }
+            }
+        }
+        merge_ranges(left, MERGE_GAP, u64::MAX).into_iter().map(|m| m.range).collect()
+    }
+
+    /// Whether entry `key` held the right bytes of the extent at `start`,
+    /// now stored into `pack`. A wrong one is forgotten; one found in the
+    /// older generation is copied into the newer.
+    fn found(&mut self, key: Key, pack: &LazyPack, start: u64) -> bool {
+        let Some(&(g, at)) = self.index.get(&key) else { return false };
+        let mut bytes = vec![0; usize::try_from(key.2).unwrap_or(0)];
+        let read = self.gens[g].file.read_at(at, &mut bytes).is_ok_and(|n| n == bytes.len());
+        if !read || pack.store(start, &bytes).is_err() {
+            self.index.remove(&key);
+            return false;
+        }
+        if g != self.newer {
+            self.index.remove(&key);
+            self.keep_extent(key, &bytes);
+        }
+        true
+    }
+
+    /// Keeps, under `scope`, the extents lying in `bytes`, fetched from
+    /// `offset` (and stored into `pack`, so checked).
+    pub(crate) fn keep(&mut self, scope: u64, pack: &LazyPack, offset: u64, bytes: &[u8]) {
+        let end = offset + bytes.len() as u64;
+        for k in pack.extents_within(offset..end) {
+            let (Some((s, e)), Some(sum)) = (pack.extent(k), pack.extent_checksum(k)) else { continue };
+            let part = &bytes[(s - offset) as usize..(e - offset) as usize];
+            // Bytes of an extent already here were not checked by `store`.
+            if !part.is_empty() && checksum(part) == sum {
+                self.keep_extent((scope, sum, e - s), part);
+            }
+        }
+    }
+
+    fn keep_extent(&mut self, key: Key, bytes: &[u8]) {
+        let need = ENTRY_HEADER + key.2;
+        if key.2 > MAX_ENTRY || FILE_HEADER + need > self.half || self.index.contains_key(&key) {
+            return;
+        }
+        if self.gens[self.newer].len + need > self.half {
+            // The older generation goes; the newer becomes the older.
+            let older = 1 - self.newer;
+            self.index.retain(|_, (g, _)| *g != older);
+            let epoch = self.gens[self.newer].epoch + 1;
+            if self.gens[older].reset(epoch).is_err() {
+                return;
+            }
+            self.newer = older;
+        }
+        let g = &mut self.gens[self.newer];
+        let mut entry = Vec::with_capacity(bytes.len() + ENTRY_HEADER as usize);
+        entry.extend_from_slice(&entry_header(key));
+        entry.extend_from_slice(bytes);
+        if g.file.write_all_at(g.len, &entry).is_ok() {
+            self.index.insert(key, (self.newer, g.len + ENTRY_HEADER));
+            g.len += need;
+        } else {
+            // The quota, most likely: what did not fit costs only a fetch.
+            let _ = g.file.truncate(g.len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_headers() {
+        let key = (7, 0xdead_beef, 65536);
+        let h = entry_header(key);
+        assert_eq!(parse_header(&h), Some(key));
+        for i in 0..h.len() {
+            let mut bad = h;
+            bad[i] ^= 1;
+            assert_eq!(parse_header(&bad), None, "byte {i}");
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! Fetched extents kept across page loads, so that a later load reads
+//! them without fetching: in the Origin Private File System where the
+//! pack is read in a dedicated Worker ([`files`]: synchronous, so a
+//! guest's blocking read finds them too), else in the Cache API
+//! ([`cache_api`]: asynchronous, so only the async methods do).
+//!
+//! Both scope an extent by the directory of the pack's URL, so packs there
+//! (versions of one, say) share what they hold alike, and no other site's
+//! pack can plant content under a key this pack reads (the checksum is not
+//! collision-resistant; see `host/remote/src/cache/`).
+
+mod cache_api;
+mod files;
+
+use std::cell::RefCell;
+use std::ops::Range;
+use std::rc::Rc;
+
+use packfs_core::pack::checksum;
+
+use crate::fetch::LazyPack;
+use cache_api::CacheApi;
+use files::Files;
+
+/// Bytes the OPFS store keeps unless a pack's `cacheSize` says otherwise.
+pub(crate) const DEFAULT_CACHE_SIZE: u64 = 256 << 20;
+
+/// Where one pack's fetched extents are kept.
+pub(crate) enum Persist {
+    /// In OPFS, shared by this worker's packs, under the pack's scope.
+    Files(Rc<RefCell<Files>>, u64),
+    /// In the Cache API.
+    CacheApi(CacheApi),
+}
+
+impl Persist {
+    /// The store for the pack at `url`: OPFS (holding at most `bound`
+    /// bytes, if this worker is the first to open it) where the worker has
+    /// it to itself, else the Cache API where there is one.
+    pub(crate) async fn open(url: &str, bound: u64) -> Option<Persist> {
+        let dir = url.rsplit_once('/').map_or(url, |(d, _)| d);
+        let scope = checksum(dir.as_bytes());
+        if let Some(files) = files::shared(bound).await {
+            return Some(Persist::Files(files, scope));
+        }
+        CacheApi::open(scope).await.map(Persist::CacheApi)
+    }
+
+    /// Stores into `pack` what the store holds of `wants`; returns what is
+    /// left to fetch.
+    pub(crate) async fn restore(&self, pack: &LazyPack, wants: Vec<Range<u64>>) -> Vec<Range<u64>> {
+        match self {
+            Persist::Files(..) => self.restore_now(pack, wants),
+            Persist::CacheApi(c) => c.restore(pack, wants).await,
+        }
+    }
+
+    /// As [`restore`](Self::restore), at once: what the Cache API holds is
+    /// out of reach of a blocking read.
+    pub(crate) fn restore_now(&self, pack: &LazyPack, wants: Vec<Range<u64>>) -> Vec<Range<u64>> {
+        match self {
+            Persist::Files(files, scope) => files.borrow_mut().restore(*scope, pack, wants),
+            Persist::CacheApi(_) => wants,
+        }
+    }
+
+    /// Keeps the extents lying in `bytes`, fetched from `offset` (and
+    /// stored into `pack`, so checked).
+    pub(crate) fn keep(&self, pack: &LazyPack, offset: u64, bytes: &[u8]) {
+        match self {
+            Persist::Files(files, scope) => files.borrow_mut().keep(*scope, pack, offset, bytes),
+            Persist::CacheApi(c) => c.keep(pack, offset, bytes),
+        }
+    }
+}
