@@ -26,6 +26,7 @@ const root = here("../../");
 const runs = Number(process.env.RUNS ?? 5);
 const n = Number(process.env.N ?? 5000);
 const big = Number(process.env.BIG_MIB ?? 8);
+const warmRuns = Number(process.env.WARM_RUNS ?? 6);
 
 /** The peers, in the table's order: the worker's key, the column's name
  *  and the packages whose versions the report gives. */
@@ -64,7 +65,7 @@ async function run() {
   const server = await startServer({ files: { "/bench/bench_workload.wasm": wasm }, headers: ISOLATED });
   const browser = await launch();
   try {
-    const r = await pageResult(browser, `${server.url}/bench/guest.html?runs=${runs}&n=${n}&big=${big}`, "guestBench", 60 * 60_000);
+    const r = await pageResult(browser, `${server.url}/bench/guest.html?runs=${runs}&n=${n}&big=${big}&warm=${warmRuns}`, "guestBench", 60 * 60_000);
     const results = { ...r, date: new Date().toISOString().slice(0, 10) };
     writeFileSync(here("./dist/guest-results.json"), JSON.stringify(results));
     return results;
@@ -117,6 +118,42 @@ const failures = PEERS.flatMap(({ key, name }) =>
     ([p, f]) => `- ${name}, ${p}: the guest stops with "${f.message}"${f.call ? ` (the call that failed: \`${f.call}\` → ${ERRNO[f.errno] ?? f.errno})` : ""}.`,
   ),
 );
+// Warm: the median of each runtime's runs after its first two in one worker.
+const WARM_PEERS = PEERS.filter((p) => res.warm?.[p.key]);
+const warmTime = (key, p) => median(res.warm[key].slice(2).map((r) => r[p].ns));
+const warmMissed = [];
+const warmRows = res.warm
+  ? Object.keys(res.warm.packfs[0]).map((p) => {
+      const ours = warmTime("packfs", p);
+      const cells = WARM_PEERS.map(({ key, name }) => {
+        const ratio = warmTime(key, p) / ours;
+        const target = TWICE.has(p) ? 2 : 1;
+        if (ratio < target) warmMissed.push(`${p} against ${name}: ${ratio.toFixed(2)}x (target ${target}x)`);
+        return `${ms(warmTime(key, p))}, ${ratio.toFixed(2)}x${ratio < target ? " **short**" : ""}`;
+      });
+      return `| ${p} | ${ms(ours)} (${(ours / res.n / 1e3).toFixed(2)} µs/op) | ${cells.join(" | ")} |`;
+    })
+  : [];
+const warmSection = res.warm
+  ? `## Warm: many runs in one worker
+
+The same small-file phases run ${res.warm.packfs.length} times in one worker per runtime,
+each run on a fresh filesystem: PackFS by one \`createRunner()\`, each peer's
+worker given run after run. Cells are the medians of the runs after the
+first two (the first runs carry the engine's warm-up: V8 compiles wasm
+with its baseline compiler first and optimizes the functions that turn
+out hot, and JavaScript likewise), and the ratio peer ÷ PackFS. @runno/wasi
+is left out: its phases are O(n²) (above).
+
+| phase | PackFS | ${WARM_PEERS.map((p) => p.name).join(" | ")} |
+|---|---:|${WARM_PEERS.map(() => "---:").join("|")}|
+${warmRows.join("\n")}
+
+${warmMissed.length ? `**Not met** warm: ${warmMissed.join("; ")}.` : `**Met** warm on all ${warmRows.length * WARM_PEERS.length} peer phases.`}
+
+`
+  : "";
+
 const targets = missed.length
   ? `**Not met** on ${missed.length} of the ${measured} peer phases that run (the other ${phases.length * PEERS.length - measured} fail, below), against ${[...new Set(missed.map((m) => m.name))].join(" and ")}:\n\n${missed.map((m) => `- ${m.line}`).join("\n")}`
   : `**Met** on all ${measured} peer phases that run.`;
@@ -215,33 +252,32 @@ ${rows.join("\n")}
 
 ${targets}
 
-## Where a small read's time goes (PackFS)
+${warmSection}
+## Where a fresh worker's time goes (PackFS)
 
-From \`npm run bench:guest-profile\` (\`bench/profile.mjs\`: the read phase in
-a worker set up as runP1's, then the same calls made straight from
-JavaScript; 5,000 files, four runs, 2026-12-02). A small read is 7
-preview1 calls (\`fd_fdstat_get\` of the directory, \`path_open\`,
-\`fd_filestat_get\`, \`fd_seek\`, \`fd_read\` of the 128 B and one more at the
-end of the file, \`fd_close\`) and cost 6.5–13 µs there, varying from run
-to run (the table's ${(time("packfs", "read") / res.n / 1e3).toFixed(1)} µs); the same calls from JavaScript cost
-5.9–10 µs a file. The JS ↔ wasm crossing itself is 0.01–0.02 µs; a call
-that does nothing at all (\`fd_close\` of a closed descriptor:
-wasm-bindgen's entry, a check that the guest memory's buffer is still
-attached, core's dispatch) costs 0.07–0.12 µs, and one that copies 24
-bytes to the guest 0.2–0.45 µs (a read makes 15 typed arrays: a view of
-the guest's buffer and one of packfs-web's memory per copy).
+In a fresh worker PackFS is short of its 2x on create and read; warm, in
+the table above, it meets both. The difference is the engine's warm-up,
+not PackFS's work: in a Worker that stays (\`createRunner()\`), the
+same guest's create phase ran in 23, 15, 6.8, then 4.2, 3.9 and 4.0 µs a
+file in six runs, and read in 20, 12, 8.0, then 3.8, 4.1 and 3.6 µs (the
+page's clock, 5,000 files, 2026-12-02). V8 runs packfs-web's 0.8 MB
+module in its baseline code first and optimizes the hot functions in the
+background, on this machine's two cores beside the guest; a fresh worker
+begins again each time. In Node (same engine, \`--cpu-prof\`, warm) the
+create and read phases split as: treap nodes copied for each change
+(MemFs's snapshots: about 15%, most of it allocation), path lookups and
+descriptors, and 15% copying to and from the guest's memory.
 
-That empty call cost 0.7–1.25 µs, 5–9 µs of every read, until packfs-web
-kept the guest memory's buffer between calls: each call took
-\`memory.buffer\` afresh and read its \`byteLength\` by a string-keyed
-\`Reflect.get\` (a JavaScript string made from Rust's every time). Now the
-buffer is taken again only when a \`memory.grow\` has detached it (its
-\`byteLength\` is then 0) or the memory is shared; the profile's read went
-from 14.6 to 6.5–13 µs a file, and the table's from 13.9 µs (the run of
-2026-12-02 before it) to ${(time("packfs", "read") / res.n / 1e3).toFixed(1)} µs, against browser_wasi_shim's ${(time("shim", "read") / res.n / 1e3).toFixed(1)} µs. The
-seven entries are now under 1 µs of a read; the rest (MemFs's lookup,
-descriptors and stat, the copies, the guest's own code) is not broken down
-further here, nor why the read varies between runs.
+Two changes of 2026-12-02 took the fresh-worker read from 13.0 µs to
+7–11 µs (it varies from run to run) and the warm one to 3.7 µs:
+packfs-web's copies to and from the guest's memory now go through one
+JavaScript mover that keeps a view of each memory and copies by offset
+(before, every access made two typed arrays, and the garbage collector
+took them back), and a directory entry's key no longer holds a \`u128\`,
+whose 16-byte alignment made every treap node an aligned allocation,
+which wasm32's dlmalloc serves slowly. Tried and not kept: the TLSF
+allocator (rlsf) and LTO with one codegen unit, each within the noise.
+\`npm run bench:guest-profile\` times each call of the read phase.
 
 ## What the peers cannot run
 
@@ -258,5 +294,14 @@ rather than EEXIST or ENOENT, so \`std::fs::create_dir_all\` on the
 existing \`/work\` fails before each write phase, and each read phase then
 finds no file.
 `;
-writeFileSync(here("../BENCH-web-guest.md"), md);
+// The page's last part, the warm runner's figures (bench/runner.mjs), is
+// kept as it was.
+const page = here("../BENCH-web-guest.md");
+let kept = "";
+try {
+  const old = readFileSync(page, "utf8");
+  const at = old.indexOf("\n## A warm runner");
+  if (at >= 0) kept = old.slice(at);
+} catch {}
+writeFileSync(page, md.trimEnd() + "\n" + kept);
 console.log(md);

@@ -140,61 +140,90 @@ impl Output for Callback {
 }
 
 #[wasm_bindgen(inline_js = r#"
-export function byte_length(buffer) { return buffer.byteLength; }
-export function is_shared(buffer) {
-  return typeof SharedArrayBuffer !== "undefined" && buffer instanceof SharedArrayBuffer;
+// Copies between packfs-web's memory and a guest's, making no object per
+// copy: a view of each memory is kept and taken again only when a grow has
+// detached it (its length is then 0) or, for a shared guest memory, at each
+// call's refresh (a grown SharedArrayBuffer leaves the old view as it was).
+// Short copies go byte by byte, which beats making a subarray for `set`.
+export class Mover {
+  constructor(guest, wasm) {
+    this.guest = guest;
+    this.wasm = wasm;
+    this.shared = typeof SharedArrayBuffer !== "undefined" && guest.buffer instanceof SharedArrayBuffer;
+    this.g = new Uint8Array(guest.buffer);
+    this.w = new Uint8Array(wasm.buffer);
+  }
+  refresh() {
+    if (this.shared || this.g.byteLength === 0) this.g = new Uint8Array(this.guest.buffer);
+    return this.g.byteLength;
+  }
+  mine() {
+    if (this.w.byteLength === 0) this.w = new Uint8Array(this.wasm.buffer);
+    return this.w;
+  }
+  to_guest(to, from, len) {
+    const g = this.g, w = this.mine();
+    if (len <= 64) for (let i = 0; i < len; i++) g[to + i] = w[from + i];
+    else g.set(w.subarray(from, from + len), to);
+  }
+  from_guest(to, from, len) {
+    const g = this.g, w = this.mine();
+    if (len <= 64) for (let i = 0; i < len; i++) w[to + i] = g[from + i];
+    else w.set(g.subarray(from, from + len), to);
+  }
 }
 "#)]
 extern "C" {
-    /// `byteLength` as a number, up to 2^32 (js-sys's u32 getter cuts
-    /// 4 GiB to 0), with no string key made per call.
-    fn byte_length(buffer: &js_sys::ArrayBuffer) -> f64;
-    fn is_shared(buffer: &js_sys::ArrayBuffer) -> bool;
+    type Mover;
+    #[wasm_bindgen(constructor)]
+    fn new(guest: &WebAssembly::Memory, wasm: &JsValue) -> Mover;
+    /// The guest memory's length now, up to 2^32.
+    #[wasm_bindgen(method)]
+    fn refresh(this: &Mover) -> f64;
+    /// Copies `len` bytes at `from` in packfs-web's memory to `to` in the guest's.
+    #[wasm_bindgen(method)]
+    fn to_guest(this: &Mover, to: u32, from: u32, len: u32);
+    /// Copies `len` bytes at `from` in the guest's memory to `to` in packfs-web's.
+    #[wasm_bindgen(method)]
+    fn from_guest(this: &Mover, to: u32, from: u32, len: u32);
 }
 
-/// A buffer's length, up to 2^32.
-fn size_of(buffer: &js_sys::ArrayBuffer) -> u64 {
-    #[allow(clippy::cast_possible_truncation, reason = "a byte length is an integer below 2^53: u64 holds it exactly")]
-    let size = byte_length(buffer) as u64;
-    size
+/// Where `bytes` are in packfs-web's own memory, for the mover. A wasm32
+/// address is 32 bits; elsewhere (host tests) no guest memory exists.
+fn address(bytes: &[u8]) -> u32 {
+    u32::try_from(bytes.as_ptr().addr()).expect("a wasm32 address")
 }
 
-/// The guest's memory, reached through views of its buffer. The buffer is
-/// kept between calls and taken again only when a `memory.grow` may have
-/// replaced it: a grown memory detaches its old `ArrayBuffer` (whose
-/// `byteLength` is then 0), while a shared one leaves the old
-/// `SharedArrayBuffer` as it was, so that is taken again on every call.
-/// Views are made by offset and length, never an end: at the top of a
-/// 4 GiB memory `ptr + len` is 2^32, which no u32 holds.
+/// The guest's memory, reached through the [`Mover`]: its length is taken
+/// again before each call, as a `memory.grow` may have changed it.
 struct GuestMemory {
-    memory: WebAssembly::Memory,
-    buffer: js_sys::ArrayBuffer,
+    mover: Mover,
     /// Its length, up to 2^32.
     size: u64,
-    shared: bool,
 }
 
 impl GuestMemory {
     fn new(memory: WebAssembly::Memory) -> Self {
-        let buffer: js_sys::ArrayBuffer = memory.buffer().unchecked_into();
-        let (size, shared) = (size_of(&buffer), is_shared(&buffer));
-        GuestMemory { memory, buffer, size, shared }
+        let mover = Mover::new(&memory, &wasm_bindgen::memory());
+        let mut m = GuestMemory { mover, size: 0 };
+        m.refresh();
+        m
     }
 
-    /// Before each call: the buffer as the guest's memory is now.
+    /// Before each call: the memory as the guest's is now.
     fn refresh(&mut self) {
-        if self.shared || byte_length(&self.buffer) == 0.0 {
-            self.buffer = self.memory.buffer().unchecked_into();
-            self.size = size_of(&self.buffer);
-        }
+        #[allow(
+            clippy::cast_possible_truncation,
+            reason = "a byte length is an integer below 2^53: u64 holds it exactly"
+        )]
+        let size = self.mover.refresh() as u64;
+        self.size = size;
     }
 
-    /// The view of `len` bytes at `ptr`, a range within [`size`](Memory::size)
-    /// (callers check, and move at most a copy chunk or a bounded string at a
-    /// time, far below 4 GiB).
-    fn view(&self, ptr: u32, len: usize) -> Uint8Array {
-        let len = u32::try_from(len).expect("a copy is far smaller than 4 GiB");
-        Uint8Array::new_with_byte_offset_and_length(&self.buffer, ptr, len)
+    /// `len` as the mover takes it: callers move at most a copy chunk or a
+    /// bounded string at a time, far below 4 GiB.
+    fn len(len: usize) -> u32 {
+        u32::try_from(len).expect("a copy is far smaller than 4 GiB")
     }
 }
 
@@ -204,11 +233,11 @@ impl Memory for GuestMemory {
     }
 
     fn read(&self, ptr: u32, buf: &mut [u8]) {
-        self.view(ptr, buf.len()).copy_to(buf);
+        self.mover.from_guest(address(buf), ptr, Self::len(buf.len()));
     }
 
     fn write(&mut self, ptr: u32, data: &[u8]) {
-        self.view(ptr, data.len()).copy_from(data);
+        self.mover.to_guest(ptr, address(data), Self::len(data.len()));
     }
 }
 

@@ -7,30 +7,35 @@ use std::sync::Arc;
 use crate::Ino;
 
 /// A directory entry's key, ordered as `(dir, name bytes)`. The name's first
-/// 16 bytes, kept as one integer, settle most comparisons without reading
+/// 16 bytes, kept as two integers, settle most comparisons without reading
 /// the name; the name is shared with the listings that return it.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) struct DirKey {
     pub(super) dir: Ino,
-    head: u128,
+    head: Head,
     pub(super) name: Arc<str>,
 }
 
-/// The first 16 bytes of a name, zero-padded, as a big-endian integer. If
-/// two heads differ they order as their names do (padding sorts a name
-/// before every longer name it begins); equal heads leave it to the rest.
-fn head(name: &str) -> u128 {
+/// The first 16 bytes of a name, zero-padded, as two big-endian integers
+/// (not one `u128`: its 16-byte alignment makes every treap node an
+/// aligned allocation, which wasm32's allocator serves slowly). If two
+/// heads differ they order as their names do (padding sorts a name before
+/// every longer name it begins); equal heads leave it to the rest.
+type Head = (u64, u64);
+
+fn head(name: &str) -> Head {
     let mut bytes = [0; 16];
     let n = name.len().min(16);
     bytes[..n].copy_from_slice(&name.as_bytes()[..n]);
-    u128::from_be_bytes(bytes)
+    let (hi, lo) = bytes.split_at(8);
+    (u64::from_be_bytes(hi.try_into().unwrap_or_default()), u64::from_be_bytes(lo.try_into().unwrap_or_default()))
 }
 
 /// A position among directory entries, its head computed once per search.
 #[derive(Clone, Copy)]
 pub(super) struct Probe<'a> {
     dir: Ino,
-    head: u128,
+    head: Head,
     name: &'a str,
 }
 
