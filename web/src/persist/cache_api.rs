@@ -15,7 +15,8 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Cache, CacheStorage, Response};
 
-use super::LazyPack;
+/// The pack whose extents are kept: the one a URL opens (`fetch.rs`).
+type LazyPack = packfs_core::pack::PackFs<packfs_core::pack::Partial>;
 
 /// The Cache API store, and this pack's scope in it.
 pub(crate) struct CacheApi {

@@ -33,7 +33,8 @@ use std::rc::{Rc, Weak};
 
 use packfs_core::pack::{MERGE_GAP, checksum, merge_ranges};
 
-use super::LazyPack;
+/// The pack whose extents are kept: the one a URL opens (`fetch.rs`).
+type LazyPack = packfs_core::pack::PackFs<packfs_core::pack::Partial>;
 use crate::opfs::{OpfsError, SyncFile};
 
 const FILE_MAGIC: [u8; 8] = *b"PACKFSC1";

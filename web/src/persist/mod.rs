@@ -18,7 +18,8 @@ use std::rc::Rc;
 
 use packfs_core::pack::checksum;
 
-use crate::fetch::LazyPack;
+/// The pack whose extents are kept: the one a URL opens (`fetch.rs`).
+type LazyPack = packfs_core::pack::PackFs<packfs_core::pack::Partial>;
 use cache_api::CacheApi;
 use files::Files;
 
