@@ -67,6 +67,7 @@ async function outcomes(classes) {
       to: ["string", "g"],
       target: ["string", "f"],
       url: ["string", "/nothing.pack"],
+      name: ["string", "notes"],
       data: ["data", "x"],
       len: ["number", 0],
       options: ["options", undefined],
@@ -101,6 +102,7 @@ async function outcomes(classes) {
     const fsOf = (cls, obj) => Object.entries(FS).map(([m, params]) => [cls, m, params, (...a) => obj[m](...a)]);
     const ENTRIES = [
       ["MemFs", "constructor", ["options"], (...a) => new MemFs(...a)],
+      ["MemFs", "openJournal", ["name", "options"], (...a) => MemFs.openJournal(...a)],
       ...fsOf("MemFs", mem),
       ["Pack", "fromBytes", ["bytes", "options"], (...a) => Pack.fromBytes(...a)],
       ["Pack", "fromUrl", ["url", "options"], (...a) => Pack.fromUrl(...a)],
