@@ -87,21 +87,20 @@ const lines = async (run, events) =>
     },
   });
 
-test("isolated: each read waits for the next piece, pulled as the guest reads", async () => {
-  const r = await onPage(isolated, lines);
-  assert.equal(r.isolated, true);
-  assert.equal(r.exitCode, 0, r.err);
-  assert.equal(r.out, "> first\n> second\n");
-  assert.deepEqual(r.events, ["pull", "out > first", "pull", "out > second", "pull"]);
-});
-
-test("not isolated: the function is read to its end before the guest starts", async () => {
-  const r = await onPage(plain, lines);
-  assert.equal(r.isolated, false);
-  assert.equal(r.exitCode, 0, r.err);
-  assert.equal(r.out, "> first\n> second\n");
-  assert.deepEqual(r.events, ["pull", "pull", "pull", "out > first", "out > second"]);
-});
+for (const [name, server, isolatedPage, events] of [
+  ["isolated: each read waits for the next piece, pulled as the guest reads", () => isolated, true,
+    ["pull", "out > first", "pull", "out > second", "pull"]],
+  ["not isolated: the function is read to its end before the guest starts", () => plain, false,
+    ["pull", "pull", "pull", "out > first", "out > second"]],
+]) {
+  test(name, async () => {
+    const r = await onPage(server(), lines);
+    assert.equal(r.isolated, isolatedPage);
+    assert.equal(r.exitCode, 0, r.err);
+    assert.equal(r.out, "> first\n> second\n");
+    assert.deepEqual(r.events, events);
+  });
+}
 
 // Bytes through a stream in uneven pieces, strings and bytes mixed, past
 // several of the 64 KiB pieces the page hands over at a time; copied to a

@@ -288,10 +288,6 @@ impl Remote {
         for (w, p) in pending {
             let r = finish(&self.url, p).await?;
             self.store(&w, &r)?;
-            if let Some(persist) = &self.persist {
-                // A `200` is the whole pack (the server ignored `Range`).
-                persist.keep(&self.pack, if r.status == 200 { 0 } else { w.start }, &r.body);
-            }
         }
         Ok(())
     }
@@ -309,28 +305,31 @@ impl Remote {
         for w in wants {
             let r = get_blocking(&self.url, &range(&w))?;
             self.store(&w, &r)?;
-            if let Some(persist) = &self.persist {
-                persist.keep(&self.pack, if r.status == 200 { 0 } else { w.start }, &r.body);
-            }
         }
         Ok(())
     }
 
-    /// Checks a reply to the request for `w` and stores its blobs.
+    /// Checks a reply to the request for `w`, stores its blobs and keeps
+    /// them in the persistent store.
     fn store(&self, w: &Range<u64>, r: &Reply) -> Result<()> {
         self.count(r);
         r.same_pack(&self.url, &self.validator)?;
         let total = self.pack.info().pack_len;
-        match (r.status, r.range) {
+        let at = match (r.status, r.range) {
             (206, Some((a, b, t)))
                 if a == w.start && b + 1 == w.end && t == total && r.body.len() as u64 == w.end - w.start =>
             {
-                self.pack.store(w.start, &r.body).map(|_| ())
+                w.start
             }
             // The server ignored the range: take all of the data.
-            (200, _) if r.body.len() as u64 == total => self.pack.store(0, &r.body).map(|_| ()),
-            (s, _) => Err(unanswered(&self.url, s, format!("HTTP {s} to a Range request at {}", w.start))),
+            (200, _) if r.body.len() as u64 == total => 0,
+            (s, _) => return Err(unanswered(&self.url, s, format!("HTTP {s} to a Range request at {}", w.start))),
+        };
+        self.pack.store(at, &r.body)?;
+        if let Some(persist) = &self.persist {
+            persist.keep(&self.pack, at, &r.body);
         }
+        Ok(())
     }
 
     /// Fetches, with blocking requests, the blobs the last operation

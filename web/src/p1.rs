@@ -110,26 +110,22 @@ compile_error!("packfs-web has no threaded build: preview1's stdout and stderr c
 /// runner's worker makes one that waits on the page for each piece.
 struct Pull {
     f: Function,
-    /// Bytes returned and not read yet.
-    kept: Vec<u8>,
-    at: usize,
+    /// What the last call returned and reads have not taken yet.
+    kept: Bytes,
 }
 
 impl Input for Pull {
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        if self.at == self.kept.len() {
-            let got = self.f.call1(&JsValue::NULL, &JsValue::from_f64(buf.len() as f64)).map_err(|_| Errno::IO)?;
-            if got.is_null() || got.is_undefined() {
-                return Ok(0);
-            }
-            self.kept = got.dyn_into::<Uint8Array>().map_err(|_| Errno::IO)?.to_vec();
-            self.at = 0;
+        let n = self.kept.read(buf)?;
+        if n > 0 || buf.is_empty() {
+            return Ok(n);
         }
-        let rest = &self.kept[self.at..];
-        let n = rest.len().min(buf.len());
-        buf[..n].copy_from_slice(&rest[..n]);
-        self.at += n;
-        Ok(n)
+        let got = self.f.call1(&JsValue::NULL, &JsValue::from_f64(buf.len() as f64)).map_err(|_| Errno::IO)?;
+        if got.is_null() || got.is_undefined() {
+            return Ok(0);
+        }
+        self.kept = Bytes::new(got.dyn_into::<Uint8Array>().map_err(|_| Errno::IO)?.to_vec());
+        self.kept.read(buf)
     }
 }
 
@@ -307,7 +303,7 @@ impl Preview1 {
         let stdin: Box<dyn Input> = if let Some(bytes) = stdin.dyn_ref::<Uint8Array>() {
             Box::new(Bytes::new(bytes.to_vec()))
         } else if let Some(f) = stdin.dyn_ref::<Function>() {
-            Box::new(Pull { f: f.clone(), kept: Vec::new(), at: 0 })
+            Box::new(Pull { f: f.clone(), kept: Bytes::default() })
         } else if stdin.is_undefined() {
             Box::new(Bytes::default())
         } else {
