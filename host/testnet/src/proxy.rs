@@ -143,6 +143,23 @@ impl Drop for Proxy {
     }
 }
 
+/// A writer that adds what it is given to `bytes` before writing it.
+struct Counted<'a> {
+    out: &'a mut TcpStream,
+    bytes: &'a AtomicU64,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        self.out.write_all(buf).map(|()| buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
 fn relay(s: &Shared, client: TcpStream, upstream: SocketAddr) {
     let _ = client.set_nodelay(true);
     let Ok(mut out) = client.try_clone() else { return };
@@ -187,11 +204,13 @@ fn relay(s: &Shared, client: TcpStream, upstream: SocketAddr) {
             if out.write_all(&reply.head_bytes(Some(len as usize))).is_err() {
                 return;
             }
-            match std::io::copy(&mut std::io::Read::take(&mut *up_in, len), &mut out) {
-                Ok(n) if n == len => s.bytes.fetch_add(n, Ordering::Relaxed),
+            // Counted before each piece is written: a client that has its
+            // reply must find it in the stats.
+            let mut counted = Counted { out: &mut out, bytes: &s.bytes };
+            match std::io::copy(&mut std::io::Read::take(&mut *up_in, len), &mut counted) {
+                Ok(n) if n == len => continue,
                 _ => return drop(out.shutdown(Shutdown::Both)),
-            };
-            continue;
+            }
         }
         if !head_only && http::read_body(up_in, &mut reply).is_err() {
             return;
