@@ -387,6 +387,11 @@ impl ChunkTable {
         Ok(ChunkTable { span: start_pos..footer_pos, at: base + start, count, content_len, chunk_size })
     }
 
+    /// Where the records start in the region.
+    pub(crate) fn table_start(&self) -> usize {
+        self.span.start
+    }
+
     /// Absolute offset of the footer (the records end there), for error
     /// reports.
     pub(crate) fn footer_at(&self) -> u64 {

@@ -43,7 +43,7 @@ impl<S: ByteSource> PackFs<S> {
     pub(crate) fn content(&self, k: u64, range: Range<u64>) -> Result<Cow<'_, [u8]>> {
         let Some(t) = &self.index.chunks else {
             let bytes = self.extent_bytes(k, range, Structure::Blob)?;
-            self.check_once(k, || Ok(self.index.blob(self.region()?, k)?.check(bytes)?))?;
+            self.check_once(k, || self.check_extent(k, bytes))?;
             return Ok(Cow::Borrowed(bytes));
         };
         if let Some(lent) = self.lent(t, range.clone())? {
@@ -205,7 +205,7 @@ impl<S: ByteSource> PackFs<S> {
             Err(Error::NotLoaded) => return Ok(false),
             s => s?,
         };
-        r.check(stored)?;
+        self.check_extent(k, stored)?;
         chunk::decode_into(k, r.codec(), stored, out)?;
         self.cache.decoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(true)
@@ -217,12 +217,12 @@ impl<S: ByteSource> PackFs<S> {
     fn chunk<'s>(&'s self, k: u64, r: &ChunkRecord, content: &Range<u64>) -> Result<ChunkBytes<'s>> {
         if r.codec() == Codec::Raw {
             let stored = self.extent_bytes(k, r.extent(), Structure::Chunk)?;
-            self.check_once(k, || Ok(r.check(stored)?))?;
+            self.check_once(k, || self.check_extent(k, stored))?;
             return Ok(ChunkBytes::Lent(stored));
         }
         let decoded = self.cache.get(k, || {
             let stored = self.extent_bytes(k, r.extent(), Structure::Chunk)?;
-            r.check(stored)?;
+            self.check_extent(k, stored)?;
             // Open checked that the length is at most the chunk size (1 MiB
             // at most), so this never fails.
             let len = usize::try_from(content.end - content.start).map_err(|_| Error::FileTooLarge)?;

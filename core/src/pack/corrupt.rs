@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use super::digest::Digest;
+
 /// A pack failed a check: `kind` says which, `offset` is the absolute byte
 /// offset in the pack of the structure (header, record, blob) that failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +30,8 @@ impl fmt::Display for CorruptPack {
         match self.kind {
             // Not damage: a pack too large for the reader it was given to.
             CorruptKind::TooLarge { .. } => write!(f, "pack refused at byte {}: {}", self.offset, self.kind),
+            // Not damage either: not the pack the caller pinned.
+            CorruptKind::Pinned { .. } | CorruptKind::NoDigests => write!(f, "pack refused: {}", self.kind),
             _ => write!(f, "corrupt pack at byte {}: {}", self.offset, self.kind),
         }
     }
@@ -54,6 +58,8 @@ pub enum Structure {
     ChunkRecord,
     /// The stored bytes of one chunk in the data section (version 2).
     Chunk,
+    /// The digest table (compat flag `DIGESTS`).
+    Digests,
 }
 
 impl fmt::Display for Structure {
@@ -68,6 +74,7 @@ impl fmt::Display for Structure {
             Structure::Blob => "blob",
             Structure::ChunkRecord => "chunk record",
             Structure::Chunk => "chunk",
+            Structure::Digests => "digest table",
         })
     }
 }
@@ -194,6 +201,26 @@ pub enum CorruptKind {
         /// How many bytes came.
         len: u64,
     },
+    /// An extent of a pinned pack does not match its BLAKE3 digest.
+    Digest {
+        /// The blob or chunk.
+        of: Structure,
+        /// Its digest in the digest table.
+        expected: Digest,
+        /// The digest of the bytes as they are.
+        actual: Digest,
+    },
+    /// A pinned pack's digest (of its header, index region and trailer)
+    /// is not the pin: this is not the pack that was pinned.
+    Pinned {
+        /// The pin.
+        expected: Digest,
+        /// The digest of the pack as it is.
+        actual: Digest,
+    },
+    /// A pack was pinned, but it has no digest table (written before
+    /// digests, or without them): its extents could not be checked.
+    NoDigests,
     /// A stored link count disagrees with the entries.
     LinkCount {
         /// The inode index.
@@ -245,6 +272,15 @@ impl fmt::Display for CorruptKind {
                 )
             }
             CorruptKind::Unasked { len } => write!(f, "a reply of {len} bytes that were not asked for"),
+            CorruptKind::Digest { of, expected, actual } => {
+                write!(f, "{of} digest mismatch: the index says {expected}, the bytes are {actual}")
+            }
+            CorruptKind::Pinned { expected, actual } => {
+                write!(f, "not the pinned pack: pinned {expected}, the pack is {actual}")
+            }
+            CorruptKind::NoDigests => {
+                f.write_str("pinned, but the pack has no extent digests to check (write it again with packfs pack)")
+            }
             CorruptKind::LinkCount { inode, expected, actual } => {
                 write!(f, "inode index {inode} stores nlink {expected}, entries give {actual}")
             }

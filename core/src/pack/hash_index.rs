@@ -355,7 +355,7 @@ mod tests {
 
     /// The index of `bytes`, its region and its tables.
     fn index_of(bytes: &[u8]) -> (&[u8], Tables<'_>) {
-        let (index, _) = Index::open(bytes, false).unwrap();
+        let (index, _) = Index::open(bytes, false, None).unwrap();
         let region = crate::pack::pieces::cut(bytes, 0, index.region()).unwrap();
         (region, index.tables(region).unwrap())
     }

@@ -40,6 +40,7 @@ mod chunk;
 mod content;
 mod corrupt;
 mod cursor;
+mod digest;
 mod dirent;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -61,6 +62,7 @@ mod writer;
 pub use blob::checksum;
 pub use chunk::{Codec, Compression, DEFAULT_CHUNK_SIZE, is_chunk_size};
 pub use corrupt::{CorruptKind, CorruptPack, Limit, Structure};
+pub use digest::{Digest, DigestError, split_pin};
 pub use layout::{CodecStats, ContentStats, Layout};
 pub use lazy_open::{LazyOpen, OpenStep, TAIL_LEN};
 pub use partial::{MERGE_GAP, Merged, Partial, merge_ranges};

@@ -32,7 +32,6 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use super::corrupt::{CorruptKind, CorruptPack, Structure};
 use super::pieces::{Pieces, cut};
 use super::reader::{ByteSource, PackFs, ReadOptions};
 use crate::sync::lock;
@@ -159,7 +158,8 @@ impl PackFs<Partial> {
 
     /// Keeps the extents lying wholly inside `bytes`, fetched from
     /// `offset`, that were not here, and returns how many. Each is checked
-    /// against the checksum the index gives before it is kept: the first
+    /// as the pack checks it (by its digest if it is pinned, else its
+    /// checksum) before it is kept: the first
     /// that fails is `Corrupt` (those before it are kept; it and the rest
     /// stay wanted), so wrong bytes are never kept. Those already here stay
     /// as they are. `Invalid` for bytes past the pack's end.
@@ -172,12 +172,7 @@ impl PackFs<Partial> {
             if start < extent_end && !self.here(k) {
                 // `offset <= start < extent_end <= end`: `bytes` holds it.
                 let part = cut(bytes, offset, start..extent_end).ok_or(Error::Invalid)?;
-                let expected = self.extent_checksum(k).ok_or(Error::Invalid)?;
-                let actual = super::blob::checksum(part);
-                if actual != expected {
-                    let of = if self.index.chunks.is_some() { Structure::Chunk } else { Structure::Blob };
-                    return Err(CorruptPack::new(start, CorruptKind::Checksum { of, expected, actual }).into());
-                }
+                self.check_extent(k, part)?;
                 let slot = usize::try_from(k).ok().and_then(|i| self.source.extents.get(i));
                 if slot.is_some_and(|s| s.set(part.into()).is_ok()) {
                     self.source.missing.fetch_sub(1, Ordering::Relaxed);

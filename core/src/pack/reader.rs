@@ -24,6 +24,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cache::ChunkCache;
+use super::digest::Digest;
 use super::hash_index::HashIndex;
 use super::index::Index;
 use super::inode::{self, Body, InodeRecord};
@@ -55,11 +56,12 @@ pub struct ReadOptions {
     verify_on_read: bool,
     cache_bytes: u64,
     pub(crate) lazy: bool,
+    pub(crate) pin: Option<Digest>,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { verify_on_read: false, cache_bytes: DEFAULT_CACHE, lazy: false }
+        ReadOptions { verify_on_read: false, cache_bytes: DEFAULT_CACHE, lazy: false, pin: None }
     }
 }
 
@@ -100,6 +102,23 @@ impl ReadOptions {
     /// [`CorruptKind::TooLarge`]: super::CorruptKind::TooLarge
     pub fn lazy(mut self, on: bool) -> Self {
         self.lazy = on;
+        self
+    }
+
+    /// Opens the pack only if its [digest](PackFs::digest) is `pin`, and
+    /// then checks each extent against its BLAKE3 digest on its first read
+    /// (as [`verify_on_read`](Self::verify_on_read), with the digest in
+    /// place of the checksum), so that every byte served is the pinned
+    /// pack's. A pack with another digest is refused at open
+    /// ([`CorruptKind::Pinned`]), one without a digest table too
+    /// ([`CorruptKind::NoDigests`]); an extent that does not match is
+    /// [`CorruptKind::Digest`] (`EIO`) on every read.
+    ///
+    /// [`CorruptKind::Pinned`]: super::CorruptKind::Pinned
+    /// [`CorruptKind::NoDigests`]: super::CorruptKind::NoDigests
+    /// [`CorruptKind::Digest`]: super::CorruptKind::Digest
+    pub fn pin(mut self, digest: Option<Digest>) -> Self {
+        self.pin = digest;
         self
     }
 }
@@ -162,6 +181,8 @@ pub struct PackFs<S> {
     /// Opened as [`ReadOptions::lazy`] says: `verify` opens the index again
     /// under the same limits.
     pub(crate) lazy: bool,
+    /// The pin it was opened with: extents are checked by digest.
+    pub(crate) pin: Option<Digest>,
 }
 
 impl<S: ByteSource> std::fmt::Debug for PackFs<S> {
@@ -199,10 +220,12 @@ impl<S: ByteSource> PackFs<S> {
 
     /// Opens the pack in `source` as `options` say.
     pub fn open_with(source: S, options: ReadOptions) -> Result<Self> {
-        let (index, decoded) = Index::open(&source, options.lazy)?;
-        let verified = options.verify_on_read.then(|| Verified::new(index.extent_count())).transpose()?;
+        let (index, decoded) = Index::open(&source, options.lazy, options.pin)?;
+        let verify = options.verify_on_read || options.pin.is_some();
+        let verified = verify.then(|| Verified::new(index.extent_count())).transpose()?;
         let cache = ChunkCache::new(options.cache_bytes);
-        Ok(PackFs { source, index, verified, hashed: OnceLock::new(), cache, decoded, lazy: options.lazy })
+        let (lazy, pin) = (options.lazy, options.pin);
+        Ok(PackFs { source, index, verified, hashed: OnceLock::new(), cache, decoded, lazy, pin })
     }
 
     /// The bytes' owner.
@@ -228,6 +251,32 @@ impl<S: ByteSource> PackFs<S> {
             pack_len: t.pack_len,
             chunk_size: self.index.header.chunk_size(),
         }
+    }
+
+    /// The pack digest: the BLAKE3 of the header, the index region as
+    /// stored and the trailer, which commits to every extent through the
+    /// digest table (`docs/pack-format.md` §18). What a user pins the pack
+    /// by ([`ReadOptions::pin`]). `None` for a pack without a digest table:
+    /// it cannot be pinned.
+    pub fn digest(&self) -> Option<Digest> {
+        if !self.index.has_digests() {
+            return None;
+        }
+        let size = self.source.size();
+        let head = self.source.get(0..super::header::HEADER_LEN)?;
+        Some(super::digest::pack_digest(head, self.source.get(self.index.trailer.index_offset..size)?))
+    }
+
+    /// The pin the pack was opened with: every extent it serves matched
+    /// its digest.
+    pub fn pinned(&self) -> Option<Digest> {
+        self.pin
+    }
+
+    /// Checks extent `k`'s stored bytes as this pack does: by digest if it
+    /// is pinned, else by checksum.
+    pub(crate) fn check_extent(&self, k: u64, stored: &[u8]) -> Result<()> {
+        Ok(self.index.check_extent(self.region()?, k, stored, self.pin.is_some())?)
     }
 
     /// How many compressed chunks have been decoded since open (each

@@ -83,12 +83,13 @@ fn tail(dir: &str, name: &str) -> String {
 
 impl<S: ByteSource> PackFs<S> {
     /// Checks everything: the header, trailer, index checksum and structure
-    /// again (an error there is returned as `Err`), then every blob against
+    /// again (an error there is returned as `Err`), then every extent
+    /// against its BLAKE3 digest where the pack has a digest table, else
     /// its checksum (failures are listed in the report). Blobs that pass are
     /// remembered by [`verify_on_read`](super::ReadOptions::verify_on_read).
     /// Time O(pack size); memory O(entries) at most, and no recursion.
     pub fn verify(&self) -> Result<VerifyReport> {
-        let (index, decoded) = Index::open(self.source(), self.lazy)?;
+        let (index, decoded) = Index::open(self.source(), self.lazy, self.pin)?;
         let pack = match &decoded {
             Some(d) => d,
             None => index.region_in(self.source())?,
@@ -101,7 +102,7 @@ impl<S: ByteSource> PackFs<S> {
         if let Some(t) = &index.chunks {
             for c in 0..t.count {
                 let r = t.get(pack, c)?;
-                match r.check(self.extent_bytes(c, r.extent(), Structure::Chunk)?) {
+                match index.check_extent(pack, c, self.extent_bytes(c, r.extent(), Structure::Chunk)?, true) {
                     Ok(()) => self.verified.iter().for_each(|v| v.set(c)),
                     Err(e) => {
                         bad_chunks.insert(c, e);
@@ -116,7 +117,7 @@ impl<S: ByteSource> PackFs<S> {
             report.bytes += b.len;
             let checked = match &index.chunks {
                 None => {
-                    let checked = b.check(self.extent_bytes(k, b.extent()?, Structure::Blob)?);
+                    let checked = index.check_extent(pack, k, self.extent_bytes(k, b.extent()?, Structure::Blob)?, true);
                     if checked.is_ok() {
                         self.verified.iter().for_each(|v| v.set(k));
                     }

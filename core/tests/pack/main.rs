@@ -8,6 +8,7 @@ mod pack_lazy_open;
 mod pack_limits;
 mod pack_mutation;
 mod pack_partial;
+mod pack_pin;
 mod pack_reader;
 mod pack_roundtrip;
 mod pack_stream;

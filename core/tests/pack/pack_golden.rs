@@ -5,7 +5,10 @@
 //!
 //! A second, independent reader, written from `docs/pack-format.md` alone,
 //! decodes the same pack, so the spec and the code cannot drift apart; so
-//! for `golden-v2.pack` (the compressed version, §17).
+//! for `golden-v2.pack` (the compressed version, §17), and for the two
+//! packs with digest tables (§18), `golden-v1-digests.pack` and
+//! `golden-v2-digests.pack`: the same trees, written as `packfs pack` now
+//! writes them.
 //!
 //! To regenerate after a deliberate format change:
 //! `PACKFS_BLESS=1 cargo test -p packfs-core pack_golden`.
@@ -43,7 +46,7 @@ fn golden_tree() -> MemFs {
 
 fn golden_bytes() -> Vec<u8> {
     let mut out = Vec::new();
-    PackOptions::new().align(16).write(&golden_tree().snapshot(), &mut out).unwrap();
+    PackOptions::new().align(16).digests(false).write(&golden_tree().snapshot(), &mut out).unwrap();
     out
 }
 
@@ -159,14 +162,14 @@ const GOLDEN_V2: &[u8] = include_bytes!("../data/golden-v2.pack");
 /// The golden tree as a version 2 pack: zstd chunks of 4 KiB, so that the
 /// 5,000-byte file spans two, and the compressed index.
 #[cfg(feature = "zstd-c")]
-fn golden_v2_bytes() -> Vec<u8> {
+fn golden_v2_bytes(digests: bool) -> Vec<u8> {
     let fs = golden_tree();
     let big = write_file(&fs, fs.root(), "big.txt", &"golden ".repeat(5000 / 7 + 1).as_bytes()[..5000]);
     fs.set_times(big, SetTime::Keep, SetTime::At(Timestamp::new(7, 0))).unwrap();
     fs.set_times(fs.root(), SetTime::Keep, SetTime::At(Timestamp::new(6, 123_456_789))).unwrap();
     let mut out = Vec::new();
     let zstd = packfs_core::pack::Compression::zstd(3);
-    let options = PackOptions::new().align(16).compress(Some(zstd)).chunk_size(4096);
+    let options = PackOptions::new().align(16).compress(Some(zstd)).chunk_size(4096).digests(digests);
     options.write(&fs.snapshot(), &mut out).unwrap();
     out
 }
@@ -176,7 +179,7 @@ fn golden_v2_bytes() -> Vec<u8> {
 #[cfg(feature = "zstd-c")]
 #[test]
 fn pack_golden_v2_writer_reproduces_it() {
-    let bytes = golden_v2_bytes();
+    let bytes = golden_v2_bytes(false);
     if std::env::var_os("PACKFS_BLESS").is_some() {
         std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v2.pack"), &bytes).unwrap();
     }
@@ -280,4 +283,93 @@ fn decode_padded(stored: &[u8], out: &mut [u8]) -> bool {
         let frame = &stored[..stored.len() - pad];
         ruzstd::decoding::FrameDecoder::new().decode_all(frame, out).is_ok_and(|n| n == out.len())
     })
+}
+
+// ---- digests (§18) --------------------------------------------------------------
+
+const GOLDEN_V1_DIGESTS: &[u8] = include_bytes!("../data/golden-v1-digests.pack");
+const GOLDEN_V2_DIGESTS: &[u8] = include_bytes!("../data/golden-v2-digests.pack");
+
+#[test]
+fn pack_golden_digests_writer_reproduces_them() {
+    let mut v1 = Vec::new();
+    PackOptions::new().align(16).write(&golden_tree().snapshot(), &mut v1).unwrap();
+    #[allow(unused_mut, reason = "the version 2 pack needs the C encoder")]
+    let mut packs = vec![("golden-v1-digests.pack", v1, GOLDEN_V1_DIGESTS)];
+    #[cfg(feature = "zstd-c")]
+    packs.push(("golden-v2-digests.pack", golden_v2_bytes(true), GOLDEN_V2_DIGESTS));
+    for (name, bytes, golden) in packs {
+        if std::env::var_os("PACKFS_BLESS").is_some() {
+            std::fs::write(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR")), &bytes).unwrap();
+        }
+        assert!(bytes == golden, "the writer no longer writes {name}: the format changed");
+    }
+}
+
+/// The digest table of `count` extents in the (decoded) index `region`,
+/// whose string pool ends at `strings_end` and whose next structure starts
+/// at `limit`, as §18 places it; and each extent's stored bytes' BLAKE3
+/// checked against it.
+fn spec_digests(region: &[u8], strings_end: usize, limit: usize, extents: &[&[u8]]) {
+    let start = strings_end.next_multiple_of(8);
+    assert!(start + 32 * extents.len() <= limit, "the table fits before what follows it");
+    for (k, stored) in extents.iter().enumerate() {
+        assert_eq!(&region[start + 32 * k..][..32], blake3::hash(stored).as_bytes(), "extent {k}");
+    }
+}
+
+/// The pack digest as §18 defines it, in text form.
+fn spec_pack_digest(b: &[u8]) -> String {
+    let index = u64_at(b, b.len() - 128 + 40) as usize;
+    let mut h = blake3::Hasher::new();
+    h.update(&b[..64]).update(&b[index..]);
+    format!("blake3:{}", h.finalize().to_hex())
+}
+
+#[test]
+fn pack_golden_digests_match_the_spec() {
+    // Version 1: the table after the string pool, to the trailer; one
+    // digest per blob.
+    let b = GOLDEN_V1_DIGESTS;
+    assert_eq!((u32_at(b, 8), u32_at(b, 16)), (1, 1), "version 1, compat flag DIGESTS");
+    let t = b.len() - 128;
+    let index = u64_at(b, t + 40) as usize;
+    let field = |i: usize| u64_at(b, t + 56 + 8 * i) as usize;
+    let (blobs, n_blobs, strings, strings_len) = (field(4), field(5), field(6), field(7));
+    let extents: Vec<&[u8]> = (0..n_blobs)
+        .map(|k| {
+            let r = blobs + 24 * k;
+            &b[u64_at(b, r) as usize..][..u64_at(b, r + 8) as usize]
+        })
+        .collect();
+    spec_digests(&b[index..t], strings + strings_len - index, t - index, &extents);
+    let pack = PackFs::open(b).unwrap();
+    assert_eq!(pack.digest().map(|d| d.to_string()), Some(spec_pack_digest(b)));
+    assert_same_tree(&golden_tree(), &pack);
+
+    // Version 2: the table between the string pool and the chunk table;
+    // one digest per chunk, of its stored bytes.
+    let b = GOLDEN_V2_DIGESTS;
+    assert_eq!((u32_at(b, 8), u32_at(b, 16)), (2, 1), "version 2, compat flag DIGESTS");
+    let t = b.len() - 128;
+    let index = u64_at(b, t + 40) as usize;
+    let mut region = vec![0u8; u32_at(b, t + 12) as usize];
+    assert!(decode_padded(&b[index..t], &mut region));
+    let footer = region.len() - 16;
+    let count = u64_at(&region, footer) as usize;
+    let table = footer - 32 * count;
+    let extents: Vec<&[u8]> = (0..count)
+        .map(|k| {
+            let c = table + 32 * k;
+            &b[u64_at(&region, c) as usize..][..u32_at(&region, c + 24) as usize]
+        })
+        .collect();
+    let strings_end = u64_at(b, t + 104) as usize + u64_at(b, t + 112) as usize - index;
+    spec_digests(&region, strings_end, table, &extents);
+    let pack = PackFs::open(b).unwrap();
+    assert_eq!(pack.digest().map(|d| d.to_string()), Some(spec_pack_digest(b)));
+    // Readers that predate digests read the same tree: the table lies
+    // where they ignore bytes.
+    assert_eq!(walk(&pack), walk(&PackFs::open(GOLDEN_V2).unwrap()));
+    assert_eq!(PackFs::open(GOLDEN_V2).unwrap().digest(), None, "no table, no digest");
 }

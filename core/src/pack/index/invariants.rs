@@ -163,7 +163,7 @@ mod tests {
     /// written over it, checksums recomputed.
     fn kind_after(edits: &[(char, u64, usize, u64, usize)]) -> CorruptKind {
         let mut b = sample();
-        let (index, _) = Index::open(&b, false).unwrap();
+        let (index, _) = Index::open(&b, false, None).unwrap();
         let t = index.trailer;
         for &(table, i, field, value, width) in edits {
             let (base, len) = match table {
@@ -175,7 +175,7 @@ mod tests {
             b[at..at + width].copy_from_slice(&value.to_le_bytes()[..width]);
         }
         crate::pack::fuzzing::reseal(&mut b);
-        match Index::open(&b, false) {
+        match Index::open(&b, false, None) {
             Err(Error::Corrupt(c)) => c.kind,
             other => panic!("{edits:?} gave {:?}", other.map(|_| ())),
         }
@@ -207,7 +207,7 @@ mod tests {
         // Names out of order: `a` and `b` swapped.
         let b_name = {
             let b = sample();
-            let (index, _) = Index::open(&b, false).unwrap();
+            let (index, _) = Index::open(&b, false, None).unwrap();
             index.dirent(region(&b, &index), 1).unwrap().name_offset
         };
         assert_eq!(kind_after(&[('d', 0, 0, b_name, 8)]), CorruptKind::Unsorted);

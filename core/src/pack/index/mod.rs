@@ -40,6 +40,7 @@ use super::blob::{self, BlobRecord};
 use super::chunk::ChunkTable;
 use super::corrupt::{CorruptKind, CorruptPack, Limit, Structure};
 use super::cursor::{le_u64, width};
+use super::digest::{self, DIGESTS, Digest};
 use super::dirent::{self, DirentRecord};
 use super::hash_index::Tables;
 use super::header::{HEADER_LEN, Header};
@@ -63,6 +64,8 @@ pub(crate) struct Index {
     spans: Spans,
     /// Version 2's chunk table.
     pub(crate) chunks: Option<ChunkTable>,
+    /// The digest table, in the (decoded) region, if the pack has one.
+    digests: Option<Range<usize>>,
 }
 
 /// The byte ranges of the three record tables and the string pool within
@@ -213,9 +216,17 @@ impl Index {
     /// bounds is known and before anything is allocated for it: the
     /// decoded index on the trailer, a version 1 pack's extents (blobs) on
     /// the trailer, a version 2 pack's (chunks) on the chunk table's footer.
-    pub(crate) fn open<S: ByteSource + ?Sized>(source: &S, lazy: bool) -> Result<(Index, Decoded), Error> {
+    ///
+    /// `pin`: the pack must have a digest table and this pack digest, both
+    /// checked before the index is decoded or walked.
+    pub(crate) fn open<S: ByteSource + ?Sized>(
+        source: &S,
+        lazy: bool,
+        pin: Option<Digest>,
+    ) -> Result<(Index, Decoded), Error> {
         let size = source.size();
-        let header = Header::decode(need(source, 0..HEADER_LEN.min(size), Structure::Header)?)?;
+        let head = need(source, 0..HEADER_LEN.min(size), Structure::Header)?;
+        let header = Header::decode(head)?;
         let at = Trailer::offset_in(size)?;
         let trailer = Trailer::decode(need(source, at..size, Structure::Trailer)?, size, &header)?;
         if lazy {
@@ -225,9 +236,18 @@ impl Index {
             }
         }
         let spans = Spans::new(&trailer)?;
-        let mut index = Index { header, trailer, spans, chunks: None };
+        let mut index = Index { header, trailer, spans, chunks: None, digests: None };
         let stored = index.region_in(source)?;
         index.check_checksum(stored)?;
+        if let Some(expected) = pin {
+            if header.compat_flags & DIGESTS == 0 {
+                return Err(CorruptPack::new(0, CorruptKind::NoDigests).into());
+            }
+            let actual = digest::pack_digest(head, need(source, trailer.index_offset..size, Structure::Index)?);
+            if actual != expected {
+                return Err(CorruptPack::new(0, CorruptKind::Pinned { expected, actual }).into());
+            }
+        }
         let decoded = match trailer.index_len {
             0 => None,
             n => Some(decode_index(stored, n, trailer.index_offset)?),
@@ -240,6 +260,20 @@ impl Index {
                 within(Limit::Extents, chunks.count, MAX_EXTENTS, chunks.footer_at())?;
             }
             index.chunks = Some(chunks);
+        }
+        if header.compat_flags & DIGESTS != 0 {
+            let limit = index.chunks.as_ref().map_or(region.len(), ChunkTable::table_start);
+            let span = digest::table_span(index.spans.strings.end, limit, index.extent_count());
+            index.digests = Some(span.ok_or_else(|| {
+                let kind = CorruptKind::OutOfBounds {
+                    of: Structure::Digests,
+                    field: "digests",
+                    start: index.spans.strings.end as u64,
+                    len: index.extent_count().saturating_mul(digest::DIGEST_LEN as u64),
+                    limit: limit as u64,
+                };
+                CorruptPack::new(trailer.index_offset, kind)
+            })?);
         }
         index.check_structure(region)?;
         Ok((index, decoded))
@@ -323,6 +357,49 @@ impl Index {
         match &self.chunks {
             Some(c) => Ok(c.get(region, k)?.checksum),
             None => Ok(self.blob(region, k)?.checksum),
+        }
+    }
+
+    /// Extent `k`'s BLAKE3 digest, if the pack has a digest table.
+    pub(crate) fn extent_digest(&self, region: &[u8], k: u64) -> Result<Option<Digest>, CorruptPack> {
+        let Some(span) = &self.digests else { return Ok(None) };
+        let table = region.get(span.clone()).ok_or_else(|| shrunk(region, span, Structure::Digests))?;
+        match digest::get(table, k) {
+            Some(d) => Ok(Some(d)),
+            None => Err(CorruptPack::new(
+                self.trailer.index_offset,
+                CorruptKind::OutOfBounds {
+                    of: Structure::Digests,
+                    field: "index",
+                    start: k,
+                    len: 1,
+                    limit: self.extent_count(),
+                },
+            )),
+        }
+    }
+
+    /// Whether the pack has a digest table.
+    pub(crate) fn has_digests(&self) -> bool {
+        self.digests.is_some()
+    }
+
+    /// Checks extent `k`'s stored bytes: against its digest when `digests`
+    /// and the pack has them (a pinned pack's, which the pin commits to),
+    /// else against its xxh3 checksum.
+    pub(crate) fn check_extent(&self, region: &[u8], k: u64, stored: &[u8], digests: bool) -> Result<(), CorruptPack> {
+        let of = if self.chunks.is_some() { Structure::Chunk } else { Structure::Blob };
+        if digests && let Some(expected) = self.extent_digest(region, k)? {
+            let actual = Digest::of(stored);
+            if actual != expected {
+                let at = self.extent(region, k).map_or(0, |r| r.start);
+                return Err(CorruptPack::new(at, CorruptKind::Digest { of, expected, actual }));
+            }
+            return Ok(());
+        }
+        match &self.chunks {
+            Some(c) => c.get(region, k)?.check(stored),
+            None => self.blob(region, k)?.check(stored),
         }
     }
 
@@ -436,7 +513,7 @@ mod tests {
     #[test]
     fn index_sample_opens() {
         let b = sample();
-        let (index, _) = Index::open(&b, false).unwrap();
+        let (index, _) = Index::open(&b, false, None).unwrap();
         assert_eq!((index.inode_count(), index.trailer.dirents.count, index.blob_count()), (5, 5, 1));
         assert_eq!(index.inode(region(&b, &index), 3).unwrap().nlink, 2);
         let (_, f) = index.search(region(&b, &index), 4, 1, b"f").unwrap();

@@ -37,6 +37,8 @@ pub(super) struct Chunker {
     /// Where the next chunk to be written starts in the content space.
     written_to: u64,
     records: Vec<ChunkRecord>,
+    /// Each chunk's BLAKE3 digest, when the pack has a digest table.
+    pub(super) digests: Option<Vec<[u8; 32]>>,
     scratch: Vec<u8>,
 }
 
@@ -61,6 +63,7 @@ impl Chunker {
             content_len: 0,
             written_to: 0,
             records: Vec::new(),
+            digests: None,
             scratch: Vec::new(),
         }
     }
@@ -145,15 +148,20 @@ impl Chunker {
     fn write_sealed<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
         let sealed = std::mem::take(&mut self.sealed);
         let comp = self.comp;
-        let compress = |(content, raw): &(Vec<u8>, bool)| -> Option<Vec<u8>> {
-            if *raw {
-                return None;
-            }
-            let mut stored = Vec::new();
-            comp.compress(content, &mut stored);
-            worth_it(stored.len(), content.len()).then_some(stored)
+        let digests = self.digests.is_some();
+        // Each chunk's stored bytes, if compressed, and their digest.
+        let compress = |(content, raw): &(Vec<u8>, bool)| -> (Option<Vec<u8>>, [u8; 32]) {
+            let stored = (!*raw)
+                .then(|| {
+                    let mut stored = Vec::new();
+                    comp.compress(content, &mut stored);
+                    worth_it(stored.len(), content.len()).then_some(stored)
+                })
+                .flatten();
+            let digest = if digests { *blake3::hash(stored.as_ref().unwrap_or(content)).as_bytes() } else { [0; 32] };
+            (stored, digest)
         };
-        let compressed: Vec<Option<Vec<u8>>> = if self.threads > 1 && sealed.len() > 1 {
+        let compressed: Vec<(Option<Vec<u8>>, [u8; 32])> = if self.threads > 1 && sealed.len() > 1 {
             let per = sealed.len().div_ceil(self.threads);
             std::thread::scope(|s| {
                 let parts: Vec<_> = sealed
@@ -166,7 +174,7 @@ impl Chunker {
         } else {
             sealed.iter().map(compress).collect()
         };
-        for ((content, _), stored) in sealed.iter().zip(compressed) {
+        for ((content, _), (stored, digest)) in sealed.iter().zip(compressed) {
             let (codec, bytes) = match &stored {
                 Some(c) => (self.comp.codec, c),
                 None => (Codec::Raw, content),
@@ -180,6 +188,9 @@ impl Chunker {
                 stored_len,
                 codec: codec.code(),
             });
+            if let Some(d) = &mut self.digests {
+                d.push(digest);
+            }
             out.write(bytes)?;
             self.written_to += content.len() as u64;
         }

@@ -102,20 +102,32 @@ impl<H: BuildHasher, W: Write> Writer<'_, H, W> {
                 self.out.pos
             }
         };
+        // Version 1 with digests: the blob's, of the bytes as written.
+        let mut digest = self.digests.is_some().then(blake3::Hasher::new);
         if one_piece {
-            Self::put(&mut self.out, &mut self.chunker, &self.own[..piece_len(size)])?;
+            let bytes = &self.own[..piece_len(size)];
+            if let Some(d) = &mut digest {
+                d.update(bytes);
+            }
+            Self::put(&mut self.out, &mut self.chunker, bytes)?;
         } else {
             // Second read, for writing: it must match the first.
             let mut again = Xxh3Default::new();
             let (out, chunker) = (&mut self.out, &mut self.chunker);
             read_pieces(self.fs, src, size, &mut self.own, |_, piece| {
                 again.update(piece);
+                if let Some(d) = &mut digest {
+                    d.update(piece);
+                }
                 Self::put(out, chunker, piece)?;
                 Ok(true)
             })?;
             if again.digest() != checksum {
                 return Err(WriteError::SourceChanged { ino: src });
             }
+        }
+        if let (Some(all), Some(d)) = (&mut self.digests, digest) {
+            all.push(*d.finalize().as_bytes());
         }
         if let Some(c) = &mut self.chunker {
             if raw {

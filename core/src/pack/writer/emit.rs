@@ -27,6 +27,8 @@ struct IndexParts<'a> {
     dirents: &'a [DirentRecord],
     blobs: &'a [BlobRecord],
     strings: &'a [u8],
+    /// The digest table's records (none without one).
+    digests: &'a [[u8; 32]],
 }
 
 impl IndexParts<'_> {
@@ -47,7 +49,10 @@ impl IndexParts<'_> {
         out.write_records(stage, self.blobs.iter().map(BlobRecord::encode))?;
         let strings_offset = out.pos;
         out.write(self.strings)?;
-        out.pad(8)?; // The trailer (or version 2's chunk table) starts at a multiple of 8.
+        // What follows (the digest table, version 2's chunk table, the
+        // trailer) starts at a multiple of 8.
+        out.pad(8)?;
+        out.write_records(stage, self.digests.iter().copied())?;
         if let Some(c) = chunker {
             c.finish(out, stage)?;
         }
@@ -92,8 +97,17 @@ impl<H, W: Write> Writer<'_, H, W> {
         // encoding.
         let mut stage = std::mem::take(&mut self.own);
         stage.clear();
-        let parts =
-            IndexParts { inodes: &self.inodes, dirents: &self.dirents, blobs: &self.blobs, strings: &self.strings };
+        let digests = match &mut self.chunker {
+            Some(c) => c.digests.take(),
+            None => self.digests.take(),
+        };
+        let parts = IndexParts {
+            inodes: &self.inodes,
+            dirents: &self.dirents,
+            blobs: &self.blobs,
+            strings: &self.strings,
+            digests: digests.as_deref().unwrap_or_default(),
+        };
         let (tables, index_len) = match self.chunker.take() {
             None => {
                 self.out.start_hash();

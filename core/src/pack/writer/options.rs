@@ -12,6 +12,7 @@ use super::error::WriteError;
 use super::walk::Writer;
 use crate::FileSystem;
 use crate::pack::chunk::{Compression, DEFAULT_CHUNK_SIZE, is_chunk_size};
+use crate::pack::digest::DIGESTS;
 use crate::pack::header::{ALIGN_LOG2, Header};
 
 /// What a written pack holds.
@@ -65,6 +66,7 @@ pub struct PackOptions<H = Xxh3DefaultBuilder> {
     /// `hasher` is the default, xxh3: the dedup hash of a content is its
     /// checksum, computed once.
     key_is_checksum: bool,
+    digests: bool,
 }
 
 impl Default for PackOptions {
@@ -74,7 +76,8 @@ impl Default for PackOptions {
 }
 
 impl PackOptions {
-    /// 8-byte blob alignment, no compression, xxh3 dedup hashing.
+    /// 8-byte blob alignment, no compression, xxh3 dedup hashing, a
+    /// digest table.
     pub fn new() -> Self {
         PackOptions {
             align: 8,
@@ -82,6 +85,7 @@ impl PackOptions {
             chunk_size: DEFAULT_CHUNK_SIZE,
             hasher: Xxh3DefaultBuilder,
             key_is_checksum: true,
+            digests: true,
         }
     }
 }
@@ -98,8 +102,17 @@ impl<H: BuildHasher> PackOptions<H> {
     /// byte stream the same however it is split into `write` calls (xxh3's
     /// and SipHash's streaming hashers do), or some duplicates go unnoticed.
     pub fn dedup_hasher<H2: BuildHasher>(self, hasher: H2) -> PackOptions<H2> {
-        let (align, compression, chunk_size) = (self.align, self.compression, self.chunk_size);
-        PackOptions { align, compression, chunk_size, hasher, key_is_checksum: false }
+        let (align, compression, chunk_size, digests) = (self.align, self.compression, self.chunk_size, self.digests);
+        PackOptions { align, compression, chunk_size, hasher, key_is_checksum: false, digests }
+    }
+
+    /// Writes a digest table, the BLAKE3 of every extent, so that the pack
+    /// can be pinned by its [digest](super::super::PackFs::digest) (on by
+    /// default). Off, the pack is as packs were before digests: it still
+    /// reads everywhere, and cannot be pinned.
+    pub fn digests(mut self, on: bool) -> Self {
+        self.digests = on;
+        self
     }
 
     /// Compresses contents (a version 2 pack), or not (`None`: version 1,
@@ -132,10 +145,16 @@ impl<H: BuildHasher> PackOptions<H> {
         let chunk_size = usize::try_from(self.chunk_size).map_err(|_| WriteError::BadChunkSize(self.chunk_size))?;
         let mut w = Writer::new(fs, &self.hasher, self.key_is_checksum, out, self.align);
         w.chunker = self.compression.map(|c| Chunker::new(c, chunk_size));
+        if self.digests {
+            match &mut w.chunker {
+                Some(c) => c.digests = Some(Vec::new()),
+                None => w.digests = Some(Vec::new()),
+            }
+        }
         w.out.write(&Header::encode(&Header {
             version: w.version(),
             incompat_flags: 0,
-            compat_flags: 0,
+            compat_flags: if self.digests { DIGESTS } else { 0 },
             align_log2: self.align.trailing_zeros(),
             chunk_log2: if w.chunker.is_some() { chunk_log2 } else { 0 },
         }))?;

@@ -61,6 +61,8 @@ pub(super) struct Writer<'a, H, W: Write> {
     pub(super) blob_bytes: u64,
     /// Version 2: the content space, cut into chunks.
     pub(super) chunker: Option<Chunker>,
+    /// Version 1 with a digest table: each blob's BLAKE3 digest.
+    pub(super) digests: Option<Vec<[u8; 32]>>,
 }
 
 impl<'a, H, W: Write> Writer<'a, H, W> {
@@ -89,6 +91,7 @@ impl<'a, H, W: Write> Writer<'a, H, W> {
             file_bytes: 0,
             blob_bytes: 0,
             chunker: None,
+            digests: None,
         }
     }
 
