@@ -205,7 +205,7 @@ impl<S: ByteSource> PackFs<S> {
             Err(Error::NotLoaded) => return Ok(false),
             s => s?,
         };
-        self.check_extent(k, stored)?;
+        self.check_stored(k, stored)?;
         chunk::decode_into(k, r.codec(), stored, out)?;
         self.cache.decoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(true)
@@ -222,7 +222,7 @@ impl<S: ByteSource> PackFs<S> {
         }
         let decoded = self.cache.get(k, || {
             let stored = self.extent_bytes(k, r.extent(), Structure::Chunk)?;
-            self.check_extent(k, stored)?;
+            self.check_stored(k, stored)?;
             // Open checked that the length is at most the chunk size (1 MiB
             // at most), so this never fails.
             let len = usize::try_from(content.end - content.start).map_err(|_| Error::FileTooLarge)?;

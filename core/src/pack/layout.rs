@@ -163,6 +163,13 @@ impl<S: ByteSource> PackFs<S> {
         self.index.extent_checksum(self.region().ok()?, k).ok()
     }
 
+    /// The BLAKE3 [`Digest`](super::Digest) of extent `k`'s stored bytes,
+    /// if the pack has a digest table: what a fetching layer checks, and
+    /// may address a cache by, when there is one.
+    pub fn extent_digest(&self, k: u64) -> Option<super::Digest> {
+        self.index.extent_digest(self.region().ok()?, k).ok().flatten()
+    }
+
     /// For each distinct content (a version 1 blob; a file's bytes in
     /// version 2's content space), the extents holding it, in pack order: what
     /// reading one file whole fetches.

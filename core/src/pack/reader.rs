@@ -221,7 +221,9 @@ impl<S: ByteSource> PackFs<S> {
     /// Opens the pack in `source` as `options` say.
     pub fn open_with(source: S, options: ReadOptions) -> Result<Self> {
         let (index, decoded) = Index::open(&source, options.lazy, options.pin)?;
-        let verify = options.verify_on_read || options.pin.is_some();
+        // A pinned pack's extents are checked by digest, unless the source
+        // checked them as they came.
+        let verify = (options.verify_on_read || options.pin.is_some()) && !source.checks_extents();
         let verified = verify.then(|| Verified::new(index.extent_count())).transpose()?;
         let cache = ChunkCache::new(options.cache_bytes);
         let (lazy, pin) = (options.lazy, options.pin);
@@ -277,6 +279,12 @@ impl<S: ByteSource> PackFs<S> {
     /// is pinned, else by checksum.
     pub(crate) fn check_extent(&self, k: u64, stored: &[u8]) -> Result<()> {
         Ok(self.index.check_extent(self.region()?, k, stored, self.pin.is_some())?)
+    }
+
+    /// [`check_extent`](Self::check_extent) of bytes the source gave,
+    /// unless the source checked them itself.
+    pub(crate) fn check_stored(&self, k: u64, stored: &[u8]) -> Result<()> {
+        if self.source.checks_extents() { Ok(()) } else { self.check_extent(k, stored) }
     }
 
     /// How many compressed chunks have been decoded since open (each

@@ -42,6 +42,15 @@ pub trait ByteSource: Send + Sync {
     fn complete(&self) -> bool {
         true
     }
+
+    /// True when every extent this source hands out has passed the check
+    /// the pack gives it — its digest where the pack has a digest table,
+    /// else its checksum — so that the reader need not hash it again (a
+    /// fetching source that checks each extent as it arrives). False for
+    /// bytes merely held: the reader checks as its options say.
+    fn checks_extents(&self) -> bool {
+        false
+    }
 }
 
 /// `range` of bytes that are all here.
@@ -82,6 +91,9 @@ macro_rules! forward {
             }
             fn complete(&self) -> bool {
                 (**self).complete()
+            }
+            fn checks_extents(&self) -> bool {
+                (**self).checks_extents()
             }
         }
     )*};

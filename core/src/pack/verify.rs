@@ -117,7 +117,8 @@ impl<S: ByteSource> PackFs<S> {
             report.bytes += b.len;
             let checked = match &index.chunks {
                 None => {
-                    let checked = index.check_extent(pack, k, self.extent_bytes(k, b.extent()?, Structure::Blob)?, true);
+                    let checked =
+                        index.check_extent(pack, k, self.extent_bytes(k, b.extent()?, Structure::Blob)?, true);
                     if checked.is_ok() {
                         self.verified.iter().for_each(|v| v.set(k));
                     }

@@ -49,7 +49,7 @@ pub(crate) fn start(store: &Arc<dyn ObjectStore>, path: &Path, trace: &Trace, sc
         let Some(end) = start.checked_add(len).filter(|_| len > 0) else { continue };
         let mut lock = None;
         if let Some(scope) = scope {
-            let key = Key { sum, len };
+            let key = Key::Sum { sum, len };
             // Here already, or another process fetches it: not now.
             match scope.try_lock(key) {
                 Some(l) if !scope.has(key) => lock = Some(l),

@@ -38,10 +38,12 @@ struct Served {
     files: Vec<(String, Vec<u8>)>,
 }
 
-fn served() -> Served {
+/// A pack with a digest table (its extents cached in the shared
+/// `blake3/`), or without (in its origin's directory).
+fn served(digests: bool) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let (fs, files) = tree(23, &[]);
-    fs::write(dir.path().join("p.pack"), pack(&fs, true)).unwrap();
+    fs::write(dir.path().join("p.pack"), pack_with(&fs, true, digests)).unwrap();
     let server = FileServer::start(dir.path());
     let url = format!("{}/p.pack", server.url());
     Served { _dir: dir, _server: server, url, files }
@@ -112,13 +114,13 @@ fn hashes(root: &Path, files: &[&str]) -> Vec<(String, String)> {
     files.iter().map(|f| (f.to_string(), hash(f))).collect()
 }
 
-/// The cache's origin directories (32 hex digits) and, in each, its fan
-/// directories (2), as the cache made them.
+/// The cache's entry directories — origins' (32 hex digits) and the shared
+/// `blake3` — and, in each, its fan directories (2), as the cache made them.
 fn origins(root: &Path) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
     for e in fs::read_dir(root).unwrap().flatten() {
         let name = e.file_name().into_string().unwrap();
-        if name.len() == 32 && e.file_type().unwrap().is_dir() {
+        if (name.len() == 32 || name == "blake3") && e.file_type().unwrap().is_dir() {
             let mut fans: Vec<String> = fs::read_dir(e.path())
                 .unwrap()
                 .flatten()
@@ -144,6 +146,8 @@ const USERS: &[&str] = &[
     "0123456789ABCDEF0123456789ABCDEF/ab/ab00000000000000-5",
     "0123456789abcdef0123456789abcdef0/ab/ab00000000000000-5",
     "0123456789abcdef0123456789abcdeg/ab/ab00000000000000-5",
+    "BLAKE3/ab/ab00000000000000000000000000000000000000000000000000000000000000-5",
+    "blake3x/ab/ab00000000000000000000000000000000000000000000000000000000000000-5",
 ];
 
 #[test]
@@ -158,7 +162,7 @@ fn a_root_holding_a_users_files_is_refused() {
 
     // An empty directory, or a new one, is taken and tagged; a tagged one
     // is taken again, full.
-    let s = served();
+    let s = served(true);
     for root in [dir.path().join("empty"), dir.path().join("new/cache")] {
         if root.ends_with("empty") {
             fs::create_dir(&root).unwrap();
@@ -187,12 +191,20 @@ fn a_root_holding_a_users_files_is_refused() {
 
 #[test]
 fn eviction_takes_only_the_caches_own_entries() {
+    for digests in [true, false] {
+        eviction_takes_only_the_caches_own_entries_of(digests);
+    }
+}
+
+fn eviction_takes_only_the_caches_own_entries_of(digests: bool) {
     let root = tempfile::tempdir().unwrap();
     let root = root.path();
-    let s = served();
+    let s = served(digests);
     s.read(Cache::open(root, 1 << 30).unwrap(), "big");
     let [(origin, fans)] = &origins(root)[..] else { panic!("one origin: {:?}", origins(root)) };
+    assert_eq!(origin == "blake3", digests, "a pack with digests is cached in the shared directory");
     let fan = &fans[0];
+    let zeros = "0".repeat(62);
     // In a real fan directory: names that are not entries of that fan.
     let near = |name: &str| format!("{origin}/{fan}/{name}");
     let wrong_fan = if fan == "00" { "01" } else { "00" };
@@ -210,6 +222,12 @@ fn eviction_takes_only_the_caches_own_entries() {
         near(&format!("{fan}0000000000000A-5")),
         near(&format!("{wrong_fan}00000000000000-5")),
         near(&format!("{fan}11111111111111-6/inside")),
+        // Shaped as a digest's entry, nearly.
+        near(&format!("{fan}{zeros}-05")),
+        near(&format!("{fan}{}-5", zeros.to_uppercase().replace('0', "A"))),
+        near(&format!("{fan}{zeros}0-5")),
+        near(&format!("{wrong_fan}{zeros}-5")),
+        near(&format!("{fan}{zeros}-5.bak")),
     ]);
     let planted: Vec<&str> = planted.iter().map(String::as_str).collect();
     plant(root, &planted);
@@ -225,7 +243,7 @@ fn eviction_takes_only_the_caches_own_entries() {
 fn symlinks_below_the_root_are_never_followed() {
     let (root, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (root, outside) = (root.path(), outside.path());
-    let s = served();
+    let s = served(true);
     s.read(Cache::open(root, 1 << 30).unwrap(), "big");
     let [(origin, fans)] = &origins(root)[..] else { panic!("one origin") };
     assert!(fans.len() > 4);
@@ -265,7 +283,7 @@ fn symlinks_below_the_root_are_never_followed() {
 fn a_tmp_directory_that_is_a_symlink_is_never_entered() {
     let (root, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (root, outside) = (root.path(), outside.path());
-    let s = served();
+    let s = served(true);
     s.read(Cache::open(root, 1 << 30).unwrap(), "big");
     // Old files, in the shape of the temporary files a dead process leaves.
     plant(outside, &["put-0123456789abcdef", "putABCDEF", "draft.txt"]);
@@ -286,7 +304,7 @@ fn a_symlinked_root_is_resolved_once_at_open() {
     let (place, target, user) =
         (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let link = place.path().join("cache");
-    let s = served();
+    let s = served(true);
 
     // A link to a user's files is refused like the files themselves.
     plant(user.path(), USERS);
@@ -314,7 +332,7 @@ fn a_symlinked_root_is_resolved_once_at_open() {
 fn a_fan_directory_writable_by_others_is_left_alone() {
     let root = tempfile::tempdir().unwrap();
     let root = root.path();
-    let s = served();
+    let s = served(true);
     s.read(Cache::open(root, 1 << 30).unwrap(), "big");
     let [(origin, fans)] = &origins(root)[..] else { panic!("one origin") };
     for fan in fans.iter().step_by(2) {
@@ -330,9 +348,15 @@ fn a_fan_directory_writable_by_others_is_left_alone() {
 
 #[test]
 fn a_hostile_trace_leaves_no_lock_files_and_no_names_out_of_form() {
+    for digests in [true, false] {
+        a_hostile_trace_leaves_no_lock_files_and_no_names_out_of_form_of(digests);
+    }
+}
+
+fn a_hostile_trace_leaves_no_lock_files_and_no_names_out_of_form_of(digests: bool) {
     let root = tempfile::tempdir().unwrap();
     let root = root.path();
-    let s = served();
+    let s = served(digests);
     // What a run read, and then entries that match nothing: far off, too
     // long, of length zero, at the edges of the numbers.
     let mut text = String::from("packfs-trace 1\n");
@@ -375,12 +399,15 @@ fn a_hostile_trace_leaves_no_lock_files_and_no_names_out_of_form() {
         let ok = match parts[..] {
             ["CACHEDIR.TAG" | "evict.lock" | "tmp"] => true,
             ["tmp", name] => name.strip_prefix("put-").is_some_and(|r| hex(r, 16)),
-            [origin] => hex(origin, 32),
-            [origin, fan] => hex(origin, 32) && hex(fan, 2),
+            [origin] => hex(origin, 32) || origin == "blake3",
+            [origin, fan] => (hex(origin, 32) || origin == "blake3") && hex(fan, 2),
             [origin, fan, entry] => {
-                hex(origin, 32)
+                let digits = if origin == "blake3" { 64 } else { 16 };
+                (hex(origin, 32) || origin == "blake3")
                     && entry.split_once('-').is_some_and(|(sum, len)| {
-                        hex(sum, 16) && sum.starts_with(fan) && len.parse::<u64>().is_ok_and(|n| n.to_string() == len)
+                        hex(sum, digits)
+                            && sum.starts_with(fan)
+                            && len.parse::<u64>().is_ok_and(|n| n.to_string() == len)
                     })
             }
             _ => false,

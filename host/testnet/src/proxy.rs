@@ -56,6 +56,8 @@ pub struct ProxyStats {
 #[derive(Default)]
 struct Shared {
     faults: Mutex<VecDeque<Fault>>,
+    /// Bytes replaced in every reply, and what replaces them.
+    swap: Mutex<Option<(Vec<u8>, Vec<u8>)>>,
     delay: Mutex<Duration>,
     requests: AtomicU64,
     ranged: AtomicU64,
@@ -104,6 +106,15 @@ impl Proxy {
     /// Spoils the replies to the next ranged `GET`s, one fault each.
     pub fn inject(&self, faults: &[Fault]) {
         self.shared.faults.lock().unwrap().extend(faults);
+    }
+
+    /// From now on, wherever a reply's body holds the bytes `from`, sends
+    /// `to` instead (of the same length): one stored piece of a pack served
+    /// in place of another, as by a hostile cache or middlebox.
+    /// An empty `from` ends the swapping.
+    pub fn swap(&self, from: &[u8], to: &[u8]) {
+        assert_eq!(from.len(), to.len(), "a swap keeps the reply's length");
+        *self.shared.swap.lock().unwrap() = (!from.is_empty()).then(|| (from.to_vec(), to.to_vec()));
     }
 
     /// Faults not yet used.
@@ -200,7 +211,8 @@ fn relay(s: &Shared, client: TcpStream, upstream: SocketAddr) {
         let Ok(Some(mut reply)) = head else { return };
         // Unspoiled bodies stream through as they come, as a real proxy's.
         let length = if head_only { Some(0) } else { http::content_length(&reply) };
-        if let (None, Some(len)) = (fault, length) {
+        let swap = s.swap.lock().unwrap().clone();
+        if let (None, None, Some(len)) = (fault, &swap, length) {
             if out.write_all(&reply.head_bytes(Some(len as usize))).is_err() {
                 return;
             }
@@ -216,6 +228,13 @@ fn relay(s: &Shared, client: TcpStream, upstream: SocketAddr) {
             return;
         }
         s.bytes.fetch_add(reply.body.len() as u64, Ordering::Relaxed);
+        if let Some((from, to)) = swap {
+            let mut at = 0;
+            while let Some(i) = reply.body[at..].windows(from.len()).position(|w| w == from) {
+                reply.body[at + i..at + i + to.len()].copy_from_slice(&to);
+                at += i + to.len();
+            }
+        }
         let sent = match fault {
             Some(Fault::Truncate) => {
                 let head = reply.head_bytes(Some(reply.body.len()));

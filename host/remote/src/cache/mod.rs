@@ -1,18 +1,22 @@
 //! The host-wide cache: extents (version 1 blobs, version 2 chunks) of
 //! remote packs, in a directory shared by every process on the host.
 //!
-//! **Addressed by content.** An extent is stored under its checksum and
-//! length, so identical extents of different packs, or of versions of one
-//! pack, are fetched and stored once. The checksum (xxh3-64) finds
-//! corruption, but it is not collision-resistant: someone who can publish
-//! a pack could make one whose chunk has another's checksum. So content is
-//! shared only between packs of one *origin* (an S3 bucket at one
-//! endpoint, a directory of a web server): each origin has a directory of
-//! its own, named by the SHA-256 of the origin.
+//! **Addressed by content.** An extent is stored under what its bytes
+//! hash to and their length, so identical extents of different packs, or
+//! of versions of one pack, are fetched and stored once. An extent of a
+//! pack with a digest table (`docs/pack-format.md` §18) is stored under its
+//! BLAKE3 digest, in one directory for every origin: an entry is served
+//! only if its bytes hash to its name, so no publisher can plant bytes
+//! under another's digest. A pack without digests has only xxh3-64
+//! checksums, which find corruption but are not collision-resistant:
+//! someone who can publish a pack could make one whose chunk has another's
+//! checksum. So such content is shared only between packs of one *origin*
+//! (an S3 bucket at one endpoint, a directory of a web server): each origin
+//! has a directory of its own, named by the SHA-256 of the origin.
 //!
 //! **Safe under concurrency and `kill -9`.** An entry is written to a
 //! temporary file and renamed into place, so it appears whole or not at
-//! all; and it is checked against its checksum on every use, so what a
+//! all; and it is checked against its name on every use, so what a
 //! crash or a full disk left torn is never served (it is deleted and
 //! fetched again). A process about to fetch an extent holds an advisory
 //! lock on the entry's lock file (`flock`, which the kernel drops when
@@ -49,11 +53,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use packfs_core::pack::checksum;
 
 use dir::Dir;
 pub(crate) use names::Key;
-use names::{EVICT_LOCK, TAG, TAG_HEAD, TAG_NAME, TMP};
+use names::{EVICT_LOCK, SHARED, TAG, TAG_HEAD, TAG_NAME, TMP};
 
 /// Entries at least this long are mapped rather than read: a mapping per
 /// small entry would spend the process's map count (65,530 on Linux).
@@ -255,13 +258,14 @@ impl Cache {
         // symlink, or not private, is skipped (`Dir::dir` refuses both).
         let mut entries = Vec::new();
         let mut total = 0u64;
-        for origin in self.root.names()?.into_iter().filter(|n| names::is_origin(n)) {
+        for origin in self.root.names()?.into_iter().filter(|n| names::is_origin(n) || n == SHARED) {
             let Ok(o) = self.root.dir(&origin) else { continue };
+            let shared = origin == SHARED;
             let origin: Arc<str> = origin.into();
             for fan in o.names().unwrap_or_default().into_iter().filter(|n| names::is_fan(n)) {
                 let Ok(f) = o.dir(&fan) else { continue };
-                // Only an entry of this very fan, and its lock.
-                let ours = |entry: &str| Key::parse(entry).filter(|k| k.fan() == fan);
+                // Only an entry of this very fan and kind, and its lock.
+                let ours = |entry: &str| Key::parse(entry, shared).filter(|k| k.fan() == fan);
                 for name in f.names().unwrap_or_default() {
                     if let Some(entry) = name.strip_suffix(".lock") {
                         if ours(entry).is_some() {
@@ -354,7 +358,8 @@ fn remove_dead_lock(fan: &Dir, name: &str) {
 impl Scope {
     /// The fan directory of `key`, made if `make`.
     fn fan(&self, key: Key, make: bool) -> io::Result<Dir> {
-        self.cache.fan(&self.origin, &key.fan(), make)
+        let dir = if key.shared() { SHARED } else { &self.origin };
+        self.cache.fan(dir, &key.fan(), make)
     }
 
     /// The entry's bytes, checked against `key`; `None` when it is not
@@ -363,8 +368,8 @@ impl Scope {
         let c = &self.cache.counters;
         let (fan, name) = (self.fan(key, false).ok()?, key.name());
         let mut file = fan.open(&name)?;
-        let bytes = read(&mut file, key.len)?;
-        if checksum(&bytes) != key.sum {
+        let bytes = read(&mut file, key.len())?;
+        if !key.matches(&bytes) {
             c.damaged.fetch_add(1, Ordering::Relaxed);
             // Unless another process put a good one there meanwhile.
             if fan.holds(&name, &file) {
@@ -373,7 +378,7 @@ impl Scope {
             return None;
         }
         c.hits.fetch_add(1, Ordering::Relaxed);
-        c.hit_bytes.fetch_add(key.len, Ordering::Relaxed);
+        c.hit_bytes.fetch_add(key.len(), Ordering::Relaxed);
         // The use, for LRU: best effort.
         let _ = file.set_modified(SystemTime::now());
         Some(bytes)
@@ -381,7 +386,7 @@ impl Scope {
 
     /// Whether the entry is there (not checked: a read of it checks).
     pub(crate) fn has(&self, key: Key) -> bool {
-        self.fan(key, false).is_ok_and(|f| f.stat(&key.name()).is_some_and(|st| st.len == key.len))
+        self.fan(key, false).is_ok_and(|f| f.stat(&key.name()).is_some_and(|st| st.len == key.len()))
     }
 
     /// Counts an extent that was not in the cache and is being fetched.
@@ -398,12 +403,12 @@ impl Scope {
         let file = self.write(key, bytes).ok()?;
         let c = &self.cache.counters;
         c.stored.fetch_add(1, Ordering::Relaxed);
-        c.stored_bytes.fetch_add(key.len, Ordering::Relaxed);
-        let since = self.cache.since_scan.fetch_add(key.len, Ordering::Relaxed) + key.len;
+        c.stored_bytes.fetch_add(key.len(), Ordering::Relaxed);
+        let since = self.cache.since_scan.fetch_add(key.len(), Ordering::Relaxed) + key.len();
         if since > self.cache.limit / 8 {
             let _ = self.cache.evict();
         }
-        map(&file, key.len)
+        map(&file, key.len())
     }
 
     /// Writes the entry to a new temporary file and renames it into place.

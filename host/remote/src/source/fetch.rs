@@ -27,7 +27,7 @@ impl Inner {
         };
         let (mut mine, mut locks, mut others) = (Vec::new(), Vec::new(), Vec::new());
         for k in run {
-            let key = t.extents[k as usize].key();
+            let key = t.key(k);
             if t.here(k) {
                 continue;
             }
@@ -56,7 +56,7 @@ impl Inner {
         }
         drop(locks);
         for k in others {
-            let key = t.extents[k as usize].key();
+            let key = t.key(k);
             let since = Instant::now();
             loop {
                 let lock = scope.try_lock(key);
@@ -85,8 +85,7 @@ impl Inner {
     pub(super) async fn keep(&self, t: &Table, got: Vec<(u64, Bytes)>) {
         let mut mapped = Vec::new();
         if let Some(scope) = &self.scope {
-            let (scope, keyed) =
-                (scope.clone(), got.iter().map(|(k, b)| (t.extents[*k as usize].key(), b.clone())).collect());
+            let (scope, keyed) = (scope.clone(), got.iter().map(|(k, b)| (t.key(*k), b.clone())).collect());
             mapped = tokio::task::spawn_blocking(move || {
                 let keyed: Vec<(Key, Bytes)> = keyed;
                 keyed.into_iter().map(|(key, bytes)| scope.put(key, &bytes)).collect::<Vec<_>>()
@@ -125,7 +124,7 @@ impl Inner {
         for k in run {
             let Some(bytes) = checked(t, k, first.start, &body) else {
                 let e = t.extents[k as usize];
-                let what = format!("bytes {}..{} do not match the pack's checksum", e.start, e.end);
+                let what = format!("bytes {}..{} do not match the pack's digest or checksum", e.start, e.end);
                 return Err(RemoteError::Reply { url: self.object.url.clone(), what });
             };
             got.push((k, bytes));

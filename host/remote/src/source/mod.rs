@@ -253,6 +253,12 @@ impl ByteSource for RemoteSource {
         self.inner.pieces.get(&range)
     }
 
+    /// Every extent is checked as it arrives (`table.rs`), by digest where
+    /// the pack has a digest table.
+    fn checks_extents(&self) -> bool {
+        true
+    }
+
     fn extent(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
         if range.is_empty() {
             return Some(&[]);
@@ -303,9 +309,8 @@ impl Inner {
     /// Blocks until extent `k` is here, or fetching it failed, or the
     /// wait ran out.
     fn wait_for(self: &Arc<Self>, t: &Table, k: u64) {
-        let e = t.extents[k as usize];
         if let Some(scope) = &self.scope
-            && let Some(bytes) = scope.get(e.key())
+            && let Some(bytes) = scope.get(t.key(k))
         {
             self.land(t, k, bytes, true);
             return;

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 
 use bytes::Bytes;
 use packfs_core::pack::layout::MAX_EXTENTS;
-use packfs_core::pack::{ByteSource, PackFs, checksum};
+use packfs_core::pack::{ByteSource, Digest, PackFs, checksum};
 
 use crate::cache::Key;
 
@@ -18,18 +18,16 @@ pub(super) struct Extent {
     pub(super) sum: u64,
 }
 
-impl Extent {
-    pub(super) fn key(&self) -> Key {
-        Key { sum: self.sum, len: self.end - self.start }
-    }
-}
-
 /// What is known of each extent once the pack is open: 73 bytes per
 /// extent (24 of [`Extent`], 8 of `span_end`, 40 of slot, 1 of `touched`),
-/// for at most [`MAX_EXTENTS`] extents, which the open (lazy) checked:
-/// 1.1 GiB at most, whatever the pack claims.
+/// and 32 of digest where the pack has a digest table, for at most
+/// [`MAX_EXTENTS`] extents, which the open (lazy) checked: 1.6 GiB at
+/// most, whatever the pack claims.
 pub(super) struct Table {
     pub(super) extents: Box<[Extent]>,
+    /// Each extent's BLAKE3 digest, where the pack has a digest table: it
+    /// is then checked by that, and cached under it.
+    digests: Option<Box<[Digest]>>,
     /// For each extent, the end of the last file holding it: how far a
     /// read of it will likely go.
     pub(super) span_end: Box<[u64]>,
@@ -57,6 +55,14 @@ impl Table {
         // longest file running through it does. (Out of order, a file's
         // reach would count from a later extent: a shorter readahead, not a
         // wrong read.) No list of the files: a blob per 24 bytes of index.
+        let digests = match pack.extent_digest(0) {
+            Some(_) => Some(
+                (0..n)
+                    .map(|k| pack.extent_digest(k).ok_or("a digest the index cannot give"))
+                    .collect::<Result<_, _>>()?,
+            ),
+            None => None,
+        };
         let mut files = pack.content_extents().filter(|r| !r.is_empty()).peekable();
         let mut span_end = Vec::with_capacity(extents.len());
         let mut reach = 0;
@@ -69,6 +75,7 @@ impl Table {
         let len = extents.len();
         Ok(Table {
             extents: extents.into(),
+            digests,
             span_end: span_end.into(),
             slots: (0..len).map(|_| OnceLock::new()).collect(),
             touched: (0..len).map(|_| AtomicBool::new(false)).collect(),
@@ -83,17 +90,31 @@ impl Table {
         (e.start == start && e.end - e.start == len && e.sum == sum).then_some(k as u64)
     }
 
+    /// Extent `k`'s address in the host-wide cache.
+    pub(super) fn key(&self, k: u64) -> Key {
+        let e = self.extents[k as usize];
+        let len = e.end - e.start;
+        match &self.digests {
+            Some(d) => Key::Digest { digest: d[k as usize], len },
+            None => Key::Sum { sum: e.sum, len },
+        }
+    }
+
     pub(super) fn here(&self, k: u64) -> bool {
         self.slots[k as usize].get().is_some()
     }
 }
 
 /// Extent `k`'s bytes out of `body`, fetched from `at`, if they pass the
-/// extent's checksum.
+/// extent's digest (where the pack has a digest table), else its checksum.
 pub(super) fn checked(t: &Table, k: u64, at: u64, body: &Bytes) -> Option<Bytes> {
     let e = t.extents[k as usize];
     let bytes = body.slice((e.start - at) as usize..(e.end - at) as usize);
-    (checksum(&bytes) == e.sum).then_some(bytes)
+    let good = match &t.digests {
+        Some(d) => Digest::of(&bytes) == d[k as usize],
+        None => checksum(&bytes) == e.sum,
+    };
+    good.then_some(bytes)
 }
 
 #[cfg(test)]

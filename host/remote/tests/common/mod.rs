@@ -49,9 +49,15 @@ pub(crate) fn tree(seed: u64, extra: &[(&str, Vec<u8>)]) -> (MemFs, Vec<(String,
 
 /// The pack of `fs`: version 2 with zstd, or version 1 (`compress` off).
 pub(crate) fn pack(fs: &MemFs, compress: bool) -> Vec<u8> {
+    pack_with(fs, compress, true)
+}
+
+/// [`pack`], with a digest table or (`digests` false) without, as packs
+/// were before digests: its extents are then cached per origin.
+pub(crate) fn pack_with(fs: &MemFs, compress: bool, digests: bool) -> Vec<u8> {
     let mut out = Vec::new();
     let c = compress.then(|| Compression::zstd(3));
-    PackOptions::new().compress(c).write(fs, &mut out).unwrap();
+    PackOptions::new().compress(c).digests(digests).write(fs, &mut out).unwrap();
     out
 }
 
