@@ -21,7 +21,7 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use packfs_core::pack::{ByteSource, PackFs, ReadOptions};
+use packfs_core::pack::{ByteSource, PackFs, ReadOptions, split_pin};
 use packfs_os::mmap::MappedFile;
 
 #[cfg(feature = "remote")]
@@ -99,6 +99,14 @@ pub enum OpenError {
     #[cfg(feature = "remote")]
     #[error(transparent)]
     Remote(#[from] RemoteError),
+    /// A pin (`PACK@blake3:HEX`) that is no digest, or two that differ.
+    #[error("{}: {detail}", path.display())]
+    BadPin {
+        /// The pack as named.
+        path: PathBuf,
+        /// What is wrong with the pin.
+        detail: String,
+    },
     /// A URL, in a program built without the `remote` feature.
     #[error("{}: remote packs are not built in (packfs-host's `remote` feature)", path.display())]
     NoRemote {
@@ -147,7 +155,24 @@ impl Packs {
 
     /// Opens the pack at `path`, to be read as `read` says: a file,
     /// mapped; or a URL, read lazily.
+    ///
+    /// A path ending in `@blake3:` and 64 hex digits (as `packfs pack` and
+    /// `packfs info` print a pack's digest) names the pack it pins: it is
+    /// opened as [`ReadOptions::pin`] says, and refused unless it is that
+    /// pack. (So is a pin given in `read`.)
+    ///
+    /// ```no_run
+    /// # use packfs_core::pack::{Digest, ReadOptions};
+    /// # use packfs_host::packs::Packs;
+    /// let packs = Packs::local();
+    /// let digest: Digest = "blake3:6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85".parse()?;
+    /// let by_name = packs.open(format!("app.pack@{digest}").as_ref(), ReadOptions::new());
+    /// let by_option = packs.open("app.pack".as_ref(), ReadOptions::new().pin(Some(digest)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(&self, path: &Path, read: ReadOptions) -> Result<Pack, OpenError> {
+        let (path, read) = pinned(path, read)?;
+        let path = path.as_path();
         // A path with a scheme (`s3://`, `http://`, anything `://`) is a
         // URL, refused when it is of no kind remote packs come from.
         #[cfg(feature = "remote")]
@@ -161,6 +186,18 @@ impl Packs {
         let file = MappedFile::open(path).map_err(|source| OpenError::Io { path: path.to_owned(), source })?;
         PackFs::open_with(PackSource::Local(file), read)
             .map_err(|source| OpenError::Damaged { path: path.to_owned(), source })
+    }
+}
+
+/// `path` less a `@blake3:HEX` suffix, and `read` pinned to it.
+fn pinned(path: &Path, read: ReadOptions) -> Result<(PathBuf, ReadOptions), OpenError> {
+    let Some(text) = path.to_str() else { return Ok((path.to_owned(), read)) };
+    let bad = |detail: String| OpenError::BadPin { path: path.to_owned(), detail };
+    let (name, pin) = split_pin(text).map_err(|e| bad(e.to_string()))?;
+    match (pin, read.pin_given()) {
+        (Some(a), Some(b)) if a != b => Err(bad(format!("pinned twice, to {a} and to {b}"))),
+        (Some(pin), _) => Ok((PathBuf::from(name), read.pin(Some(pin)))),
+        (None, _) => Ok((path.to_owned(), read)),
     }
 }
 

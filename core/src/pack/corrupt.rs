@@ -273,7 +273,14 @@ impl fmt::Display for CorruptKind {
             }
             CorruptKind::Unasked { len } => write!(f, "a reply of {len} bytes that were not asked for"),
             CorruptKind::Digest { of, expected, actual } => {
-                write!(f, "{of} digest mismatch: the index says {expected}, the bytes are {actual}")
+                // Enough of each to tell them apart; the error holds both.
+                let (e, a) = (expected.hex(), actual.hex());
+                write!(
+                    f,
+                    "{of} digest mismatch: the index says blake3:{}…, the bytes are blake3:{}…",
+                    &e[..16],
+                    &a[..16]
+                )
             }
             CorruptKind::Pinned { expected, actual } => {
                 write!(f, "not the pinned pack: pinned {expected}, the pack is {actual}")

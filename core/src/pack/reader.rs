@@ -121,6 +121,11 @@ impl ReadOptions {
         self.pin = digest;
         self
     }
+
+    /// The pin, if one was given.
+    pub fn pin_given(&self) -> Option<Digest> {
+        self.pin
+    }
 }
 
 /// One bit per extent (blob or chunk): set once it has passed its

@@ -14,7 +14,8 @@ use crate::common::{Copier, Packs, find, open_pack, read_once};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The pack (a file, or an s3://, http:// or https:// URL).
+    /// The pack (a file, or an s3://, http:// or https:// URL; with
+    /// @blake3:HEX, only that pack).
     pack: PathBuf,
     /// Files to print, from the pack's root, in order (symlinks followed).
     #[arg(required = true)]

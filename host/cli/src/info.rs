@@ -15,7 +15,8 @@ const FIXED: u64 = 64 + 128;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The pack (a file, or an s3://, http:// or https:// URL).
+    /// The pack (a file, or an s3://, http:// or https:// URL; with
+    /// @blake3:HEX, only that pack).
     pack: PathBuf,
 }
 
@@ -46,6 +47,10 @@ pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
     let ratio = if stored == 0 { 1.0 } else { file_bytes as f64 / stored as f64 };
     out!("pack:     {}", args.pack.display());
     out!("format:   version {}, blobs aligned to {} bytes", info.version, info.align);
+    match pack.digest() {
+        Some(d) => out!("digest:   {d}"),
+        None => out!("digest:   none (written without digests: it cannot be pinned)"),
+    }
     out!("size:     {}", bytes(info.pack_len));
     out!("  data:   {}", bytes(info.data_len));
     out!("  index:  {}", bytes(info.pack_len.saturating_sub(info.data_len + FIXED)));

@@ -12,7 +12,8 @@ use crate::common::{Pack, Packs, find, format_time, list, mode_string, open_pack
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The pack (a file, or an s3://, http:// or https:// URL).
+    /// The pack (a file, or an s3://, http:// or https:// URL; with
+    /// @blake3:HEX, only that pack).
     pack: PathBuf,
     /// The directory (or entry) to list, from the pack's root.
     #[arg(default_value = "/")]

@@ -97,8 +97,9 @@ impl RemoteArgs {
     fn report(&self, packs: &Packs) {
         for p in packs.remote_packs() {
             let s = p.stats();
+            let pin = p.pin().map_or_else(|| "unpinned".to_owned(), |d| format!("pinned {d}"));
             eprintln!(
-                "packfs: {}: {} requests, {} fetched, {} chunks fetched after the open and {} with it, {} from the cache",
+                "packfs: {}: {} requests, {} fetched, {} chunks fetched after the open and {} with it, {} from the cache; {pin}",
                 p.url(),
                 s.requests,
                 common::bytes(s.bytes),

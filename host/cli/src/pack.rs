@@ -94,6 +94,10 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
     out!("  in:    {} of file content", bytes(stats.file_bytes));
     out!("  out:   {}", bytes(stats.pack_len));
     out!("  dedup: {} saved ({percent:.1}%)", bytes(saved));
+    match stats.digest {
+        Some(d) => out!("  digest: {d} (pin it: {}@{d})", args.output.display()),
+        None => out!("  digest: none (written without digests: it cannot be pinned)"),
+    }
     Ok(ExitCode::SUCCESS)
 }
 

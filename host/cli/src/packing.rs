@@ -1,5 +1,5 @@
-//! How `pack`, `compact` and `run --save` write a pack: `--compress` and
-//! `--chunk-size`, one set of flags for all three.
+//! How `pack`, `compact` and `run --save` write a pack: `--compress`,
+//! `--chunk-size` and `--no-digests`, one set of flags for all three.
 
 use packfs_core::pack::{Compression, DEFAULT_CHUNK_SIZE, PackOptions, is_chunk_size};
 
@@ -19,6 +19,10 @@ pub(crate) struct Packing {
     /// A read decodes whole chunks; larger ones compress better.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_CHUNK_SIZE, value_parser = parse_chunk_size)]
     chunk_size: u64,
+    /// Write no digest table: the pack is as packs were before digests
+    /// (a little smaller and faster to write) and cannot be pinned.
+    #[arg(long)]
+    no_digests: bool,
 }
 
 /// `--compress`'s value (clap takes `Option` to mean an optional flag).
@@ -37,6 +41,6 @@ fn parse_chunk_size(s: &str) -> Result<u64, String> {
 impl Packing {
     /// The writer's options.
     pub(crate) fn options(&self) -> PackOptions {
-        PackOptions::new().compress(self.compress.0).chunk_size(self.chunk_size)
+        PackOptions::new().compress(self.compress.0).chunk_size(self.chunk_size).digests(!self.no_digests)
     }
 }

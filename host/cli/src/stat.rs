@@ -10,7 +10,8 @@ use crate::common::{Packs, find, format_time, kind_name, mode_string, open_pack,
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The pack (a file, or an s3://, http:// or https:// URL).
+    /// The pack (a file, or an s3://, http:// or https:// URL; with
+    /// @blake3:HEX, only that pack).
     pack: PathBuf,
     /// The entry, from the pack's root.
     path: String,

@@ -41,7 +41,8 @@ use crate::common::{Copier, Pack, Packs, bytes, list, open_pack, read_once, step
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The pack (a file, or an s3://, http:// or https:// URL).
+    /// The pack (a file, or an s3://, http:// or https:// URL; with
+    /// @blake3:HEX, only that pack).
     pack: PathBuf,
     /// The directory to extract into; created if missing.
     dir: PathBuf,

@@ -1,5 +1,6 @@
 //! `packfs verify PACK`: every check a pack has — header, trailer, index
-//! and each blob's checksum. Exit 0 when whole; 1, with the list of bad
+//! and each extent's digest (each blob's checksum in a pack without
+//! digests). Exit 0 when whole; 1, with the list of bad
 //! entries (the first 1,000, then a count), when not.
 
 use std::path::PathBuf;
@@ -10,7 +11,8 @@ use anyhow::Result;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The pack (a file, or an s3://, http:// or https:// URL).
+    /// The pack (a file, or an s3://, http:// or https:// URL; with
+    /// @blake3:HEX, only that pack).
     pack: PathBuf,
 }
 
@@ -33,7 +35,8 @@ pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
         }
     };
     if report.is_ok() {
-        out!("{shown}: ok, {} blobs, {} checked", report.blobs, bytes(report.bytes));
+        let by = if pack.digest().is_some() { "by BLAKE3 digest" } else { "by checksum" };
+        out!("{shown}: ok, {} blobs, {} checked {by}", report.blobs, bytes(report.bytes));
         return Ok(ExitCode::SUCCESS);
     }
     // A reader that stops early (`| head`) cuts the list short, never the

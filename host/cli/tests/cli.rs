@@ -387,9 +387,13 @@ fn verify_finds_damage_in_compressed_chunks() {
     flip_byte(&pack, 64 + 3); // the first chunk's stored bytes
     let r = packfs(["verify", p(&pack)]);
     assert_eq!(r.code, 1, "{r:?}");
-    assert!(r.stdout.contains("chunk checksum mismatch"), "{r:?}");
+    // Verify checks by digest; a plain read by checksum, a pinned one by
+    // digest.
+    assert!(r.stdout.contains("chunk digest mismatch"), "{r:?}");
     let damaged = r.stdout.lines().next().unwrap().split(':').next().unwrap().to_owned();
     fails(["cat", p(&pack), &damaged], &["checksum"]);
+    let digest = ok(["info", p(&pack)]).lines().find_map(|l| l.strip_prefix("digest:").map(|d| d.trim().to_owned()));
+    fails(["cat", &format!("{}@{}", p(&pack), digest.unwrap()), &damaged], &["digest mismatch"]);
 }
 
 #[test]
@@ -432,7 +436,7 @@ fn verify_lists_damaged_entries() {
     flip_byte(&pack, at + 1000);
     let r = packfs(["verify", p(&pack)]);
     assert_eq!(r.code, 1, "{r:?}");
-    assert!(r.stdout.contains("docs/sub/deep/big.bin: corrupt pack at byte") && r.stdout.contains("checksum"), "{r:?}");
+    assert!(r.stdout.contains("docs/sub/deep/big.bin: corrupt pack at byte") && r.stdout.contains("digest"), "{r:?}");
     assert_eq!(r.stdout.lines().count(), 1, "only the damaged entry: {r:?}");
     assert!(r.stderr.starts_with("packfs: ") && r.stderr.contains("damaged entries: 1"), "{r:?}");
     // Damaged content is never served, nor unpacked.
@@ -936,4 +940,38 @@ fn a_deep_tree_is_walked_in_bounded_memory() {
     let (code, peak) = wait_peak_rss(spawn(&["unpack", p(&pack), p(&out)]));
     assert_eq!(code, 2, "DIR is a file");
     assert!(peak < 64 << 20, "unpack: {} MiB resident at peak", peak >> 20);
+}
+
+/// A pack pinned by the digest `pack` and `info` print: every command that
+/// takes a PACK opens only that pack, and says why it refuses another.
+#[test]
+fn a_pinned_pack_opens_only_as_itself() {
+    let f = Fixture::new();
+    let pack = f.pack("a.pack", &[]);
+    let said = ok(["pack", p(&f.path("src")), "-o", p(&f.path("b.pack"))]);
+    let digest = said.lines().find_map(|l| l.trim().strip_prefix("digest: ")).unwrap().split(' ').next().unwrap();
+    assert!(digest.starts_with("blake3:") && digest.len() == 71, "{said}");
+    let info = ok(["info", p(&pack)]);
+    assert!(info.contains(&format!("digest:   {digest}")), "the same tree, the same digest: {info}");
+    let pinned = format!("{}@{digest}", p(&pack));
+    assert_eq!(ok(["cat", &pinned, "docs/a.txt"]), ok(["cat", p(&pack), "docs/a.txt"]));
+    assert!(ok(["verify", &pinned]).contains("checked by BLAKE3 digest"));
+    assert!(ok(["ls", &pinned]).contains("docs"));
+    ok(["stat", &pinned, "docs"]);
+    ok(["diff", &pinned, p(&f.path("b.pack"))]);
+    ok(["unpack", &pinned, p(&f.path("out"))]);
+    // Another pack under this pin, a pin that is no digest, a pack that
+    // has no digests: each refused, in one line that says so.
+    let other = f.pack("other.pack", &["--exclude", "docs"]);
+    for cmd in ["cat", "ls", "info", "stat"] {
+        let args: Vec<String> = [cmd.to_owned(), format!("{}@{digest}", p(&other))]
+            .into_iter()
+            .chain((cmd == "cat" || cmd == "stat").then(|| "run.sh".to_owned()))
+            .collect();
+        fails(&args, &["not the pinned pack", digest]);
+    }
+    fails(["ls", &format!("{}@blake3:00", p(&pack))], &["is not a digest"]);
+    let old = f.pack("old.pack", &["--no-digests"]);
+    assert!(ok(["info", p(&old)]).contains("digest:   none"));
+    fails(["ls", &format!("{}@{digest}", p(&old))], &["no extent digests"]);
 }

@@ -701,3 +701,21 @@ fn errors_are_one_line() {
         &["saving to no/such/dir/out.pack"],
     );
 }
+
+/// A mount names a pinned pack as every command does: the guest reads
+/// the pack that was pinned, and another under the pin never runs.
+#[test]
+fn a_mount_of_a_pinned_pack_opens_only_that_pack() {
+    let f = Fixture::new();
+    let digest =
+        f.ok(["info", "app.pack"]).lines().find_map(|l| l.strip_prefix("digest:").map(|d| d.trim().to_owned()));
+    let digest = digest.expect("a digest");
+    for mount in [format!("/p=app.pack@{digest}"), format!("/p=app.pack@{digest}+mem")] {
+        assert_eq!(success(f.toolbox(&["--mount", &mount], &["cat", "/p/etc/motd"])), "hello from the pack\n");
+    }
+    std::fs::write(f.path("tree/etc/motd"), "hello from another pack\n").unwrap();
+    f.ok(["pack", "tree", "-o", "other.pack"]);
+    let out = f.toolbox(&["--mount", &format!("/p=other.pack@{digest}")], &["cat", "/p/etc/motd"]);
+    refused(out.clone(), &["other.pack", "not the pinned pack"]);
+    assert!(!out.stdout.contains("hello"), "{out:?}");
+}

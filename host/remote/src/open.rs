@@ -60,7 +60,8 @@ pub fn open_as<S: ByteSource>(
     let mut handle = None;
     let (pack, data) = plan
         .open_as(options.read, |pieces| {
-            let parts = Parts { object, scope, wait, fail_fast: options.net.fail_fast };
+            let pin = options.read.pin_given();
+            let parts = Parts { object, scope, wait, fail_fast: options.net.fail_fast, pin };
             let source = RemoteSource::new(pieces, parts);
             handle = Some(source.clone());
             wrap(source)

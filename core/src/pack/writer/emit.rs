@@ -101,6 +101,9 @@ impl<H, W: Write> Writer<'_, H, W> {
             Some(c) => c.digests.take(),
             None => self.digests.take(),
         };
+        if digests.is_some() {
+            self.out.start_digest(&self.header);
+        }
         let parts = IndexParts {
             inodes: &self.inodes,
             dirents: &self.dirents,
@@ -156,6 +159,7 @@ impl<H, W: Write> Writer<'_, H, W> {
             strings_len: self.strings.len() as u64,
         };
         self.out.write(&trailer.encode())?;
+        let digest = self.out.take_digest();
         self.out.flush()?;
         Ok(PackStats {
             inodes: inodes.count,
@@ -164,6 +168,7 @@ impl<H, W: Write> Writer<'_, H, W> {
             file_bytes: self.file_bytes,
             blob_bytes: self.blob_bytes,
             pack_len: self.out.pos,
+            digest,
         })
     }
 }

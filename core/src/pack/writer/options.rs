@@ -30,6 +30,9 @@ pub struct PackStats {
     pub blob_bytes: u64,
     /// Length of the pack.
     pub pack_len: u64,
+    /// The pack digest, which pins it (none when written without a digest
+    /// table).
+    pub digest: Option<crate::pack::Digest>,
 }
 
 /// How to write a pack; [`write`](Self::write) writes one.
@@ -151,13 +154,14 @@ impl<H: BuildHasher> PackOptions<H> {
                 None => w.digests = Some(Vec::new()),
             }
         }
-        w.out.write(&Header::encode(&Header {
+        w.header = Header::encode(&Header {
             version: w.version(),
             incompat_flags: 0,
             compat_flags: if self.digests { DIGESTS } else { 0 },
             align_log2: self.align.trailing_zeros(),
             chunk_log2: if w.chunker.is_some() { chunk_log2 } else { 0 },
-        }))?;
+        });
+        w.out.write(&w.header)?;
         w.walk()?;
         w.finish()
     }

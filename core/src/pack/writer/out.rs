@@ -14,12 +14,14 @@ pub(super) struct Out<W: Write> {
     inner: BufWriter<W>,
     pub(super) pos: u64,
     hash: Option<Xxh3Default>,
+    /// The pack digest's hasher, from the index on (the header fed first).
+    digest: Option<blake3::Hasher>,
 }
 
 impl<W: Write> Out<W> {
     /// An output whose first byte lands at `pos`, hashing nothing.
     pub(super) fn new(inner: W, pos: u64) -> Self {
-        Out { inner: BufWriter::with_capacity(BUF, inner), pos, hash: None }
+        Out { inner: BufWriter::with_capacity(BUF, inner), pos, hash: None, digest: None }
     }
 
     /// The inner writer, flushed.
@@ -31,6 +33,19 @@ impl<W: Write> Out<W> {
     /// what was hashed so far.
     pub(super) fn start_hash(&mut self) {
         self.hash = Some(Xxh3Default::new());
+    }
+
+    /// Feeds the pack digest `header`, then everything written from here
+    /// on (the index region and the trailer).
+    pub(super) fn start_digest(&mut self, header: &[u8]) {
+        let mut h = blake3::Hasher::new();
+        h.update(header);
+        self.digest = Some(h);
+    }
+
+    /// The pack digest, if [`start_digest`](Self::start_digest) was called.
+    pub(super) fn take_digest(&mut self) -> Option<crate::pack::Digest> {
+        self.digest.take().map(|h| crate::pack::Digest(*h.finalize().as_bytes()))
     }
 
     /// The hash of what was written since [`start_hash`](Self::start_hash)
@@ -47,6 +62,9 @@ impl<W: Write> Out<W> {
     pub(super) fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.inner.write_all(bytes)?;
         if let Some(h) = &mut self.hash {
+            h.update(bytes);
+        }
+        if let Some(h) = &mut self.digest {
             h.update(bytes);
         }
         self.pos += bytes.len() as u64;

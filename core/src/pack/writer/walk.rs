@@ -63,6 +63,8 @@ pub(super) struct Writer<'a, H, W: Write> {
     pub(super) chunker: Option<Chunker>,
     /// Version 1 with a digest table: each blob's BLAKE3 digest.
     pub(super) digests: Option<Vec<[u8; 32]>>,
+    /// The header as written: the pack digest starts with it.
+    pub(super) header: [u8; 64],
 }
 
 impl<'a, H, W: Write> Writer<'a, H, W> {
@@ -92,6 +94,7 @@ impl<'a, H, W: Write> Writer<'a, H, W> {
             blob_bytes: 0,
             chunker: None,
             digests: None,
+            header: [0; 64],
         }
     }
 

@@ -18,6 +18,8 @@ use crate::spec::{MountSpec, parse_bytes, parse_env, parse_seconds};
     dir-ro:PATH   a host directory, read-only\n  \
     journal:DIR   an in-memory tree kept durable by a write-ahead log in DIR (created when missing)\n  \
     journal:DIR:LIMITS   as above, with mem's LIMITS on the tree in memory\n\
+    PACK@blake3:HEX, PACK@blake3:HEX+mem   only the pack with that digest (packfs info prints it); \
+    any other is refused, and every byte read is checked against it\n  \
     Prefix ./ to a pack file named like a keyword: ./mem, ./dir:x.\n\n\
     Without any --mount the guest has no preopens.\n\n\
     pub(super) dir: and dir-ro: mounts together hold at most min(half the soft RLIMIT_NOFILE, 4096) host descriptors \

@@ -34,7 +34,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use packfs_core::pack::{ByteSource, PackFs, Pieces};
+use packfs_core::pack::{ByteSource, Digest, PackFs, Pieces};
 use packfs_core::sync::lock;
 use tokio::sync::Semaphore;
 
@@ -89,6 +89,7 @@ struct Inner {
     trace: Mutex<Vec<u64>>,
     wait: Duration,
     fail_fast: Duration,
+    pin: Option<Digest>,
 }
 
 /// A pack's bytes in a store; see the module doc. Made by
@@ -116,6 +117,8 @@ pub(crate) struct Parts {
     pub(crate) wait: Duration,
     /// How long after a failed fetch reads fail at once.
     pub(crate) fail_fast: Duration,
+    /// The digest the pack was opened pinned to.
+    pub(crate) pin: Option<Digest>,
 }
 
 impl RemoteSource {
@@ -134,6 +137,7 @@ impl RemoteSource {
             trace: Mutex::new(Vec::new()),
             wait: p.wait,
             fail_fast: p.fail_fast,
+            pin: p.pin,
         };
         RemoteSource { inner: Arc::new(inner) }
     }
@@ -141,6 +145,13 @@ impl RemoteSource {
     /// The pack's URL.
     pub fn url(&self) -> &str {
         &self.inner.object.url
+    }
+
+    /// The digest the pack was opened pinned to: every byte it served is
+    /// that pack's. `None`: unpinned, its bytes are whatever the store
+    /// holds.
+    pub fn pin(&self) -> Option<Digest> {
+        self.inner.pin
     }
 
     /// What fetching has cost so far.
