@@ -148,6 +148,7 @@ fn run_mounts_a_url_and_the_cache_serves_the_next_run() {
     // The same cache: nothing but the open is fetched.
     let second = guest("c1", &[]);
     assert!(second.stderr.contains(" 0 chunks fetched after the open"), "{second:?}");
+    assert!(second.stderr.contains("; unpinned"), "--stats names an unpinned pack so: {second:?}");
     assert!(ok(second) == want);
     assert_eq!(f.proxy.stats().requests, OPEN.len() as u64);
     // A cold cache with the trace: everything the guest read was asked for
@@ -163,6 +164,14 @@ fn run_mounts_a_url_and_the_cache_serves_the_next_run() {
     assert!(ok(guest("c4", &["--prefetch", &trace_url])) == want);
     let out = guest("c5", &["--prefetch", &format!("{}/none.trace", f.proxy.url())]);
     assert_eq!(out.code, 2, "{out:?}");
+    // Pinned by the digest `info` prints: --stats says so.
+    let info = String::from_utf8(ok(f.run("c1", ["info", &f.url()]))).unwrap();
+    let digest = info.lines().find_map(|l| l.strip_prefix("digest:")).unwrap().trim().to_owned();
+    let mount = format!("/={}@{digest}+mem", f.url());
+    let args = ["run", "--stats", "--mount", &mount, toolbox.to_str().unwrap(), "cat", "/etc/motd"];
+    let out = f.run("c1", args);
+    assert!(out.stderr.contains(&format!("; pinned {digest}")), "{out:?}");
+    assert_eq!(ok(out), b"hello from the pack\n");
 }
 
 #[test]
