@@ -155,6 +155,7 @@ async function outcomes(classes) {
       ["options.maxBytes", () => new MemFs({ maxBytes: "1" })],
       ["options.maxInodes", () => new Overlay(pack, { maxInodes: {} })],
       ["options.verifyOnRead", () => Pack.fromBytes(bytes, { verifyOnRead: 1 })],
+      ["options.digest", () => Pack.fromBytes(bytes, { digest: 1 })],
       ["options.persist", () => Pack.fromUrl("/nothing.pack", { persist: "no" })],
       ["options.compress", () => mem.compact({ compress: 5 })],
       ["options.chunkSize", () => mem.compact({ compress: "lz4", chunkSize: "4096" })],

@@ -128,6 +128,7 @@ test("every option is checked before anything is fetched, by name", { timeout: 6
     [{ preopens: [{ path: "/", kind: "pack", url, pack: { persist: "no" } }] }, /preopens\[0\]\.pack\.persist must be a boolean/],
     [{ preopens: [{ path: "/", kind: "pack", url, pack: { cache: 1 } }] }, /preopens\[0\]\.pack has no option "cache"/],
     [{ preopens: [{ path: "/", kind: "pack", url, pack: { cacheSize: -1 } }] }, /preopens\[0\]\.pack\.cacheSize must be a whole number/],
+    [{ preopens: [{ path: "/", kind: "pack", url, pack: { digest: "blake3:12" } }] }, /preopens\[0\]\.pack\.digest must be blake3: and 64 hex digits/],
     [{ preopens: [{ path: "/", kind: "pack", url: "http://[bad" }] }, /preopens\[0\]\.url .* is not a URL/],
     [{ preopens: {} }, /preopens must be an array/],
     [{ preopen: [] }, /runP1 has no option "preopen"/],

@@ -44,7 +44,9 @@ const PREOPEN = ["path", "kind", "url", "bytes", "readOnly", "options", "pack", 
 /** A journal's name: what packfs-web's MemFs.openJournal takes. */
 const JOURNAL_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]{1,128}$/;
 const FS_OPTIONS = ["maxBytes", "maxInodes"];
-const PACK_OPTIONS = ["verifyOnRead", "persist", "cacheSize"];
+const PACK_OPTIONS = ["verifyOnRead", "persist", "cacheSize", "digest"];
+/** A pack digest, as `packfs info` prints it. */
+const DIGEST = /^blake3:[0-9a-fA-F]{64}$/;
 
 const bad = (what, want, got) => {
   const shown = typeof got === "string" ? JSON.stringify(got) : got === null ? "null" : typeof got;
@@ -115,6 +117,8 @@ function preopen(p, i, base) {
         if (v === undefined) continue;
         if (k === "cacheSize") {
           if (!(Number.isSafeInteger(v) && v >= 0)) throw bad(`${what}.pack.${k}`, "a whole number, 0 or more", v);
+        } else if (k === "digest") {
+          if (typeof v !== "string" || !DIGEST.test(v)) throw bad(`${what}.pack.${k}`, "blake3: and 64 hex digits", v);
         } else if (typeof v !== "boolean") throw bad(`${what}.pack.${k}`, "a boolean", v);
       }
     }

@@ -5,7 +5,7 @@
 
 use packfs_core::Code;
 use packfs_core::mem::Limits;
-use packfs_core::pack::{Compression, DEFAULT_CHUNK_SIZE, PackOptions, ReadOptions, is_chunk_size};
+use packfs_core::pack::{Compression, DEFAULT_CHUNK_SIZE, Digest, PackOptions, ReadOptions, is_chunk_size};
 use wasm_bindgen::JsValue;
 
 use crate::arg;
@@ -62,8 +62,15 @@ pub(crate) fn limits(options: &Option<JsValue>) -> JsResult<Limits> {
 }
 
 /// How to open a pack (`PackOptions`); `default` is `verifyOnRead`'s.
+/// `digest` pins it: `blake3:` and 64 hex digits, as `packfs info` prints.
 pub(crate) fn read_options(options: &Option<JsValue>, default: bool) -> JsResult<ReadOptions> {
-    Ok(ReadOptions::new().verify_on_read(opt_bool(options, "verifyOnRead")?.unwrap_or(default)))
+    let v = arg::field(options, "digest")?;
+    let pin = match v.as_string() {
+        Some(text) => Some(text.parse::<Digest>().map_err(|e| js_error(Code::Invalid, &format!("invalid: option {e}")))?),
+        None if v.is_undefined() || v.is_null() => None,
+        None => return Err(type_error("options.digest must be a string")),
+    };
+    Ok(ReadOptions::new().verify_on_read(opt_bool(options, "verifyOnRead")?.unwrap_or(default)).pin(pin))
 }
 
 /// Argument `len` of `truncate`: a file length, a non-negative integer.

@@ -108,6 +108,14 @@ impl Pack {
         self.inner.remote.as_ref().map_or(0, |r| r.requests())
     }
 
+    /// The pack digest, `blake3:` and 64 hex digits, which `digest` in
+    /// `PackOptions` pins it by; undefined for a pack written without
+    /// digests.
+    #[wasm_bindgen(getter)]
+    pub fn digest(&self) -> Option<String> {
+        self.pack.digest().map(|d| d.to_string())
+    }
+
     /// The URL it was opened from, if any.
     #[wasm_bindgen(getter)]
     pub fn url(&self) -> Option<String> {

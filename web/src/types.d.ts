@@ -59,6 +59,13 @@ export interface PackOptions {
    *  such pack is freed. One worker at a time has it: another keeps its
    *  chunks in the Cache API. */
   cacheSize?: number;
+  /** Pin the pack: `blake3:` and 64 hex digits, its digest as `packfs
+   *  pack` and `packfs info` print it (or `Pack.digest`). Another pack,
+   *  or one without digests, is refused at open (`io`, "not the pinned
+   *  pack"), and every chunk is checked against its digest before it is
+   *  served or kept: a chunk altered on the server or on the way fails
+   *  its read with `io` and is fetched again on the next. */
+  digest?: string;
 }
 
 export interface MkdirOptions {

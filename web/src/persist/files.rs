@@ -14,13 +14,15 @@
 //!         | xxh3 of the 24 bytes before: u64 | the extent's len bytes
 //! ```
 //!
-//! An entry is found by its scope (the pack's directory, as the Cache API
-//! store scopes it), its checksum in the pack's index and its length.
-//! Opening reads every entry's header and cuts each file after its last
-//! whole entry. What is found is stored into the pack only if it passes
-//! the pack's checksum ([`PackFs::store`] checks), so a damaged or planted
-//! entry is forgotten and refetched, never served. Nothing is flushed: a
-//! lost entry only costs a fetch.
+//! An entry is found by its [`Address`]: the pack's scope and the
+//! extent's checksum in the pack's index, or the shared scope and the
+//! first eight bytes of its digest; and its length. Opening reads every
+//! entry's header and cuts each file after its last whole entry. What is
+//! found is stored into the pack only if it is the extent
+//! ([`Address::holds`]: by digest in the shared scope) and passes the
+//! pack's own check ([`PackFs::store`]), so a damaged or planted entry is
+//! forgotten and refetched, never served. Nothing is flushed: a lost entry
+//! only costs a fetch.
 //!
 //! One worker at a time has the files open (OPFS locks them), from its
 //! first pack opened by URL until the last is freed; another worker, in
@@ -35,6 +37,7 @@ use packfs_core::pack::{MERGE_GAP, checksum, merge_ranges};
 
 /// The pack whose extents are kept: the one a URL opens (`fetch.rs`).
 type LazyPack = packfs_core::pack::PackFs<packfs_core::pack::Partial>;
+use super::address::Address;
 use crate::opfs::{OpfsError, SyncFile};
 
 const FILE_MAGIC: [u8; 8] = *b"PACKFSC1";
@@ -168,9 +171,9 @@ impl Files {
         let mut left = Vec::new();
         for w in wants {
             for k in pack.extents_within(w) {
-                let (Some((start, end)), Some(sum)) = (pack.extent(k), pack.extent_checksum(k)) else { continue };
-                if start < end && !self.found((scope, sum, end - start), pack, start) {
-                    left.push(start..end);
+                let Some((r, a)) = Address::of(pack, k, scope) else { continue };
+                if !r.is_empty() && !self.found(a, pack, r.start) {
+                    left.push(r);
                 }
             }
         }
@@ -180,11 +183,12 @@ impl Files {
     /// Whether entry `key` held the right bytes of the extent at `start`,
     /// now stored into `pack`. A wrong one is forgotten; one found in the
     /// older generation is copied into the newer.
-    fn found(&mut self, key: Key, pack: &LazyPack, start: u64) -> bool {
+    fn found(&mut self, a: Address, pack: &LazyPack, start: u64) -> bool {
+        let key = (a.scope, a.sum, a.len);
         let Some(&(g, at)) = self.index.get(&key) else { return false };
         let mut bytes = vec![0; usize::try_from(key.2).unwrap_or(0)];
         let read = self.gens[g].file.read_at(at, &mut bytes).is_ok_and(|n| n == bytes.len());
-        if !read || pack.store(start, &bytes).is_err() {
+        if !read || !a.holds(&bytes) || pack.store(start, &bytes).is_err() {
             self.index.remove(&key);
             return false;
         }
@@ -200,11 +204,11 @@ impl Files {
     pub(crate) fn keep(&mut self, scope: u64, pack: &LazyPack, offset: u64, bytes: &[u8]) {
         let end = offset + bytes.len() as u64;
         for k in pack.extents_within(offset..end) {
-            let (Some((s, e)), Some(sum)) = (pack.extent(k), pack.extent_checksum(k)) else { continue };
-            let part = &bytes[(s - offset) as usize..(e - offset) as usize];
+            let Some((r, a)) = Address::of(pack, k, scope) else { continue };
+            let part = &bytes[(r.start - offset) as usize..(r.end - offset) as usize];
             // Bytes of an extent already here were not checked by `store`.
-            if !part.is_empty() && checksum(part) == sum {
-                self.keep_extent((scope, sum, e - s), part);
+            if !part.is_empty() && a.holds(part) {
+                self.keep_extent((a.scope, a.sum, a.len), part);
             }
         }
     }

@@ -4,11 +4,13 @@
 //! guest's blocking read finds them too), else in the Cache API
 //! ([`cache_api`]: asynchronous, so only the async methods do).
 //!
-//! Both scope an extent by the directory of the pack's URL, so packs there
-//! (versions of one, say) share what they hold alike, and no other site's
-//! pack can plant content under a key this pack reads (the checksum is not
-//! collision-resistant; see `host/remote/src/cache/`).
+//! Both keep an extent where [`address`] says: a pack without digests'
+//! under the directory of its URL, so packs there (versions of one, say)
+//! share what they hold alike and no other site's pack can plant content
+//! under a key this pack reads; a pack with digests' in one space for
+//! every site, under its digest, which found bytes must hash to.
 
+mod address;
 mod cache_api;
 mod files;
 
