@@ -202,4 +202,3 @@ fn ms(d: Duration) -> String {
 fn mib(n: u64) -> String {
     format!("{:.1} MiB", n as f64 / f64::from(1 << 20))
 }
-

@@ -129,34 +129,44 @@ test("a guest's pack preopen takes the pin", async () => {
   const r = await page.evaluate(async (digest) => {
     const { runP1 } = await import("/pkg/runner.js");
     const module = new Uint8Array(await (await fetch("/guests/toolbox.wasm")).arrayBuffer());
+    const hex = async (b) => Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", b)), (x) => x.toString(16).padStart(2, "0")).join("");
     const run = async (url, pack, args) => {
-      let out = 0;
+      const parts = [];
       let err = "";
       try {
         const r = await runP1(module, {
           args: ["toolbox", ...args],
           preopens: [{ path: "/p", kind: "pack", url, pack }],
-          stdout: (b) => (out += b.length),
+          stdout: (b) => parts.push(b),
           stderr: (b) => (err += new TextDecoder().decode(b)),
         });
-        return { exitCode: r.exitCode, out, err };
+        const all = new Uint8Array(parts.reduce((n, b) => n + b.length, 0));
+        parts.reduce((at, b) => (all.set(b, at), at + b.length), 0);
+        return { exitCode: r.exitCode, out: all.length, sha: await hex(all), err };
       } catch (e) {
         return { kind: e.kind, name: e.name, message: String(e.message) };
       }
     };
+    const alone = { digest, persist: false };
     return {
+      altered: await run("/fixtures/altered.pack", alone, ["cat", "/p/big"]),
+      alteredSmall: await run("/fixtures/altered.pack", alone, ["cat", "/p/small"]),
       good: await run("/fixtures/good.pack", { digest }, ["cat", "/p/big", "cat", "/p/small"]),
-      altered: await run("/fixtures/altered.pack", { digest }, ["cat", "/p/big"]),
-      alteredSmall: await run("/fixtures/altered.pack", { digest }, ["cat", "/p/small"]),
+      // The genuine chunks kept by digest: the altered server's are not
+      // needed, nor used.
+      alteredKept: await run("/fixtures/altered.pack", { digest }, ["cat", "/p/big"]),
       forged: await run("/fixtures/forged.pack", { digest }, ["ls", "/p"]),
       badDigest: await run("/fixtures/good.pack", { digest: "sha256:00" }, ["ls", "/p"]),
     };
   }, digest);
   assert.deepEqual(errors, []);
-  assert.deepEqual(r.good, { exitCode: 0, out: FILES.big.length + FILES.small.length, err: "" });
+  const both = Buffer.concat([FILES.big, FILES.small]);
+  assert.deepEqual(r.good, { exitCode: 0, out: both.length, sha: sha(both), err: "" });
   assert.notEqual(r.altered.exitCode, 0, JSON.stringify(r.altered));
   assert.ok(r.altered.out < 200_000, "the altered chunk's bytes never reached the guest");
-  assert.deepEqual(r.alteredSmall, { exitCode: 0, out: FILES.small.length, err: "" });
+  assert.equal(r.altered.sha, sha(FILES.big.subarray(0, r.altered.out)), "what it printed is the genuine bytes");
+  assert.deepEqual(r.alteredSmall, { exitCode: 0, out: FILES.small.length, sha: sha(FILES.small), err: "" });
+  assert.deepEqual(r.alteredKept, { exitCode: 0, out: FILES.big.length, sha: sha(FILES.big), err: "" });
   assert.equal(r.forged.kind, "preopen", JSON.stringify(r.forged));
   assert.match(r.forged.message, /not the pinned pack/);
   assert.equal(r.badDigest.name, "TypeError", JSON.stringify(r.badDigest));

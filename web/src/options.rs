@@ -66,7 +66,9 @@ pub(crate) fn limits(options: &Option<JsValue>) -> JsResult<Limits> {
 pub(crate) fn read_options(options: &Option<JsValue>, default: bool) -> JsResult<ReadOptions> {
     let v = arg::field(options, "digest")?;
     let pin = match v.as_string() {
-        Some(text) => Some(text.parse::<Digest>().map_err(|e| js_error(Code::Invalid, &format!("invalid: option {e}")))?),
+        Some(text) => {
+            Some(text.parse::<Digest>().map_err(|e| js_error(Code::Invalid, &format!("invalid: option {e}")))?)
+        }
         None if v.is_undefined() || v.is_null() => None,
         None => return Err(type_error("options.digest must be a string")),
     };

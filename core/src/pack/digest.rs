@@ -163,6 +163,21 @@ mod tests {
         assert!(multibyte.parse::<Digest>().is_err());
     }
 
+    proptest::proptest! {
+        /// Any text is a digest, a pinned name or an error, never a panic;
+        /// a digest's text and a pinned name read back as themselves.
+        #[test]
+        fn any_text_parses_or_is_refused(text in ".{0,90}", bytes in proptest::prelude::any::<[u8; 32]>()) {
+            let _ = text.parse::<Digest>();
+            let _ = split_pin(&text);
+            let _ = split_pin(&format!("{text}@blake3:{text}"));
+            let d = Digest(bytes);
+            proptest::prop_assert_eq!(d.to_string().parse::<Digest>(), Ok(d));
+            let pinned = format!("{text}@{d}");
+            proptest::prop_assert_eq!(split_pin(&pinned), Ok((text.as_str(), Some(d))));
+        }
+    }
+
     #[test]
     fn the_table_lies_after_the_strings_within_its_limit() {
         assert_eq!(table_span(13, 16 + 64, 2), Some(16..80));

@@ -183,7 +183,17 @@ pub fn chunk_bomb(pack: &[u8], chunks: u64) -> Vec<u8> {
 pub fn exercise(bytes: &[u8]) -> bool {
     exercise_partial(bytes);
     let mut opened = false;
-    for opts in [ReadOptions::new(), ReadOptions::new().verify_on_read(true)] {
+    // Pinned too: to its own digest (a pack with a digest table opens
+    // pinned exactly when it opens), and to another (never opens).
+    let digest = PackFs::open(bytes).ok().and_then(|p| p.digest());
+    if let Ok(p) = PackFs::open_with(bytes, ReadOptions::new().pin(Some(super::digest::Digest::of(bytes)))) {
+        assert!(
+            p.digest() == Some(super::digest::Digest::of(bytes)),
+            "a pack opened pinned to a digest it does not have"
+        );
+    }
+    let pinned = digest.map(|d| ReadOptions::new().pin(Some(d)));
+    for opts in [ReadOptions::new(), ReadOptions::new().verify_on_read(true)].into_iter().chain(pinned) {
         let Ok(fs) = PackFs::open_with(bytes, opts) else { continue };
         opened = true;
         let mut queue = VecDeque::from([fs.root()]);
