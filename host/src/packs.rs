@@ -67,6 +67,14 @@ impl ByteSource for PackSource {
             PackSource::Remote(r) => r.extent(k, range),
         }
     }
+
+    fn checks_extents(&self) -> bool {
+        match self {
+            PackSource::Local(f) => f.checks_extents(),
+            #[cfg(feature = "remote")]
+            PackSource::Remote(r) => r.checks_extents(),
+        }
+    }
 }
 
 /// An open pack, wherever it is.
