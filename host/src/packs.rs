@@ -211,6 +211,7 @@ fn pinned(path: &Path, read: ReadOptions) -> Result<(PathBuf, ReadOptions), Open
 
 #[cfg(feature = "remote")]
 mod remote_state {
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex, OnceLock};
 
     use packfs_core::pack::ReadOptions;
@@ -229,6 +230,7 @@ mod remote_state {
         options: OnceLock<RemoteOptions>,
         opened: Mutex<Vec<RemoteSource>>,
         prefetch: OnceLock<Arc<Trace>>,
+        find_traces: AtomicBool,
         refuse: bool,
     }
 
@@ -239,6 +241,7 @@ mod remote_state {
                 options: OnceLock::new(),
                 opened: Mutex::new(Vec::new()),
                 prefetch: OnceLock::new(),
+                find_traces: AtomicBool::new(false),
                 refuse: false,
             }
         }
@@ -255,7 +258,9 @@ mod remote_state {
             if self.refuse {
                 return Err(OpenError::NoRemote { path: location.to_string().into() });
             }
-            let options = RemoteOptions { read, prefetch: self.prefetch.get().cloned(), ..self.options().clone() };
+            let find_trace = self.options().find_trace || self.find_traces.load(Ordering::Relaxed);
+            let options =
+                RemoteOptions { read, prefetch: self.prefetch.get().cloned(), find_trace, ..self.options().clone() };
             Ok(packfs_remote::open_as(location, &options, |source| {
                 lock(&self.opened).push(source.clone());
                 PackSource::Remote(source)
@@ -269,6 +274,13 @@ mod remote_state {
         /// ignored.
         pub fn prefetch(&self, trace: Trace) {
             let _ = self.remote.prefetch.set(Arc::new(trace));
+        }
+
+        /// Makes every remote pack opened from now on, unless given a
+        /// trace, look for one published beside it (`PACK.trace`) and
+        /// prefetch it ([`RemoteOptions::find_trace`]).
+        pub fn find_traces(&self) {
+            self.remote.find_traces.store(true, Ordering::Relaxed);
         }
 
         /// Every remote pack opened so far.

@@ -98,6 +98,10 @@ impl RemoteArgs {
         for p in packs.remote_packs() {
             let s = p.stats();
             let pin = p.pin().map_or_else(|| "unpinned".to_owned(), |d| format!("pinned {d}"));
+            let pin = match p.published_trace() {
+                Some(n) => format!("{pin}; a published trace prefetched {n} chunks"),
+                None => pin,
+            };
             eprintln!(
                 "packfs: {}: {} requests, {} fetched, {} chunks fetched after the open and {} with it, {} from the cache; {pin}",
                 p.url(),

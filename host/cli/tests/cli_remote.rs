@@ -164,6 +164,16 @@ fn run_mounts_a_url_and_the_cache_serves_the_next_run() {
     assert!(ok(guest("c4", &["--prefetch", &trace_url])) == want);
     let out = guest("c5", &["--prefetch", &format!("{}/none.trace", f.proxy.url())]);
     assert_eq!(out.code, 2, "{out:?}");
+    // Published beside the pack as PACK.trace: found without a flag, on a
+    // cold cache; --no-prefetch leaves it.
+    let beside = format!("{}.trace", f.url());
+    assert!(ok(guest("c6", &["--record-trace", &beside])) == want);
+    let found = guest("c7", &[]);
+    assert!(found.stderr.contains("a published trace prefetched"), "{found:?}");
+    assert!(ok(found) == want);
+    let left = guest("c8", &["--no-prefetch"]);
+    assert!(!left.stderr.contains("published trace"), "{left:?}");
+    assert!(ok(left) == want);
     // Pinned by the digest `info` prints: --stats says so.
     let info = String::from_utf8(ok(f.run("c1", ["info", &f.url()]))).unwrap();
     let digest = info.lines().find_map(|l| l.strip_prefix("digest:")).unwrap().trim().to_owned();

@@ -13,10 +13,11 @@ use crate::early;
 use crate::error::RemoteError;
 use crate::location::Location;
 use crate::object::Object;
+use crate::runtime;
 use crate::runtime::block_on;
 use crate::source::{Parts, RemoteSource};
-use crate::store::{NetOptions, connect};
-use crate::trace::Trace;
+use crate::store::{NetOptions, Store, connect};
+use crate::trace::{MAX_TRACE_BYTES, Trace};
 
 /// A pack in a store, open.
 pub type RemotePack = PackFs<RemoteSource>;
@@ -35,6 +36,11 @@ pub struct RemoteOptions {
     /// The reader's own options. Its per-read checksum check may be off:
     /// every extent is checked on arrival, against the same checksums.
     pub read: ReadOptions,
+    /// Without a `prefetch` trace, look for one published beside the
+    /// pack, `PACK.trace` (as `packfs run --record-trace` writes it), asked
+    /// for with the open's first request: found, it is prefetched as
+    /// `prefetch` would be; missing, it costs that one request.
+    pub find_trace: bool,
 }
 
 /// Opens the pack at `location`; see the crate doc.
@@ -54,6 +60,7 @@ pub fn open_as<S: ByteSource>(
     let store = connect(location, &options.net)?;
     let scope = options.cache.as_ref().map(|c| c.scope(&store.origin));
     let early = options.prefetch.as_ref().map(|t| early::start(&store.store, &store.path, t, scope.as_ref()));
+    let published = (options.find_trace && options.prefetch.is_none()).then(|| published_trace(&store));
     let (object, plan) = block_on(fetch_open(url.clone(), Arc::clone(&store.store), store.path.clone()))?;
     let pack_err = |source: packfs_core::Error| RemoteError::Pack { url: url.clone(), source };
     let wait = options.net.retry_timeout + options.net.timeout * 2;
@@ -76,7 +83,28 @@ pub fn open_as<S: ByteSource>(
         // The rest: what the cache holds, and what others are fetching.
         handle.prefetch(trace);
     }
+    if let Some(reply) = published {
+        // Prefetched when it comes, while the reads go on.
+        let source = handle.clone();
+        runtime::runtime().spawn(async move {
+            if let Ok(Some(trace)) = reply.await {
+                source.found_trace(&trace);
+            }
+        });
+    }
     Ok(pack)
+}
+
+/// Asks for the trace published beside the pack, `PATH.trace`: a trace if
+/// there is one that parses, within [`MAX_TRACE_BYTES`]; `None` otherwise
+/// (missing, unreadable or not a trace: the run goes on without it).
+fn published_trace(store: &Store) -> tokio::task::JoinHandle<Option<Trace>> {
+    let (objects, path) = (Arc::clone(&store.store), object_store::path::Path::from(format!("{}.trace", store.path)));
+    runtime::runtime().spawn(async move {
+        let reply = object_store::ObjectStoreExt::get(&*objects, &path).await.ok()?;
+        let text = crate::object::body(reply, MAX_TRACE_BYTES).await.ok()?;
+        Trace::parse(std::str::from_utf8(&text).ok()?).ok()
+    })
 }
 
 /// The open's requests, as core's [`LazyOpen`] plan asks: the tail, then

@@ -12,6 +12,7 @@ use common::*;
 use packfs_core::pack::layout::{HEADER_LEN, TRAILER_LEN};
 use packfs_core::pack::{Layout, PackFs, TAIL_LEN};
 use packfs_core::{Code, FileSystem};
+use packfs_remote::RemoteOptions;
 use packfs_testnet::{Fault, FileServer, Proxy};
 
 struct Served {
@@ -377,4 +378,61 @@ fn a_trace_given_at_open_is_fetched_with_the_trailer_and_checked_by_the_index() 
     for (path, want) in &other_files {
         assert!(read(&r, path, 65536).unwrap() == *want, "{path}");
     }
+}
+
+/// A trace published beside the pack (`PACK.trace`) is asked for with the
+/// open's first request and prefetched once it comes: reads of what it
+/// lists then wait for no request of their own. A pack with none costs
+/// that one request and nothing more.
+#[test]
+fn a_trace_published_beside_the_pack_is_found_and_prefetched() {
+    let (fs, files) = tree(9, &[]);
+    let bytes = pack(&fs, true);
+    let s = Served::new(&[("p.pack", &bytes)]);
+    let find = RemoteOptions { find_trace: true, ..options(None) };
+    // Without a trace: the open's requests and the trace's, no data more.
+    let plain = open(&s.url("p.pack"), &options(None));
+    let baseline = s.proxy.stats();
+    drop(plain);
+    s.proxy.reset_stats();
+    let p = open(&s.url("p.pack"), &find);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.proxy.stats().requests < baseline.requests + 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(s.proxy.stats().requests, baseline.requests + 1, "one request more, for the trace");
+    assert_eq!(s.proxy.stats().bytes, baseline.bytes, "and no bytes: there is none");
+    assert_eq!(p.source().published_trace(), None);
+    // A run's trace, published.
+    let wanted: Vec<_> = files.iter().filter(|(path, _)| path.starts_with("mid") || path.ends_with("7.txt")).collect();
+    for (path, want) in &wanted {
+        assert!(read(&p, path, 65536).unwrap() == **want);
+    }
+    let trace = packfs_remote::RemoteSource::record([p.source()]);
+    std::fs::write(s.dir.path().join("p.pack.trace"), trace.to_text()).unwrap();
+    drop(p);
+    s.proxy.reset_stats();
+    let p = open(&s.url("p.pack"), &find);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while p.source().published_trace().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(p.source().published_trace(), Some(trace.len() as u64));
+    // Prefetched: once it has landed, the reads ask for nothing.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = s.proxy.stats();
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = s.proxy.stats();
+        if now == last || Instant::now() > deadline {
+            break;
+        }
+        last = now;
+    }
+    for (path, want) in &wanted {
+        assert!(read(&p, path, 65536).unwrap() == **want);
+    }
+    assert_eq!(s.proxy.stats(), last, "every read was prefetched");
+    assert!(p.source().stats().fetched >= trace.len() as u64);
 }

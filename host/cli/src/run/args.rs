@@ -62,8 +62,14 @@ pub(crate) struct Args {
     /// Fetch ahead, while the guest runs, the chunks of remote packs that
     /// TRACE lists (a file, or an s3:// or http(s):// URL; written by
     /// --record-trace). What it does not list is fetched when read.
-    #[arg(long, value_name = "TRACE")]
+    #[arg(long, value_name = "TRACE", conflicts_with = "no_prefetch")]
     pub(super) prefetch: Option<PathBuf>,
+    /// Without --prefetch, a remote pack's trace published beside it
+    /// (PACK.trace, as --record-trace PACK.trace writes it) is asked for
+    /// with the open's first request and prefetched when found; this turns
+    /// that off.
+    #[arg(long)]
+    pub(super) no_prefetch: bool,
     /// When the guest exits, write to TRACE (a file, or an s3:// or
     /// http(s):// URL) which chunks of remote packs it read, in the order
     /// it first read them: what --prefetch fetches ahead on the next run.

@@ -105,6 +105,8 @@ pub(crate) fn run(args: Args, packs: &Packs, stats: bool) -> Result<ExitCode> {
     if let Some(from) = &args.prefetch {
         // Before the mounts open: each asks for its traced chunks at once.
         packs.prefetch(read_trace(packs, from).with_context(|| format!("--prefetch {}", from.display()))?);
+    } else if !args.no_prefetch {
+        packs.find_traces();
     }
     // No mounts, no preopens (as `wasmtime run` without `--dir`).
     let namespace = if args.mounts.is_empty() { None } else { Some(Namespace::build(&args.mounts, packs)?) };

@@ -90,6 +90,8 @@ struct Inner {
     wait: Duration,
     fail_fast: Duration,
     pin: Option<Digest>,
+    /// 1 + the extents a published trace listed; 0: none found.
+    published: AtomicU64,
 }
 
 /// A pack's bytes in a store; see the module doc. Made by
@@ -138,6 +140,7 @@ impl RemoteSource {
             wait: p.wait,
             fail_fast: p.fail_fast,
             pin: p.pin,
+            published: AtomicU64::new(0),
         };
         RemoteSource { inner: Arc::new(inner) }
     }
@@ -182,6 +185,19 @@ impl RemoteSource {
             entries.extend(e.into_iter().map(|e| (e.start, e.end - e.start, e.sum)));
         }
         entries.into_iter().collect()
+    }
+
+    /// [`prefetch`](Self::prefetch)es a trace found published beside the
+    /// pack, and remembers how many of its extents it listed.
+    pub(crate) fn found_trace(&self, trace: &Trace) {
+        let n = self.prefetch(trace);
+        self.inner.published.store(n as u64 + 1, Ordering::Relaxed);
+    }
+
+    /// How many of this pack's extents a trace published beside it listed:
+    /// `None` while none was found (missing, or not come yet).
+    pub fn published_trace(&self) -> Option<u64> {
+        self.inner.published.load(Ordering::Relaxed).checked_sub(1)
     }
 
     /// Starts fetching, in the background, the extents of this pack that
