@@ -100,8 +100,8 @@ fn main() {
     }
 }
 
-/// `files` files of 1 KiB to 1 MiB (a few larger), half of them text that
-/// compresses, half noise.
+/// `files` files of 1 KiB to 256 KiB, one in ten of 4 MiB, half of them
+/// text that compresses, half noise; no two alike.
 fn tree(files: usize) -> MemFs {
     let fs = MemFs::new();
     let mut rng = Rng::new(27);
@@ -112,8 +112,15 @@ fn tree(files: usize) -> MemFs {
             1..=4 => 1024 + rng.below(16 << 10) as usize,
             _ => 1024 + rng.below(256 << 10) as usize,
         };
+        // Every file's content its own (no dedup): words at random, or noise.
         let bytes: Vec<u8> = if i % 2 == 0 {
-            (0..len).map(|j| b"pinned packs are checked by digest, "[(j + i) % 36]).collect()
+            const WORDS: [&[u8]; 8] = [b"pinned ", b"packs ", b"are ", b"checked ", b"by ", b"digest ", b"and ", b"so\n"];
+            let mut text = Vec::with_capacity(len + 8);
+            while text.len() < len {
+                text.extend_from_slice(WORDS[rng.below(8) as usize]);
+            }
+            text.truncate(len);
+            text
         } else {
             (0..len).map(|_| rng.next() as u8).collect()
         };

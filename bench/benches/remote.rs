@@ -6,7 +6,8 @@
 //! 1. **download**: fetch the whole pack (one GET), then run on the file;
 //! 2. **lazy cold**: an empty cache, no trace;
 //! 3. **lazy + trace**: an empty cache, prefetching a trace recorded by an
-//!    earlier run;
+//!    earlier run (given at open: `--prefetch`), and (3b) the same trace
+//!    published beside the pack as `a.pack.trace`, found by the open;
 //! 4. **warm**: the cache configuration 2 left.
 //!
 //! For each: time to completion (a child process, as `packfs run` is),
@@ -81,7 +82,9 @@ fn child(a: &[String]) {
             let cache = some(cache).map(|d| Arc::new(packfs_remote::Cache::open(Path::new(&d), 16 << 30).unwrap()));
             let trace = some(prefetch)
                 .map(|t| Arc::new(packfs_remote::trace::Trace::parse(&std::fs::read_to_string(t).unwrap()).unwrap()));
-            let options = packfs_remote::RemoteOptions { cache, prefetch: trace.clone(), ..Default::default() };
+            let find_trace = mode == "published";
+            let options =
+                packfs_remote::RemoteOptions { cache, prefetch: trace.clone(), find_trace, ..Default::default() };
             let pack = Arc::new(packfs_remote::open(&location, &options).unwrap());
             if let (Some(trace), "fetch") = (&trace, mode.as_str()) {
                 // The traced bytes only, no guest: what bounds a traced run.
@@ -329,12 +332,20 @@ impl Bench {
                 let download = self.measure(self.child("download", "a.pack", None, None, None, &list));
                 let lazy = self.measure(self.child("lazy", "a.pack", Some(&cold), None, Some(&trace), &list));
                 let with_trace = self.measure(self.child("lazy", "a.pack", Some(&traced), Some(&trace), None, &list));
+                // The same trace published beside the pack, found by the open.
+                self.weed.put("packs", "a.pack.trace", &std::fs::read(self.path(&trace)).unwrap()).unwrap();
+                let published = format!("published-{tag}");
+                let found = self.measure(self.child("published", "a.pack", Some(&published), None, None, &list));
                 let warm = self.measure(self.child("lazy", "a.pack", Some(&cold), None, None, &list));
                 let bound = format!("bound-{tag}");
                 let fetch_only = self.measure(self.child("fetch", "a.pack", Some(&bound), Some(&trace), None, &list));
-                for (name, m) in
-                    [("1 download", download), ("2 lazy cold", lazy), ("3 lazy + trace", with_trace), ("4 warm", warm)]
-                {
+                for (name, m) in [
+                    ("1 download", download),
+                    ("2 lazy cold", lazy),
+                    ("3 lazy + trace", with_trace),
+                    ("3b lazy + published trace", found),
+                    ("4 warm", warm),
+                ] {
                     let ms = |d: Duration| d.as_millis();
                     println!(
                         "| {pct}% | {name} | {:.0} ms | {:.2}x | {} | {:.2}x | {} | {} / {} / {} ms |",
@@ -353,13 +364,17 @@ impl Bench {
                     with_trace.time.as_secs_f64() / warm.time.as_secs_f64()
                 );
                 println!(
+                    "| {pct}% | published vs --prefetch | {:.2}x | | | | | |",
+                    found.time.as_secs_f64() / with_trace.time.as_secs_f64()
+                );
+                println!(
                     "| {pct}% | (traced bytes fetched, no guest) | {:.0} ms | {:.2}x | {} | | {} | |",
                     fetch_only.time.as_secs_f64() * 1e3,
                     fetch_only.time.as_secs_f64() / download.time.as_secs_f64(),
                     mib(fetch_only.net.bytes),
                     fetch_only.net.requests
                 );
-                for dir in [&cold, &traced, &bound] {
+                for dir in [&cold, &traced, &bound, &published] {
                     let _ = std::fs::remove_dir_all(self.path(dir));
                 }
             }
