@@ -114,7 +114,8 @@ fn tree(files: usize) -> MemFs {
         };
         // Every file's content its own (no dedup): words at random, or noise.
         let bytes: Vec<u8> = if i % 2 == 0 {
-            const WORDS: [&[u8]; 8] = [b"pinned ", b"packs ", b"are ", b"checked ", b"by ", b"digest ", b"and ", b"so\n"];
+            const WORDS: [&[u8]; 8] =
+                [b"pinned ", b"packs ", b"are ", b"checked ", b"by ", b"digest ", b"and ", b"so\n"];
             let mut text = Vec::with_capacity(len + 8);
             while text.len() < len {
                 text.extend_from_slice(WORDS[rng.below(8) as usize]);

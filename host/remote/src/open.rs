@@ -16,7 +16,7 @@ use crate::object::Object;
 use crate::runtime;
 use crate::runtime::block_on;
 use crate::source::{Parts, RemoteSource};
-use crate::store::{NetOptions, Store, connect};
+use crate::store::{NetOptions, connect};
 use crate::trace::{MAX_TRACE_BYTES, Trace};
 
 /// A pack in a store, open.
@@ -60,8 +60,35 @@ pub fn open_as<S: ByteSource>(
     let store = connect(location, &options.net)?;
     let scope = options.cache.as_ref().map(|c| c.scope(&store.origin));
     let early = options.prefetch.as_ref().map(|t| early::start(&store.store, &store.path, t, scope.as_ref()));
-    let published = (options.find_trace && options.prefetch.is_none()).then(|| published_trace(&store));
-    let (object, plan) = block_on(fetch_open(url.clone(), Arc::clone(&store.store), store.path.clone()))?;
+    let look = options.find_trace && options.prefetch.is_none();
+    let (objects, path, early_scope) = (Arc::clone(&store.store), store.path.clone(), scope.clone());
+    let opening = url.clone();
+    let (opened, published) = block_on(async move {
+        let open = fetch_open(opening, Arc::clone(&objects), path.clone());
+        if !look {
+            return (open.await, Published::None);
+        }
+        // The trace is asked for beside the tail; if it comes before the
+        // open is done, its extents are asked for at once, as a trace given
+        // at open has them asked for with the tail.
+        let mut reply = published_trace(Arc::clone(&objects), &path);
+        tokio::pin!(open);
+        tokio::select! {
+            biased;
+            opened = &mut open => (opened, Published::Later(reply)),
+            trace = &mut reply => {
+                let published = match trace {
+                    Ok(Some(trace)) => {
+                        let runs = early::start(&objects, &path, &trace, early_scope.as_ref());
+                        Published::Now(trace, runs)
+                    }
+                    _ => Published::None,
+                };
+                (open.await, published)
+            }
+        }
+    });
+    let (object, plan) = opened?;
     let pack_err = |source: packfs_core::Error| RemoteError::Pack { url: url.clone(), source };
     let wait = options.net.retry_timeout + options.net.timeout * 2;
     let mut handle = None;
@@ -83,23 +110,42 @@ pub fn open_as<S: ByteSource>(
         // The rest: what the cache holds, and what others are fetching.
         handle.prefetch(trace);
     }
-    if let Some(reply) = published {
+    match published {
+        Published::Now(trace, runs) => {
+            handle.adopt(runs);
+            handle.found_trace(&trace);
+        }
         // Prefetched when it comes, while the reads go on.
-        let source = handle.clone();
-        runtime::runtime().spawn(async move {
-            if let Ok(Some(trace)) = reply.await {
-                source.found_trace(&trace);
-            }
-        });
+        Published::Later(reply) => {
+            let source = handle.clone();
+            runtime::runtime().spawn(async move {
+                if let Ok(Some(trace)) = reply.await {
+                    source.found_trace(&trace);
+                }
+            });
+        }
+        Published::None => {}
     }
     Ok(pack)
 }
 
-/// Asks for the trace published beside the pack, `PATH.trace`: a trace if
-/// there is one that parses, within [`MAX_TRACE_BYTES`]; `None` otherwise
-/// (missing, unreadable or not a trace: the run goes on without it).
-fn published_trace(store: &Store) -> tokio::task::JoinHandle<Option<Trace>> {
-    let (objects, path) = (Arc::clone(&store.store), object_store::path::Path::from(format!("{}.trace", store.path)));
+/// A trace published beside the pack: come during the open (its early
+/// requests under way), still to come, or none.
+enum Published {
+    Now(Trace, Vec<early::Run>),
+    Later(tokio::task::JoinHandle<Option<Trace>>),
+    None,
+}
+
+/// Asks for the trace published beside the pack at `path`, `PATH.trace`:
+/// a trace if there is one that parses, within [`MAX_TRACE_BYTES`]; `None`
+/// otherwise (missing, unreadable or not a trace: the run goes on without
+/// it).
+fn published_trace(
+    objects: Arc<dyn object_store::ObjectStore>,
+    path: &object_store::path::Path,
+) -> tokio::task::JoinHandle<Option<Trace>> {
+    let path = object_store::path::Path::from(format!("{path}.trace"));
     runtime::runtime().spawn(async move {
         let reply = object_store::ObjectStoreExt::get(&*objects, &path).await.ok()?;
         let text = crate::object::body(reply, MAX_TRACE_BYTES).await.ok()?;
