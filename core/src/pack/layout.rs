@@ -170,6 +170,13 @@ impl<S: ByteSource> PackFs<S> {
         self.index.extent_digest(self.region().ok()?, k).ok().flatten()
     }
 
+    /// Whether `bytes` are extent `k`'s stored bytes: by its digest where
+    /// the pack has a digest table, else by its checksum. What a cache
+    /// checks the bytes it finds against.
+    pub fn is_extent(&self, k: u64, bytes: &[u8]) -> bool {
+        self.region().is_ok_and(|r| self.index.check_extent(r, k, bytes, true).is_ok())
+    }
+
     /// For each distinct content (a version 1 blob; a file's bytes in
     /// version 2's content space), the extents holding it, in pack order: what
     /// reading one file whole fetches.

@@ -173,6 +173,8 @@ impl PackFs<Partial> {
                 // `offset <= start < extent_end <= end`: `bytes` holds it.
                 let part = cut(bytes, offset, start..extent_end).ok_or(Error::Invalid)?;
                 self.check_extent(k, part)?;
+                // Checked as a first read would check it: not again.
+                self.verified.iter().for_each(|v| v.set(k));
                 let slot = usize::try_from(k).ok().and_then(|i| self.source.extents.get(i));
                 if slot.is_some_and(|s| s.set(part.into()).is_ok()) {
                     self.source.missing.fetch_sub(1, Ordering::Relaxed);

@@ -188,6 +188,8 @@ pub struct PackFs<S> {
     pub(crate) lazy: bool,
     /// The pin it was opened with: extents are checked by digest.
     pub(crate) pin: Option<Digest>,
+    /// The pack digest, computed on first ask.
+    digest: OnceLock<Option<Digest>>,
 }
 
 impl<S: ByteSource> std::fmt::Debug for PackFs<S> {
@@ -232,7 +234,8 @@ impl<S: ByteSource> PackFs<S> {
         let verified = verify.then(|| Verified::new(index.extent_count())).transpose()?;
         let cache = ChunkCache::new(options.cache_bytes);
         let (lazy, pin) = (options.lazy, options.pin);
-        Ok(PackFs { source, index, verified, hashed: OnceLock::new(), cache, decoded, lazy, pin })
+        let digest = OnceLock::new();
+        Ok(PackFs { source, index, verified, hashed: OnceLock::new(), cache, decoded, lazy, pin, digest })
     }
 
     /// The bytes' owner.
@@ -266,12 +269,14 @@ impl<S: ByteSource> PackFs<S> {
     /// by ([`ReadOptions::pin`]). `None` for a pack without a digest table:
     /// it cannot be pinned.
     pub fn digest(&self) -> Option<Digest> {
-        if !self.index.has_digests() {
-            return None;
-        }
-        let size = self.source.size();
-        let head = self.source.get(0..super::header::HEADER_LEN)?;
-        Some(super::digest::pack_digest(head, self.source.get(self.index.trailer.index_offset..size)?))
+        *self.digest.get_or_init(|| {
+            if !self.index.has_digests() {
+                return None;
+            }
+            let size = self.source.size();
+            let head = self.source.get(0..super::header::HEADER_LEN)?;
+            Some(super::digest::pack_digest(head, self.source.get(self.index.trailer.index_offset..size)?))
+        })
     }
 
     /// The pin the pack was opened with: every extent it serves matched

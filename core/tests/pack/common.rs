@@ -168,3 +168,13 @@ pub(crate) fn assert_same_tree(a: &dyn FileSystem, b: &dyn FileSystem) {
     let (ra, rb) = (a.metadata(a.root()).unwrap(), b.metadata(b.root()).unwrap());
     assert_eq!((ra.mode, ra.mtime, ra.nlink), (rb.mode, rb.mtime, rb.nlink), "root");
 }
+
+/// What a corrupt (or refused) pack's error says is wrong; anything else
+/// fails the test.
+pub(crate) fn kind<T>(r: packfs_core::Result<T>) -> packfs_core::pack::CorruptKind {
+    match r {
+        Err(packfs_core::Error::Corrupt(c)) => c.kind,
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("opened"),
+    }
+}

@@ -13,7 +13,7 @@ use packfs_core::pack::layout::{HEADER_LEN, MAX_DECODED_INDEX, MAX_EXTENTS, TRAI
 use packfs_core::pack::{Compression, CorruptKind, Layout, Limit, PackFs, PackOptions, ReadOptions, checksum, fuzzing};
 use packfs_core::{Error, FileSystem, MemFs};
 
-use crate::common::{pack_bytes, write_file};
+use crate::common::{kind, pack_bytes, write_file};
 use crate::pack_stream::peak_during;
 
 /// What `f` returns, and the most bytes this thread held at once while it
@@ -57,14 +57,6 @@ fn too_large<T>(r: &packfs_core::Result<T>) -> Option<(Limit, u64, u64)> {
             _ => None,
         },
         _ => None,
-    }
-}
-
-fn kind<T>(r: packfs_core::Result<T>) -> CorruptKind {
-    match r {
-        Err(Error::Corrupt(c)) => c.kind,
-        Err(e) => panic!("{e}"),
-        Ok(_) => panic!("opened"),
     }
 }
 

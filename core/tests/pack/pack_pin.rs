@@ -3,7 +3,7 @@
 //! digests; one re-sealed by whoever can write its bytes is refused.
 
 use packfs_core::pack::{Compression, CorruptKind, Digest, PackFs, PackOptions, ReadOptions, fuzzing};
-use packfs_core::{Error, FileSystem, MemFs};
+use packfs_core::{FileSystem, MemFs};
 
 use crate::common::*;
 
@@ -39,14 +39,6 @@ fn packs(fs: &MemFs) -> Vec<(&'static str, Vec<u8>)> {
 
 fn pinned(bytes: Vec<u8>, pin: Digest) -> packfs_core::Result<PackFs<Vec<u8>>> {
     PackFs::open_with(bytes, ReadOptions::new().pin(Some(pin)))
-}
-
-fn kind<T>(r: packfs_core::Result<T>) -> CorruptKind {
-    match r {
-        Err(Error::Corrupt(c)) => c.kind,
-        Err(e) => panic!("{e}"),
-        Ok(_) => panic!("opened"),
-    }
 }
 
 #[test]

@@ -10,7 +10,7 @@
 
 use std::ops::Range;
 
-use packfs_core::pack::{Digest, checksum};
+use packfs_core::pack::Digest;
 
 /// The pack whose extents are kept: the one a URL opens (`fetch.rs`).
 type LazyPack = packfs_core::pack::PackFs<packfs_core::pack::Partial>;
@@ -29,6 +29,8 @@ pub(crate) struct Address {
     pub(crate) len: u64,
     /// The digest, which found bytes must hash to.
     pub(crate) digest: Option<Digest>,
+    /// The extent's number in its pack.
+    extent: u64,
 }
 
 impl Address {
@@ -40,21 +42,17 @@ impl Address {
         let address = match pack.extent_digest(k) {
             Some(d) => {
                 let sum = u64::from_le_bytes(d.0[..8].try_into().ok()?);
-                Address { scope: SHARED, sum, len, digest: Some(d) }
+                Address { scope: SHARED, sum, len, digest: Some(d), extent: k }
             }
-            None => Address { scope, sum: pack.extent_checksum(k)?, len, digest: None },
+            None => Address { scope, sum: pack.extent_checksum(k)?, len, digest: None, extent: k },
         };
         Some((start..end, address))
     }
 
-    /// Whether `bytes` are the extent's: by digest in the shared space,
-    /// else by checksum.
-    pub(crate) fn holds(&self, bytes: &[u8]) -> bool {
-        bytes.len() as u64 == self.len
-            && match self.digest {
-                Some(d) => Digest::of(bytes) == d,
-                None => checksum(bytes) == self.sum,
-            }
+    /// Whether `bytes` are the extent's in `pack`: by digest in the shared
+    /// space, else by checksum ([`is_extent`](packfs_core::pack::PackFs::is_extent)).
+    pub(crate) fn holds(&self, pack: &LazyPack, bytes: &[u8]) -> bool {
+        pack.is_extent(self.extent, bytes)
     }
 
     /// The Cache API's name for it, under `root`.

@@ -65,7 +65,7 @@ impl CacheApi {
         let Ok(body) = resp.array_buffer() else { return false };
         let Ok(buf) = JsFuture::from(body).await else { return false };
         let bytes = Uint8Array::new(&buf).to_vec();
-        a.holds(&bytes) && pack.store(r.start, &bytes).is_ok()
+        a.holds(pack, &bytes) && pack.store(r.start, &bytes).is_ok()
     }
 
     /// Keeps the extents lying in `bytes`, fetched from `offset` (and
@@ -77,7 +77,7 @@ impl CacheApi {
             let Some((r, a)) = Address::of(pack, k, self.scope) else { continue };
             let mut part = bytes[(r.start - offset) as usize..(r.end - offset) as usize].to_vec();
             // Bytes of an extent already here were not checked by `store`.
-            if part.is_empty() || !a.holds(&part) {
+            if part.is_empty() || !a.holds(pack, &part) {
                 continue;
             }
             let Ok(resp) = Response::new_with_opt_u8_array(Some(&mut part)) else { continue };

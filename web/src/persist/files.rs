@@ -188,7 +188,7 @@ impl Files {
         let Some(&(g, at)) = self.index.get(&key) else { return false };
         let mut bytes = vec![0; usize::try_from(key.2).unwrap_or(0)];
         let read = self.gens[g].file.read_at(at, &mut bytes).is_ok_and(|n| n == bytes.len());
-        if !read || !a.holds(&bytes) || pack.store(start, &bytes).is_err() {
+        if !read || !a.holds(pack, &bytes) || pack.store(start, &bytes).is_err() {
             self.index.remove(&key);
             return false;
         }
@@ -207,7 +207,7 @@ impl Files {
             let Some((r, a)) = Address::of(pack, k, scope) else { continue };
             let part = &bytes[(r.start - offset) as usize..(r.end - offset) as usize];
             // Bytes of an extent already here were not checked by `store`.
-            if !part.is_empty() && a.holds(part) {
+            if !part.is_empty() && a.holds(pack, part) {
                 self.keep_extent((a.scope, a.sum, a.len), part);
             }
         }
