@@ -69,6 +69,7 @@ after(async () => {
 test("a pinned pack altered on the server never serves the altered chunk", async () => {
   const { page, errors } = await newPage(browser);
   await page.goto(`${server.url}/www/`);
+  await page.waitForSelector("body[data-ready=true]");
   const r = await page.evaluate(async (digest) => {
     const { Pack } = await import("/pkg/packfs_web.js");
     const hex = async (b) => Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", b)), (x) => x.toString(16).padStart(2, "0")).join("");
@@ -126,6 +127,7 @@ test("a pinned pack altered on the server never serves the altered chunk", async
 test("a guest's pack preopen takes the pin", async () => {
   const { page, errors } = await newPage(browser);
   await page.goto(`${server.url}/www/`);
+  await page.waitForSelector("body[data-ready=true]");
   const r = await page.evaluate(async (digest) => {
     const { runP1 } = await import("/pkg/runner.js");
     const module = new Uint8Array(await (await fetch("/guests/toolbox.wasm")).arrayBuffer());
@@ -177,6 +179,7 @@ test("a chunk two directories' packs share is kept once, by digest", async () =>
   const context = await browser.newContext();
   const page = await context.newPage();
   await page.goto(`${server.url}/www/`);
+  await page.waitForSelector("body[data-ready=true]");
   const r = await page.evaluate(async () => {
     const { runP1 } = await import("/pkg/runner.js");
     const module = new Uint8Array(await (await fetch("/guests/toolbox.wasm")).arrayBuffer());
