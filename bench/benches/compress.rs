@@ -11,11 +11,17 @@
 //!   for squashfs, the zip crate, and for tar.zst decompressing the whole
 //!   archive and indexing it (that cost reported apart);
 //! - **one 4 KiB read** in the middle of a 100 MiB compressed file: the
-//!   chunks it decodes, counted.
+//!   chunks it decodes, counted;
+//! - **bytes fetched by a lazy read** of 5% of a tree's files (the first
+//!   of the shuffled order), as a page reading a pack by URL fetches them
+//!   (`LazyOpen`, then each read's wanted extents, close ones merged),
+//!   against the uncompressed pack: with the default dictionary, without
+//!   it, and lz4.
 //!
 //! Peers are the Debian tools (`apt-get install squashfs-tools erofs-utils
 //! zip zstd`); a missing one is reported and left out. Trees default to
-//! `/usr/include`, `/usr/lib/python3.11` and `/usr/lib/chromium`;
+//! `/usr/include`, `/usr/lib/python3.11`, a small-file tree built from its
+//! `.py` files (an interpreter's standard library) and `/usr/lib/chromium`;
 //! `PACKFS_BENCH_TREES=dir:dir…` picks others. Times are medians of
 //! `PASSES` passes; every figure is a ratio against a baseline of the same
 //! run. Prints a markdown report.
@@ -29,7 +35,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use packfs_bench::trees::Rng;
-use packfs_core::pack::{Compression, PackOptions, ReadOptions};
+use packfs_core::pack::{Compression, LazyOpen, OpenStep, PackOptions, ReadOptions};
 use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_os::dir::DirFs;
 use packfs_os::mmap::{MappedPack, open_pack_with};
@@ -128,6 +134,48 @@ fn read_pack(pack: &MappedPack, order: &[String], buf: &mut Vec<u8>) -> u64 {
     total
 }
 
+/// The bytes a lazy reader of `pack` fetches to open it and read each of
+/// `paths` whole: the open's ranges, then each read's wanted extents.
+fn lazy_fetched(pack: &[u8], paths: &[String]) -> u64 {
+    let slice = |r: &std::ops::Range<u64>| pack[r.start as usize..r.end as usize].to_vec();
+    let size = pack.len() as u64;
+    let mut fetched = 0;
+    let mut plan = LazyOpen::new();
+    loop {
+        match plan.next() {
+            OpenStep::Tail(len) => {
+                let start = size - len.min(size);
+                fetched += size - start;
+                plan.accept_tail(start, slice(&(start..size)), size).unwrap();
+            }
+            OpenStep::Fetch(ranges) => {
+                for r in &ranges {
+                    fetched += r.end - r.start;
+                    plan.accept(r.start, slice(r)).unwrap();
+                }
+            }
+            OpenStep::Open => break,
+        }
+    }
+    let p = plan.open(ReadOptions::new()).unwrap();
+    for path in paths {
+        let ino = packfs_core::resolve::resolve(&p, p.root(), path, true).unwrap();
+        loop {
+            match p.file_bytes(ino) {
+                Ok(_) => break,
+                Err(packfs_core::Error::NotLoaded) => {
+                    for r in p.take_wanted() {
+                        fetched += r.end - r.start;
+                        p.store(r.start, &slice(&r)).unwrap();
+                    }
+                }
+                Err(e) => panic!("{path}: {e}"),
+            }
+        }
+    }
+    fetched
+}
+
 fn tar_index(bytes: &[u8]) -> HashMap<String, (usize, usize)> {
     let mut archive = tar::Archive::new(bytes);
     let mut index = HashMap::new();
@@ -154,6 +202,9 @@ fn bench_tree(root: &Path, out: &Path) {
     let t_zstd = write(&zstd_pack, PackOptions::new().compress(Some(Compression::zstd(LEVEL))).chunk_size(BLOCK));
     let t_lz4 = write(&lz4_pack, PackOptions::new().compress(Some(Compression::lz4())).chunk_size(BLOCK));
     write(&plain_pack, PackOptions::new());
+    let shared_pack = p("zstd-shared.pack");
+    let no_dict = PackOptions::new().compress(Some(Compression::zstd(LEVEL))).chunk_size(BLOCK).dictionary(false);
+    write(&shared_pack, no_dict);
     let r = root.to_str().unwrap();
     let (sq_zstd, sq_lz4, erofs, tzst, zip) =
         (p("zstd.sqfs"), p("lz4.sqfs"), p("lz4hc.erofs"), p("t.tar.zst"), p("t.zip"));
@@ -180,7 +231,8 @@ fn bench_tree(root: &Path, out: &Path) {
     println!("|---|--:|--:|--:|");
     let (zs, ls) = (size(&zstd_pack) as f64, size(&lz4_pack) as f64);
     for (name, path) in [
-        ("PackFS zstd:15, 128 KiB chunks", &zstd_pack),
+        ("PackFS zstd:15, 128 KiB chunks (default: a dictionary, if small files hold enough)", &zstd_pack),
+        ("PackFS zstd:15, 128 KiB chunks shared by small files, no dictionary", &shared_pack),
         ("PackFS lz4, 128 KiB chunks", &lz4_pack),
         ("PackFS uncompressed (version 1)", &plain_pack),
         ("mksquashfs zstd:15, 128 KiB blocks", &sq_zstd),
@@ -211,6 +263,22 @@ fn bench_tree(root: &Path, out: &Path) {
             ms(c),
             ratio(t_lz4.as_secs_f64(), c.as_secs_f64())
         );
+    }
+
+    // A lazy read of 5% of the files: the bytes it fetches.
+    let picks = &order[..order.len().div_ceil(20)];
+    let base = lazy_fetched(&std::fs::read(&plain_pack).unwrap(), picks) as f64;
+    println!("\nA lazy read of {} files (5%), whole: bytes fetched, the open's included:\n", picks.len());
+    println!("| pack | bytes fetched | ÷ uncompressed |");
+    println!("|---|--:|--:|");
+    for (name, path) in [
+        ("PackFS uncompressed (version 1)", &plain_pack),
+        ("PackFS zstd:15 (default)", &zstd_pack),
+        ("PackFS zstd:15, no dictionary", &shared_pack),
+        ("PackFS lz4", &lz4_pack),
+    ] {
+        let n = lazy_fetched(&std::fs::read(path).unwrap(), picks);
+        println!("| {name} | {n} | {} |", ratio(n as f64, base));
     }
 
     // Random whole-file reads.
@@ -358,6 +426,21 @@ fn one_range(out: &Path) {
     );
 }
 
+/// Copies the `.py` files under `from` to `to`, their directories kept;
+/// false if there are none.
+fn copy_sources(from: &Path, to: &Path) -> bool {
+    let mut copied = 0;
+    for rel in files(from) {
+        if rel.ends_with(".py") {
+            let dst = to.join(&rel);
+            std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+            std::fs::copy(from.join(&rel), dst).unwrap();
+            copied += 1;
+        }
+    }
+    copied > 0
+}
+
 fn main() {
     // `cargo test --all-targets` runs this too, without `--bench`: then a
     // smoke run on a small generated tree (peers that are not installed
@@ -381,6 +464,12 @@ fn main() {
         Err(_) => ["/usr/include", "/usr/lib/python3.11", "/usr/lib/chromium"].map(PathBuf::from).to_vec(),
     };
     let out = tempfile::Builder::new().prefix("packfs-bench-compress-").tempdir_in("/tmp").unwrap();
+    // The small-file tree: an interpreter's standard library, its sources.
+    let py = tempfile::Builder::new().prefix("packfs-bench-py-").tempdir_in("/tmp").unwrap();
+    let mut trees = trees;
+    if std::env::var_os("PACKFS_BENCH_TREES").is_none() && copy_sources(Path::new("/usr/lib/python3.11"), py.path()) {
+        trees.insert(2, py.path().to_owned());
+    }
     println!("## Compressed packs (`cargo bench -p packfs-bench --bench compress`)");
     for t in trees.iter().filter(|t| t.is_dir()) {
         bench_tree(t, out.path());

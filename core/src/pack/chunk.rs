@@ -36,6 +36,7 @@
 
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
 use super::cursor::{bad_field, le_u32, le_u64, range, width};
+use super::dictionary::Dictionary;
 
 /// One record's size in bytes.
 pub(crate) const RECORD_LEN: u64 = 32;
@@ -147,15 +148,28 @@ impl ChunkRecord {
 
 /// Decodes chunk `k`, whose stored bytes are `stored` (their checksum
 /// already checked), into exactly `len` bytes; anything else is
-/// [`CorruptKind::Decode`].
-pub(crate) fn decode(k: u64, codec: Codec, stored: &[u8], len: usize) -> Result<Vec<u8>, CorruptPack> {
+/// [`CorruptKind::Decode`]. A zstd chunk of a pack with a dictionary is
+/// decoded with it.
+pub(crate) fn decode(
+    k: u64,
+    codec: Codec,
+    stored: &[u8],
+    len: usize,
+    dict: Option<&Dictionary>,
+) -> Result<Vec<u8>, CorruptPack> {
     let mut out = vec![0u8; len];
-    decode_into(k, codec, stored, &mut out)?;
+    decode_into(k, codec, stored, &mut out, dict)?;
     Ok(out)
 }
 
 /// [`decode`] into `out`, whose length is the chunk's declared length.
-pub(crate) fn decode_into(k: u64, codec: Codec, stored: &[u8], out: &mut [u8]) -> Result<(), CorruptPack> {
+pub(crate) fn decode_into(
+    k: u64,
+    codec: Codec,
+    stored: &[u8],
+    out: &mut [u8],
+    dict: Option<&Dictionary>,
+) -> Result<(), CorruptPack> {
     let bad = || CorruptPack::new(k, CorruptKind::Decode { chunk: k });
     let len = out.len();
     let n = match codec {
@@ -163,7 +177,11 @@ pub(crate) fn decode_into(k: u64, codec: Codec, stored: &[u8], out: &mut [u8]) -
             out.copy_from_slice(stored.get(..len).filter(|_| stored.len() == len).ok_or_else(bad)?);
             len
         }
-        Codec::Zstd => zstd_decode(stored, out).ok_or_else(bad)?,
+        Codec::Zstd => match dict {
+            Some(d) => d.decode(stored, out),
+            None => zstd_decode(stored, out),
+        }
+        .ok_or_else(bad)?,
         Codec::Lz4 => lz4_flex::block::decompress_into(stored, out).map_err(|_| bad())?,
     };
     if n != len {
@@ -330,16 +348,16 @@ mod tests {
         for c in [Compression::zstd(3), Compression::lz4(), Compression { codec: Codec::Raw, level: 0 }] {
             let mut stored = Vec::new();
             c.compress(&data, &mut stored);
-            assert_eq!(decode(0, c.codec, &stored, data.len()).unwrap(), data, "{c:?}");
-            assert!(decode(0, c.codec, &stored, data.len() - 1).is_err(), "{c:?} too long for its buffer");
-            assert!(decode(0, c.codec, &stored, data.len() + 1).is_err(), "{c:?} short of its length");
+            assert_eq!(decode(0, c.codec, &stored, data.len(), None).unwrap(), data, "{c:?}");
+            assert!(decode(0, c.codec, &stored, data.len() - 1, None).is_err(), "{c:?} too long for its buffer");
+            assert!(decode(0, c.codec, &stored, data.len() + 1, None).is_err(), "{c:?} short of its length");
             if c.codec != Codec::Raw {
                 assert!(stored.len() < data.len() / 2, "{c:?}: {}", stored.len());
-                assert!(decode(0, c.codec, &stored[..stored.len() / 2], data.len()).is_err(), "{c:?} truncated");
+                assert!(decode(0, c.codec, &stored[..stored.len() / 2], data.len(), None).is_err(), "{c:?} truncated");
             }
         }
-        assert!(decode(0, Codec::Zstd, b"garbage, not a frame", 10).is_err());
-        assert!(decode(0, Codec::Lz4, &[0xff; 16], 10).is_err());
+        assert!(decode(0, Codec::Zstd, b"garbage, not a frame", 10, None).is_err());
+        assert!(decode(0, Codec::Lz4, &[0xff; 16], 10, None).is_err());
     }
 
     #[test]

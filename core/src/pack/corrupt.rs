@@ -60,6 +60,8 @@ pub enum Structure {
     Chunk,
     /// The digest table (compat flag `DIGESTS`).
     Digests,
+    /// Version 2's zstd dictionary (incompat flag `DICTIONARY`).
+    Dictionary,
 }
 
 impl fmt::Display for Structure {
@@ -75,6 +77,7 @@ impl fmt::Display for Structure {
             Structure::ChunkRecord => "chunk record",
             Structure::Chunk => "chunk",
             Structure::Digests => "digest table",
+            Structure::Dictionary => "dictionary",
         })
     }
 }
@@ -218,6 +221,8 @@ pub enum CorruptKind {
         /// The digest of the pack as it is.
         actual: Digest,
     },
+    /// The pack's zstd dictionary is not one zstd loads.
+    BadDictionary,
     /// A pack was pinned, but it has no digest table (written before
     /// digests, or without them): its extents could not be checked.
     NoDigests,
@@ -285,6 +290,7 @@ impl fmt::Display for CorruptKind {
             CorruptKind::Pinned { expected, actual } => {
                 write!(f, "not the pinned pack: pinned {expected}, the pack is {actual}")
             }
+            CorruptKind::BadDictionary => f.write_str("the zstd dictionary does not load"),
             CorruptKind::NoDigests => {
                 f.write_str("pinned, but the pack has no extent digests to check (write it again with packfs pack)")
             }

@@ -295,11 +295,23 @@ fn read_file(fs: &PackFs<&[u8]>, ino: u64, size: u64) {
 /// `len` bytes. Returns whether it decoded.
 pub fn decode_chunk(codec: u8, stored: &[u8], len: usize) -> bool {
     let Some(codec) = super::chunk::Codec::from_code(codec) else { return false };
-    match super::chunk::decode(0, codec, stored, len) {
+    match super::chunk::decode(0, codec, stored, len, None) {
         Ok(out) => {
             assert_eq!(out.len(), len, "a decoded chunk is exactly its declared length");
             true
         }
         Err(_) => false,
     }
+}
+
+/// Loads `bytes` as a pack's zstd dictionary and, if it loads, decodes
+/// `stored` with it into `len` bytes with the decoder this build reads
+/// chunks with: neither may panic, and a success is exactly `len` bytes.
+/// Returns whether it loaded.
+pub fn load_dictionary(bytes: &[u8], stored: &[u8], len: usize) -> bool {
+    let Some(dict) = super::dictionary::Dictionary::load(bytes) else { return false };
+    if let Ok(out) = super::chunk::decode(0, super::chunk::Codec::Zstd, stored, len, Some(&dict)) {
+        assert_eq!(out.len(), len, "a decoded chunk is exactly its declared length");
+    }
+    true
 }

@@ -6,13 +6,16 @@
 //! offset size field            value
 //!      0    8 magic            89 50 41 43 4B 46 53 0A  ("\x89PACKFS\n")
 //!      8    4 version          1, or 2 (compressed chunks)
-//!     12    4 incompat_flags   0; a reader refuses any bit it does not know
+//!     12    4 incompat_flags   bit 0 (version 2): zstd chunks use the
+//!                              dictionary; a reader refuses any other bit
 //!     16    4 compat_flags     0; a reader ignores bits it does not know
 //!     20    4 align_log2       log2 of the blob alignment, 3..=16 (version
 //!                              2: of the raw-stored files' start)
 //!     24    4 chunk_log2       version 2: log2 of the chunk size, 12..=20;
 //!                              version 1: reserved
-//!     28   28 reserved         written 0, ignored
+//!     28    4 dict_len         version 2 with the dictionary flag: its
+//!                              length, 20..=1 MiB; else reserved
+//!     32   24 reserved         written 0, ignored
 //!     56    8 header_checksum  xxh3-64 of bytes 0..56
 //! ```
 //!
@@ -23,6 +26,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::corrupt::{CorruptKind, CorruptPack, Structure};
 use super::cursor::{Cursor, bad_field, width};
+use super::dictionary::{DICTIONARY, MAX_DICTIONARY};
 use crate::Error;
 
 /// The header's size in bytes.
@@ -34,7 +38,7 @@ pub(crate) const MAGIC: [u8; 8] = *b"\x89PACKFS\n";
 pub(crate) const CHECKED_LEN: usize = 56;
 
 /// Incompatible-feature flags this reader understands (none in version 1).
-pub(crate) const KNOWN_INCOMPAT: u32 = 0;
+pub(crate) const KNOWN_INCOMPAT: u32 = DICTIONARY;
 /// Smallest and largest `align_log2`: 8 bytes to 64 KiB.
 pub(crate) const ALIGN_LOG2: std::ops::RangeInclusive<u32> = 3..=16;
 
@@ -47,6 +51,8 @@ pub(crate) struct Header {
     pub(crate) align_log2: u32,
     /// Version 2's chunk size, log2; 0 in version 1.
     pub(crate) chunk_log2: u32,
+    /// The dictionary's length (flag `DICTIONARY`), else 0.
+    pub(crate) dict_len: u32,
 }
 
 impl Header {
@@ -59,6 +65,7 @@ impl Header {
         out[16..20].copy_from_slice(&self.compat_flags.to_le_bytes());
         out[20..24].copy_from_slice(&self.align_log2.to_le_bytes());
         out[24..28].copy_from_slice(&self.chunk_log2.to_le_bytes());
+        out[28..32].copy_from_slice(&self.dict_len.to_le_bytes());
         let sum = xxh3_64(&out[..CHECKED_LEN]);
         out[CHECKED_LEN..].copy_from_slice(&sum.to_le_bytes());
         out
@@ -77,7 +84,9 @@ impl Header {
         }
         let version = c.u32()?;
         let incompat_flags = c.u32()?;
-        if !(1..=super::FORMAT_VERSION).contains(&version) || incompat_flags & !KNOWN_INCOMPAT != 0 {
+        // The dictionary is version 2's.
+        let known = if version >= 2 { KNOWN_INCOMPAT } else { 0 };
+        if !(1..=super::FORMAT_VERSION).contains(&version) || incompat_flags & !known != 0 {
             return Err(Error::UnsupportedVersion { version, incompat_flags });
         }
         let compat_flags = c.u32()?;
@@ -86,7 +95,11 @@ impl Header {
             _ if version == 1 => 0,
             v => v,
         };
-        c.skip(28)?;
+        let dict_len = match c.u32()? {
+            v if incompat_flags & DICTIONARY != 0 => v,
+            _ => 0,
+        };
+        c.skip(24)?;
         let expected = c.u64()?;
         let actual = xxh3_64(&head[..CHECKED_LEN]);
         if expected != actual {
@@ -99,7 +112,10 @@ impl Header {
         if version >= 2 && !super::chunk::CHUNK_LOG2.contains(&chunk_log2) {
             return Err(bad_field(0, Structure::Header, "chunk_log2", chunk_log2.into()).into());
         }
-        Ok(Header { version, incompat_flags, compat_flags, align_log2, chunk_log2 })
+        if incompat_flags & DICTIONARY != 0 && !(20..=MAX_DICTIONARY).contains(&dict_len) {
+            return Err(bad_field(0, Structure::Header, "dict_len", dict_len.into()).into());
+        }
+        Ok(Header { version, incompat_flags, compat_flags, align_log2, chunk_log2, dict_len })
     }
 
     /// The blob alignment in bytes.
@@ -118,7 +134,7 @@ mod tests {
     use super::*;
 
     fn header() -> Header {
-        Header { version: 1, incompat_flags: 0, compat_flags: 0, align_log2: 3, chunk_log2: 0 }
+        Header { version: 1, incompat_flags: 0, compat_flags: 0, align_log2: 3, chunk_log2: 0, dict_len: 0 }
     }
 
     #[test]
@@ -142,6 +158,19 @@ mod tests {
         assert_eq!(Header::decode(&h.encode()), Err(Error::UnsupportedVersion { version: 1, incompat_flags: 4 }));
         let h = Header { align_log2: 2, ..header() };
         assert!(matches!(Header::decode(&h.encode()), Err(Error::Corrupt(_))));
+        // The dictionary: version 2's, with a length in bounds; without
+        // the flag the field is reserved.
+        let v2 = Header { version: 2, chunk_log2: 17, ..header() };
+        let h = Header { incompat_flags: DICTIONARY, dict_len: 65536, ..v2 };
+        assert_eq!(Header::decode(&h.encode()), Ok(h));
+        let h = Header { incompat_flags: DICTIONARY, dict_len: 65536, ..header() };
+        assert_eq!(Header::decode(&h.encode()), Err(Error::UnsupportedVersion { version: 1, incompat_flags: 1 }));
+        for dict_len in [0, 19, MAX_DICTIONARY + 1] {
+            let h = Header { incompat_flags: DICTIONARY, dict_len, ..v2 };
+            assert!(matches!(Header::decode(&h.encode()), Err(Error::Corrupt(_))), "{dict_len}");
+        }
+        let h = Header { dict_len: 7, ..v2 };
+        assert_eq!(Header::decode(&h.encode()), Ok(Header { dict_len: 0, ..h }));
         let mut bytes = header().encode();
         bytes[30] ^= 1;
         assert!(matches!(

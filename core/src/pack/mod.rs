@@ -40,6 +40,7 @@ mod chunk;
 mod content;
 mod corrupt;
 mod cursor;
+mod dictionary;
 mod digest;
 mod dirent;
 #[doc(hidden)]

@@ -217,6 +217,9 @@ pub struct PackInfo {
     pub pack_len: u64,
     /// Version 2's chunk size (0 in version 1).
     pub chunk_size: u64,
+    /// Bytes of version 2's zstd dictionary, which every zstd chunk is
+    /// compressed with (0: the pack has none).
+    pub dictionary: u64,
 }
 
 impl<S: ByteSource> PackFs<S> {
@@ -260,6 +263,7 @@ impl<S: ByteSource> PackFs<S> {
             data_len: t.data_len,
             pack_len: t.pack_len,
             chunk_size: self.index.header.chunk_size(),
+            dictionary: self.index.dictionary.as_ref().map_or(0, |d| d.len() as u64),
         }
     }
 

@@ -230,7 +230,8 @@ impl Trailer {
 mod tests {
     use super::*;
 
-    const HEADER: Header = Header { version: 1, incompat_flags: 0, compat_flags: 0, align_log2: 3, chunk_log2: 0 };
+    const HEADER: Header =
+        Header { version: 1, incompat_flags: 0, compat_flags: 0, align_log2: 3, chunk_log2: 0, dict_len: 0 };
 
     /// A pack of 64 + 8 + 48 + 128 bytes: header, one empty blob area, one
     /// inode, trailer.

@@ -2,6 +2,7 @@
 //! as a `FileSystem`, integrity checks, hostile bytes, and the golden pack.
 
 mod common;
+mod pack_dictionary;
 mod pack_golden;
 mod pack_lazy_guest;
 mod pack_lazy_open;

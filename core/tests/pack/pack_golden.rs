@@ -8,7 +8,8 @@
 //! for `golden-v2.pack` (the compressed version, §17), and for the two
 //! packs with digest tables (§18), `golden-v1-digests.pack` and
 //! `golden-v2-digests.pack`: the same trees, written as `packfs pack` now
-//! writes them.
+//! writes them; and for `golden-v2-dictionary.pack`, a tree of small files
+//! with a zstd dictionary (§19).
 //!
 //! To regenerate after a deliberate format change:
 //! `PACKFS_BLESS=1 cargo test -p packfs-core pack_golden`.
@@ -372,4 +373,122 @@ fn pack_golden_digests_match_the_spec() {
     // where they ignore bytes.
     assert_eq!(walk(&pack), walk(&PackFs::open(GOLDEN_V2).unwrap()));
     assert_eq!(PackFs::open(GOLDEN_V2).unwrap().digest(), None, "no table, no digest");
+}
+
+// ---- the zstd dictionary (§19) ----------------------------------------------------
+
+const GOLDEN_V2_DICTIONARY: &[u8] = include_bytes!("../data/golden-v2-dictionary.pack");
+
+/// 100 small source-like files of 2,000 to 4,000 bytes in two directories
+/// (enough for a dictionary), and one of 9,000.
+fn dictionary_tree() -> MemFs {
+    let fs = fixed_fs();
+    let mut rng = Rng::new(27);
+    let words = ["def ", "return ", "self", "import ", "class ", "None", " = ", "(", "):\n", "    ", "\n", "x"];
+    let mut text = |n: usize| {
+        let mut out = Vec::new();
+        while out.len() < n {
+            out.extend_from_slice(words[rng.below(words.len() as u64) as usize].as_bytes());
+        }
+        out.truncate(n);
+        out
+    };
+    let dirs = [fs.mkdir(fs.root(), "lib", 0o755).unwrap(), fs.mkdir(fs.root(), "pkg", 0o755).unwrap()];
+    for i in 0..100 {
+        let n = 2000 + (i * 20);
+        let f = write_file(&fs, dirs[i % 2], &format!("m{i:03}.py"), &text(n));
+        fs.set_times(f, SetTime::Keep, SetTime::At(Timestamp::new(i as u64, 0))).unwrap();
+    }
+    let f = write_file(&fs, fs.root(), "big.py", &text(9000));
+    fs.set_times(f, SetTime::Keep, SetTime::At(Timestamp::new(7, 0))).unwrap();
+    for d in dirs {
+        fs.set_times(d, SetTime::Keep, SetTime::At(Timestamp::new(8, 0))).unwrap();
+    }
+    fs.set_times(fs.root(), SetTime::Keep, SetTime::At(Timestamp::new(9, 0))).unwrap();
+    fs
+}
+
+/// The dictionary golden pack: zstd:3, 16 KiB chunks, a digest table.
+#[cfg(feature = "zstd-c")]
+#[test]
+fn pack_golden_dictionary_writer_reproduces_it() {
+    let zstd = packfs_core::pack::Compression::zstd(3);
+    let mut bytes = Vec::new();
+    PackOptions::new()
+        .align(16)
+        .compress(Some(zstd))
+        .chunk_size(16384)
+        .write(&dictionary_tree().snapshot(), &mut bytes)
+        .unwrap();
+    if std::env::var_os("PACKFS_BLESS").is_some() {
+        std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v2-dictionary.pack"), &bytes).unwrap();
+    }
+    assert!(
+        bytes == GOLDEN_V2_DICTIONARY,
+        "the writer no longer writes the dictionary golden pack: the format changed"
+    );
+}
+
+#[test]
+fn pack_golden_dictionary_reader_reads_it() {
+    let p = PackFs::open(GOLDEN_V2_DICTIONARY).unwrap();
+    assert!(p.info().dictionary > 0);
+    assert!(p.verify().unwrap().is_ok());
+    assert_same_tree(&dictionary_tree(), &p);
+}
+
+/// The dictionary golden pack decoded from §17–§19 alone, with the C
+/// library's decoder: the flag and `dict_len` in the header, the
+/// dictionary ending where the chunk table starts, every zstd chunk
+/// decoded with it, and the small files never straddling two chunks.
+#[cfg(feature = "zstd-c")]
+#[test]
+fn pack_golden_dictionary_matches_the_spec() {
+    let b = GOLDEN_V2_DICTIONARY;
+    assert_eq!((u32_at(b, 8), u32_at(b, 12), u32_at(b, 16)), (2, 1, 1), "version 2, DICTIONARY, DIGESTS");
+    let dict_len = u32_at(b, 28) as usize;
+    let t = b.len() - 128;
+    let index = u64_at(b, t + 40) as usize;
+    let mut region = vec![0u8; u32_at(b, t + 12) as usize];
+    assert!(decode_padded(&b[index..t], &mut region));
+    let r = &region[..];
+    let footer = r.len() - 16;
+    let (count, content_len) = (u64_at(r, footer) as usize, u64_at(r, footer + 8) as usize);
+    let table = footer - 32 * count;
+    let dict = &r[table - dict_len..table];
+    assert_eq!(&dict[..4], &[0x37, 0xa4, 0x30, 0xec], "zstd's dictionary magic");
+    // The digest table ends at or before the dictionary's start.
+    let strings_end = u64_at(b, t + 104) as usize + u64_at(b, t + 112) as usize - index;
+    let extents: Vec<&[u8]> = (0..count)
+        .map(|k| &b[u64_at(r, table + 32 * k) as usize..][..u32_at(r, table + 32 * k + 24) as usize])
+        .collect();
+    spec_digests(r, strings_end, table - dict_len, &extents);
+    let mut decoder = zstd::bulk::Decompressor::with_dictionary(dict).unwrap();
+    let mut content = Vec::new();
+    let mut starts = Vec::new();
+    for (k, stored) in extents.iter().enumerate() {
+        let c = table + 32 * k;
+        let end = if k + 1 < count { u64_at(r, c + 32 + 8) as usize } else { content_len };
+        starts.push(content.len());
+        let mut chunk = vec![0u8; end - content.len()];
+        match r[c + 28] {
+            0 => chunk.copy_from_slice(stored),
+            1 => assert_eq!(decoder.decompress_to_buffer(stored, &mut chunk).unwrap(), chunk.len()),
+            c => panic!("codec {c}"),
+        }
+        content.extend_from_slice(&chunk);
+    }
+    starts.push(content_len);
+    // Every blob's bytes are its file's; a small one lies in one chunk.
+    let blobs = u64_at(b, t + 88) as usize - index;
+    let n_blobs = u64_at(b, t + 96) as usize;
+    let xxh = xxhash_rust::xxh3::xxh3_64;
+    for k in 0..n_blobs {
+        let (off, len) = (u64_at(r, blobs + 24 * k) as usize, u64_at(r, blobs + 24 * k + 8) as usize);
+        assert_eq!(u64_at(r, blobs + 24 * k + 16), xxh(&content[off..off + len]), "blob {k}'s checksum");
+        let chunk = starts.partition_point(|&s| s <= off) - 1;
+        if len < 16384 {
+            assert!(off + len <= starts[chunk + 1], "blob {k} straddles chunks");
+        }
+    }
 }

@@ -69,6 +69,9 @@ pub(crate) fn run(args: Args, packs: &Packs) -> Result<ExitCode> {
             content.codecs.iter().map(|c| c.chunks).sum::<u64>(),
             bytes(info.chunk_size)
         );
+        if info.dictionary > 0 {
+            out!("  zstd with a dictionary of {}, trained on the small files", bytes(info.dictionary));
+        }
         for c in &content.codecs {
             let r = if c.stored == 0 { 1.0 } else { c.content as f64 / c.stored as f64 };
             out!(

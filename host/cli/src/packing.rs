@@ -1,5 +1,6 @@
 //! How `pack`, `compact` and `run --save` write a pack: `--compress`,
-//! `--chunk-size` and `--no-digests`, one set of flags for all three.
+//! `--chunk-size`, `--no-dictionary` and `--no-digests`, one set of flags
+//! for all three.
 
 use packfs_core::pack::{Compression, DEFAULT_CHUNK_SIZE, PackOptions, is_chunk_size};
 
@@ -19,6 +20,12 @@ pub(crate) struct Packing {
     /// A read decodes whole chunks; larger ones compress better.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_CHUNK_SIZE, value_parser = parse_chunk_size)]
     chunk_size: u64,
+    /// With zstd, train no dictionary: small files then share chunks, and
+    /// a lazy read of one fetches and decodes its neighbours too. (With
+    /// one, every file has chunks of its own, compressed with a dictionary
+    /// trained on the pack's small files.)
+    #[arg(long)]
+    no_dictionary: bool,
     /// Write no digest table: the pack is as packs were before digests
     /// (a little smaller and faster to write) and cannot be pinned.
     #[arg(long)]
@@ -41,6 +48,10 @@ fn parse_chunk_size(s: &str) -> Result<u64, String> {
 impl Packing {
     /// The writer's options.
     pub(crate) fn options(&self) -> PackOptions {
-        PackOptions::new().compress(self.compress.0).chunk_size(self.chunk_size).digests(!self.no_digests)
+        PackOptions::new()
+            .compress(self.compress.0)
+            .chunk_size(self.chunk_size)
+            .dictionary(!self.no_dictionary)
+            .digests(!self.no_digests)
     }
 }

@@ -421,6 +421,33 @@ fn info_shows_format_counts_and_dedup() {
     }
 }
 
+/// A tree of many small files gets a dictionary by default (`info` says
+/// so), none with `--no-dictionary`; either unpacks to the same bytes.
+#[test]
+fn small_files_get_a_dictionary_unless_asked_not_to() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    for i in 0..200u32 {
+        let dir = src.join(format!("d{}", i % 5));
+        std::fs::create_dir_all(&dir).unwrap();
+        let body: String = (0..40 + i % 30).map(|j| format!("def f{j}(self, x{}): return x * {i}\n", j % 7)).collect();
+        std::fs::write(dir.join(format!("m{i}.py")), body).unwrap();
+    }
+    let (with, without) = (tmp.path().join("d.pack"), tmp.path().join("n.pack"));
+    ok(["pack", p(&src), "-o", p(&with)]);
+    ok(["pack", p(&src), "-o", p(&without), "--no-dictionary"]);
+    assert!(ok(["info", p(&with)]).contains("with a dictionary of"));
+    assert!(!ok(["info", p(&without)]).contains("dictionary"));
+    for pack in [&with, &without] {
+        let out = tmp.path().join(format!("{}.out", pack.display()));
+        ok(["unpack", p(pack), p(&out)]);
+        for i in (0..200).step_by(37) {
+            let rel = format!("d{}/m{i}.py", i % 5);
+            assert_eq!(std::fs::read(out.join(&rel)).unwrap(), std::fs::read(src.join(&rel)).unwrap(), "{rel}");
+        }
+    }
+}
+
 #[test]
 fn verify_lists_damaged_entries() {
     let f = Fixture::new();

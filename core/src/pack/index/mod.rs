@@ -35,11 +35,13 @@
 //! and errors stay typed.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use super::blob::{self, BlobRecord};
 use super::chunk::ChunkTable;
 use super::corrupt::{CorruptKind, CorruptPack, Limit, Structure};
 use super::cursor::{le_u64, width};
+use super::dictionary::{DICTIONARY, Dictionary};
 use super::digest::{self, DIGESTS, Digest};
 use super::dirent::{self, DirentRecord};
 use super::hash_index::Tables;
@@ -66,6 +68,8 @@ pub(crate) struct Index {
     pub(crate) chunks: Option<ChunkTable>,
     /// The digest table, in the (decoded) region, if the pack has one.
     digests: Option<Range<usize>>,
+    /// Version 2's zstd dictionary, loaded, if the pack has one.
+    pub(crate) dictionary: Option<Arc<Dictionary>>,
 }
 
 /// The byte ranges of the three record tables and the string pool within
@@ -236,7 +240,7 @@ impl Index {
             }
         }
         let spans = Spans::new(&trailer)?;
-        let mut index = Index { header, trailer, spans, chunks: None, digests: None };
+        let mut index = Index { header, trailer, spans, chunks: None, digests: None, dictionary: None };
         let stored = index.region_in(source)?;
         index.check_checksum(stored)?;
         if let Some(expected) = pin {
@@ -261,8 +265,14 @@ impl Index {
             }
             index.chunks = Some(chunks);
         }
+        // The dictionary ends where the chunk table starts; what comes
+        // before it (the digest table) ends at or before its start.
+        let mut limit = index.chunks.as_ref().map_or(region.len(), ChunkTable::table_start);
+        if header.incompat_flags & DICTIONARY != 0 {
+            index.dictionary = Some(Arc::new(index.dictionary_at(region, limit)?));
+            limit -= header.dict_len as usize;
+        }
         if header.compat_flags & DIGESTS != 0 {
-            let limit = index.chunks.as_ref().map_or(region.len(), ChunkTable::table_start);
             let span = digest::table_span(index.spans.strings.end, limit, index.extent_count());
             index.digests = Some(span.ok_or_else(|| {
                 let kind = CorruptKind::OutOfBounds {
@@ -277,6 +287,25 @@ impl Index {
         }
         index.check_structure(region)?;
         Ok((index, decoded))
+    }
+
+    /// Loads the dictionary, the `dict_len` bytes of `region` before
+    /// `end` (where the chunk table starts), after the string pool.
+    fn dictionary_at(&self, region: &[u8], end: usize) -> Result<Dictionary, CorruptPack> {
+        let len = self.header.dict_len as usize;
+        let at = self.trailer.index_offset;
+        let start = end.checked_sub(len).filter(|&s| s >= self.spans.strings.end).ok_or_else(|| {
+            let kind = CorruptKind::OutOfBounds {
+                of: Structure::Dictionary,
+                field: "dict_len",
+                start: self.spans.strings.end as u64,
+                len: len as u64,
+                limit: end as u64,
+            };
+            CorruptPack::new(at, kind)
+        })?;
+        Dictionary::load(&region[start..end])
+            .ok_or_else(|| CorruptPack::new(at + start as u64, CorruptKind::BadDictionary))
     }
 
     /// Where the index region lies in the pack: from `index_offset` to the

@@ -3,7 +3,9 @@
 //! compressed, or raw where compression saves too little. A file of a
 //! chunk or more starts and ends its own chunks (`cut`); one the writer
 //! finds incompressible is also written raw, aligned, so that a mapped pack
-//! lends it without a copy.
+//! lends it without a copy. With a trained dictionary, every chunk is
+//! compressed with it, and chunks of smaller files are small: a file never
+//! straddles two, and one is closed after a file once it holds 8 KiB.
 
 use std::io::Write;
 
@@ -12,6 +14,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::out::Out;
 use crate::pack::chunk::{ChunkRecord, Codec, Compression, FOOTER_LEN};
 use crate::pack::cursor::width;
+use crate::pack::dictionary::Trained;
 
 /// A chunk is stored compressed only if that saves at least 1/32 of it:
 /// less is not worth decoding.
@@ -30,6 +33,8 @@ pub(super) struct Chunker {
     /// batch at a time, on every core there is, and written in order, so
     /// the bytes are the same whatever the number of cores.
     sealed: Vec<(Vec<u8>, bool)>,
+    /// Their content's bytes.
+    sealed_len: usize,
     /// Cores to compress on (1 where there are no threads: wasm32).
     threads: usize,
     /// The content space's length so far, the open chunk included.
@@ -39,12 +44,20 @@ pub(super) struct Chunker {
     records: Vec<ChunkRecord>,
     /// Each chunk's BLAKE3 digest, when the pack has a digest table.
     pub(super) digests: Option<Vec<[u8; 32]>>,
+    /// The zstd dictionary every chunk is compressed with, if trained.
+    pub(super) dict: Option<Trained>,
     scratch: Vec<u8>,
 }
 
-/// Chunks compressed per core in one batch: enough to keep the cores busy,
-/// few enough that a batch holds a few MiB at most.
+/// Full chunks' worth of content compressed per core in one batch: enough
+/// to keep the cores busy, few enough that a batch holds a few MiB at most.
 const PER_THREAD: usize = 4;
+/// With a dictionary, small files share a chunk until it holds this much:
+/// a read fetches and decodes little beside its file, and a chunk's costs
+/// (its record, digest and frame header, 70 bytes or so) are shared.
+const SMALL_CHUNK: usize = 8 << 10;
+/// Chunks in one batch at most, however small (files of their own).
+const MAX_BATCH: usize = 1024;
 
 impl Chunker {
     pub(super) fn new(comp: Compression, chunk_size: usize) -> Self {
@@ -59,11 +72,13 @@ impl Chunker {
             open: Vec::with_capacity(chunk_size),
             raw: false,
             sealed: Vec::new(),
+            sealed_len: 0,
             threads,
             content_len: 0,
             written_to: 0,
             records: Vec::new(),
             digests: None,
+            dict: None,
             scratch: Vec::new(),
         }
     }
@@ -76,6 +91,29 @@ impl Chunker {
     /// Its level.
     pub(super) fn level(&self) -> i32 {
         self.comp.level
+    }
+
+    /// Whether a file of `size` bytes gets chunks of its own.
+    pub(super) fn own_chunks(&self, size: u64) -> bool {
+        size >= self.chunk_size as u64
+    }
+
+    /// Before a smaller file of `size` bytes: with a dictionary, one that
+    /// would not fit in the open chunk starts the next.
+    pub(super) fn before_small<W: Write>(&mut self, out: &mut Out<W>, size: u64) -> std::io::Result<()> {
+        if self.dict.is_some() && self.open.len() as u64 + size > self.chunk_size as u64 {
+            self.cut(out)?;
+        }
+        Ok(())
+    }
+
+    /// After a smaller file: with a dictionary, the open chunk is closed
+    /// once it holds `SMALL_CHUNK` bytes.
+    pub(super) fn after_small<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
+        if self.dict.is_some() && self.open.len() >= SMALL_CHUNK {
+            self.cut(out)?;
+        }
+        Ok(())
     }
 
     /// Whether a file starting with `head` is worth compressing.
@@ -127,6 +165,7 @@ impl Chunker {
     pub(super) fn flush<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
         if !self.open.is_empty() {
             let full = std::mem::replace(&mut self.open, Vec::with_capacity(self.chunk_size));
+            self.sealed_len += full.len();
             self.sealed.push((full, self.raw));
         }
         self.write_sealed(out)
@@ -135,8 +174,9 @@ impl Chunker {
     /// Closes the open chunk; writes the sealed ones once a batch is full.
     fn seal<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
         let full = std::mem::replace(&mut self.open, Vec::with_capacity(self.chunk_size));
+        self.sealed_len += full.len();
         self.sealed.push((full, self.raw));
-        if self.sealed.len() >= self.threads * PER_THREAD {
+        if self.sealed_len >= self.threads * PER_THREAD * self.chunk_size || self.sealed.len() >= MAX_BATCH {
             self.write_sealed(out)?;
         }
         Ok(())
@@ -147,32 +187,47 @@ impl Chunker {
     /// otherwise.
     fn write_sealed<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
         let sealed = std::mem::take(&mut self.sealed);
-        let comp = self.comp;
+        self.sealed_len = 0;
+        let (comp, dict) = (self.comp, self.dict.as_ref());
         let digests = self.digests.is_some();
-        // Each chunk's stored bytes, if compressed, and their digest.
-        let compress = |(content, raw): &(Vec<u8>, bool)| -> (Option<Vec<u8>>, [u8; 32]) {
-            let stored = (!*raw)
-                .then(|| {
-                    let mut stored = Vec::new();
-                    comp.compress(content, &mut stored);
-                    worth_it(stored.len(), content.len()).then_some(stored)
-                })
-                .flatten();
-            let digest = if digests { *blake3::hash(stored.as_ref().unwrap_or(content)).as_bytes() } else { [0; 32] };
-            (stored, digest)
+        // Each chunk's stored bytes, if compressed, and their digest; a
+        // part's chunks share one compressor of the dictionary.
+        let compress = |part: &[(Vec<u8>, bool)]| -> Vec<(Option<Vec<u8>>, [u8; 32])> {
+            // (`Some(None)`: the library could not allocate a compressor;
+            // the chunks are stored raw, never compressed without it.)
+            let mut with_dict = dict.map(Trained::compressor);
+            let each = |(content, raw): &(Vec<u8>, bool)| {
+                let stored = (!*raw)
+                    .then(|| {
+                        let mut stored = Vec::new();
+                        match &mut with_dict {
+                            Some(Some(c)) => {
+                                // It fails only on allocation: stored raw.
+                                if !c.compress(content, &mut stored) {
+                                    stored.clear();
+                                }
+                            }
+                            Some(None) => {}
+                            None => comp.compress(content, &mut stored),
+                        }
+                        (!stored.is_empty() && worth_it(stored.len(), content.len())).then_some(stored)
+                    })
+                    .flatten();
+                let digest =
+                    if digests { *blake3::hash(stored.as_ref().unwrap_or(content)).as_bytes() } else { [0; 32] };
+                (stored, digest)
+            };
+            part.iter().map(each).collect()
         };
         let compressed: Vec<(Option<Vec<u8>>, [u8; 32])> = if self.threads > 1 && sealed.len() > 1 {
             let per = sealed.len().div_ceil(self.threads);
             std::thread::scope(|s| {
-                let parts: Vec<_> = sealed
-                    .chunks(per)
-                    .map(|part| s.spawn(move || part.iter().map(compress).collect::<Vec<_>>()))
-                    .collect();
+                let parts: Vec<_> = sealed.chunks(per).map(|part| s.spawn(move || compress(part))).collect();
                 // A compressor that panicked is a bug in it: pass it on.
                 parts.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
             })
         } else {
-            sealed.iter().map(compress).collect()
+            compress(&sealed)
         };
         for ((content, _), (stored, digest)) in sealed.iter().zip(compressed) {
             let (codec, bytes) = match &stored {
@@ -197,8 +252,14 @@ impl Chunker {
         Ok(())
     }
 
-    /// The chunk table and its footer, ending the index region.
+    /// The dictionary, if any, then the chunk table and its footer, ending
+    /// the index region. The output is at a multiple of 8: the dictionary
+    /// is padded before so that it ends where the table starts, at one.
     pub(super) fn finish<W: Write>(self, out: &mut Out<W>, stage: &mut Vec<u8>) -> std::io::Result<()> {
+        if let Some(d) = &self.dict {
+            out.write(&[0; 8][..d.bytes().len().wrapping_neg() % 8])?;
+            out.write(d.bytes())?;
+        }
         out.write_records(stage, self.records.iter().map(ChunkRecord::encode))?;
         let mut footer = [0u8; width(FOOTER_LEN)];
         footer[..8].copy_from_slice(&(self.records.len() as u64).to_le_bytes());

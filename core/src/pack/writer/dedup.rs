@@ -87,13 +87,15 @@ impl<H: BuildHasher, W: Write> Writer<'_, H, W> {
             _ => false,
         };
         // A file of a chunk or more has chunks of its own (`Chunker::cut`).
-        let own = self.chunker.as_ref().is_some_and(|c| size >= c.chunk_size as u64);
+        let own = self.chunker.as_ref().is_some_and(|c| c.own_chunks(size));
         let offset = match &mut self.chunker {
             Some(c) => {
                 if raw {
                     c.start_raw(&mut self.out, self.align)?;
                 } else if own {
                     c.cut(&mut self.out)?;
+                } else {
+                    c.before_small(&mut self.out, size)?;
                 }
                 c.content_len
             }
@@ -134,6 +136,8 @@ impl<H: BuildHasher, W: Write> Writer<'_, H, W> {
                 c.end_raw(&mut self.out)?;
             } else if own {
                 c.cut(&mut self.out)?;
+            } else {
+                c.after_small(&mut self.out)?;
             }
         }
         // A new key points at its first blob; a later blob of the key goes

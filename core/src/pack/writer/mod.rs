@@ -17,6 +17,7 @@
 //! - `walk`: the writer's state and the breadth-first walk;
 //! - `read`: reading a source file in 64 KiB pieces;
 //! - `dedup` and `candidates`: storing each content once;
+//! - `samples`: the pass that trains version 2's zstd dictionary;
 //! - `chunker`: version 2's content space, cut into compressed chunks;
 //! - `emit`: the index and the trailer, after the data;
 //! - `out`: the output sink all of them write through;
@@ -34,6 +35,7 @@ mod error;
 mod options;
 mod out;
 mod read;
+mod samples;
 mod walk;
 
 pub use error::WriteError;

@@ -180,7 +180,7 @@ impl<H: BuildHasher, W: Write> Writer<'_, H, W> {
     /// Each name must come after the one before it, across pages too, so a
     /// source that repeats or reorders names is refused, never followed
     /// round forever.
-    fn entries(&self, dir: Ino) -> Result<Vec<DirEntry>, WriteError> {
+    pub(super) fn entries(&self, dir: Ino) -> Result<Vec<DirEntry>, WriteError> {
         let mut all: Vec<DirEntry> = Vec::new();
         loop {
             let after = all.last().map(|e| e.name.clone());
