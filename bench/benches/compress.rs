@@ -20,8 +20,9 @@
 //!
 //! Peers are the Debian tools (`apt-get install squashfs-tools erofs-utils
 //! zip zstd`); a missing one is reported and left out. Trees default to
-//! `/usr/include`, `/usr/lib/python3.11`, a small-file tree built from its
-//! `.py` files (an interpreter's standard library) and `/usr/lib/chromium`;
+//! `/usr/include`, `/usr/lib/python3.11` and `/usr/lib/chromium`, with
+//! `/usr/lib/python3.11`'s `.py` files alone (an interpreter's standard
+//! library, a small-file tree) after it;
 //! `PACKFS_BENCH_TREES=dir:dir…` picks others. Times are medians of
 //! `PASSES` passes; every figure is a ratio against a baseline of the same
 //! run. Prints a markdown report.
@@ -467,8 +468,11 @@ fn main() {
     // The small-file tree: an interpreter's standard library, its sources.
     let py = tempfile::Builder::new().prefix("packfs-bench-py-").tempdir_in("/tmp").unwrap();
     let mut trees = trees;
-    if std::env::var_os("PACKFS_BENCH_TREES").is_none() && copy_sources(Path::new("/usr/lib/python3.11"), py.path()) {
-        trees.insert(2, py.path().to_owned());
+    let python = Path::new("/usr/lib/python3.11");
+    if let Some(i) = trees.iter().position(|t| t == python)
+        && copy_sources(python, py.path())
+    {
+        trees.insert(i + 1, py.path().to_owned());
     }
     println!("## Compressed packs (`cargo bench -p packfs-bench --bench compress`)");
     for t in trees.iter().filter(|t| t.is_dir()) {
