@@ -285,7 +285,12 @@ fn bench_tree(root: &Path, out: &Path) {
     // Random whole-file reads.
     let mut buf = Vec::new();
     let mut rows: Vec<(String, Duration)> = Vec::new();
-    for (name, path) in [("PackFS zstd", &zstd_pack), ("PackFS lz4", &lz4_pack), ("PackFS uncompressed", &plain_pack)] {
+    for (name, path) in [
+        ("PackFS zstd", &zstd_pack),
+        ("PackFS zstd, no dictionary", &shared_pack),
+        ("PackFS lz4", &lz4_pack),
+        ("PackFS uncompressed", &plain_pack),
+    ] {
         let pack = open_pack_with(path, ReadOptions::new()).unwrap();
         read_pack(&pack, &order, &mut buf); // the page cache and the chunk cache warm
         // Cold: a pack opened afresh (outside the clock) for each pass.

@@ -93,11 +93,6 @@ impl Chunker {
         self.comp.level
     }
 
-    /// Whether a file of `size` bytes gets chunks of its own.
-    pub(super) fn own_chunks(&self, size: u64) -> bool {
-        size >= self.chunk_size as u64
-    }
-
     /// Before a smaller file of `size` bytes: with a dictionary, one that
     /// would not fit in the open chunk starts the next.
     pub(super) fn before_small<W: Write>(&mut self, out: &mut Out<W>, size: u64) -> std::io::Result<()> {

@@ -87,7 +87,7 @@ impl<H: BuildHasher, W: Write> Writer<'_, H, W> {
             _ => false,
         };
         // A file of a chunk or more has chunks of its own (`Chunker::cut`).
-        let own = self.chunker.as_ref().is_some_and(|c| c.own_chunks(size));
+        let own = self.chunker.as_ref().is_some_and(|c| size >= c.chunk_size as u64);
         let offset = match &mut self.chunker {
             Some(c) => {
                 if raw {
