@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use packfs_core::mem::Limits;
-use packfs_core::pack::{PackFs, write_pack};
+use packfs_core::pack::{CorruptKind, PackFs, fuzzing, write_pack};
 use packfs_core::{FileSystem, FileType, Ino, MemFs, OpenOptions, SetTime, Timestamp};
 pub(crate) use packfs_test_support::Rng;
 
@@ -176,5 +176,23 @@ pub(crate) fn kind<T>(r: packfs_core::Result<T>) -> packfs_core::pack::CorruptKi
         Err(packfs_core::Error::Corrupt(c)) => c.kind,
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("opened"),
+    }
+}
+
+/// `good` edited by `edit`, resealed (checksums made right again, so the
+/// edit reaches the structural checks), and opened.
+pub(crate) fn open_edited(good: &[u8], edit: &dyn Fn(&mut Vec<u8>)) -> packfs_core::Result<PackFs<Vec<u8>>> {
+    let mut b = good.to_vec();
+    edit(&mut b);
+    fuzzing::reseal(&mut b);
+    PackFs::open(b)
+}
+
+/// The kind of corruption `r` was refused for; panics if it opened or
+/// failed otherwise.
+pub(crate) fn corrupt_kind(r: packfs_core::Result<PackFs<Vec<u8>>>) -> CorruptKind {
+    match r {
+        Err(packfs_core::Error::Corrupt(c)) => c.kind,
+        other => panic!("{:?}", other.map(|p| p.info())),
     }
 }

@@ -10,7 +10,7 @@ use packfs_core::pack::{Compression, CorruptKind, PackFs, PackOptions, Structure
 use packfs_core::{Error, FileSystem, MemFs};
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::common::{Rng, write_file};
+use crate::common::{Rng, corrupt_kind, open_edited, write_file};
 
 const CHUNK: u64 = 128 * 1024;
 
@@ -151,16 +151,8 @@ fn hostile_dictionaries_are_refused_at_open() {
     // The dictionary ends where the chunk table starts.
     let dict = footer - count * 32 - dict_len;
     assert_eq!(&good[dict..dict + 4], &[0x37, 0xa4, 0x30, 0xec], "zstd's dictionary magic");
-    let open = |edit: &dyn Fn(&mut Vec<u8>)| {
-        let mut b = good.clone();
-        edit(&mut b);
-        fuzzing::reseal(&mut b);
-        PackFs::open(b)
-    };
-    let kind = |r: Result<PackFs<Vec<u8>>, Error>| match r {
-        Err(Error::Corrupt(c)) => c.kind,
-        other => panic!("{:?}", other.map(|p| p.info())),
-    };
+    let open = |edit: &dyn Fn(&mut Vec<u8>)| open_edited(&good, edit);
+    let kind = corrupt_kind;
     let set_len = |b: &mut Vec<u8>, n: u32| b[28..32].copy_from_slice(&n.to_le_bytes());
     assert_eq!(kind(open(&|b| b[dict] ^= 1)), CorruptKind::BadDictionary);
     // Its length: longer than the room before the chunk table, moved into

@@ -6,7 +6,7 @@ use packfs_core::pack::{Codec, Compression, CorruptKind, PackFs, PackOptions, Re
 use packfs_core::{Error, FileSystem, MemFs};
 use proptest::prelude::*;
 
-use crate::common::{Rng, assert_same_tree, random_tree, write_file};
+use crate::common::{Rng, assert_same_tree, corrupt_kind, open_edited, random_tree, write_file};
 
 fn v2(fs: &dyn FileSystem, c: Compression, chunk: u64) -> Vec<u8> {
     let mut out = Vec::new();
@@ -145,16 +145,8 @@ fn pack_v2_refuses_hostile_chunks() {
     let count = u64::from_le_bytes(good[footer..footer + 8].try_into().unwrap()) as usize;
     assert!(count >= 2, "{count}");
     let record = |k: usize| footer - (count - k) * 32;
-    let open = |edit: &dyn Fn(&mut Vec<u8>)| {
-        let mut b = good.clone();
-        edit(&mut b);
-        fuzzing::reseal(&mut b);
-        PackFs::open(b)
-    };
-    let corrupt = |r: Result<PackFs<Vec<u8>>, Error>| match r {
-        Err(Error::Corrupt(c)) => c.kind,
-        other => panic!("{:?}", other.map(|p| p.info())),
-    };
+    let open = |edit: &dyn Fn(&mut Vec<u8>)| open_edited(&good, edit);
+    let corrupt = corrupt_kind;
     let put =
         |b: &mut Vec<u8>, at: usize, v: u64, width: usize| b[at..at + width].copy_from_slice(&v.to_le_bytes()[..width]);
     // A count that does not fit, or claims the whole index.
