@@ -12,7 +12,8 @@
 //!                             content space (the first chunk's is 0)
 //!     16    8 checksum        xxh3-64 of the stored bytes
 //!     24    4 stored_len      length of the stored bytes
-//!     28    1 codec           0 raw, 1 zstd (one frame), 2 lz4 (one block)
+//!     28    1 codec           0 raw, 1 zstd (one frame), 2 lz4 (one block),
+//!                             3 zstd with the pack's dictionary (one frame)
 //!     29    3 reserved        written 0, ignored
 //!
 //! chunk footer (16 bytes, the last of the index region)
@@ -54,6 +55,12 @@ pub fn is_chunk_size(bytes: u64) -> bool {
     bytes.is_power_of_two() && CHUNK_LOG2.contains(&bytes.trailing_zeros())
 }
 
+/// The codec byte of a zstd chunk decoded with the pack's dictionary
+/// (format §19), valid only in a pack that has one. The chunks of files
+/// of a chunk or more are plain zstd (`1`): the same in every pack that
+/// holds the file, whatever its dictionary.
+pub(crate) const ZSTD_DICT: u8 = 3;
+
 /// How a chunk's bytes are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Codec {
@@ -77,7 +84,7 @@ impl Codec {
     pub(crate) fn from_code(code: u8) -> Option<Codec> {
         match code {
             0 => Some(Codec::Raw),
-            1 => Some(Codec::Zstd),
+            1 | ZSTD_DICT => Some(Codec::Zstd),
             2 => Some(Codec::Lz4),
             _ => None,
         }
@@ -129,6 +136,11 @@ impl ChunkRecord {
         Codec::from_code(self.codec).unwrap_or(Codec::Raw)
     }
 
+    /// `dict` where this chunk is decoded with the pack's dictionary.
+    pub(crate) fn dictionary<'d>(&self, dict: Option<&'d Dictionary>) -> Option<&'d Dictionary> {
+        dict.filter(|_| self.codec == ZSTD_DICT)
+    }
+
     /// Checks the stored bytes against the chunk's checksum.
     pub(crate) fn check(&self, stored: &[u8]) -> Result<(), CorruptPack> {
         let actual = super::blob::checksum(stored);
@@ -148,8 +160,8 @@ impl ChunkRecord {
 
 /// Decodes chunk `k`, whose stored bytes are `stored` (their checksum
 /// already checked), into exactly `len` bytes; anything else is
-/// [`CorruptKind::Decode`]. A zstd chunk of a pack with a dictionary is
-/// decoded with it.
+/// [`CorruptKind::Decode`]. A zstd chunk is decoded with `dict` if given
+/// ([`ChunkRecord::dictionary`]).
 pub(crate) fn decode(
     k: u64,
     codec: Codec,
@@ -466,16 +478,19 @@ impl ChunkTable {
     }
 
     /// Checks every record against the data section `data` (absolute
-    /// range): codecs known, stored bytes inside it in order without
-    /// overlap, contents tiling the content space in order, each 1 to the
-    /// chunk size long, a raw chunk's stored bytes as long as its content.
-    pub(crate) fn check(&self, region: &[u8], data: std::ops::Range<u64>) -> Result<(), CorruptPack> {
+    /// range): codecs known (the dictionary's only if the pack has one,
+    /// `dictionary`), stored bytes inside it in order without overlap,
+    /// contents tiling the content space in order, each 1 to the chunk
+    /// size long, a raw chunk's stored bytes as long as its content.
+    pub(crate) fn check(&self, region: &[u8], data: std::ops::Range<u64>, dictionary: bool) -> Result<(), CorruptPack> {
         let s = Structure::ChunkRecord;
         let mut prev_end = data.start;
         for k in 0..self.count {
             let at = self.at.saturating_add(k.saturating_mul(RECORD_LEN));
             let (r, content) = self.entry(region, k)?;
-            let codec = Codec::from_code(r.codec).ok_or_else(|| bad_field(at, s, "codec", r.codec.into()))?;
+            let codec = Codec::from_code(r.codec)
+                .filter(|_| dictionary || r.codec != ZSTD_DICT)
+                .ok_or_else(|| bad_field(at, s, "codec", r.codec.into()))?;
             if r.stored_len == 0 {
                 return Err(bad_field(at, s, "stored_len", 0));
             }

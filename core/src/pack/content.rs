@@ -206,7 +206,7 @@ impl<S: ByteSource> PackFs<S> {
             s => s?,
         };
         self.check_stored(k, stored)?;
-        chunk::decode_into(k, r.codec(), stored, out, self.index.dictionary.as_deref())?;
+        chunk::decode_into(k, r.codec(), stored, out, r.dictionary(self.index.dictionary.as_deref()))?;
         self.cache.decoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(true)
     }
@@ -226,7 +226,7 @@ impl<S: ByteSource> PackFs<S> {
             // Open checked that the length is at most the chunk size (1 MiB
             // at most), so this never fails.
             let len = usize::try_from(content.end - content.start).map_err(|_| Error::FileTooLarge)?;
-            Ok(chunk::decode(k, r.codec(), stored, len, self.index.dictionary.as_deref())?)
+            Ok(chunk::decode(k, r.codec(), stored, len, r.dictionary(self.index.dictionary.as_deref()))?)
         })?;
         Ok(ChunkBytes::Decoded(decoded))
     }

@@ -1,6 +1,6 @@
 //! A version 2 pack's zstd dictionary (`docs/pack-format.md` §19): trained
 //! by the writer on the pack's small files and stored in the index, it
-//! primes the decoder of every zstd chunk. Small files then compress in
+//! primes the decoder of the chunks of small files (codec 3). Small files then compress in
 //! small chunks (8 KiB or so), and a lazy reader fetches the files it reads
 //! and little of their neighbours, in about the space that 128 KiB chunks
 //! shared by many files would take.
@@ -14,9 +14,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ruzstd::decoding::{BlockDecodingStrategy, Dictionary as Tables, FrameDecoder};
 
-/// Incompatible-feature flag (header `incompat_flags` bit 0): zstd chunks
-/// are decoded with the pack's dictionary.
-pub(crate) const DICTIONARY: u32 = 1;
+/// Incompatible-feature flag (header `incompat_flags` bit 1): the pack has
+/// a dictionary, and chunks of codec 3 are decoded with it. (Bit 0 named
+/// §19's draft, in which every zstd chunk was: unknown now, so a pack of
+/// that draft is refused rather than misread.)
+pub(crate) const DICTIONARY: u32 = 2;
 
 /// The longest dictionary a pack may hold: 1 MiB (the writer trains 128 KiB
 /// at most), so that what a pack makes a reader hold for it is bounded.

@@ -164,7 +164,10 @@ mod tests {
         let h = Header { incompat_flags: DICTIONARY, dict_len: 65536, ..v2 };
         assert_eq!(Header::decode(&h.encode()), Ok(h));
         let h = Header { incompat_flags: DICTIONARY, dict_len: 65536, ..header() };
-        assert_eq!(Header::decode(&h.encode()), Err(Error::UnsupportedVersion { version: 1, incompat_flags: 1 }));
+        assert_eq!(Header::decode(&h.encode()), Err(Error::UnsupportedVersion { version: 1, incompat_flags: 2 }));
+        // Bit 0 was §19's draft (every zstd chunk with the dictionary).
+        let h = Header { incompat_flags: 1, dict_len: 65536, ..v2 };
+        assert_eq!(Header::decode(&h.encode()), Err(Error::UnsupportedVersion { version: 2, incompat_flags: 1 }));
         for dict_len in [0, 19, MAX_DICTIONARY + 1] {
             let h = Header { incompat_flags: DICTIONARY, dict_len, ..v2 };
             assert!(matches!(Header::decode(&h.encode()), Err(Error::Corrupt(_))), "{dict_len}");

@@ -217,8 +217,8 @@ pub struct PackInfo {
     pub pack_len: u64,
     /// Version 2's chunk size (0 in version 1).
     pub chunk_size: u64,
-    /// Bytes of version 2's zstd dictionary, which every zstd chunk is
-    /// compressed with (0: the pack has none).
+    /// Bytes of version 2's zstd dictionary, which the chunks of small files
+    /// are compressed with (0: the pack has none).
     pub dictionary: u64,
 }
 

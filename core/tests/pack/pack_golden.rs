@@ -380,7 +380,7 @@ fn pack_golden_digests_match_the_spec() {
 const GOLDEN_V2_DICTIONARY: &[u8] = include_bytes!("../data/golden-v2-dictionary.pack");
 
 /// 100 small source-like files of 2,000 to 4,000 bytes in two directories
-/// (enough for a dictionary), and one of 9,000.
+/// (enough for a dictionary), and one of 40,000: more than two chunks.
 fn dictionary_tree() -> MemFs {
     let fs = fixed_fs();
     let mut rng = Rng::new(27);
@@ -399,7 +399,7 @@ fn dictionary_tree() -> MemFs {
         let f = write_file(&fs, dirs[i % 2], &format!("m{i:03}.py"), &text(n));
         fs.set_times(f, SetTime::Keep, SetTime::At(Timestamp::new(i as u64, 0))).unwrap();
     }
-    let f = write_file(&fs, fs.root(), "big.py", &text(9000));
+    let f = write_file(&fs, fs.root(), "big.py", &text(40_000));
     fs.set_times(f, SetTime::Keep, SetTime::At(Timestamp::new(7, 0))).unwrap();
     for d in dirs {
         fs.set_times(d, SetTime::Keep, SetTime::At(Timestamp::new(8, 0))).unwrap();
@@ -439,13 +439,14 @@ fn pack_golden_dictionary_reader_reads_it() {
 
 /// The dictionary golden pack decoded from §17–§19 alone, with the C
 /// library's decoder: the flag and `dict_len` in the header, the
-/// dictionary ending where the chunk table starts, every zstd chunk
-/// decoded with it, and the small files never straddling two chunks.
+/// dictionary ending where the chunk table starts, the chunks of codec 3
+/// (the small files') decoded with it and those of codec 1 (the large
+/// file's) without, and the small files never straddling two chunks.
 #[cfg(feature = "zstd-c")]
 #[test]
 fn pack_golden_dictionary_matches_the_spec() {
     let b = GOLDEN_V2_DICTIONARY;
-    assert_eq!((u32_at(b, 8), u32_at(b, 12), u32_at(b, 16)), (2, 1, 1), "version 2, DICTIONARY, DIGESTS");
+    assert_eq!((u32_at(b, 8), u32_at(b, 12), u32_at(b, 16)), (2, 2, 1), "version 2, DICTIONARY, DIGESTS");
     let dict_len = u32_at(b, 28) as usize;
     let t = b.len() - 128;
     let index = u64_at(b, t + 40) as usize;
@@ -463,7 +464,9 @@ fn pack_golden_dictionary_matches_the_spec() {
         .map(|k| &b[u64_at(r, table + 32 * k) as usize..][..u32_at(r, table + 32 * k + 24) as usize])
         .collect();
     spec_digests(r, strings_end, table - dict_len, &extents);
-    let mut decoder = zstd::bulk::Decompressor::with_dictionary(dict).unwrap();
+    let mut with_dict = zstd::bulk::Decompressor::with_dictionary(dict).unwrap();
+    let mut plain = zstd::bulk::Decompressor::new().unwrap();
+    let mut codecs = std::collections::BTreeSet::new();
     let mut content = Vec::new();
     let mut starts = Vec::new();
     for (k, stored) in extents.iter().enumerate() {
@@ -473,12 +476,15 @@ fn pack_golden_dictionary_matches_the_spec() {
         let mut chunk = vec![0u8; end - content.len()];
         match r[c + 28] {
             0 => chunk.copy_from_slice(stored),
-            1 => assert_eq!(decoder.decompress_to_buffer(stored, &mut chunk).unwrap(), chunk.len()),
+            1 => assert_eq!(plain.decompress_to_buffer(stored, &mut chunk).unwrap(), chunk.len()),
+            3 => assert_eq!(with_dict.decompress_to_buffer(stored, &mut chunk).unwrap(), chunk.len()),
             c => panic!("codec {c}"),
         }
+        codecs.insert(r[c + 28]);
         content.extend_from_slice(&chunk);
     }
     starts.push(content_len);
+    assert!(codecs.contains(&1) && codecs.contains(&3), "both kinds of zstd chunk: {codecs:?}");
     // Every blob's bytes are its file's; a small one lies in one chunk.
     let blobs = u64_at(b, t + 88) as usize - index;
     let n_blobs = u64_at(b, t + 96) as usize;

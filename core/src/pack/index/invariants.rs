@@ -34,7 +34,7 @@ impl Index {
         let (align, mut prev_end, end) = match &self.chunks {
             None => (self.header.align(), t.data_offset, data_end),
             Some(c) => {
-                c.check(region, t.data_offset..data_end)?;
+                c.check(region, t.data_offset..data_end, self.dictionary.is_some())?;
                 (1, 0, c.content_len)
             }
         };

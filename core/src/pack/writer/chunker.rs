@@ -12,7 +12,7 @@ use std::io::Write;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::out::Out;
-use crate::pack::chunk::{ChunkRecord, Codec, Compression, FOOTER_LEN};
+use crate::pack::chunk::{ChunkRecord, Codec, Compression, FOOTER_LEN, ZSTD_DICT};
 use crate::pack::cursor::width;
 use crate::pack::dictionary::Trained;
 
@@ -27,12 +27,12 @@ pub(super) struct Chunker {
     pub(super) chunk_size: usize,
     /// The open chunk's content.
     open: Vec<u8>,
-    /// The open chunk is part of a file stored raw.
-    raw: bool,
-    /// Full chunks not written yet: (content, raw). They are compressed a
+    /// What the open chunk holds.
+    holds: Holds,
+    /// Full chunks not written yet, and what they hold. They are compressed a
     /// batch at a time, on every core there is, and written in order, so
     /// the bytes are the same whatever the number of cores.
-    sealed: Vec<(Vec<u8>, bool)>,
+    sealed: Vec<(Vec<u8>, Holds)>,
     /// Their content's bytes.
     sealed_len: usize,
     /// Cores to compress on (1 where there are no threads: wasm32).
@@ -48,6 +48,21 @@ pub(super) struct Chunker {
     pub(super) dict: Option<Trained>,
     scratch: Vec<u8>,
 }
+
+/// What a chunk holds, which says how it is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Holds {
+    /// Smaller files: compressed with the dictionary, if there is one.
+    Small,
+    /// Part of a file of a chunk or more: compressed without it.
+    Own,
+    /// Part of a file found incompressible: stored raw.
+    Raw,
+}
+
+/// A chunk compressed: its stored bytes and codec byte (none: stored
+/// raw), and the digest of what is stored.
+type Written = (Option<(Vec<u8>, u8)>, [u8; 32]);
 
 /// Full chunks' worth of content compressed per core in one batch: enough
 /// to keep the cores busy, few enough that a batch holds a few MiB at most.
@@ -70,7 +85,7 @@ impl Chunker {
             comp,
             chunk_size,
             open: Vec::with_capacity(chunk_size),
-            raw: false,
+            holds: Holds::Small,
             sealed: Vec::new(),
             sealed_len: 0,
             threads,
@@ -131,12 +146,28 @@ impl Chunker {
         Ok(())
     }
 
+    /// Starts a file of a chunk or more: see [`cut`](Self::cut). Its
+    /// chunks are compressed without the dictionary, so that they are the
+    /// same in every pack, whatever dictionary it trained.
+    pub(super) fn start_own<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
+        self.cut(out)?;
+        self.holds = Holds::Own;
+        Ok(())
+    }
+
+    /// Ends a file of a chunk or more.
+    pub(super) fn end_own<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
+        self.cut(out)?;
+        self.holds = Holds::Small;
+        Ok(())
+    }
+
     /// Closes the open chunk, if it holds anything. A file of a chunk or
     /// more is cut off so on both sides (as squashfs starts each file on a
     /// block): its chunks then hold its bytes alone, and are the same in
     /// every pack that holds the file, where a cache addressed by content
     /// shares them. Only smaller files share chunks.
-    pub(super) fn cut<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
+    fn cut<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
         if self.open.is_empty() { Ok(()) } else { self.seal(out) }
     }
 
@@ -144,14 +175,14 @@ impl Chunker {
     pub(super) fn start_raw<W: Write>(&mut self, out: &mut Out<W>, align: u64) -> std::io::Result<()> {
         self.flush(out)?;
         out.pad(align)?;
-        self.raw = true;
+        self.holds = Holds::Raw;
         Ok(())
     }
 
     /// Ends a file stored raw.
     pub(super) fn end_raw<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
         self.flush(out)?;
-        self.raw = false;
+        self.holds = Holds::Small;
         Ok(())
     }
 
@@ -161,7 +192,7 @@ impl Chunker {
         if !self.open.is_empty() {
             let full = std::mem::replace(&mut self.open, Vec::with_capacity(self.chunk_size));
             self.sealed_len += full.len();
-            self.sealed.push((full, self.raw));
+            self.sealed.push((full, self.holds));
         }
         self.write_sealed(out)
     }
@@ -170,7 +201,7 @@ impl Chunker {
     fn seal<W: Write>(&mut self, out: &mut Out<W>) -> std::io::Result<()> {
         let full = std::mem::replace(&mut self.open, Vec::with_capacity(self.chunk_size));
         self.sealed_len += full.len();
-        self.sealed.push((full, self.raw));
+        self.sealed.push((full, self.holds));
         if self.sealed_len >= self.threads * PER_THREAD * self.chunk_size || self.sealed.len() >= MAX_BATCH {
             self.write_sealed(out)?;
         }
@@ -185,36 +216,37 @@ impl Chunker {
         self.sealed_len = 0;
         let (comp, dict) = (self.comp, self.dict.as_ref());
         let digests = self.digests.is_some();
-        // Each chunk's stored bytes, if compressed, and their digest; a
-        // part's chunks share one compressor of the dictionary.
-        let compress = |part: &[(Vec<u8>, bool)]| -> Vec<(Option<Vec<u8>>, [u8; 32])> {
+        // Each chunk's stored bytes and codec, if compressed, and their
+        // digest; a part's chunks of small files share one compressor of
+        // the dictionary.
+        let compress = |part: &[(Vec<u8>, Holds)]| -> Vec<Written> {
             // (`Some(None)`: the library could not allocate a compressor;
-            // the chunks are stored raw, never compressed without it.)
+            // those chunks are stored raw, never compressed without it.)
             let mut with_dict = dict.map(Trained::compressor);
-            let each = |(content, raw): &(Vec<u8>, bool)| {
-                let stored = (!*raw)
-                    .then(|| {
-                        let mut stored = Vec::new();
-                        match &mut with_dict {
-                            Some(Some(c)) => {
-                                // It fails only on allocation: stored raw.
-                                if !c.compress(content, &mut stored) {
-                                    stored.clear();
-                                }
-                            }
-                            Some(None) => {}
-                            None => comp.compress(content, &mut stored),
+            let each = |(content, holds): &(Vec<u8>, Holds)| {
+                let mut stored = Vec::new();
+                let code = match (holds, &mut with_dict) {
+                    (Holds::Raw, _) | (Holds::Small, Some(None)) => Codec::Raw.code(),
+                    (Holds::Small, Some(Some(c))) => {
+                        // It fails only on allocation: stored raw.
+                        if !c.compress(content, &mut stored) {
+                            stored.clear();
                         }
-                        (!stored.is_empty() && worth_it(stored.len(), content.len())).then_some(stored)
-                    })
-                    .flatten();
-                let digest =
-                    if digests { *blake3::hash(stored.as_ref().unwrap_or(content)).as_bytes() } else { [0; 32] };
+                        ZSTD_DICT
+                    }
+                    (Holds::Own, _) | (Holds::Small, None) => {
+                        comp.compress(content, &mut stored);
+                        comp.codec.code()
+                    }
+                };
+                let stored = (!stored.is_empty() && worth_it(stored.len(), content.len())).then_some((stored, code));
+                let bytes = stored.as_ref().map_or(&content[..], |(s, _)| &s[..]);
+                let digest = if digests { *blake3::hash(bytes).as_bytes() } else { [0; 32] };
                 (stored, digest)
             };
             part.iter().map(each).collect()
         };
-        let compressed: Vec<(Option<Vec<u8>>, [u8; 32])> = if self.threads > 1 && sealed.len() > 1 {
+        let compressed: Vec<Written> = if self.threads > 1 && sealed.len() > 1 {
             let per = sealed.len().div_ceil(self.threads);
             std::thread::scope(|s| {
                 let parts: Vec<_> = sealed.chunks(per).map(|part| s.spawn(move || compress(part))).collect();
@@ -226,8 +258,8 @@ impl Chunker {
         };
         for ((content, _), (stored, digest)) in sealed.iter().zip(compressed) {
             let (codec, bytes) = match &stored {
-                Some(c) => (self.comp.codec, c),
-                None => (Codec::Raw, content),
+                Some((s, code)) => (*code, s),
+                None => (Codec::Raw.code(), content),
             };
             #[allow(clippy::cast_possible_truncation, reason = "at most the chunk size (1 MiB, as options checked)")]
             let stored_len = bytes.len() as u32;
@@ -236,7 +268,7 @@ impl Chunker {
                 content_offset: self.written_to,
                 checksum: xxh3_64(bytes),
                 stored_len,
-                codec: codec.code(),
+                codec,
             });
             if let Some(d) = &mut self.digests {
                 d.push(digest);

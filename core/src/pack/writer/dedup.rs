@@ -93,7 +93,7 @@ impl<H: BuildHasher, W: Write> Writer<'_, H, W> {
                 if raw {
                     c.start_raw(&mut self.out, self.align)?;
                 } else if own {
-                    c.cut(&mut self.out)?;
+                    c.start_own(&mut self.out)?;
                 } else {
                     c.before_small(&mut self.out, size)?;
                 }
@@ -135,7 +135,7 @@ impl<H: BuildHasher, W: Write> Writer<'_, H, W> {
             if raw {
                 c.end_raw(&mut self.out)?;
             } else if own {
-                c.cut(&mut self.out)?;
+                c.end_own(&mut self.out)?;
             } else {
                 c.after_small(&mut self.out)?;
             }
