@@ -155,13 +155,13 @@ fn run_mounts_a_url_and_the_cache_serves_the_next_run() {
     // A cold cache with the trace: everything the guest read was asked for
     // ahead, and the output is the same.
     let trace = std::fs::read_to_string(f.path("trace.txt")).unwrap();
-    assert!(trace.starts_with("packfs-trace 1\n") && trace.lines().count() > 40, "{trace}");
+    assert!(trace.starts_with("packfs-trace 2\n") && trace.lines().count() > 40, "{trace}");
     let third = guest("c2", &["--prefetch", "trace.txt"]);
     assert!(ok(third) == want);
     // A trace stored next to the pack, as an object: written and read by URL.
     let trace_url = format!("{}/app.trace", f.proxy.url());
     assert!(ok(guest("c3", &["--record-trace", &trace_url])) == want);
-    assert_eq!(std::fs::read_to_string(f.path("served/app.trace")).unwrap().lines().next(), Some("packfs-trace 1"));
+    assert_eq!(std::fs::read_to_string(f.path("served/app.trace")).unwrap().lines().next(), Some("packfs-trace 2"));
     assert!(ok(guest("c4", &["--prefetch", &trace_url])) == want);
     let out = guest("c5", &["--prefetch", &format!("{}/none.trace", f.proxy.url())]);
     assert_eq!(out.code, 2, "{out:?}");

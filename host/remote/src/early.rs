@@ -23,7 +23,7 @@ use crate::cache::{Key, Lock, Scope};
 use crate::limits::{PREFETCH_PARALLEL, REQUEST_MAX};
 use crate::object::body;
 use crate::runtime::runtime;
-use crate::trace::Trace;
+use crate::trace::{Entry, Trace};
 
 /// At most this many entries are asked for early (each holds its lock file
 /// open until it lands); the ordinary prefetch takes the rest once the
@@ -34,7 +34,7 @@ const MAX_EARLY: usize = 256;
 /// taken for them, and the reply (bytes and ETag).
 pub(crate) struct Run {
     pub range: Range<u64>,
-    pub entries: Vec<(u64, u64, u64)>,
+    pub entries: Vec<Entry>,
     pub locks: Vec<Lock>,
     pub reply: JoinHandle<Option<(Bytes, Option<String>)>>,
 }
@@ -45,18 +45,24 @@ pub(crate) struct Run {
 pub(crate) fn start(store: &Arc<dyn ObjectStore>, path: &Path, trace: &Trace, scope: Option<&Scope>) -> Vec<Run> {
     let permits = Arc::new(Semaphore::new(PREFETCH_PARALLEL));
     let mut wanted = Vec::new();
-    for &(start, len, sum) in trace.entries().iter().take(MAX_EARLY) {
+    for &entry in trace.entries().iter().take(MAX_EARLY) {
+        let Entry { start, len, sum, digest } = entry;
         let Some(end) = start.checked_add(len).filter(|_| len > 0) else { continue };
         let mut lock = None;
         if let Some(scope) = scope {
-            let key = Key::Sum { sum, len };
+            // The address the cache has it under: by digest where the pack
+            // has a digest table (and the trace says so).
+            let key = match digest {
+                Some(digest) => Key::Digest { digest, len },
+                None => Key::Sum { sum, len },
+            };
             // Here already, or another process fetches it: not now.
             match scope.try_lock(key) {
                 Some(l) if !scope.has(key) => lock = Some(l),
                 _ => continue,
             }
         }
-        wanted.push((start..end, (start, len, sum), lock));
+        wanted.push((start..end, entry, lock));
     }
     // Extents a little apart (alignment) go together too.
     let merged = merge_ranges(wanted.iter().map(|(r, _, _)| r.clone()), MERGE_GAP, REQUEST_MAX);

@@ -359,7 +359,7 @@ fn a_hostile_trace_leaves_no_lock_files_and_no_names_out_of_form_of(digests: boo
     let s = served(digests);
     // What a run read, and then entries that match nothing: far off, too
     // long, of length zero, at the edges of the numbers.
-    let mut text = String::from("packfs-trace 1\n");
+    let mut text = String::from("packfs-trace 2\n");
     {
         let p = open(&s.url, &options(None));
         read(&p, "mid2.bin", 65536).unwrap();

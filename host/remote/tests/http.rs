@@ -280,7 +280,7 @@ fn a_stalled_store_fails_a_read_once_its_retries_are_spent() {
 /// with the open as the others there did.
 fn traced_fetches(trace: &packfs_remote::trace::Trace, pack: &[u8], source: &packfs_remote::RemoteSource) -> u64 {
     let tail_start = pack.len() as u64 - TAIL_LEN;
-    let in_tail = trace.entries().iter().filter(|(start, _, _)| *start >= tail_start).count();
+    let in_tail = trace.entries().iter().filter(|e| e.start >= tail_start).count();
     (trace.len() - in_tail) as u64 + source.stats().opened
 }
 
@@ -377,6 +377,47 @@ fn a_trace_given_at_open_is_fetched_with_the_trailer_and_checked_by_the_index() 
     let r = open(&s.url("q.pack"), &opts);
     for (path, want) in &other_files {
         assert!(read(&r, path, 65536).unwrap() == *want, "{path}");
+    }
+}
+
+/// A traced open on a warm cache asks the store for the open's pieces
+/// alone, with or without digests: the trace names each extent by the
+/// address the cache holds it under (its digest, where the pack has a
+/// digest table), so its early requests skip what is cached.
+#[test]
+fn a_traced_open_on_a_warm_cache_fetches_nothing_more() {
+    for digests in [false, true] {
+        let (fs, files) = tree(15, &[]);
+        let bytes = pack_with(&fs, true, digests);
+        let s = Served::new(&[("p.pack", &bytes)]);
+        let cache = tempfile::tempdir().unwrap();
+        let shared = Arc::new(packfs_remote::Cache::open(cache.path(), 1 << 30).unwrap());
+        let opts = RemoteOptions { cache: Some(Arc::clone(&shared)), ..options(None) };
+        let p = open(&s.url("p.pack"), &opts);
+        for (path, want) in &files {
+            assert!(read(&p, path, 65536).unwrap() == *want);
+        }
+        let trace = packfs_remote::RemoteSource::record([p.source()]);
+        assert_eq!(trace.entries().iter().all(|e| e.digest.is_some()), digests);
+        // Every extent read is in the cache (those of the open's tail are
+        // written in the background).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while shared.stats().stored < trace.len() as u64 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(shared.stats().stored, trace.len() as u64);
+        drop(p);
+        s.proxy.reset_stats();
+        drop(open(&s.url("p.pack"), &options(None)));
+        let opening = s.proxy.stats().requests;
+        s.proxy.reset_stats();
+        let traced = RemoteOptions { prefetch: Some(Arc::new(trace)), ..options(Some(cache.path())) };
+        let q = open(&s.url("p.pack"), &traced);
+        for (path, want) in &files {
+            assert!(read(&q, path, 65536).unwrap() == *want);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(s.proxy.stats().requests, opening, "digests {digests}: the open's requests alone");
     }
 }
 

@@ -74,3 +74,73 @@ impl Flight {
         runs
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader of whole files, in pack order, over 200 files of 1 MiB
+    /// (`pick`: which): each extent fetched is here at once. Returns the
+    /// misses (a round trip each, at least), and the bytes fetched and
+    /// read.
+    fn reader(pick: impl Fn(usize) -> bool) -> (usize, u64, u64) {
+        let sizes = [1 << 20; 200];
+        let t = Table::of_files(&sizes);
+        let mut f = Flight::default();
+        let (mut misses, mut fetched, mut read, mut trigger) = (0, 0, 0, u64::MAX);
+        let mut fetch = |f: &mut Flight, runs: Vec<Range<u64>>| {
+            for k in runs.into_iter().flatten() {
+                f.under_way.remove(&k);
+                t.slots[k as usize].set(bytes::Bytes::new()).unwrap();
+                fetched += t.extents[k as usize].end - t.extents[k as usize].start;
+            }
+        };
+        let mut first = Vec::new();
+        let mut at = 0u64;
+        for s in sizes {
+            first.push(at);
+            at += s.div_ceil(128 << 10);
+        }
+        first.push(at);
+        for file in (0..sizes.len()).filter(|&i| pick(i)) {
+            for k in first[file]..first[file + 1] {
+                read += t.extents[k as usize].end - t.extents[k as usize].start;
+                if k >= trigger && k < f.next {
+                    let runs;
+                    (runs, trigger) = f.plan(&t, f.next, false);
+                    fetch(&mut f, runs);
+                }
+                if !t.here(k) {
+                    misses += 1;
+                    let runs;
+                    (runs, trigger) = f.plan(&t, k, true);
+                    fetch(&mut f, runs);
+                }
+            }
+        }
+        (misses, fetched, read)
+    }
+
+    /// Once a read goes on from one file into the next, windows run on
+    /// in pack order, doubling, past the files the reader skips: a few
+    /// misses for all of it.
+    #[test]
+    fn reads_streaming_across_files_fetch_ahead_in_pack_order() {
+        let (misses, fetched, read) = reader(|_| true);
+        assert_eq!((misses, fetched), (2, read));
+        // Nine files in ten: the skipped ones are fetched too.
+        let (misses, fetched, read) = reader(|i| i % 10 != 3);
+        assert_eq!(misses, 2);
+        assert!(fetched * 4 <= read * 5, "{fetched} fetched for {read} read");
+    }
+
+    /// Reads that never go on into the next file fetch their files alone,
+    /// a miss (a round trip) each, nothing of the files between.
+    #[test]
+    fn sparse_reads_fetch_their_files_alone() {
+        for every in [10, 2] {
+            let (misses, fetched, read) = reader(|i| i % every == 1);
+            assert_eq!((misses, fetched), (200 / every, read), "one file in {every}");
+        }
+    }
+}

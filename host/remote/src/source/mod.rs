@@ -181,8 +181,7 @@ impl RemoteSource {
         let mut entries = Vec::new();
         for p in packs {
             let Some(t) = p.inner.table.get() else { continue };
-            let e = lock(&p.inner.trace).iter().map(|&k| t.extents[k as usize]).collect::<Vec<_>>();
-            entries.extend(e.into_iter().map(|e| (e.start, e.end - e.start, e.sum)));
+            entries.extend(lock(&p.inner.trace).iter().map(|&k| t.entry(k)));
         }
         entries.into_iter().collect()
     }
@@ -206,7 +205,7 @@ impl RemoteSource {
     /// demand as ever. Returns how many of its extents the pack has.
     pub fn prefetch(&self, trace: &Trace) -> usize {
         let Some(t) = self.inner.table.get() else { return 0 };
-        let ks: Vec<u64> = trace.entries().iter().filter_map(|&entry| t.find(entry)).collect();
+        let ks: Vec<u64> = trace.entries().iter().filter_map(|entry| t.find(entry)).collect();
         let runs = lock(&self.inner.flight).runs(t, ks.iter().copied());
         self.inner.launch(runs, &self.inner.prefetch);
         ks.len()
@@ -222,14 +221,30 @@ impl RemoteSource {
         let inner = &self.inner;
         inner.table.set(Table::build(pack)?).map_err(|_| "the table built twice")?;
         let t = inner.table.get().expect("just set");
+        let mut came = Vec::new();
         for (at, bytes) in data {
             let bytes = Bytes::from(bytes);
             for k in pack.extents_within(at..at + bytes.len() as u64) {
                 if let Some(b) = checked(t, k, at, &bytes) {
+                    came.push((t.key(k), b.clone()));
                     inner.land(t, k, b, false);
                     inner.counters.opened.fetch_add(1, Ordering::Relaxed);
                 }
             }
+        }
+        // Cached too, off the open's path: a trace lists them, and its
+        // requests at the next open (which go before the tail is in) skip
+        // only what the cache holds.
+        if let Some(scope) = inner.scope.clone()
+            && !came.is_empty()
+        {
+            runtime::runtime().spawn_blocking(move || {
+                for (key, bytes) in came {
+                    if !scope.has(key) {
+                        scope.put(key, &bytes);
+                    }
+                }
+            });
         }
         Ok(())
     }
@@ -245,7 +260,7 @@ impl RemoteSource {
             let ks: Vec<u64> = run
                 .entries
                 .iter()
-                .filter_map(|&entry| t.find(entry))
+                .filter_map(|entry| t.find(entry))
                 .filter(|&k| !t.here(k) && f.under_way.insert(k))
                 .collect();
             taken.push((run, ks));

@@ -9,6 +9,7 @@ use packfs_core::pack::layout::MAX_EXTENTS;
 use packfs_core::pack::{ByteSource, Digest, PackFs, checksum};
 
 use crate::cache::Key;
+use crate::trace::Entry;
 
 /// One extent, as the index gives it.
 #[derive(Debug, Clone, Copy)]
@@ -82,20 +83,35 @@ impl Table {
         })
     }
 
-    /// The extent a trace entry `(start, len, checksum)` names, if the pack
-    /// has exactly that one.
-    pub(super) fn find(&self, (start, len, sum): (u64, u64, u64)) -> Option<u64> {
-        let k = self.extents.partition_point(|e| e.start < start);
+    /// The extent a trace entry names, if the pack has exactly that one
+    /// (the same digest too, where both have one).
+    pub(super) fn find(&self, entry: &Entry) -> Option<u64> {
+        let k = self.extents.partition_point(|e| e.start < entry.start);
         let e = self.extents.get(k)?;
-        (e.start == start && e.end - e.start == len && e.sum == sum).then_some(k as u64)
+        let same_digest = match (entry.digest, self.digest(k as u64)) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        };
+        (e.start == entry.start && e.end - e.start == entry.len && e.sum == entry.sum && same_digest)
+            .then_some(k as u64)
+    }
+
+    /// Extent `k`'s trace entry.
+    pub(super) fn entry(&self, k: u64) -> Entry {
+        let e = self.extents[k as usize];
+        Entry { start: e.start, len: e.end - e.start, sum: e.sum, digest: self.digest(k) }
+    }
+
+    fn digest(&self, k: u64) -> Option<Digest> {
+        self.digests.as_ref().map(|d| d[k as usize])
     }
 
     /// Extent `k`'s address in the host-wide cache.
     pub(super) fn key(&self, k: u64) -> Key {
         let e = self.extents[k as usize];
         let len = e.end - e.start;
-        match &self.digests {
-            Some(d) => Key::Digest { digest: d[k as usize], len },
+        match self.digest(k) {
+            Some(digest) => Key::Digest { digest, len },
             None => Key::Sum { sum: e.sum, len },
         }
     }
@@ -115,6 +131,33 @@ pub(super) fn checked(t: &Table, k: u64, at: u64, body: &Bytes) -> Option<Bytes>
         None => checksum(&bytes) == e.sum,
     };
     good.then_some(bytes)
+}
+
+#[cfg(test)]
+impl Table {
+    /// Files of `sizes` laid end to end, each in extents of up to 128 KiB.
+    pub(super) fn of_files(sizes: &[u64]) -> Table {
+        let (mut extents, mut span_end) = (Vec::new(), Vec::new());
+        let mut at = 0;
+        for &size in sizes {
+            let first = extents.len();
+            let mut left = size;
+            while left > 0 {
+                let len = left.min(128 << 10);
+                extents.push(Extent { start: at, end: at + len, sum: 0 });
+                (at, left) = (at + len, left - len);
+            }
+            span_end.extend(std::iter::repeat_n(extents.len() as u64, extents.len() - first));
+        }
+        let len = extents.len();
+        Table {
+            extents: extents.into(),
+            digests: None,
+            span_end: span_end.into(),
+            slots: (0..len).map(|_| OnceLock::new()).collect(),
+            touched: (0..len).map(|_| AtomicBool::new(false)).collect(),
+        }
+    }
 }
 
 #[cfg(test)]
