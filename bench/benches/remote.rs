@@ -10,7 +10,7 @@
 //!    published beside the pack as `a.pack.trace`, found by the open;
 //! 4. **warm**: the cache configuration 2 left.
 //!
-//! For each: time to completion (a child process, as `packfs run` is),
+//! For each, the median of 3 runs: time to completion (a child process, as `packfs run` is),
 //! bytes and requests through the proxy, and the bytes the guest's reads
 //! cover (the stored extents of the files it read, plus header, index and
 //! trailer). Then a **fleet** of 8 concurrent cold runs on one cache, and
@@ -129,6 +129,9 @@ struct Bench {
     pack: Vec<u8>,
     shared_pack_len: u64,
 }
+
+/// Runs per configuration in the full bench; the median is shown.
+const RUNS: usize = 3;
 
 /// One measured run.
 #[derive(Debug, Clone, Copy)]
@@ -301,6 +304,21 @@ impl Bench {
         Measured { time, net: self.proxy.stats(), cpu: [run1 - run0, me1 - me0, store1.saturating_sub(store0)] }
     }
 
+    /// The run of median time of [`RUNS`] (one in the smoke run), each
+    /// after `reset` (a cold run's cache emptied): this VM's times move by
+    /// ±20% between runs.
+    fn median(&self, child: impl Fn() -> Command, reset: impl Fn()) -> Measured {
+        let n = if self.full { RUNS } else { 1 };
+        let mut all: Vec<Measured> = (0..n)
+            .map(|_| {
+                reset();
+                self.measure(child())
+            })
+            .collect();
+        all.sort_by_key(|m| m.time);
+        all[n / 2]
+    }
+
     fn run(&self) {
         let _ = &self.weed;
         println!("## Remote packs\n");
@@ -335,19 +353,27 @@ impl Bench {
                 let gone = |dir: &str| {
                     let _ = std::fs::remove_dir_all(self.path(dir));
                 };
-                let download = self.measure(self.child("download", "a.pack", None, None, None, &list));
-                let lazy = self.measure(self.child("lazy", "a.pack", Some(&cold), None, Some(&trace), &list));
-                let warm = self.measure(self.child("lazy", "a.pack", Some(&cold), None, None, &list));
+                let download = self.median(|| self.child("download", "a.pack", None, None, None, &list), || ());
+                let lazy = self
+                    .median(|| self.child("lazy", "a.pack", Some(&cold), None, Some(&trace), &list), || gone(&cold));
+                let warm = self.median(|| self.child("lazy", "a.pack", Some(&cold), None, None, &list), || ());
                 gone(&cold);
-                let with_trace = self.measure(self.child("lazy", "a.pack", Some(&traced), Some(&trace), None, &list));
+                let with_trace = self.median(
+                    || self.child("lazy", "a.pack", Some(&traced), Some(&trace), None, &list),
+                    || gone(&traced),
+                );
                 gone(&traced);
                 // The same trace published beside the pack, found by the open.
                 self.weed.put("packs", "a.pack.trace", &std::fs::read(self.path(&trace)).unwrap()).unwrap();
                 let published = format!("published-{tag}");
-                let found = self.measure(self.child("published", "a.pack", Some(&published), None, None, &list));
+                let found = self.median(
+                    || self.child("published", "a.pack", Some(&published), None, None, &list),
+                    || gone(&published),
+                );
                 gone(&published);
                 let bound = format!("bound-{tag}");
-                let fetch_only = self.measure(self.child("fetch", "a.pack", Some(&bound), Some(&trace), None, &list));
+                let fetch_only = self
+                    .median(|| self.child("fetch", "a.pack", Some(&bound), Some(&trace), None, &list), || gone(&bound));
                 gone(&bound);
                 for (name, m) in [
                     ("1 download", download),

@@ -7,7 +7,8 @@
 //! miss fetches more than the one extent (`flight.rs`): the rest of the
 //! file it lies in, up to [`FIRST_WINDOW`]; reads that go on sequentially
 //! double the window up to [`MAX_WINDOW`], the next one fetched while the reader
-//! is halfway through the last (readahead) — within the file, and past its
+//! is halfway through the last (readahead; after a few windows in a row, as
+//! soon as it enters the last, and fourfold) — within the file, and past its
 //! end only once the reads have gone on from one file into the next. A
 //! window goes out as requests of at most [`REQUEST_MAX`] bytes, each of
 //! adjacent extents, at most [`DEMAND_PARALLEL`] at once. Each extent is
