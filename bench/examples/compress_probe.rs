@@ -1,7 +1,8 @@
 //! Where a cold whole-tree read of a compressed pack spends its time, for a
 //! profiler: packs TREE with zstd:15 (128 KiB chunks) into a temporary
 //! file, then reads every file whole, in a shuffled order, from a pack
-//! opened afresh, ROUNDS times.
+//! opened afresh, ROUNDS times. A second argument `no-dictionary` packs
+//! without a dictionary (format §19), to compare.
 //!
 //! `cargo build -p packfs-bench --release --example compress_probe &&
 //!  perf record -g target/release/examples/compress_probe /usr/lib/python3.11 &&
@@ -18,7 +19,8 @@ fn main() {
     let tree = std::env::args().nth(1).unwrap_or_else(|| "/usr/lib/python3.11".into());
     let tmp = tempfile::NamedTempFile::new().unwrap();
     let src = DirFs::open(std::path::Path::new(&tree), true).unwrap();
-    let options = PackOptions::new().compress(Some(Compression::zstd(15)));
+    let dictionary = std::env::args().nth(2).as_deref() != Some("no-dictionary");
+    let options = PackOptions::new().compress(Some(Compression::zstd(15))).dictionary(dictionary);
     options.write(&src, std::fs::File::create(tmp.path()).unwrap()).unwrap();
     let pack = open_pack_with(tmp.path(), ReadOptions::new()).unwrap();
     let mut files = Vec::new();
