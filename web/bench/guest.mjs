@@ -232,7 +232,9 @@ time it is more than 1% of carries "±".
   as on the host: browser_wasi_shim's write phases grow with the square of
   the size).
 - Medians of ${res.runs} runs each, PackFS then the peers in the table's order in
-  every run, each run in a fresh worker on a fresh filesystem. Cells are
+  every run, each run in a fresh worker on a fresh filesystem (PackFS's
+  workers are given the page's one compiled packfs-web, as every
+  \`runP1\` of a page is). Cells are
   the peer's time and the ratio peer ÷ PackFS (above 1: PackFS faster);
   **short** marks a ratio under its target. Nothing is asserted on these
   numbers.
@@ -255,18 +257,24 @@ ${targets}
 ${warmSection}
 ## Where a fresh worker's time goes (PackFS)
 
-In a fresh worker PackFS is short of its 2x on create and read; warm, in
-the table above, it meets both. The difference is the engine's warm-up,
-not PackFS's work: in a Worker that stays (\`createRunner()\`), the
-same guest's create phase ran in 23, 15, 6.8, then 4.2, 3.9 and 4.0 µs a
-file in six runs, and read in 20, 12, 8.0, then 3.8, 4.1 and 3.6 µs (the
-page's clock, 5,000 files, 2026-12-02). V8 runs packfs-web's 0.8 MB
-module in its baseline code first and optimizes the hot functions in the
-background, on this machine's two cores beside the guest; a fresh worker
-begins again each time. In Node (same engine, \`--cpu-prof\`, warm) the
-create and read phases split as: treap nodes copied for each change
-(MemFs's snapshots: about 15%, most of it allocation), path lookups and
-descriptors, and 15% copying to and from the guest's memory.
+In a fresh worker PackFS is short of its 2x on create and read. What a
+fresh worker adds is the engine's warm-up, not PackFS's work: in a Worker
+that stays (\`createRunner()\`), the same guest's create phase ran in 23,
+15, 6.8, then 4.2, 3.9 and 4.0 µs a file in six runs, and read in 20, 12,
+8.0, then 3.8, 4.1 and 3.6 µs (the page's clock, 5,000 files,
+2026-12-02). V8 runs packfs-web's 0.8 MB module in its baseline code
+first and optimizes the hot functions in the background, on this
+machine's two cores beside the guest. Since 2026-12-02 \`runner.js\`
+compiles packfs-web once per page and gives the \`WebAssembly.Module\` to
+every worker it starts, and V8 shares a module's code, the functions it
+has optimized included, between a page's workers: measured one after the
+other on the same machine, the fresh-worker create went from 38.2 to
+27.1 ms and read from 25.6 to 15.8 ms (against the shim, 0.84x to 1.20x
+and 0.79x to 1.41x). A page's first worker still starts from baseline
+code. In Node (same engine, \`--cpu-prof\`, warm) the create and read
+phases split as: treap nodes copied for each change (MemFs's snapshots:
+about 15%, most of it allocation), path lookups and descriptors, and 15%
+copying to and from the guest's memory.
 
 Two changes of 2026-12-02 took the fresh-worker read from 13.0 µs to
 7–11 µs (it varies from run to run) and the warm one to 3.7 µs:

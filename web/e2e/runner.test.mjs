@@ -92,6 +92,27 @@ async function onPage(script, arg) {
   return out;
 }
 
+test("a page's runs share one compiled packfs-web: more runs, no more fetches of it", { timeout: 60_000 }, async () => {
+  // The page (the demo) loads packfs-web itself too: compare one run's
+  // page with four's.
+  const fetches = async (runs) => {
+    server.reset();
+    const r = await onPage(async (runP1, m, ended, runs, createRunner) => {
+      const out = [];
+      for (let i = 0; i < runs - 1; i++) out.push(await ended(runP1(m.nothing, { preopens: [{ path: "/", kind: "mem" }] })));
+      const runner = createRunner();
+      out.push(await ended(runner.run(m.nothing, {})));
+      runner.close();
+      return out;
+    }, runs);
+    for (const x of r) assert.equal(x.resolved?.exitCode, 0, JSON.stringify(x));
+    return server.stats.get("/pkg/packfs_web_bg.wasm")?.requests;
+  };
+  const one = await fetches(1);
+  assert.ok(one >= 1 && one <= 2, `${one}`);
+  assert.equal(await fetches(4), one, "four workers fetch it as often as one");
+});
+
 test("a relative url is the page's, or baseUrl's", { timeout: 60_000 }, async () => {
   server.reset();
   const r = await onPage(async (runP1, m, ended) => [

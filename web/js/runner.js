@@ -256,6 +256,20 @@ function stdinChannel(src) {
 }
 
 /**
+ * packfs-web compiled once per page and given to every worker the page
+ * starts, a one-shot runP1's and a runner's alike: the engine then shares
+ * its code between them, the code it has optimized too, so a worker
+ * started for a later run does not begin again from unoptimized code, and
+ * the 0.8 MB module is fetched once. `null` where it cannot be fetched
+ * from beside this script: each worker then loads its own.
+ */
+let packfsWeb;
+function packfsWebModule() {
+  packfsWeb ??= WebAssembly.compileStreaming(fetch(new URL("./packfs_web_bg.wasm", import.meta.url))).catch(() => null);
+  return packfsWeb;
+}
+
+/**
  * Runs `module` (bytes, or a WebAssembly.Module) to its exit, in a Worker
  * of its own that ends with the run: the one-shot form of
  * {@link createRunner}. Options: `args` (the first is the program's name),
@@ -364,6 +378,7 @@ class Runner {
     const aborted = () => new RunError("aborted", "the run was aborted", { cause: signal.reason });
     if (this.#closed) throw new RunError("aborted", "the runner was closed");
     if (signal?.aborted) throw aborted();
+    const engine = packfsWebModule();
     const compiled = await this.#module(module);
     if (this.#closed) throw new RunError("aborted", "the runner was closed");
     if (signal?.aborted) throw aborted();
@@ -407,8 +422,8 @@ class Runner {
       worker.onerror = (e) => fail(new RunError("io", `the worker failed: ${e.message ?? "it did not load"}`));
       const bytes = compiled instanceof WebAssembly.Module ? compiled : new Uint8Array(compiled);
       const input = channel ? Promise.resolve({ shared: channel.shared }) : src ? drain(src) : Promise.resolve(msg.stdin);
-      input.then(
-        (stdin) => this.#stop === fail && worker.postMessage({ module: bytes, ...msg, stdin }),
+      Promise.all([input, engine]).then(
+        ([stdin, engine]) => this.#stop === fail && worker.postMessage({ module: bytes, engine, ...msg, stdin }),
         (e) => fail(new RunError("io", `reading stdin: ${e?.message ?? e}`, { cause: e, detail: e?.stack })),
       );
     });

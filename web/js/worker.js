@@ -2,7 +2,8 @@
 // filesystems (see runner.js, which starts it). A read of a lazy pack's
 // bytes not here yet blocks this worker on a synchronous Range request.
 //
-// Message in:  { module, args, env, stdin, preopens }, checked by runner.js
+// Message in:  { module, engine, args, env, stdin, preopens }, checked by
+//              runner.js (engine: packfs-web's compiled module, or null)
 //              (preopens as it documents them, each url absolute; stdin
 //              bytes, or { shared } to pull each piece from the page).
 // Messages out: { type: "stdin", max } while the guest waits for input,
@@ -60,7 +61,9 @@ function pull(shared) {
 const post = (type) => (bytes) => self.postMessage({ type, bytes });
 
 async function run(msg) {
-  await init();
+  // The page's compiled packfs-web where it sent one (runner.js), else
+  // fetched from beside this script. Once per worker: later runs return.
+  await init(msg.engine ? { module_or_path: msg.engine } : undefined);
   const opened = [];
   let p1;
   try {
