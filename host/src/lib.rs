@@ -20,13 +20,15 @@
 //!   this process's clocks, randomness and stdio;
 //! - [`wasi`]: `wasi:filesystem` 0.2 for components, and the
 //!   `add_to_linker` functions that plug it into a component `Linker`;
+//! - [`p3`]: `wasi:filesystem` 0.3 for async components, beside 0.2;
 //! - [`load`]: compiling guests, with an on-disk cache of compiled code;
 //! - [`Runner`]: load and run a command guest against PackFS preopens,
 //!   with [`Limits`] on memory and time, and a [`Pool`] of sandboxes;
 //! - [`packs`]: opening packs by path, mapped, or by URL.
 //!
-//! Features, both on by default: `p2` serves components (it brings
-//! wasmtime-wasi, and so tokio); `remote` opens packs by URL (tokio,
+//! Features, all on by default: `p2` serves components (it brings
+//! wasmtime-wasi, and so tokio); `p3` serves WASI 0.3 components too (the
+//! component model's async); `remote` opens packs by URL (tokio,
 //! object_store, an HTTP stack). An embedder who runs p1 modules on mem,
 //! pack and dir mounts turns both off (`default-features = false`).
 //!
@@ -67,20 +69,24 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! What it does not do: no `wasi:filesystem` 0.3 (p3); no sockets for p1
+//! What it does not do: no sockets for p1
 //! guests (their `sock_*` calls answer as wasmtime's do); no
 //! per-descriptor `mutate-directory` enforcement beyond the preopen's
 //! [`Access`](wasi::Access), as in wasmtime-wasi.
 
+mod limits;
 pub mod load;
 pub mod p1;
+#[cfg(feature = "p3")]
+pub mod p3;
 pub mod packs;
 mod pool;
 mod run;
 #[cfg(feature = "p2")]
 pub mod wasi;
 
+pub use limits::{Limits, RunError};
 pub use pool::Pool;
 #[cfg(feature = "p2")]
 pub use run::{GuestState, MAX_RESOURCES};
-pub use run::{Limits, P1State, RunError, Runner};
+pub use run::{P1State, Runner};

@@ -4,7 +4,11 @@
 //! - a p1 core module runs its `_start` over PackFS's own preview1
 //!   ([`crate::p1`]), with a [`Wasi`] the caller builds;
 //! - a component runs its `wasi:cli/run` over `wasi:filesystem` 0.2
-//!   ([`crate::wasi`]) and wasmtime-wasi for the rest.
+//!   ([`crate::wasi`]) and wasmtime-wasi for the rest;
+//! - a WASI 0.3 component (one that imports or exports a `wasi:`
+//!   interface of 0.3) runs over `wasi:filesystem` 0.3 ([`crate::p3`])
+//!   and 0.2, with wasmtime-wasi's p3 and 0.2 for the rest, driven by
+//!   wasmtime's concurrent calls on an engine of [`Runner::config_p3`].
 //!
 //! Plugin hosts with their own store data call
 //! [`p1::add_to_linker`](crate::p1::add_to_linker) or
@@ -12,7 +16,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use packfs_core::wasi::deadline::Deadline;
 use packfs_core::wasi::p1::Wasi;
@@ -24,6 +28,7 @@ use wasmtime_wasi::p2::bindings::sync::CommandPre;
 #[cfg(feature = "p2")]
 use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 
+use crate::limits::{Limiter, Limits, MemoryLimitHit, RunError};
 use crate::load::{self, CacheStatus, Guest, GuestCache, LoadError};
 use crate::pool::Pool;
 #[cfg(feature = "p2")]
@@ -78,75 +83,6 @@ pub struct P1State {
     /// The guest's preview1 state.
     pub wasi: Wasi,
     limiter: Limiter,
-}
-
-/// Refuses growth past [`Limits::max_memory`] with [`MemoryLimitHit`].
-#[derive(Debug, Default)]
-struct Limiter {
-    max: Option<usize>,
-}
-
-/// The error a refused memory or table growth traps with.
-#[derive(Debug, thiserror::Error)]
-#[error("the guest grew past its memory limit")]
-struct MemoryLimitHit;
-
-impl ResourceLimiter for Limiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        match self.max {
-            Some(max) if desired > max => Err(wasmtime::Error::new(MemoryLimitHit)),
-            _ => Ok(true),
-        }
-    }
-
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        // A table's elements are host memory too (a pointer or more each).
-        match self.max {
-            Some(max) if desired.saturating_mul(8) > max => Err(wasmtime::Error::new(MemoryLimitHit)),
-            _ => Ok(true),
-        }
-    }
-}
-
-/// What a sandbox bounds: the guest's memory and its time.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Limits {
-    /// Most bytes of linear memory (each memory) and table growth; a
-    /// guest growing past it traps with [`RunError::MemoryLimit`]. Under
-    /// a pool ([`Runner::pooled`]) it is also each memory slot's size.
-    pub max_memory: Option<usize>,
-    /// Most wall-clock time a run takes; past it the guest is interrupted
-    /// ([`RunError::Timeout`]). Needs an engine with epoch interruption
-    /// ([`Runner::config_for`]), whose compiled code checks the epoch at
-    /// every function entry and loop back-edge: compiling is slower (up to
-    /// 1.4x, `bench/load-results.md`) and so is the guest, a little.
-    ///
-    /// A p1 module blocked in a host call stops at the deadline too: every
-    /// wait of PackFS's preview1 (a sleep, stdin, stdout, a remote pack's
-    /// fetch) ends there, and the call traps. A component's calls into
-    /// wasmtime-wasi's own clocks and stdio know no deadline: one blocked
-    /// there is interrupted when it returns to its own code, and the
-    /// embedder bounds the wait (`packfs run` ends the process).
-    pub timeout: Option<Duration>,
-}
-
-/// Why a run ended without an exit status.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RunError {
-    /// The guest tried to grow its memory past [`Limits::max_memory`].
-    #[error("the guest exceeded its memory limit of {0} bytes")]
-    MemoryLimit(usize),
-    /// The run took longer than [`Limits::timeout`].
-    #[error("the guest ran longer than its time limit of {0:?}")]
-    Timeout(Duration),
-    /// The guest cannot run here: an import nothing defines, no `_start`
-    /// or `wasi:cli/run`, an instantiation that failed.
-    #[error("cannot run it here: {0:#}")]
-    Instantiate(wasmtime::Error),
-    /// The guest trapped.
-    #[error("the guest trapped: {0:?}")]
-    Trap(wasmtime::Error),
 }
 
 /// Loads and runs command guests (p1 modules and components) against
@@ -214,6 +150,10 @@ pub struct Runner {
     #[cfg(feature = "p2")]
     linker: Linker<GuestState>,
     p1: wasmtime::Linker<P1State>,
+    /// WASI 0.3 and 0.2, made at the first 0.3 component: it needs an
+    /// engine with concurrency, and costs the others nothing.
+    #[cfg(feature = "p3")]
+    p3: std::sync::OnceLock<Result<Linker<GuestState>, String>>,
     cache: Option<GuestCache>,
     limits: Limits,
 }
@@ -236,6 +176,32 @@ impl Runner {
     pub fn config() -> wasmtime::Config {
         let mut config = wasmtime::Config::new();
         config.concurrency_support(false);
+        config
+    }
+
+    /// The engine configuration that also runs WASI 0.3 components:
+    /// [`Runner::config`] with the component model's concurrency, which
+    /// its async needs. p1 modules and 0.2 components run on it too, a
+    /// 0.2 component's file operations a little slower (see
+    /// [`Runner::config`]). `packfs run` uses it only for a guest that
+    /// speaks 0.3 ([`load::speaks_wasi_p3`]).
+    ///
+    /// ```
+    /// let engine = wasmtime::Engine::new(&packfs_host::Runner::config_p3())?;
+    /// let runner = packfs_host::Runner::new(&engine)?;
+    /// # Ok::<(), wasmtime::Error>(())
+    /// ```
+    pub fn config_p3() -> wasmtime::Config {
+        let mut config = wasmtime::Config::new();
+        config.concurrency_support(true);
+        config
+    }
+
+    /// [`Runner::config_p3`], with epoch interruption when `limits` has a
+    /// timeout.
+    pub fn config_p3_for(limits: &Limits) -> wasmtime::Config {
+        let mut config = Self::config_p3();
+        config.epoch_interruption(limits.timeout.is_some());
         config
     }
 
@@ -296,6 +262,8 @@ impl Runner {
             #[cfg(feature = "p2")]
             linker,
             p1,
+            #[cfg(feature = "p3")]
+            p3: std::sync::OnceLock::new(),
             cache: None,
             limits: Limits::default(),
         })
@@ -365,6 +333,8 @@ impl Runner {
                     _ => Err(wasmtime::Error::msg("the module exports no `_start` function")),
                 }
             }
+            #[cfg(feature = "p3")]
+            Guest::Component(c) if crate::p3::uses_p3(&self.engine, c) => self.link_p3(c).map(|_| ()),
             #[cfg(feature = "p2")]
             Guest::Component(c) => CommandPre::new(self.linker.instantiate_pre(c)?).map(|_| ()),
             #[cfg(not(feature = "p2"))]
@@ -477,8 +447,15 @@ impl Runner {
     /// Runs a component's `wasi:cli/run` to completion; returns its exit
     /// status (0 for success, 1 for `run` returning an error, or the code
     /// it passed to `exit` modulo 256, as a POSIX exit status).
+    ///
+    /// A WASI 0.3 component ([`crate::p3::uses_p3`]) runs as
+    /// [`run_p3`](Self::run_p3) does.
     #[cfg(feature = "p2")]
     pub fn run(&self, component: &Component, wasi: WasiCtx, packfs: PackFsCtx) -> Result<i32, RunError> {
+        #[cfg(feature = "p3")]
+        if crate::p3::uses_p3(&self.engine, component) {
+            return self.run_p3(component, wasi, packfs);
+        }
         self.run_prepared(&self.prepare(component)?, wasi, packfs)
     }
 
@@ -496,7 +473,13 @@ impl Runner {
             let command = pre.instantiate(&mut store).map_err(RunError::Instantiate)?;
             Ok(command.wasi_cli_run().call_run(&mut store))
         });
-        match r? {
+        self.exit_status(r?, timed_out)
+    }
+
+    /// A component's exit status from what its `run` gave.
+    #[cfg(feature = "p2")]
+    fn exit_status(&self, r: wasmtime::Result<Result<(), ()>>, timed_out: bool) -> Result<i32, RunError> {
+        match r {
             Ok(Ok(())) => Ok(0),
             Ok(Err(())) => Ok(1),
             Err(e) => match e.downcast_ref::<I32Exit>() {
@@ -504,5 +487,102 @@ impl Runner {
                 None => Err(self.classify(e, timed_out)),
             },
         }
+    }
+}
+
+#[cfg(feature = "p3")]
+use wasmtime::component::InstancePre as ComponentPre;
+
+#[cfg(feature = "p3")]
+impl Runner {
+    fn p3_linker(&self) -> wasmtime::Result<&Linker<GuestState>> {
+        let linker = self.p3.get_or_init(|| {
+            let mut linker = Linker::new(&self.engine);
+            crate::p3::add_to_linker(&mut linker).map(|()| linker).map_err(|e| format!("{e:#}"))
+        });
+        linker.as_ref().map_err(|e| {
+            wasmtime::Error::msg(format!(
+                "a WASI 0.3 component needs an engine with the component model's concurrency (Runner::config_p3): {e}"
+            ))
+        })
+    }
+
+    /// Links a WASI 0.3 component, which exports `wasi:cli/run` of 0.3 or 0.2.
+    fn link_p3(&self, component: &Component) -> wasmtime::Result<ComponentPre<GuestState>> {
+        let pre = self.p3_linker()?.instantiate_pre(component)?;
+        if wasmtime_wasi::p3::bindings::CommandPre::new(pre.clone()).is_err() {
+            wasmtime_wasi::p2::bindings::CommandPre::new(pre.clone())?;
+        }
+        Ok(pre)
+    }
+
+    /// Links a WASI 0.3 component against WASI 0.3 and 0.2 once, for many
+    /// runs ([`run_prepared_p3`](Self::run_prepared_p3)). The runner's
+    /// engine must be made with [`Runner::config_p3`].
+    pub fn prepare_p3(&self, component: &Component) -> Result<ComponentPre<GuestState>, RunError> {
+        self.link_p3(component).map_err(RunError::Instantiate)
+    }
+
+    /// Runs a WASI 0.3 component's `wasi:cli/run` (of 0.3, or else of
+    /// 0.2) to completion, with `wasi:filesystem` of both versions served
+    /// by PackFS; returns its exit status as [`run`](Self::run) does,
+    /// which calls it for such a component.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use packfs_core::MemFs;
+    /// use packfs_host::{Runner, load::Guest, wasi::PackFsCtx};
+    ///
+    /// let runner = Runner::new(&wasmtime::Engine::new(&Runner::config_p3())?)?;
+    /// let Guest::Component(component) = runner.load_file("guest.wasm".as_ref())? else { panic!() };
+    /// let fs = PackFsCtx::builder().preopen("/", Arc::new(MemFs::new())).build();
+    /// let wasi = wasmtime_wasi::WasiCtx::builder().inherit_stdio().build();
+    /// let status = runner.run_p3(&component, wasi, fs)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn run_p3(&self, component: &Component, wasi: WasiCtx, packfs: PackFsCtx) -> Result<i32, RunError> {
+        self.run_prepared_p3(&self.prepare_p3(component)?, wasi, packfs)
+    }
+
+    /// As [`run_p3`](Self::run_p3), for a component linked by
+    /// [`prepare_p3`](Self::prepare_p3) on this runner.
+    ///
+    /// The run is driven on wasmtime-wasi's tokio runtime. Under
+    /// [`Limits::timeout`] it ends at the deadline wherever the guest is:
+    /// in its own code (the epoch), or waiting on a host future (the run's
+    /// future is dropped, and with it every stream and task it held).
+    pub fn run_prepared_p3(
+        &self,
+        pre: &ComponentPre<GuestState>,
+        wasi: WasiCtx,
+        packfs: PackFsCtx,
+    ) -> Result<i32, RunError> {
+        use wasmtime_wasi::p2::bindings::Command as Command2;
+        use wasmtime_wasi::p3::bindings::Command as Command3;
+
+        let mut store = self.store(GuestState::new(wasi, packfs), |s| &mut s.limiter);
+        let timeout = self.limits.timeout;
+        let (r, timed_out) = self.timed(|| {
+            wasmtime_wasi::runtime::in_tokio(async {
+                let run = async {
+                    let instance = pre.instantiate_async(&mut store).await.map_err(RunError::Instantiate)?;
+                    Ok(match Command3::new(&mut store, &instance) {
+                        Ok(command) => store
+                            .run_concurrent(async |s| command.wasi_cli_run().call_run(s).await)
+                            .await
+                            .and_then(|r| r),
+                        Err(_) => {
+                            let command = Command2::new(&mut store, &instance).map_err(RunError::Instantiate)?;
+                            command.wasi_cli_run().call_run(&mut store).await
+                        }
+                    })
+                };
+                match timeout {
+                    Some(t) => tokio::time::timeout(t, run).await.unwrap_or_else(|_| Ok(Err(Trap::Interrupt.into()))),
+                    None => run.await,
+                }
+            })
+        });
+        self.exit_status(r?, timed_out)
     }
 }

@@ -10,7 +10,9 @@
 //!
 //! p1 guests (Rust wasip1, C) run on PackFS's own preview1 against
 //! wasmtime's native preview1; p2 guests (components) on PackFS's
-//! `wasi:filesystem` against wasmtime-wasi's.
+//! `wasi:filesystem` against wasmtime-wasi's; p3 guests (`guest-tests/p3`,
+//! WASI 0.3 components) on PackFS's `wasi:filesystem@0.3.0` against
+//! wasmtime-wasi's p3, each on an engine with concurrency.
 //!
 //! The guests are built once per test run (`support`) and compiled
 //! guests are cached in `target/guest-tests/components`.
@@ -87,6 +89,34 @@ const DIFFERENCES: &[Difference] = &[
         oracle: "write read-only: err Uncategorized (errno 29)",
         why: "As above, for write-via-stream on a descriptor not opened for writing.",
     },
+    Difference {
+        guest: "p3_dirs",
+        target: Target::P3,
+        ours: "link through symlink: ok ()",
+        oracle: "link through symlink: err ErrorCode::Invalid",
+        why: "PackFS's link-at follows a symlink in old-path when asked (linkat with AT_SYMLINK_FOLLOW, \
+              as in 0.2); wasmtime-wasi refuses symlink-follow with invalid.",
+    },
+    Difference {
+        guest: "p3_dirs",
+        target: Target::P3,
+        ours: "links: ok [(\"back\", DescriptorType::RegularFile), (\"dangling\", DescriptorType::SymbolicLink), \
+               (\"hard\", DescriptorType::RegularFile), (\"hard2\", DescriptorType::RegularFile), (\"out\", \
+               DescriptorType::SymbolicLink), (\"rd\", DescriptorType::Directory), (\"rd3\", DescriptorType::Directory), \
+               (\"soft\", DescriptorType::SymbolicLink), (\"target\", DescriptorType::RegularFile)]",
+        oracle: "links: ok [(\"back\", DescriptorType::RegularFile), (\"dangling\", DescriptorType::SymbolicLink), \
+                 (\"hard\", DescriptorType::RegularFile), (\"out\", DescriptorType::SymbolicLink), (\"rd\", \
+                 DescriptorType::Directory), (\"rd3\", DescriptorType::Directory), (\"soft\", \
+                 DescriptorType::SymbolicLink), (\"target\", DescriptorType::RegularFile)]",
+        why: "The link the line before made (hard2) is listed.",
+    },
+    Difference {
+        guest: "p3_dirs",
+        target: Target::P3,
+        ours: "unlink hard2: ok ()",
+        oracle: "unlink hard2: err ErrorCode::NoEntry",
+        why: "And removed.",
+    },
 ];
 
 /// Rust guests that are not compared with the oracle: `toolbox` (driven by
@@ -94,13 +124,25 @@ const DIFFERENCES: &[Difference] = &[
 /// `bench/benches/guest.rs`).
 const TOOLS: &[&str] = &["bench_workload", "demo", "toolbox"];
 
+/// The p3 guest that is not compared: `p3_tool`, driven by `cli_run.rs`.
+const P3_TOOLS: &[&str] = &["p3_tool"];
+
 /// Generates one test per guest and target, and the lists of guests that
 /// `every_guest_has_a_test` checks against `guest-tests/src/bin/*.rs` (less
 /// [`TOOLS`]) and `guest-tests/c/*.c`.
 macro_rules! guest_tests {
-    (rust: [$($rust:ident),* $(,)?], c: [$($c:ident),* $(,)?] $(,)?) => {
+    (rust: [$($rust:ident),* $(,)?], c: [$($c:ident),* $(,)?], p3: [$($p3:ident),* $(,)?] $(,)?) => {
         const RUST_GUESTS: &[&str] = &[$(stringify!($rust)),*];
         const C_GUESTS: &[&str] = &[$(stringify!($c)),*];
+        const P3_GUESTS: &[&str] = &[$(stringify!($p3)),*];
+        $(
+            mod $p3 {
+                #[test]
+                fn p3() {
+                    super::check(stringify!($p3), super::Target::P3);
+                }
+            }
+        )*
         $(
             mod $rust {
                 #[test]
@@ -127,6 +169,7 @@ macro_rules! guest_tests {
 guest_tests! {
     rust: [files, dirs, links, meta, readonly, seeded],
     c: [c_stdio, c_dirs, c_reads],
+    p3: [p3_files, p3_dirs],
 }
 
 fn sources(dir: &str, ext: &str) -> Vec<String> {
@@ -152,6 +195,9 @@ fn every_guest_has_a_test() {
     rust.retain(|n| !TOOLS.contains(&n.as_str()));
     assert_eq!(rust, sorted(RUST_GUESTS), "a Rust guest lacks a guest_tests! entry");
     assert_eq!(sources("guest-tests/c", "c"), sorted(C_GUESTS), "a C guest lacks a guest_tests! entry");
+    let mut p3 = sources("guest-tests/p3/src/bin", "rs");
+    p3.retain(|n| !P3_TOOLS.contains(&n.as_str()));
+    assert_eq!(p3, sorted(P3_GUESTS), "a p3 guest lacks a guest_tests! entry");
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,6 +208,8 @@ enum Target {
     P2,
     /// C with wasi-libc (Debian's, p1 only).
     C,
+    /// Rust, wasm32-wasip2 with wit-bindgen's WASI 0.3 (`guest-tests/p3`).
+    P3,
 }
 
 fn guest_wasm(name: &str, target: Target) -> Vec<u8> {
@@ -169,20 +217,26 @@ fn guest_wasm(name: &str, target: Target) -> Vec<u8> {
         Target::P1 => support::rust_guest(name, "wasm32-wasip1"),
         Target::P2 => support::rust_guest(name, "wasm32-wasip2"),
         Target::C => support::c_guest(name, C_GUESTS),
+        Target::P3 => support::p3_guest(name),
     };
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn engine() -> &'static Engine {
+/// The engine `packfs run` makes for a guest of `target`: WASI 0.3 needs
+/// concurrency (the p1 cache and async linker tests cover
+/// `Engine::default()`).
+fn engine(target: Target) -> &'static Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
-    // The configuration `packfs run` uses (the p1 cache and async linker
-    // tests cover `Engine::default()`).
-    ENGINE.get_or_init(|| Engine::new(&packfs_host::Runner::config()).unwrap())
+    static P3_ENGINE: OnceLock<Engine> = OnceLock::new();
+    match target {
+        Target::P3 => P3_ENGINE.get_or_init(|| Engine::new(&packfs_host::Runner::config_p3()).unwrap()),
+        _ => ENGINE.get_or_init(|| Engine::new(&packfs_host::Runner::config()).unwrap()),
+    }
 }
 
 fn guest(name: &str, target: Target) -> Guest {
     let cache = GuestCache::new(support::guest_cache_dir()).expect("cache dir");
-    let (guest, _) = packfs_host::load::load(engine(), &guest_wasm(name, target), Some(&cache))
+    let (guest, _) = packfs_host::load::load(engine(target), &guest_wasm(name, target), Some(&cache))
         .unwrap_or_else(|e| panic!("loading {name} ({target:?}): {e}"));
     guest
 }
@@ -264,6 +318,9 @@ fn dir_backend() {
     for name in C_GUESTS {
         check_on(name, Target::C, &[Backend::Dir]);
     }
+    for name in P3_GUESTS {
+        check_on(name, Target::P3, &[Backend::Dir]);
+    }
 }
 
 /// `fs` written as a pack into `dir` and mapped from there.
@@ -297,7 +354,7 @@ fn run_packfs(name: &str, target: Target, backend: Backend) -> Run {
             )
         }
     };
-    let runner = Runner::new(engine()).unwrap();
+    let runner = Runner::new(engine(target)).unwrap();
     let (status, stdout, stderr) = match guest(name, target) {
         Guest::Module(module) => {
             let (out, err) = (Capture::new(16 << 20), Capture::new(16 << 20));
@@ -337,8 +394,11 @@ fn run_oracle(name: &str, target: Target) -> Run {
     b.preopened_dir(ro.path(), "/ro", FsPerms::ReadOnly).unwrap();
     b.stdout(out.clone()).stderr(err.clone()).args(&[name]);
     let status = match guest(name, target) {
-        Guest::Module(module) => oracle::P1::new(engine(), &module).and_then(|o| o.run(b.build_p1())),
-        Guest::Component(component) => oracle::P2::new(engine(), &component).and_then(|o| o.run(b.build())),
+        Guest::Module(module) => oracle::P1::new(engine(target), &module).and_then(|o| o.run(b.build_p1())),
+        Guest::Component(component) if target == Target::P3 => {
+            oracle::P3::new(engine(target), &component).and_then(|o| o.run(b.build()))
+        }
+        Guest::Component(component) => oracle::P2::new(engine(target), &component).and_then(|o| o.run(b.build())),
     };
     let status = status.unwrap_or_else(|e| panic!("{name} ({target:?}) on the oracle trapped: {e:?}"));
     collect(status, out, err, tree_of_dir(root.path()))
@@ -548,7 +608,7 @@ mod reads_over_packs {
         let perms = if mode == "write" { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
         b.preopened_dir(dir.path(), AT, perms).unwrap();
         b.stdout(out.clone()).stderr(err.clone()).args(&["c_reads", AT, mode]);
-        let status = oracle::P1::new(engine(), module).and_then(|o| o.run(b.build_p1()));
+        let status = oracle::P1::new(engine(Target::P1), module).and_then(|o| o.run(b.build_p1()));
         assert!(
             matches!(status, Ok(0)),
             "c_reads {mode} on the oracle: {status:?}\nstderr:\n{}",
@@ -568,7 +628,7 @@ mod reads_over_packs {
             .preopen(AT, fs, access)
             .build()
             .unwrap();
-        let status = Runner::new(engine()).unwrap().run_module(module, wasi);
+        let status = Runner::new(engine(Target::P1)).unwrap().run_module(module, wasi);
         let stderr = text(&err.contents());
         assert_eq!(status.unwrap_or_else(|e| panic!("{who} trapped: {e:?}\nstderr:\n{stderr}")), 0, "{who}: {stderr}");
         text(&out.contents())

@@ -46,6 +46,33 @@ pub fn build_rust_guests() {
     });
 }
 
+/// Builds the WASI 0.3 guests (`guest-tests/p3`, components for
+/// wasm32-wasip2), once per test process.
+pub fn build_p3_guests() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--release", "--locked", "--target", "wasm32-wasip2"])
+            .arg("--manifest-path")
+            .arg(workspace().join("guest-tests/p3/Cargo.toml"))
+            .arg("--target-dir")
+            .arg(guest_target_dir().join("p3"))
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .status()
+            .expect("running cargo to build the p3 guests");
+        assert!(status.success(), "building guest-tests/p3 failed (is `rustup target add wasm32-wasip2` done?)");
+    });
+}
+
+/// The built WASI 0.3 guest `name`, building them first if this process
+/// has not.
+pub fn p3_guest(name: &str) -> PathBuf {
+    build_p3_guests();
+    guest_target_dir().join("p3/wasm32-wasip2/release").join(format!("{name}.wasm"))
+}
+
 /// The built Rust guest `name` for `triple` (`wasm32-wasip1` or
 /// `wasm32-wasip2`), building the guests first if this process has not.
 pub fn rust_guest(name: &str, triple: &str) -> PathBuf {

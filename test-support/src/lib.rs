@@ -20,7 +20,8 @@ mod guests;
 pub use guard::kill_after;
 #[cfg(feature = "guests")]
 pub use guests::{
-    build_c_guests, build_rust_guests, c_guest, guest_cache_dir, guest_target_dir, rust_guest, workspace,
+    build_c_guests, build_p3_guests, build_rust_guests, c_guest, guest_cache_dir, guest_target_dir, p3_guest,
+    rust_guest, workspace,
 };
 
 #[cfg(feature = "oracle")]

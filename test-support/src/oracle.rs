@@ -3,7 +3,8 @@
 //! baseline the guest benchmark times PackFS against.
 //!
 //! A p1 module runs on wasmtime's native preview1 ([`P1`]), a component on
-//! wasmtime-wasi's WASI 0.2 ([`P2`]). Each is instantiated ahead once
+//! wasmtime-wasi's WASI 0.2 ([`P2`]), a WASI 0.3 component on its p3 and
+//! 0.2 together ([`P3`]), as `wasmtime run` links them. Each is instantiated ahead once
 //! (`new`) and run any number of times over a context the caller builds
 //! (`run`): its preopened host directories, args and pipes.
 
@@ -69,6 +70,33 @@ impl P2 {
         let mut store = Store::new(self.pre.engine(), State { ctx, table: ResourceTable::new() });
         let command = self.pre.instantiate(&mut store)?;
         run_status(command.wasi_cli_run().call_run(&mut store))
+    }
+}
+
+/// A WASI 0.3 component on wasmtime-wasi's p3, with its 0.2 beside it.
+/// Its engine must have the component model's concurrency.
+pub struct P3 {
+    pre: wasmtime::component::InstancePre<State>,
+}
+
+impl P3 {
+    /// `component` linked to wasmtime-wasi's WASI 0.3 and 0.2.
+    pub fn new(engine: &Engine, component: &Component) -> wasmtime::Result<P3> {
+        let mut linker = Linker::<State>::new(engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasmtime_wasi::p3::add_to_linker(&mut linker)?;
+        Ok(P3 { pre: linker.instantiate_pre(component)? })
+    }
+
+    /// Runs its `wasi:cli/run@0.3` over `ctx`, as `wasmtime run` does: the
+    /// exit status, or the trap.
+    pub fn run(&self, ctx: WasiCtx) -> wasmtime::Result<i32> {
+        let mut store = Store::new(self.pre.engine(), State { ctx, table: ResourceTable::new() });
+        run_status(wasmtime_wasi::runtime::in_tokio(async {
+            let instance = self.pre.instantiate_async(&mut store).await?;
+            let command = wasmtime_wasi::p3::bindings::Command::new(&mut store, &instance)?;
+            store.run_concurrent(async |s| command.wasi_cli_run().call_run(s).await).await?
+        }))
     }
 }
 

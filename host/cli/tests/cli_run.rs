@@ -575,6 +575,45 @@ fn p2_component_and_c_guest() {
     assert!(out.ends_with("done\n"), "{out}");
 }
 
+/// A WASI 0.3 component (`p3_tool`: its files through
+/// `wasi:filesystem@0.3.0`'s streams, its output through 0.2's stdout) on
+/// each mount kind, with `--save`, a quota, `--max-memory`, and
+/// `--timeout` ending it while it waits on 0.3's clock for an hour.
+#[test]
+fn p3_component_runs_on_every_mount_with_its_limits() {
+    let f = Fixture::new();
+    let tool = support::p3_guest("p3_tool");
+    let run = |mounts: &[&str], args: &[&str]| f.run_guest(&tool, mounts, args);
+    let out = success(run(&["--mount", "/=app.pack+mem"], &["write", "/w", "p3", "cat", "/w", "cat", "/etc/motd"]));
+    assert_eq!(out, "p3hello from the pack\n");
+    let out = success(run(&["--mount", "/=app.pack"], &["ls", "/data", "cat", "/data/sub/b.txt"]));
+    assert_eq!(out, "a.txt\nsub\none two three\n");
+    let out = run(&["--mount", "/=app.pack"], &["write", "/w", "x"]);
+    guest_failed(out, "write: ErrorCode::ReadOnly");
+    std::fs::create_dir(f.path("host")).unwrap();
+    success(run(&["--mount", "/=dir:host"], &["write", "/on-disk", "d"]));
+    assert_eq!(std::fs::read_to_string(f.path("host/on-disk")).unwrap(), "d");
+    success(run(&["--mount", "/=journal:j"], &["write", "/kept", "j"]));
+    assert_eq!(success(run(&["--mount", "/=journal:j"], &["cat", "/kept"])), "j");
+    success(run(&["--mount", "/=mem", "--mount", "/p=app.pack", "--save", "out.pack"], &["write", "/new", "saved"]));
+    assert_eq!(f.ok(["cat", "out.pack", "new"]), "saved");
+    assert_eq!(f.ok(["cat", "out.pack", "p/etc/motd"]), "hello from the pack\n");
+
+    let out = run(&["--mount", "/=mem:max-bytes=10"], &["write", "/a", "more than ten bytes"]);
+    guest_failed(out.clone(), "write: ErrorCode::Quota");
+    assert!(out.stderr.contains("--mount /: full"), "{out:?}");
+    let out = run(&["--mount", "/=mem", "--max-memory", "8M"], &["grow", "64"]);
+    assert_eq!(out.code, 137, "{out:?}");
+    assert!(out.stderr.contains("memory limit of 8388608 bytes"), "{out:?}");
+    let args = ["run", "--mount", "/=mem", "--timeout", "1"].map(OsStr::new);
+    let args = args.into_iter().chain([tool.as_os_str(), "sleep".as_ref(), "3600".as_ref()]);
+    let (out, took) = packfs_waiting(f.dir.path(), args, std::time::Duration::from_secs(30));
+    assert_eq!(out.code, 124, "{out:?}");
+    assert!(out.stderr.contains("time limit"), "{out:?}");
+    println!("p3 sleep: ended {took:?} after it started (--timeout 1)");
+    assert_eq!(success(run(&["--mount", "/=mem", "--timeout", "20"], &["sleep", "0"])), "");
+}
+
 /// The guest compiles on a thread of its own while the mounts are set up;
 /// `--stats` says how it was loaded: compiled and stored on the first run,
 /// from the cache on the next. A stderr that is not a terminal never gets

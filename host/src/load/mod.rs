@@ -53,7 +53,9 @@ mod cache;
 mod entry;
 mod guest;
 mod identity;
+mod version;
 
 pub use cache::{DEFAULT_LIMIT, GuestCache};
 pub use entry::{load, load_file};
 pub use guest::{CacheStatus, Guest, LoadError};
+pub use version::{is_wasi_p3, speaks_wasi_p3};

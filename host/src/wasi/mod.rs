@@ -44,7 +44,7 @@ mod errors;
 mod io;
 mod preopens;
 mod recent;
-mod streams;
+pub(crate) mod streams;
 mod types;
 
 use wasmtime::component::{HasData, Linker, ResourceTable};

@@ -29,9 +29,9 @@ struct Preopen {
 pub struct PackFsCtx {
     preopens: Vec<Preopen>,
     /// The last name resolved (see `recent.rs`).
-    pub(super) recent: Recent,
+    pub(crate) recent: Recent,
     /// The directory streams the guest holds.
-    pub(super) streams: StreamCount,
+    pub(crate) streams: StreamCount,
 }
 
 impl PackFsCtx {
@@ -101,19 +101,28 @@ impl PackFsCtxBuilder {
     }
 }
 
-impl preopens::Host for PackFsCtxView<'_> {
-    fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
-        let mut out = Vec::with_capacity(self.ctx.preopens.len());
-        for p in &self.ctx.preopens {
+impl PackFsCtx {
+    /// A descriptor for each preopen's root, with its guest path: what
+    /// `get-directories` gives, in 0.2 and 0.3 alike.
+    pub(crate) fn open_preopens(&self) -> wasmtime::Result<Vec<(Descriptor, String)>> {
+        let mut out = Vec::with_capacity(self.preopens.len());
+        for p in &self.preopens {
             // Pinning a root fails only if the backend itself is broken:
             // nothing the guest could handle, so it traps.
-            let device = device_number(self.ctx.preopens.iter().map(|q| &q.fs), &p.fs);
+            let device = device_number(self.preopens.iter().map(|q| &q.fs), &p.fs);
             let d = Descriptor::preopen(&p.fs, p.access, device)
                 .map_err(wasmtime::Error::new)
                 .with_context(|| format!("opening preopen {}", p.guest_path))?;
-            out.push((self.table.push(d)?, p.guest_path.clone()));
+            out.push((d, p.guest_path.clone()));
         }
         Ok(out)
+    }
+}
+
+impl preopens::Host for PackFsCtxView<'_> {
+    fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
+        let opened = self.ctx.open_preopens()?;
+        opened.into_iter().map(|(d, path)| Ok((self.table.push(d)?, path))).collect()
     }
 }
 

@@ -2,7 +2,7 @@
 //! cold compile runs while the mounts are set up; a spinner on a terminal
 //! while `packfs run` waits for a long one; and what `--stats` says of it.
 
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
@@ -41,25 +41,37 @@ pub(super) struct Report {
     waited: Duration,
 }
 
+/// What [`probe`] found of the module.
+pub(super) struct Probe {
+    pub(super) size: u64,
+    /// A component of WASI 0.3 ([`load::speaks_wasi_p3`]), which needs
+    /// an engine with concurrency.
+    pub(super) p3: bool,
+}
+
 /// Checks up front what the load would find first, so that a missing or
 /// non-wasm MODULE is said before any mount's error: that `path` opens,
 /// is not a directory and, if a regular file, starts as WebAssembly does.
-/// Its size.
-pub(super) fn probe(path: &Path) -> anyhow::Result<u64> {
+/// Its size, and whether it speaks WASI 0.3 (read from its import and
+/// export sections alone; a pipe, read once by the load, is taken for 0.2).
+pub(super) fn probe(path: &Path) -> anyhow::Result<Probe> {
     let mut file = std::fs::File::open(path)?;
     let meta = file.metadata()?;
     if meta.is_dir() {
         return Err(std::io::Error::from(rustix::io::Errno::ISDIR).into());
     }
     // A pipe is left whole for the load to read.
+    let mut p3 = false;
     if meta.is_file() {
         let mut magic = Vec::with_capacity(4);
         (&mut file).take(4).read_to_end(&mut magic)?;
         if magic != b"\0asm" {
             return Err(LoadError::NotWasm.into());
         }
+        file.seek(std::io::SeekFrom::Start(0))?;
+        p3 = load::speaks_wasi_p3(&mut std::io::BufReader::new(file))?;
     }
-    Ok(meta.len())
+    Ok(Probe { size: meta.len(), p3 })
 }
 
 /// Starts loading the module at `path` (`name` as the user gave it,

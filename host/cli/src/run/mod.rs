@@ -85,21 +85,23 @@ pub(crate) fn run(args: Args, packs: &Packs, stats: bool) -> Result<ExitCode> {
     }
     let shown = module.display();
     // Its errors come first; it is loaded (not read, on a warm start) below.
-    let size = compile::probe(&module).with_context(|| format!("{shown}"))?;
+    let probe = compile::probe(&module).with_context(|| format!("{shown}"))?;
     let max_memory = match args.max_memory {
         Some(n) => Some(usize::try_from(n).context("--max-memory is larger than this machine's address space")?),
         None => None,
     };
     let limits = RunLimits { max_memory, timeout: args.timeout };
-    let engine =
-        wasmtime::Engine::new(&Runner::config_for(&limits)).map_err(|e| anyhow!("setting up wasmtime: {e}"))?;
+    // A WASI 0.3 component needs the component model's concurrency, which
+    // costs the others (a 0.2 component's every host call).
+    let config = if probe.p3 { Runner::config_p3_for(&limits) } else { Runner::config_for(&limits) };
+    let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow!("setting up wasmtime: {e}"))?;
     // The guest compiles (on a cold start) while the mounts are set up.
     let loading = compile::start(
         engine.clone(),
         module.clone(),
         guest_cache(args.no_cache, args.guest_cache_size),
         shown.to_string(),
-        size,
+        probe.size,
     );
 
     if let Some(from) = &args.prefetch {

@@ -1,0 +1,103 @@
+//! `wasi:filesystem@0.3.0` served from PackFS, for async components
+//! (WASI 0.3, the component model's native `stream`s and `future`s).
+//!
+//! The same model serves all three versions
+//! ([`packfs_core::wasi::descriptor`]: every permission check, mount
+//! crossing and error), and the same [`PackFsCtx`](crate::wasi::PackFsCtx) configures them; this
+//! module is only 0.3's adapter:
+//!
+//! - `bindings`: `bindgen!` over the 0.3.0 WIT, descriptors as the
+//!   model's [`Descriptor`], the `async func`s as concurrent host
+//!   functions;
+//! - `types`: `wasi:filesystem/types` over the model;
+//! - `streams`: file and directory streams, which move bytes straight
+//!   between the backend and the guest's buffer;
+//! - `preopens`: `get-directories`.
+//!
+//! Everything else (cli, clocks, random, sockets) is wasmtime-wasi's p3,
+//! and [`add_to_linker`] links WASI 0.2 beside it, as `wasmtime run` does:
+//! components built with `wasm32-wasip2`'s standard library import
+//! `wasi:cli@0.2` and `wasi:filesystem@0.3.0` together. Both need an engine
+//! with the component model's concurrency
+//! ([`Runner::config_p3`](crate::Runner::config_p3)).
+//!
+//! Deliberate differences from wasmtime-wasi's p3, beside those of 0.2
+//! ([`crate::wasi`]):
+//!
+//! - a stream on a descriptor that cannot be read or written ends at once
+//!   with `bad-descriptor` on its future (wasmtime-wasi: `not-permitted`
+//!   for a write, `is-directory` for reading a directory, where PackFS
+//!   says `is-directory` too);
+//! - a time before 1970 is `invalid`: PackFS keeps times from the epoch on.
+
+pub mod bindings;
+mod errors;
+mod streams;
+mod types;
+
+use wasmtime::component::{Linker, Resource};
+use wasmtime_wasi::WasiView;
+
+pub use bindings::FsError;
+pub use errors::error_code;
+use packfs_core::wasi::Descriptor;
+
+use crate::wasi::{PackFs, PackFsCtxView, PackFsView};
+
+/// Adds `wasi:filesystem/types@0.3.0` and `wasi:filesystem/preopens@0.3.0`,
+/// served by PackFS, to `linker` — and nothing else. The linker's engine
+/// must support the component model's concurrency.
+///
+/// ```
+/// use packfs_host::wasi::{PackFsCtx, PackFsCtxView, PackFsView};
+/// use wasmtime::component::{Linker, ResourceTable};
+///
+/// struct Plugin { fs: PackFsCtx, table: ResourceTable }
+/// impl PackFsView for Plugin {
+///     fn packfs(&mut self) -> PackFsCtxView<'_> {
+///         PackFsCtxView { ctx: &mut self.fs, table: &mut self.table }
+///     }
+/// }
+///
+/// let engine = wasmtime::Engine::new(&packfs_host::Runner::config_p3())?;
+/// let mut linker = Linker::<Plugin>::new(&engine);
+/// packfs_host::p3::add_filesystem_to_linker(&mut linker)?;
+/// # Ok::<(), wasmtime::Error>(())
+/// ```
+pub fn add_filesystem_to_linker<T: PackFsView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    bindings::types::add_to_linker::<T, PackFs>(linker, T::packfs)?;
+    bindings::preopens::add_to_linker::<T, PackFs>(linker, T::packfs)?;
+    Ok(())
+}
+
+/// Adds WASI 0.3 and 0.2 (`wasi:cli/imports` of both): wasmtime-wasi's p3
+/// cli, clocks, random and sockets, its async 0.2 interfaces
+/// ([`crate::wasi::add_to_linker_async`]), and PackFS's filesystem of
+/// each version. Preopens configured on the `WasiCtx` are ignored: the
+/// filesystem is PackFS's, configured with
+/// [`PackFsCtx`](crate::wasi::PackFsCtx).
+pub fn add_to_linker<T: WasiView + PackFsView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::p3;
+    p3::cli::add_to_linker(linker)?;
+    p3::clocks::add_to_linker(linker)?;
+    p3::random::add_to_linker(linker)?;
+    p3::sockets::add_to_linker(linker)?;
+    add_filesystem_to_linker(linker)?;
+    crate::wasi::add_to_linker_async(linker)
+}
+
+impl bindings::preopens::Host for PackFsCtxView<'_> {
+    fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
+        let opened = self.ctx.open_preopens()?;
+        opened.into_iter().map(|(d, path)| Ok((self.table.push(d)?, path))).collect()
+    }
+}
+
+/// Whether `component` speaks WASI 0.3: it imports or exports an interface
+/// of a `wasi:` package at 0.3 ([`crate::load::is_wasi_p3`]).
+pub fn uses_p3(engine: &wasmtime::Engine, component: &wasmtime::component::Component) -> bool {
+    let ty = component.component_type();
+    let names: Vec<String> =
+        ty.imports(engine).map(|(n, _)| n.to_owned()).chain(ty.exports(engine).map(|(n, _)| n.to_owned())).collect();
+    names.iter().any(|n| crate::load::is_wasi_p3(n))
+}

@@ -1,0 +1,233 @@
+//! The streams of `wasi:filesystem@0.3.0`: a file read from an offset
+//! (`read-via-stream`), written at one or appended to (`write-via-stream`,
+//! `append-via-stream`), and a directory's entries (`read-directory`).
+//!
+//! PackFS never waits on the host, so each producer and consumer does its
+//! I/O when it is polled and is never pending. Bytes move straight between
+//! the backend and the guest's buffer (wasmtime's direct views), at most
+//! [`MAX_IO_CHUNK`] per poll, so no poll makes the host hold more than
+//! that. A stream's outcome is sent once, on its `future`: `ok` at the end
+//! (or when the guest drops the stream), or the error that ended it.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tokio::sync::oneshot;
+use wasmtime::StoreContextMut;
+use wasmtime::component::{Destination, Source, StreamConsumer, StreamProducer, StreamResult, VecBuffer};
+
+use super::bindings::types::{DescriptorType, DirectoryEntry, ErrorCode};
+use crate::wasi::DirStream;
+use crate::wasi::streams::MAX_IO_CHUNK;
+use packfs_core::FileType;
+use packfs_core::wasi::descriptor::{Node, write_all};
+
+/// The bytes a host-side reader of a file stream is given per poll
+/// (a guest reader is given what its buffer holds, up to [`MAX_IO_CHUNK`]).
+const HOST_READ: usize = 64 << 10;
+
+/// Directory entries handed over per poll.
+const DIR_BATCH: usize = 128;
+
+/// Where a stream's outcome goes: sent once, `ok` if nothing else was.
+pub(crate) struct Outcome(Option<oneshot::Sender<Result<(), ErrorCode>>>);
+
+impl Outcome {
+    pub(crate) fn new(tx: oneshot::Sender<Result<(), ErrorCode>>) -> Self {
+        Outcome(Some(tx))
+    }
+
+    fn send(&mut self, result: Result<(), ErrorCode>) {
+        if let Some(tx) = self.0.take() {
+            // The guest may have dropped the future: nobody to tell.
+            let _ = tx.send(result);
+        }
+    }
+}
+
+impl Drop for Outcome {
+    fn drop(&mut self) {
+        self.send(Ok(()));
+    }
+}
+
+/// `read-via-stream`: a file from an offset to its end.
+pub(crate) struct FileProducer {
+    node: Arc<Node>,
+    position: u64,
+    outcome: Outcome,
+}
+
+impl FileProducer {
+    pub(crate) fn new(node: Arc<Node>, position: u64, outcome: Outcome) -> Self {
+        FileProducer { node, position, outcome }
+    }
+}
+
+impl<D: 'static> StreamProducer<D> for FileProducer {
+    type Item = u8;
+    type Buffer = bytes::BytesMut;
+
+    fn poll_produce<'a>(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        store: StoreContextMut<'a, D>,
+        dst: Destination<'a, u8, Self::Buffer>,
+        _finish: bool,
+    ) -> Poll<wasmtime::Result<StreamResult>> {
+        let me = self.get_mut();
+        let mut dst = dst.as_direct(store, HOST_READ);
+        let buf = dst.remaining();
+        // A zero-length read asks whether bytes are ready: they always are.
+        if buf.is_empty() {
+            return Poll::Ready(Ok(StreamResult::Completed));
+        }
+        let len = buf.len().min(MAX_IO_CHUNK);
+        let result = match me.node.fs.read_at(me.node.ino, me.position, &mut buf[..len]) {
+            Ok(0) => {
+                me.outcome.send(Ok(()));
+                StreamResult::Dropped
+            }
+            Ok(n) => {
+                dst.mark_written(n);
+                me.position += n as u64;
+                StreamResult::Completed
+            }
+            Err(e) => {
+                me.outcome.send(Err(super::error_code(&e)));
+                StreamResult::Dropped
+            }
+        };
+        Poll::Ready(Ok(result))
+    }
+}
+
+/// Where a [`FileConsumer`] writes.
+pub(crate) enum Place {
+    At(u64),
+    Append,
+}
+
+/// `write-via-stream` and `append-via-stream`: a file written from the
+/// guest's stream until it ends.
+pub(crate) struct FileConsumer {
+    node: Arc<Node>,
+    place: Place,
+    /// Sync after every write (the descriptor asked for integrity sync).
+    sync: bool,
+    outcome: Outcome,
+}
+
+impl FileConsumer {
+    pub(crate) fn new(node: Arc<Node>, place: Place, sync: bool, outcome: Outcome) -> Self {
+        FileConsumer { node, place, sync, outcome }
+    }
+
+    fn write(&mut self, data: &[u8]) -> packfs_core::Result<()> {
+        let (fs, ino) = (&self.node.fs, self.node.ino);
+        match &mut self.place {
+            Place::At(position) => {
+                write_all(&**fs, ino, *position, data)?;
+                *position += data.len() as u64;
+            }
+            Place::Append => {
+                fs.append(ino, data)?;
+            }
+        }
+        if self.sync { fs.sync(ino) } else { Ok(()) }
+    }
+}
+
+impl<D: 'static> StreamConsumer<D> for FileConsumer {
+    type Item = u8;
+
+    fn poll_consume(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        store: StoreContextMut<D>,
+        src: Source<u8>,
+        _finish: bool,
+    ) -> Poll<wasmtime::Result<StreamResult>> {
+        let me = self.get_mut();
+        let mut src = src.as_direct(store);
+        let data = src.remaining();
+        let len = data.len().min(MAX_IO_CHUNK);
+        if len == 0 {
+            return Poll::Ready(Ok(StreamResult::Completed));
+        }
+        let result = match me.write(&data[..len]) {
+            Ok(()) => {
+                src.mark_read(len);
+                StreamResult::Completed
+            }
+            Err(e) => {
+                me.outcome.send(Err(super::error_code(&e)));
+                StreamResult::Dropped
+            }
+        };
+        Poll::Ready(Ok(result))
+    }
+}
+
+/// `read-directory`: a directory's entries, in the backend's order, each
+/// once (a [`DirStream`], resumed by name).
+pub(crate) struct DirProducer {
+    stream: DirStream,
+    outcome: Outcome,
+}
+
+impl DirProducer {
+    pub(crate) fn new(stream: DirStream, outcome: Outcome) -> Self {
+        DirProducer { stream, outcome }
+    }
+}
+
+impl<D: 'static> StreamProducer<D> for DirProducer {
+    type Item = DirectoryEntry;
+    type Buffer = VecBuffer<DirectoryEntry>;
+
+    fn poll_produce<'a>(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        mut store: StoreContextMut<'a, D>,
+        mut dst: Destination<'a, DirectoryEntry, Self::Buffer>,
+        _finish: bool,
+    ) -> Poll<wasmtime::Result<StreamResult>> {
+        let me = self.get_mut();
+        let want = dst.remaining(&mut store).unwrap_or(DIR_BATCH).min(DIR_BATCH);
+        if want == 0 {
+            return Poll::Ready(Ok(StreamResult::Completed));
+        }
+        let mut out = Vec::with_capacity(want);
+        let mut result = StreamResult::Completed;
+        while out.len() < want {
+            match me.stream.next_entry(0) {
+                Ok(Some((e, _))) => {
+                    out.push(DirectoryEntry { type_: descriptor_type(e.kind), name: e.name.to_string() })
+                }
+                Ok(None) => {
+                    me.outcome.send(Ok(()));
+                    result = StreamResult::Dropped;
+                    break;
+                }
+                Err(e) => {
+                    me.outcome.send(Err(super::error_code(&e)));
+                    result = StreamResult::Dropped;
+                    break;
+                }
+            }
+        }
+        dst.set_buffer(out.into());
+        Poll::Ready(Ok(result))
+    }
+}
+
+/// A PackFS file type as 0.3's descriptor type.
+pub(crate) fn descriptor_type(kind: FileType) -> DescriptorType {
+    match kind {
+        FileType::File => DescriptorType::RegularFile,
+        FileType::Dir => DescriptorType::Directory,
+        FileType::Symlink => DescriptorType::SymbolicLink,
+    }
+}

@@ -1,0 +1,392 @@
+//! `wasi:filesystem/types@0.3.0`: the thin adapter, as 0.2's
+//! (`crate::wasi::types`). Each function looks its resources up, calls the
+//! [model](packfs_core::wasi::descriptor) and converts values; the
+//! `async` ones finish without waiting (PackFS never waits on the host),
+//! and the four that return streams hand them to [`super::streams`]. A
+//! missing resource traps (a host or adapter bug, not a guest error).
+
+use std::sync::Arc;
+
+use packfs_core::{Metadata, SetTime, Timestamp};
+use tokio::sync::oneshot;
+use wasmtime::component::{Access, Accessor, FutureReader, Resource, StreamReader};
+use wasmtime_wasi::p3::bindings::clocks::system_clock::Instant;
+
+use super::bindings::FsError;
+use super::bindings::types::{
+    self, Advice, DescriptorFlags, DescriptorStat, DescriptorType, DirectoryEntry, ErrorCode, Filesize,
+    MetadataHashValue, NewTimestamp, OpenFlags, PathFlags,
+};
+use super::streams::{DirProducer, FileConsumer, FileProducer, Outcome, Place, descriptor_type};
+use crate::wasi::{DirStream, PackFs, PackFsCtxView};
+use packfs_core::wasi::descriptor::{self, Descriptor, Flags};
+
+type FsResult<T> = Result<T, FsError>;
+
+/// Runs `f` on the store's PackFS view: every call here is done at once.
+fn with<U, R>(store: &Accessor<U, PackFs>, f: impl FnOnce(PackFsCtxView<'_>) -> FsResult<R>) -> FsResult<R> {
+    store.with(|mut s| f(s.get()))
+}
+
+fn get<'a>(view: &'a PackFsCtxView<'_>, fd: &Resource<Descriptor>) -> FsResult<&'a Descriptor> {
+    Ok(view.table.get(fd)?)
+}
+
+/// A stream's outcome future, already holding `result`.
+fn settled<U>(
+    store: &mut Access<'_, U, PackFs>,
+    result: Result<(), ErrorCode>,
+) -> wasmtime::Result<FutureReader<Result<(), ErrorCode>>> {
+    FutureReader::new(store, async move { wasmtime::error::Ok(result) })
+}
+
+fn code(e: FsError) -> wasmtime::Result<ErrorCode> {
+    match e {
+        FsError::Code(c) => Ok(c),
+        FsError::Trap(t) => Err(t),
+    }
+}
+
+impl types::Host for PackFsCtxView<'_> {
+    fn convert_error_code(&mut self, err: FsError) -> wasmtime::Result<ErrorCode> {
+        code(err)
+    }
+}
+
+impl types::HostDescriptor for PackFsCtxView<'_> {
+    fn drop(&mut self, fd: Resource<Descriptor>) -> wasmtime::Result<()> {
+        self.table.delete(fd)?;
+        Ok(())
+    }
+}
+
+impl<U> types::HostDescriptorWithStore<U> for PackFs {
+    fn read_via_stream(
+        mut store: Access<'_, U, Self>,
+        fd: Resource<Descriptor>,
+        offset: Filesize,
+    ) -> wasmtime::Result<(StreamReader<u8>, FutureReader<Result<(), ErrorCode>>)> {
+        let node = store.get().table.get(&fd)?.reader().map(Arc::clone);
+        let node = match node {
+            Ok(node) => node,
+            Err(e) => {
+                let stream = StreamReader::new(&mut store, std::iter::empty())?;
+                return Ok((stream, settled(&mut store, Err(super::error_code(&e)))?));
+            }
+        };
+        let (tx, rx) = oneshot::channel();
+        let stream = StreamReader::new(&mut store, FileProducer::new(node, offset, Outcome::new(tx)))?;
+        Ok((stream, FutureReader::new(&mut store, rx)?))
+    }
+
+    fn write_via_stream(
+        store: Access<'_, U, Self>,
+        fd: Resource<Descriptor>,
+        data: StreamReader<u8>,
+        offset: Filesize,
+    ) -> wasmtime::Result<FutureReader<Result<(), ErrorCode>>> {
+        consume(store, fd, data, Place::At(offset))
+    }
+
+    fn append_via_stream(
+        store: Access<'_, U, Self>,
+        fd: Resource<Descriptor>,
+        data: StreamReader<u8>,
+    ) -> wasmtime::Result<FutureReader<Result<(), ErrorCode>>> {
+        consume(store, fd, data, Place::Append)
+    }
+
+    async fn advise(
+        store: &Accessor<U, Self>,
+        fd: Resource<Descriptor>,
+        _offset: Filesize,
+        _len: Filesize,
+        _advice: Advice,
+    ) -> FsResult<()> {
+        with(store, |v| Ok(get(&v, &fd)?.advise()?))
+    }
+
+    async fn sync_data(store: &Accessor<U, Self>, fd: Resource<Descriptor>) -> FsResult<()> {
+        with(store, |v| Ok(get(&v, &fd)?.sync()?))
+    }
+
+    async fn get_flags(store: &Accessor<U, Self>, fd: Resource<Descriptor>) -> FsResult<DescriptorFlags> {
+        with(store, |v| Ok(descriptor_flags(get(&v, &fd)?.flags())))
+    }
+
+    async fn get_type(store: &Accessor<U, Self>, fd: Resource<Descriptor>) -> FsResult<DescriptorType> {
+        with(store, |v| {
+            Ok(if get(&v, &fd)?.is_dir() { DescriptorType::Directory } else { DescriptorType::RegularFile })
+        })
+    }
+
+    async fn set_size(store: &Accessor<U, Self>, fd: Resource<Descriptor>, size: Filesize) -> FsResult<()> {
+        with(store, |v| Ok(get(&v, &fd)?.set_size(size)?))
+    }
+
+    async fn set_times(
+        store: &Accessor<U, Self>,
+        fd: Resource<Descriptor>,
+        atime: NewTimestamp,
+        mtime: NewTimestamp,
+    ) -> FsResult<()> {
+        let (atime, mtime) = (set_time(atime)?, set_time(mtime)?);
+        with(store, |v| Ok(get(&v, &fd)?.set_times(atime, mtime)?))
+    }
+
+    fn read_directory(
+        mut store: Access<'_, U, Self>,
+        fd: Resource<Descriptor>,
+    ) -> wasmtime::Result<(StreamReader<DirectoryEntry>, FutureReader<Result<(), ErrorCode>>)> {
+        let opened = {
+            let view = store.get();
+            match view.table.get(&fd)?.lister() {
+                Ok(node) => DirStream::new(Arc::clone(node), &view.ctx.streams).ok_or(ErrorCode::InsufficientMemory),
+                Err(e) => Err(super::error_code(&e)),
+            }
+        };
+        let stream = match opened {
+            Ok(stream) => stream,
+            Err(code) => {
+                let stream = StreamReader::new(&mut store, std::iter::empty())?;
+                return Ok((stream, settled(&mut store, Err(code))?));
+            }
+        };
+        let (tx, rx) = oneshot::channel();
+        let stream = StreamReader::new(&mut store, DirProducer::new(stream, Outcome::new(tx)))?;
+        Ok((stream, FutureReader::new(&mut store, rx)?))
+    }
+
+    async fn sync(store: &Accessor<U, Self>, fd: Resource<Descriptor>) -> FsResult<()> {
+        with(store, |v| Ok(get(&v, &fd)?.sync()?))
+    }
+
+    async fn create_directory_at(store: &Accessor<U, Self>, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        with(store, |v| {
+            v.ctx.recent.changed();
+            Ok(get(&v, &fd)?.create_directory_at(&path)?)
+        })
+    }
+
+    async fn stat(store: &Accessor<U, Self>, fd: Resource<Descriptor>) -> FsResult<DescriptorStat> {
+        with(store, |v| Ok(stat(get(&v, &fd)?.stat()?)))
+    }
+
+    async fn stat_at(
+        store: &Accessor<U, Self>,
+        fd: Resource<Descriptor>,
+        flags: PathFlags,
+        path: String,
+    ) -> FsResult<DescriptorStat> {
+        with(store, |v| Ok(stat(get(&v, &fd)?.stat_at(follow(flags), &path, None)?.1)))
+    }
+
+    async fn set_times_at(
+        store: &Accessor<U, Self>,
+        fd: Resource<Descriptor>,
+        flags: PathFlags,
+        path: String,
+        atime: NewTimestamp,
+        mtime: NewTimestamp,
+    ) -> FsResult<()> {
+        let (atime, mtime) = (set_time(atime)?, set_time(mtime)?);
+        with(store, |v| Ok(get(&v, &fd)?.set_times_at(follow(flags), &path, atime, mtime)?))
+    }
+
+    async fn link_at(
+        store: &Accessor<U, Self>,
+        fd: Resource<Descriptor>,
+        old_flags: PathFlags,
+        old_path: String,
+        new_fd: Resource<Descriptor>,
+        new_path: String,
+    ) -> FsResult<()> {
+        with(store, |v| {
+            v.ctx.recent.changed();
+            Ok(get(&v, &fd)?.link_at(follow(old_flags), &old_path, get(&v, &new_fd)?, &new_path)?)
+        })
+    }
+
+    async fn open_at(
+        store: &Accessor<U, Self>,
+        fd: Resource<Descriptor>,
+        path_flags: PathFlags,
+        path: String,
+        open_flags: OpenFlags,
+        flags: DescriptorFlags,
+    ) -> FsResult<Resource<Descriptor>> {
+        let open = descriptor::OpenFlags {
+            create: open_flags.contains(OpenFlags::CREATE),
+            directory: open_flags.contains(OpenFlags::DIRECTORY),
+            exclusive: open_flags.contains(OpenFlags::EXCLUSIVE),
+            truncate: open_flags.contains(OpenFlags::TRUNCATE),
+        };
+        with(store, |v| {
+            if open.create {
+                v.ctx.recent.changed();
+            }
+            let opened = get(&v, &fd)?.open_at(follow(path_flags), &path, open, model_flags(flags))?;
+            Ok(v.table.push(opened)?)
+        })
+    }
+
+    async fn readlink_at(store: &Accessor<U, Self>, fd: Resource<Descriptor>, path: String) -> FsResult<String> {
+        with(store, |v| Ok(get(&v, &fd)?.readlink_at(&path)?))
+    }
+
+    async fn remove_directory_at(store: &Accessor<U, Self>, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        with(store, |v| {
+            v.ctx.recent.changed();
+            Ok(get(&v, &fd)?.remove_directory_at(&path)?)
+        })
+    }
+
+    async fn rename_at(
+        store: &Accessor<U, Self>,
+        fd: Resource<Descriptor>,
+        old_path: String,
+        new_fd: Resource<Descriptor>,
+        new_path: String,
+    ) -> FsResult<()> {
+        with(store, |v| {
+            v.ctx.recent.changed();
+            Ok(get(&v, &fd)?.rename_at(&old_path, get(&v, &new_fd)?, &new_path)?)
+        })
+    }
+
+    async fn symlink_at(
+        store: &Accessor<U, Self>,
+        fd: Resource<Descriptor>,
+        target: String,
+        path: String,
+    ) -> FsResult<()> {
+        with(store, |v| {
+            v.ctx.recent.changed();
+            Ok(get(&v, &fd)?.symlink_at(&target, &path)?)
+        })
+    }
+
+    async fn unlink_file_at(store: &Accessor<U, Self>, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        with(store, |v| {
+            v.ctx.recent.changed();
+            Ok(get(&v, &fd)?.unlink_file_at(&path)?)
+        })
+    }
+
+    async fn is_same_object(
+        store: &Accessor<U, Self>,
+        a: Resource<Descriptor>,
+        b: Resource<Descriptor>,
+    ) -> wasmtime::Result<bool> {
+        store.with(|mut s| {
+            let v = s.get();
+            Ok(v.table.get(&a)?.is_same_object(v.table.get(&b)?))
+        })
+    }
+
+    async fn metadata_hash(store: &Accessor<U, Self>, fd: Resource<Descriptor>) -> FsResult<MetadataHashValue> {
+        with(store, |v| {
+            let (lower, upper) = get(&v, &fd)?.metadata_hash();
+            Ok(MetadataHashValue { lower, upper })
+        })
+    }
+
+    async fn metadata_hash_at(
+        store: &Accessor<U, Self>,
+        fd: Resource<Descriptor>,
+        flags: PathFlags,
+        path: String,
+    ) -> FsResult<MetadataHashValue> {
+        with(store, |v| {
+            let ((lower, upper), _, _) = get(&v, &fd)?.metadata_hash_at(follow(flags), &path, None)?;
+            Ok(MetadataHashValue { lower, upper })
+        })
+    }
+}
+
+/// `write-via-stream` and `append-via-stream`: the guest's stream piped
+/// into the file, or closed at once with the error if it cannot be written.
+fn consume<U>(
+    mut store: Access<'_, U, PackFs>,
+    fd: Resource<Descriptor>,
+    mut data: StreamReader<u8>,
+    place: Place,
+) -> wasmtime::Result<FutureReader<Result<(), ErrorCode>>> {
+    let writer = {
+        let view = store.get();
+        let d = view.table.get(&fd)?;
+        d.writer().map(|node| (Arc::clone(node), d.syncs()))
+    };
+    match writer {
+        Ok((node, sync)) => {
+            let (tx, rx) = oneshot::channel();
+            data.pipe(&mut store, FileConsumer::new(node, place, sync, Outcome::new(tx)))?;
+            FutureReader::new(&mut store, rx)
+        }
+        Err(e) => {
+            data.close(&mut store)?;
+            settled(&mut store, Err(super::error_code(&e)))
+        }
+    }
+}
+
+fn follow(flags: PathFlags) -> bool {
+    flags.contains(PathFlags::SYMLINK_FOLLOW)
+}
+
+fn model_flags(f: DescriptorFlags) -> Flags {
+    Flags {
+        read: f.contains(DescriptorFlags::READ),
+        write: f.contains(DescriptorFlags::WRITE),
+        mutate_directory: f.contains(DescriptorFlags::MUTATE_DIRECTORY),
+        file_sync: f.contains(DescriptorFlags::FILE_INTEGRITY_SYNC),
+        data_sync: f.contains(DescriptorFlags::DATA_INTEGRITY_SYNC),
+        read_sync: f.contains(DescriptorFlags::REQUESTED_WRITE_SYNC),
+    }
+}
+
+fn descriptor_flags(f: Flags) -> DescriptorFlags {
+    let mut out = DescriptorFlags::empty();
+    for (on, flag) in [
+        (f.read, DescriptorFlags::READ),
+        (f.write, DescriptorFlags::WRITE),
+        (f.mutate_directory, DescriptorFlags::MUTATE_DIRECTORY),
+        (f.file_sync, DescriptorFlags::FILE_INTEGRITY_SYNC),
+        (f.data_sync, DescriptorFlags::DATA_INTEGRITY_SYNC),
+        (f.read_sync, DescriptorFlags::REQUESTED_WRITE_SYNC),
+    ] {
+        if on {
+            out |= flag;
+        }
+    }
+    out
+}
+
+fn instant(t: Timestamp) -> Instant {
+    Instant { seconds: i64::try_from(t.secs).unwrap_or(i64::MAX), nanoseconds: t.nanos }
+}
+
+fn stat(m: Metadata) -> DescriptorStat {
+    DescriptorStat {
+        type_: descriptor_type(m.kind),
+        link_count: m.nlink,
+        size: m.size,
+        data_access_timestamp: Some(instant(m.atime)),
+        data_modification_timestamp: Some(instant(m.mtime)),
+        status_change_timestamp: Some(instant(m.ctime)),
+    }
+}
+
+/// A new time; PackFS keeps times from 1970 on, so an earlier one is
+/// `invalid` (0.2's datetime could not name one).
+fn set_time(t: NewTimestamp) -> FsResult<SetTime> {
+    Ok(match t {
+        NewTimestamp::NoChange => SetTime::Keep,
+        NewTimestamp::Now => SetTime::Now,
+        NewTimestamp::Timestamp(t) => {
+            let secs = u64::try_from(t.seconds).map_err(|_| ErrorCode::Invalid)?;
+            // `Timestamp::new` carries whole seconds out of the nanoseconds.
+            SetTime::At(Timestamp::new(secs, t.nanoseconds))
+        }
+    })
+}
