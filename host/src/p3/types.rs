@@ -28,6 +28,16 @@ fn with<U, R>(store: &Accessor<U, PackFs>, f: impl FnOnce(PackFsCtxView<'_>) -> 
     store.with(|mut s| f(s.get()))
 }
 
+/// As [`with`], for a call that changes the tree: the name 0.2's calls
+/// remember (`crate::wasi::recent`) is forgotten first, so a guest mixing
+/// both versions never sees a stale one.
+fn changing<U, R>(store: &Accessor<U, PackFs>, f: impl FnOnce(&PackFsCtxView<'_>) -> FsResult<R>) -> FsResult<R> {
+    with(store, |v| {
+        v.ctx.recent.changed();
+        f(&v)
+    })
+}
+
 fn get<'a>(view: &'a PackFsCtxView<'_>, fd: &Resource<Descriptor>) -> FsResult<&'a Descriptor> {
     Ok(view.table.get(fd)?)
 }
@@ -162,10 +172,7 @@ impl<U> types::HostDescriptorWithStore<U> for PackFs {
     }
 
     async fn create_directory_at(store: &Accessor<U, Self>, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
-        with(store, |v| {
-            v.ctx.recent.changed();
-            Ok(get(&v, &fd)?.create_directory_at(&path)?)
-        })
+        changing(store, |v| Ok(get(v, &fd)?.create_directory_at(&path)?))
     }
 
     async fn stat(store: &Accessor<U, Self>, fd: Resource<Descriptor>) -> FsResult<DescriptorStat> {
@@ -201,10 +208,7 @@ impl<U> types::HostDescriptorWithStore<U> for PackFs {
         new_fd: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
-        with(store, |v| {
-            v.ctx.recent.changed();
-            Ok(get(&v, &fd)?.link_at(follow(old_flags), &old_path, get(&v, &new_fd)?, &new_path)?)
-        })
+        changing(store, |v| Ok(get(v, &fd)?.link_at(follow(old_flags), &old_path, get(v, &new_fd)?, &new_path)?))
     }
 
     async fn open_at(
@@ -235,10 +239,7 @@ impl<U> types::HostDescriptorWithStore<U> for PackFs {
     }
 
     async fn remove_directory_at(store: &Accessor<U, Self>, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
-        with(store, |v| {
-            v.ctx.recent.changed();
-            Ok(get(&v, &fd)?.remove_directory_at(&path)?)
-        })
+        changing(store, |v| Ok(get(v, &fd)?.remove_directory_at(&path)?))
     }
 
     async fn rename_at(
@@ -248,10 +249,7 @@ impl<U> types::HostDescriptorWithStore<U> for PackFs {
         new_fd: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
-        with(store, |v| {
-            v.ctx.recent.changed();
-            Ok(get(&v, &fd)?.rename_at(&old_path, get(&v, &new_fd)?, &new_path)?)
-        })
+        changing(store, |v| Ok(get(v, &fd)?.rename_at(&old_path, get(v, &new_fd)?, &new_path)?))
     }
 
     async fn symlink_at(
@@ -260,17 +258,11 @@ impl<U> types::HostDescriptorWithStore<U> for PackFs {
         target: String,
         path: String,
     ) -> FsResult<()> {
-        with(store, |v| {
-            v.ctx.recent.changed();
-            Ok(get(&v, &fd)?.symlink_at(&target, &path)?)
-        })
+        changing(store, |v| Ok(get(v, &fd)?.symlink_at(&target, &path)?))
     }
 
     async fn unlink_file_at(store: &Accessor<U, Self>, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
-        with(store, |v| {
-            v.ctx.recent.changed();
-            Ok(get(&v, &fd)?.unlink_file_at(&path)?)
-        })
+        changing(store, |v| Ok(get(v, &fd)?.unlink_file_at(&path)?))
     }
 
     async fn is_same_object(
