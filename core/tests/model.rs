@@ -258,6 +258,16 @@ impl Model {
         self.parent_ok(to)?;
         let src = *self.paths.get(from).ok_or(Error::NotFound)?;
         let src_dir = self.nodes[&src] == Node::Dir;
+        // Linux's order: a directory moved beneath itself, a name moved
+        // onto a directory above it, before what the names are.
+        let under = |path: &str, dir: &str| path == dir || path.starts_with(&format!("{dir}/"));
+        let ((to_parent, _), (from_parent, _)) = (split(to), split(from));
+        if src_dir && under(to_parent, from) {
+            return Err(Error::Invalid);
+        }
+        if self.paths.get(to).is_some_and(|dst| self.nodes[dst] == Node::Dir) && under(from_parent, to) {
+            return Err(Error::NotEmpty);
+        }
         if let Some(&dst) = self.paths.get(to) {
             if dst == src {
                 return Ok(Outcome::Unit);
@@ -269,10 +279,6 @@ impl Model {
                 (true, true) if !self.children(to).is_empty() => return Err(Error::NotEmpty),
                 _ => {}
             }
-        }
-        let (to_parent, _) = split(to);
-        if src_dir && (to_parent == from || to_parent.starts_with(&format!("{from}/"))) {
-            return Err(Error::Invalid);
         }
         self.paths.remove(to);
         let moved: Vec<(String, u64)> = self

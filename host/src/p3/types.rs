@@ -76,7 +76,7 @@ impl<U> types::HostDescriptorWithStore<U> for PackFs {
         fd: Resource<Descriptor>,
         offset: Filesize,
     ) -> wasmtime::Result<(StreamReader<u8>, FutureReader<Result<(), ErrorCode>>)> {
-        let node = store.get().table.get(&fd)?.reader().map(Arc::clone);
+        let node = store.get().table.get(&fd)?.reader_at(offset).map(Arc::clone);
         let node = match node {
             Ok(node) => node,
             Err(e) => {

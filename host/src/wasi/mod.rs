@@ -34,7 +34,10 @@
 //! - `link-at` follows a symlink in `old-path` when asked, as
 //!   `linkat(AT_SYMLINK_FOLLOW)`, instead of refusing with `invalid`;
 //! - a directory opened with `mutate-directory` under a writable preopen
-//!   reports it in `get-flags`.
+//!   reports it in `get-flags`;
+//! - `set-times` on a preopen sets the directory's times, as `futimens`
+//!   does; wasmtime-wasi holds a preopen open with `O_PATH`, on which
+//!   `futimens` fails, and answers `bad-descriptor`.
 //!
 //! Nothing here returns `unsupported` of its own accord: only a backend
 //! that cannot do an operation does.

@@ -41,7 +41,7 @@ impl types::Host for PackFsCtxView<'_> {
 
 impl types::HostDescriptor for PackFsCtxView<'_> {
     fn read_via_stream(&mut self, fd: Resource<Descriptor>, offset: Filesize) -> FsResult<Resource<DynInputStream>> {
-        let reader: DynInputStream = Box::new(FileReader::new(Arc::clone(self.get(&fd)?.reader()?), offset));
+        let reader: DynInputStream = Box::new(FileReader::new(Arc::clone(self.get(&fd)?.reader_at(offset)?), offset));
         Ok(self.table.push(reader)?)
     }
 

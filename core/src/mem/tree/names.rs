@@ -88,6 +88,17 @@ impl Tree {
         self.live_dir(to_dir)?;
         let (src, src_kind) = self.find(from_dir, from)?.ok_or(Error::NotFound)?;
         let replaced = self.find(to_dir, to)?;
+        // Before what the names are, as Linux's renameat checks: a
+        // directory may not move beneath itself, nor a name onto a
+        // directory above it.
+        if src_kind == FileType::Dir && self.within(src, to_dir)? {
+            return Err(Error::Invalid);
+        }
+        if let Some((dst, FileType::Dir)) = replaced
+            && self.within(dst, from_dir)?
+        {
+            return Err(Error::NotEmpty);
+        }
         if let Some((dst, dst_kind)) = replaced {
             if dst == src {
                 return Ok(()); // Two names of one inode: POSIX says do nothing.
@@ -97,20 +108,6 @@ impl Tree {
                 (false, true) => return Err(Error::IsDir),
                 (true, true) if !self.is_empty_dir(dst)? => return Err(Error::NotEmpty),
                 _ => {}
-            }
-        }
-        if src_kind == FileType::Dir {
-            // A directory may not move beneath itself: walk up from the target.
-            let mut d = to_dir;
-            loop {
-                if d == src {
-                    return Err(Error::Invalid);
-                }
-                let parent = self.parent(d)?;
-                if parent == d {
-                    break;
-                }
-                d = parent;
             }
         }
         let below = self.below(from_dir, from)?;
@@ -139,6 +136,20 @@ impl Tree {
         self.inode_mut(src)?.ctime = now;
         self.touch_dir(from_dir, now)?;
         self.touch_dir(to_dir, now)
+    }
+
+    /// Directory `dir` is `ancestor` or beneath it: a walk up from `dir`.
+    fn within(&self, ancestor: Ino, mut dir: Ino) -> Result<bool> {
+        loop {
+            if dir == ancestor {
+                return Ok(true);
+            }
+            let parent = self.parent(dir)?;
+            if parent == dir {
+                return Ok(false);
+            }
+            dir = parent;
+        }
     }
 
     /// Sets access and modification times; `now` fills [`SetTime::Now`].

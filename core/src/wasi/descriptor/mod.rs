@@ -31,7 +31,7 @@ mod paths;
 use std::sync::Arc;
 
 use crate::resolve::{Last, Parent, resolve, resolve_last};
-use crate::{BackendFault, Error, FileSystem, FileType, Ino, Metadata, OpenOptions, Result, SetTime};
+use crate::{BackendFault, Error, FileSystem, FileType, Ino, MAX_FILE_SIZE, Metadata, OpenOptions, Result, SetTime};
 use identity::metadata_hash;
 
 pub use identity::device_number;
@@ -249,10 +249,12 @@ impl Descriptor {
         self.fs().set_times(self.node.ino, atime, mtime)
     }
 
-    /// `ftruncate`: `Invalid` unless opened for writing (Linux).
+    /// `ftruncate`: `Invalid` unless opened for writing (Linux), or past
+    /// what `off_t` holds ([`within_off_t`]).
     pub fn set_size(&self, size: u64) -> Result<()> {
         let ino = self.file()?;
         self.may_change()?;
+        within_off_t(size, 0)?;
         if !self.flags.write {
             return Err(Error::Invalid);
         }
@@ -268,9 +270,11 @@ impl Descriptor {
         Ok(buf)
     }
 
-    /// `pread` into `buf`; 0 at or past the end.
+    /// `pread` into `buf`; 0 at or past the end; `Invalid` if `buf` at
+    /// `offset` passes what `off_t` holds ([`within_off_t`]).
     pub fn read_into(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         let ino = self.readable_file()?;
+        within_off_t(offset, buf.len() as u64)?;
         self.fs().read_at(ino, offset, buf)
     }
 
@@ -321,6 +325,17 @@ impl Descriptor {
         Ok(&self.node)
     }
 
+    /// [`reader`](Self::reader) for a stream from `offset`: `Invalid` past
+    /// what `off_t` holds ([`within_off_t`]), checked before the access as
+    /// Linux's `pread` does.
+    pub fn reader_at(&self, offset: u64) -> Result<&Arc<Node>> {
+        if self.is_dir {
+            return Err(Error::IsDir);
+        }
+        within_off_t(offset, 0)?;
+        self.reader()
+    }
+
     /// The node to write a stream to: a file open for writing. Its writes
     /// must be synced if [`syncs`](Self::syncs) says so.
     pub fn writer(&self) -> Result<&Arc<Node>> {
@@ -356,8 +371,12 @@ impl Descriptor {
     }
 }
 
-/// Writes all of `data` at `offset`, however a backend splits it.
+/// Writes all of `data` at `offset`, however a backend splits it;
+/// `Invalid` if it would pass what `off_t` holds ([`within_off_t`]).
 pub fn write_all(fs: &dyn FileSystem, ino: Ino, mut offset: u64, mut data: &[u8]) -> Result<()> {
+    if !data.is_empty() {
+        within_off_t(offset, data.len() as u64)?;
+    }
     while !data.is_empty() {
         let n = fs.write_at(ino, offset, data)?;
         if n == 0 {
@@ -367,4 +386,17 @@ pub fn write_all(fs: &dyn FileSystem, ino: Ino, mut offset: u64, mut data: &[u8]
         data = data.get(n..).unwrap_or_default();
     }
     Ok(())
+}
+
+/// `len` bytes at `offset` end within what POSIX's `off_t` (signed, 64
+/// bits) holds: `pread`, `pwrite` and `ftruncate` refuse an offset or a
+/// range past `i64::MAX` with `EINVAL` (a negative `off_t`, as wasi-libc
+/// passes one), whatever the backend would say of it (a `MemFs` would
+/// read nothing there, or answer `file-too-large`; a host directory says
+/// `EINVAL`).
+fn within_off_t(offset: u64, len: u64) -> Result<()> {
+    match offset.checked_add(len) {
+        Some(end) if end <= MAX_FILE_SIZE => Ok(()),
+        _ => Err(Error::Invalid),
+    }
 }
