@@ -74,6 +74,15 @@ pub trait FileSystem: Send + Sync {
         Ok(())
     }
 
+    /// Whether a read of up to `len` bytes of file `ino` from `offset` may
+    /// wait on something slower than memory: a remote pack fetching what it
+    /// has not got. An async caller then reads off its executor's thread,
+    /// so that other tasks go on meanwhile. A hint, without side effects;
+    /// `false` unless a backend knows better.
+    fn may_wait(&self, _ino: Ino, _offset: u64, _len: u64) -> bool {
+        false
+    }
+
     /// Writes `data` at `offset`, extending the file (a gap reads as zeros).
     fn write_at(&self, _ino: Ino, _offset: u64, _data: &[u8]) -> Result<usize> {
         Err(Error::ReadOnly)

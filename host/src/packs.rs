@@ -68,6 +68,14 @@ impl ByteSource for PackSource {
         }
     }
 
+    fn at_hand(&self, k: u64, range: Range<u64>) -> bool {
+        match self {
+            PackSource::Local(f) => f.at_hand(k, range),
+            #[cfg(feature = "remote")]
+            PackSource::Remote(r) => r.at_hand(k, range),
+        }
+    }
+
     fn checks_extents(&self) -> bool {
         match self {
             PackSource::Local(f) => f.checks_extents(),

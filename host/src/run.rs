@@ -36,6 +36,9 @@ use crate::wasi::{PackFsCtx, PackFsCtxView, PackFsView};
 
 /// Most resources a component guest holds at once in a [`GuestState`]; a
 /// call that would make one more traps (wasmtime's `ResourceTableError::Full`).
+/// It is also the store's bound on the guest's component-model handles
+/// (wasmtime's `Store::set_max_component_handles`): a WASI 0.3 stream or
+/// future is one, and holds host memory that no resource table counts.
 #[cfg(feature = "p2")]
 pub const MAX_RESOURCES: usize = 1 << 16;
 
@@ -344,6 +347,8 @@ impl Runner {
 
     fn store<T>(&self, data: T, limiter: impl Fn(&mut T) -> &mut Limiter + Send + Sync + 'static) -> Store<T> {
         let mut store = Store::new(&self.engine, data);
+        #[cfg(feature = "p2")]
+        store.set_max_component_handles(MAX_RESOURCES);
         limiter(store.data_mut()).max = self.limits.max_memory;
         store.limiter(move |d| limiter(d) as &mut dyn ResourceLimiter);
         if let Some(timeout) = self.limits.timeout {

@@ -25,6 +25,7 @@ use packfs_test_support as support;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
+use packfs_core::pack::PackOptions;
 use packfs_core::pack::write_pack;
 use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::{Wasi, io::Capture};
@@ -34,7 +35,10 @@ use packfs_host::load::{Guest, GuestCache};
 use packfs_host::p1::HostPlatform;
 use packfs_host::wasi::PackFsCtx;
 use packfs_os::dir::DirFs;
+use packfs_os::journal::{Journal, SyncPolicy};
 use packfs_os::mmap::open_pack;
+use packfs_remote::{Location, RemoteOptions};
+use packfs_testnet::{Fault, FileServer, Proxy};
 use support::oracle;
 use support::trees::{Entry, Layout, Tree, tree_of, tree_of_dir};
 use wasmtime::Engine;
@@ -124,8 +128,11 @@ const DIFFERENCES: &[Difference] = &[
 /// `bench/benches/guest.rs`).
 const TOOLS: &[&str] = &["bench_workload", "demo", "toolbox"];
 
-/// The p3 guest that is not compared: `p3_tool`, driven by `cli_run.rs`.
-const P3_TOOLS: &[&str] = &["p3_tool"];
+/// The p3 guests that are not compared here: `p3_tool` (driven by
+/// `cli_run.rs`), `p3_hostile` (by `p3_hostile.rs`), `p3_script` (by
+/// `p3_differential.rs`) and `p3_bench_workload` (timed by
+/// `bench/benches/guest.rs`).
+const P3_TOOLS: &[&str] = &["p3_bench_workload", "p3_hostile", "p3_script", "p3_tool"];
 
 /// Generates one test per guest and target, and the lists of guests that
 /// `every_guest_has_a_test` checks against `guest-tests/src/bin/*.rs` (less
@@ -304,6 +311,14 @@ enum Backend {
     /// `DirFs` over temporary host directories: the same disk as the
     /// oracle, through PackFS's WASI layer instead of wasmtime-wasi's.
     Dir,
+    /// `/` a journal (`packfs_os::journal`) seeded with the seed tree, `/ro`
+    /// the mapped pack; the tree compared is the one read back from the
+    /// journal's files after the run.
+    Journal,
+    /// Packs read lazily over HTTP, through the fault proxy spoiling
+    /// replies while the guest runs: `/` an overlay over the seed tree's,
+    /// `/ro` the `/ro` tree's.
+    Remote,
 }
 
 const BACKENDS: [Backend; 3] = [Backend::Mem, Backend::Overlay, Backend::Pack];
@@ -323,6 +338,15 @@ fn dir_backend() {
     }
 }
 
+/// p3 guests on the backends that serve them and the p1 and p2 guests do
+/// not need: a journal, and remote packs behind a fault proxy.
+#[test]
+fn p3_on_journal_and_remote_packs() {
+    for name in P3_GUESTS {
+        check_on(name, Target::P3, &[Backend::Journal, Backend::Remote]);
+    }
+}
+
 /// `fs` written as a pack into `dir` and mapped from there.
 fn mapped_pack(fs: &dyn FileSystem, dir: &Path, name: &str) -> Arc<dyn FileSystem> {
     let path = dir.join(name);
@@ -330,9 +354,49 @@ fn mapped_pack(fs: &dyn FileSystem, dir: &Path, name: &str) -> Arc<dyn FileSyste
     Arc::new(open_pack(&path).unwrap())
 }
 
+/// Remote packs of the starting trees, served over HTTP through the fault
+/// proxy: `root.pack` and `ro.pack`, stored raw so that the guest's reads
+/// of what the open did not bring go over the network.
+struct Served {
+    _dir: tempfile::TempDir,
+    _server: FileServer,
+    proxy: Proxy,
+}
+
+/// Replies the proxy spoils once the packs are open, one fault each: every
+/// one must be retried (or, for the damaged body, fetched again) for the
+/// guest to see the oracle's bytes.
+const FAULTS: [Fault; 3] = [Fault::Drop, Fault::Truncate, Fault::Corrupt];
+
+impl Served {
+    fn new() -> Served {
+        let dir = tempfile::tempdir().unwrap();
+        for (file, layout) in [("root.pack", seed_layout()), ("ro.pack", ro_layout())] {
+            let out = std::fs::File::create(dir.path().join(file)).unwrap();
+            PackOptions::new().compress(None).write(&layout.in_memory().snapshot(), out).unwrap();
+        }
+        let server = FileServer::start(dir.path());
+        let proxy = Proxy::start(server.addr());
+        Served { _dir: dir, _server: server, proxy }
+    }
+
+    fn open(&self, file: &str) -> Arc<dyn FileSystem> {
+        let url = format!("{}/{file}", self.proxy.url());
+        let location = Location::parse(&url).expect("a URL").expect("a good URL");
+        Arc::new(packfs_remote::open(&location, &RemoteOptions::default()).unwrap_or_else(|e| panic!("{url}: {e}")))
+    }
+}
+
 fn run_packfs(name: &str, target: Target, backend: Backend) -> Run {
-    // Kept until the run ends: the Dir backend's trees, the Pack backend's packs.
+    // Kept until the run ends: the Dir backend's trees, the Pack backend's
+    // packs, the journal's directory, the Remote backend's server.
     let (root_dir, ro_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut served = None;
+    // On tmpfs where there is one: the guests make 10^5 changes, each
+    // synced before it is acknowledged.
+    let shm = Path::new("/dev/shm");
+    let scratch = if shm.is_dir() { tempfile::tempdir_in(shm) } else { tempfile::tempdir() }.unwrap();
+    let journal_dir = scratch.path().join("journal");
     let (root, ro): (Arc<dyn FileSystem>, Arc<dyn FileSystem>) = match backend {
         Backend::Mem => (Arc::new(seed_layout().in_memory()), Arc::new(ro_layout().in_memory())),
         Backend::Overlay => (
@@ -352,6 +416,18 @@ fn run_packfs(name: &str, target: Target, backend: Backend) -> Run {
                 Arc::new(DirFs::open(root_dir.path(), false).unwrap()),
                 Arc::new(DirFs::open(ro_dir.path(), false).unwrap()),
             )
+        }
+        Backend::Journal => {
+            let journal = Journal::open(&journal_dir, SyncPolicy::GroupCommit, Default::default()).unwrap();
+            seed_layout().write_into(&**journal.fs());
+            let root: Arc<MemFs> = Arc::clone(journal.fs());
+            (root, mapped_pack(&ro_layout().in_memory().snapshot(), ro_dir.path(), "ro.pack"))
+        }
+        Backend::Remote => {
+            let s = served.insert(Served::new());
+            let (root, ro) = (s.open("root.pack"), s.open("ro.pack"));
+            s.proxy.inject(&FAULTS);
+            (Arc::new(MemFs::overlay(root).unwrap()), ro)
         }
     };
     let runner = Runner::new(engine(target)).unwrap();
@@ -378,7 +454,18 @@ fn run_packfs(name: &str, target: Target, backend: Backend) -> Run {
     let status = status.unwrap_or_else(|e| {
         panic!("{name} ({target:?}) on PackFS {backend:?} trapped: {e:?}\nstdout:\n{stdout}\nstderr:\n{stderr}")
     });
-    Run { status, stdout, stderr, tree: tree_of(&*root) }
+    let mut tree = tree_of(&*root);
+    if let Backend::Journal = backend {
+        // What a restart finds must be what the guest left.
+        let reopened = tree_of(&Journal::read(&journal_dir).unwrap());
+        assert!(reopened == tree, "{name} ({target:?}): the journal read back differs from the tree left");
+        tree = reopened;
+    }
+    if let Some(s) = served {
+        let left = s.proxy.pending();
+        assert_eq!(left, 0, "{name} ({target:?}): the run fetched too little to meet {left} of the proxy's faults");
+    }
+    Run { status, stdout, stderr, tree }
 }
 
 /// The guest on wasmtime-wasi over real directories: a p1 module on

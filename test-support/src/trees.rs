@@ -21,10 +21,16 @@ impl Layout {
     /// A `MemFs` holding the tree: directories, then files, then symlinks.
     pub fn in_memory(&self) -> MemFs {
         let fs = MemFs::new();
+        self.write_into(&fs);
+        fs
+    }
+
+    /// Writes the tree into the writable, empty `fs`, in the same order.
+    pub fn write_into(&self, fs: &dyn FileSystem) {
         let parent = |path: &str| -> (Ino, String) {
             match path.rsplit_once('/') {
                 Some((dir, name)) => {
-                    (packfs_core::resolve::resolve(&fs, fs.root(), dir, true).unwrap(), name.to_owned())
+                    (packfs_core::resolve::resolve(fs, fs.root(), dir, true).unwrap(), name.to_owned())
                 }
                 None => (fs.root(), path.to_owned()),
             }
@@ -43,7 +49,6 @@ impl Layout {
             let (dir, name) = parent(path);
             fs.symlink(dir, &name, target).unwrap();
         }
-        fs
     }
 
     /// Writes the tree into host directory `dir`, in the same order.

@@ -413,6 +413,10 @@ impl FileSystem for MemFs {
         self.current.load().loaded(ino, offset, len)
     }
 
+    fn may_wait(&self, ino: Ino, offset: u64, len: u64) -> bool {
+        self.current.load().may_wait(ino, offset, len)
+    }
+
     fn write_at(&self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
         self.apply(Op::WriteAt { ino, offset, data }, false).map(|n| n as usize)
     }
@@ -526,6 +530,10 @@ impl FileSystem for Snapshot {
 
     fn loaded(&self, ino: Ino, offset: u64, len: u64) -> Result<()> {
         self.0.loaded(ino, offset, len)
+    }
+
+    fn may_wait(&self, ino: Ino, offset: u64, len: u64) -> bool {
+        self.0.may_wait(ino, offset, len)
     }
 
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {

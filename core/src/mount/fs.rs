@@ -101,6 +101,10 @@ impl FileSystem for MountTable {
         }
     }
 
+    fn may_wait(&self, ino: Ino, offset: u64, len: u64) -> bool {
+        self.node_of(ino).is_ok_and(|node| node.fs.may_wait(node.ino, offset, len))
+    }
+
     fn write_at(&self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
         let node = self.writable_node(ino)?;
         node.fs.write_at(node.ino, offset, data)

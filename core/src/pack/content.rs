@@ -70,6 +70,30 @@ impl<S: ByteSource> PackFs<S> {
         }
     }
 
+    /// [`FileSystem::may_wait`](crate::FileSystem::may_wait) of the content
+    /// at `range`: some extent that `len` bytes from `offset` touch is not
+    /// at hand in the source. What cannot be read (bad records) does not
+    /// wait: the read reports it.
+    pub(crate) fn content_may_wait(&self, k: u64, range: Range<u64>, offset: u64, len: u64) -> bool {
+        let start = range.start.saturating_add(offset);
+        let end = range.end.min(start.saturating_add(len));
+        if start >= end {
+            return false;
+        }
+        let Some(t) = &self.index.chunks else {
+            return !self.source.at_hand(k, range);
+        };
+        let Ok(region) = self.region() else { return false };
+        let Ok(mut k) = t.at(region, start) else { return false };
+        while let Some(r) = t.get(region, k).ok().filter(|r| r.content_offset < end) {
+            if !r.extent().is_empty() && !self.source.at_hand(k, r.extent()) {
+                return true;
+            }
+            k += 1;
+        }
+        false
+    }
+
     /// [`FileSystem::loaded`](crate::FileSystem::loaded) of the content at
     /// `range`: every extent that `len` bytes from `offset` touch is here,
     /// else `NotLoaded` with all the missing ones wanted.

@@ -466,6 +466,13 @@ impl<S: ByteSource> FileSystem for PackFs<S> {
         }
     }
 
+    fn may_wait(&self, ino: Ino, offset: u64, len: u64) -> bool {
+        match self.file_blob(ino) {
+            Ok((k, range)) => self.content_may_wait(k, range, offset, len),
+            Err(_) => false,
+        }
+    }
+
     fn parent(&self, dir: Ino) -> Result<Ino> {
         match self.record(dir)?.body {
             Body::Dir { parent, .. } => Ok(u64::from(parent) + 1),

@@ -51,6 +51,15 @@ pub trait ByteSource: Send + Sync {
     fn checks_extents(&self) -> bool {
         false
     }
+
+    /// Whether extent `k` (at `range`) is here, so that
+    /// [`extent`](Self::extent) answers without waiting. Only a source that
+    /// fetches what it lacks itself (and so waits in `extent`) says false,
+    /// for an extent it has not got yet.
+    fn at_hand(&self, k: u64, range: Range<u64>) -> bool {
+        let _ = (k, range);
+        true
+    }
 }
 
 /// `range` of bytes that are all here.
@@ -94,6 +103,9 @@ macro_rules! forward {
             }
             fn checks_extents(&self) -> bool {
                 (**self).checks_extents()
+            }
+            fn at_hand(&self, k: u64, range: Range<u64>) -> bool {
+                (**self).at_hand(k, range)
             }
         }
     )*};

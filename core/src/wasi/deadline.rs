@@ -63,6 +63,12 @@ impl Deadline {
     }
 }
 
+/// The current thread's deadline, to carry to another thread that waits
+/// on the guest's behalf.
+pub fn current() -> Option<Arc<Deadline>> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
 /// True once the current thread's deadline has passed, or was expired
 /// early. Without a deadline it reads no clock.
 pub fn expired() -> bool {

@@ -2,18 +2,25 @@
 //! (`read-via-stream`), written at one or appended to (`write-via-stream`,
 //! `append-via-stream`), and a directory's entries (`read-directory`).
 //!
-//! PackFS never waits on the host, so each producer and consumer does its
-//! I/O when it is polled and is never pending. Bytes move straight between
-//! the backend and the guest's buffer (wasmtime's direct views), at most
-//! [`MAX_IO_CHUNK`] per poll, so no poll makes the host hold more than
-//! that. A stream's outcome is sent once, on its `future`: `ok` at the end
-//! (or when the guest drops the stream), or the error that ended it.
+//! Each producer and consumer does its I/O when it is polled. Bytes move
+//! straight between the backend and the guest's buffer (wasmtime's direct
+//! views), at most [`MAX_IO_CHUNK`] per poll, so no poll makes the host
+//! hold more than that. The one wait is a read that may wait on the
+//! network ([`FileSystem::may_wait`](packfs_core::FileSystem::may_wait):
+//! a remote pack fetching): that read runs on tokio's blocking pool, under
+//! the guest's deadline, into a buffer of [`HOST_READ`] bytes, and the
+//! stream is pending meanwhile, so the executor's thread goes on with other
+//! guests' tasks. A stream's outcome is sent once, on its `future`: `ok` at
+//! the end (or when the guest drops the stream), or the error that ended
+//! it.
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use bytes::BytesMut;
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Destination, Source, StreamConsumer, StreamProducer, StreamResult, VecBuffer};
 
@@ -57,49 +64,105 @@ pub(crate) struct FileProducer {
     node: Arc<Node>,
     position: u64,
     outcome: Outcome,
+    /// A read that may wait, under way on the blocking pool.
+    waiting: Option<JoinHandle<packfs_core::Result<BytesMut>>>,
 }
 
 impl FileProducer {
     pub(crate) fn new(node: Arc<Node>, position: u64, outcome: Outcome) -> Self {
-        FileProducer { node, position, outcome }
+        FileProducer { node, position, outcome, waiting: None }
     }
+
+    /// `Completed` after `n` bytes were read, `Dropped` at the end or on
+    /// an error (sent on the future).
+    fn advance(&mut self, read: packfs_core::Result<usize>) -> StreamResult {
+        match read {
+            Ok(0) => {
+                self.outcome.send(Ok(()));
+                StreamResult::Dropped
+            }
+            Ok(n) => {
+                self.position += n as u64;
+                StreamResult::Completed
+            }
+            Err(e) => {
+                self.outcome.send(Err(super::error_code(&e)));
+                StreamResult::Dropped
+            }
+        }
+    }
+}
+
+/// Starts a read of up to [`HOST_READ`] bytes of `node` at `position` on
+/// the blocking pool, under the guest's deadline (the thread polling is the
+/// guest's).
+fn waiting_read(node: &Arc<Node>, position: u64, mut buf: BytesMut) -> JoinHandle<packfs_core::Result<BytesMut>> {
+    let node = Arc::clone(node);
+    let deadline = packfs_core::wasi::deadline::current();
+    tokio::task::spawn_blocking(move || {
+        buf.resize(HOST_READ, 0);
+        let mut read = || node.fs.read_at(node.ino, position, &mut buf);
+        let n = match deadline {
+            Some(d) => d.scope(read),
+            None => read(),
+        }?;
+        buf.truncate(n);
+        Ok(buf)
+    })
 }
 
 impl<D: 'static> StreamProducer<D> for FileProducer {
     type Item = u8;
-    type Buffer = bytes::BytesMut;
+    type Buffer = BytesMut;
 
     fn poll_produce<'a>(
         self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        store: StoreContextMut<'a, D>,
-        dst: Destination<'a, u8, Self::Buffer>,
-        _finish: bool,
+        cx: &mut Context<'_>,
+        mut store: StoreContextMut<'a, D>,
+        mut dst: Destination<'a, u8, Self::Buffer>,
+        finish: bool,
     ) -> Poll<wasmtime::Result<StreamResult>> {
         let me = self.get_mut();
-        let mut dst = dst.as_direct(store, HOST_READ);
-        let buf = dst.remaining();
-        // A zero-length read asks whether bytes are ready: they always are.
-        if buf.is_empty() {
-            return Poll::Ready(Ok(StreamResult::Completed));
-        }
-        let len = buf.len().min(MAX_IO_CHUNK);
-        let result = match me.node.fs.read_at(me.node.ino, me.position, &mut buf[..len]) {
-            Ok(0) => {
-                me.outcome.send(Ok(()));
-                StreamResult::Dropped
+        let (ino, position) = (me.node.ino, me.position);
+        let want = dst.remaining(&mut store).map_or(HOST_READ, |n| n.min(MAX_IO_CHUNK));
+        if me.waiting.is_none() && !me.node.fs.may_wait(ino, position, want as u64) {
+            let mut dst = dst.as_direct(store, HOST_READ);
+            let buf = dst.remaining();
+            // A zero-length read asks whether bytes are ready: they are.
+            if buf.is_empty() {
+                return Poll::Ready(Ok(StreamResult::Completed));
             }
-            Ok(n) => {
+            let len = buf.len().min(MAX_IO_CHUNK);
+            let read = me.node.fs.read_at(ino, position, &mut buf[..len]);
+            if let Ok(n) = read {
                 dst.mark_written(n);
-                me.position += n as u64;
-                StreamResult::Completed
             }
-            Err(e) => {
-                me.outcome.send(Err(super::error_code(&e)));
-                StreamResult::Dropped
+            return Poll::Ready(Ok(me.advance(read)));
+        }
+        let task = me.waiting.get_or_insert_with(|| waiting_read(&me.node, me.position, dst.take_buffer()));
+        let joined = match Pin::new(&mut *task).poll(cx) {
+            // The guest cancels its read: the fetch goes on for the next
+            // reader, but nothing it brings is delivered.
+            Poll::Pending if finish => {
+                me.waiting = None;
+                return Poll::Ready(Ok(StreamResult::Cancelled));
             }
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(joined) => joined,
         };
-        Poll::Ready(Ok(result))
+        me.waiting = None;
+        let read = match joined {
+            Ok(read) => read,
+            Err(e) => return Poll::Ready(Err(wasmtime::Error::msg(format!("a stream's read failed: {e}")))),
+        };
+        Poll::Ready(Ok(match read {
+            Ok(buf) => {
+                let n = buf.len();
+                dst.set_buffer(buf);
+                me.advance(Ok(n))
+            }
+            Err(e) => me.advance(Err(e)),
+        }))
     }
 }
 

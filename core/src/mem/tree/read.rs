@@ -107,6 +107,22 @@ impl Tree {
         lower.loaded(lino, offset, len)
     }
 
+    /// [`FileSystem::may_wait`]: a file still in the lower asks the lower.
+    pub fn may_wait(&self, ino: Ino, offset: u64, len: u64) -> bool {
+        let (lower, lino) = match self.inodes.get(&ino) {
+            Some(Inode { data: Data::Lower { ino, .. }, .. }) => match self.lower() {
+                Ok(lower) => (lower, *ino),
+                Err(_) => return false,
+            },
+            Some(_) => return false,
+            None => match self.lower_only(ino) {
+                Some(at) => at,
+                None => return false,
+            },
+        };
+        lower.may_wait(lino, offset, len)
+    }
+
     /// A symlink's target.
     pub fn readlink(&self, ino: Ino) -> Result<String> {
         let Some(i) = self.inodes.get(&ino) else {

@@ -302,6 +302,11 @@ impl ByteSource for RemoteSource {
         true
     }
 
+    fn at_hand(&self, k: u64, range: Range<u64>) -> bool {
+        let here = || Some(self.inner.table.get()?.slots.get(usize::try_from(k).ok()?)?.get().is_some());
+        range.is_empty() || self.inner.pieces.get(&range).is_some() || here() == Some(true)
+    }
+
     fn extent(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
         if range.is_empty() {
             return Some(&[]);
