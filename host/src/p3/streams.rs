@@ -180,56 +180,110 @@ pub(crate) struct FileConsumer {
     /// Sync after every write (the descriptor asked for integrity sync).
     sync: bool,
     outcome: Outcome,
+    /// A write that may wait (its copy-up reads a remote lower), under way
+    /// on the blocking pool with the bytes it took, and their count.
+    waiting: Option<(JoinHandle<packfs_core::Result<()>>, usize)>,
 }
 
 impl FileConsumer {
     pub(crate) fn new(node: Arc<Node>, place: Place, sync: bool, outcome: Outcome) -> Self {
-        FileConsumer { node, place, sync, outcome }
+        FileConsumer { node, place, sync, outcome, waiting: None }
     }
 
-    fn write(&mut self, data: &[u8]) -> packfs_core::Result<()> {
-        let (fs, ino) = (&self.node.fs, self.node.ino);
-        match &mut self.place {
-            Place::At(position) => {
-                write_all(&**fs, ino, *position, data)?;
-                *position += data.len() as u64;
+    /// Where the next write goes: `None` at the end.
+    fn at(&self) -> Option<u64> {
+        match self.place {
+            Place::At(position) => Some(position),
+            Place::Append => None,
+        }
+    }
+
+    /// `Completed` after `len` bytes were written, or `Dropped` with the
+    /// error sent on the future.
+    fn advance(&mut self, written: packfs_core::Result<()>, len: usize) -> StreamResult {
+        match written {
+            Ok(()) => {
+                if let Place::At(position) = &mut self.place {
+                    *position += len as u64;
+                }
+                StreamResult::Completed
             }
-            Place::Append => {
-                fs.append(ino, data)?;
+            Err(e) => {
+                self.outcome.send(Err(super::error_code(&e)));
+                StreamResult::Dropped
             }
         }
-        if self.sync { fs.sync(ino) } else { Ok(()) }
     }
+}
+
+/// Writes `data` to `node` at `at` (`None`: appends), then syncs if asked.
+fn write_to(node: &Node, at: Option<u64>, data: &[u8], sync: bool) -> packfs_core::Result<()> {
+    let (fs, ino) = (&node.fs, node.ino);
+    match at {
+        Some(position) => write_all(&**fs, ino, position, data)?,
+        None => {
+            fs.append(ino, data)?;
+        }
+    }
+    if sync { fs.sync(ino) } else { Ok(()) }
 }
 
 impl<D: 'static> StreamConsumer<D> for FileConsumer {
     type Item = u8;
 
+    /// A write that may wait takes the bytes and stays pending until it is
+    /// done (wasmtime tells the writer `completed` only then); a guest
+    /// cancelling it waits for it too, as the bytes are already given.
     fn poll_consume(
         self: Pin<&mut Self>,
-        _: &mut Context<'_>,
+        cx: &mut Context<'_>,
         store: StoreContextMut<D>,
         src: Source<u8>,
         _finish: bool,
     ) -> Poll<wasmtime::Result<StreamResult>> {
         let me = self.get_mut();
+        if me.waiting.is_some() {
+            return me.poll_waiting(cx);
+        }
         let mut src = src.as_direct(store);
         let data = src.remaining();
         let len = data.len().min(MAX_IO_CHUNK);
         if len == 0 {
             return Poll::Ready(Ok(StreamResult::Completed));
         }
-        let result = match me.write(&data[..len]) {
-            Ok(()) => {
+        let (at, sync) = (me.at(), me.sync);
+        // Writing a file still in a lower layer copies all of it up first.
+        if !me.node.fs.may_wait(me.node.ino, 0, u64::MAX) {
+            let written = write_to(&me.node, at, &data[..len], sync);
+            if written.is_ok() {
                 src.mark_read(len);
-                StreamResult::Completed
             }
-            Err(e) => {
-                me.outcome.send(Err(super::error_code(&e)));
-                StreamResult::Dropped
+            return Poll::Ready(Ok(me.advance(written, len)));
+        }
+        let (node, data) = (Arc::clone(&me.node), data[..len].to_vec());
+        src.mark_read(len);
+        let deadline = packfs_core::wasi::deadline::current();
+        let task = tokio::task::spawn_blocking(move || {
+            let write = || write_to(&node, at, &data, sync);
+            match deadline {
+                Some(d) => d.scope(write),
+                None => write(),
             }
-        };
-        Poll::Ready(Ok(result))
+        });
+        me.waiting = Some((task, len));
+        me.poll_waiting(cx)
+    }
+}
+
+impl FileConsumer {
+    /// The write under way: pending, or done and reported.
+    fn poll_waiting(&mut self, cx: &mut Context<'_>) -> Poll<wasmtime::Result<StreamResult>> {
+        let Some((task, len)) = &mut self.waiting else { return Poll::Ready(Ok(StreamResult::Completed)) };
+        let len = *len;
+        let joined = std::task::ready!(Pin::new(task).poll(cx));
+        self.waiting = None;
+        let written = joined.map_err(|e| wasmtime::Error::msg(format!("a stream's write failed: {e}")))?;
+        Poll::Ready(Ok(self.advance(written, len)))
     }
 }
 

@@ -11,9 +11,10 @@
 //! - `quota`: writes 4 MiB through one stream into a tree with a 1 MiB
 //!   quota;
 //! - `deadlock`: reads a stream whose writer it holds and never writes;
-//! - `concurrent`: reads `/r/big` (a remote pack's file, its server slow)
-//!   while another future of the same task ticks a clock 100 times, and
-//!   says which ended first.
+//! - `concurrent read` / `concurrent write`: reads `/r/big` (a remote
+//!   pack's file, its server slow), or writes a byte into it (under an
+//!   overlay: a copy-up of all of it), while another future of the same
+//!   task ticks a clock 100 times, and says which ended first.
 
 use packfs_guests_p3::exports::wasi::cli::run::Guest;
 use packfs_guests_p3::{
@@ -82,11 +83,19 @@ impl Guest for Run {
                 println!("read returned: {result:?}");
                 drop(tx);
             }
-            ["concurrent"] => {
-                let big = open(&preopen("/r"), "big", O::empty(), F::READ).await.unwrap();
+            ["concurrent", how] => {
+                let flags = if how == "write" { RW } else { F::READ };
+                let big = open(&preopen("/r"), "big", O::empty(), flags).await.unwrap();
                 let reading = async {
+                    if how == "write" {
+                        show("remote write", write_at(&big, Some(1), b"x", 1).await);
+                    }
+                    let mut want = pattern(1 << 20, 7);
+                    if how == "write" {
+                        want[1] = b'x';
+                    }
                     let read = read_from(&big, 0, 65536).await;
-                    show("remote read", read.map(|d| digest(&d) == digest(&pattern(d.len(), 7))));
+                    show("remote read", read.map(|d| digest(&d) == digest(&want)));
                     flush();
                 };
                 let ticking = async {
@@ -98,7 +107,7 @@ impl Guest for Run {
                 };
                 futures::join!(reading, ticking);
             }
-            _ => panic!("usage: unread N | flood | unawaited | quota | deadlock | concurrent"),
+            _ => panic!("usage: unread N | flood | unawaited | quota | deadlock | concurrent read|write"),
         }
         println!("done");
         flush();
