@@ -706,11 +706,18 @@ fn errors_are_one_line() {
     let unknown = r#"(component (import "example:nowhere/api" (instance (export "f" (func)))))"#;
     std::fs::write(f.path("unknown.wasm"), wat::parse_str(unknown).unwrap()).unwrap();
     std::fs::write(f.path("norun.wasm"), wat::parse_str("(component)").unwrap()).unwrap();
+    // A WASI 0.3 component (it imports 0.3's preopens) that also needs an
+    // interface PackFS does not serve.
+    let http = r#"(component
+        (import "wasi:filesystem/preopens@0.3.0" (instance))
+        (import "wasi:http/handler@0.3.0" (instance (export "handle" (func)))))"#;
+    std::fs::write(f.path("http.wasm"), wat::parse_str(http).unwrap()).unwrap();
     let cases: &[(&[&str], &[&str])] = &[
         (&["run", "missing.wasm"], &["missing.wasm", "No such file"]),
         (&["run", "not.wasm"], &["not.wasm", "not a WebAssembly"]),
         (&["run", "unknown.wasm"], &["unknown.wasm", "cannot run it here", "example:nowhere/api"]),
         (&["run", "norun.wasm"], &["norun.wasm", "cannot run it here", "wasi:cli/run"]),
+        (&["run", "http.wasm"], &["http.wasm", "cannot run it here", "wasi:http/handler@0.3.0"]),
         (&["run"], &["MODULE.wasm"]),
         (&["run", "--mount", "tmp=mem", g], &["--mount", "not absolute"]),
         (&["run", "--mount", "/tmp", g], &["--mount", "GUEST_PATH=SOURCE"]),
