@@ -3,8 +3,8 @@
 //! directories made and removed; a 64 MiB file written and read in 4 KiB,
 //! 64 KiB and 1 MiB pieces) run on PackFS — `MemFs`, an overlay over a
 //! mapped pack, the mapped pack itself — and on wasmtime-wasi over real
-//! directories (`/tmp` and `/dev/shm`), for wasm32-wasip1 and
-//! wasm32-wasip2, in one process.
+//! directories (`/tmp` and `/dev/shm`), for wasm32-wasip1, wasm32-wasip2
+//! and WASI 0.3, in one process.
 //!
 //! ```sh
 //! cargo bench -p packfs-bench --bench guest
@@ -26,7 +26,12 @@
 //! `packfs run` took before: the module wrapped into a component by
 //! wasmtime's preview1 adapter, on PackFS's `wasi:filesystem` over a
 //! `MemFs` (`adapter`). p2 guests (components) run on PackFS's
-//! `wasi:filesystem` against wasmtime-wasi's (`wasi-*`).
+//! `wasi:filesystem` against wasmtime-wasi's (`wasi-*`). p3 guests (the
+//! same workload through `wasi:filesystem@0.3.0`:
+//! `guest-tests/p3/src/bin/p3_bench_workload.rs`) run as `packfs run` runs
+//! them, on a [`Runner`] of [`Runner::config_p3`] ([`Runner::run_prepared_p3`]),
+//! against wasmtime-wasi's own p3 (`wasi-*`, on an engine of the same
+//! configuration), as `wasmtime run` links it.
 //!
 //! The pack is read-only: on it, and on the overlay's lower layer, the
 //! guest runs only its read phases (`ro`) over a pack holding the same files
@@ -35,7 +40,15 @@
 //!
 //! The baselines run with `allow_blocking_current_thread(true)`, as a
 //! synchronous embedding should (file I/O on the calling thread, not
-//! through tokio's `spawn_blocking`): the stronger baseline.
+//! through tokio's `spawn_blocking`): the stronger baseline. wasmtime-wasi's
+//! p3 honours the setting as its p2 does: its every `run_blocking` call
+//! (open, stat, unlink, mkdir…), its `read-via-stream` producer and
+//! `write-via-stream` consumer (straight between the file and the guest's
+//! buffer, where `spawn_blocking` moves at most 8 KiB a task through a
+//! copy) and its `read-directory` are then done on the calling thread,
+//! many times faster so (on `/dev/shm`, 2.1 µs a `stat-at` against 36, 1 MiB
+//! reads at 2,500 MiB/s against 180; `GUEST_BENCH_WASI_SPAWN_BLOCKING`
+//! shows the other).
 //!
 //! Environment:
 //! - `GUEST_BENCH_N`: small files (default 20000);
@@ -45,7 +58,8 @@
 //!   keep, e.g. `p1/mem,p1/wasi-p1-shm`;
 //! - `GUEST_BENCH_DEFAULT_ENGINE`: `Engine::default()` (with the component
 //!   model's concurrency support) for every run, instead of
-//!   `Runner::config()`, which `packfs run` uses;
+//!   `Runner::config()` for p1 and p2 and `Runner::config_p3()` for p3,
+//!   which `packfs run` uses;
 //! - `GUEST_BENCH_WASI_SPAWN_BLOCKING`: wasmtime-wasi's default file I/O
 //!   through `spawn_blocking` instead;
 //! - `GUEST_BENCH_PHASES`: the guest's PHASES for the read-write
@@ -75,7 +89,7 @@ use packfs_host::wasi::PackFsCtx;
 use packfs_host::{GuestState, Runner};
 use packfs_os::mmap::open_pack;
 use support::oracle;
-use wasmtime::component::{Component, Linker};
+use wasmtime::component::{Component, InstancePre as ComponentPre, Linker};
 use wasmtime::{Engine, Module, Store};
 use wasmtime_wasi::p2::bindings::sync::CommandPre;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
@@ -101,10 +115,32 @@ fn target_of(phase: &str) -> f64 {
     }
 }
 
+/// The p3 target over wasmtime-wasi's p3 on tmpfs (issue 25): metadata
+/// phases 3x, bulk 1x.
+fn p3_target_of(phase: &str) -> f64 {
+    if METADATA.contains(&phase) { 3.0 } else { 1.0 }
+}
+
+/// A phase's target over a baseline.
+type Goal = fn(&str) -> f64;
+
+/// The targets over `base`, if it has some: said in a table's heading, and
+/// each phase's.
+fn goals(target: Target, base: Backend) -> Option<(&'static str, Goal)> {
+    match (target, base) {
+        (Target::P1, WasiP1Shm) => Some(("create 3x, other metadata 5x, bulk 1.5x", target_of)),
+        (Target::P3, WasiShm) => Some(("metadata 3x, bulk 1x", p3_target_of)),
+        _ => None,
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 enum Target {
     P1,
     P2,
+    /// WASI 0.3: a component for wasm32-wasip2 importing
+    /// `wasi:filesystem@0.3.0`.
+    P3,
 }
 
 impl Target {
@@ -112,12 +148,15 @@ impl Target {
         match self {
             Target::P1 => "p1",
             Target::P2 => "p2",
+            Target::P3 => "p3",
         }
     }
-    fn triple(self) -> &'static str {
+    /// The built guest.
+    fn guest(self) -> std::path::PathBuf {
         match self {
-            Target::P1 => "wasm32-wasip1",
-            Target::P2 => "wasm32-wasip2",
+            Target::P1 => support::rust_guest("bench_workload", "wasm32-wasip1"),
+            Target::P2 => support::rust_guest("bench_workload", "wasm32-wasip2"),
+            Target::P3 => support::p3_guest("p3_bench_workload"),
         }
     }
 }
@@ -136,7 +175,7 @@ enum Backend {
     /// p1 only: the module through wasmtime's preview1 adapter, on
     /// PackFS's `wasi:filesystem` over a fresh `MemFs` (the old route).
     Adapter,
-    /// wasmtime-wasi, a fresh directory on `/tmp`. p2 only.
+    /// wasmtime-wasi, a fresh directory on `/tmp`. p2 and p3.
     WasiTmp,
     /// wasmtime-wasi, a fresh directory on `/dev/shm` (tmpfs).
     WasiShm,
@@ -176,6 +215,10 @@ impl Backend {
     fn is_baseline(self) -> bool {
         matches!(self, Adapter | WasiTmp | WasiShm | WasiP1Tmp | WasiP1Shm)
     }
+    /// Whether wasmtime-wasi runs it on a real directory.
+    fn on_host(self) -> bool {
+        matches!(self, WasiTmp | WasiShm | WasiP1Tmp | WasiP1Shm)
+    }
     fn host_dir(self) -> &'static str {
         match self {
             WasiShm | WasiP1Shm => "/dev/shm",
@@ -190,7 +233,7 @@ fn backends(target: Target) -> Vec<Backend> {
     let mut v = vec![Mem, Overlay, OverlayLower, Pack];
     match target {
         Target::P1 => v.extend([WasiP1Shm, WasiP1Tmp, Adapter]),
-        Target::P2 => v.extend([WasiShm, WasiTmp]),
+        Target::P2 | Target::P3 => v.extend([WasiShm, WasiTmp]),
     }
     v
 }
@@ -211,42 +254,67 @@ struct Own {
 }
 
 /// A guest compiled and pre-instantiated for each way of running it.
-struct Guest {
-    /// The component: the p2 guest, or the p1 module through the adapter.
-    packfs: CommandPre<GuestState>,
-    /// The p2 guest on wasmtime-wasi (p2 only).
-    oracle: Option<oracle::P2>,
-    /// The p1 module on PackFS's own preview1 (p1 only).
-    own: Option<wasmtime::InstancePre<Own>>,
-    /// The p1 module on wasmtime-wasi's native preview1 (p1 only).
-    native: Option<oracle::P1>,
+enum Guest {
+    P1 {
+        /// The module on PackFS's own preview1.
+        own: wasmtime::InstancePre<Own>,
+        /// The module on wasmtime-wasi's native preview1.
+        native: oracle::P1,
+        /// The module through wasmtime's preview1 adapter, on PackFS's
+        /// `wasi:filesystem`.
+        adapter: CommandPre<GuestState>,
+    },
+    P2 {
+        packfs: CommandPre<GuestState>,
+        oracle: oracle::P2,
+    },
+    P3 {
+        /// A runner as `packfs run`'s, and the guest linked on it.
+        runner: Box<Runner>,
+        packfs: ComponentPre<GuestState>,
+        oracle: oracle::P3,
+    },
 }
 
+/// The target's guest, compiled on `engine` (for p3, one with the
+/// component model's concurrency).
 fn load(engine: &Engine, target: Target) -> Guest {
-    let path = support::rust_guest("bench_workload", target.triple());
+    let path = target.guest();
     let wasm = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let cache = GuestCache::new(support::guest_cache_dir()).expect("guest cache dir");
-    let component = match target {
-        Target::P1 => adapt(engine, &wasm),
-        Target::P2 => match packfs_host::load::load(engine, &wasm, Some(&cache)) {
+    let component = || {
+        let cache = GuestCache::new(support::guest_cache_dir()).expect("guest cache dir");
+        match packfs_host::load::load(engine, &wasm, Some(&cache)) {
             Ok((packfs_host::load::Guest::Component(c), _)) => c,
             _ => panic!("{}: not a component", path.display()),
-        },
+        }
     };
-
-    let mut linker = Linker::<GuestState>::new(engine);
-    packfs_host::wasi::add_to_linker_sync(&mut linker).unwrap();
-    let packfs = CommandPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
-
-    let oracle = (target == Target::P2).then(|| oracle::P2::new(engine, &component).unwrap());
-    let module = (target == Target::P1).then(|| Module::new(engine, &wasm).unwrap());
-    let own = module.as_ref().map(|module| {
-        let mut linker = wasmtime::Linker::<Own>::new(engine);
-        packfs_host::p1::add_to_linker(&mut linker, |s| &mut s.wasi).unwrap();
-        linker.instantiate_pre(module).unwrap()
-    });
-    let native = module.as_ref().map(|module| oracle::P1::new(engine, module).unwrap());
-    Guest { packfs, oracle, own, native }
+    let on_packfs = |component: &Component| {
+        let mut linker = Linker::<GuestState>::new(engine);
+        packfs_host::wasi::add_to_linker_sync(&mut linker).unwrap();
+        CommandPre::new(linker.instantiate_pre(component).unwrap()).unwrap()
+    };
+    match target {
+        Target::P1 => {
+            let module = Module::new(engine, &wasm).unwrap();
+            let mut linker = wasmtime::Linker::<Own>::new(engine);
+            packfs_host::p1::add_to_linker(&mut linker, |s| &mut s.wasi).unwrap();
+            Guest::P1 {
+                own: linker.instantiate_pre(&module).unwrap(),
+                native: oracle::P1::new(engine, &module).unwrap(),
+                adapter: on_packfs(&adapt(engine, &wasm)),
+            }
+        }
+        Target::P2 => {
+            let component = component();
+            Guest::P2 { packfs: on_packfs(&component), oracle: oracle::P2::new(engine, &component).unwrap() }
+        }
+        Target::P3 => {
+            let component = component();
+            let runner = Box::new(Runner::new(engine).unwrap());
+            let packfs = runner.prepare_p3(&component).unwrap();
+            Guest::P3 { runner, packfs, oracle: oracle::P3::new(engine, &component).unwrap() }
+        }
+    }
 }
 
 /// A p1 module as a component through wasmtime's preview1 adapter: the
@@ -317,10 +385,14 @@ fn run(guest: &Guest, backend: Backend, setup: &Setup, n: usize, phases: Option<
     b.stdout(out.clone()).stderr(err.clone()).args(&args);
     // Sync embeddings (`wasmtime run` among them) let wasmtime-wasi do its
     // file I/O on the calling thread rather than through tokio's
-    // spawn_blocking; PackFS's filesystem ignores the setting.
+    // spawn_blocking, and its p3 honours the setting too; PackFS's
+    // filesystem ignores it.
     b.allow_blocking_current_thread(setup.wasi_blocking);
     // Kept until the run ends.
-    let host_dir;
+    let host_dir = backend.on_host().then(|| tempfile::tempdir_in(backend.host_dir()).unwrap());
+    if let Some(dir) = &host_dir {
+        b.preopened_dir(dir.path(), "/", FsPerms::ReadWrite).unwrap();
+    }
     let fs = || -> Arc<dyn FileSystem> {
         match backend {
             Mem | Adapter => Arc::new(MemFs::new()),
@@ -328,8 +400,17 @@ fn run(guest: &Guest, backend: Backend, setup: &Setup, n: usize, phases: Option<
             _ => Arc::new(MemFs::overlay(pack.clone()).unwrap()),
         }
     };
-    let status = match backend {
-        Mem | Overlay | OverlayLower | Pack if guest.own.is_some() => {
+    let packfs_ctx = || {
+        let mut ctx = PackFsCtx::builder();
+        match backend {
+            Pack => ctx.preopen_read_only("/", fs()),
+            _ => ctx.preopen("/", fs()),
+        };
+        ctx.build()
+    };
+    let trap = |e: &dyn std::fmt::Debug| -> i32 { panic!("trap: {e:?}") };
+    let status = match (guest, backend) {
+        (Guest::P1 { own, .. }, Mem | Overlay | OverlayLower | Pack) => {
             let (out, err) = (Capture::new(1 << 16), Capture::new(1 << 16));
             let access = if backend == Pack { Access::ReadOnly } else { Access::ReadWrite };
             let wasi = Wasi::builder(Box::new(HostPlatform::default()))
@@ -340,37 +421,28 @@ fn run(guest: &Guest, backend: Backend, setup: &Setup, n: usize, phases: Option<
                 .build()
                 .unwrap();
             let mut store = Store::new(engine, Own { wasi });
-            let instance = guest.own.as_ref().unwrap().instantiate(&mut store).unwrap();
+            let instance = own.instantiate(&mut store).unwrap();
             let start = instance.get_typed_func::<(), ()>(&mut store, "_start").unwrap();
             let status = match start.call(&mut store, ()) {
                 Ok(()) => 0,
-                Err(e) => packfs_host::p1::exit_status(&e).unwrap_or_else(|| panic!("trap: {e:?}")) as i32,
+                Err(e) => packfs_host::p1::exit_status(&e).map_or_else(|| trap(&e), |s| s as i32),
             };
             let (stdout, stderr) = (text(&out.contents()), text(&err.contents()));
             return phases_of(backend, status, &stdout, &stderr);
         }
-        Mem | Overlay | OverlayLower | Pack | Adapter => {
-            let mut ctx = PackFsCtx::builder();
-            match backend {
-                Pack => ctx.preopen_read_only("/", fs()),
-                _ => ctx.preopen("/", fs()),
-            };
-            let mut store = Store::new(engine, GuestState::new(b.build(), ctx.build()));
-            let command = guest.packfs.instantiate(&mut store).unwrap();
-            oracle::run_status(command.wasi_cli_run().call_run(&mut store)).unwrap_or_else(|e| panic!("trap: {e:?}"))
+        (Guest::P1 { adapter: command, .. }, Adapter)
+        | (Guest::P2 { packfs: command, .. }, Mem | Overlay | OverlayLower | Pack) => {
+            let mut store = Store::new(engine, GuestState::new(b.build(), packfs_ctx()));
+            let command = command.instantiate(&mut store).unwrap();
+            oracle::run_status(command.wasi_cli_run().call_run(&mut store)).unwrap_or_else(|e| trap(&e))
         }
-        WasiTmp | WasiShm => {
-            host_dir = tempfile::tempdir_in(backend.host_dir()).unwrap();
-            b.preopened_dir(host_dir.path(), "/", FsPerms::ReadWrite).unwrap();
-            let oracle = guest.oracle.as_ref().expect("p2 guests only");
-            oracle.run(b.build()).unwrap_or_else(|e| panic!("trap: {e:?}"))
+        (Guest::P3 { runner, packfs, .. }, Mem | Overlay | OverlayLower | Pack) => {
+            runner.run_prepared_p3(packfs, b.build(), packfs_ctx()).unwrap_or_else(|e| trap(&e))
         }
-        WasiP1Tmp | WasiP1Shm => {
-            host_dir = tempfile::tempdir_in(backend.host_dir()).unwrap();
-            b.preopened_dir(host_dir.path(), "/", FsPerms::ReadWrite).unwrap();
-            let native = guest.native.as_ref().expect("p1 guests only");
-            native.run(b.build_p1()).unwrap_or_else(|e| panic!("trap: {e:?}"))
-        }
+        (Guest::P1 { native, .. }, WasiP1Tmp | WasiP1Shm) => native.run(b.build_p1()).unwrap_or_else(|e| trap(&e)),
+        (Guest::P2 { oracle, .. }, WasiTmp | WasiShm) => oracle.run(b.build()).unwrap_or_else(|e| trap(&e)),
+        (Guest::P3 { oracle, .. }, WasiTmp | WasiShm) => oracle.run(b.build()).unwrap_or_else(|e| trap(&e)),
+        (_, backend) => unreachable!("{} is no backend of this target", backend.name()),
     };
     phases_of(backend, status, &text(&out.contents()), &text(&err.contents()))
 }
@@ -426,13 +498,22 @@ fn main() {
     let started = Instant::now();
     let load_before = loadavg();
 
-    support::build_rust_guests();
-    // The same engine for PackFS and the baselines.
+    let targets: Vec<Target> = [Target::P1, Target::P2, Target::P3]
+        .into_iter()
+        .filter(|&t| backends(t).into_iter().any(|b| keep(t, b)))
+        .collect();
+    // Built by cargo before compiling them is timed.
+    for target in &targets {
+        target.guest();
+    }
+    // The same engine for PackFS and the baselines; p3's has the component
+    // model's concurrency, as `packfs run` makes it for a p3 guest.
     let default_engine = std::env::var_os("GUEST_BENCH_DEFAULT_ENGINE").is_some();
     let engine = if default_engine { Engine::default() } else { Engine::new(&Runner::config()).unwrap() };
-    let targets = [Target::P1, Target::P2];
+    let engine_p3 = if default_engine { engine.clone() } else { Engine::new(&Runner::config_p3()).unwrap() };
     let t = Instant::now();
-    let guests: Vec<Guest> = targets.iter().map(|&t| load(&engine, t)).collect();
+    let guests: Vec<Guest> =
+        targets.iter().map(|&t| load(if t == Target::P3 { &engine_p3 } else { &engine }, t)).collect();
     eprintln!("guests compiled in {:.1} s", t.elapsed().as_secs_f64());
     let pack_dir = tempfile::tempdir_in("/tmp").unwrap();
     let needs_pack = targets.iter().any(|&t| backends(t).into_iter().any(|b| keep(t, b) && b.uses_pack()));
@@ -515,7 +596,7 @@ fn main() {
         if default_engine {
             "Engine::default()"
         } else {
-            "Runner::config() (concurrency_support(false), as packfs run)"
+            "Runner::config() (concurrency_support(false), as packfs run); p3 Runner::config_p3() (concurrency_support(true))"
         }
     );
     for &target in &targets {
@@ -546,17 +627,18 @@ fn main() {
         let _ = writeln!(md);
         let packfs: Vec<Backend> = PACKFS.into_iter().filter(|&b| keep(target, b)).collect();
         for base in baselines(target).into_iter().filter(|&b| keep(target, b) && !packfs.is_empty()) {
+            let goals = goals(target, base);
             let _ = writeln!(
                 md,
                 "### {}: speed-up over {} (its median / PackFS's [fastest runs']{})\n",
                 target.name(),
                 base.name(),
-                if base == WasiP1Shm { "; target create 3x, other metadata 5x, bulk 1.5x" } else { "" }
+                goals.map(|(said, _)| format!("; target {said}")).unwrap_or_default()
             );
             let _ = writeln!(md, "| phase | {} |", packfs.iter().map(|b| b.name()).collect::<Vec<_>>().join(" | "));
             let _ = writeln!(md, "|---|{}", "---:|".repeat(packfs.len()));
             for phase in PHASES {
-                let goal = (base == WasiP1Shm).then(|| target_of(phase));
+                let goal = goals.map(|(_, of)| of(phase));
                 let mut row = format!("| {phase} |");
                 for &b in &packfs {
                     let key = |b| (target, b, phase.to_string());

@@ -38,15 +38,9 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 
-const SMALL: usize = 128;
-const CHUNK: usize = 64 << 10;
-/// The big file's default size.
-const BIG_DEFAULT: usize = 64 << 20;
-const ALL: &[&str] = &[
-    "create", "read", "stat", "readdir", "unlink", "mkdir", "rmdir", "write4k", "read4k", "write64k", "read64k",
-    "write1m", "read1m",
-];
-const RO: &[&str] = &["read", "stat", "readdir", "read4k", "read64k", "read1m"];
+#[path = "../workload.rs"]
+mod workload;
+use workload::{SMALL, pattern, piece, small};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
@@ -55,20 +49,14 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let root = args.get(3).map_or("/work", String::as_str);
-    let big = match args.get(4).map(|m| m.parse::<usize>()) {
-        None => BIG_DEFAULT,
-        Some(Ok(mib)) if mib > 0 => mib << 20,
-        Some(_) => {
-            eprintln!("bench_workload: BIG_MIB must be a positive number");
+    let big = match workload::big(args.get(4)) {
+        Ok(big) => big,
+        Err(e) => {
+            eprintln!("bench_workload: {e}");
             return ExitCode::from(2);
         }
     };
-    let phases: Vec<&str> = match phases.as_str() {
-        "all" => ALL.to_vec(),
-        "ro" => RO.to_vec(),
-        list => list.split(',').collect(),
-    };
-    for phase in phases {
+    for phase in workload::phases(phases) {
         match run(phase, n, root, big) {
             Ok((ns, ops)) => println!("phase {phase} {ns} {ops}"),
             Err(e) => {
@@ -90,31 +78,6 @@ fn path(root: &str, i: usize) -> String {
 /// The `mkdir` phase's directories: one per five small files.
 fn dirs(root: &str, n: usize) -> Vec<String> {
     (0..n / 5).map(|i| format!("{root}/m/d{i:05}")).collect()
-}
-
-/// A piece size: `4k`, `64k` or `1m`.
-fn piece(s: &str) -> Result<usize> {
-    match s {
-        "4k" => Ok(4 << 10),
-        "64k" => Ok(64 << 10),
-        "1m" => Ok(1 << 20),
-        _ => Err(format!("unknown piece size {s:?}")),
-    }
-}
-
-/// The big file's bytes.
-fn pattern(big: usize) -> Vec<u8> {
-    let mut data = vec![0xa5u8; big];
-    for (k, chunk) in data.chunks_mut(CHUNK).enumerate() {
-        chunk[..8].copy_from_slice(&(k as u64).to_le_bytes());
-    }
-    data
-}
-
-fn small(i: usize) -> [u8; SMALL] {
-    let mut buf = [b'.'; SMALL];
-    buf[..5].copy_from_slice(format!("{i:05}").as_bytes());
-    buf
 }
 
 /// Runs one phase; returns its time in nanoseconds and its operation count.
