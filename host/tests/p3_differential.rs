@@ -101,13 +101,13 @@
 
 use packfs_test_support as support;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use packfs_core::{FileSystem, FileType, MemFs, OpenOptions};
+use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_host::Runner;
 use packfs_host::load::Guest;
 use packfs_host::wasi::PackFsCtx;
@@ -115,7 +115,6 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::TestCaseError;
 use support::oracle;
-use support::trees::{Tree, tree_of, tree_of_dir};
 use wasmtime::Engine;
 use wasmtime::component::{Component, InstancePre};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
@@ -602,74 +601,16 @@ fn explicit(secs: i64, nanos: u32) -> Option<(i64, u32)> {
 
 /// A tree as the guest left it: what each path is and holds, each
 /// inode's link count and set mtime, and which paths are one inode.
-#[derive(Debug)]
-struct Final {
-    tree: Tree,
-    meta: BTreeMap<String, (u64, Option<(i64, u32)>)>,
-    /// The paths of each inode with more than one, sorted.
-    links: BTreeSet<Vec<String>>,
-}
-
-fn links<K>(inodes: BTreeMap<K, Vec<String>>) -> BTreeSet<Vec<String>> {
-    inodes
-        .into_values()
-        .filter(|paths| paths.len() > 1)
-        .map(|mut paths| {
-            paths.sort();
-            paths
-        })
-        .collect()
-}
+type Final = support::trees::Final<(u64, Option<(i64, u32)>)>;
 
 /// `fs`'s tree, through the `FileSystem` API.
 fn final_of(fs: &dyn FileSystem) -> Final {
-    let of = |ino| {
-        let md = fs.metadata(ino).unwrap();
-        (md.nlink, explicit(md.mtime.secs as i64, md.mtime.nanos))
-    };
-    let mut meta = BTreeMap::from([("/".to_owned(), of(fs.root()))]);
-    let mut inodes = BTreeMap::<u64, Vec<String>>::new();
-    let mut todo = vec![(fs.root(), String::new())];
-    while let Some((dir, path)) = todo.pop() {
-        let mut after: Option<String> = None;
-        loop {
-            let page = fs.read_dir(dir, after.as_deref(), 256).unwrap();
-            let Some(last) = page.last() else { break };
-            after = Some(last.name.to_string());
-            for e in page {
-                let p = format!("{path}/{}", e.name);
-                if e.kind == FileType::Dir {
-                    todo.push((e.ino, p.clone()));
-                } else {
-                    inodes.entry(e.ino).or_default().push(p.clone());
-                }
-                meta.insert(p, of(e.ino));
-            }
-        }
-    }
-    Final { tree: tree_of(fs), meta, links: links(inodes) }
+    Final::of(fs, |md| (md.nlink, explicit(md.mtime.secs as i64, md.mtime.nanos)))
 }
 
 /// The tree under host directory `root`.
 fn final_of_dir(root: &Path) -> Final {
-    let of = |md: &std::fs::Metadata| (md.nlink(), explicit(md.mtime(), md.mtime_nsec() as u32));
-    let mut meta = BTreeMap::from([("/".to_owned(), of(&std::fs::symlink_metadata(root).unwrap()))]);
-    let mut inodes = BTreeMap::<(u64, u64), Vec<String>>::new();
-    let mut todo = vec![(root.to_path_buf(), String::new())];
-    while let Some((dir, path)) = todo.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let e = e.unwrap();
-            let p = format!("{path}/{}", e.file_name().to_str().unwrap());
-            let md = std::fs::symlink_metadata(e.path()).unwrap();
-            if md.is_dir() {
-                todo.push((e.path(), p.clone()));
-            } else {
-                inodes.entry((md.dev(), md.ino())).or_default().push(p.clone());
-            }
-            meta.insert(p, of(&md));
-        }
-    }
-    Final { tree: tree_of_dir(root), meta, links: links(inodes) }
+    Final::of_dir(root, |md| (md.nlink(), explicit(md.mtime(), md.mtime_nsec() as u32)))
 }
 
 /// PackFS's tree `ours` is wasmtime's, the tree at `at`.

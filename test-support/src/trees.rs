@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use packfs_core::{FileSystem, Ino, MemFs, OpenOptions};
+use std::collections::{BTreeMap, BTreeSet};
+
+use packfs_core::{DirEntry, FileSystem, FileType, Ino, MemFs, Metadata, OpenOptions};
 
 /// A tree to start from, by path: its directories (parents first), its
 /// files and their bytes, its symlinks and their targets.
@@ -81,9 +83,9 @@ pub enum Entry {
     Symlink(String),
 }
 
-/// `fs`'s tree under its root, through the `FileSystem` API.
-pub fn tree_of(fs: &dyn FileSystem) -> Tree {
-    let mut tree = Tree::new();
+/// Every entry under `fs`'s root, each directory's before what it holds:
+/// its path (`/a/b`) and its entry.
+pub fn walk(fs: &dyn FileSystem, mut visit: impl FnMut(&str, &DirEntry)) {
     let mut todo = vec![(fs.root(), String::new())];
     while let Some((dir, path)) = todo.pop() {
         let mut after: Option<String> = None;
@@ -93,45 +95,118 @@ pub fn tree_of(fs: &dyn FileSystem) -> Tree {
             after = Some(last.name.to_string());
             for e in page {
                 let p = format!("{path}/{}", e.name);
-                let entry = match e.kind {
-                    packfs_core::FileType::Dir => {
-                        todo.push((e.ino, p.clone()));
-                        Entry::Dir
-                    }
-                    packfs_core::FileType::File => {
-                        let mut buf = vec![0; fs.metadata(e.ino).unwrap().size as usize];
-                        let n = fs.read_at(e.ino, 0, &mut buf).unwrap();
-                        buf.truncate(n);
-                        Entry::File(buf)
-                    }
-                    packfs_core::FileType::Symlink => Entry::Symlink(fs.readlink(e.ino).unwrap()),
-                };
-                tree.insert(p, entry);
+                if e.kind == FileType::Dir {
+                    todo.push((e.ino, p.clone()));
+                }
+                visit(&p, &e);
             }
         }
     }
+}
+
+/// Every entry under host directory `root`, as [`walk`]: its path, its
+/// host path and its metadata (of a symlink, not its target).
+pub fn walk_dir(root: &Path, mut visit: impl FnMut(&str, &Path, &std::fs::Metadata)) {
+    let mut todo = vec![(root.to_path_buf(), String::new())];
+    while let Some((dir, path)) = todo.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            let p = format!("{path}/{}", e.file_name().to_str().unwrap());
+            let md = std::fs::symlink_metadata(e.path()).unwrap();
+            if md.is_dir() {
+                todo.push((e.path(), p.clone()));
+            }
+            visit(&p, &e.path(), &md);
+        }
+    }
+}
+
+/// `fs`'s tree under its root, through the `FileSystem` API.
+pub fn tree_of(fs: &dyn FileSystem) -> Tree {
+    let mut tree = Tree::new();
+    walk(fs, |p, e| {
+        let entry = match e.kind {
+            FileType::Dir => Entry::Dir,
+            FileType::File => {
+                let mut buf = vec![0; fs.metadata(e.ino).unwrap().size as usize];
+                let n = fs.read_at(e.ino, 0, &mut buf).unwrap();
+                buf.truncate(n);
+                Entry::File(buf)
+            }
+            FileType::Symlink => Entry::Symlink(fs.readlink(e.ino).unwrap()),
+        };
+        tree.insert(p.to_owned(), entry);
+    });
     tree
 }
 
 /// The tree under host directory `root`.
 pub fn tree_of_dir(root: &Path) -> Tree {
     let mut tree = Tree::new();
-    let mut todo = vec![(root.to_path_buf(), String::new())];
-    while let Some((dir, path)) = todo.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let e = e.unwrap();
-            let p = format!("{path}/{}", e.file_name().to_str().unwrap());
-            let t = e.file_type().unwrap();
-            let entry = if t.is_dir() {
-                todo.push((e.path(), p.clone()));
-                Entry::Dir
-            } else if t.is_symlink() {
-                Entry::Symlink(std::fs::read_link(e.path()).unwrap().to_str().unwrap().to_owned())
-            } else {
-                Entry::File(std::fs::read(e.path()).unwrap())
-            };
-            tree.insert(p, entry);
-        }
-    }
+    walk_dir(root, |p, host, md| {
+        let entry = if md.is_dir() {
+            Entry::Dir
+        } else if md.is_symlink() {
+            Entry::Symlink(std::fs::read_link(host).unwrap().to_str().unwrap().to_owned())
+        } else {
+            Entry::File(std::fs::read(host).unwrap())
+        };
+        tree.insert(p.to_owned(), entry);
+    });
     tree
+}
+
+/// A tree as a guest left it, for the differential tests: what each path
+/// is and holds, what `M` says of each path's inode (the root's at `/`),
+/// and which paths are one inode.
+#[derive(Debug)]
+pub struct Final<M> {
+    /// What each path is and holds.
+    pub tree: Tree,
+    /// Each path's inode, as the test reads it.
+    pub meta: BTreeMap<String, M>,
+    /// The paths of each inode with more than one, sorted.
+    pub links: BTreeSet<Vec<String>>,
+}
+
+impl<M> Final<M> {
+    /// `fs`'s, each inode read by `of`.
+    pub fn of(fs: &dyn FileSystem, of: impl Fn(&Metadata) -> M) -> Self {
+        let read = |ino| of(&fs.metadata(ino).unwrap());
+        let mut meta = BTreeMap::from([("/".to_owned(), read(fs.root()))]);
+        let mut inodes = BTreeMap::<Ino, Vec<String>>::new();
+        walk(fs, |p, e| {
+            if e.kind != FileType::Dir {
+                inodes.entry(e.ino).or_default().push(p.to_owned());
+            }
+            meta.insert(p.to_owned(), read(e.ino));
+        });
+        Final { tree: tree_of(fs), meta, links: links(inodes) }
+    }
+
+    /// The tree under host directory `root`'s, each inode read by `of`.
+    pub fn of_dir(root: &Path, of: impl Fn(&std::fs::Metadata) -> M) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let mut meta = BTreeMap::from([("/".to_owned(), of(&std::fs::symlink_metadata(root).unwrap()))]);
+        let mut inodes = BTreeMap::<(u64, u64), Vec<String>>::new();
+        walk_dir(root, |p, _, md| {
+            if !md.is_dir() {
+                inodes.entry((md.dev(), md.ino())).or_default().push(p.to_owned());
+            }
+            meta.insert(p.to_owned(), of(md));
+        });
+        Final { tree: tree_of_dir(root), meta, links: links(inodes) }
+    }
+}
+
+/// The paths of each inode that has more than one, each list sorted.
+fn links<K>(inodes: BTreeMap<K, Vec<String>>) -> BTreeSet<Vec<String>> {
+    inodes
+        .into_values()
+        .filter(|paths| paths.len() > 1)
+        .map(|mut paths| {
+            paths.sort();
+            paths
+        })
+        .collect()
 }

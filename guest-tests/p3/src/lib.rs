@@ -18,7 +18,7 @@ use std::fmt::Debug;
 pub use wasi::filesystem::types::{
     Descriptor, DescriptorFlags, DescriptorType, DirectoryEntry, ErrorCode, NewTimestamp, OpenFlags, PathFlags,
 };
-use wit_bindgen::StreamResult;
+use wit_bindgen::{StreamReader, StreamResult};
 
 /// Prints `label: ok <value>` or `label: err <code>`.
 pub fn show<T: Debug>(label: &str, r: Result<T, ErrorCode>) {
@@ -51,25 +51,41 @@ pub async fn open(dir: &Descriptor, path: &str, open: OpenFlags, flags: Descript
 /// reads of `piece` bytes; then its future.
 pub async fn read_from(fd: &Descriptor, offset: u64, piece: usize) -> Result<Vec<u8>, ErrorCode> {
     let (mut rx, done) = fd.read_via_stream(offset);
-    let mut data = Vec::new();
+    let (data, _) = drain(&mut rx, 0, piece).await;
+    drop(rx);
+    done.await.map(|()| data)
+}
+
+/// Reads `rx` in reads of `piece` items, to its end or until `limit`
+/// items came (0: no limit); whether it stopped at the limit.
+pub async fn drain<T: 'static>(rx: &mut StreamReader<T>, limit: usize, piece: usize) -> (Vec<T>, bool) {
+    let mut items = Vec::new();
     loop {
-        data.reserve(piece);
-        let (result, back) = rx.read(data).await;
-        data = back;
+        items.reserve(piece.max(1));
+        let (result, back) = rx.read(items).await;
+        items = back;
+        if limit > 0 && items.len() >= limit {
+            items.truncate(limit);
+            return (items, true);
+        }
         match result {
             StreamResult::Complete(_) => {}
-            StreamResult::Dropped => break,
+            StreamResult::Dropped => return (items, false),
             StreamResult::Cancelled => panic!("nobody cancels this read"),
         }
     }
-    drop(rx);
-    done.await.map(|()| data)
 }
 
 /// Writes `data` at `offset` through `write-via-stream` (or appends it,
 /// with `None`), in writes of `piece` bytes; the future's outcome and the
 /// bytes the host took.
 pub async fn write_at(fd: &Descriptor, offset: Option<u64>, data: &[u8], piece: usize) -> Result<usize, ErrorCode> {
+    let (taken, result) = write_counted(fd, offset, data, piece).await;
+    result.map(|()| taken)
+}
+
+/// [`write_at`], the bytes the host took counted whatever the outcome.
+pub async fn write_counted(fd: &Descriptor, offset: Option<u64>, data: &[u8], piece: usize) -> (usize, Result<(), ErrorCode>) {
     let (mut tx, rx) = wit_stream::new();
     let done = match offset {
         Some(at) => fd.write_via_stream(rx, at),
@@ -87,8 +103,7 @@ pub async fn write_at(fd: &Descriptor, offset: Option<u64>, data: &[u8], piece: 
         drop(tx);
         taken
     };
-    let (taken, result) = futures::join!(send, async { done.await });
-    result.map(|()| taken)
+    futures::join!(send, async { done.await })
 }
 
 /// The names and types in `dir`, sorted by name.

@@ -32,10 +32,9 @@ use packfs_guests_p3::exports::wasi::cli::run::Guest;
 use packfs_guests_p3::wasi::clocks::system_clock::Instant;
 use packfs_guests_p3::wasi::filesystem::types::Advice;
 use packfs_guests_p3::{
-    Descriptor, DescriptorFlags, DescriptorType, DirectoryEntry, ErrorCode, NewTimestamp, OpenFlags, PathFlags, digest,
-    pattern, preopen, wit_stream,
+    Descriptor, DescriptorFlags, DescriptorType, ErrorCode, NewTimestamp, OpenFlags, PathFlags, digest, drain, pattern,
+    preopen, write_counted,
 };
-use wit_bindgen::StreamResult;
 
 struct Run;
 packfs_guests_p3::export!(Run);
@@ -78,7 +77,9 @@ fn path_flags(f: &str) -> PathFlags {
 
 fn open_flags(s: &str) -> OpenFlags {
     let mut o = OpenFlags::empty();
-    for (c, f) in [('c', OpenFlags::CREATE), ('d', OpenFlags::DIRECTORY), ('e', OpenFlags::EXCLUSIVE), ('t', OpenFlags::TRUNCATE)] {
+    for (c, f) in
+        [('c', OpenFlags::CREATE), ('d', OpenFlags::DIRECTORY), ('e', OpenFlags::EXCLUSIVE), ('t', OpenFlags::TRUNCATE)]
+    {
         if s.contains(c) {
             o |= f;
         }
@@ -88,7 +89,9 @@ fn open_flags(s: &str) -> OpenFlags {
 
 fn descriptor_flags(s: &str) -> DescriptorFlags {
     let mut o = DescriptorFlags::empty();
-    for (c, f) in [('r', DescriptorFlags::READ), ('w', DescriptorFlags::WRITE), ('m', DescriptorFlags::MUTATE_DIRECTORY)] {
+    for (c, f) in
+        [('r', DescriptorFlags::READ), ('w', DescriptorFlags::WRITE), ('m', DescriptorFlags::MUTATE_DIRECTORY)]
+    {
         if s.contains(c) {
             o |= f;
         }
@@ -198,25 +201,7 @@ async fn perform(slots: &mut [Option<Descriptor>], op: &str) -> String {
 /// `len` bytes of a pattern written at `offset` (appended, for `None`) in
 /// writes of `piece`: the bytes the host took, then the future's outcome.
 async fn write(fd: &Descriptor, offset: Option<u64>, len: usize, seed: u8, piece: usize) -> String {
-    let data = pattern(len, seed);
-    let (mut tx, rx) = wit_stream::new();
-    let done = match offset {
-        Some(at) => fd.write_via_stream(rx, at),
-        None => fd.append_via_stream(rx),
-    };
-    let send = async {
-        let mut taken = 0;
-        for chunk in data.chunks(piece.max(1)) {
-            let rest = tx.write_all(chunk.to_vec()).await;
-            taken += chunk.len() - rest.len();
-            if !rest.is_empty() {
-                break;
-            }
-        }
-        drop(tx);
-        taken
-    };
-    let (taken, result) = futures::join!(send, async { done.await });
+    let (taken, result) = write_counted(fd, offset, &pattern(len, seed), piece).await;
     format!("taken {taken}, {}", show(result))
 }
 
@@ -225,23 +210,7 @@ async fn write(fd: &Descriptor, offset: Option<u64>, len: usize, seed: u8, piece
 /// and the future's outcome.
 async fn read(fd: &Descriptor, offset: u64, limit: usize, piece: usize) -> String {
     let (mut rx, done) = fd.read_via_stream(offset);
-    let mut data: Vec<u8> = Vec::new();
-    let mut early = false;
-    loop {
-        data.reserve(piece.max(1));
-        let (result, back) = rx.read(data).await;
-        data = back;
-        if limit > 0 && data.len() >= limit {
-            data.truncate(limit);
-            early = true;
-            break;
-        }
-        match result {
-            StreamResult::Complete(_) => {}
-            StreamResult::Dropped => break,
-            StreamResult::Cancelled => panic!("nobody cancels this read"),
-        }
-    }
+    let (data, early) = drain(&mut rx, limit, piece).await;
     drop(rx);
     let ended = if early { "dropped" } else { "to the end" };
     format!("{} {ended}, {}", digest(&data), show(done.await))
@@ -251,21 +220,7 @@ async fn read(fd: &Descriptor, offset: u64, limit: usize, piece: usize) -> Strin
 /// before the stream was dropped), then the future's outcome.
 async fn list(fd: &Descriptor, limit: usize) -> String {
     let (mut rx, done) = fd.read_directory();
-    let mut entries: Vec<DirectoryEntry> = Vec::new();
-    loop {
-        entries.reserve(16);
-        let (result, back) = rx.read(entries).await;
-        entries = back;
-        if limit > 0 && entries.len() >= limit {
-            entries.truncate(limit);
-            break;
-        }
-        match result {
-            StreamResult::Complete(_) => {}
-            StreamResult::Dropped => break,
-            StreamResult::Cancelled => panic!("nobody cancels this read"),
-        }
-    }
+    let (entries, _) = drain(&mut rx, limit, 16).await;
     drop(rx);
     let got = if limit > 0 {
         format!("{} of at most {limit}", entries.len())
