@@ -12,6 +12,8 @@
 //! - `types`: `wasi:filesystem/types` over the model;
 //! - `streams`: file and directory streams, which move bytes straight
 //!   between the backend and the guest's buffer;
+//! - `offload`: a stream's reads and writes that may wait on the network,
+//!   on the blocking pool, a few of a guest's at once;
 //! - `preopens`: `get-directories`.
 //!
 //! Everything else (cli, clocks, random, sockets) is wasmtime-wasi's p3,
@@ -32,6 +34,7 @@
 
 pub mod bindings;
 mod errors;
+mod offload;
 mod streams;
 mod types;
 
@@ -40,6 +43,7 @@ use wasmtime_wasi::WasiView;
 
 pub use bindings::FsError;
 pub use errors::error_code;
+pub(crate) use offload::Waits;
 use packfs_core::wasi::Descriptor;
 
 use crate::wasi::{PackFs, PackFsCtxView, PackFsView};

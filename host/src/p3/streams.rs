@@ -16,15 +16,15 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use bytes::BytesMut;
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Destination, Source, StreamConsumer, StreamProducer, StreamResult, VecBuffer};
 
 use super::bindings::types::{DescriptorType, DirectoryEntry, ErrorCode};
+use super::offload::{Offload, Waits};
 use crate::wasi::DirStream;
 use crate::wasi::streams::MAX_IO_CHUNK;
 use packfs_core::FileType;
@@ -64,13 +64,13 @@ pub(crate) struct FileProducer {
     node: Arc<Node>,
     position: u64,
     outcome: Outcome,
-    /// A read that may wait, under way on the blocking pool.
-    waiting: Option<JoinHandle<packfs_core::Result<BytesMut>>>,
+    /// A read that may wait.
+    waiting: Offload<packfs_core::Result<BytesMut>>,
 }
 
 impl FileProducer {
-    pub(crate) fn new(node: Arc<Node>, position: u64, outcome: Outcome) -> Self {
-        FileProducer { node, position, outcome, waiting: None }
+    pub(crate) fn new(node: Arc<Node>, position: u64, outcome: Outcome, waits: Waits) -> Self {
+        FileProducer { node, position, outcome, waiting: Offload::new(waits) }
     }
 
     /// `Completed` after `n` bytes were read, `Dropped` at the end or on
@@ -93,24 +93,6 @@ impl FileProducer {
     }
 }
 
-/// Starts a read of up to [`HOST_READ`] bytes of `node` at `position` on
-/// the blocking pool, under the guest's deadline (the thread polling is the
-/// guest's).
-fn waiting_read(node: &Arc<Node>, position: u64, mut buf: BytesMut) -> JoinHandle<packfs_core::Result<BytesMut>> {
-    let node = Arc::clone(node);
-    let deadline = packfs_core::wasi::deadline::current();
-    tokio::task::spawn_blocking(move || {
-        buf.resize(HOST_READ, 0);
-        let mut read = || node.fs.read_at(node.ino, position, &mut buf);
-        let n = match deadline {
-            Some(d) => d.scope(read),
-            None => read(),
-        }?;
-        buf.truncate(n);
-        Ok(buf)
-    })
-}
-
 impl<D: 'static> StreamProducer<D> for FileProducer {
     type Item = u8;
     type Buffer = BytesMut;
@@ -125,7 +107,7 @@ impl<D: 'static> StreamProducer<D> for FileProducer {
         let me = self.get_mut();
         let (ino, position) = (me.node.ino, me.position);
         let want = dst.remaining(&mut store).map_or(HOST_READ, |n| n.min(MAX_IO_CHUNK));
-        if me.waiting.is_none() && !me.node.fs.may_wait(ino, position, want as u64) {
+        if !me.waiting.busy() && !me.node.fs.may_wait(ino, position, want as u64) {
             let mut dst = dst.as_direct(store, HOST_READ);
             let buf = dst.remaining();
             // A zero-length read asks whether bytes are ready: they are.
@@ -139,21 +121,21 @@ impl<D: 'static> StreamProducer<D> for FileProducer {
             }
             return Poll::Ready(Ok(me.advance(read)));
         }
-        let task = me.waiting.get_or_insert_with(|| waiting_read(&me.node, me.position, dst.take_buffer()));
-        let joined = match Pin::new(&mut *task).poll(cx) {
-            // The guest cancels its read: the fetch goes on for the next
-            // reader, but nothing it brings is delivered.
-            Poll::Pending if finish => {
-                me.waiting = None;
-                return Poll::Ready(Ok(StreamResult::Cancelled));
-            }
+        if !me.waiting.busy() {
+            let (node, mut buf) = (Arc::clone(&me.node), dst.take_buffer());
+            me.waiting.start(move || {
+                buf.resize(HOST_READ, 0);
+                let n = node.fs.read_at(node.ino, position, &mut buf)?;
+                buf.truncate(n);
+                Ok(buf)
+            });
+        }
+        let read = match me.waiting.poll(cx) {
+            // The guest cancels a read still waiting its turn; one under
+            // way is let finish, as its bytes may be delivered.
+            Poll::Pending if finish && me.waiting.cancel() => return Poll::Ready(Ok(StreamResult::Cancelled)),
             Poll::Pending => return Poll::Pending,
-            Poll::Ready(joined) => joined,
-        };
-        me.waiting = None;
-        let read = match joined {
-            Ok(read) => read,
-            Err(e) => return Poll::Ready(Err(wasmtime::Error::msg(format!("a stream's read failed: {e}")))),
+            Poll::Ready(read) => read?,
         };
         Poll::Ready(Ok(match read {
             Ok(buf) => {
@@ -180,14 +162,14 @@ pub(crate) struct FileConsumer {
     /// Sync after every write (the descriptor asked for integrity sync).
     sync: bool,
     outcome: Outcome,
-    /// A write that may wait (its copy-up reads a remote lower), under way
-    /// on the blocking pool with the bytes it took, and their count.
-    waiting: Option<(JoinHandle<packfs_core::Result<()>>, usize)>,
+    /// A write that may wait (its copy-up reads a remote lower), with the
+    /// bytes it took; its result is their count.
+    waiting: Offload<(packfs_core::Result<()>, usize)>,
 }
 
 impl FileConsumer {
-    pub(crate) fn new(node: Arc<Node>, place: Place, sync: bool, outcome: Outcome) -> Self {
-        FileConsumer { node, place, sync, outcome, waiting: None }
+    pub(crate) fn new(node: Arc<Node>, place: Place, sync: bool, outcome: Outcome, waits: Waits) -> Self {
+        FileConsumer { node, place, sync, outcome, waiting: Offload::new(waits) }
     }
 
     /// Where the next write goes: `None` at the end.
@@ -242,7 +224,7 @@ impl<D: 'static> StreamConsumer<D> for FileConsumer {
         _finish: bool,
     ) -> Poll<wasmtime::Result<StreamResult>> {
         let me = self.get_mut();
-        if me.waiting.is_some() {
+        if me.waiting.busy() {
             return me.poll_waiting(cx);
         }
         let mut src = src.as_direct(store);
@@ -262,15 +244,7 @@ impl<D: 'static> StreamConsumer<D> for FileConsumer {
         }
         let (node, data) = (Arc::clone(&me.node), data[..len].to_vec());
         src.mark_read(len);
-        let deadline = packfs_core::wasi::deadline::current();
-        let task = tokio::task::spawn_blocking(move || {
-            let write = || write_to(&node, at, &data, sync);
-            match deadline {
-                Some(d) => d.scope(write),
-                None => write(),
-            }
-        });
-        me.waiting = Some((task, len));
+        me.waiting.start(move || (write_to(&node, at, &data, sync), len));
         me.poll_waiting(cx)
     }
 }
@@ -278,11 +252,7 @@ impl<D: 'static> StreamConsumer<D> for FileConsumer {
 impl FileConsumer {
     /// The write under way: pending, or done and reported.
     fn poll_waiting(&mut self, cx: &mut Context<'_>) -> Poll<wasmtime::Result<StreamResult>> {
-        let Some((task, len)) = &mut self.waiting else { return Poll::Ready(Ok(StreamResult::Completed)) };
-        let len = *len;
-        let joined = std::task::ready!(Pin::new(task).poll(cx));
-        self.waiting = None;
-        let written = joined.map_err(|e| wasmtime::Error::msg(format!("a stream's write failed: {e}")))?;
+        let (written, len) = ready!(self.waiting.poll(cx))?;
         Poll::Ready(Ok(self.advance(written, len)))
     }
 }

@@ -76,7 +76,8 @@ impl<U> types::HostDescriptorWithStore<U> for PackFs {
         fd: Resource<Descriptor>,
         offset: Filesize,
     ) -> wasmtime::Result<(StreamReader<u8>, FutureReader<Result<(), ErrorCode>>)> {
-        let node = store.get().table.get(&fd)?.reader_at(offset).map(Arc::clone);
+        let view = store.get();
+        let (node, waits) = (view.table.get(&fd)?.reader_at(offset).map(Arc::clone), view.ctx.waits.clone());
         let node = match node {
             Ok(node) => node,
             Err(e) => {
@@ -85,7 +86,7 @@ impl<U> types::HostDescriptorWithStore<U> for PackFs {
             }
         };
         let (tx, rx) = oneshot::channel();
-        let stream = StreamReader::new(&mut store, FileProducer::new(node, offset, Outcome::new(tx)))?;
+        let stream = StreamReader::new(&mut store, FileProducer::new(node, offset, Outcome::new(tx), waits))?;
         Ok((stream, FutureReader::new(&mut store, rx)?))
     }
 
@@ -304,15 +305,15 @@ fn consume<U>(
     mut data: StreamReader<u8>,
     place: Place,
 ) -> wasmtime::Result<FutureReader<Result<(), ErrorCode>>> {
-    let writer = {
+    let (writer, waits) = {
         let view = store.get();
         let d = view.table.get(&fd)?;
-        d.writer().map(|node| (Arc::clone(node), d.syncs()))
+        (d.writer().map(|node| (Arc::clone(node), d.syncs())), view.ctx.waits.clone())
     };
     match writer {
         Ok((node, sync)) => {
             let (tx, rx) = oneshot::channel();
-            data.pipe(&mut store, FileConsumer::new(node, place, sync, Outcome::new(tx)))?;
+            data.pipe(&mut store, FileConsumer::new(node, place, sync, Outcome::new(tx), waits))?;
             FutureReader::new(&mut store, rx)
         }
         Err(e) => {

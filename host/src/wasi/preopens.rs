@@ -32,6 +32,9 @@ pub struct PackFsCtx {
     pub(crate) recent: Recent,
     /// The directory streams the guest holds.
     pub(crate) streams: StreamCount,
+    /// Its 0.3 streams' turns at work that waits on the network.
+    #[cfg(feature = "p3")]
+    pub(crate) waits: crate::p3::Waits,
 }
 
 impl PackFsCtx {
@@ -97,6 +100,8 @@ impl PackFsCtxBuilder {
             preopens: std::mem::take(&mut self.preopens),
             recent: Recent::default(),
             streams: StreamCount::default(),
+            #[cfg(feature = "p3")]
+            waits: Default::default(),
         }
     }
 }
