@@ -165,11 +165,13 @@ pub(crate) struct FileConsumer {
     /// A write that may wait (its copy-up reads a remote lower), with the
     /// bytes it took; its result is their count.
     waiting: Offload<(packfs_core::Result<()>, usize)>,
+    /// A write has landed: no later one copies up.
+    landed: bool,
 }
 
 impl FileConsumer {
     pub(crate) fn new(node: Arc<Node>, place: Place, sync: bool, outcome: Outcome, waits: Waits) -> Self {
-        FileConsumer { node, place, sync, outcome, waiting: Offload::new(waits) }
+        FileConsumer { node, place, sync, outcome, waiting: Offload::new(waits), landed: false }
     }
 
     /// Where the next write goes: `None` at the end.
@@ -188,6 +190,7 @@ impl FileConsumer {
                 if let Place::At(position) = &mut self.place {
                     *position += len as u64;
                 }
+                self.landed = true;
                 StreamResult::Completed
             }
             Err(e) => {
@@ -234,8 +237,9 @@ impl<D: 'static> StreamConsumer<D> for FileConsumer {
             return Poll::Ready(Ok(StreamResult::Completed));
         }
         let (at, sync) = (me.at(), me.sync);
-        // Writing a file still in a lower layer copies all of it up first.
-        if !me.node.fs.may_wait(me.node.ino, 0, u64::MAX) {
+        // Writing a file still in a lower layer copies all of it up first;
+        // once a write has landed, the file is the upper's own.
+        if me.landed || !me.node.fs.may_wait(me.node.ino, 0, u64::MAX) {
             let written = write_to(&me.node, at, &data[..len], sync);
             if written.is_ok() {
                 src.mark_read(len);
