@@ -250,7 +250,7 @@ impl Descriptor {
     }
 
     /// `ftruncate`: `Invalid` unless opened for writing (Linux), or past
-    /// what `off_t` holds ([`within_off_t`]).
+    /// what `off_t` holds (`i64::MAX`).
     pub fn set_size(&self, size: u64) -> Result<()> {
         let ino = self.file()?;
         self.may_change()?;
@@ -271,7 +271,7 @@ impl Descriptor {
     }
 
     /// `pread` into `buf`; 0 at or past the end; `Invalid` if `buf` at
-    /// `offset` passes what `off_t` holds ([`within_off_t`]).
+    /// `offset` passes what `off_t` holds (`i64::MAX`).
     pub fn read_into(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         let ino = self.readable_file()?;
         within_off_t(offset, buf.len() as u64)?;
@@ -326,7 +326,7 @@ impl Descriptor {
     }
 
     /// [`reader`](Self::reader) for a stream from `offset`: `Invalid` past
-    /// what `off_t` holds ([`within_off_t`]), checked before the access as
+    /// what `off_t` holds (`i64::MAX`), checked before the access as
     /// Linux's `pread` does.
     pub fn reader_at(&self, offset: u64) -> Result<&Arc<Node>> {
         if self.is_dir {
@@ -372,7 +372,7 @@ impl Descriptor {
 }
 
 /// Writes all of `data` at `offset`, however a backend splits it;
-/// `Invalid` if it would pass what `off_t` holds ([`within_off_t`]).
+/// `Invalid` if it would pass what `off_t` holds (`i64::MAX`).
 pub fn write_all(fs: &dyn FileSystem, ino: Ino, mut offset: u64, mut data: &[u8]) -> Result<()> {
     if !data.is_empty() {
         within_off_t(offset, data.len() as u64)?;
