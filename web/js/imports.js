@@ -1,5 +1,20 @@
-// How a guest's preview1 imports reach packfs-web's Preview1.call: shared
-// by the runner's Worker (worker.js) and the benchmark's profile.
+// How a guest's preview1 imports reach packfs-web: shared by the runner's
+// Worker (worker.js) and the benchmark's profile.
+
+/** The guest's `wasi_snapshot_preview1` import object for `p1` (a
+ *  started-to-be Preview1 of `Preview1`, the class): packfs-web's own
+ *  export for each function where `p1.direct()` gives one (the guest then
+ *  calls into packfs-web with no JavaScript between), else the function
+ *  lowered to `Preview1.call`. */
+export function imports(p1, Preview1) {
+  const direct = p1.direct();
+  const signatures = Preview1.signatures();
+  const out = {};
+  Preview1.functions().forEach((name, i) => {
+    out[name] = direct[i] ?? lower(p1, i, signatures[i]);
+  });
+  return out;
+}
 
 /** The import for preview1 function `i`: its arguments as numbers, a
  *  64-bit one (a BigInt) as its low and high 32 bits. */

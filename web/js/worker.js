@@ -13,7 +13,7 @@
 //              runner.js's RunError says).
 
 import init, { MemFs, Overlay, Pack, Preview1 } from "./packfs_web.js";
-import { lower } from "./imports.js";
+import { imports } from "./imports.js";
 
 /** A failure of kind `kind` (runner.js's RunError), with what raised it. */
 class Failed extends Error {
@@ -94,14 +94,10 @@ async function guest(msg, p1, opened) {
     });
     opened.push({ ...o, spec: p });
   }
-  const imports = {};
-  const signatures = Preview1.signatures();
-  Preview1.functions().forEach((name, i) => {
-    imports[name] = lower(p1, i, signatures[i]);
-  });
+  const wasi = imports(p1, Preview1);
   const instance = await as("module", "the module cannot run", async () => {
     const module = msg.module instanceof WebAssembly.Module ? msg.module : await WebAssembly.compile(msg.module);
-    const instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: imports });
+    const instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: wasi });
     if (!(instance.exports.memory instanceof WebAssembly.Memory)) throw new Error("it exports no memory");
     if (typeof instance.exports._start !== "function") throw new Error("it exports no _start function");
     return instance;

@@ -14,14 +14,15 @@
 // truncation here reads or writes the wrong guest bytes.
 #![warn(clippy::cast_possible_truncation)]
 
-use std::rc::Rc;
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
 use std::sync::Arc;
 
 use js_sys::{Array, Function, Object, Reflect, Uint8Array, WebAssembly};
 use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::calls::{self, FUNCTIONS, ValType};
+use packfs_core::wasi::p1::calls::{self, FUNCTIONS, Outcome, ValType, WasmResult};
 use packfs_core::wasi::p1::io::{Bytes, Discard};
-use packfs_core::wasi::p1::{Errno, Input, Memory, Output, Platform, Wasi, WasiBuilder};
+use packfs_core::wasi::p1::{Errno, Exit, Input, Memory, Output, Platform, Wasi, WasiBuilder};
 use packfs_core::{Code, FileSystem, Timestamp};
 use wasm_bindgen::prelude::*;
 
@@ -256,15 +257,106 @@ fn access(read_only: &JsValue) -> JsResult<Access> {
 }
 
 /// A preview1 guest's state: build it, preopen filesystems, give it the
-/// instance's memory, then let the guest's imports [`call`](Self::call) it.
+/// instance's memory, then let the guest's imports [`call`](Self::call) it
+/// (or, faster, reach it through packfs-web's own exports: see
+/// [`direct`](Self::direct)).
 #[wasm_bindgen]
 pub struct Preview1 {
     builder: Option<WasiBuilder>,
+    guest: Rc<RefCell<Guest>>,
+}
+
+/// What a guest's calls run on once it has started.
+#[derive(Default)]
+struct Guest {
     wasi: Option<Wasi>,
     memory: Option<GuestMemory>,
     /// The lazy packs under the preopens, to fetch what a call wanted.
     remotes: Vec<Rc<Remote>>,
 }
+
+impl Guest {
+    /// Runs one preview1 call: `None` before [`Preview1::start`]. A call
+    /// that failed for want of a lazy pack's bytes fetches them, blocking,
+    /// and runs again ([`calls::loading`]).
+    fn run(
+        &mut self,
+        mut call: impl FnMut(&mut Wasi, &mut GuestMemory) -> Result<Option<i32>, Exit>,
+    ) -> Option<Result<Option<i32>, Exit>> {
+        let (Some(wasi), Some(mem)) = (&mut self.wasi, &mut self.memory) else {
+            return None;
+        };
+        // What earlier calls wanted is not this call's to fetch.
+        for r in &self.remotes {
+            r.pack.take_wanted();
+        }
+        mem.refresh();
+        // Every pack fetches what it wanted; a failed fetch leaves the
+        // call's errno.
+        let remotes = &self.remotes;
+        let fetch = || {
+            let mut got = false;
+            for r in remotes {
+                got |= r.fetch_wanted_blocking().unwrap_or(false);
+            }
+            got
+        };
+        Some(calls::loading(|| call(wasi, mem), fetch))
+    }
+}
+
+thread_local! {
+    /// The guest that packfs-web's direct exports (`packfs_p1_*`) serve on
+    /// this thread: the first live [`Preview1`] to have asked for them.
+    static DIRECT: RefCell<Weak<RefCell<Guest>>> = RefCell::new(Weak::new());
+}
+
+/// A direct export's call on this thread's direct guest: its errno.
+///
+/// A guest calls these exports with no JavaScript between it and
+/// packfs-web, so there is nothing to throw through: a call with no guest
+/// to run on (before `start`, or after its `Preview1` was freed) throws
+/// from here, once this function holds nothing that needs dropping.
+fn direct(call: impl FnMut(&mut Wasi, &mut GuestMemory) -> Result<Option<i32>, Exit>) -> i32 {
+    let guest = DIRECT.with(|d| d.borrow().upgrade());
+    let outcome = guest.and_then(|g| g.borrow_mut().run(call));
+    match outcome {
+        Some(Ok(errno)) => errno.unwrap_or(0),
+        // `proc_exit` has no direct export (it throws, see `direct!`).
+        Some(Err(_)) => wasm_bindgen::throw_str("proc_exit through a direct export"),
+        None => wasm_bindgen::throw_str("a guest call before its Preview1 started, or after it was freed"),
+    }
+}
+
+/// One export per preview1 function, with the function's own wasm
+/// signature, so that a guest may import it as it is: wasm-bindgen names
+/// each `direct_` and the function (and adds a JavaScript twin, a static
+/// method of `Direct`, which nothing uses). `proc_exit` has none: it ends
+/// the guest by throwing, which the JavaScript lowering does
+/// ([`Preview1::call`]), never from within packfs-web's frames.
+macro_rules! direct {
+    (@ [$($done:tt)*]) => {
+        #[wasm_bindgen]
+        impl Direct { $($done)* }
+    };
+    (@ [$($done:tt)*] proc_exit($($arg:ident: $ty:ty),*); $($rest:tt)*) => { direct!(@ [$($done)*] $($rest)*); };
+    (@ [$($done:tt)*] $name:ident($($arg:ident: $ty:ty),* $(,)?); $($rest:tt)*) => {
+        direct!(@ [$($done)*
+            #[allow(clippy::too_many_arguments, reason = "the preview1 signature")]
+            pub fn $name($($arg: $ty),*) -> i32 {
+                direct(|wasi, mem| Outcome::into_wasm(wasi.$name(mem, $($arg),*)).map(WasmResult::value))
+            }
+        ] $($rest)*);
+    };
+    ($($list:tt)*) => { direct!(@ [] $($list)*); };
+}
+
+/// The holder of the direct exports (see `direct!`).
+#[doc(hidden)]
+#[wasm_bindgen(skip_typescript)]
+pub struct Direct {}
+
+packfs_core::for_each_p1_function!(direct);
 
 #[wasm_bindgen]
 impl Preview1 {
@@ -318,7 +410,7 @@ impl Preview1 {
             }
         };
         b = b.stdin(stdin).stdout(output("stdout")?).stderr(output("stderr")?);
-        Ok(Preview1 { builder: Some(b), wasi: None, memory: None, remotes: Vec::new() })
+        Ok(Preview1 { builder: Some(b), guest: Rc::default() })
     }
 
     /// The import names of `wasi_snapshot_preview1`, in the order
@@ -341,7 +433,7 @@ impl Preview1 {
         let b = self.builder.take().ok_or_else(|| invalid("preopen after start"))?;
         self.builder = Some(b.preopen(path, fs, access));
         if let Some(r) = &inner.remote {
-            self.remotes.push(r.clone());
+            self.guest.borrow_mut().remotes.push(r.clone());
         }
         Ok(())
     }
@@ -391,9 +483,32 @@ impl Preview1 {
         let memory: WebAssembly::Memory =
             memory.dyn_into().map_err(|_| type_error("memory must be a WebAssembly.Memory"))?;
         let b = self.builder.take().ok_or_else(|| invalid("started twice"))?;
-        self.wasi = Some(b.build().map_err(|e| to_js(&e, None))?);
-        self.memory = Some(GuestMemory::new(memory));
+        let mut guest = self.guest.borrow_mut();
+        guest.wasi = Some(b.build().map_err(|e| to_js(&e, None))?);
+        guest.memory = Some(GuestMemory::new(memory));
         Ok(())
+    }
+
+    /// packfs-web's own export for each preview1 function, in
+    /// [`functions`](Self::functions)' order, for the guest to import as
+    /// it is: its calls then reach packfs-web with no JavaScript between.
+    /// One guest a thread has them at a time: this one, if no other live
+    /// `Preview1` of this thread asked first; otherwise, and for
+    /// `proc_exit`, the entries are `undefined` and the guest's imports
+    /// lower to [`call`](Self::call) (see `imports.js`).
+    pub fn direct(&self) -> Array {
+        let mine = DIRECT.with(|d| {
+            let mut d = d.borrow_mut();
+            if d.upgrade().is_none() {
+                *d = Rc::downgrade(&self.guest);
+            }
+            d.ptr_eq(&Rc::downgrade(&self.guest))
+        });
+        let exports = wasm_bindgen::exports();
+        FUNCTIONS
+            .iter()
+            .map(|(name, _)| if mine { get(&exports, &format!("direct_{name}")) } else { JsValue::UNDEFINED })
+            .collect()
     }
 
     /// Calls preview1 function number `index` with the guest's arguments
@@ -401,7 +516,7 @@ impl Preview1 {
     /// rest zeros); returns the errno. Throws a `GuestExit` (with
     /// `exitCode`) for `proc_exit`. A call that failed for want of a lazy
     /// pack's bytes fetches them, blocking, and runs again
-    /// ([`calls::call_loading`]).
+    /// ([`calls::loading`]).
     #[allow(clippy::too_many_arguments, reason = "the widest preview1 call, in numbers: no array per call")]
     pub fn call(
         &mut self,
@@ -418,9 +533,6 @@ impl Preview1 {
         a9: f64,
         a10: f64,
     ) -> JsResult<i32> {
-        let (Some(wasi), Some(mem)) = (&mut self.wasi, &mut self.memory) else {
-            return Err(invalid("a guest call before start"));
-        };
         let (name, params) = FUNCTIONS.get(index as usize).ok_or_else(|| invalid("no such preview1 function"))?;
         let raw = [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10];
         // Each is an integer: an i32 in its signed range, or a u32 half of
@@ -437,22 +549,10 @@ impl Preview1 {
             };
         }
         let values = &values[..params.len()];
-        // What earlier calls wanted is not this call's to fetch.
-        for r in &self.remotes {
-            r.pack.take_wanted();
-        }
-        mem.refresh();
-        // Every pack fetches what it wanted; a failed fetch leaves the
-        // call's errno.
-        let fetch = || {
-            let mut got = false;
-            for r in &self.remotes {
-                got |= r.fetch_wanted_blocking().unwrap_or(false);
-            }
-            got
-        };
-        match calls::call_loading(wasi, mem, name, values, fetch) {
-            None => Err(invalid(&format!("{name}: wrong number of arguments"))),
+        // `values` has the function's own arity, so `calls::call` runs it.
+        let outcome = self.guest.borrow_mut().run(|wasi, mem| calls::call(wasi, mem, name, values).unwrap_or(Ok(None)));
+        match outcome {
+            None => Err(invalid("a guest call before start")),
             Some(Ok(errno)) => Ok(errno.unwrap_or(0)),
             Some(Err(exit)) => Err(exit_error(exit.0)),
         }

@@ -1,6 +1,6 @@
 //! A guest's reads of a lazy pack ([`Partial`]) through preview1 and a
 //! memory reached only by copies, as the browser's is, driven as the
-//! browser drives them ([`calls::call_loading`]: a call that failed for
+//! browser drives them ([`calls::loading`]: a call that failed for
 //! want of bytes is run again once they are fetched). Every call must
 //! answer exactly as over the whole pack: its errno, every byte of the
 //! guest's memory, the descriptor's position, whatever was here when it
@@ -113,10 +113,11 @@ impl Lazy {
 
 /// Runs one call on both guests; the errnos must agree.
 fn both(whole: &mut Guest, lazy: &mut Guest, fetcher: &mut Lazy, name: &str, args: &[i64]) -> i32 {
-    let a = calls::call_loading(&mut whole.wasi, &mut whole.mem, name, args, || false).unwrap().unwrap();
+    let mut call = |g: &mut Guest| calls::call(&mut g.wasi, &mut g.mem, name, args).unwrap();
+    let a = calls::loading(|| call(whole), || false).unwrap();
     // What earlier calls wanted is not this one's (as the worker does).
     fetcher.pack.take_wanted();
-    let b = calls::call_loading(&mut lazy.wasi, &mut lazy.mem, name, args, || fetcher.fetch()).unwrap().unwrap();
+    let b = calls::loading(|| call(lazy), || fetcher.fetch()).unwrap();
     assert_eq!(a, b, "{name}{args:?}");
     a.unwrap()
 }

@@ -198,8 +198,9 @@ macro_rules! table {
 
 crate::for_each_p1_function!(table);
 
-/// [`call`], for an embedder whose filesystems may lack bytes that it
-/// fetches between calls (lazy packs: [`Partial`](crate::pack::Partial)).
+/// Runs one preview1 call, `call` (its [`Outcome`] as a wasm value:
+/// `into_wasm` then [`WasmResult::value`]), for an embedder whose
+/// filesystems may lack bytes that it fetches between calls.
 ///
 /// Every function keeps one rule: a call that needs bytes not here fails
 /// and changes nothing the guest can see. Reads check for every byte they
@@ -209,17 +210,14 @@ crate::for_each_p1_function!(table);
 /// call `fetch` brings what it wanted (what the sources wanted since the
 /// embedder last cleared them), and if anything new came (true) the call
 /// runs again whole. A call that succeeded is never run twice.
-pub fn call_loading<M: Memory + ?Sized>(
-    wasi: &mut Wasi,
-    mem: &mut M,
-    name: &str,
-    args: &[i64],
+pub fn loading(
+    mut call: impl FnMut() -> Result<Option<i32>, Exit>,
     mut fetch: impl FnMut() -> bool,
-) -> Option<Result<Option<i32>, Exit>> {
+) -> Result<Option<i32>, Exit> {
     loop {
-        match call(wasi, mem, name, args)? {
+        match call() {
             Ok(Some(errno)) if errno != 0 && fetch() => continue,
-            outcome => return Some(outcome),
+            outcome => return outcome,
         }
     }
 }

@@ -433,7 +433,7 @@ impl<M: Memory + ?Sized> DirentWriter<'_, M> {
 /// A read of a lazy pack whose bytes are not all here fails whole, before
 /// any byte reaches the guest ([`Descriptor::loaded`]): the embedder
 /// fetches what it wanted and runs the call again
-/// ([`calls::call_loading`](super::calls::call_loading)). Read piece by
+/// ([`calls::loading`](super::calls::loading)). Read piece by
 /// piece, it would stop short at the first missing extent.
 fn read_file<M: Memory + ?Sized>(
     mem: &mut M,
