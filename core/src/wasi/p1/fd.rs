@@ -23,7 +23,7 @@ impl Wasi {
     /// mode); `*nwritten` gets the count.
     pub fn fd_write<M: Memory + ?Sized>(&mut self, mem: &mut M, fd: u32, iovs: u32, len: u32, nwritten: u32) -> Result {
         let iovs = Iovecs::new(mem, iovs, len)?;
-        let n = self.write(mem, fd, iovs, WriteAt::Cursor, nwritten)?;
+        let n = self.write(mem, fd, &iovs, WriteAt::Cursor, nwritten)?;
         write_u32(mem, nwritten, n)
     }
 
@@ -39,11 +39,11 @@ impl Wasi {
         nwritten: u32,
     ) -> Result {
         let iovs = Iovecs::new(mem, iovs, len)?;
-        let n = self.write(mem, fd, iovs, WriteAt::Offset(offset), nwritten)?;
+        let n = self.write(mem, fd, &iovs, WriteAt::Offset(offset), nwritten)?;
         write_u32(mem, nwritten, n)
     }
 
-    fn write<M: Memory + ?Sized>(&mut self, mem: &mut M, fd: u32, iovs: Iovecs, at: WriteAt, out: u32) -> Result<u32> {
+    fn write<M: Memory + ?Sized>(&mut self, mem: &mut M, fd: u32, iovs: &Iovecs, at: WriteAt, out: u32) -> Result<u32> {
         let Wasi { fds, scratch, .. } = self;
         match fds.get_mut(fd)? {
             Entry::File(f) => {
@@ -99,7 +99,7 @@ impl Wasi {
         let total = match fds.get_mut(fd)? {
             Entry::File(f) => {
                 check(mem, nread, 4)?;
-                let total = read_file(mem, &f.desc, iovs, f.position, scratch)?;
+                let total = read_file(mem, &f.desc, &iovs, f.position, scratch)?;
                 f.position += u64::from(total);
                 total
             }
@@ -107,7 +107,7 @@ impl Wasi {
                 check(mem, nread, 4)?;
                 // One read, into the first buffer that takes bytes: a
                 // second would wait for more input.
-                match iovs.first(mem) {
+                match iovs.first() {
                     Some((buf, len)) => fill_bytes(mem, buf, len, scratch, |b| input.read(b))?,
                     None => 0,
                 }
@@ -132,7 +132,7 @@ impl Wasi {
         let n = match fds.get(fd)? {
             Entry::File(f) => {
                 check(mem, nread, 4)?;
-                read_file(mem, &f.desc, iovs, offset, scratch)?
+                read_file(mem, &f.desc, &iovs, offset, scratch)?
             }
             Entry::Stdin(_) => return Err(Errno::SPIPE),
             _ => return Err(Errno::BADF),
@@ -438,11 +438,11 @@ impl<M: Memory + ?Sized> DirentWriter<'_, M> {
 fn read_file<M: Memory + ?Sized>(
     mem: &mut M,
     desc: &Descriptor,
-    iovs: Iovecs,
+    iovs: &Iovecs,
     offset: u64,
     scratch: &mut Vec<u8>,
 ) -> Result<u32> {
-    match iovs.total(mem) {
+    match iovs.total() {
         0 => drop(desc.reader()?),
         total => desc.loaded(offset, total)?,
     }

@@ -18,6 +18,15 @@ pub trait Memory {
     /// The memory's size in bytes.
     fn size(&self) -> u64;
 
+    /// Whether `ptr..ptr + len` lies within the memory: every range a call
+    /// reads or writes is checked with it first. The default asks
+    /// [`size`](Self::size); a memory whose size is costly to learn may
+    /// answer from the size it learnt last while that suffices, since a
+    /// memory only grows.
+    fn contains(&self, ptr: u32, len: u64) -> bool {
+        u64::from(ptr) + len <= self.size()
+    }
+
     /// Copies `buf.len()` bytes from `ptr`. The range is within
     /// [`size`](Self::size) (callers check).
     fn read(&self, ptr: u32, buf: &mut [u8]);
@@ -86,7 +95,7 @@ pub(crate) const MAX_IOVECS: u32 = 1024;
 
 /// `ptr..ptr + len` lies within `mem`.
 pub(crate) fn check(mem: &(impl Memory + ?Sized), ptr: u32, len: u64) -> Result<(), Errno> {
-    if u64::from(ptr) + len <= mem.size() { Ok(()) } else { Err(Errno::FAULT) }
+    if mem.contains(ptr, len) { Ok(()) } else { Err(Errno::FAULT) }
 }
 
 /// Reads a fixed-size record.
@@ -127,45 +136,67 @@ pub(crate) fn read_str(mem: &(impl Memory + ?Sized), ptr: u32, len: u32, max: us
     String::from_utf8(buf).map_err(|_| Errno::ILSEQ)
 }
 
-/// An iovec array whose records and buffers all lie within memory.
-#[derive(Debug, Clone, Copy)]
+/// An iovec array whose records and buffers all lie within memory, its
+/// records read once, when the call starts (as wasmtime reads them): a
+/// read into a buffer over the array itself does not change where later
+/// pieces go, and a memory reached by copies is asked once.
+#[derive(Debug, Clone)]
 pub(crate) struct Iovecs {
-    ptr: u32,
+    /// The records, as `(buf, len)`: here for the few most calls pass,
+    /// else in `more`.
+    few: [(u32, u32); FEW_IOVECS],
+    more: Vec<(u32, u32)>,
     count: u32,
 }
 
+/// Iovecs kept without an allocation.
+const FEW_IOVECS: usize = 4;
+
 impl Iovecs {
-    /// Checks the array at `ptr` and every buffer it names; nothing is
-    /// kept but where it is (a call reads its records as it goes).
+    /// Reads and checks the array at `ptr` and every buffer it names.
     pub(crate) fn new(mem: &(impl Memory + ?Sized), ptr: u32, count: u32) -> Result<Self, Errno> {
         if count > MAX_IOVECS {
             return Err(Errno::INVAL);
         }
         check(mem, ptr, u64::from(count) * u64::from(IOVEC_SIZE))?;
-        let iovs = Iovecs { ptr, count };
-        for i in 0..count {
-            let (buf, len) = iovs.get(mem, i);
+        let size = count as usize * IOVEC_SIZE as usize;
+        let mut raw = [0; FEW_IOVECS * IOVEC_SIZE as usize];
+        let mut big = Vec::new();
+        let bytes = if count as usize <= FEW_IOVECS {
+            &mut raw[..size]
+        } else {
+            big.resize(size, 0);
+            &mut big[..]
+        };
+        mem.read(ptr, bytes);
+        let records = bytes.chunks_exact(IOVEC_SIZE as usize).map(|r| (u32_at(r, 0), u32_at(r, 4)));
+        let mut iovs = Iovecs { few: [(0, 0); FEW_IOVECS], more: Vec::new(), count };
+        if count as usize <= FEW_IOVECS {
+            for (slot, r) in iovs.few.iter_mut().zip(records) {
+                *slot = r;
+            }
+        } else {
+            iovs.more = records.collect();
+        }
+        for &(buf, len) in iovs.list() {
             check(mem, buf, u64::from(len))?;
         }
         Ok(iovs)
     }
 
-    /// Buffer `i`: its pointer and length.
-    pub(crate) fn get(&self, mem: &(impl Memory + ?Sized), i: u32) -> (u32, u32) {
-        let mut rec = [0; IOVEC_SIZE as usize];
-        mem.read(self.ptr + i * IOVEC_SIZE, &mut rec);
-        (u32_at(&rec, 0), u32_at(&rec, 4))
+    fn list(&self) -> &[(u32, u32)] {
+        if self.count as usize <= FEW_IOVECS { &self.few[..self.count as usize] } else { &self.more }
     }
 
     /// The bytes the buffers hold together (as many as a call moves: at
     /// most `u32::MAX`).
-    pub(crate) fn total(&self, mem: &(impl Memory + ?Sized)) -> u64 {
-        (0..self.count).map(|i| u64::from(self.get(mem, i).1)).sum::<u64>().min(u64::from(u32::MAX))
+    pub(crate) fn total(&self) -> u64 {
+        self.list().iter().map(|&(_, len)| u64::from(len)).sum::<u64>().min(u64::from(u32::MAX))
     }
 
     /// The first buffer that is not empty.
-    pub(crate) fn first(&self, mem: &(impl Memory + ?Sized)) -> Option<(u32, u32)> {
-        (0..self.count).map(|i| self.get(mem, i)).find(|&(_, len)| len > 0)
+    pub(crate) fn first(&self) -> Option<(u32, u32)> {
+        self.list().iter().copied().find(|&(_, len)| len > 0)
     }
 
     /// Moves bytes through each buffer in turn: `step(mem, buf, len,
@@ -178,8 +209,7 @@ impl Iovecs {
         mut step: impl FnMut(&mut M, u32, u32, u32) -> Result<u32, Errno>,
     ) -> Result<u32, Errno> {
         let mut done: u32 = 0;
-        for i in 0..self.count {
-            let (buf, len) = self.get(mem, i);
+        for &(buf, len) in self.list() {
             let len = len.min(u32::MAX - done);
             if len == 0 {
                 continue;
