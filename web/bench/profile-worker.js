@@ -1,12 +1,12 @@
 // Where a small read's time goes on PackFS: bench_workload's create and
 // read phases in this worker, set up as pkg/worker.js sets up runP1 (a
-// MemFs at "/", each import lowered to Preview1.call), then the read
+// MemFs at "/", its imports as imports.js makes them), then the read
 // phase's calls made again straight from JavaScript. See profile.mjs.
 //
 // Message in: { module, n }; out: the figures (below) or { error }.
 
 import init, { MemFs, Preview1 } from "../pkg/packfs_web.js";
-import { lower } from "../pkg/imports.js";
+import { imports as wasiImports } from "../pkg/imports.js";
 
 /** A wasm module exporting f(12 × f64) → i32 0. */
 const EMPTY = new Uint8Array([
@@ -17,7 +17,6 @@ const EMPTY = new Uint8Array([
   0x0a, 0x06, 0x01, 0x04, 0x00, 0x41, 0x00, 0x0b, // code: i32.const 0
 ]);
 const names = [];
-let signatures = [];
 
 /** Runs the guest's create and read phases; `watch(name, f)` may wrap
  *  each import. Returns the phases, the guest's state and its imports. */
@@ -33,11 +32,8 @@ async function guest(module, n, watch) {
     stderr: (b) => (stdout += dec.decode(b)),
   });
   p1.preopenMemFs("/", new MemFs());
-  const imports = {};
-  names.forEach((name, i) => {
-    const f = lower(p1, i, signatures[i]);
-    imports[name] = watch ? watch.wrap(name, f) : f;
-  });
+  const imports = await wasiImports(p1, Preview1, wasm);
+  if (watch) for (const name of names) imports[name] = watch.wrap(name, imports[name]);
   const instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: imports });
   const memory = instance.exports.memory;
   watch?.start(memory);
@@ -94,10 +90,11 @@ function time(k, f) {
   return t.sort((a, b) => a - b)[k >> 1];
 }
 
+let wasm;
+
 async function profile({ module, n }) {
-  await init();
+  wasm = await init();
   names.push(...Preview1.functions());
-  signatures = Preview1.signatures();
   // The read phase as the bench runs it, and watched.
   const plain = [];
   for (let i = 0; i < 3; i++) plain.push((await guest(module, n)).phases.read);

@@ -1,19 +1,75 @@
 // How a guest's preview1 imports reach packfs-web: shared by the runner's
 // Worker (worker.js) and the benchmark's profile.
 
-/** The guest's `wasi_snapshot_preview1` import object for `p1` (a
- *  started-to-be Preview1 of `Preview1`, the class): packfs-web's own
- *  export for each function where `p1.direct()` gives one (the guest then
- *  calls into packfs-web with no JavaScript between), else the function
- *  lowered to `Preview1.call`. */
-export function imports(p1, Preview1) {
-  const direct = p1.direct();
+/**
+ * The guest's `wasi_snapshot_preview1` import object for `p1` (a
+ * Preview1 of class `Preview1`), given `wasm`, packfs-web's exports (what
+ * its `init` resolves to). Each function but `proc_exit` is a trampoline
+ * to packfs-web's direct export of it, passing `p1.id`: wasm to wasm,
+ * with no JavaScript between the guest and packfs-web. `proc_exit`, which
+ * ends the guest by throwing, is lowered to `Preview1.call`.
+ */
+export async function imports(p1, Preview1, wasm) {
+  const names = Preview1.functions();
   const signatures = Preview1.signatures();
-  const out = {};
-  Preview1.functions().forEach((name, i) => {
-    out[name] = direct[i] ?? lower(p1, i, signatures[i]);
-  });
+  const direct = names.map((name, i) => ({ name, sig: signatures[i] })).filter((f) => f.name !== "proc_exit");
+  const module = await (trampolines ??= WebAssembly.compile(trampoline(direct)));
+  const p1Imports = { id: p1.id };
+  for (const { name } of direct) p1Imports[name] = wasm[`direct_${name}`];
+  const out = { ...new WebAssembly.Instance(module, { p1: p1Imports }).exports };
+  const exit = names.indexOf("proc_exit");
+  out.proc_exit = lower(p1, exit, signatures[exit]);
   return out;
+}
+
+/** The trampoline module, compiled once: the functions are the same for
+ *  every guest, its id an imported global. */
+let trampolines;
+
+/**
+ * A wasm module that imports `p1.<name>` (the direct export: an i32 guest
+ * id, then the function's parameters) for each of `functions` ({ name, sig
+ * }, `sig` as Preview1.signatures gives it) and the immutable global
+ * `p1.id`, and exports `<name>` with the function's own parameters, which
+ * calls the import with the id first.
+ */
+function trampoline(functions) {
+  const leb = (n) => {
+    const out = [];
+    do {
+      let b = n & 0x7f;
+      n >>>= 7;
+      if (n) b |= 0x80;
+      out.push(b);
+    } while (n);
+    return out;
+  };
+  const str = (s) => [...leb(s.length), ...new TextEncoder().encode(s)];
+  const vec = (items) => [...leb(items.length), ...items.flat()];
+  const section = (id, items) => {
+    const body = vec(items);
+    return [id, ...leb(body.length), ...body];
+  };
+  const I32 = 0x7f, I64 = 0x7e;
+  const params = (sig) => [...sig].map((t) => (t === "I" ? I64 : I32));
+  const type = (ps) => [0x60, ...vec(ps.map((p) => [p])), 1, I32];
+  const n = functions.length;
+  return new Uint8Array([
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    // Types: function k's import is type 2k, its export type 2k + 1.
+    ...section(1, functions.flatMap(({ sig }) => [type([I32, ...params(sig)]), type(params(sig))])),
+    ...section(2, [
+      ...functions.map(({ name }, k) => [...str("p1"), ...str(name), 0x00, ...leb(2 * k)]),
+      [...str("p1"), ...str("id"), 0x03, I32, 0x00],
+    ]),
+    ...section(3, functions.map((_, k) => leb(2 * k + 1))),
+    ...section(7, functions.map(({ name }, k) => [...str(name), 0x00, ...leb(n + k)])),
+    ...section(10, functions.map(({ sig }, k) => {
+      // global.get id, local.get 0 .. , call import k
+      const body = [0, 0x23, 0, ...[...sig].flatMap((_, j) => [0x20, ...leb(j)]), 0x10, ...leb(k), 0x0b];
+      return [...leb(body.length), ...body];
+    })),
+  ]);
 }
 
 /** The import for preview1 function `i`: its arguments as numbers, a

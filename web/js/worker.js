@@ -63,7 +63,7 @@ const post = (type) => (bytes) => self.postMessage({ type, bytes });
 async function run(msg) {
   // The page's compiled packfs-web where it sent one (runner.js), else
   // fetched from beside this script. Once per worker: later runs return.
-  await init(msg.engine ? { module_or_path: msg.engine } : undefined);
+  const wasm = await init(msg.engine ? { module_or_path: msg.engine } : undefined);
   const opened = [];
   let p1;
   try {
@@ -74,7 +74,7 @@ async function run(msg) {
       stdout: post("stdout"),
       stderr: post("stderr"),
     }));
-    await guest(msg, p1, opened);
+    await guest(msg, p1, wasm, opened);
   } finally {
     // Freed now, not when collected: a journal's file stays locked, to
     // this worker and every tab, until nothing holds its tree.
@@ -82,8 +82,9 @@ async function run(msg) {
   }
 }
 
-/** Runs the guest `msg` describes with `p1`, its preopens put in `opened`. */
-async function guest(msg, p1, opened) {
+/** Runs the guest `msg` describes with `p1` (over packfs-web's exports
+ *  `wasm`), its preopens put in `opened`. */
+async function guest(msg, p1, wasm, opened) {
   for (const p of msg.preopens) {
     const what = `preopen ${p.path}${p.url === undefined ? "" : ` (${p.url})`}`;
     const o = await as("preopen", what, () => open(p));
@@ -94,7 +95,7 @@ async function guest(msg, p1, opened) {
     });
     opened.push({ ...o, spec: p });
   }
-  const wasi = imports(p1, Preview1);
+  const wasi = await imports(p1, Preview1, wasm);
   const instance = await as("module", "the module cannot run", async () => {
     const module = msg.module instanceof WebAssembly.Module ? msg.module : await WebAssembly.compile(msg.module);
     const instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: wasi });

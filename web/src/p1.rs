@@ -1,7 +1,9 @@
 //! WASI preview1 guests over this crate's filesystems: [`Preview1`] is
-//! core's `wasi_snapshot_preview1` ([`packfs_core::wasi::p1`]), its calls
-//! made from the guest's imports by the worker script (`worker.js`), the
-//! guest's `WebAssembly.Memory` reached by copies.
+//! core's `wasi_snapshot_preview1` ([`packfs_core::wasi::p1`]). A guest
+//! imports trampolines (which `imports.js` builds) to this module's direct
+//! exports (`Direct`'s), so its calls reach core with no JavaScript
+//! between; its `WebAssembly.Memory` is reached by a wasm copier, or where
+//! there is none by JavaScript copies.
 //!
 //! It is meant for a Web Worker: a read of a lazy pack's file whose bytes
 //! are not here yet waits on a synchronous HTTP Range request for them
@@ -359,12 +361,19 @@ fn access(read_only: &JsValue) -> JsResult<Access> {
 
 /// A preview1 guest's state: build it, preopen filesystems, give it the
 /// instance's memory, then let the guest's imports [`call`](Self::call) it
-/// (or, faster, reach it through packfs-web's own exports: see
-/// [`direct`](Self::direct)).
+/// (or, faster, reach it through packfs-web's direct exports with its
+/// [`id`](Self::id): see `imports.js`).
 #[wasm_bindgen]
 pub struct Preview1 {
     builder: Option<WasiBuilder>,
     guest: Rc<RefCell<Guest>>,
+    id: u32,
+}
+
+impl Drop for Preview1 {
+    fn drop(&mut self) {
+        GUESTS.with(|g| g.borrow_mut().retain(|(id, _)| *id != self.id));
+    }
 }
 
 /// What a guest's calls run on once it has started.
@@ -406,34 +415,38 @@ impl Guest {
 }
 
 thread_local! {
-    /// The guest that packfs-web's direct exports (`packfs_p1_*`) serve on
-    /// this thread: the first live [`Preview1`] to have asked for them.
-    static DIRECT: RefCell<Weak<RefCell<Guest>>> = RefCell::new(Weak::new());
+    /// This thread's live guests by id, for the direct exports. An id is
+    /// never given twice, so a call from an instance whose `Preview1` was
+    /// freed finds nothing, whatever guests came after it.
+    static GUESTS: RefCell<Vec<(u32, Weak<RefCell<Guest>>)>> = const { RefCell::new(Vec::new()) };
+    static NEXT_ID: Cell<u32> = const { Cell::new(1) };
 }
 
-/// A direct export's call on this thread's direct guest: its errno.
+/// A direct export's call on guest `id`: its errno.
 ///
 /// A guest calls these exports with no JavaScript between it and
 /// packfs-web, so there is nothing to throw through: a call with no guest
-/// to run on (before `start`, or after its `Preview1` was freed) throws
-/// from here, once this function holds nothing that needs dropping.
-fn direct(call: impl FnMut(&mut Wasi, &mut GuestMemory) -> Result<Option<i32>, Exit>) -> i32 {
-    let guest = DIRECT.with(|d| d.borrow().upgrade());
-    let outcome = guest.and_then(|g| g.borrow_mut().run(call));
+/// to run on (no such id, before `start`, or made again from within one of
+/// its own calls) throws from here, once this function holds nothing that
+/// needs dropping.
+fn direct(id: u32, call: impl FnMut(&mut Wasi, &mut GuestMemory) -> Result<Option<i32>, Exit>) -> i32 {
+    let guest = GUESTS.with(|g| g.borrow().iter().find(|(i, _)| *i == id).and_then(|(_, g)| g.upgrade()));
+    let outcome = guest.and_then(|g| g.try_borrow_mut().ok().and_then(|mut g| g.run(call)));
     match outcome {
         Some(Ok(errno)) => errno.unwrap_or(0),
         // `proc_exit` has no direct export (it throws, see `direct!`).
         Some(Err(_)) => wasm_bindgen::throw_str("proc_exit through a direct export"),
-        None => wasm_bindgen::throw_str("a guest call before its Preview1 started, or after it was freed"),
+        None => wasm_bindgen::throw_str("a guest call with no started Preview1 to run on"),
     }
 }
 
-/// One export per preview1 function, with the function's own wasm
-/// signature, so that a guest may import it as it is: wasm-bindgen names
-/// each `direct_` and the function (and adds a JavaScript twin, a static
-/// method of `Direct`, which nothing uses). `proc_exit` has none: it ends
-/// the guest by throwing, which the JavaScript lowering does
-/// ([`Preview1::call`]), never from within packfs-web's frames.
+/// One export per preview1 function: the guest's id, then the function's
+/// own wasm parameters. wasm-bindgen names each `direct_` and the function
+/// (and adds a JavaScript twin, a static method of `Direct`, which nothing
+/// uses); a guest reaches them through a trampoline that passes its id
+/// (`imports.js`). `proc_exit` has none: it ends the guest by throwing,
+/// which the JavaScript lowering does ([`Preview1::call`]), never from
+/// within packfs-web's frames.
 macro_rules! direct {
     (@ [$($done:tt)*]) => {
         #[wasm_bindgen]
@@ -443,8 +456,8 @@ macro_rules! direct {
     (@ [$($done:tt)*] $name:ident($($arg:ident: $ty:ty),* $(,)?); $($rest:tt)*) => {
         direct!(@ [$($done)*
             #[allow(clippy::too_many_arguments, reason = "the preview1 signature")]
-            pub fn $name($($arg: $ty),*) -> i32 {
-                direct(|wasi, mem| Outcome::into_wasm(wasi.$name(mem, $($arg),*)).map(WasmResult::value))
+            pub fn $name(guest: u32, $($arg: $ty),*) -> i32 {
+                direct(guest, |wasi, mem| Outcome::into_wasm(wasi.$name(mem, $($arg),*)).map(WasmResult::value))
             }
         ] $($rest)*);
     };
@@ -510,7 +523,14 @@ impl Preview1 {
             }
         };
         b = b.stdin(stdin).stdout(output("stdout")?).stderr(output("stderr")?);
-        Ok(Preview1 { builder: Some(b), guest: Rc::default() })
+        let id = NEXT_ID.with(|n| {
+            let id = n.get();
+            n.set(id.checked_add(1).ok_or_else(|| invalid("no guest ids left on this thread"))?);
+            Ok::<_, JsValue>(id)
+        })?;
+        let guest = Rc::<RefCell<Guest>>::default();
+        GUESTS.with(|g| g.borrow_mut().push((id, Rc::downgrade(&guest))));
+        Ok(Preview1 { builder: Some(b), guest, id })
     }
 
     /// The import names of `wasi_snapshot_preview1`, in the order
@@ -589,26 +609,11 @@ impl Preview1 {
         Ok(())
     }
 
-    /// packfs-web's own export for each preview1 function, in
-    /// [`functions`](Self::functions)' order, for the guest to import as
-    /// it is: its calls then reach packfs-web with no JavaScript between.
-    /// One guest a thread has them at a time: this one, if no other live
-    /// `Preview1` of this thread asked first; otherwise, and for
-    /// `proc_exit`, the entries are `undefined` and the guest's imports
-    /// lower to [`call`](Self::call) (see `imports.js`).
-    pub fn direct(&self) -> Array {
-        let mine = DIRECT.with(|d| {
-            let mut d = d.borrow_mut();
-            if d.upgrade().is_none() {
-                *d = Rc::downgrade(&self.guest);
-            }
-            d.ptr_eq(&Rc::downgrade(&self.guest))
-        });
-        let exports = wasm_bindgen::exports();
-        FUNCTIONS
-            .iter()
-            .map(|(name, _)| if mine { get(&exports, &format!("direct_{name}")) } else { JsValue::UNDEFINED })
-            .collect()
+    /// This guest's number on this thread, never given to another: what
+    /// its trampoline passes to packfs-web's direct exports (`imports.js`).
+    #[wasm_bindgen(getter)]
+    pub fn id(&self) -> u32 {
+        self.id
     }
 
     /// Calls preview1 function number `index` with the guest's arguments

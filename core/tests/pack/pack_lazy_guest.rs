@@ -113,7 +113,7 @@ impl Lazy {
 
 /// Runs one call on both guests; the errnos must agree.
 fn both(whole: &mut Guest, lazy: &mut Guest, fetcher: &mut Lazy, name: &str, args: &[i64]) -> i32 {
-    let mut call = |g: &mut Guest| calls::call(&mut g.wasi, &mut g.mem, name, args).unwrap();
+    let call = |g: &mut Guest| calls::call(&mut g.wasi, &mut g.mem, name, args).unwrap();
     let a = calls::loading(|| call(whole), || false).unwrap();
     // What earlier calls wanted is not this one's (as the worker does).
     fetcher.pack.take_wanted();

@@ -130,6 +130,31 @@ fn files_are_written_read_and_sought_through_every_iovec() {
     assert_eq!(w.fd_seek(&mut m.bytes[..], ROOT, 0, 0, OUT), Err(Errno::BADF));
 }
 
+/// The iovec records are read once, when the call begins (as wasmtime
+/// reads them): a read whose first buffer lies over the second record
+/// still fills the buffer the second record named then.
+#[test]
+fn a_read_over_its_own_iovec_array_goes_where_the_array_first_said() {
+    let (mut w, _, _) = wasi();
+    let mut m = Mem::new();
+    let (b, _) = m.put(&[0; 8]);
+    let (c, _) = m.put(&[0; 8]);
+    // The file's first 8 bytes are a record naming `c`.
+    let data: Vec<u8> = [c.to_le_bytes(), 8u32.to_le_bytes()].concat().into_iter().chain(*b"rest-8by").collect();
+    let fd = open(&mut w, &mut m, "f", oflags::CREAT, rights::FD_READ | rights::FD_WRITE).unwrap();
+    assert_eq!(write(&mut w, &mut m, fd, &[&data]), Ok(16));
+    w.fd_seek(&mut m.bytes[..], fd, 0, 0, OUT).unwrap();
+    // Record 0 names the 8 bytes of record 1; record 1 names `b`.
+    let (iovs, _) = m.iovec(&[(0, 0), (b, 8)]);
+    m.bytes[iovs as usize..iovs as usize + 4].copy_from_slice(&(iovs + 8).to_le_bytes());
+    m.bytes[iovs as usize + 4..iovs as usize + 8].copy_from_slice(&8u32.to_le_bytes());
+    w.fd_read(&mut m.bytes[..], fd, iovs, 2, OUT).unwrap();
+    assert_eq!(m.u32(OUT), 16);
+    assert_eq!(m.at(iovs + 8, 8), &data[..8]);
+    assert_eq!(m.at(b, 8), b"rest-8by");
+    assert_eq!(m.at(c, 8), &[0; 8], "not where the overwritten record names");
+}
+
 /// An input that says it read 2^32 + 3 bytes into any buffer: `nread`
 /// was that count cut to 32 bits (3) when the memory lends its bytes; it
 /// is now held to the buffer's length.

@@ -1,0 +1,96 @@
+// How packfs-web reaches a guest, in headless Chromium: each guest's
+// imports call packfs-web through a trampoline that names the guest, so
+// two guests of one thread each reach their own state and memory, and an
+// instance whose Preview1 was freed reaches none, not a later guest's; a
+// shared memory (which the wasm copier cannot import) is reached through
+// JavaScript, and its growth seen.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+
+import { startServer } from "./server.mjs";
+import { launch, newPage } from "./browser.mjs";
+import { pkgOverride } from "./pkg.mjs";
+import { growingGuest, writingGuest } from "./wasm.mjs";
+
+const COI = {
+  "Cross-Origin-Opener-Policy": "same-origin",
+  "Cross-Origin-Embedder-Policy": "require-corp",
+  "Cross-Origin-Resource-Policy": "same-origin",
+};
+
+let plain, isolated, browser;
+
+before(async () => {
+  plain = await startServer({ files: pkgOverride() });
+  isolated = await startServer({ files: pkgOverride(), headers: COI });
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await plain?.close();
+  await isolated?.close();
+});
+
+test("two guests of one thread reach their own state, and a freed guest's instance reaches none", async () => {
+  const { page, context, errors } = await newPage(browser);
+  await page.goto(`${plain.url}/www/`);
+  const modules = ["guest a\n", "guest b\n", "guest c\n"].map((t) => Array.from(writingGuest(t)));
+  const r = await page.evaluate(async (modules) => {
+    const web = await import("/pkg/packfs_web.js");
+    const wasm = await web.default();
+    const { imports } = await import("/pkg/imports.js");
+    const guest = async (bytes) => {
+      const out = [];
+      const p1 = new web.Preview1({ stdout: (b) => out.push(...b) });
+      const { instance } = await WebAssembly.instantiate(new Uint8Array(bytes), {
+        wasi_snapshot_preview1: await imports(p1, web.Preview1, wasm),
+      });
+      p1.start(instance.exports.memory);
+      return { p1, id: p1.id, run: () => instance.exports._start(), out: () => new TextDecoder().decode(new Uint8Array(out)) };
+    };
+    const [a, b] = [await guest(modules[0]), await guest(modules[1])];
+    a.run();
+    b.run();
+    a.run();
+    b.run();
+    const before = [a.out(), b.out()];
+    a.p1.free();
+    const c = await guest(modules[2]);
+    const stale = (() => {
+      try {
+        a.run();
+        return "ran";
+      } catch (e) {
+        return e.message;
+      }
+    })();
+    c.run();
+    b.run();
+    return { before, stale, c: c.out(), b: b.out(), ids: [a.id, b.id, c.id] };
+  }, modules);
+  await context.close();
+  assert.deepEqual(errors, []);
+  assert.deepEqual(r.before, ["guest a\nguest a\n", "guest b\nguest b\n"]);
+  assert.match(r.stale, /no started Preview1/);
+  assert.equal(r.c, "guest c\n");
+  assert.equal(r.b, "guest b\nguest b\nguest b\n");
+  assert.equal(new Set(r.ids).size, 3, `ids ${r.ids}`);
+});
+
+test("a guest whose memory is shared reads and writes it, and sees it grow", async () => {
+  const { page, context, errors } = await newPage(browser);
+  await page.goto(`${isolated.url}/www/`);
+  const [isolatedPage, exitCode, out] = await page.evaluate(async (bytes) => {
+    const { runP1 } = await import("/pkg/runner.js");
+    const chunks = [];
+    const r = await runP1(new Uint8Array(bytes), { stdout: (b) => chunks.push(...b) });
+    return [crossOriginIsolated, r.exitCode, new TextDecoder().decode(new Uint8Array(chunks))];
+  }, Array.from(growingGuest({ shared: true })));
+  await context.close();
+  assert.deepEqual(errors, []);
+  assert.ok(isolatedPage, "a shared memory needs a cross-origin isolated page");
+  assert.equal(exitCode, 0);
+  assert.equal(out, "ok\ngrew\n");
+});
