@@ -50,6 +50,7 @@ mod clock;
 pub mod error;
 pub mod fetch;
 mod glue;
+mod guest_memory;
 mod inner;
 mod journal;
 mod mem_fs;
