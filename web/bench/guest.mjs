@@ -131,7 +131,8 @@ const warmRows = res.warm
         if (ratio < target) warmMissed.push(`${p} against ${name}: ${ratio.toFixed(2)}x (target ${target}x)`);
         return `${ms(warmTime(key, p))}, ${ratio.toFixed(2)}x${ratio < target ? " **short**" : ""}`;
       });
-      return `| ${p} | ${ms(ours)} (${(ours / res.n / 1e3).toFixed(2)} µs/op) | ${cells.join(" | ")} |`;
+      const ops = res.warm.packfs[0][p].ops;
+      return `| ${p} | ${ms(ours)} (${(ours / ops / 1e3).toFixed(2)} µs/op) | ${cells.join(" | ")} |`;
     })
   : [];
 const warmSection = res.warm
@@ -255,37 +256,42 @@ ${rows.join("\n")}
 ${targets}
 
 ${warmSection}
-## Where a fresh worker's time goes (PackFS)
+## Where PackFS's time goes
 
-In a fresh worker PackFS is short of its 2x on create and read. What a
-fresh worker adds is the engine's warm-up, not PackFS's work: in a Worker
-that stays (\`createRunner()\`), the same guest's create phase ran in 23,
-15, 6.8, then 4.2, 3.9 and 4.0 µs a file in six runs, and read in 20, 12,
-8.0, then 3.8, 4.1 and 3.6 µs (the page's clock, 5,000 files,
-2026-12-02). V8 runs packfs-web's 0.8 MB module in its baseline code
-first and optimizes the hot functions in the background, on this
-machine's two cores beside the guest. Since 2026-12-02 \`runner.js\`
-compiles packfs-web once per page and gives the \`WebAssembly.Module\` to
-every worker it starts, and V8 shares a module's code, the functions it
-has optimized included, between a page's workers: measured one after the
-other on the same machine, the fresh-worker create went from 38.2 to
-27.1 ms and read from 25.6 to 15.8 ms (against the shim, 0.84x to 1.20x
-and 0.79x to 1.41x). A page's first worker still starts from baseline
-code. In Node (same engine, \`--cpu-prof\`, warm) the create and read
-phases split as: treap nodes copied for each change (MemFs's snapshots:
-about 15%, most of it allocation), path lookups and descriptors, and 15%
-copying to and from the guest's memory.
+A guest's calls reach packfs-web with no JavaScript between (since
+2026-12-04). The guest imports trampolines, one small wasm module that
+\`imports.js\` builds once per page, which call packfs-web's own exports
+with the guest's id; the guest's memory is copied by a wasm module per
+guest that imports both memories (multi-memory) and runs
+\`memory.copy\`, reached from packfs-web through a table. Before, each
+call went through a JavaScript closure and wasm-bindgen's glue (whose
+\`Result\` came back as an array, garbage for every call), and each copy
+through a JavaScript function; in a fresh Worker that JavaScript runs
+unoptimized for the first thousands of calls. \`npm run
+bench:guest-profile\` on this machine, before and after: a call that does
+nothing went from 0.098 to 0.025 µs, \`fd_fdstat_get\` (24 bytes to the
+guest) from 0.171 to 0.042 µs, and the profile worker's read phase from
+3.92 to 2.63 µs a file. The whole bench with the build before, on this
+machine the same day (RUNS=5): PackFS's create took 28.4 ms in a fresh
+worker and 15.3 ms warm (now the figures above), its read 16.4 and 14.8
+ms; against the shim that was 1.31x and 2.11x fresh, 2.09x and 2.07x
+warm (on 2026-12-02, on another state of this VM, 1.41x and 1.49x
+fresh). The direct exports cost 48 KB of packfs-web's module (979 to
+1027 KB). \`runner.js\` also compiles packfs-web once per
+page and gives the \`WebAssembly.Module\` to every worker it starts, and V8
+shares a module's optimized code between a page's workers, so only a
+page's first worker starts from baseline code.
 
-Two changes of 2026-12-02 took the fresh-worker read from 13.0 µs to
-7–11 µs (it varies from run to run) and the warm one to 3.7 µs:
-packfs-web's copies to and from the guest's memory now go through one
-JavaScript mover that keeps a view of each memory and copies by offset
-(before, every access made two typed arrays, and the garbage collector
-took them back), and a directory entry's key no longer holds a \`u128\`,
-whose 16-byte alignment made every treap node an aligned allocation,
-which wasm32's dlmalloc serves slowly. Tried and not kept: the TLSF
-allocator (rlsf) and LTO with one codegen unit, each within the noise.
-\`npm run bench:guest-profile\` times each call of the read phase.
+What is left is PackFS's own work. A CPU profile of the create and read
+phases (Chromium's, warm, on the page) puts about 12% in treap lookups
+(a path's directories, then the file's entry and inode), 10% in freeing
+(the reference counts of nodes a change replaced and of closed
+descriptors), 8% in copying treap nodes for each change (MemFs's
+snapshots) and catching the spare tree up, 5% in the wall clock that
+stamps a new file's times, about 10% in the guest's own code (std and
+wasi-libc), and 3% in the trampolines and copies. Tried and not kept:
+the TLSF allocator (rlsf) and LTO with one codegen unit, each within the
+noise.
 
 ## What the peers cannot run
 
