@@ -47,6 +47,13 @@ function parse(stdout, stderr) {
   return { phases, failure: { phase: m[1], message: m[2] } };
 }
 
+/** Waits for the machine to settle before a timed run: a worker just
+ *  ended or just busy is torn down, collected and compiled for on
+ *  background threads, which on two cores (maybe one core's two threads)
+ *  would slow whichever runtime runs next. */
+const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+const SETTLE_MS = 1000;
+
 /** The small-file phases, the ones a runtime's warm-up weighs on. */
 const WARM = ["create", "read", "stat", "unlink", "mkdir", "rmdir"];
 
@@ -110,25 +117,34 @@ try {
     await peerRun(peer, module, failures[peer], true);
   }
   for (let i = 0; i < runs; i++) {
+    await settle();
     results.packfs.push(await packfs(module));
     for (const peer of Object.keys(PEERS)) {
+      await settle();
       const r = await peerRun(peer, module, failures[peer]);
       results[peer].push(r.phases);
       grain = Math.max(grain, r.grainNs);
     }
   }
   // Warm: every run of a runtime in one worker (PackFS: one createRunner),
-  // each on a fresh filesystem; @runno/wasi, O(n²) per phase, is left out.
+  // each on a fresh filesystem, the runtimes taking turns as above so that
+  // a slow spell of the machine falls on all of them; @runno/wasi, O(n²)
+  // per phase, is left out.
+  const warmPeers = ["shim", "wasmUtil"];
   const warmed = { packfs: [] };
   const runner = createRunner();
-  for (let i = 0; i < warm; i++) warmed.packfs.push(await packfs(module, WARM, runner));
-  runner.close();
-  for (const peer of ["shim", "wasmUtil"]) {
-    warmed[peer] = [];
-    const worker = new Worker(PEERS[peer], { type: "module" });
-    for (let i = 0; i < warm; i++) warmed[peer].push((await inWorker(peer, module, WARM, false, worker)).phases);
-    worker.terminate();
+  const workers = warmPeers.map((peer) => new Worker(PEERS[peer], { type: "module" }));
+  for (const peer of warmPeers) warmed[peer] = [];
+  for (let i = 0; i < warm; i++) {
+    await settle();
+    warmed.packfs.push(await packfs(module, WARM, runner));
+    for (const [k, peer] of warmPeers.entries()) {
+      await settle();
+      warmed[peer].push((await inWorker(peer, module, WARM, false, workers[k])).phases);
+    }
   }
+  runner.close();
+  for (const w of workers) w.terminate();
   window.guestBench = { n: Number(n), big: Number(big), runs, grainNs: grain, results, failures, warm: warmed };
 } catch (e) {
   window.guestBench = { error: String(e?.stack ?? e) };

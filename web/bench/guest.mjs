@@ -26,7 +26,7 @@ const root = here("../../");
 const runs = Number(process.env.RUNS ?? 5);
 const n = Number(process.env.N ?? 5000);
 const big = Number(process.env.BIG_MIB ?? 8);
-const warmRuns = Number(process.env.WARM_RUNS ?? 6);
+const warmRuns = Number(process.env.WARM_RUNS ?? 10);
 
 /** The peers, in the table's order: the worker's key, the column's name
  *  and the packages whose versions the report gives. */
@@ -140,7 +140,9 @@ const warmSection = res.warm
 
 The same small-file phases run ${res.warm.packfs.length} times in one worker per runtime,
 each run on a fresh filesystem: PackFS by one \`createRunner()\`, each peer's
-worker given run after run. Cells are the medians of the runs after the
+worker given run after run, the runtimes taking turns (PackFS, then each
+peer, then PackFS again), each after a second's pause (as above).
+Cells are the medians of the runs after the
 first two (the first runs carry the engine's warm-up: V8 compiles wasm
 with its baseline compiler first and optimizes the functions that turn
 out hot, and JavaScript likewise), and the ratio peer ÷ PackFS. @runno/wasi
@@ -235,7 +237,11 @@ time it is more than 1% of carries "±".
 - Medians of ${res.runs} runs each, PackFS then the peers in the table's order in
   every run, each run in a fresh worker on a fresh filesystem (PackFS's
   workers are given the page's one compiled packfs-web, as every
-  \`runP1\` of a page is). Cells are
+  \`runP1\` of a page is), after a second's pause, so that what a worker
+  leaves to background threads when it ends or after it worked (tearing
+  down, collecting, compiling) does not fall, on this machine's two
+  cores, on whichever runtime runs next (without it PackFS ran each time
+  right after @runno/wasi's worker of seconds of work). Cells are
   the peer's time and the ratio peer ÷ PackFS (above 1: PackFS faster);
   **short** marks a ratio under its target. Nothing is asserted on these
   numbers.
@@ -272,7 +278,8 @@ bench:guest-profile\` on this machine, before and after: a call that does
 nothing went from 0.098 to 0.025 µs, \`fd_fdstat_get\` (24 bytes to the
 guest) from 0.171 to 0.042 µs, and the profile worker's read phase from
 3.92 to 2.63 µs a file. The whole bench with the build before, on this
-machine the same day (RUNS=5): PackFS's create took 28.4 ms in a fresh
+machine the same day (RUNS=5, without the pauses and turns of the
+method above): PackFS's create took 28.4 ms in a fresh
 worker and 15.3 ms warm (now the figures above), its read 16.4 and 14.8
 ms; against the shim that was 1.31x and 2.11x fresh, 2.09x and 2.07x
 warm (on 2026-12-02, on another state of this VM, 1.41x and 1.49x
