@@ -7,7 +7,8 @@
 //! taking the guest's memory and the call's raw arguments; it returns the
 //! errno ([`Errno`]) the guest sees, or for `proc_exit` an [`Exit`]. The
 //! host binds the methods into wasmtime's core-module linker; the browser
-//! build calls them from a Worker through [`calls::call`].
+//! build binds each to an export of its own, which a guest's trampoline
+//! calls, and `proc_exit` through [`calls::call`].
 //!
 //! ```
 //! use std::sync::Arc;
