@@ -110,6 +110,23 @@ impl<K, V> Treap<K, V> {
         best
     }
 
+    /// The least entry whose key satisfies `in_range`, a predicate that is
+    /// false for a prefix of the key order and true after it: the first
+    /// entry [`iter_from`](Self::iter_from) would give, with no allocation.
+    pub fn first_where(&self, in_range: impl Fn(&K) -> bool) -> Option<(&K, &V)> {
+        let mut link = &self.root;
+        let mut best = None;
+        while let Some(node) = link {
+            if in_range(&node.key) {
+                best = Some((&node.key, &node.value));
+                link = &node.left;
+            } else {
+                link = &node.right;
+            }
+        }
+        best
+    }
+
     /// All entries in key order.
     pub fn iter(&self) -> Iter<'_, K, V> {
         self.iter_from(|_| true)
@@ -394,6 +411,7 @@ mod tests {
         Mutate(u16, u32),
         RangeFrom(u16, u8),
         Floor(u16),
+        Ceiling(u16),
         Snapshot,
         /// Keys above the greatest so far, `.0` apart.
         Append(Vec<(u16, u32)>),
@@ -409,6 +427,7 @@ mod tests {
             1 => (key.clone(), any::<u32>()).prop_map(|(k, v)| Op::Mutate(k, v)),
             1 => (key.clone(), any::<u8>()).prop_map(|(k, n)| Op::RangeFrom(k, n)),
             1 => key.clone().prop_map(Op::Floor),
+            1 => key.clone().prop_map(Op::Ceiling),
             1 => Just(Op::Snapshot),
             1 => proptest::collection::vec((1u16..20, any::<u32>()), 0..300).prop_map(Op::Append),
         ]
@@ -438,6 +457,7 @@ mod tests {
                         prop_assert_eq!(got, want);
                     }
                     Op::Floor(k) => prop_assert_eq!(t.last_where(|x| *x <= k), m.range(..=k).next_back()),
+                    Op::Ceiling(k) => prop_assert_eq!(t.first_where(|x| *x >= k), m.range(k..).next()),
                     Op::Snapshot => snaps.push((t.clone(), m.clone())),
                     Op::Append(gaps) => {
                         let mut k = m.last_key_value().map_or(0, |(&k, _)| k);

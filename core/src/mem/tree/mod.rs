@@ -220,12 +220,12 @@ impl Tree {
     /// loses its name: the whiteouts go, and nothing of the lower shows
     /// through it any more (it may still be open).
     fn clear_removed_dir(&mut self, dir: Ino) -> Result<()> {
-        let keys: Vec<DirKey> = self
-            .dirents
-            .iter_from(|k| k.dir >= dir)
-            .take_while(|(k, _)| k.dir == dir)
-            .map(|(k, _)| k.clone())
-            .collect();
+        // Most removed directories hold nothing here: no walk then.
+        let keys: Vec<DirKey> = if !self.has_entries_here(dir) {
+            Vec::new()
+        } else {
+            self.dirents.iter_from(|k| k.dir >= dir).take_while(|(k, _)| k.dir == dir).map(|(k, _)| k.clone()).collect()
+        };
         for key in keys {
             self.remove_dirent(&key);
         }

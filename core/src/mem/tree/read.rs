@@ -36,7 +36,16 @@ impl Tree {
     }
 
     pub(super) fn is_empty_dir(&self, dir: Ino) -> Result<bool> {
-        Ok(self.read_dir(dir, None, 1)?.is_empty())
+        if self.dir_source(dir)?.is_some() {
+            // Merged: whiteouts here and the lower's entries count.
+            return Ok(self.read_dir(dir, None, 1)?.is_empty());
+        }
+        Ok(!self.has_entries_here(dir))
+    }
+
+    /// Whether any entry (a whiteout included) is keyed under `dir` here.
+    pub(super) fn has_entries_here(&self, dir: Ino) -> bool {
+        self.dirents.first_where(|k| k.dir >= dir).is_some_and(|(k, _)| k.dir == dir)
     }
 
     /// The inode named `name` in `dir`.
