@@ -8,8 +8,10 @@ pub(crate) fn clock() -> Clock {
     #[cfg(target_arch = "wasm32")]
     {
         std::sync::Arc::new(|| {
-            let ms = js_sys::Date::now().max(0.0);
-            packfs_core::Timestamp::new((ms / 1000.0) as u64, ((ms % 1000.0) * 1e6) as u32)
+            // Whole milliseconds (Date.now() has no finer grain): integer
+            // arithmetic, where `%` on a float is a software fmod in wasm.
+            let ms = js_sys::Date::now().max(0.0) as u64;
+            packfs_core::Timestamp::new(ms / 1000, (ms % 1000) as u32 * 1_000_000)
         })
     }
     #[cfg(not(target_arch = "wasm32"))]
