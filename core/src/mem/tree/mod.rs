@@ -81,8 +81,11 @@ pub struct Tree {
     log: Option<Vec<Touch>>,
 }
 
+/// How many of the latest touches a new one is checked against.
+const RECENT_TOUCHES: usize = 8;
+
 /// A key a change touched, for [`Tree::catch_up`].
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub(crate) enum Touch {
     Inode(Ino),
     Dirent(DirKey),
@@ -237,7 +240,12 @@ impl Tree {
 
     fn touched(&mut self, key: Touch) {
         if let Some(log) = &mut self.log {
-            log.push(key);
+            // Catching up reads a key's final value, so once is enough; an
+            // operation touches its few keys again and again (an inode's
+            // link count, then its times), so the last few are looked at.
+            if !log.iter().rev().take(RECENT_TOUCHES).any(|k| *k == key) {
+                log.push(key);
+            }
         }
     }
 
