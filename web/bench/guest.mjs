@@ -296,7 +296,23 @@ phases (Chromium's, warm, on the page) puts about 12% in treap lookups
 descriptors), 8% in copying treap nodes for each change (MemFs's
 snapshots) and catching the spare tree up, 5% in the wall clock that
 stamps a new file's times, about 10% in the guest's own code (std and
-wasi-libc), and 3% in the trampolines and copies. Tried and not kept:
+wasi-libc), and 3% in the trampolines and copies.
+
+Removing is where PackFS comes closest to the shim, which deletes a key
+from a JavaScript \`Map\`. Over six runs of this bench on 2026-12-04
+(the last is the one above), warm, rmdir ran at 0.81x to 1.44x the shim
+and unlink at 0.91x to 1.68x (fresh 1.11x to 1.68x and 1.39x to 2.04x;
+create and read stayed above 2x in every run, fresh and warm). The spread is this shared machine's:
+within one run, PackFS's and the shim's times for the same phase each
+vary by up to 2x from one run to the next. What bounds a removal is
+MemFs's copy-on-write commit: the entry and the directory's inode
+change, the removed inode is reaped, and the same keys are caught up on
+the spare tree the next change writes into. Chromium's profile of 20,000
+removals puts that commit at four fifths of their time, the path's
+resolution at most of the rest; natively (preview1 calls into core in a loop, no
+guest) a removal costs 1.0 µs on this machine. Since 2026-12-04 a key
+touched twice by one change is caught up once, and an empty directory
+is checked without a listing (1.08 to 1.00 µs natively). Tried and not kept:
 the TLSF allocator (rlsf) and LTO with one codegen unit, each within the
 noise.
 
