@@ -302,9 +302,9 @@ Removing is where PackFS comes closest to the shim, which deletes a key
 from a JavaScript \`Map\`. Over six runs of this bench on 2026-12-04
 (the last is the one above), warm, rmdir ran at 0.81x to 1.44x the shim
 and unlink at 0.91x to 1.68x (fresh 1.11x to 1.68x and 1.39x to 2.04x;
-create and read stayed above 2x in every run, fresh and warm). The spread is this shared machine's:
-within one run, PackFS's and the shim's times for the same phase each
-vary by up to 2x from one run to the next. What bounds a removal is
+create and read stayed above 2x in every run, fresh and warm). The
+spread is this shared machine's: within one bench, each runtime's time
+for the same phase varies by up to 2x from one of its runs to the next. What bounds a removal is
 MemFs's copy-on-write commit: the entry and the directory's inode
 change, the removed inode is reaped, and the same keys are caught up on
 the spare tree the next change writes into. Chromium's profile of 20,000
