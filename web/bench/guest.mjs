@@ -18,7 +18,7 @@ import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
-import { startServer } from "../e2e/server.mjs";
+import { ISOLATED, startServer } from "../e2e/server.mjs";
 import { launch, pageResult } from "../e2e/browser.mjs";
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
@@ -42,8 +42,6 @@ const ERRNO = {
   2: "EACCES", 8: "EBADF", 20: "EEXIST", 28: "EINVAL", 29: "EIO", 31: "EISDIR", 44: "ENOENT",
   52: "ENOSYS", 54: "ENOTDIR", 55: "ENOTEMPTY", 58: "ENOTSUP", 63: "EPERM", 76: "ENOTCAPABLE",
 };
-/** Cross-origin isolation, so that performance.now() is precise. */
-const ISOLATED = { "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Embedder-Policy": "require-corp" };
 
 async function run() {
   execFileSync(
@@ -264,32 +262,19 @@ ${targets}
 ${warmSection}
 ## Where PackFS's time goes
 
-A guest's calls reach packfs-web with no JavaScript between (since
-2026-12-04). The guest imports trampolines, one small wasm module that
-\`imports.js\` builds once per page, which call packfs-web's own exports
-with the guest's id; the guest's memory is copied by a wasm module per
-guest that imports both memories (multi-memory) and runs
-\`memory.copy\`, reached from packfs-web through a table. Before, each
-call went through a JavaScript closure and wasm-bindgen's glue (whose
-\`Result\` came back as an array, garbage for every call), and each copy
-through a JavaScript function; in a fresh Worker that JavaScript runs
-unoptimized for the first thousands of calls. \`npm run
-bench:guest-profile\` on this machine, before and after: a call that does
-nothing went from 0.098 to 0.025 µs, \`fd_fdstat_get\` (24 bytes to the
-guest) from 0.171 to 0.042 µs, and the profile worker's read phase from
-3.92 to 2.63 µs a file. The whole bench with the build before, on this
-machine the same day (RUNS=5, without the pauses and turns of the
-method above): PackFS's create took 28.4 ms in a fresh
-worker and 15.3 ms warm (now the figures above), its read 16.4 and 14.8
-ms; against the shim that was 1.31x and 2.11x fresh, 2.09x and 2.07x
-warm (on 2026-12-02, on another state of this VM, 1.41x and 1.49x
-fresh). The direct exports cost 48 KB of packfs-web's module (979 to
-1027 KB). \`runner.js\` also compiles packfs-web once per
-page and gives the \`WebAssembly.Module\` to every worker it starts, and V8
-shares a module's optimized code between a page's workers, so only a
-page's first worker starts from baseline code.
+A guest's calls reach packfs-web with no JavaScript between: the guest
+imports trampolines (one small wasm module that \`imports.js\` builds
+once per page) that call packfs-web's own exports with the guest's id,
+and the guest's memory is copied by a wasm module per guest that imports
+both memories (multi-memory) and runs \`memory.copy\`, reached from
+packfs-web through a table. \`npm run bench:guest-profile\`: a call that
+does nothing costs 0.025 µs, and \`fd_fdstat_get\` (24 bytes to the
+guest) 0.042 µs. \`runner.js\` compiles packfs-web once per page and gives
+the \`WebAssembly.Module\` to every worker it starts, and V8 shares a
+module's optimized code between a page's workers, so only a page's first
+worker starts from baseline code.
 
-What is left is PackFS's own work. A CPU profile of the create and read
+The rest is PackFS's own work. A CPU profile of the create and read
 phases (Chromium's, warm, on the page) puts about 12% in treap lookups
 (a path's directories, then the file's entry and inode), 10% in freeing
 (the reference counts of nodes a change replaced and of closed
@@ -302,18 +287,16 @@ Removing is where PackFS comes closest to the shim, which deletes a key
 from a JavaScript \`Map\`. Over six runs of this bench on 2026-12-04
 (the last is the one above), warm, rmdir ran at 0.81x to 1.44x the shim
 and unlink at 0.91x to 1.68x (fresh 1.11x to 1.68x and 1.39x to 2.04x;
-create and read stayed above 2x in every run, fresh and warm). The
-spread is this shared machine's: within one bench, each runtime's time
-for the same phase varies by up to 2x from one of its runs to the next. What bounds a removal is
-MemFs's copy-on-write commit: the entry and the directory's inode
-change, the removed inode is reaped, and the same keys are caught up on
-the spare tree the next change writes into. Chromium's profile of 20,000
-removals puts that commit at four fifths of their time, the path's
-resolution at most of the rest; natively (preview1 calls into core in a loop, no
-guest) a removal costs 1.0 µs on this machine. Since 2026-12-04 a key
-touched twice by one change is caught up once, and an empty directory
-is checked without a listing (1.08 to 1.00 µs natively). Tried and not kept:
-the TLSF allocator (rlsf) and LTO with one codegen unit, each within the
+create and read stayed above 2x in every run, fresh and warm): on this
+shared machine each runtime's time for a phase varies by up to 2x from
+one of its runs to the next. What bounds a removal is MemFs's
+copy-on-write commit: the entry and the directory's inode change, the
+removed inode is reaped, and the same keys are caught up on the spare
+tree the next change writes into. Chromium's profile of 20,000 removals
+puts that commit at four fifths of their time and the path's resolution
+at most of the rest; natively (preview1 calls into core in a loop, no
+guest) a removal costs 1.0 µs on this machine. Tried and not kept: the
+TLSF allocator (rlsf) and LTO with one codegen unit, each within the
 noise.
 
 ## What the peers cannot run

@@ -11,7 +11,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-import { startServer } from "../e2e/server.mjs";
+import { ISOLATED, startServer } from "../e2e/server.mjs";
 import { launch, pageResult } from "../e2e/browser.mjs";
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
@@ -19,7 +19,7 @@ const n = Number(process.env.N ?? 5000);
 const wasm = readFileSync(here("../../target/guest-tests/wasm32-wasip1/release/bench_workload.wasm"));
 const server = await startServer({
   files: { "/bench/bench_workload.wasm": wasm },
-  headers: { "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Embedder-Policy": "require-corp" },
+  headers: ISOLATED,
 });
 const browser = await launch();
 let r;

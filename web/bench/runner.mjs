@@ -7,11 +7,10 @@
 //
 //   web/build.sh && (cd web && npm ci && npm run bench:runner)
 
-import { startServer } from "../e2e/server.mjs";
+import { ISOLATED, startServer } from "../e2e/server.mjs";
 import { launch, newPage } from "../e2e/browser.mjs";
 
 const runs = Number(process.env.RUNS ?? 100);
-const ISOLATED = { "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Embedder-Policy": "require-corp" };
 // (module (memory (export "memory") 1) (func (export "_start")))
 const NOTHING = [0,97,115,109,1,0,0,0,1,4,1,96,0,0,3,2,1,0,5,3,1,0,1,7,19,2,6,109,101,109,111,114,121,2,0,6,95,115,116,97,114,116,0,0,10,4,1,2,0,11];
 

@@ -8,22 +8,16 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 
-import { startServer } from "./server.mjs";
+import { ISOLATED, startServer } from "./server.mjs";
 import { launch, newPage } from "./browser.mjs";
 import { pkgOverride } from "./pkg.mjs";
 import { growingGuest, writingGuest } from "./wasm.mjs";
-
-const COI = {
-  "Cross-Origin-Opener-Policy": "same-origin",
-  "Cross-Origin-Embedder-Policy": "require-corp",
-  "Cross-Origin-Resource-Policy": "same-origin",
-};
 
 let plain, isolated, browser;
 
 before(async () => {
   plain = await startServer({ files: pkgOverride() });
-  isolated = await startServer({ files: pkgOverride(), headers: COI });
+  isolated = await startServer({ files: pkgOverride(), headers: ISOLATED });
   browser = await launch();
 });
 

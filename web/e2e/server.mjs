@@ -26,6 +26,15 @@ const TYPES = {
 
 export const WEB_ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
 
+/** Headers that make a page cross-origin isolated (for startServer's
+ *  `headers`): SharedArrayBuffer and a shared wasm memory, blocking
+ *  Atomics.wait, and a precise performance.now() need it. */
+export const ISOLATED = {
+  "Cross-Origin-Opener-Policy": "same-origin",
+  "Cross-Origin-Embedder-Policy": "require-corp",
+  "Cross-Origin-Resource-Policy": "same-origin",
+};
+
 /** Parses one `Range` header against a body of `size` bytes: [start, end) or
  *  "bad" (416) or null (no usable range: send everything). */
 export function parseRange(header, size) {

@@ -13,24 +13,18 @@ import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-import { startServer } from "./server.mjs";
+import { ISOLATED, startServer } from "./server.mjs";
 import { launch, newPage } from "./browser.mjs";
 import { pkgOverride } from "./pkg.mjs";
 
 const TARGET = fileURLToPath(new URL("../../target/guest-tests/", import.meta.url));
 const TOOLBOX = readFileSync(`${TARGET}wasm32-wasip1/release/toolbox.wasm`);
-const COI = {
-  "Cross-Origin-Opener-Policy": "same-origin",
-  "Cross-Origin-Embedder-Policy": "require-corp",
-  "Cross-Origin-Resource-Policy": "same-origin",
-};
-
 let plain, isolated, browser;
 
 before(async () => {
   const files = { "/guests/toolbox.wasm": TOOLBOX, ...pkgOverride() };
   plain = await startServer({ files });
-  isolated = await startServer({ files, headers: COI });
+  isolated = await startServer({ files, headers: ISOLATED });
   browser = await launch();
 });
 
