@@ -191,7 +191,7 @@ pub(crate) fn decode_into(
         }
         Codec::Zstd => match dict {
             Some(d) => d.decode(stored, out),
-            None => zstd_decode(stored, out),
+            None => super::frame::decode(stored, out).map(|()| len),
         }
         .ok_or_else(bad)?,
         Codec::Lz4 => lz4_flex::block::decompress_into(stored, out).map_err(|_| bad())?,
@@ -200,83 +200,6 @@ pub(crate) fn decode_into(
         return Err(bad());
     }
     Ok(())
-}
-
-/// Decodes the zstd frame `stored` into `out`, never past its end: with the
-/// C library where it is built in (several times faster), else with the
-/// pure-Rust decoder. One-shot decoding writes into `out` directly; it
-/// needs no window buffer, whatever window the frame declares.
-#[cfg(feature = "zstd-c")]
-fn zstd_decode(stored: &[u8], out: &mut [u8]) -> Option<usize> {
-    thread_local! {
-        static DECODER: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { std::cell::RefCell::new(None) };
-    }
-    DECODER.with(|d| {
-        let mut d = d.try_borrow_mut().ok()?;
-        if d.is_none() {
-            *d = zstd::bulk::Decompressor::new().ok();
-        }
-        d.as_mut()?.decompress_to_buffer(stored, out).ok()
-    })
-}
-
-#[cfg(not(feature = "zstd-c"))]
-fn zstd_decode(stored: &[u8], out: &mut [u8]) -> Option<usize> {
-    zstd_frame(stored, out).filter(|&(_, rest)| rest.is_empty()).map(|(n, _)| n)
-}
-
-/// Decodes the one zstd frame at the start of `input` into `out`, never
-/// past its end; returns the bytes written and what follows the frame.
-/// Decoding goes a block at a time (at most 128 KiB each), so a frame that
-/// claims more than `out` holds costs no more than one block beyond it.
-#[cfg(not(feature = "zstd-c"))]
-fn zstd_frame<'a>(input: &'a [u8], out: &mut [u8]) -> Option<(usize, &'a [u8])> {
-    use std::io::Read;
-    let mut written = 0;
-    let rest = zstd_blocks(input, |dec| {
-        written += dec.read(&mut out[written..]).ok()?;
-        // Bytes left to collect: more than `out` holds.
-        (dec.can_collect() == 0).then_some(())
-    })?;
-    Some((written, rest))
-}
-
-/// Decodes the one zstd frame at the start of `input`, appending to `out`,
-/// which grows a block at a time as the frame decodes (within the capacity
-/// it has, where the caller reserved it) and never past `max` bytes:
-/// memory follows what the frame yields, not what it claims. Returns what
-/// follows the frame.
-pub(crate) fn zstd_frame_to_vec<'a>(input: &'a [u8], out: &mut Vec<u8>, max: usize) -> Option<&'a [u8]> {
-    use std::io::Read;
-    zstd_blocks(input, |dec| {
-        let (start, n) = (out.len(), dec.can_collect());
-        if n > max.saturating_sub(start) {
-            return None;
-        }
-        out.resize(start + n, 0);
-        let got = dec.read(&mut out[start..]).ok()?;
-        out.truncate(start + got);
-        Some(())
-    })
-}
-
-/// Decodes the one zstd frame at the start of `input` a block at a time,
-/// letting `take` collect what each block yields (`None`: stop, a
-/// failure); returns what follows the frame.
-fn zstd_blocks(
-    mut input: &[u8],
-    mut take: impl FnMut(&mut ruzstd::decoding::FrameDecoder) -> Option<()>,
-) -> Option<&[u8]> {
-    use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
-    let mut dec = FrameDecoder::new();
-    dec.init(&mut input).ok()?;
-    loop {
-        dec.decode_blocks(&mut input, BlockDecodingStrategy::UptoBlocks(1)).ok()?;
-        take(&mut dec)?;
-        if dec.is_finished() {
-            return Some(input);
-        }
-    }
 }
 
 /// How the writer compresses: a codec and, for zstd, a level.

@@ -14,6 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ruzstd::decoding::{BlockDecodingStrategy, Dictionary as Tables, FrameDecoder};
 
+use super::frame;
+
 /// Incompatible-feature flag (header `incompat_flags` bit 1): the pack has
 /// a dictionary, and chunks of codec 3 are decoded with it. (Bit 0 named
 /// §19's draft, in which every zstd chunk was: unknown now, so a pack of
@@ -71,9 +73,14 @@ impl Dictionary {
 
     /// Decodes the zstd frame `stored` into `out`, never past its end;
     /// the bytes written, or `None` if it does not decode (to the end of
-    /// `stored`).
+    /// `stored`) or its header claims more than `out` takes
+    /// (`frame::fits`).
     #[cfg(feature = "zstd-c")]
     pub(crate) fn decode(&self, stored: &[u8], out: &mut [u8]) -> Option<usize> {
+        if !frame::fits(stored, out.len()) {
+            return None;
+        }
+        frame::one_frame(stored)?;
         thread_local! {
             static DCTX: RefCell<Option<zstd::zstd_safe::DCtx<'static>>> = const { RefCell::new(None) };
         }
@@ -103,6 +110,10 @@ impl Dictionary {
         use std::io::Read;
         thread_local! {
             static DECODER: RefCell<Option<(u64, FrameDecoder)>> = const { RefCell::new(None) };
+        }
+        // The decoder sets aside the window the frame declares.
+        if !frame::fits(stored, out.len()) {
+            return None;
         }
         DECODER.with(|d| {
             let mut d = d.try_borrow_mut().ok()?;

@@ -80,10 +80,46 @@ pub enum FramePart<'a> {
     Zeros(usize),
 }
 
+/// What a frame made by [`zstd_frame_declaring`] declares in its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    /// The window descriptor byte (a window of 2^(10 + w >> 3) times
+    /// (1 + (w & 7) / 8)); `None`: a single segment, whose window is the
+    /// content size.
+    pub window: Option<u8>,
+    /// The content size the header declares, if any (a single segment
+    /// must declare one).
+    pub content: Option<u64>,
+}
+
+impl Head {
+    /// A window of descriptor `w`, no content size.
+    pub fn window(w: u8) -> Head {
+        Head { window: Some(w), content: None }
+    }
+
+    /// A single segment of `content` bytes.
+    pub fn single(content: u64) -> Head {
+        Head { window: None, content: Some(content) }
+    }
+
+    /// This head declaring a content size of `n`.
+    pub fn content(self, n: u64) -> Head {
+        Head { content: Some(n), ..self }
+    }
+}
+
 /// One zstd frame that decodes to `parts` in order, written without a
 /// compressor (raw and RLE blocks, a 128 KiB window, no checksum): what
 /// lets a test make an index of hundreds of MiB from a few.
 pub fn zstd_frame(parts: &[FramePart<'_>]) -> Vec<u8> {
+    zstd_frame_declaring(Head::window(7 << 3), parts)
+}
+
+/// [`zstd_frame`] with the header `head`, whatever the blocks hold: what
+/// lets a test or a fuzzer make a frame that claims a huge window or a
+/// content size other than its own.
+pub fn zstd_frame_declaring(head: Head, parts: &[FramePart<'_>]) -> Vec<u8> {
     const BLOCK: usize = 128 << 10;
     const ZERO: &[u8] = &[0];
     // (block type: 0 raw, 1 RLE; decoded size; the block's content)
@@ -99,8 +135,22 @@ pub fn zstd_frame(parts: &[FramePart<'_>]) -> Vec<u8> {
     if blocks.is_empty() {
         blocks.push((0, 0, &[]));
     }
-    // Magic; a frame header descriptor of no flags; a window of 2^(10+7).
-    let mut out = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3];
+    // The content size field: as narrow as the value and the segment allow
+    // (a 2-byte field holds the size less 256; a 1-byte one only in a
+    // single segment).
+    let single = head.window.is_none();
+    let (flag, field): (u8, Vec<u8>) = match head.content {
+        None => (0, vec![]),
+        Some(n) if single && n < 256 => (0, vec![n.to_le_bytes()[0]]),
+        Some(n) if (256..65_536 + 256).contains(&n) => (1, (n - 256).to_le_bytes()[..2].to_vec()),
+        Some(n) => match u32::try_from(n) {
+            Ok(n) => (2, n.to_le_bytes().to_vec()),
+            Err(_) => (3, n.to_le_bytes().to_vec()),
+        },
+    };
+    let mut out = vec![0x28, 0xb5, 0x2f, 0xfd, flag << 6 | u8::from(single) << 5];
+    out.extend(head.window);
+    out.extend(field);
     let last = blocks.len() - 1;
     for (i, (kind, size, body)) in blocks.into_iter().enumerate() {
         #[allow(clippy::cast_possible_truncation, reason = "a block holds at most BLOCK (128 KiB) bytes")]
@@ -110,6 +160,22 @@ pub fn zstd_frame(parts: &[FramePart<'_>]) -> Vec<u8> {
         out.extend_from_slice(body);
     }
     out
+}
+
+/// A fuzzer's bytes as a frame made by hand ([`zstd_frame_declaring`]),
+/// so that it tries what headers declare rather than meet a valid one by
+/// chance: byte 0 is the window descriptor (255: a single segment), bytes
+/// 1..9 the declared content size (all 255: none), bytes 9..12 a count of
+/// zero bytes in RLE blocks (to 16 MiB), then 2 bytes the length of the
+/// raw bytes that follow them. Returns the frame and the bytes after it.
+pub fn frame_from(input: &[u8]) -> Option<(Vec<u8>, &[u8])> {
+    let (head, rest) = input.split_first_chunk::<14>()?;
+    let content = u64::from_le_bytes(head[1..9].try_into().ok()?);
+    let head = Head { window: Some(head[0]).filter(|&w| w != 255), content: Some(content).filter(|&n| n != u64::MAX) };
+    let zeros = usize::from(input[9]) | usize::from(input[10]) << 8 | usize::from(input[11]) << 16;
+    let raw = usize::from(u16::from_le_bytes([input[12], input[13]])).min(rest.len());
+    let (raw, rest) = rest.split_at(raw);
+    Some((zstd_frame_declaring(head, &[FramePart::Zeros(zeros), FramePart::Bytes(raw)]), rest))
 }
 
 /// `pack` with its index region replaced by `stored` (then zero padding to
@@ -172,6 +238,18 @@ pub fn chunk_bomb(pack: &[u8], chunks: u64) -> Vec<u8> {
         FramePart::Bytes(&footer),
     ]);
     with_index(&plain, &frame, index_len)
+}
+
+/// `pack` with its index region replaced by one zstd frame of `zeros`
+/// zero bytes in RLE blocks (4 bytes stored per 128 KiB) whose header
+/// declares `head`, said to decode to as much as the format lets a region
+/// of its size (256 times it): a few KB that claim a window or content
+/// size of the header's choosing. 1 GiB of zeros under a 2 TiB window
+/// made a reader hold 1 GiB before it gave up.
+pub fn window_bomb(pack: &[u8], head: Head, zeros: usize) -> Vec<u8> {
+    let frame = zstd_frame_declaring(head, &[FramePart::Zeros(zeros)]);
+    let index_len = u32::try_from(frame.len().next_multiple_of(8) * 256).unwrap_or(u32::MAX);
+    with_index(pack, &frame, index_len)
 }
 
 /// Opens `bytes` as a pack both ways (with and without checking blobs on

@@ -43,6 +43,7 @@ mod cursor;
 mod dictionary;
 mod digest;
 mod dirent;
+mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
 mod hash_index;

@@ -91,6 +91,39 @@ fn pack_limits_refuse_an_index_that_decodes_past_its_bound() {
     assert_eq!(kind(open_lazily(&edge)), CorruptKind::Decode { chunk: u64::MAX });
 }
 
+/// An index region of one zstd frame whose header declares more than the
+/// region's `index_len`: a 2 TiB window, or a content size past it, over
+/// 1 GiB of RLE blocks (33 KB stored). Refused on the header before the
+/// region is set aside, local and lazy alike; on 65991d3 the pure-Rust
+/// decoder kept the whole declared window, 1 GiB, before it yielded a
+/// byte. A frame declaring a window it may have is decoded in memory
+/// bounded by `index_len`, not by what it holds.
+#[test]
+fn pack_limits_refuse_an_index_frame_declaring_more_than_its_region() {
+    use fuzzing::{Head, window_bomb};
+    let base = v2();
+    let honest = window_bomb(&base, Head::window(7 << 3), 1 << 30);
+    let at = honest.len() - TRAILER_LEN as usize + 12; // the trailer's index_len
+    let index_len = u32::from_le_bytes(honest[at..at + 4].try_into().unwrap());
+    for head in
+        [Head::window(31 << 3 | 7), Head::single(1 << 40), Head::window(7 << 3).content(u64::from(index_len) + 1)]
+    {
+        let bomb = window_bomb(&base, head, 1 << 30);
+        assert!(bomb.len() < 40_000, "{} bytes", bomb.len());
+        let (r, largest) = largest_allocation(|| PackFs::open(&bomb[..]).map(|_| ()));
+        assert_eq!(kind(r), CorruptKind::Decode { chunk: u64::MAX }, "{head:?}");
+        assert!(largest < 1 << 20, "{head:?}: the open asked for {largest} bytes");
+        let (r, largest) = largest_allocation(|| open_lazily(&bomb).map(|_| ()));
+        assert_eq!(kind(r), CorruptKind::Decode { chunk: u64::MAX }, "{head:?} lazily");
+        assert!(largest < 1 << 20, "{head:?}: the lazy open asked for {largest} bytes");
+    }
+    // Declaring a 128 KiB window, it is decoded until it yields more than
+    // `index_len`: the region and a window, never the gigabyte.
+    let (r, largest) = largest_allocation(|| PackFs::open(&honest[..]).map(|_| ()));
+    assert_eq!(kind(r), CorruptKind::Decode { chunk: u64::MAX });
+    assert!(largest < index_len as usize + (1 << 20), "the open asked for {largest} bytes");
+}
+
 /// The most a format allows, 4 GiB from 16 MiB, lazily: refused as
 /// quickly, with nothing allocated for it.
 #[test]

@@ -132,16 +132,21 @@ pub(crate) type Decoded = Option<Box<[u8]>>;
 /// A compressed index region (one zstd frame, then zero padding to a
 /// multiple of 8), decoded into exactly `len` bytes; the trailer checked
 /// that `len` is in proportion to it, and the open that it is within the
-/// reader's limits. `len` bytes are reserved (`NoSpace` if they cannot
-/// be), never more, and filled only as the frame yields them: a frame that
-/// claims more than it holds costs what it holds.
+/// reader's limits. A frame whose header declares more than `len` bytes
+/// (a content size, or a window past `frame::max_window`) is refused
+/// first; then `len` bytes are reserved (`NoSpace` if they cannot be),
+/// never more, and filled only as the frame yields them.
 pub(crate) fn decode_index(stored: &[u8], len: u32, at: u64) -> Result<Box<[u8]>, Error> {
+    let bad = || CorruptPack::new(at, CorruptKind::Decode { chunk: u64::MAX }).into();
     let len = usize::try_from(len).map_err(|_| Error::NoSpace)?;
+    if !super::frame::fits(stored, len) {
+        return Err(bad());
+    }
     let mut out = Vec::new();
     out.try_reserve_exact(len).map_err(|_| Error::NoSpace)?;
-    match super::chunk::zstd_frame_to_vec(stored, &mut out, len) {
-        Some(pad) if out.len() == len && pad.len() < 8 && pad.iter().all(|&b| b == 0) => Ok(out.into_boxed_slice()),
-        _ => Err(CorruptPack::new(at, CorruptKind::Decode { chunk: u64::MAX }).into()),
+    match super::frame::decode_to_vec(stored, &mut out, len) {
+        Some(pad) if pad.len() < 8 && pad.iter().all(|&b| b == 0) => Ok(out.into_boxed_slice()),
+        _ => Err(bad()),
     }
 }
 
