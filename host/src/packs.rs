@@ -83,32 +83,42 @@ impl ByteSource for PackSource {
             PackSource::Remote(r) => r.checks_extents(),
         }
     }
+
+    fn changeable(&self) -> bool {
+        match self {
+            PackSource::Local(f) => f.changeable(),
+            #[cfg(feature = "remote")]
+            PackSource::Remote(r) => r.changeable(),
+        }
+    }
 }
 
 /// An open pack, wherever it is.
 pub type Pack = PackFs<PackSource>;
 
 /// Why a pack did not open.
+///
+/// The message is whole, on one line: the path and the cause. The cause
+/// is a field, not also a `source()`, which an error report (anyhow's
+/// `{:#}`) would print a second time.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OpenError {
     /// The file could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         /// The pack's path.
         path: PathBuf,
         /// Why.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The bytes are no pack, or a damaged one.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Damaged {
         /// The pack's path.
         path: PathBuf,
         /// What is wrong with it.
-        #[source]
-        source: packfs_core::Error,
+        error: packfs_core::Error,
     },
     /// A remote pack could not be opened ([`RemoteError::Pack`]: it is
     /// damaged).
@@ -199,9 +209,9 @@ impl Packs {
         if path.to_str().is_some_and(|p| p.contains("://")) {
             return Err(OpenError::NoRemote { path: path.to_owned() });
         }
-        let file = MappedFile::open(path).map_err(|source| OpenError::Io { path: path.to_owned(), source })?;
+        let file = MappedFile::open(path).map_err(|error| OpenError::Io { path: path.to_owned(), error })?;
         PackFs::open_with(PackSource::Local(file), read)
-            .map_err(|source| OpenError::Damaged { path: path.to_owned(), source })
+            .map_err(|error| OpenError::Damaged { path: path.to_owned(), error })
     }
 }
 

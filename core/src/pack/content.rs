@@ -3,7 +3,10 @@
 //! read chunk by chunk ([`chunk`](super::chunk)): raw chunks lent from the
 //! source, compressed ones decoded into the [`ChunkCache`] after their
 //! stored bytes pass their checksum. A whole file of raw chunks lying end
-//! to end is still lent without a copy.
+//! to end is still lent without a copy. A pinned pack whose source may
+//! change (a mapped file) lends nothing: every extent is copied, checked
+//! against its digest as copied, and read from the copy (raw ones kept in
+//! the cache too), so no byte read differs from what was checked.
 
 use std::borrow::Cow;
 use std::ops::{Deref, Range};
@@ -42,9 +45,10 @@ impl<S: ByteSource> PackFs<S> {
     /// the content space); lent without a copy where it can be.
     pub(crate) fn content(&self, k: u64, range: Range<u64>) -> Result<Cow<'_, [u8]>> {
         let Some(t) = &self.index.chunks else {
-            let bytes = self.extent_bytes(k, range, Structure::Blob)?;
-            self.check_once(k, || self.check_extent(k, bytes))?;
-            return Ok(Cow::Borrowed(bytes));
+            return Ok(match self.raw_extent(k, range, Structure::Blob)? {
+                ChunkBytes::Lent(b) => Cow::Borrowed(b),
+                ChunkBytes::Decoded(b) => Cow::Owned(b.to_vec()),
+            });
         };
         if let Some(lent) = self.lent(t, range.clone())? {
             return Ok(Cow::Borrowed(lent));
@@ -61,7 +65,7 @@ impl<S: ByteSource> PackFs<S> {
         match &self.index.chunks {
             Some(t) => self.read_chunked(t, range, offset, buf),
             None => {
-                let bytes = self.content(k, range)?;
+                let bytes = self.raw_extent(k, range, Structure::Blob)?;
                 let Some(rest) = usize::try_from(offset).ok().and_then(|o| bytes.get(o..)) else { return Ok(0) };
                 let n = rest.len().min(buf.len());
                 buf[..n].copy_from_slice(&rest[..n]);
@@ -123,6 +127,9 @@ impl<S: ByteSource> PackFs<S> {
     fn lent(&self, t: &ChunkTable, range: Range<u64>) -> Result<Option<&[u8]>> {
         if range.is_empty() {
             return Ok(Some(&[]));
+        }
+        if self.copies {
+            return Ok(None);
         }
         let region = self.region()?;
         let mut k = t.at(region, range.start)?;
@@ -205,6 +212,37 @@ impl<S: ByteSource> PackFs<S> {
         Ok(done)
     }
 
+    /// Raw extent `k` (a version 1 blob, a raw chunk) at `range`: lent by
+    /// the source, checked on first use if the pack was opened so; or, a
+    /// pinned pack whose source may change, a copy checked as it was made
+    /// and kept in the cache.
+    fn raw_extent(&self, k: u64, range: Range<u64>, of: Structure) -> Result<ChunkBytes<'_>> {
+        let stored = self.extent_bytes(k, range, of)?;
+        if self.copies {
+            return Ok(ChunkBytes::Decoded(self.cache.get(k, || self.checked_copy(k, stored))?));
+        }
+        self.check_once(k, || self.check_extent(k, stored))?;
+        Ok(ChunkBytes::Lent(stored))
+    }
+
+    /// A copy of extent `k`'s stored bytes, checked: what a pinned pack
+    /// whose source may change reads, so that what was checked is what is
+    /// read.
+    fn checked_copy(&self, k: u64, stored: &[u8]) -> Result<Vec<u8>> {
+        let mut copy = Vec::new();
+        copy.try_reserve_exact(stored.len()).map_err(|_| Error::NoSpace)?;
+        copy.extend_from_slice(stored);
+        self.check_extent(k, &copy)?;
+        Ok(copy)
+    }
+
+    /// Extent `k`'s stored bytes to check and decode: the source's, or a
+    /// copy where they may change (a pinned pack over a mapped file).
+    fn stored(&self, k: u64, range: Range<u64>) -> Result<Cow<'_, [u8]>> {
+        let stored = self.extent_bytes(k, range, Structure::Chunk)?;
+        Ok(if self.copies { Cow::Owned(stored.to_vec()) } else { Cow::Borrowed(stored) })
+    }
+
     /// Runs `check` on extent `k` the first time it is read, when the pack
     /// was opened with `verify_on_read`, and remembers that it passed.
     fn check_once(&self, k: u64, check: impl FnOnce() -> Result<()>) -> Result<()> {
@@ -225,12 +263,12 @@ impl<S: ByteSource> PackFs<S> {
         if r.codec() == Codec::Raw || self.cache.holds(k) {
             return Ok(false);
         }
-        let stored = match self.extent_bytes(k, r.extent(), Structure::Chunk) {
+        let stored = match self.stored(k, r.extent()) {
             Err(Error::NotLoaded) => return Ok(false),
             s => s?,
         };
-        self.check_stored(k, stored)?;
-        chunk::decode_into(k, r.codec(), stored, out, r.dictionary(self.index.dictionary.as_deref()))?;
+        self.check_stored(k, &stored)?;
+        chunk::decode_into(k, r.codec(), &stored, out, r.dictionary(self.index.dictionary.as_deref()))?;
         self.cache.decoded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(true)
     }
@@ -240,17 +278,15 @@ impl<S: ByteSource> PackFs<S> {
     /// first use when the pack was opened with `verify_on_read`.
     fn chunk<'s>(&'s self, k: u64, r: &ChunkRecord, content: &Range<u64>) -> Result<ChunkBytes<'s>> {
         if r.codec() == Codec::Raw {
-            let stored = self.extent_bytes(k, r.extent(), Structure::Chunk)?;
-            self.check_once(k, || self.check_extent(k, stored))?;
-            return Ok(ChunkBytes::Lent(stored));
+            return self.raw_extent(k, r.extent(), Structure::Chunk);
         }
         let decoded = self.cache.get(k, || {
-            let stored = self.extent_bytes(k, r.extent(), Structure::Chunk)?;
-            self.check_stored(k, stored)?;
+            let stored = self.stored(k, r.extent())?;
+            self.check_stored(k, &stored)?;
             // Open checked that the length is at most the chunk size (1 MiB
             // at most), so this never fails.
             let len = usize::try_from(content.end - content.start).map_err(|_| Error::FileTooLarge)?;
-            Ok(chunk::decode(k, r.codec(), stored, len, r.dictionary(self.index.dictionary.as_deref()))?)
+            Ok(chunk::decode(k, r.codec(), &stored, len, r.dictionary(self.index.dictionary.as_deref()))?)
         })?;
         Ok(ChunkBytes::Decoded(decoded))
     }

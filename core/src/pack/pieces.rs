@@ -3,6 +3,7 @@
 
 use std::ops::Range;
 
+use super::source::ByteSource;
 use crate::{Error, Result};
 
 /// Byte runs of a pack of known size, disjoint and sorted by offset.
@@ -47,6 +48,16 @@ impl Pieces {
         let i = self.runs.partition_point(|(at, _)| *at <= range.start).checked_sub(1)?;
         let (at, bytes) = &self.runs[i];
         cut(bytes, *at, range.clone())
+    }
+}
+
+impl ByteSource for Pieces {
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn get(&self, range: Range<u64>) -> Option<&[u8]> {
+        Pieces::get(self, &range)
     }
 }
 

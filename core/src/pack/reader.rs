@@ -28,6 +28,8 @@ use super::digest::Digest;
 use super::hash_index::HashIndex;
 use super::index::Index;
 use super::inode::{self, Body, InodeRecord};
+use super::layout::Layout;
+use super::pieces::Pieces;
 // Also the path content, layout, partial and verify name it by.
 pub(super) use super::source::ByteSource;
 use crate::path::validate_name;
@@ -190,6 +192,24 @@ pub struct PackFs<S> {
     pub(crate) pin: Option<Digest>,
     /// The pack digest, computed on first ask.
     digest: OnceLock<Option<Digest>>,
+    /// Pinned over a source whose bytes may change: extents are served
+    /// from copies checked as they were made, never lent.
+    pub(crate) copies: bool,
+}
+
+/// Copies of the pieces of `source` an open reads: the header, the index
+/// region and the trailer ([`Layout::required`]), or, where the trailer
+/// does not say where the index lies, the header and the trailer (whose
+/// open then says what is wrong).
+fn required_copied<S: ByteSource>(source: &S) -> Vec<(u64, Vec<u8>)> {
+    let size = source.size();
+    let tail = size.saturating_sub(super::layout::TRAILER_LEN);
+    let ranges = match source.get(tail..size).map(Layout::from_trailer) {
+        Some(Ok(layout)) => layout.required(),
+        _ => [(0, super::layout::HEADER_LEN.min(size)), (tail, size)],
+    };
+    let copy = |(start, end): (u64, u64)| Some((start, source.get(start..end.min(size))?.to_vec()));
+    ranges.into_iter().filter_map(copy).collect()
 }
 
 impl<S: ByteSource> std::fmt::Debug for PackFs<S> {
@@ -230,7 +250,22 @@ impl<S: ByteSource> PackFs<S> {
 
     /// Opens the pack in `source` as `options` say.
     pub fn open_with(source: S, options: ReadOptions) -> Result<Self> {
-        let (index, decoded) = Index::open(&source, options.lazy, options.pin)?;
+        // A pinned pack whose bytes may change under it (a mapped file)
+        // serves only what was checked: its index from a copy checked at
+        // open, its extents from copies checked on reading (`content`).
+        let copies = options.pin.is_some() && source.changeable();
+        let (index, decoded) = match copies {
+            false => Index::open(&source, options.lazy, options.pin)?,
+            true => {
+                let copied = Pieces::new(source.size(), required_copied(&source))?;
+                let (index, decoded) = Index::open(&copied, options.lazy, options.pin)?;
+                let region = match decoded {
+                    Some(d) => d,
+                    None => index.region_in(&copied)?.into(),
+                };
+                (index, Some(region))
+            }
+        };
         // A pinned pack's extents are checked by digest, unless the source
         // checked them as they came.
         let verify = (options.verify_on_read || options.pin.is_some()) && !source.checks_extents();
@@ -238,7 +273,7 @@ impl<S: ByteSource> PackFs<S> {
         let cache = ChunkCache::new(options.cache_bytes);
         let (lazy, pin) = (options.lazy, options.pin);
         let digest = OnceLock::new();
-        Ok(PackFs { source, index, verified, hashed: OnceLock::new(), cache, decoded, lazy, pin, digest })
+        Ok(PackFs { source, index, verified, hashed: OnceLock::new(), cache, decoded, lazy, pin, digest, copies })
     }
 
     /// The bytes' owner.

@@ -52,6 +52,16 @@ pub trait ByteSource: Send + Sync {
         false
     }
 
+    /// True when the bytes it lends may change after they were read: a
+    /// mapped file that another process may write in place. A pinned pack
+    /// then serves only copies it checked ([`ReadOptions::pin`]), never the
+    /// live bytes.
+    ///
+    /// [`ReadOptions::pin`]: super::ReadOptions::pin
+    fn changeable(&self) -> bool {
+        false
+    }
+
     /// Whether extent `k` (at `range`) is here, so that
     /// [`extent`](Self::extent) answers without waiting. Only a source that
     /// fetches what it lacks itself (and so waits in `extent`) says false,
