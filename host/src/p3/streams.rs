@@ -107,7 +107,8 @@ impl<D: 'static> StreamProducer<D> for FileProducer {
         let me = self.get_mut();
         let (ino, position) = (me.node.ino, me.position);
         let want = dst.remaining(&mut store).map_or(HOST_READ, |n| n.min(MAX_IO_CHUNK));
-        if !me.waiting.busy() && !me.node.fs.may_wait(ino, position, want as u64) {
+        if !me.waiting.running() && !me.node.fs.may_wait(ino, position, want as u64) {
+            me.waiting.cancel();
             let mut dst = dst.as_direct(store, HOST_READ);
             let buf = dst.remaining();
             // A zero-length read asks whether bytes are ready: they are.
@@ -121,22 +122,23 @@ impl<D: 'static> StreamProducer<D> for FileProducer {
             }
             return Poll::Ready(Ok(me.advance(read)));
         }
-        if !me.waiting.busy() {
+        if !me.waiting.running() {
+            match me.waiting.poll_turn(cx) {
+                // The guest cancels a read still waiting its turn; one
+                // under way is let finish, as its bytes may be delivered.
+                Poll::Pending if finish && me.waiting.cancel() => return Poll::Ready(Ok(StreamResult::Cancelled)),
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(turn) => turn?,
+            }
             let (node, mut buf) = (Arc::clone(&me.node), dst.take_buffer());
-            me.waiting.start(move || {
+            me.waiting.run(move || {
                 buf.resize(HOST_READ, 0);
                 let n = node.fs.read_at(node.ino, position, &mut buf)?;
                 buf.truncate(n);
                 Ok(buf)
             });
         }
-        let read = match me.waiting.poll(cx) {
-            // The guest cancels a read still waiting its turn; one under
-            // way is let finish, as its bytes may be delivered.
-            Poll::Pending if finish && me.waiting.cancel() => return Poll::Ready(Ok(StreamResult::Cancelled)),
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(read) => read?,
-        };
+        let read = ready!(me.waiting.poll(cx))?;
         Poll::Ready(Ok(match read {
             Ok(buf) => {
                 let n = buf.len();
@@ -216,39 +218,47 @@ fn write_to(node: &Node, at: Option<u64>, data: &[u8], sync: bool) -> packfs_cor
 impl<D: 'static> StreamConsumer<D> for FileConsumer {
     type Item = u8;
 
-    /// A write that may wait takes the bytes and stays pending until it is
-    /// done (wasmtime tells the writer `completed` only then); a guest
-    /// cancelling it waits for it too, as the bytes are already given.
+    /// A write that may wait waits for its turn first, taking nothing (a
+    /// guest cancelling it then takes back its bytes untouched); with its
+    /// turn it takes the bytes and stays pending until it is done (wasmtime
+    /// tells the writer `completed` only then; a guest cancelling it now
+    /// waits for it too, as the bytes are already given).
     fn poll_consume(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         store: StoreContextMut<D>,
         src: Source<u8>,
-        _finish: bool,
+        finish: bool,
     ) -> Poll<wasmtime::Result<StreamResult>> {
         let me = self.get_mut();
-        if me.waiting.busy() {
+        if me.waiting.running() {
             return me.poll_waiting(cx);
         }
         let mut src = src.as_direct(store);
-        let data = src.remaining();
-        let len = data.len().min(MAX_IO_CHUNK);
-        if len == 0 {
-            return Poll::Ready(Ok(StreamResult::Completed));
-        }
-        let (at, sync) = (me.at(), me.sync);
+        let len = src.remaining().len().min(MAX_IO_CHUNK);
         // Writing a file still in a lower layer copies all of it up first;
         // once a write has landed, the file is the upper's own.
-        if me.landed || !me.node.fs.may_wait(me.node.ino, 0, u64::MAX) {
-            let written = write_to(&me.node, at, &data[..len], sync);
+        if len == 0 || me.landed || !me.node.fs.may_wait(me.node.ino, 0, u64::MAX) {
+            me.waiting.cancel();
+            if len == 0 {
+                return Poll::Ready(Ok(StreamResult::Completed));
+            }
+            let written = write_to(&me.node, me.at(), &src.remaining()[..len], me.sync);
             if written.is_ok() {
                 src.mark_read(len);
             }
             return Poll::Ready(Ok(me.advance(written, len)));
         }
-        let (node, data) = (Arc::clone(&me.node), data[..len].to_vec());
+        match me.waiting.poll_turn(cx) {
+            Poll::Pending if finish && me.waiting.cancel() => return Poll::Ready(Ok(StreamResult::Cancelled)),
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(turn) => turn?,
+        }
+        // The bytes are copied only now, with a turn: a write waiting for
+        // one holds none (the guest may lend one buffer to many streams).
+        let (node, data, at, sync) = (Arc::clone(&me.node), src.remaining()[..len].to_vec(), me.at(), me.sync);
         src.mark_read(len);
-        me.waiting.start(move || (write_to(&node, at, &data, sync), len));
+        me.waiting.run(move || (write_to(&node, at, &data, sync), len));
         me.poll_waiting(cx)
     }
 }

@@ -14,7 +14,11 @@
 //! - `concurrent read` / `concurrent write`: reads `/r/big` (a remote
 //!   pack's file, its server slow), or writes a byte into it (under an
 //!   overlay: a copy-up of all of it), while another future of the same
-//!   task ticks a clock 100 times, and says which ended first.
+//!   task ticks a clock 100 times, and says which ended first;
+//! - `queued N`: N writes of 64 KiB at offset 0 of `/r/big` at once, each through
+//!   its own stream from its own buffer, while the first (a copy-up from
+//!   the slow server) waits: the writes waiting their turn must hold no
+//!   copy of their bytes in the host.
 
 use packfs_guests_p3::exports::wasi::cli::run::Guest;
 use packfs_guests_p3::{
@@ -107,7 +111,18 @@ impl Guest for Run {
                 };
                 futures::join!(reading, ticking);
             }
-            _ => panic!("usage: unread N | flood | unawaited | quota | deadlock | concurrent read|write"),
+            ["queued", n] => {
+                let n: usize = n.parse().unwrap();
+                let big = open(&preopen("/r"), "big", O::empty(), RW).await.unwrap();
+                let piece = pattern(64 << 10, 9);
+                // All at 0: each write replaces the last, so that what the
+                // file keeps does not grow with them.
+                let writes = (0..n).map(|_| write_at(&big, Some(0), &piece, 64 << 10));
+                let written = futures::future::join_all(writes).await;
+                println!("written {} of {n}", written.iter().filter(|w| matches!(w, Ok(n) if *n == 64 << 10)).count());
+                show("size", big.stat().await.map(|s| s.size));
+            }
+            _ => panic!("usage: unread N | flood | unawaited | quota | deadlock | concurrent read|write | queued N"),
         }
         println!("done");
         flush();
