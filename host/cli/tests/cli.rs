@@ -14,6 +14,9 @@ use std::process::Command;
 
 use rustix::fs::{AtFlags, CWD, Timespec, Timestamps, utimensat};
 
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+use packfs_test_support::wait_peak_rss;
+
 /// What one run printed and how it ended.
 #[derive(Debug)]
 struct Run {
@@ -704,34 +707,6 @@ fn unpack_changes_only_what_it_makes() {
     assert_eq!(mode(&home.join(".ssh")), 0o777);
 }
 
-/// Waits for `child` and returns its exit code and peak resident set
-/// (`ru_maxrss`), from `wait4`: std's `wait` does not give it, and reading
-/// `/proc/PID/status` before the child exits races with the exit.
-#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-#[allow(unsafe_code, reason = "wait4(2) for the child's peak RSS, which std and rustix do not give")]
-fn wait_peak_rss(child: std::process::Child) -> (i32, u64) {
-    use std::ffi::c_long;
-    use std::os::unix::process::ExitStatusExt;
-    /// Linux's `struct rusage`: two `timeval`s, then fourteen `long`s, the
-    /// first `ru_maxrss` in KiB.
-    #[repr(C)]
-    struct Rusage {
-        times: [c_long; 4],
-        maxrss: c_long,
-        rest: [c_long; 13],
-    }
-    unsafe extern "C" {
-        fn wait4(pid: i32, status: *mut i32, options: i32, rusage: *mut Rusage) -> i32;
-    }
-    let pid = i32::try_from(child.id()).unwrap();
-    let (mut status, mut usage) = (0, Rusage { times: [0; 4], maxrss: 0, rest: [0; 13] });
-    // SAFETY: both pointers are to live values of the types wait4 writes.
-    let waited = unsafe { wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid, "wait4: {}", std::io::Error::last_os_error());
-    let code = std::process::ExitStatus::from_raw(status).code().expect("exits, not killed");
-    (code, u64::try_from(usage.maxrss).unwrap() * 1024)
-}
-
 /// The bytes `r` gives, which must all be zero.
 fn count_zeros(mut r: impl std::io::Read) -> u64 {
     let (mut buf, zeros) = (vec![1u8; 1 << 20], vec![0u8; 1 << 20]);
@@ -967,6 +942,40 @@ fn a_deep_tree_is_walked_in_bounded_memory() {
     let (code, peak) = wait_peak_rss(spawn(&["unpack", p(&pack), p(&out)]));
     assert_eq!(code, 2, "DIR is a file");
     assert!(peak < 64 << 20, "unpack: {} MiB resident at peak", peak >> 20);
+}
+
+/// Packs of a few KB whose index is one zstd frame declaring a 2 TiB
+/// window or a 1 TiB content size over 1 GiB, or 64 GiB, of RLE blocks
+/// (`fuzzing::window_bomb`: 33 KB and 2 MB): `info` and `ls` refuse them as
+/// corrupt, holding a few MiB. The pure-Rust decoder kept the declared
+/// window whole before it yielded a byte: on 65991d3 `info` on the first
+/// peaked at 1,066 MB, and the 64 GiB one made `ls` abort.
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+#[test]
+fn a_frame_declaring_a_huge_window_is_refused_in_bounded_memory() {
+    use packfs_core::pack::fuzzing::{Head, window_bomb};
+    use std::io::Read;
+    let f = Fixture::new();
+    let base = std::fs::read(f.pack("base.pack", &["--compress", "zstd"])).unwrap();
+    let bomb = f.path("bomb.pack");
+    let huge = Head::window(31 << 3 | 7);
+    for (head, zeros) in [(huge, 1 << 30), (Head::single(1 << 40), 1 << 30), (huge, 64 << 30)] {
+        std::fs::write(&bomb, window_bomb(&base, head, zeros)).unwrap();
+        for cmd in ["info", "ls"] {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_packfs"))
+                .args([cmd, p(&bomb)])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stderr = String::new();
+            child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+            let (code, peak) = wait_peak_rss(child);
+            assert_eq!(code, 2, "{cmd} {head:?}: {stderr}");
+            assert!(stderr.contains("corrupt pack"), "{cmd} {head:?}: {stderr}");
+            assert!(peak < 64 << 20, "{cmd} {head:?}: {} MiB resident at peak", peak >> 20);
+        }
+    }
 }
 
 /// A pack pinned by the digest `pack` and `info` print: every command that

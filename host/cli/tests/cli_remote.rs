@@ -309,6 +309,47 @@ fn a_timeout_ends_a_guest_waiting_for_a_fetch() {
     println!("ended {took:?} after it started (--timeout 1)");
 }
 
+/// A pack of 33 KB from any server, whose index is one zstd frame
+/// declaring a 2 TiB window over 1 GiB of RLE blocks, or 64 GiB (2 MB):
+/// `run` mounting it and `info` refuse it as corrupt, holding no more than
+/// a run on a sound pack does, give or take 32 MiB. On
+/// 65991d3 `run` peaked at 1.09 GB, and the 2 MB one made it abort.
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+#[test]
+fn a_served_frame_declaring_a_huge_window_is_refused_in_bounded_memory() {
+    use packfs_core::pack::fuzzing::{Head, window_bomb};
+    use std::io::Read;
+    let f = Fixture::new();
+    support::build_rust_guests();
+    let toolbox = support::rust_guest("toolbox", "wasm32-wasip1");
+    let base = std::fs::read(f.path("served/app.pack")).unwrap();
+    // What a run on the pack itself holds, as the yardstick.
+    let mount = format!("/={}+mem", f.url());
+    let child = spawn(f.dir.path(), &f.path("c"), &["run", "--mount", &mount, toolbox.to_str().unwrap(), "ls", "/"]);
+    let (code, good) = support::wait_peak_rss(child);
+    assert_eq!(code, 0);
+    for (i, zeros) in [1usize << 30, 64 << 30].into_iter().enumerate() {
+        std::fs::write(f.path("served/bomb.pack"), window_bomb(&base, Head::window(31 << 3 | 7), zeros)).unwrap();
+        let url = format!("{}/bomb.pack", f.proxy.url());
+        let mount = format!("/={url}+mem");
+        let runs: [&[&str]; 2] = [&["run", "--mount", &mount, toolbox.to_str().unwrap(), "ls", "/"], &["info", &url]];
+        for args in runs {
+            let mut child = spawn(f.dir.path(), &f.path(&format!("c{i}")), args);
+            let mut stderr = String::new();
+            child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+            let (code, peak) = support::wait_peak_rss(child);
+            assert_eq!(code, 2, "{args:?}: {stderr}");
+            assert!(stderr.contains("corrupt pack"), "{args:?}: {stderr}");
+            assert!(
+                peak < good + (32 << 20),
+                "{args:?}: {} MiB resident at peak ({} MiB for the pack itself)",
+                peak >> 20,
+                good >> 20
+            );
+        }
+    }
+}
+
 #[test]
 fn bad_urls_and_unreachable_stores_are_errors() {
     let f = Fixture::new();
