@@ -234,6 +234,35 @@ async fn arguments_of_the_wrong_type_are_type_errors_naming_them() {
     assert_eq!(fs.read_file_sync("f".into()).unwrap(), b"x", "nothing changed");
 }
 
+/// Packs whose index is one zstd frame declaring a 2 TiB window, or a
+/// 1 TiB content size, over 1 GiB and 64 GiB of RLE blocks (33 KB and
+/// 2 MB): refused as `io`, from bytes and by URL, and the module goes on
+/// working. The browser's decoder is the pure-Rust one, which kept the
+/// whole declared window: on 65991d3 these trapped the module (its 4 GiB
+/// of memory) or took a gigabyte.
+#[wasm_bindgen_test]
+async fn frames_declaring_huge_windows_are_refused() {
+    use packfs_core::pack::fuzzing::{Head, window_bomb};
+    let fs = MemFs::new(None).unwrap();
+    fs.write_file_sync("a.txt".into(), "text ".repeat(1000).into()).unwrap();
+    let base = read(fs.compact(opts(&[("compress", "zstd".into())]))).await;
+    let huge = Head::window(31 << 3 | 7);
+    for (head, zeros) in [(huge, 1 << 30), (Head::single(1 << 40), 1 << 30), (huge, 64 << 30)] {
+        let bomb = window_bomb(&base, head, zeros);
+        assert!(bomb.len() < 3 << 20, "{} bytes", bomb.len());
+        let err = Pack::from_bytes(Uint8Array::from(&bomb[..]).into(), None).err().unwrap();
+        let msg = String::from(err.clone().unchecked_into::<js_sys::Error>().message());
+        assert_eq!(code(err), "io", "{head:?}: {msg}");
+        assert!(msg.contains("corrupt pack"), "{head:?}: {msg}");
+        let by_url = wait(Pack::from_url(blob_url(&bomb).into(), None)).await.unwrap_err();
+        assert_eq!(code(by_url), "io", "{head:?} by URL");
+    }
+    // Still whole: a pack opens and reads after them.
+    let bytes = sample().await;
+    let pack = Pack::from_bytes(Uint8Array::from(&bytes[..]).into(), None).unwrap();
+    assert_eq!(read(pack.read_file("docs/big.bin".into())).await.len(), 100_000);
+}
+
 /// A blob: URL for `bytes`; Chromium answers Range requests on those.
 fn blob_url(bytes: &[u8]) -> String {
     let parts = Array::of1(&Uint8Array::from(bytes));
