@@ -264,11 +264,10 @@ impl std::fmt::Display for OsError {
     }
 }
 
-impl std::error::Error for OsError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&*self.source)
-    }
-}
+/// The OS error is in the message, so it is not also a `source()`: an
+/// error report (anyhow's `{:#}`) would say it twice. [`OsError::source`]
+/// gives it.
+impl std::error::Error for OsError {}
 
 /// Why a filesystem under this one failed ([`Error::Backend`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -452,5 +451,21 @@ impl Error {
 impl From<CorruptPack> for Error {
     fn from(c: CorruptPack) -> Self {
         Error::Corrupt(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error report (anyhow's `{:#}`) prints each error of the chain:
+    /// none may also say its source's message.
+    #[test]
+    fn an_os_error_says_its_cause_once() {
+        let e = OsError::new("journal append", std::io::Error::from(std::io::ErrorKind::NotFound));
+        assert_eq!(e.to_string(), "journal append: entity not found");
+        assert!(std::error::Error::source(&e).is_none(), "the cause is in the message");
+        assert_eq!(OsError::source(&e).kind(), std::io::ErrorKind::NotFound, "and kept");
+        assert!(std::error::Error::source(&Error::Os(e)).is_none());
     }
 }

@@ -112,11 +112,15 @@ impl std::fmt::Debug for MappedFile {
 pub type MappedPack = PackFs<MappedFile>;
 
 /// Why a mapped pack could not be opened.
+///
+/// The message says what was being done; the cause is `source()`, not
+/// also in the message, which an error report (anyhow's `{:#}`) would
+/// print twice (as [`JournalError`](crate::journal::JournalError)'s).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OpenPackError {
     /// The file could not be opened or mapped.
-    #[error("mapping {}: {source}", path.display())]
+    #[error("mapping {}", path.display())]
     Io {
         /// The pack's path.
         path: PathBuf,
@@ -126,7 +130,7 @@ pub enum OpenPackError {
     /// The file is not a pack this reader can read: corrupt, truncated or
     /// of an unsupported version ([`packfs_core::Error::Corrupt`] or
     /// [`packfs_core::Error::UnsupportedVersion`]).
-    #[error("{}: {source}", path.display())]
+    #[error("reading the pack {}", path.display())]
     Pack {
         /// The pack's path.
         path: PathBuf,
@@ -321,5 +325,32 @@ mod tests {
         let err = open_pack(&path).unwrap_err();
         assert!(matches!(err, OpenPackError::Pack { source: Error::Corrupt(_), .. }));
         assert!(err.to_string().contains("t.pack"), "{err}");
+    }
+
+    /// An error report (the message, then each `source()`'s) says each
+    /// cause once: `packfs` printed `x.pack: No such file or directory (os
+    /// error 2): No such file or directory (os error 2)`.
+    #[test]
+    fn an_open_error_says_its_cause_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.pack");
+        let err = open_pack(&missing).unwrap_err();
+        assert_eq!(report(&err), format!("mapping {}: {}", missing.display(), io::Error::from_raw_os_error(2)));
+        let bad = dir.path().join("bad.pack");
+        std::fs::write(&bad, [0u8; 4096]).unwrap();
+        let err = open_pack(&bad).unwrap_err();
+        let OpenPackError::Pack { source, .. } = &err else { panic!("{err:?}") };
+        assert_eq!(report(&err), format!("reading the pack {}: {source}", bad.display()));
+    }
+
+    /// `e` and its sources, joined by `: ` (anyhow's `{:#}`).
+    fn report(e: &dyn std::error::Error) -> String {
+        let mut text = e.to_string();
+        let mut next = e.source();
+        while let Some(cause) = next {
+            text = format!("{text}: {cause}");
+            next = cause.source();
+        }
+        text
     }
 }

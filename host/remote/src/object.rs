@@ -59,7 +59,7 @@ impl Object {
         tail: u64,
     ) -> Result<(Object, u64, Bytes, u64), RemoteError> {
         let options = GetOptions { range: Some(GetRange::Suffix(tail)), ..GetOptions::default() };
-        let failed = |source| RemoteError::Store { url: url.clone(), source };
+        let failed = |error| RemoteError::Store { url: url.clone(), error };
         let reply = store.get_opts(&path, options).await.map_err(failed)?;
         let (meta, range) = (reply.meta.clone(), reply.range.clone());
         // Whether these are the bytes asked for is for the caller to check.
@@ -103,7 +103,7 @@ impl Object {
                 self.changed.store(true, Ordering::Relaxed);
                 return RemoteError::Changed { url: self.url.clone() };
             }
-            RemoteError::Store { url: self.url.clone(), source: e }
+            RemoteError::Store { url: self.url.clone(), error: e }
         })?;
         self.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
         Ok(body)

@@ -89,7 +89,7 @@ pub fn open_as<S: ByteSource>(
         }
     });
     let (object, plan) = opened?;
-    let pack_err = |source: packfs_core::Error| RemoteError::Pack { url: url.clone(), source };
+    let pack_err = |error: packfs_core::Error| RemoteError::Pack { url: url.clone(), error };
     let wait = options.net.retry_timeout + options.net.timeout * 2;
     let mut handle = None;
     let (pack, data) = plan
@@ -162,7 +162,7 @@ async fn fetch_open(
     store: Arc<dyn object_store::ObjectStore>,
     path: object_store::path::Path,
 ) -> Result<(Arc<Object>, LazyOpen), RemoteError> {
-    let pack_err = |source| RemoteError::Pack { url: url.clone(), source };
+    let pack_err = |error| RemoteError::Pack { url: url.clone(), error };
     let mut plan = LazyOpen::new();
     let OpenStep::Tail(len) = plan.next() else { unreachable!("a plan that knows no size asks for the tail first") };
     let (object, at, tail, size) = Object::open(url.clone(), store, path, len).await?;

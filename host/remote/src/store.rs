@@ -58,7 +58,7 @@ pub(crate) struct Store {
 
 pub(crate) fn connect(location: &Location, net: &NetOptions) -> Result<Store, RemoteError> {
     let url = location.to_string();
-    let config = |e: object_store::Error| RemoteError::Store { url: url.clone(), source: e };
+    let config = |e: object_store::Error| RemoteError::Store { url: url.clone(), error: e };
     let client = ClientOptions::new().with_timeout(net.timeout).with_connect_timeout(net.connect_timeout);
     let retry = RetryConfig {
         backoff: BackoffConfig {
@@ -110,7 +110,7 @@ pub fn read_object(location: &Location, net: &NetOptions, limit: u64) -> Result<
     let url = location.to_string();
     let store = connect(location, net)?;
     block_on(async move {
-        let failed = |source| RemoteError::Store { url: url.clone(), source };
+        let failed = |error| RemoteError::Store { url: url.clone(), error };
         let reply = store.store.get(&store.path).await.map_err(failed)?;
         if reply.meta.size > limit {
             return Err(RemoteError::Reply {
@@ -127,7 +127,7 @@ pub fn write_object(location: &Location, net: &NetOptions, bytes: Vec<u8>) -> Re
     let url = location.to_string();
     let store = connect(location, net)?;
     block_on(async move {
-        store.store.put(&store.path, bytes.into()).await.map_err(|source| RemoteError::Store { url, source })?;
+        store.store.put(&store.path, bytes.into()).await.map_err(|error| RemoteError::Store { url, error })?;
         Ok(())
     })
 }

@@ -86,7 +86,7 @@ fn refusal(bytes: &[u8]) -> ((Limit, u64, u64), usize) {
     let result = packfs_remote::open(&location, &options);
     let peak = (PEAK.with(Cell::get) - base) as usize;
     let refused = match &result {
-        Err(RemoteError::Pack { source: Error::Corrupt(c), .. }) => match c.kind {
+        Err(RemoteError::Pack { error: Error::Corrupt(c), .. }) => match c.kind {
             CorruptKind::TooLarge { what, value, limit } => Some((what, value, limit)),
             _ => None,
         },

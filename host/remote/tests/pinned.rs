@@ -60,7 +60,7 @@ fn a_resealed_pack_in_the_store_is_refused_when_pinned() {
         let forged = pack(&forged_fs, compress);
         let s = Served::new(&forged);
         match try_open(&s.url(), &pinned(options(None), pin)) {
-            Err(RemoteError::Pack { source: Error::Corrupt(c), .. }) => {
+            Err(RemoteError::Pack { error: Error::Corrupt(c), .. }) => {
                 assert!(matches!(c.kind, packfs_core::pack::CorruptKind::Pinned { expected, .. } if expected == pin))
             }
             other => panic!("compress {compress}: {:?}", other.map(|_| ())),

@@ -23,8 +23,9 @@ pub enum LoadError {
     /// Neither a core module nor a component.
     #[error("not a WebAssembly module or component")]
     NotWasm,
-    /// wasmtime rejected it.
-    #[error("compiling the guest: {0:?}")]
+    /// wasmtime rejected it. (Its whole chain, on one line: `{:?}` would
+    /// add a Rust backtrace under `RUST_BACKTRACE=1`.)
+    #[error("compiling the guest: {0:#}")]
     Compile(wasmtime::Error),
     /// The module file could not be opened or read (`load_file`).
     #[error("{0}")]

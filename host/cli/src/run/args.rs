@@ -22,7 +22,7 @@ use crate::spec::{MountSpec, parse_bytes, parse_env, parse_seconds};
     any other is refused, and every byte read is checked against it\n  \
     Prefix ./ to a pack file named like a keyword: ./mem, ./dir:x.\n\n\
     Without any --mount the guest has no preopens.\n\n\
-    pub(super) dir: and dir-ro: mounts together hold at most min(half the soft RLIMIT_NOFILE, 4096) host descriptors \
+    dir: and dir-ro: mounts together hold at most min(half the soft RLIMIT_NOFILE, 4096) host descriptors \
     for the guest's open files and directories (packfs first raises the soft limit to the hard one); an \
     open past them fails, and packfs and the other mounts go on.\n\n\
     What the limits bound, in all: the guest's linear memory (--max-memory); each mem mount's content, \

@@ -68,18 +68,18 @@ const STALE_TMP: Duration = Duration::from_secs(3600);
 /// The default size limit, 4 GiB.
 pub const DEFAULT_CACHE_BYTES: u64 = 4 << 30;
 
-/// Why [`Cache::open`] refused a directory. Each names it.
+/// Why [`Cache::open`] refused a directory. Each names it, and says why
+/// in its message, once: the cause is a field, not also a `source()`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CacheError {
     /// It, or its `tmp`, could not be made, opened or read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         /// The directory, or the file in it, at fault.
         path: PathBuf,
         /// Why.
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
     /// It is another user's, or others may write to it: they could plant
     /// entries, or swap names under the cache.
@@ -196,7 +196,7 @@ impl Cache {
     pub fn open(dir: &Path, limit: u64) -> Result<Cache, CacheError> {
         let io = |path: &Path| {
             let path = path.to_owned();
-            move |source| CacheError::Io { path, source }
+            move |error| CacheError::Io { path, error }
         };
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io(dir))?;
         let root = Dir::root(dir).map_err(io(dir))?;
