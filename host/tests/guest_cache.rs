@@ -326,29 +326,74 @@ fn an_artifact_without_its_pin_is_never_run() {
     assert!(fs::metadata(&a).unwrap().is_file());
 }
 
-/// An artifact, or the directory, of another user is not taken (only
-/// root can make them).
-#[test]
-fn another_user_s_artifact_or_directory_is_refused() {
-    if !rustix::process::geteuid().is_root() {
-        return;
-    }
-    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
-    let cache = new_cache(dir.path());
-    let wasm = module(7);
-    assert!(is(&load_run(&engine, &cache, &wasm).0, "Stored"));
-    let nobody = Some(rustix::fs::Uid::from_raw(65534));
-    // chown keeps the inode, but moves the ctime: the pin is rewritten to
-    // match, so that only the owner is wrong.
-    let art = artifact(&cache);
-    rustix::fs::chown(&art, nobody, None).unwrap();
-    let pin = named(&cache, "p-").pop().unwrap();
-    let md = fs::metadata(&art).unwrap();
+/// Rewrites the pin of `cache`'s one artifact to the artifact's ctime
+/// now, so that a change that moved it (chmod, chown, link) is the only
+/// thing wrong.
+fn repin(cache: &GuestCache) {
+    let md = fs::metadata(artifact(cache)).unwrap();
+    let pin = named(cache, "p-").pop().unwrap();
     let text = fs::read_to_string(&pin).unwrap();
+    // Fields: magic key kind dev ino size ctime pinned boot sha256.
     let mut words: Vec<String> = text.trim_end().split(' ').map(str::to_owned).collect();
     words[6] = (i128::from(md.ctime()) * 1_000_000_000 + i128::from(md.ctime_nsec())).to_string();
     fs::remove_file(&pin).unwrap();
     fs::write(&pin, words.join(" ") + "\n").unwrap();
+}
+
+/// An artifact, or the directory, another user could have written is not
+/// taken. Only root can give a file or directory to another user; any
+/// user can make an artifact others may write to (its mode) or reach by
+/// another name (a second link), and can meet a directory of another
+/// user's (root's `/`). This test returned at once unless run as root,
+/// so as a normal user it checked nothing.
+#[test]
+fn another_user_s_artifact_or_directory_is_refused() {
+    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let cache = new_cache(dir.path());
+    let wasm = module(7);
+    assert!(is(&load_run(&engine, &cache, &wasm).0, "Stored"));
+
+    // The pin rewritten after a chmod that changes nothing else is
+    // trusted: what follows is refused for what it changes, not for that.
+    let chmod = |mode: u32| fs::set_permissions(artifact(&cache), fs::Permissions::from_mode(mode)).unwrap();
+    chmod(0o400);
+    repin(&cache);
+    let (status, exit) = load_run(&engine, &cache, &wasm);
+    assert_status(status, exit, ("Hit", 7));
+    // Writable by its group or by others: not the file the cache wrote
+    // (0400), and another user's process could change it.
+    for mode in [0o666, 0o620, 0o602, 0o420, 0o402] {
+        chmod(mode);
+        repin(&cache);
+        let (status, exit) = load_run(&engine, &cache, &wasm);
+        assert_status(status, exit, ("Replaced", 7));
+        assert_eq!(fs::metadata(artifact(&cache)).unwrap().mode() & 0o7777, 0o400, "{mode:o} replaced by 0400");
+    }
+    // A second name, where another could write to it.
+    let other = dir.path().join("other-name");
+    fs::hard_link(artifact(&cache), &other).unwrap();
+    repin(&cache);
+    let (status, exit) = load_run(&engine, &cache, &wasm);
+    assert_status(status, exit, ("Replaced", 7));
+    assert_eq!(fs::metadata(artifact(&cache)).unwrap().nlink(), 1);
+
+    let euid = rustix::process::geteuid();
+    if !euid.is_root() {
+        // A directory of another user's that no one else may write to:
+        // refused for its owner alone.
+        let theirs = ["/", "/usr", "/etc"]
+            .into_iter()
+            .find(|d| fs::metadata(d).is_ok_and(|md| md.uid() != euid.as_raw() && md.mode() & 0o022 == 0))
+            .expect("a directory of another user's, not writable by others");
+        assert_eq!(GuestCache::new(theirs).unwrap_err().kind(), std::io::ErrorKind::PermissionDenied, "{theirs}");
+        return;
+    }
+
+    let nobody = Some(rustix::fs::Uid::from_raw(65534));
+    // chown keeps the inode, but moves the ctime: the pin is rewritten to
+    // match, so that only the owner is wrong.
+    rustix::fs::chown(artifact(&cache), nobody, None).unwrap();
+    repin(&cache);
     let (status, exit) = load_run(&engine, &cache, &wasm);
     assert_status(status, exit, ("Replaced", 7));
     assert_eq!(fs::metadata(artifact(&cache)).unwrap().uid(), 0);
