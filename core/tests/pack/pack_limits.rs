@@ -105,9 +105,8 @@ fn pack_limits_refuse_an_index_frame_declaring_more_than_its_region() {
     let honest = window_bomb(&base, Head::window(7 << 3), 1 << 30);
     let at = honest.len() - TRAILER_LEN as usize + 12; // the trailer's index_len
     let index_len = u32::from_le_bytes(honest[at..at + 4].try_into().unwrap());
-    for head in
-        [Head::window(31 << 3 | 7), Head::single(1 << 40), Head::window(7 << 3).content(u64::from(index_len) + 1)]
-    {
+    let past_content = Head::window(7 << 3).content(u64::from(index_len) + 1);
+    for head in [Head::window(31 << 3 | 7), Head::window(21 << 3 | 7), Head::single(1 << 40), past_content] {
         let bomb = window_bomb(&base, head, 1 << 30);
         assert!(bomb.len() < 40_000, "{} bytes", bomb.len());
         let (r, largest) = largest_allocation(|| PackFs::open(&bomb[..]).map(|_| ()));
