@@ -6,6 +6,12 @@
 //! escapes its preopen). Symlinks are followed at most [`MAX_SYMLINK_HOPS`]
 //! times per walk; one more is [`Error::Loop`].
 //!
+//! A path ending in `/` names what its last symlink leads to, so one whose
+//! last symlink leads out of the root is refused as leaving it
+//! ([`Error::NotPermitted`]) by every walk, whatever the call would answer
+//! for the symlink itself: `rmdir("parent/")` with `parent -> ..` is
+//! `NotPermitted`, never `NotDir` (see [`resolve_last`]).
+//!
 //! The walk is written once, over a `Space`: a single filesystem is one
 //! space, a [`MountTable`](crate::mount::MountTable) another, whose `step`
 //! crosses into a mount where one covers the name.
@@ -64,6 +70,7 @@ pub enum Last<'a, D = Ino> {
     Entry(Parent<'a, D>),
 }
 
+#[derive(Clone)]
 enum Step<'a> {
     Up,
     Name(Cow<'a, str>),
@@ -85,6 +92,7 @@ const INLINE_DIRS: usize = 8;
 /// Directories from the walk's root down to the current one, `top`. The
 /// first [`INLINE_DIRS`] below it live in place, so a walk of an ordinary
 /// path does not allocate.
+#[derive(Clone)]
 struct Dirs {
     top: At,
     /// How many directories lie below `top`.
@@ -132,6 +140,21 @@ pub(crate) struct Walk<'a, 's, S: Space> {
     /// start, and has no last name of its own (`rmdir("e/.")` is
     /// `EINVAL`, never a removal of `e`).
     ends_in_dot: bool,
+}
+
+// By hand: a derive would ask for `S: Clone`, and the walk holds `&S`.
+impl<S: Space> Clone for Walk<'_, '_, S> {
+    fn clone(&self) -> Self {
+        Walk {
+            space: self.space,
+            dirs: self.dirs.clone(),
+            rest: self.rest.clone(),
+            todo: self.todo.clone(),
+            hops: self.hops,
+            trailing_slash: self.trailing_slash,
+            ends_in_dot: self.ends_in_dot,
+        }
+    }
 }
 
 impl<'a, 's, S: Space> Walk<'a, 's, S> {
@@ -214,13 +237,37 @@ impl<'a, 's, S: Space> Walk<'a, 's, S> {
         }
     }
 
+    /// `NotPermitted` if the path ends in `/` and its last name, `name` in
+    /// the current directory, is a symlink that, followed, leads out of
+    /// the root: such a path names what lies outside, and is refused as
+    /// leaving, before anything a call would say of the symlink itself
+    /// (`rmdir` or `rename` `NotDir`, `mkdir` or a new link `Exists`, an
+    /// exclusive create `Exists`). The rest of the walk is taken on a copy,
+    /// so the walk itself goes on from the name; other errors on the way
+    /// (a loop, a missing or non-directory target) are left to the call.
+    fn refuse_leaving_slash(&self, name: &str) -> Result<()> {
+        if !self.trailing_slash {
+            return Ok(());
+        }
+        let Ok((at, FileType::Symlink)) = self.space.step(self.dir(), name) else { return Ok(()) };
+        let mut probe = self.clone();
+        match probe.splice(at).and_then(|()| probe.resolve(true)) {
+            Err(Error::NotPermitted) => Err(Error::NotPermitted),
+            _ => Ok(()),
+        }
+    }
+
     /// Where the path ends: the last directory and name, with a symlink
     /// there followed (within the same budget of hops) for as long as
     /// `follow` returns one; or, for a path that ends without a name, the
-    /// directory it ends in.
+    /// directory it ends in. A path ending in `/` whose last symlink leads
+    /// out of the root is `NotPermitted` ([`refuse_leaving_slash`]).
+    ///
+    /// [`refuse_leaving_slash`]: Self::refuse_leaving_slash
     fn resolve_last(mut self, mut follow: impl FnMut(&Parent<'a, At>) -> Result<Option<At>>) -> Result<Last<'a, At>> {
         loop {
             let Some(name) = self.walk_to_last()? else { return Ok(Last::Dir(self.dir())) };
+            self.refuse_leaving_slash(&name)?;
             let p = Parent { dir: self.dir(), name, trailing_slash: self.trailing_slash };
             match follow(&p)? {
                 Some(link) => self.splice(link)?,
@@ -229,9 +276,11 @@ impl<'a, 's, S: Space> Walk<'a, 's, S> {
         }
     }
 
-    /// The directory holding the last name, and the name.
+    /// The directory holding the last name, and the name; `NotPermitted`
+    /// as for [`resolve_last`](Self::resolve_last).
     pub(crate) fn resolve_parent(mut self) -> Result<Parent<'a, At>> {
         let name = self.walk_to_last()?.ok_or(Error::Invalid)?;
+        self.refuse_leaving_slash(&name)?;
         Ok(Parent { dir: self.dir(), name, trailing_slash: self.trailing_slash })
     }
 }
@@ -311,7 +360,9 @@ pub fn resolve(fs: &dyn FileSystem, root: Ino, path: &str, follow: bool) -> Resu
 
 /// The directory holding `path`'s last component, and that name, for
 /// operations that create, remove or rename it (the last component is never
-/// followed). A path without a last name (`.`, `a/..`) is `Invalid`.
+/// followed). A path without a last name (`.`, `a/..`) is `Invalid`; one
+/// ending in `/` whose last name is a symlink leading out of `root` is
+/// `NotPermitted`.
 pub fn resolve_parent<'a>(fs: &dyn FileSystem, root: Ino, path: &'a str) -> Result<Parent<'a>> {
     let p = Walk::new(&Single(fs), (0, root), path)?.resolve_parent()?;
     Ok(Parent { dir: p.dir.1, name: p.name, trailing_slash: p.trailing_slash })
@@ -323,7 +374,8 @@ pub fn resolve_parent<'a>(fs: &dyn FileSystem, root: Ino, path: &'a str) -> Resu
 /// there, if any (opening with `O_CREAT` follows a symlink to its missing
 /// target, for example): the walk goes on through its target from where
 /// the symlink is, each one counted against [`MAX_SYMLINK_HOPS`] like any
-/// other.
+/// other. A path ending in `/` whose last name is a symlink leading out of
+/// `root` is `NotPermitted`, before `follow` sees it.
 pub fn resolve_last<'a>(
     fs: &dyn FileSystem,
     root: Ino,
@@ -431,6 +483,47 @@ mod tests {
         assert_eq!(resolve_last(&fs, fs.root(), "a/b/fslash", links), Ok(slash));
         assert_eq!(resolve(&fs, fs.root(), "a/b/fslash", true), Err(Error::NotDir));
         assert_eq!(resolve(&fs, fs.root(), "a/b/up", true), Ok(f));
+    }
+
+    /// A path ending in `/` through a symlink that leads out of the root
+    /// (`..`, `../x`, absolute, a chain, `..` reached through a directory)
+    /// is refused as leaving it, where a walk that only finds the parent
+    /// used to hand the symlink's name to the call (`rmdir("parent/")`
+    /// answered `NotDir`, wasmtime `NotPermitted`). One that stays inside,
+    /// or fails on the way for something else, is left to the call.
+    #[test]
+    fn a_slash_through_a_symlink_out_is_refused_as_leaving() {
+        let fs = MemFs::new();
+        let root = fs.root();
+        let a = fs.mkdir(root, "a", 0o755).unwrap();
+        fs.mkdir(root, "e", 0o755).unwrap();
+        for (name, target) in
+            [("parent", ".."), ("esc", "../x"), ("abs", "/a"), ("chain", "parent"), ("deep", "e/../..")]
+        {
+            fs.symlink(root, name, target).unwrap();
+        }
+        fs.symlink(a, "up2", "../..").unwrap();
+        fs.symlink(a, "up1", "..").unwrap();
+        fs.symlink(root, "loop", "loop").unwrap();
+        fs.symlink(root, "dangling", "nowhere/..").unwrap();
+        let refused = ["parent/", "parent//", "esc/", "abs/", "chain/", "deep/", "a/up2/", "a/../parent/"];
+        for path in refused {
+            assert_eq!(resolve_parent(&fs, root, path).map(|_| ()), Err(Error::NotPermitted), "{path}");
+            let last = resolve_last(&fs, root, path, |_| Ok(None));
+            assert_eq!(last.map(|_| ()), Err(Error::NotPermitted), "{path}");
+        }
+        // Without the `/`, the name is the symlink's own.
+        for path in ["parent", "esc", "abs", "chain", "deep", "a/up2"] {
+            assert!(resolve_parent(&fs, root, path).is_ok(), "{path}");
+        }
+        // Inside, or failing before it could leave: the symlink's name.
+        for path in ["a/up1/", "loop/", "dangling/"] {
+            let p = resolve_parent(&fs, root, path).unwrap();
+            assert!(p.trailing_slash, "{path}");
+            assert!(resolve_last(&fs, root, path, |_| Ok(None)).is_ok(), "{path}");
+        }
+        // From `a`, `up1` is its root's parent.
+        assert_eq!(resolve_parent(&fs, a, "up1/").map(|_| ()), Err(Error::NotPermitted));
     }
 
     #[test]

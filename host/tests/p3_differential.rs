@@ -65,7 +65,8 @@
 //!   directory a script opened, and `set-times-at` on `.`, are compared;
 //! - `remove-directory-at` of a path ending in `/`: wasmtime-wasi answers
 //!   `invalid` whatever it names, where Linux and PackFS remove an empty
-//!   directory;
+//!   directory; but for the paths of [`LEAVING`], through a symlink that
+//!   leads out of the preopen, which both refuse as leaving it;
 //! - a read from just below `i64::MAX`: Linux refuses a read whose end
 //!   passes `off_t`, so the answer there depends on how many bytes a host
 //!   asks for at once (wasmtime-wasi 8 KiB, PackFS what the guest's buffer
@@ -75,7 +76,9 @@
 //! ([`deliberate`], each with its reason): answers to paths ending in `/`
 //! when both sides refuse the call or it only looks (wasmtime-wasi
 //! answers several unlike Linux; PackFS answers as Linux, which
-//! `p1_differential`'s second test checks the same model against);
+//! `p1_differential`'s second test checks the same model against), unless
+//! wasmtime-wasi refuses the path as leaving the preopen (`not-permitted`):
+//! PackFS must then too, whatever else is wrong with the call;
 //! `open-at` of a symlink with `directory` and without following
 //! (`not-directory` first, as Linux, against cap-std's `loop`); a write
 //! stream on a descriptor not open for writing (refused at once with
@@ -174,7 +177,21 @@ const PATHS: &[&str] = &[
     "dangling/",
     "d/f/",
     "e/new/",
+    "esc/",
+    "abs/",
+    "up/",
+    "chain/",
+    "deep/",
+    "up//",
+    "e/../up/",
 ];
+
+/// Paths ending in `/` through a symlink that leads out of the preopen,
+/// whose last names no call of a script can make anything but that
+/// symlink (no path names them without the `/`): `remove-directory-at`
+/// takes these, which both sides refuse as leaving (wasmtime-wasi answers
+/// `invalid` to the others, which Linux and PackFS remove).
+const LEAVING: &[&str] = &["up/", "chain/", "deep/", "up//", "e/../up/"];
 
 /// Symlink targets: names that exist or not, escapes, absolute paths.
 const TARGETS: &[&str] =
@@ -370,7 +387,8 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(slot, fd, follow, open, flags, path)| Op::Open { slot, fd, follow, open, flags, path }),
         3 => (fd(), path()).prop_map(|(fd, path)| Op::Mkdir { fd, path }),
         2 => (fd(), path()).prop_map(|(fd, path)| Op::Unlink { fd, path }),
-        2 => (fd(), path().prop_filter("a trailing /", |p| !p.ends_with('/'))).prop_map(|(fd, path)| Op::Rmdir { fd, path }),
+        2 => (fd(), prop_oneof![8 => path().prop_filter("a trailing /", |p| !p.ends_with('/')), 1 => select(LEAVING)])
+            .prop_map(|(fd, path)| Op::Rmdir { fd, path }),
         1 => (fd(), path()).prop_map(|(fd, path)| Op::Readlink { fd, path }),
         3 => file_fd().prop_map(|fd| Op::Stat { fd }),
         3 => (fd(), any::<bool>(), path()).prop_map(|(fd, follow, path)| Op::StatAt { fd, follow, path }),
@@ -414,7 +432,8 @@ fn big() -> Vec<u8> {
 }
 
 /// The tree both sides start with, in `/` and in `/ro`: `h` is a hard
-/// link to `d/f`; `esc` and `abs` are symlinks out of the tree.
+/// link to `d/f`; `esc`, `abs`, `up`, `chain` (to `up`) and `deep`
+/// (through `e`) are symlinks out of the tree.
 fn seed(fs: &MemFs) {
     let d = fs.mkdir(fs.root(), "d", 0o755).unwrap();
     let f = fs.open(d, "f", &OpenOptions::create()).unwrap();
@@ -432,8 +451,17 @@ fn seed(fs: &MemFs) {
     }
 }
 
-const LINKS: &[(&str, &str)] =
-    &[("l", "g"), ("ld", "d"), ("loop", "loop"), ("dangling", "nowhere"), ("esc", "../x"), ("abs", "/d")];
+const LINKS: &[(&str, &str)] = &[
+    ("l", "g"),
+    ("ld", "d"),
+    ("loop", "loop"),
+    ("dangling", "nowhere"),
+    ("esc", "../x"),
+    ("abs", "/d"),
+    ("up", ".."),
+    ("chain", "up"),
+    ("deep", "e/../.."),
+];
 
 fn seed_dir(dir: &Path) {
     std::fs::create_dir(dir.join("d")).unwrap();
@@ -550,14 +578,21 @@ fn answer(line: &str) -> &str {
 /// difference. Each says why.
 fn deliberate(op: &Op, ours: &str, theirs: &str) -> Option<&'static str> {
     let (ours, theirs) = (answer(ours), answer(theirs));
+    // A path that wasmtime-wasi refuses as leaving the preopen, PackFS
+    // must refuse as leaving it too, whatever else is wrong with it (but
+    // for `link-at`'s order of its two paths, below).
+    let unrefused_leaving = theirs == "err ErrorCode::NotPermitted" && ours != theirs;
     let both_refuse = ours.starts_with("err ") && theirs.starts_with("err ");
     let slash = op.paths().iter().any(|p| p.ends_with('/'));
-    if slash && (both_refuse || op.looks()) {
+    if slash && !unrefused_leaving && (both_refuse || op.looks()) {
         return Some(
             "a path ending in `/`: wasmtime-wasi (cap-std) answers several unlike Linux (a symlink's \
              name with a `/` is the symlink to it, not what it leads to; a new name with a `/` is \
              `not-directory` or `no-entry` where Linux says `exist`); PackFS answers as Linux, \
-             which p1_differential's second test checks the same model against",
+             which p1_differential's second test checks the same model against, but for a symlink \
+             leading out of the preopen: that PackFS refuses as leaving (`not-permitted`) for every \
+             call, where wasmtime-wasi answers `create-directory-at` `exist`, `rename-at` \
+             `not-directory` and `open-at` with `create` `is-directory`",
         );
     }
     let code = |a: &str| a.strip_prefix("err ErrorCode::").map(str::to_owned);
@@ -575,10 +610,11 @@ fn deliberate(op: &Op, ours: &str, theirs: &str) -> Option<&'static str> {
                   `bad-descriptor` (documented); wasmtime-wasi fails its first write with what the system \
                   says first (`invalid` for an offset past `off_t`), or takes a stream of nothing",
         ),
-        Op::TimesAt { atime: "-", mtime: "-", .. } if ours == "ok ()" && t.is_some() => Some(
+        Op::TimesAt { atime: "-", mtime: "-", .. } if ours == "ok ()" && t.is_some() && !unrefused_leaving => Some(
             "set-times-at changing neither time: Linux's utimensat returns before it looks at the path, \
-                  PackFS once it has walked to the last name, wasmtime-wasi resolves the last name too (as \
-                  p1_differential's `known`)",
+                  PackFS once it has walked to the last name (following, it refuses a symlink leading out \
+                  of the preopen as leaving, as wasmtime-wasi does), wasmtime-wasi resolves the last name \
+                  too (as p1_differential's `known`)",
         ),
         Op::Flags { .. } if ours.replace(" | MUTATE_DIRECTORY", "").replace("(MUTATE_DIRECTORY)", "()") == theirs => {
             Some(
@@ -715,7 +751,49 @@ fn regressions() -> Vec<Vec<Op>> {
             Op::Rename { fd: 0, path: "d/new", to_fd: 0, to: "d" },
             Op::Rename { fd: 0, path: "d", to_fd: 0, to: "d/new" },
         ],
+        leaving_with_a_slash(),
     ]
+}
+
+/// Every call that takes a path, on a path ending in `/` through a
+/// symlink that leads out of the preopen (`..`, `../x`, absolute, a chain,
+/// through a directory; issue 38, item 5): wasmtime-wasi refuses most as
+/// leaving it (`not-permitted`), and PackFS must refuse them all so.
+/// PackFS answered `remove-directory-at("up/")` `not-directory`,
+/// `symlink-at` and `link-at`'s new name `exist`, and `set-times-at`
+/// changing neither time (with a `/`, or following the symlink) `ok`.
+fn leaving_with_a_slash() -> Vec<Op> {
+    let mut ops = Vec::new();
+    for path in ["up/", "esc/", "abs/", "chain/", "deep/", "up//", "e/../up/"] {
+        for follow in [false, true] {
+            for open in [0u8, 1, 2, 1 | 4, 8] {
+                for flags in [1, 3] {
+                    ops.push(Op::Open { slot: 6, fd: 0, follow, open, flags, path });
+                }
+            }
+            ops.push(Op::StatAt { fd: 0, follow, path });
+            ops.push(Op::HashAt { fd: 0, follow, path, other: 0 });
+            for (atime, mtime) in [("5.0", "now"), ("-", "-")] {
+                ops.push(Op::TimesAt { fd: 0, follow, path, atime, mtime });
+            }
+        }
+        ops.push(Op::Mkdir { fd: 0, path });
+        ops.push(Op::Rmdir { fd: 0, path });
+        ops.push(Op::Unlink { fd: 0, path });
+        ops.push(Op::Readlink { fd: 0, path });
+        ops.push(Op::Symlink { fd: 0, target: "g", path });
+        ops.push(Op::Rename { fd: 0, path, to_fd: 0, to: "x" });
+        ops.push(Op::Rename { fd: 0, path: "g", to_fd: 0, to: path });
+        ops.push(Op::Rename { fd: 0, path: "e", to_fd: 0, to: path });
+        ops.push(Op::Link { fd: 0, path, to_fd: 0, to: "x" });
+        ops.push(Op::Link { fd: 0, path: "g", to_fd: 0, to: path });
+    }
+    // Without the `/`, followed where the call follows.
+    for path in ["up", "esc", "abs", "chain", "deep"] {
+        ops.push(Op::TimesAt { fd: 0, follow: true, path, atime: "-", mtime: "-" });
+        ops.push(Op::Open { slot: 6, fd: 0, follow: true, open: 0, flags: 1, path });
+    }
+    ops
 }
 
 #[test]

@@ -66,9 +66,16 @@ impl Descriptor {
         self.dir()?;
         self.may_change()?;
         // Both times kept: Linux's utimensat returns before looking at
-        // the last name (the walk to it still counts, as in cap-std).
+        // the last name (the walk to it still counts, as in cap-std). But
+        // a path that, followed, leaves the preopen is refused as leaving
+        // it, as wasmtime-wasi does: a last symlink followed here, or
+        // named with a `/` (which `locate` refuses).
         if (atime, mtime) == (SetTime::Keep, SetTime::Keep) {
-            return self.locate(path).map(|_| ());
+            self.locate(path)?;
+            return match follow.then(|| self.resolve(path, true)) {
+                Some(Err(Error::NotPermitted)) => Err(Error::NotPermitted),
+                _ => Ok(()),
+            };
         }
         let ino = self.resolve(path, follow)?;
         self.fs().set_times(ino, atime, mtime)

@@ -67,7 +67,12 @@
 //!   opening a symlink with `O_DIRECTORY` and without following it is
 //!   `ENOTDIR` (wasmtime: `ELOOP`); a path ending in `/` must name a
 //!   directory, through a symlink too (wasmtime: `stat("link-to-file/")`
-//!   without following succeeds, `rmdir("dir/")` is `EINVAL`).
+//!   without following succeeds, `rmdir("dir/")` is `EINVAL`). So a path
+//!   ending in `/` whose last symlink leads out of the preopen is `EPERM`
+//!   for every call, as leaving it, whatever else is wrong with the call;
+//!   wasmtime answers so to most, but `mkdir` `EEXIST`, `rename`
+//!   `ENOTDIR` and `path_open` with `O_CREAT` `EISDIR`, and `stat`
+//!   without following succeeds.
 //! - **`path_link` follows a symlink in the old path when asked**
 //!   (`linkat(AT_SYMLINK_FOLLOW)`); wasmtime refuses with `EINVAL`.
 
