@@ -4,7 +4,9 @@
 // failed run rejects with a RunError whose `kind` says why, a message a
 // person can read and the stack apart; a preopen's `pack` options reach
 // the pack (verifyOnRead over a damaged pack); a warm runner (createRunner)
-// keeps its Worker, starts each run clean, and ends only what it must.
+// keeps its Worker, starts each run clean, and ends only what it must; a
+// timeout of Infinity, or past setTimeout's 2^31 - 1 ms, does not end the
+// run at once.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -178,6 +180,32 @@ test("every option is checked before anything is fetched, by name", { timeout: 6
     assert.match(got.message, cases[i][1], `case ${i}`);
   });
   assert.equal(server.stats.get(url), undefined, "nothing was fetched");
+});
+
+// setTimeout fires a delay past 2^31 - 1 ms, Infinity included, at once: a
+// caller meaning "no limit" got a TimeoutError as the run started.
+test("a timeout of Infinity is no limit, and one past 2^31 - 1 ms a long one: neither ends the run at once", { timeout: 60_000 }, async () => {
+  const r = await onPage(async (runP1, m, ended) => {
+    const out = {};
+    for (const timeout of [Infinity, 2 ** 31 - 1, 2 ** 31, 1e12, Number.MAX_VALUE]) {
+      // The sleeper sleeps for an hour: still running after a second.
+      const stop = new AbortController();
+      const run = ended(runP1(m.sleeper, { timeout, signal: stop.signal }));
+      const first = await Promise.race([run, new Promise((done) => setTimeout(() => done("running"), 1000))]);
+      stop.abort();
+      out[String(timeout)] = { first, then: await run };
+    }
+    out.nothing = await ended(runP1(m.nothing, { timeout: Infinity }));
+    // A finite one still ends it.
+    out.short = await ended(runP1(m.sleeper, { timeout: 300 }));
+    return out;
+  });
+  for (const timeout of ["Infinity", "2147483647", "2147483648", "1000000000000", String(Number.MAX_VALUE)]) {
+    assert.equal(r[timeout].first, "running", `${timeout}: ${JSON.stringify(r[timeout])}`);
+    assert.equal(r[timeout].then.kind, "aborted", `${timeout}: ${JSON.stringify(r[timeout])}`);
+  }
+  assert.equal(r.nothing.resolved?.exitCode, 0, JSON.stringify(r.nothing));
+  assert.equal(r.short.kind, "timeout", JSON.stringify(r.short));
 });
 
 test("a failed run says why: its kind, a message, the stack apart", { timeout: 60_000 }, async () => {

@@ -45,7 +45,8 @@ export interface RunOptions extends Omit<Preview1Options, "stdin"> {
   preopens?: Preopen[];
   /** What a relative preopen `url` resolves against (default: the page's `location.href`). */
   baseUrl?: string | URL;
-  /** Most milliseconds the run may take; past it the worker ends and the run rejects with a `RunError` of kind "timeout". */
+  /** Most milliseconds the run may take; past it the worker ends and the run rejects with a `RunError` of kind "timeout".
+   *  Any number from 0: one past setTimeout's 2^31 − 1 ms is waited for in pieces; `Infinity`, as leaving it out, is no limit. */
   timeout?: number;
   /** Aborting it ends the worker and rejects the run with a `RunError` of kind "aborted", its `cause` the signal's reason. */
   signal?: AbortSignal;

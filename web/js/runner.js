@@ -166,6 +166,25 @@ function check(module, options) {
   };
 }
 
+/** setTimeout's longest delay, 2^31 − 1 ms (24.8 days): it fires a longer
+ *  one, or Infinity, at once. */
+const MAX_DELAY = 2 ** 31 - 1;
+
+/** Calls `f` once `ms` milliseconds have passed, however many: a delay
+ *  past {@link MAX_DELAY} is waited for in pieces, and Infinity never
+ *  ends. Returns what cancels it. */
+function after(ms, f) {
+  if (ms === Infinity) return () => {};
+  const due = performance.now() + ms;
+  let timer;
+  const arm = () => {
+    const left = due - performance.now();
+    timer = left > MAX_DELAY ? setTimeout(arm, MAX_DELAY) : setTimeout(f, left);
+  };
+  arm();
+  return () => clearTimeout(timer);
+}
+
 /** Most bytes one piece of pulled stdin carries to the worker. */
 const STDIN_PIECE = 1 << 16;
 
@@ -286,7 +305,9 @@ function packfsWebModule() {
  * origin's private files, as `MemFs.openJournal` opens it; `options`:
  * quotas; `save`: return it compacted after the run),
  * `baseUrl` (what a relative `url` resolves against: the page's address
- * unless given), `timeout` (milliseconds) and `signal` (an AbortSignal).
+ * unless given), `timeout` (milliseconds, any number from 0: one past
+ * setTimeout's 2^31 − 1 is waited for in pieces; Infinity, as leaving it
+ * out, is no limit) and `signal` (an AbortSignal).
  * Resolves to `{ exitCode, bytesFetched, requests, saved: [{ path, pack
  * }] }`. Rejects with a TypeError naming the option when an option is
  * wrong, before anything is fetched, and otherwise with a
@@ -386,7 +407,7 @@ class Runner {
     const src = msg.stdin === undefined && stdin !== undefined ? pieces(stdin) : null;
     const channel = src && globalThis.crossOriginIsolated === true ? stdinChannel(src) : null;
     return new Promise((resolve, reject) => {
-      let timer;
+      let cancelTimer = () => {};
       const onAbort = () => fail(aborted());
       // Ends the run; `gone`: and the worker, whatever it was doing.
       const end = (settle, gone) => {
@@ -394,7 +415,7 @@ class Runner {
           worker.terminate();
           this.#worker = null;
         }
-        clearTimeout(timer);
+        cancelTimer();
         signal?.removeEventListener("abort", onAbort);
         worker.onmessage = worker.onerror = null;
         this.#stop = null;
@@ -404,7 +425,7 @@ class Runner {
       const fail = (e) => end(() => reject(e), true);
       this.#stop = fail;
       if (timeout !== undefined) {
-        timer = setTimeout(() => fail(new RunError("timeout", `the guest ran longer than its time limit of ${timeout} ms`)), timeout);
+        cancelTimer = after(timeout, () => fail(new RunError("timeout", `the guest ran longer than its time limit of ${timeout} ms`)));
       }
       signal?.addEventListener("abort", onAbort, { once: true });
       worker.onmessage = (e) => {
