@@ -2,7 +2,8 @@
 // imports call packfs-web through a trampoline that names the guest, so
 // two guests of one thread each reach their own state and memory, and an
 // instance whose Preview1 was freed reaches none, not a later guest's; a
-// shared memory (which the wasm copier cannot import) is reached through
+// callback that calls its guest again, through Preview1.call or a direct
+// export, is refused with an Error and the guest goes on; a shared memory (which the wasm copier cannot import) is reached through
 // JavaScript, and its growth seen.
 
 import { test, before, after } from "node:test";
@@ -71,6 +72,57 @@ test("two guests of one thread reach their own state, and a freed guest's instan
   assert.equal(r.c, "guest c\n");
   assert.equal(r.b, "guest b\nguest b\nguest b\n");
   assert.equal(new Set(r.ids).size, 3, `ids ${r.ids}`);
+});
+
+// Preview1.call took the guest's state with RefCell::borrow_mut: called
+// from a stdout callback while a direct export held it, it panicked (a
+// RuntimeError, "unreachable"), and the Preview1 stayed borrowed, so every
+// later call failed too.
+test("a callback that calls its guest again is refused, by Preview1.call as by the direct exports, and the guest goes on", async () => {
+  const { page, context, errors } = await newPage(browser);
+  await page.goto(`${plain.url}/www/`);
+  const r = await page.evaluate(async (bytes) => {
+    const web = await import("/pkg/packfs_web.js");
+    const wasm = await web.default();
+    const { imports } = await import("/pkg/imports.js");
+    const schedYield = web.Preview1.functions().indexOf("sched_yield");
+    const callYield = () => p1.call(schedYield, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    const seen = [];
+    const attempt = (what, f) => {
+      try {
+        seen.push({ what, returned: f() });
+      } catch (e) {
+        seen.push({ what, threw: e.constructor.name, message: e.message });
+      }
+    };
+    const out = [];
+    const p1 = new web.Preview1({
+      stdout: (b) => {
+        out.push(...b);
+        attempt("call", callYield);
+        attempt("direct", () => wasm.direct_sched_yield(p1.id));
+      },
+    });
+    const { instance } = await WebAssembly.instantiate(new Uint8Array(bytes), {
+      wasi_snapshot_preview1: await imports(p1, web.Preview1, wasm),
+    });
+    p1.start(instance.exports.memory);
+    instance.exports._start();
+    instance.exports._start();
+    const during = seen.splice(0);
+    // Outside a call, a call is taken.
+    attempt("after", callYield);
+    return { during, after: seen[0], out: new TextDecoder().decode(new Uint8Array(out)) };
+  }, Array.from(writingGuest("hello\n")));
+  await context.close();
+  assert.deepEqual(errors, []);
+  assert.deepEqual(r.during.map((s) => s.what), ["call", "direct", "call", "direct"], JSON.stringify(r.during));
+  for (const s of r.during) {
+    assert.equal(s.threw, "Error", JSON.stringify(s));
+    assert.match(s.message, /a guest call from within one of its own calls/, JSON.stringify(s));
+  }
+  assert.equal(r.out, "hello\nhello\n");
+  assert.deepEqual(r.after, { what: "after", returned: 0 });
 });
 
 test("a guest whose memory is shared reads and writes it, and sees it grow", async () => {

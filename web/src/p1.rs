@@ -220,6 +220,11 @@ thread_local! {
     static NEXT_ID: Cell<u32> = const { Cell::new(1) };
 }
 
+/// What a guest call made from within one of the same guest's calls (a
+/// stdout callback that calls the guest again) is told: its state is the
+/// outer call's until that returns.
+const REENTERED: &str = "a guest call from within one of its own calls (a callback calling its guest again)";
+
 /// A direct export's call on guest `id`: its errno.
 ///
 /// A guest calls these exports with no JavaScript between it and
@@ -228,13 +233,19 @@ thread_local! {
 /// its own calls) throws from here, once this function holds nothing that
 /// needs dropping.
 fn direct(id: u32, call: impl FnMut(&mut Wasi, &mut GuestMemory) -> Result<Option<i32>, Exit>) -> i32 {
+    const NO_GUEST: &str = "a guest call with no started Preview1 to run on";
     let guest = GUESTS.with(|g| g.borrow().iter().find(|(i, _)| *i == id).and_then(|(_, g)| g.upgrade()));
-    let outcome = guest.and_then(|g| g.try_borrow_mut().ok().and_then(|mut g| g.run(call)));
+    let outcome = match guest.as_deref().map(RefCell::try_borrow_mut) {
+        Some(Ok(mut g)) => g.run(call).ok_or(NO_GUEST),
+        Some(Err(_)) => Err(REENTERED),
+        None => Err(NO_GUEST),
+    };
+    drop(guest);
     match outcome {
-        Some(Ok(errno)) => errno.unwrap_or(0),
+        Ok(Ok(errno)) => errno.unwrap_or(0),
         // `proc_exit` has no direct export (it throws, see `direct!`).
-        Some(Err(_)) => wasm_bindgen::throw_str("proc_exit through a direct export"),
-        None => wasm_bindgen::throw_str("a guest call with no started Preview1 to run on"),
+        Ok(Err(_)) => wasm_bindgen::throw_str("proc_exit through a direct export"),
+        Err(why) => wasm_bindgen::throw_str(why),
     }
 }
 
@@ -351,7 +362,7 @@ impl Preview1 {
         let b = self.builder.take().ok_or_else(|| invalid("preopen after start"))?;
         self.builder = Some(b.preopen(path, fs, access));
         if let Some(r) = &inner.remote {
-            self.guest.borrow_mut().remotes.push(r.clone());
+            self.guest.try_borrow_mut().map_err(|_| js_error(Code::Busy, REENTERED))?.remotes.push(r.clone());
         }
         Ok(())
     }
@@ -400,8 +411,8 @@ impl Preview1 {
     ) -> JsResult<()> {
         let memory: WebAssembly::Memory =
             memory.dyn_into().map_err(|_| type_error("memory must be a WebAssembly.Memory"))?;
+        let mut guest = self.guest.try_borrow_mut().map_err(|_| js_error(Code::Busy, REENTERED))?;
         let b = self.builder.take().ok_or_else(|| invalid("started twice"))?;
-        let mut guest = self.guest.borrow_mut();
         guest.wasi = Some(b.build().map_err(|e| to_js(&e, None))?);
         guest.memory = Some(GuestMemory::new(memory));
         Ok(())
@@ -417,8 +428,10 @@ impl Preview1 {
     /// Calls preview1 function number `index` with the guest's arguments
     /// as numbers, as [`signatures`](Self::signatures) lays them out (the
     /// rest zeros); returns the errno. Throws a `GuestExit` (with
-    /// `exitCode`) for `proc_exit`. A call that failed for want of a lazy
-    /// pack's bytes fetches them, blocking, and runs again
+    /// `exitCode`) for `proc_exit`, and an `Error` for a call made from
+    /// within one of the guest's own calls (a stdout callback calling the
+    /// guest again), as the direct exports do. A call that failed for want
+    /// of a lazy pack's bytes fetches them, blocking, and runs again
     /// ([`calls::loading`]).
     #[allow(clippy::too_many_arguments, reason = "the widest preview1 call, in numbers: no array per call")]
     pub fn call(
@@ -453,7 +466,10 @@ impl Preview1 {
         }
         let values = &values[..params.len()];
         // `values` has the function's own arity, so `calls::call` runs it.
-        let outcome = self.guest.borrow_mut().run(|wasi, mem| calls::call(wasi, mem, name, values).unwrap_or(Ok(None)));
+        // Refused, not a panic, while the guest's own call holds it: the
+        // error is thrown once this function has returned.
+        let mut guest = self.guest.try_borrow_mut().map_err(|_| js_error(Code::Busy, REENTERED))?;
+        let outcome = guest.run(|wasi, mem| calls::call(wasi, mem, name, values).unwrap_or(Ok(None)));
         match outcome {
             None => Err(invalid("a guest call before start")),
             Some(Ok(errno)) => Ok(errno.unwrap_or(0)),
