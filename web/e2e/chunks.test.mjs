@@ -122,9 +122,9 @@ test("a second page load fetches only the open's bytes; a damaged entry is refet
   assert.equal(second.requests, opening.requests);
 
   // One byte of the first entry's extent (after the file's 16-byte header
-  // and the entry's 32), in whichever generation holds it.
+  // and the entry's 40), in whichever generation holds it.
   const sizes = await storeFiles(context, (b) => {
-    if (b.length > 64) b[16 + 32 + 5] ^= 0xff;
+    if (b.length > 64) b[16 + 40 + 5] ^= 0xff;
     return b;
   });
   assert.ok(sizes["0.bin"] + sizes["1.bin"] > 1_000_000, JSON.stringify(sizes));

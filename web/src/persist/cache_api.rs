@@ -2,8 +2,8 @@
 //! and a worker have, asynchronously only.
 //!
 //! An extent (a blob, or a chunk) is stored as a response under
-//! `/.packfs-cache/SCOPE/CHECKSUM-LEN` of the page's origin (SCOPE: the
-//! pack's directory), or `/.packfs-cache/blake3/DIGEST-LEN` for a pack with
+//! `/.packfs-cache/SCOPE/CHECKSUM-LEN` of the page's origin (SCOPE: 32
+//! hex digits of the BLAKE3 of the pack's directory), or `/.packfs-cache/blake3/DIGEST-LEN` for a pack with
 //! digests (see [`Address`]). What is found is stored into the pack only if
 //! it is the extent and passes the pack's own check ([`PackFs::store`]),
 //! so a damaged or planted entry is refetched, never served.
@@ -18,12 +18,12 @@ use web_sys::{Cache, CacheStorage, Response};
 
 /// The pack whose extents are kept: the one a URL opens (`fetch.rs`).
 type LazyPack = packfs_core::pack::PackFs<packfs_core::pack::Partial>;
-use super::address::Address;
+use super::address::{Address, Scope};
 
 /// The Cache API store, and this pack's scope in it.
 pub(crate) struct CacheApi {
     cache: Cache,
-    scope: u64,
+    scope: Scope,
 }
 
 /// Where in the page's origin the entries are.
@@ -31,7 +31,7 @@ const ROOT: &str = "/.packfs-cache";
 
 impl CacheApi {
     /// Opens the store for `scope`, if the page has the Cache API.
-    pub(crate) async fn open(scope: u64) -> Option<CacheApi> {
+    pub(crate) async fn open(scope: Scope) -> Option<CacheApi> {
         let storage: CacheStorage = Reflect::get(&js_sys::global(), &"caches".into()).ok()?.dyn_into().ok()?;
         let cache: Cache = JsFuture::from(storage.open("packfs")).await.ok()?.dyn_into().ok()?;
         Some(CacheApi { cache, scope })

@@ -9,10 +9,12 @@
 //! found (an extent found in the older generation is copied forward).
 //!
 //! ```text
-//! file    "PACKFSC1" | epoch: u64 (the newer file has the higher)
-//! entry   "PFCE" | len: u32 | scope: u64 | checksum: u64
-//!         | xxh3 of the 24 bytes before: u64 | the extent's len bytes
+//! file    "PACKFSC2" | epoch: u64 (the newer file has the higher)
+//! entry   "PFCE" | len: u32 | scope: u128 | checksum: u64
+//!         | xxh3 of the 32 bytes before: u64 | the extent's len bytes
 //! ```
+//!
+//! (`PACKFSC1` files, whose scope was a u64, are emptied when opened.)
 //!
 //! An entry is found by its [`Address`]: the pack's scope and the
 //! extent's checksum in the pack's index, or the shared scope and the
@@ -37,19 +39,19 @@ use packfs_core::pack::{MERGE_GAP, checksum, merge_ranges};
 
 /// The pack whose extents are kept: the one a URL opens (`fetch.rs`).
 type LazyPack = packfs_core::pack::PackFs<packfs_core::pack::Partial>;
-use super::address::Address;
+use super::address::{Address, Scope};
 use crate::opfs::{OpfsError, SyncFile};
 
-const FILE_MAGIC: [u8; 8] = *b"PACKFSC1";
+const FILE_MAGIC: [u8; 8] = *b"PACKFSC2";
 const FILE_HEADER: u64 = 16;
 const ENTRY_MAGIC: [u8; 4] = *b"PFCE";
-const ENTRY_HEADER: u64 = 32;
+const ENTRY_HEADER: u64 = 40;
 /// The largest extent kept: a chunk is at most 1 MiB; a version 1 blob can
 /// be any size, and one this large is better fetched than held.
 const MAX_ENTRY: u64 = 16 << 20;
 
 /// An entry's key: scope, checksum, length.
-type Key = (u64, u64, u64);
+type Key = (Scope, u64, u64);
 
 /// One generation: its file, epoch and length.
 struct Generation {
@@ -98,10 +100,10 @@ fn entry_header(key: Key) -> [u8; ENTRY_HEADER as usize] {
     let mut h = [0; ENTRY_HEADER as usize];
     h[..4].copy_from_slice(&ENTRY_MAGIC);
     h[4..8].copy_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_le_bytes());
-    h[8..16].copy_from_slice(&scope.to_le_bytes());
-    h[16..24].copy_from_slice(&sum.to_le_bytes());
-    let check = checksum(&h[..24]);
-    h[24..].copy_from_slice(&check.to_le_bytes());
+    h[8..24].copy_from_slice(&scope.to_le_bytes());
+    h[24..32].copy_from_slice(&sum.to_le_bytes());
+    let check = checksum(&h[..32]);
+    h[32..].copy_from_slice(&check.to_le_bytes());
     h
 }
 
@@ -109,7 +111,8 @@ fn entry_header(key: Key) -> [u8; ENTRY_HEADER as usize] {
 fn parse_header(h: &[u8; ENTRY_HEADER as usize]) -> Option<Key> {
     let word = |at: usize| u64::from_le_bytes(h[at..at + 8].try_into().unwrap_or_default());
     let len = u32::from_le_bytes(h[4..8].try_into().ok()?);
-    (h[..4] == ENTRY_MAGIC && checksum(&h[..24]) == word(24)).then(|| (word(8), word(16), u64::from(len)))
+    let scope = Scope::from_le_bytes(h[8..24].try_into().ok()?);
+    (h[..4] == ENTRY_MAGIC && checksum(&h[..32]) == word(32)).then(|| (scope, word(24), u64::from(len)))
 }
 
 impl Generation {
@@ -167,7 +170,7 @@ impl Files {
 
     /// Stores into `pack` what the store holds of `wants` under `scope`;
     /// returns what is left to fetch, as ranges.
-    pub(crate) fn restore(&mut self, scope: u64, pack: &LazyPack, wants: Vec<Range<u64>>) -> Vec<Range<u64>> {
+    pub(crate) fn restore(&mut self, scope: Scope, pack: &LazyPack, wants: Vec<Range<u64>>) -> Vec<Range<u64>> {
         let mut left = Vec::new();
         for w in wants {
             for k in pack.extents_within(w) {
@@ -201,7 +204,7 @@ impl Files {
 
     /// Keeps, under `scope`, the extents lying in `bytes`, fetched from
     /// `offset` (and stored into `pack`, so checked).
-    pub(crate) fn keep(&mut self, scope: u64, pack: &LazyPack, offset: u64, bytes: &[u8]) {
+    pub(crate) fn keep(&mut self, scope: Scope, pack: &LazyPack, offset: u64, bytes: &[u8]) {
         let end = offset + bytes.len() as u64;
         for k in pack.extents_within(offset..end) {
             let Some((r, a)) = Address::of(pack, k, scope) else { continue };
@@ -248,7 +251,7 @@ mod tests {
 
     #[test]
     fn entry_headers() {
-        let key = (7, 0xdead_beef, 65536);
+        let key = (7 << 64 | 9, 0xdead_beef, 65536);
         let h = entry_header(key);
         assert_eq!(parse_header(&h), Some(key));
         for i in 0..h.len() {

@@ -5,7 +5,7 @@
 //! ([`cache_api`]: asynchronous, so only the async methods do).
 //!
 //! Both keep an extent where [`address`] says: a pack without digests'
-//! under the directory of its URL, so packs there (versions of one, say)
+//! under the directory of its URL (its BLAKE3 hash), so packs there (versions of one, say)
 //! share what they hold alike and no other site's pack can plant content
 //! under a key this pack reads; a pack with digests' in one space for
 //! every site, under its digest, which found bytes must hash to.
@@ -18,10 +18,9 @@ use std::cell::RefCell;
 use std::ops::Range;
 use std::rc::Rc;
 
-use packfs_core::pack::checksum;
-
 /// The pack whose extents are kept: the one a URL opens (`fetch.rs`).
 type LazyPack = packfs_core::pack::PackFs<packfs_core::pack::Partial>;
+use address::Scope;
 use cache_api::CacheApi;
 use files::Files;
 
@@ -31,7 +30,7 @@ pub(crate) const DEFAULT_CACHE_SIZE: u64 = 256 << 20;
 /// Where one pack's fetched extents are kept.
 pub(crate) enum Persist {
     /// In OPFS, shared by this worker's packs, under the pack's scope.
-    Files(Rc<RefCell<Files>>, u64),
+    Files(Rc<RefCell<Files>>, Scope),
     /// In the Cache API.
     CacheApi(CacheApi),
 }
@@ -41,8 +40,7 @@ impl Persist {
     /// bytes, if this worker is the first to open it) where the worker has
     /// it to itself, else the Cache API where there is one.
     pub(crate) async fn open(url: &str, bound: u64) -> Option<Persist> {
-        let dir = url.rsplit_once('/').map_or(url, |(d, _)| d);
-        let scope = checksum(dir.as_bytes());
+        let scope = address::scope(url);
         if let Some(files) = files::shared(bound).await {
             return Some(Persist::Files(files, scope));
         }
