@@ -16,6 +16,9 @@
 //! lines             each line of stdin as `> LINE` on stdout, as it comes
 //! tick PATH N       append lines `0` to `N-1` to a file, each written
 //!                   (one write) before its number goes to stdout
+//! rewrite PATH N    write a file of 1 MiB over itself N times (round `r`
+//!                   all bytes `r % 251`, one write at offset 0), until
+//!                   one fails; prints how many were done
 //! stderr TEXT       TEXT and a newline to stderr
 //! exit N            exit with status N at once
 //! trap              hit an `unreachable` instruction
@@ -34,7 +37,7 @@ fn main() {
     while let Some((cmd, tail)) = rest.split_first() {
         let arity = match cmd.as_str() {
             "argv0" | "trap" | "lines" => 0,
-            "write" | "append" | "tick" => 2,
+            "write" | "append" | "tick" | "rewrite" => 2,
             _ => 1,
         };
         if tail.len() < arity {
@@ -84,6 +87,21 @@ fn command(cmd: &str, a: &[String], argv0: &str) -> io::Result<()> {
                 writeln!(out, "{i}")?;
                 out.flush()
             })
+        }
+        "rewrite" => {
+            use std::io::{Seek, SeekFrom};
+            let n: u64 = a[1].parse().unwrap_or_else(|_| fail("rewrite", "not a number"));
+            let mut f = fs::OpenOptions::new().write(true).create(true).truncate(false).open(&a[0])?;
+            let mut done = 0;
+            let result = (0..n).try_for_each(|r| {
+                f.seek(SeekFrom::Start(0))?;
+                f.write_all(&vec![(r % 251) as u8; 1 << 20])?;
+                done += 1;
+                Ok(())
+            });
+            writeln!(out, "rewrote {done}")?;
+            out.flush()?;
+            result
         }
         "stderr" => writeln!(io::stderr(), "{}", a[0]),
         "exit" => {

@@ -17,7 +17,9 @@ use crate::spec::{MountSpec, parse_bytes, parse_env, parse_seconds};
     dir:PATH      a host directory, read-write\n  \
     dir-ro:PATH   a host directory, read-only\n  \
     journal:DIR   an in-memory tree kept durable by a write-ahead log in DIR (created when missing)\n  \
-    journal:DIR:LIMITS   as above, with mem's LIMITS on the tree in memory\n\
+    journal:DIR:LIMITS   as above, with mem's LIMITS on the tree in memory, and its log growing by at most 16 \
+    times max-bytes (64M at least) between checkpoints; a log longer than its tree is checkpointed when the \
+    run ends\n\
     PACK@blake3:HEX, PACK@blake3:HEX+mem   only the pack with that digest (packfs info prints it); \
     any other is refused, and every byte read is checked against it\n  \
     Prefix ./ to a pack file named like a keyword: ./mem, ./dir:x.\n\n\

@@ -21,7 +21,7 @@ struct Opened {
     /// The in-memory tree behind a mount with limits, to report on.
     limited: Option<Arc<MemFs>>,
     /// The journal writing `fs`'s changes to disk.
-    _journal: Option<Journal>,
+    journal: Option<Journal>,
 }
 
 /// How a guest's packs are read: at random and again, so with the core's
@@ -33,11 +33,11 @@ fn guest_reads() -> ReadOptions {
 /// `dir_fds`: what the fds of a host directory's open handles count
 /// against.
 fn open_source(source: &Source, packs: &Packs, dir_fds: &FdBudget) -> Result<Opened> {
-    let plain = |fs: Arc<dyn FileSystem>, read_only| Opened { fs, read_only, limited: None, _journal: None };
+    let plain = |fs: Arc<dyn FileSystem>, read_only| Opened { fs, read_only, limited: None, journal: None };
     let limited = |fs: MemFs| {
         let fs = Arc::new(fs);
         let has_limits = fs.limits() != Limits::default();
-        Opened { fs: fs.clone(), read_only: false, limited: has_limits.then_some(fs), _journal: None }
+        Opened { fs: fs.clone(), read_only: false, limited: has_limits.then_some(fs), journal: None }
     };
     Ok(match source {
         Source::Mem(limits) => limited(MemFs::with_options(*limits, packfs_core::system_clock())),
@@ -61,7 +61,7 @@ fn open_source(source: &Source, packs: &Packs, dir_fds: &FdBudget) -> Result<Ope
             let journal = Journal::open(dir, SyncPolicy::EveryOp, *limits)
                 .with_context(|| format!("journal {}", dir.display()))?;
             let limited = (*limits != Limits::default()).then(|| journal.fs().clone());
-            Opened { fs: journal.fs().clone(), read_only: false, limited, _journal: Some(journal) }
+            Opened { fs: journal.fs().clone(), read_only: false, limited, journal: Some(journal) }
         }
     })
 }
@@ -103,6 +103,17 @@ impl Namespace {
         Ok(Namespace { table, opened, dir_fds })
     }
 
+    /// Closes the journals mounted ([`Journal::close`]: a checkpoint of a
+    /// log that outgrew its tree).
+    pub(super) fn close(self) -> Result<()> {
+        for (path, mount) in self.opened {
+            if let Some(journal) = mount.journal {
+                journal.close().with_context(|| format!("--mount {path}: closing the journal"))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Says on stderr which mounts refused the guest a change for their
     /// limits (the guest saw `EDQUOT`), and how many opens the `dir:`
     /// mounts' budget refused.
@@ -119,6 +130,14 @@ impl Namespace {
                     LimitsShown(&l),
                     held.join(", ")
                 );
+                if let Some(j) = mount.journal.as_ref().filter(|j| j.log_full(1 << 20)) {
+                    eprintln!(
+                        "packfs: --mount {path}: its journal's log is full ({}, {} times the quota at most between \
+                         checkpoints); it is checkpointed when the run ends",
+                        bytes(j.log_len()),
+                        packfs_os::journal::LOG_PER_QUOTA
+                    );
+                }
             }
         }
         let refused = self.dir_fds.refused();

@@ -36,6 +36,9 @@ pub(super) struct LogFile {
 
 struct AppendState {
     len: u64,
+    /// The most bytes the log may reach ([`LogFile::limit`]); a record
+    /// past it is refused as `Quota`.
+    limit: Option<u64>,
     seq: u64,
     /// Set when a failed append could not be undone, when a sync failed,
     /// or after a checkpoint.
@@ -58,11 +61,24 @@ impl LogFile {
         LogFile {
             file,
             policy,
-            append: Mutex::new(AppendState { len, seq: 0, closed: None, owner }),
+            append: Mutex::new(AppendState { len, limit: None, seq: 0, closed: None, owner }),
             appended: AtomicU64::new(0),
             synced: Mutex::new(SyncState { synced: 0, syncing: false, failed: false }),
             synced_cv: Condvar::new(),
         }
+    }
+
+    /// Refuses records (`Quota`) that would take the log past `limit`
+    /// bytes.
+    pub(super) fn limit(self, limit: Option<u64>) -> Self {
+        lock(&self.append).limit = limit;
+        self
+    }
+
+    /// The log's length in bytes, and the most it may reach.
+    pub(super) fn len(&self) -> (u64, Option<u64>) {
+        let st = lock(&self.append);
+        (st.len, st.limit)
     }
 
     /// Takes no more records; hands back the directory's lock, which it
@@ -79,6 +95,9 @@ impl Sink for LogFile {
         let mut st = lock(&self.append);
         if let Some(why) = st.closed {
             return Err(Error::backend(BackendFault::Closed, why));
+        }
+        if st.limit.is_some_and(|limit| st.len.saturating_add(record.len() as u64) > limit) {
+            return Err(Error::Quota);
         }
         if let Err(e) = self.file.write_all_at(record, st.len) {
             // A record half on disk would end replay early and hide every

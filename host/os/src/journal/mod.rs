@@ -29,6 +29,18 @@
 //! with any write whose fsync failed, may or may not be there after a
 //! reopen.
 //!
+//! The log is kept in proportion to the tree. A journal is checkpointed
+//! when it is opened, or closed ([`Journal::close`], as `packfs run` does
+//! when the guest ends), with a log longer than its tree (the checkpoint
+//! pack) and than [`CHECKPOINT_FROM`]; and under a quota
+//! ([`Limits::max_bytes`]) the log may grow by at most [`LOG_PER_QUOTA`]
+//! times the quota (at least [`LOG_MIN`]) between checkpoints: a change
+//! past that fails with `Quota`, as one past the quota does. So a guest
+//! rewriting a file for ever cannot fill the disk with its log, nor make
+//! the next open read more than that. (A checkpoint while the tree is in
+//! use would need the pack to keep the tree's inode numbers, which the
+//! live tree's handles and later records name; a pack renumbers them.)
+//!
 //! One journal open at a time, in this process or another: its log holds
 //! an exclusive lock on `DIR/lock` for as long as it takes records (until
 //! whoever holds its filesystem lets go, a checkpoint hands it on, or a
@@ -53,6 +65,15 @@ use packfs_core::{Clock, MemFs, system_clock};
 use crate::mmap::{OpenPackError, open_pack};
 use crate::publish::write_atomic;
 use log_file::LogFile;
+
+/// A log longer than its tree is checkpointed at open and close, once it
+/// is longer than this too.
+pub const CHECKPOINT_FROM: u64 = 1 << 20;
+/// Under a quota, a log may grow by this many times the quota between
+/// checkpoints ...
+pub const LOG_PER_QUOTA: u64 = 16;
+/// ... and by at least this much.
+pub const LOG_MIN: u64 = 64 << 20;
 
 /// What a journal call returns.
 pub type Result<T, E = JournalError> = std::result::Result<T, E>;
@@ -140,6 +161,14 @@ fn load(dir: &Path, limits: Limits, clock: &Clock) -> Result<Loaded> {
 impl Journal {
     /// Opens (creating when missing) the journal directory `dir`.
     pub fn open(dir: &Path, policy: SyncPolicy, limits: Limits) -> Result<Journal> {
+        let journal = Self::open_as_it_is(dir, policy, limits)?;
+        // A log past its bound (left by a run that ended without closing,
+        // or written before there were bounds) is read once, here.
+        if journal.log_outgrew_tree() { journal.checkpoint() } else { Ok(journal) }
+    }
+
+    /// [`open`](Self::open) without the checkpoint of a long log.
+    fn open_as_it_is(dir: &Path, policy: SyncPolicy, limits: Limits) -> Result<Journal> {
         if !dir.is_dir() {
             std::fs::create_dir_all(dir).map_err(JournalError::io("creating", dir))?;
             // The new directory's name must outlive a crash, or so would
@@ -187,7 +216,8 @@ impl Journal {
             }
         };
         remove_other_generations(dir, generation)?;
-        let log = Arc::new(LogFile::new(file, len, policy, Some(lock)));
+        let grows = limits.max_bytes.map(|q| q.saturating_mul(LOG_PER_QUOTA).max(LOG_MIN));
+        let log = Arc::new(LogFile::new(file, len, policy, Some(lock)).limit(grows.map(|g| len.saturating_add(g))));
         let fs = Arc::new(MemFs::journaled(tree, log.clone(), clock));
         Ok(Journal { dir: dir.to_path_buf(), generation, fs, log, policy, limits })
     }
@@ -206,6 +236,40 @@ impl Journal {
     /// The current checkpoint generation.
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// The log's length in bytes.
+    pub fn log_len(&self) -> u64 {
+        self.log.len().0
+    }
+
+    /// Whether the log has no room for a record of `len` bytes more (under
+    /// a quota, [`LOG_PER_QUOTA`]): changes that big are refused until a
+    /// checkpoint.
+    pub fn log_full(&self, len: u64) -> bool {
+        let (at, limit) = self.log.len();
+        limit.is_some_and(|l| at.saturating_add(len) > l)
+    }
+
+    /// Whether the log is longer than the tree (its checkpoint pack) and
+    /// than [`CHECKPOINT_FROM`].
+    fn log_outgrew_tree(&self) -> bool {
+        let tree = match self.generation {
+            0 => 0,
+            g => std::fs::metadata(base_path(&self.dir, g)).map_or(0, |m| m.len()),
+        };
+        self.log_len().saturating_sub(HEADER_LEN as u64) > tree.max(CHECKPOINT_FROM)
+    }
+
+    /// Ends the journal's use: a checkpoint if the log is longer than the
+    /// tree (and than [`CHECKPOINT_FROM`]), so that the next open reads at
+    /// most that much log. The filesystem refuses changes after it, as
+    /// after [`checkpoint`](Self::checkpoint).
+    pub fn close(self) -> Result<()> {
+        if self.log_outgrew_tree() {
+            self.checkpoint()?;
+        }
+        Ok(())
     }
 
     /// Compacts the tree into a new checkpoint pack and starts an empty

@@ -172,3 +172,73 @@ fn group_commit_shares_syncs_between_threads() {
     let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
     assert_eq!(j.fs().read_dir(j.fs().root(), None, 1000).unwrap().len(), 200);
 }
+
+/// The bytes of every file in `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum()
+}
+
+/// A 1 MiB file rewritten under a 2 MiB quota: the log grows by at most
+/// `LOG_MIN` (64 MiB, more than 16 times the quota), then a rewrite fails
+/// with `Quota` and leaves the file as it was; closing checkpoints the
+/// log away, and the next open takes rewrites again. On 65991d3 the log
+/// held every rewrite (1.57 GB for 1,500), and the next open read it all.
+#[test]
+fn a_log_grows_by_no_more_than_its_quota_allows() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits { max_bytes: Some(2 << 20), max_inodes: None };
+    // Over the file's bytes, not truncating it first (a truncation is a
+    // change of its own, small enough to pass).
+    let rewrite = |fs: &MemFs, round: usize| {
+        let f = match fs.lookup(fs.root(), "f") {
+            Ok(f) => fs.open_ino(f).map(|()| f).unwrap(),
+            Err(_) => fs.open(fs.root(), "f", &OpenOptions::create()).unwrap(),
+        };
+        let r = fs.write_at(f, 0, &vec![(round % 251) as u8; 1 << 20]);
+        fs.close(f);
+        r
+    };
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, limits).unwrap();
+    let mut last = None;
+    for round in 0..200 {
+        match rewrite(j.fs(), round) {
+            Ok(_) => last = Some(round),
+            Err(e) => {
+                assert_eq!(e, Error::Quota, "round {round}");
+                break;
+            }
+        }
+    }
+    let last = last.expect("some rewrites");
+    assert!((50..70).contains(&last), "{last} rewrites before the log was full");
+    assert!(j.log_len() <= HEADER_LEN as u64 + LOG_MIN, "{} bytes of log", j.log_len());
+    assert!(dir_bytes(dir.path()) <= LOG_MIN + (1 << 20), "{} bytes on disk", dir_bytes(dir.path()));
+    assert_eq!(get(&**j.fs(), "f"), vec![(last % 251) as u8; 1 << 20], "the refused rewrite changed nothing");
+    j.close().unwrap();
+    assert!(dir_bytes(dir.path()) < 3 << 20, "{} bytes left after closing", dir_bytes(dir.path()));
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, limits).unwrap();
+    assert_eq!(j.generation(), 1);
+    assert_eq!(get(&**j.fs(), "f"), vec![(last % 251) as u8; 1 << 20]);
+    rewrite(j.fs(), 0).unwrap();
+}
+
+/// A journal dropped with a long log (a run killed, an embedder that
+/// never closed it) is checkpointed by the next open: the tree as it was,
+/// the log empty; a short one is left as it is.
+#[test]
+fn opening_a_long_log_checkpoints_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    put(j.fs(), "small", b"x");
+    drop(j);
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    assert_eq!(j.generation(), 0, "a short log stays");
+    for i in 0..3u8 {
+        put(j.fs(), "big", &vec![i; 1 << 20]);
+    }
+    drop(j);
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    assert_eq!(j.generation(), 1);
+    assert_eq!(j.log_len(), HEADER_LEN as u64);
+    assert_eq!((get(&**j.fs(), "small"), get(&**j.fs(), "big")), (b"x".to_vec(), vec![2; 1 << 20]));
+}
