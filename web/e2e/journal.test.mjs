@@ -4,8 +4,9 @@
 // none that the guest was told were done; a second tab is refused while
 // the first has the name open, and gets it once that tab is gone; a log
 // damaged before its end is refused, a torn tail cut off; the origin's
-// quota used up is ENOSPC to the guest, with the tree as it was; outside a
-// Worker it is `unsupported`.
+// quota used up is ENOSPC to the guest, with the tree as it was; under a
+// quota the log grows by a bounded multiple of it; outside a Worker it is
+// `unsupported`.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -33,7 +34,8 @@ after(async () => {
 });
 
 /** A page of `context` at /www/ with `window.toolbox(args, options)`: runs
- *  the toolbox with journal `name` at /j (and the options' other keys),
+ *  the toolbox with journal `name` at /j (its quota `maxBytes`, if given;
+ *  the options' other keys are runP1's),
  *  resolving to `{ exitCode, out, err }` or a RunError's `{ kind, message }`. */
 async function tab(context) {
   const page = await context.newPage();
@@ -45,11 +47,11 @@ async function tab(context) {
     const module = new Uint8Array(await (await fetch("/guests/toolbox.wasm")).arrayBuffer());
     const text = (b) => new TextDecoder().decode(b);
     window.acked = 0;
-    window.toolbox = (args, { name, ...options } = {}) => {
+    window.toolbox = (args, { name, maxBytes, ...options } = {}) => {
       let out = "", err = "";
       return runP1(module, {
         args: ["toolbox", ...args],
-        preopens: [{ path: "/j", kind: "journal", name }],
+        preopens: [{ path: "/j", kind: "journal", name, ...(maxBytes && { options: { maxBytes } }) }],
         stdout: (b) => {
           out += text(b);
           window.acked = out.split("\n").length - 1;
@@ -215,6 +217,27 @@ test("the origin's quota used up is ENOSPC to the guest, and the tree stays as i
   // change of its own, acknowledged before the write.
   assert.equal(after.out, "keptbig\nsmall\n");
   await page.close();
+  await context.close();
+});
+
+test("under a quota a log grows by at most 16 times it (64 MiB at least), and opens again", async () => {
+  // A 1 MiB file rewritten over itself under maxBytes 2 MiB: each rewrite
+  // logs 1 MiB, so the log is full after about 64 and the next is EDQUOT,
+  // the file as the last one left it. Reopened, the log has room again.
+  // On 65991d3 every rewrite was logged, and past 2 GiB the journal no
+  // longer opened.
+  const context = await browser.newContext();
+  const options = { name: "rewrite", maxBytes: 2 << 20 };
+  const r = await once(context, ["rewrite", "/j/f", "200"], options);
+  assert.equal(r.exitCode, 1, JSON.stringify(r));
+  const done = Number(/rewrote (\d+)/.exec(r.out)?.[1]);
+  assert.ok(done >= 50 && done < 70, `${done} rewrites before the log was full`);
+  assert.match(r.err, /^toolbox: rewrite \/j\/f: .*(quota|errno 19)/i);
+  const size = await logSize(context, "rewrite");
+  assert.ok(size <= 32 + (64 << 20), `${size} bytes of log`);
+  const again = await once(context, ["rewrite", "/j/f", "2"], options);
+  assert.equal(again.exitCode, 0, again.err);
+  assert.equal(again.out, "rewrote 2\n");
   await context.close();
 });
 

@@ -7,9 +7,15 @@
 //! (`docs/journal-format.md`; generation 0, with no checkpoint pack): as
 //! the host's journal, a torn tail is cut off when it is opened, and a log
 //! damaged anywhere else is refused and left as it was. It holds every
-//! change since it was made. One worker at a time has it open (OPFS locks
-//! the file): another, in this tab or another, is refused with `busy`.
-//! Only a dedicated Worker may open one.
+//! change since it was made, so its growth is bounded as the host's is
+//! between checkpoints: under a quota (`maxBytes`) by 16 times the quota
+//! (64 MiB at least) from one open to the next, a change past that failing
+//! with `Quota` (EDQUOT), and whatever the quota by [`MAX_LOG`], past which
+//! it could not be opened again (`NoSpace`, ENOSPC). (There are no
+//! checkpoints yet: a log held at its bound takes no more changes.) One
+//! worker at a time has it open (OPFS locks the file): another, in this
+//! tab or another, is refused with `busy`. Only a dedicated Worker may
+//! open one.
 
 use std::sync::{Arc, Mutex};
 
@@ -23,8 +29,14 @@ use crate::clock::clock;
 use crate::error::{js_error, to_js, type_error};
 use crate::opfs::{OpfsError, SyncFile};
 
-/// Most bytes of log replayed at open: all of it is read into memory.
+/// Most bytes of log replayed at open (all of it is read into memory), and
+/// so the most it may grow to.
 const MAX_LOG: u64 = 1 << 31;
+/// Under a quota, a log may grow by this many times the quota from one
+/// open to the next ...
+const LOG_PER_QUOTA: u64 = 16;
+/// ... and by at least this much (as the host's journal).
+const LOG_MIN: u64 = 64 << 20;
 
 /// The log file as a [`Sink`]: positional appends, each flushed before the
 /// change is published.
@@ -35,6 +47,8 @@ struct OpfsLog {
 
 struct State {
     len: u64,
+    /// The most bytes the log may reach, and the error past it.
+    limit: (u64, Error),
     seq: u64,
     /// Set when a failed append could not be undone, or a flush failed.
     closed: Option<&'static str>,
@@ -54,6 +68,9 @@ impl Sink for OpfsLog {
         let mut st = lock(&self.state);
         if let Some(why) = st.closed {
             return Err(Error::backend(BackendFault::Closed, why));
+        }
+        if st.len.saturating_add(record.len() as u64) > st.limit.0 {
+            return Err(st.limit.1.clone());
         }
         if let Err(e) = self.file.write_all_at(st.len, record) {
             // A record half in the log would end replay early and hide
@@ -144,13 +161,32 @@ pub(crate) async fn open(name: &str, limits: Limits) -> Result<MemFs, JsValue> {
         }
         (tree, len)
     };
-    let log = OpfsLog { file, state: Mutex::new(State { len, seq: 0, closed: None }) };
+    let log = OpfsLog { file, state: Mutex::new(State { len, limit: log_limit(len, limits), seq: 0, closed: None }) };
     Ok(MemFs::journaled(tree, Arc::new(log), clock()))
+}
+
+/// The most bytes a log of `len` bytes at open may reach under `limits`,
+/// and the error for a change past it.
+fn log_limit(len: u64, limits: Limits) -> (u64, Error) {
+    let grown = limits.max_bytes.map(|q| len.saturating_add(q.saturating_mul(LOG_PER_QUOTA).max(LOG_MIN)));
+    match grown {
+        Some(g) if g < MAX_LOG => (g, Error::Quota),
+        _ => (MAX_LOG, Error::NoSpace),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn logs_grow_within_their_quota_and_never_past_what_opens() {
+        let quota = |q| Limits { max_bytes: Some(q), max_inodes: None };
+        assert_eq!(log_limit(100, quota(1 << 20)), (100 + LOG_MIN, Error::Quota));
+        assert_eq!(log_limit(100, quota(16 << 20)), (100 + (256 << 20), Error::Quota));
+        assert_eq!(log_limit(100, quota(1 << 30)), (MAX_LOG, Error::NoSpace));
+        assert_eq!(log_limit(100, Limits::default()), (MAX_LOG, Error::NoSpace));
+    }
 
     #[test]
     fn names() {
