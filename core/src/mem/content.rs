@@ -482,7 +482,7 @@ mod tests {
         }
         let live = usize::try_from(c.len()).unwrap();
         assert!(c.held() < 4 * live, "{} bytes held for {live}", c.held());
-        let want: Vec<u8> = (0..live as u32).map(|p| p.min(1999).to_le_bytes()[0]).collect();
+        let want: Vec<u8> = (0..u32::try_from(live).unwrap()).map(|p| p.min(1999).to_le_bytes()[0]).collect();
         assert_eq!(read_all(&c), want);
     }
 
