@@ -85,7 +85,7 @@ mod run;
 #[cfg(feature = "p2")]
 pub mod wasi;
 
-pub use limits::{Limits, RunError};
+pub use limits::{Limits, RunError, Unenforceable};
 pub use pool::Pool;
 #[cfg(feature = "p2")]
 pub use run::{GuestState, MAX_RESOURCES};

@@ -28,7 +28,7 @@ use wasmtime_wasi::p2::bindings::sync::CommandPre;
 #[cfg(feature = "p2")]
 use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 
-use crate::limits::{Limiter, Limits, MemoryLimitHit, RunError};
+use crate::limits::{Limiter, Limits, MemoryLimitHit, RunError, Unenforceable};
 use crate::load::{self, CacheStatus, Guest, GuestCache, LoadError};
 use crate::pool::Pool;
 #[cfg(feature = "p2")]
@@ -219,8 +219,10 @@ impl Runner {
     /// [`Runner::config_for`], allocating from `pool`, with copy-on-write
     /// memory images ([Many sandboxes](Runner#many-sandboxes)). Each memory
     /// slot holds `limits.max_memory`: give the runner the same limits
-    /// ([`Runner::pooled`] does), or a guest growing past the slot sees a
-    /// failed `memory.grow` rather than [`RunError::MemoryLimit`]. To
+    /// ([`Runner::pooled`] does); a runner given a larger memory limit
+    /// refuses to run ([`Unenforceable::MemoryPastEngine`]), since a guest
+    /// would see `memory.grow` fail below it, not
+    /// [`RunError::MemoryLimit`] at it. To
     /// reserve less per slot, lower
     /// [`Config::memory_reservation`](wasmtime::Config::memory_reservation)
     /// on the result (not below the limit), at the price of bounds checks
@@ -249,9 +251,15 @@ impl Runner {
     }
 
     /// A runner on `engine`, driving guests synchronously, without a
-    /// compilation cache or limits. Any engine serves; [`Runner::config`]
-    /// makes the fastest for it.
+    /// compilation cache or limits. Any engine serves but one that
+    /// consumes fuel, which is refused ([`Unenforceable::Fuel`], inside the
+    /// error): a runner gives its stores none, so every guest would trap at
+    /// once. [`Runner::config`] makes the fastest engine for it; limits
+    /// need more of the engine ([`with_limits`](Self::with_limits)).
     pub fn new(engine: &Engine) -> wasmtime::Result<Runner> {
+        if engine.get_consume_fuel() {
+            return Err(wasmtime::Error::new(Unenforceable::Fuel));
+        }
         #[cfg(feature = "p2")]
         let linker = {
             let mut linker = Linker::new(engine);
@@ -278,10 +286,44 @@ impl Runner {
         self
     }
 
-    /// Bounds every run's memory and time.
+    /// Bounds every run's memory and time, on an engine that can hold
+    /// them: one made by [`Runner::config_for`] (or
+    /// [`config_p3_for`](Self::config_p3_for),
+    /// [`config_pooled`](Self::config_pooled)) given the same limits, as
+    /// [`Runner::pooled`] does. On another, every run is refused before the
+    /// guest starts ([`RunError::Unenforceable`]), never run without the
+    /// bound; [`check_limits`](Self::check_limits) tells up front.
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
+    }
+
+    /// Whether this runner's engine can hold its limits: a timeout needs
+    /// epoch interruption ([`Unenforceable::TimeoutWithoutEpochs`]), a
+    /// memory limit an engine that lets a memory grow that far
+    /// ([`Unenforceable::MemoryPastEngine`]). Every run asks this first.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use packfs_host::{Limits, Runner, Unenforceable};
+    ///
+    /// let limits = Limits { timeout: Some(Duration::from_secs(5)), ..Limits::default() };
+    /// let plain = Runner::new(&wasmtime::Engine::new(&Runner::config())?)?.with_limits(limits);
+    /// assert_eq!(plain.check_limits(), Err(Unenforceable::TimeoutWithoutEpochs));
+    /// let timed = Runner::new(&wasmtime::Engine::new(&Runner::config_for(&limits))?)?.with_limits(limits);
+    /// assert_eq!(timed.check_limits(), Ok(()));
+    /// # Ok::<(), wasmtime::Error>(())
+    /// ```
+    pub fn check_limits(&self) -> Result<(), Unenforceable> {
+        if self.limits.timeout.is_some() && !self.engine.get_epoch_interruption() {
+            return Err(Unenforceable::TimeoutWithoutEpochs);
+        }
+        if let (Some(limit), Some(bound)) = (self.limits.max_memory, memory_bound(&self.engine))
+            && limit > bound
+        {
+            return Err(Unenforceable::MemoryPastEngine { limit, bound });
+        }
+        Ok(())
     }
 
     /// The engine guests are compiled for.
@@ -345,7 +387,14 @@ impl Runner {
         }
     }
 
-    fn store<T>(&self, data: T, limiter: impl Fn(&mut T) -> &mut Limiter + Send + Sync + 'static) -> Store<T> {
+    /// A store for one run, bounded by the limits: refused if the engine
+    /// cannot hold them ([`check_limits`](Self::check_limits)).
+    fn store<T>(
+        &self,
+        data: T,
+        limiter: impl Fn(&mut T) -> &mut Limiter + Send + Sync + 'static,
+    ) -> Result<Store<T>, RunError> {
+        self.check_limits().map_err(RunError::Unenforceable)?;
         let mut store = Store::new(&self.engine, data);
         #[cfg(feature = "p2")]
         store.set_max_component_handles(MAX_RESOURCES);
@@ -360,8 +409,15 @@ impl Runner {
             store.epoch_deadline_callback(move |_| {
                 if Instant::now() >= deadline { Err(Trap::Interrupt.into()) } else { Ok(UpdateDeadline::Continue(1)) }
             });
+        } else if self.engine.get_epoch_interruption() {
+            // No time limit, on an engine whose code checks the epoch: a
+            // new store's deadline is the epoch now, so its guest would
+            // trap at its first check, and another runner's watchdog may
+            // bump the epoch. It goes on whatever the epoch.
+            store.set_epoch_deadline(1);
+            store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Continue(1)));
         }
-        store
+        Ok(store)
     }
 
     /// Runs `f` under the timeout, if there is one: a watchdog bumps the
@@ -427,7 +483,7 @@ impl Runner {
     /// As [`run_module`](Self::run_module), for a module linked by
     /// [`prepare_module`](Self::prepare_module) on this runner.
     pub fn run_prepared_module(&self, pre: &InstancePre<P1State>, wasi: Wasi) -> Result<i32, RunError> {
-        let mut store = self.store(P1State { wasi, limiter: Limiter::default() }, |s| &mut s.limiter);
+        let mut store = self.store(P1State { wasi, limiter: Limiter::default() }, |s| &mut s.limiter)?;
         let (r, timed_out) = self.timed(|| {
             let instance = pre.instantiate(&mut store).map_err(RunError::Instantiate)?;
             let start = instance.get_typed_func::<(), ()>(&mut store, "_start").map_err(RunError::Instantiate)?;
@@ -473,7 +529,7 @@ impl Runner {
         wasi: WasiCtx,
         packfs: PackFsCtx,
     ) -> Result<i32, RunError> {
-        let mut store = self.store(GuestState::new(wasi, packfs), |s| &mut s.limiter);
+        let mut store = self.store(GuestState::new(wasi, packfs), |s| &mut s.limiter)?;
         let (r, timed_out) = self.timed(|| {
             let command = pre.instantiate(&mut store).map_err(RunError::Instantiate)?;
             Ok(command.wasi_cli_run().call_run(&mut store))
@@ -493,6 +549,19 @@ impl Runner {
             },
         }
     }
+}
+
+/// How far `engine` lets one linear memory grow, where it bounds that: a
+/// pool's memory slots, or a reservation that memories may not move out
+/// of. `None` where a memory may grow as far as its type allows.
+fn memory_bound(engine: &Engine) -> Option<usize> {
+    if let Some(pool) = engine.get_pooling_config() {
+        return Some(pool.get_max_memory_size());
+    }
+    if !engine.get_memory_may_move() {
+        return Some(usize::try_from(engine.get_memory_reservation()).unwrap_or(usize::MAX));
+    }
+    None
 }
 
 #[cfg(feature = "p3")]
@@ -565,7 +634,7 @@ impl Runner {
         use wasmtime_wasi::p2::bindings::Command as Command2;
         use wasmtime_wasi::p3::bindings::Command as Command3;
 
-        let mut store = self.store(GuestState::new(wasi, packfs), |s| &mut s.limiter);
+        let mut store = self.store(GuestState::new(wasi, packfs), |s| &mut s.limiter)?;
         let timeout = self.limits.timeout;
         let (r, timed_out) = self.timed(|| {
             wasmtime_wasi::runtime::in_tokio(async {

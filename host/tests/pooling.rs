@@ -13,7 +13,7 @@ use packfs_core::wasi::p1::{Wasi, WasiBuilder};
 use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_host::load::Guest;
 use packfs_host::p1::HostPlatform;
-use packfs_host::{Limits, Pool, RunError, Runner};
+use packfs_host::{Limits, Pool, RunError, Runner, Unenforceable};
 use wasmtime::{Engine, Instance, Module, Store};
 
 const GREETING: &[u8] = b"hello from the pack\n";
@@ -219,15 +219,20 @@ fn a_reservation_of_the_limit_alone_holds_it_too() {
 }
 
 #[test]
-fn a_runner_with_a_larger_limit_than_the_slot_sees_a_failed_grow() {
+fn a_runner_with_a_larger_limit_than_the_slot_refuses_to_run() {
     // Why `Runner::pooled` takes the limits once: the slot is 2 MiB, the
-    // runner's limit 8 MiB, so the pool refuses the growth, as memory.grow
-    // returning -1, before the limiter sees anything past its limit.
+    // runner's limit 8 MiB, so the pool would refuse the growth, as
+    // memory.grow returning -1, before the limiter saw anything past its
+    // limit. The runner refuses to run rather than hold a limit it cannot
+    // (it ran, and the guest saw the failed grow: issue 38, item 6).
     let slot = Limits { max_memory: Some(2 << 20), ..Limits::default() };
     let engine = Engine::new(&Runner::config_pooled(&slot, &pool(1))).unwrap();
     let runner = Runner::new(&engine).unwrap().with_limits(Limits { max_memory: Some(8 << 20), ..slot });
     let over = module(&runner, &grower(32));
-    assert_eq!(runner.run_module(&over, builder().build().unwrap()).unwrap(), 1);
+    let past = Unenforceable::MemoryPastEngine { limit: 8 << 20, bound: 2 << 20 };
+    assert!(
+        matches!(runner.run_module(&over, builder().build().unwrap()), Err(RunError::Unenforceable(e)) if e == past)
+    );
 }
 
 #[test]
