@@ -28,7 +28,6 @@ use super::digest::Digest;
 use super::hash_index::HashIndex;
 use super::index::Index;
 use super::inode::{self, Body, InodeRecord};
-use super::layout::Layout;
 use super::pieces::Pieces;
 // Also the path content, layout, partial and verify name it by.
 pub(super) use super::source::ByteSource;
@@ -197,19 +196,18 @@ pub struct PackFs<S> {
     pub(crate) copies: bool,
 }
 
-/// Copies of the pieces of `source` an open reads: the header, the index
-/// region and the trailer ([`Layout::required`]), or, where the trailer
-/// does not say where the index lies, the header and the trailer (whose
-/// open then says what is wrong).
+/// Copies of the pieces of `source` an open reads: the header, and the
+/// index region with the trailer (where the trailer says the index lies;
+/// the trailer alone where it does not, whose open then says what is
+/// wrong).
 fn required_copied<S: ByteSource>(source: &S) -> Vec<(u64, Vec<u8>)> {
+    use super::{header::HEADER_LEN, trailer};
     let size = source.size();
-    let tail = size.saturating_sub(super::layout::TRAILER_LEN);
-    let ranges = match source.get(tail..size).map(Layout::from_trailer) {
-        Some(Ok(layout)) => layout.required(),
-        _ => [(0, super::layout::HEADER_LEN.min(size)), (tail, size)],
-    };
-    let copy = |(start, end): (u64, u64)| Some((start, source.get(start..end.min(size))?.to_vec()));
-    ranges.into_iter().filter_map(copy).collect()
+    let tail = size.saturating_sub(trailer::TRAILER_LEN);
+    let parsed = source.get(tail..size).and_then(|t| trailer::Trailer::parse(t, tail).ok());
+    let index = parsed.map_or(tail, |t| t.index_offset.min(tail));
+    let copy = |(start, end): (u64, u64)| Some((start, source.get(start..end)?.to_vec()));
+    [(0, HEADER_LEN.min(size)), (index, size)].into_iter().filter_map(copy).collect()
 }
 
 impl<S: ByteSource> std::fmt::Debug for PackFs<S> {
