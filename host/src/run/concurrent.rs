@@ -63,7 +63,7 @@ impl Runner {
     /// [`prepare_p3`](Self::prepare_p3) on this runner.
     ///
     /// The run is driven on wasmtime-wasi's tokio runtime. Under
-    /// [`Limits::timeout`] it ends at the deadline wherever the guest is:
+    /// [`Limits::timeout`](crate::Limits::timeout) it ends at the deadline wherever the guest is:
     /// in its own code (the epoch), or waiting on a host future (the run's
     /// future is dropped, and with it every stream and task it held).
     pub fn run_prepared_p3(
