@@ -182,6 +182,11 @@ impl Tree {
         let size = full.min(keep);
         self.charge_bytes(0, size)?;
         let lower = self.lower()?;
+        // A lazy lower (a pack fetched piece by piece) is asked for every
+        // missing piece of what is copied at once, before any is read: a
+        // read stopping at each would fetch a piece a round, and the call
+        // run again from the start each time.
+        lower.loaded(lino, 0, size)?;
         let mut content = Content::default();
         let mut buf = vec![0; size.min(1 << 20) as usize];
         let mut offset = 0;

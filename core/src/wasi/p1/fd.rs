@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use super::abi::{self, Errno, Fdstat, Filestat, fdflags, filetype, fstflags, rights, whence};
-use super::memory::{Iovecs, Memory, at_most, check, fill_bytes, with_bytes, write_bytes, write_u32, write_u64};
+use super::memory::{
+    COPY_CHUNK, Iovecs, Memory, at_most, check, fill_bytes, with_bytes, write_bytes, write_u32, write_u64,
+};
 use super::{Entry, File, Listing, Result, Wasi};
 use crate::wasi::descriptor::Descriptor;
 use crate::{Metadata, SetTime, Timestamp};
@@ -58,22 +60,28 @@ impl Wasi {
                     WriteAt::Cursor => f.position,
                     WriteAt::Offset(offset) => offset,
                 };
-                let total = iovs.each(mem, |mem, buf, len, done| {
-                    let offset = start.checked_add(u64::from(done)).ok_or(Errno::FBIG)?;
-                    let mut took = 0u64;
-                    with_bytes(mem, buf, len, scratch, |b| {
-                        if f.append {
-                            let end = f.desc.append(b)?;
-                            if let WriteAt::Cursor = at {
-                                f.position = end;
-                            }
-                        } else {
-                            f.desc.write(b, offset.checked_add(took).ok_or(Errno::FBIG)?)?;
+                // One call, one change: every buffer's bytes written whole
+                // or not at all (one quota check, one journal record), in
+                // every build, whether or not the memory lends them.
+                let bytes = iovs.gather(mem, scratch)?;
+                let total = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+                let written = match (bytes.is_empty(), f.append) {
+                    (true, _) => Ok(()),
+                    (false, true) => f.desc.append(bytes).map(|end| {
+                        if let WriteAt::Cursor = at {
+                            f.position = end;
                         }
-                        took += b.len() as u64;
-                        Ok(b.len())
-                    })
-                })?;
+                    }),
+                    (false, false) => {
+                        start.checked_add(u64::from(total)).ok_or(Errno::FBIG)?;
+                        f.desc.write(bytes, start).map(drop)
+                    }
+                };
+                // A large write's copy is not kept for the guest's life.
+                if scratch.capacity() > COPY_CHUNK {
+                    *scratch = Vec::new();
+                }
+                written?;
                 if let (WriteAt::Cursor, false) = (at, f.append) {
                     // Each byte was written below 2^64: so is the end.
                     f.position = start.saturating_add(u64::from(total));

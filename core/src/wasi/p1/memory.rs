@@ -194,6 +194,34 @@ impl Iovecs {
         self.list().iter().map(|&(_, len)| u64::from(len)).sum::<u64>().min(u64::from(u32::MAX))
     }
 
+    /// Every buffer's bytes end to end (cut at `u32::MAX` in all), for a
+    /// call that is one change however many buffers it names (a file's
+    /// write, applied whole or not at all): lent where one buffer holds
+    /// them all and the memory lends it, else gathered into `scratch`
+    /// (`NOMEM` if that much cannot be had).
+    pub(crate) fn gather<'a>(
+        &self,
+        mem: &'a (impl Memory + ?Sized),
+        scratch: &'a mut Vec<u8>,
+    ) -> Result<&'a [u8], Errno> {
+        let total = self.total();
+        let mut full = self.list().iter().filter(|&&(_, len)| len > 0);
+        if let (Some(&(buf, len)), None) = (full.next(), full.next())
+            && let Some(bytes) = mem.slice(buf, len)
+        {
+            return Ok(bytes);
+        }
+        scratch.clear();
+        let total = usize::try_from(total).map_err(|_| Errno::NOMEM)?;
+        scratch.try_reserve_exact(total).map_err(|_| Errno::NOMEM)?;
+        for &(buf, len) in self.list() {
+            let (at, n) = (scratch.len(), (len as usize).min(total - scratch.len()));
+            scratch.resize(at + n, 0);
+            mem.read(buf, &mut scratch[at..]);
+        }
+        Ok(scratch)
+    }
+
     /// The first buffer that is not empty.
     pub(crate) fn first(&self) -> Option<(u32, u32)> {
         self.list().iter().copied().find(|&(_, len)| len > 0)
