@@ -1,7 +1,8 @@
 // How packfs-web reaches a guest, in headless Chromium: each guest's
 // imports call packfs-web through a trampoline that names the guest, so
 // two guests of one thread each reach their own state and memory, and an
-// instance whose Preview1 was freed reaches none, not a later guest's; a
+// instance whose Preview1 was freed reaches none, not a later guest's, and
+// its refused calls, thrown from the trampoline, leave packfs-web whole; a
 // callback that calls its guest again, through Preview1.call or a direct
 // export, is refused with an Error and the guest goes on; a shared memory (which the wasm copier cannot import) is reached through
 // JavaScript, and its growth seen.
@@ -12,7 +13,7 @@ import assert from "node:assert/strict";
 import { ISOLATED, startServer } from "./server.mjs";
 import { launch, newPage } from "./browser.mjs";
 import { pkgOverride } from "./pkg.mjs";
-import { growingGuest, writingGuest } from "./wasm.mjs";
+import { catchingGuest, growingGuest, writingGuest } from "./wasm.mjs";
 
 let plain, isolated, browser;
 
@@ -74,6 +75,59 @@ test("two guests of one thread reach their own state, and a freed guest's instan
   assert.equal(new Set(r.ids).size, 3, `ids ${r.ids}`);
 });
 
+// A refused call threw from within packfs-web's frames, which skipped
+// giving back the 96 bytes of shadow stack its export had taken: 12,000
+// refusals caught by a guest overran the stack, and an unrelated MemFs
+// became unreadable (RuntimeError). They are thrown from the trampoline now.
+test("20,000 refused calls caught by a freed guest's instance leave packfs-web whole", async () => {
+  const { page, context, errors } = await newPage(browser);
+  await page.goto(`${plain.url}/www/`);
+  const bytes = Array.from(catchingGuest({ calls: 20_000 }));
+  const r = await page.evaluate(async (bytes) => {
+    const web = await import("/pkg/packfs_web.js");
+    const wasm = await web.default();
+    const { imports } = await import("/pkg/imports.js");
+    const out = [];
+    const p1 = new web.Preview1({ stdout: (b) => out.push(...b) });
+    const { instance } = await WebAssembly.instantiate(new Uint8Array(bytes), {
+      wasi_snapshot_preview1: await imports(p1, web.Preview1, wasm),
+    });
+    p1.start(instance.exports.memory);
+    instance.exports._start();
+    p1.free();
+    let refused;
+    try {
+      instance.exports.hammer();
+      refused = "caught";
+    } catch (e) {
+      refused = e.message;
+    }
+    // A stale call not caught says why, as before.
+    let stale;
+    try {
+      instance.exports._start();
+    } catch (e) {
+      stale = e.message;
+    }
+    const fs = new web.MemFs();
+    fs.writeFileSync("a.txt", "still here");
+    return {
+      out: new TextDecoder().decode(new Uint8Array(out)),
+      refused,
+      stale,
+      read: new TextDecoder().decode(fs.readFileSync("a.txt")),
+      inDoubt: web.Preview1.inDoubt(),
+    };
+  }, bytes);
+  await context.close();
+  assert.deepEqual(errors, []);
+  assert.equal(r.out, "ok\n");
+  assert.equal(r.refused, "caught");
+  assert.match(r.stale, /no started Preview1/);
+  assert.equal(r.read, "still here");
+  assert.equal(r.inDoubt, false);
+});
+
 // Preview1.call took the guest's state with RefCell::borrow_mut: called
 // from a stdout callback while a direct export held it, it panicked (a
 // RuntimeError, "unreachable"), and the Preview1 stayed borrowed, so every
@@ -96,16 +150,19 @@ test("a callback that calls its guest again is refused, by Preview1.call as by t
       }
     };
     const out = [];
+    let wasi;
     const p1 = new web.Preview1({
       stdout: (b) => {
         out.push(...b);
         attempt("call", callYield);
-        attempt("direct", () => wasm.direct_sched_yield(p1.id));
+        // The guest's own import: the trampoline throws for the refusal.
+        attempt("direct", () => wasi.sched_yield());
+        // The export itself throws nothing: it answers with the refusal.
+        attempt("export", () => wasm.direct_sched_yield(p1.id));
       },
     });
-    const { instance } = await WebAssembly.instantiate(new Uint8Array(bytes), {
-      wasi_snapshot_preview1: await imports(p1, web.Preview1, wasm),
-    });
+    wasi = await imports(p1, web.Preview1, wasm);
+    const { instance } = await WebAssembly.instantiate(new Uint8Array(bytes), { wasi_snapshot_preview1: wasi });
     p1.start(instance.exports.memory);
     instance.exports._start();
     instance.exports._start();
@@ -116,8 +173,12 @@ test("a callback that calls its guest again is refused, by Preview1.call as by t
   }, Array.from(writingGuest("hello\n")));
   await context.close();
   assert.deepEqual(errors, []);
-  assert.deepEqual(r.during.map((s) => s.what), ["call", "direct", "call", "direct"], JSON.stringify(r.during));
+  assert.deepEqual(r.during.map((s) => s.what), ["call", "direct", "export", "call", "direct", "export"], JSON.stringify(r.during));
   for (const s of r.during) {
+    if (s.what === "export") {
+      assert.equal(s.returned, -2, JSON.stringify(s));
+      continue;
+    }
     assert.equal(s.threw, "Error", JSON.stringify(s));
     assert.match(s.message, /a guest call from within one of its own calls/, JSON.stringify(s));
   }

@@ -17,6 +17,7 @@ import { startServer } from "./server.mjs";
 import { launch, newPage } from "./browser.mjs";
 import { pkgOverride } from "./pkg.mjs";
 import { packfs } from "./fixtures.mjs";
+import { catchingGuest } from "./wasm.mjs";
 
 const TARGET = fileURLToPath(new URL("../../target/guest-tests/", import.meta.url));
 const SEED = readFileSync(`${TARGET}browser/seed.pack`);
@@ -87,7 +88,18 @@ async function onPage(script, arg) {
       const run = new Function("runP1", "modules", "ended", "arg", "createRunner", `return (${script})(runP1, modules, ended, arg, createRunner);`);
       return run(runP1, bytes, ended, arg, createRunner);
     },
-    { script: script.toString(), arg, modules: { nothing: NOTHING, trap: TRAP, stranger: STRANGER, sleeper: SLEEPER } },
+    {
+      script: script.toString(),
+      arg,
+      modules: {
+        nothing: NOTHING,
+        trap: TRAP,
+        stranger: STRANGER,
+        sleeper: SLEEPER,
+        // 20,000 refused calls caught in its start section (not yet started).
+        catching: Array.from(catchingGuest({ calls: 20_000, inStart: true })),
+      },
+    },
   );
   await context.close();
   assert.deepEqual(errors, []);
@@ -156,6 +168,13 @@ test("every option is checked before anything is fetched, by name", { timeout: 6
     [{ preopens: {} }, /preopens must be an array/],
     [{ preopen: [] }, /runP1 has no option "preopen"/],
     [{ args: ["a", 1] }, /args must be an array of strings/],
+    // What C's argv and environ cannot carry, and preopens no guest path
+    // reaches: taken, the guest saw "a" for "a\0b", a name split at "=".
+    [{ args: ["a\0b"] }, /args\[0\] must be a string without NUL/],
+    [{ env: { "A=B": "c" } }, /env's names must be non-empty, without '=' or NUL, not "A=B"/],
+    [{ env: { A: "b\0c" } }, /env\.A must be a string without NUL/],
+    [{ preopens: [{ path: "/a/../b", kind: "mem" }] }, /preopens\[0\]\.path must be a guest path starting with "\/", without "\.\."/],
+    [{ preopens: [{ path: "/m", kind: "mem" }, { path: "/m", kind: "mem" }] }, /preopens\[1\]\.path must be a path no other preopen has/],
     [{ env: { A: 1 } }, /env must be an object of strings/],
     [{ stdin: "text" }, /stdin must be a Uint8Array, an ArrayBuffer, a ReadableStream or a function, not "text"/],
     [{ stdout: "console" }, /stdout must be a function/],
@@ -300,6 +319,15 @@ test("a warm runner: each run clean, runs in turn, a timeout or close ends only 
       );
       return { exitCode: r.resolved?.exitCode, error: r.message, out };
     };
+    // Guests that catch 20,000 refused calls each: they run, and leave
+    // the worker whole for the next (two overran its shadow stack, and
+    // every later run failed with "memory access out of bounds").
+    const caught = [];
+    for (let i = 0; i < 2; i++) {
+      let out = "";
+      const r = await ended(runner.run(m.catching, { stdout: (b) => (out += dec.decode(b)) }));
+      caught.push({ exitCode: r.resolved?.exitCode, error: r.message, out });
+    }
     const wrote = await run(["write", "/m/x", "hello"]);
     const fresh = await run(["cat", "/m/x"]);
     // Asked for together, run one after the other, each with its own stdout.
@@ -311,8 +339,9 @@ test("a warm runner: each run clean, runs in turn, a timeout or close ends only 
     await new Promise((done) => setTimeout(done, 300));
     runner.close();
     const closed = [await sleeping, await waiting, await ended(runner.run(m.nothing))];
-    return { wrote, fresh, together, timedOut, after, closed };
+    return { caught, wrote, fresh, together, timedOut, after, closed };
   });
+  for (const c of r.caught) assert.deepEqual(c, { exitCode: 0, error: undefined, out: "ok\n" });
   assert.equal(r.wrote.exitCode, 0, r.wrote.error);
   assert.notEqual(r.fresh.exitCode, 0, "the last run's mem preopen is gone");
   assert.deepEqual(r.together.map((t) => t.out), ["one\n", "two\n"]);

@@ -14,7 +14,7 @@ export async function imports(p1, Preview1, wasm) {
   const signatures = Preview1.signatures();
   const direct = names.map((name, i) => ({ name, sig: signatures[i] })).filter((f) => f.name !== "proc_exit");
   const module = await (trampolines ??= WebAssembly.compile(trampoline(direct)));
-  const p1Imports = { id: p1.id };
+  const p1Imports = { id: p1.id, refused: () => refused(Preview1) };
   for (const { name } of direct) p1Imports[name] = wasm[`direct_${name}`];
   const out = { ...new WebAssembly.Instance(module, { p1: p1Imports }).exports };
   const exit = names.indexOf("proc_exit");
@@ -26,12 +26,21 @@ export async function imports(p1, Preview1, wasm) {
  *  every guest, its id an imported global. */
 let trampolines;
 
+/** What a trampoline calls when a direct export refused its call (a
+ *  negative number in place of an errno): throws, from outside packfs-web,
+ *  whose frames have all returned, with the refusal's words. */
+function refused(Preview1) {
+  throw new Error(Preview1.lastRefusal());
+}
+
 /**
  * A wasm module that imports `p1.<name>` (the direct export: an i32 guest
  * id, then the function's parameters) for each of `functions` ({ name, sig
- * }, `sig` as Preview1.signatures gives it) and the immutable global
- * `p1.id`, and exports `<name>` with the function's own parameters, which
- * calls the import with the id first.
+ * }, `sig` as Preview1.signatures gives it), `p1.refused` and the
+ * immutable global `p1.id`, and exports `<name>` with the function's own
+ * parameters, which calls the import with the id first and returns its
+ * errno, or, when the import answers with a negative number (a refusal),
+ * calls `p1.refused` with it (which throws).
  */
 function trampoline(functions) {
   const leb = (n) => {
@@ -56,17 +65,32 @@ function trampoline(functions) {
   const n = functions.length;
   return new Uint8Array([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-    // Types: function k's import is type 2k, its export type 2k + 1.
-    ...section(1, functions.flatMap(({ sig }) => [type([I32, ...params(sig)]), type(params(sig))])),
+    // Types: function k's import is type 2k, its export type 2k + 1;
+    // `refused` (i32 -> nothing) type 2n.
+    ...section(1, [
+      ...functions.flatMap(({ sig }) => [type([I32, ...params(sig)]), type(params(sig))]),
+      [0x60, 1, I32, 0],
+    ]),
+    // Imports: the functions (0 .. n - 1), `refused` (n), the id global.
     ...section(2, [
       ...functions.map(({ name }, k) => [...str("p1"), ...str(name), 0x00, ...leb(2 * k)]),
+      [...str("p1"), ...str("refused"), 0x00, ...leb(2 * n)],
       [...str("p1"), ...str("id"), 0x03, I32, 0x00],
     ]),
     ...section(3, functions.map((_, k) => leb(2 * k + 1))),
-    ...section(7, functions.map(({ name }, k) => [...str(name), 0x00, ...leb(n + k)])),
+    ...section(7, functions.map(({ name }, k) => [...str(name), 0x00, ...leb(n + 1 + k)])),
     ...section(10, functions.map(({ sig }, k) => {
-      // global.get id, local.get 0 .. , call import k
-      const body = [0, 0x23, 0, ...[...sig].flatMap((_, j) => [0x20, ...leb(j)]), 0x10, ...leb(k), 0x0b];
+      // One i32 local after the parameters: the answer.
+      const r = leb(sig.length);
+      const body = [
+        1, 1, I32,
+        // global.get id, local.get 0 .., call import k, local.tee r
+        0x23, 0, ...[...sig].flatMap((_, j) => [0x20, ...leb(j)]), 0x10, ...leb(k), 0x22, ...r,
+        // if r < 0: refused(r)
+        0x41, 0, 0x48, 0x04, 0x40, 0x20, ...r, 0x10, ...leb(n), 0x0b,
+        // r
+        0x20, ...r, 0x0b,
+      ];
       return [...leb(body.length), ...body];
     })),
   ]);

@@ -77,7 +77,9 @@ function preopen(p, i, base) {
   const what = `preopens[${i}]`;
   if (!isObject(p)) throw bad(what, "an object", p);
   onlyKnown(p, PREOPEN, what);
-  if (typeof p.path !== "string" || !p.path.startsWith("/")) throw bad(`${what}.path`, 'a guest path starting with "/"', p.path);
+  if (typeof p.path !== "string" || !p.path.startsWith("/") || p.path.split("/").includes("..") || p.path.includes("\0")) {
+    throw bad(`${what}.path`, 'a guest path starting with "/", without ".." or NUL', p.path);
+  }
   if (!KINDS.includes(p.kind)) {
     const names = KINDS.map((k) => JSON.stringify(k));
     throw bad(`${what}.kind`, `${names.slice(0, -1).join(", ")} or ${names.at(-1)}`, p.kind);
@@ -139,8 +141,17 @@ function check(module, options) {
   if (args !== undefined && !(Array.isArray(args) && args.every((a) => typeof a === "string"))) {
     throw bad("args", "an array of strings", args);
   }
+  // C's argv and environ end a string at its first NUL, and split
+  // NAME=value at the first "=": the guest would see other words.
+  args?.forEach((a, i) => {
+    if (a.includes("\0")) throw bad(`args[${i}]`, "a string without NUL", a);
+  });
   if (env !== undefined && !(isObject(env) && Object.values(env).every((v) => typeof v === "string"))) {
     throw bad("env", "an object of strings", env);
+  }
+  for (const [k, v] of Object.entries(env ?? {})) {
+    if (k === "" || /[=\0]/.test(k)) throw bad("env's names", "non-empty, without '=' or NUL", k);
+    if (v.includes("\0")) throw bad(`env.${k}`, "a string without NUL", v);
   }
   if (stdin !== undefined && !isBytes(stdin) && typeof stdin !== "function" && !(stdin instanceof ReadableStream)) {
     throw bad("stdin", "a Uint8Array, an ArrayBuffer, a ReadableStream or a function", stdin);
@@ -158,11 +169,15 @@ function check(module, options) {
   }
   // Relative URLs are the page's, as in fetch(): not the worker script's.
   const base = String(baseUrl ?? globalThis.location?.href ?? "");
+  const checked = (preopens ?? []).map((p, i) => preopen(p, i, base));
+  checked.forEach((p, i) => {
+    if (checked.findIndex((q) => q.path === p.path) < i) throw bad(`preopens[${i}].path`, "a path no other preopen has", p.path);
+  });
   return {
     args,
     env,
     stdin: stdin instanceof ArrayBuffer ? new Uint8Array(stdin) : isBytes(stdin) ? stdin : undefined,
-    preopens: (preopens ?? []).map((p, i) => preopen(p, i, base)),
+    preopens: checked,
   };
 }
 
@@ -198,7 +213,8 @@ function piece(v, what) {
 }
 
 /** `stdin` (a ReadableStream or a function) as `next()`, a promise of
- *  the next non-empty piece or `null` at the end, and `close()`. */
+ *  the next non-empty piece or `null` at the end, and `close()`, after
+ *  which it gives nothing more. */
 function pieces(stdin) {
   if (typeof stdin === "function") {
     let ended = false;
@@ -210,7 +226,9 @@ function pieces(stdin) {
         if (b === null || b.length === 0) ended = true;
         return ended ? null : b;
       },
-      close() {},
+      close() {
+        ended = true;
+      },
     };
   }
   const reader = stdin.getReader();
@@ -229,14 +247,44 @@ function pieces(stdin) {
   };
 }
 
-/** All of `src`'s pieces, in one array. */
+/** Most bytes of stdin read to its end before the guest starts (a page
+ *  that is not cross-origin isolated cannot feed it as it reads). */
+const MAX_DRAINED = 256 << 20;
+
+/** All of `src`'s pieces, in one array, at most {@link MAX_DRAINED} bytes.
+ *  It gives the event loop a turn every MiB or so, so that a timeout, an
+ *  abort or `close()` (which closes `src`) takes effect meanwhile, however
+ *  fast a source answers (a function's promises resolve in microtasks,
+ *  between which no timer runs). */
 async function drain(src) {
   const all = [];
-  for (let b; (b = await src.next()) !== null; ) all.push(b);
-  const out = new Uint8Array(all.reduce((n, b) => n + b.length, 0));
+  let total = 0;
+  let since = 0;
+  for (let b; (b = await src.next()) !== null; ) {
+    total += b.length;
+    if (total > MAX_DRAINED) {
+      src.close();
+      throw new RunError("io", `stdin: more than ${MAX_DRAINED >> 20} MiB to read before the guest starts (a page that is not cross-origin isolated reads it first)`);
+    }
+    all.push(b);
+    if ((since += b.length) >= 1 << 20) {
+      since = 0;
+      await new Promise((turn) => setTimeout(turn, 0));
+    }
+  }
+  const out = new Uint8Array(total);
   all.reduce((at, b) => (out.set(b, at), at + b.length), 0);
   return out;
 }
+
+/** Most bytes of a run's output the page may have been sent and not yet
+ *  handed to its callbacks: past it, a write waits (where the page is
+ *  cross-origin isolated, so the worker can wait) ... */
+const OUTPUT_IN_FLIGHT = 4 << 20;
+/** ... or, where it is not (the worker cannot wait for the page), the most
+ *  a run may write to stdout and stderr together: a write past it fails
+ *  (EIO). */
+const OUTPUT_UNWAITED = 256 << 20;
 
 /**
  * The page's end of a guest's pulled stdin: a shared buffer, `[state,
@@ -324,7 +372,9 @@ export function runP1(module, options = {}) {
  * from one run to the next, and each run starts from a clean guest state
  * (a new instance, new preopens, new stdio). Runs take turns: a run asked
  * for while another is under way starts when it ends. A run that times out
- * or is aborted takes the Worker with it; the next run starts another.
+ * or is aborted takes the Worker with it, as does one after which
+ * packfs-web's state there is in doubt (a call unwound through it); the
+ * next run starts another.
  *
  * `modules` (8): how many compiled modules it keeps, keyed by the SHA-256
  * of their bytes, so a module given again as bytes is not compiled again
@@ -405,7 +455,23 @@ class Runner {
     if (signal?.aborted) throw aborted();
     const worker = (this.#worker ??= new Worker(new URL("./worker.js", import.meta.url), { type: "module" }));
     const src = msg.stdin === undefined && stdin !== undefined ? pieces(stdin) : null;
-    const channel = src && globalThis.crossOriginIsolated === true ? stdinChannel(src) : null;
+    const isolated = globalThis.crossOriginIsolated === true;
+    const channel = src && isolated ? stdinChannel(src) : null;
+    // Output in flight, shared with the worker where it can wait on it.
+    const flow = isolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
+    const output = {
+      flow: flow?.buffer ?? null,
+      inFlight: OUTPUT_IN_FLIGHT,
+      unwaited: OUTPUT_UNWAITED,
+      stdout: stdout !== undefined,
+      stderr: stderr !== undefined,
+    };
+    const taken = (n) => {
+      if (flow) {
+        Atomics.sub(flow, 0, n);
+        Atomics.notify(flow, 0);
+      }
+    };
     return new Promise((resolve, reject) => {
       let cancelTimer = () => {};
       const onAbort = () => fail(aborted());
@@ -431,21 +497,27 @@ class Runner {
       worker.onmessage = (e) => {
         const m = e.data;
         if (m.type === "stdin") channel.serve(m.max);
-        else if (m.type === "stdout") stdout?.(m.bytes);
-        else if (m.type === "stderr") stderr?.(m.bytes);
+        else if (m.type === "stdout" || m.type === "stderr") {
+          try {
+            (m.type === "stdout" ? stdout : stderr)?.(m.bytes);
+          } finally {
+            taken(m.bytes.length);
+          }
+        }
+        // A worker whose packfs-web is in doubt runs no other guest.
         else if (m.type === "exit") {
-          const { type, ...result } = m;
-          end(() => resolve(result), false);
+          const { type, inDoubt, ...result } = m;
+          end(() => resolve(result), inDoubt);
         } else {
-          end(() => reject(new RunError(m.kind, m.message, { detail: m.detail })), false);
+          end(() => reject(new RunError(m.kind, m.message, { detail: m.detail })), m.inDoubt);
         }
       };
       worker.onerror = (e) => fail(new RunError("io", `the worker failed: ${e.message ?? "it did not load"}`));
       const bytes = compiled instanceof WebAssembly.Module ? compiled : new Uint8Array(compiled);
       const input = channel ? Promise.resolve({ shared: channel.shared }) : src ? drain(src) : Promise.resolve(msg.stdin);
       Promise.all([input, engine]).then(
-        ([stdin, engine]) => this.#stop === fail && worker.postMessage({ module: bytes, engine, ...msg, stdin }),
-        (e) => fail(new RunError("io", `reading stdin: ${e?.message ?? e}`, { cause: e, detail: e?.stack })),
+        ([stdin, engine]) => this.#stop === fail && worker.postMessage({ module: bytes, engine, ...msg, stdin, output }),
+        (e) => this.#stop === fail && fail(e instanceof RunError ? e : new RunError("io", `reading stdin: ${e?.message ?? e}`, { cause: e, detail: e?.stack })),
       );
     });
   }

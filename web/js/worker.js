@@ -2,15 +2,19 @@
 // filesystems (see runner.js, which starts it). A read of a lazy pack's
 // bytes not here yet blocks this worker on a synchronous Range request.
 //
-// Message in:  { module, engine, args, env, stdin, preopens }, checked by
-//              runner.js (engine: packfs-web's compiled module, or null)
-//              (preopens as it documents them, each url absolute; stdin
-//              bytes, or { shared } to pull each piece from the page).
+// Message in:  { module, engine, args, env, stdin, preopens, output },
+//              checked by runner.js (engine: packfs-web's compiled module,
+//              or null) (preopens as it documents them, each url absolute;
+//              stdin bytes, or { shared } to pull each piece from the page;
+//              output: which callbacks the page has, and how much output
+//              may be in flight, see `output`).
 // Messages out: { type: "stdin", max } while the guest waits for input,
 //              { type: "stdout" | "stderr", bytes }, then
 //              { type: "exit", exitCode, bytesFetched, requests, saved }
 //              or { type: "error", kind, message, detail } (kind as
-//              runner.js's RunError says).
+//              runner.js's RunError says), each with `inDoubt`: true when
+//              packfs-web's state here can no longer be trusted (a call
+//              unwound through its frames), and the worker must go.
 
 import init, { MemFs, Overlay, Pack, Preview1 } from "./packfs_web.js";
 import { imports } from "./imports.js";
@@ -58,12 +62,32 @@ function pull(shared) {
   };
 }
 
-const post = (type) => (bytes) => self.postMessage({ type, bytes });
+/** The guest's `type` output ("stdout" or "stderr") as runner.js's
+ *  `output` says: not sent where the page has no callback; else sent,
+ *  each write's bytes moved, not copied. Where the page shares `flow`
+ *  (the bytes sent and not yet taken), a write waits while more than
+ *  `inFlight` are; where it cannot (not cross-origin isolated), a write
+ *  past `unwaited` bytes in all throws (the guest sees EIO): either way a
+ *  guest cannot make the page hold more than that. */
+function output(type, { flow, inFlight, unwaited, ...wanted }) {
+  if (!wanted[type]) return undefined;
+  const sent = flow ? new Int32Array(flow) : null;
+  let total = 0;
+  return (bytes) => {
+    if (sent) {
+      for (let v; (v = Atomics.load(sent, 0)) > inFlight; ) Atomics.wait(sent, 0, v);
+      Atomics.add(sent, 0, bytes.length);
+    } else if ((total += bytes.length) > unwaited) {
+      throw new Error(`${type}: more than ${unwaited >> 20} MiB, which a page that is not cross-origin isolated cannot be made to wait for`);
+    }
+    self.postMessage({ type, bytes }, [bytes.buffer]);
+  };
+}
 
 async function run(msg) {
   // The page's compiled packfs-web where it sent one (runner.js), else
   // fetched from beside this script. Once per worker: later runs return.
-  const wasm = await init(msg.engine ? { module_or_path: msg.engine } : undefined);
+  const wasm = (loaded = await init(msg.engine ? { module_or_path: msg.engine } : undefined));
   const opened = [];
   let p1;
   try {
@@ -71,8 +95,8 @@ async function run(msg) {
       args: msg.args ?? ["guest"],
       env: msg.env ?? {},
       stdin: msg.stdin?.shared ? pull(msg.stdin.shared) : msg.stdin,
-      stdout: post("stdout"),
-      stderr: post("stderr"),
+      stdout: output("stdout", msg.output),
+      stderr: output("stderr", msg.output),
     }));
     await guest(msg, p1, wasm, opened);
   } finally {
@@ -111,7 +135,7 @@ async function guest(msg, p1, wasm, opened) {
     if (typeof e?.exitCode === "number") exitCode = e.exitCode;
     // V8 says a guest out of stack with a RangeError.
     else if (e instanceof WebAssembly.RuntimeError || e instanceof RangeError) {
-      throw new Failed("trap", `the guest trapped: ${e.message}`, e);
+      throw outOfMemory() ?? new Failed("trap", `the guest trapped: ${e.message}`, e);
     } else throw new Failed("io", `a host call failed: ${e?.message ?? e}`, e);
   }
   const saved = [];
@@ -122,6 +146,7 @@ async function guest(msg, p1, wasm, opened) {
   self.postMessage(
     {
       type: "exit",
+      inDoubt: inDoubt(),
       exitCode,
       bytesFetched: packs.reduce((n, o) => n + o.pack.bytesFetched, 0),
       requests: packs.reduce((n, o) => n + o.pack.requests, 0),
@@ -131,9 +156,35 @@ async function guest(msg, p1, wasm, opened) {
   );
 }
 
+/** packfs-web's exports here, once loaded. */
+let loaded;
+
+/** A wasm memory never gives back what it grew to: a worker whose
+ *  packfs-web holds more than this after a run is retired, not kept warm. */
+const RETIRE_FROM = 1 << 30;
+
+/** Whether packfs-web here is in doubt (and, not loaded, it is), or holds
+ *  more memory than a warm worker keeps. */
+function inDoubt() {
+  try {
+    return Preview1.inDoubt() || loaded.memory.buffer.byteLength > RETIRE_FROM;
+  } catch {
+    return true;
+  }
+}
+
+/** What a failure inside packfs-web's own frames most likely was: its
+ *  memory, near wasm32's 4 GiB, could not grow for a write (an unbounded
+ *  `mem` tree filled). Said so, not as the guest's trap. */
+function outOfMemory() {
+  const bytes = loaded?.memory.buffer.byteLength ?? 0;
+  if (!(Preview1.inDoubt() && bytes > 3 * 2 ** 30)) return null;
+  return new Failed("io", `packfs-web ran out of memory (${Math.round(bytes / 2 ** 20)} MiB): give the guest's mem trees a maxBytes`);
+}
+
 self.onmessage = (e) => {
   run(e.data).catch((err) => {
     const f = err instanceof Failed ? err : new Failed("io", String(err?.message ?? err), err);
-    self.postMessage({ type: "error", kind: f.kind, message: f.message, detail: f.detail });
+    self.postMessage({ type: "error", inDoubt: inDoubt(), kind: f.kind, message: f.message, detail: f.detail });
   });
 };

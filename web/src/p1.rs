@@ -166,6 +166,8 @@ pub struct Preview1 {
     builder: Option<WasiBuilder>,
     guest: Rc<RefCell<Guest>>,
     id: u32,
+    /// The preopens' guest paths so far: each once.
+    paths: Vec<String>,
 }
 
 impl Drop for Preview1 {
@@ -225,28 +227,69 @@ thread_local! {
 /// outer call's until that returns.
 const REENTERED: &str = "a guest call from within one of its own calls (a callback calling its guest again)";
 
-/// A direct export's call on guest `id`: its errno.
-///
-/// A guest calls these exports with no JavaScript between it and
-/// packfs-web, so there is nothing to throw through: a call with no guest
-/// to run on (no such id, before `start`, or made again from within one of
-/// its own calls) throws from here, once this function holds nothing that
-/// needs dropping.
+/// Why a direct export refused a call, as the negative number it returns
+/// in place of an errno (errnos are 0 to 76): the guest's trampoline
+/// throws then (`imports.js`, with [`Preview1::last_refusal`]'s words), once
+/// packfs-web's frames are gone. Throwing from within them would skip
+/// giving back the export's shadow stack: 12,000 refused calls caught by
+/// the guest overran it, and every later run of the worker failed.
+#[derive(Clone, Copy)]
+#[repr(i32)]
+enum Refusal {
+    /// No such guest, or one not started.
+    NoGuest = -1,
+    /// Made from within one of the guest's own calls.
+    Reentered = -2,
+    /// `proc_exit`, which has no direct export (it throws: `direct!`).
+    Exit = -3,
+}
+
+impl Refusal {
+    fn words(code: i32) -> &'static str {
+        match code {
+            -1 => "a guest call with no started Preview1 to run on",
+            -2 => REENTERED,
+            -3 => "proc_exit through a direct export",
+            _ => "a guest call refused",
+        }
+    }
+}
+
+thread_local! {
+    /// Direct exports under way on this thread. One left counted when none
+    /// runs means a call was unwound through packfs-web's frames (a trap
+    /// inside them, or a JavaScript exception from an import that does not
+    /// catch), whose shadow stack and borrows are then in doubt: the
+    /// runner retires the worker ([`Preview1::in_doubt`]).
+    static UNDER_WAY: Cell<u32> = const { Cell::new(0) };
+    /// The last refusal's code, for the trampoline's words.
+    static LAST_REFUSAL: Cell<i32> = const { Cell::new(0) };
+}
+
+/// A direct export's call on guest `id`: its errno, or a [`Refusal`]'s
+/// negative number (the trampoline throws for it). Nothing is thrown from
+/// here, so every call returns through the export's epilogue.
 fn direct(id: u32, call: impl FnMut(&mut Wasi, &mut GuestMemory) -> Result<Option<i32>, Exit>) -> i32 {
-    const NO_GUEST: &str = "a guest call with no started Preview1 to run on";
+    UNDER_WAY.with(|u| u.set(u.get() + 1));
     let guest = GUESTS.with(|g| g.borrow().iter().find(|(i, _)| *i == id).and_then(|(_, g)| g.upgrade()));
     let outcome = match guest.as_deref().map(RefCell::try_borrow_mut) {
-        Some(Ok(mut g)) => g.run(call).ok_or(NO_GUEST),
-        Some(Err(_)) => Err(REENTERED),
-        None => Err(NO_GUEST),
+        Some(Ok(mut g)) => g.run(call).ok_or(Refusal::NoGuest),
+        Some(Err(_)) => Err(Refusal::Reentered),
+        None => Err(Refusal::NoGuest),
     };
     drop(guest);
+    UNDER_WAY.with(|u| u.set(u.get() - 1));
     match outcome {
         Ok(Ok(errno)) => errno.unwrap_or(0),
-        // `proc_exit` has no direct export (it throws, see `direct!`).
-        Ok(Err(_)) => wasm_bindgen::throw_str("proc_exit through a direct export"),
-        Err(why) => wasm_bindgen::throw_str(why),
+        Ok(Err(_)) => refused(Refusal::Exit),
+        Err(why) => refused(why),
     }
+}
+
+/// `why`'s code, kept for [`Preview1::last_refusal`].
+fn refused(why: Refusal) -> i32 {
+    LAST_REFUSAL.with(|l| l.set(why as i32));
+    why as i32
 }
 
 /// One export per preview1 function: the guest's id, then the function's
@@ -297,8 +340,16 @@ impl Preview1 {
         let args = get(&options, "args");
         if !args.is_undefined() {
             let args: Array = args.dyn_into().map_err(|_| type_error("options.args must be an array of strings"))?;
-            for a in args.iter() {
-                b = b.arg(a.as_string().ok_or_else(|| type_error("options.args must be an array of strings"))?);
+            for (i, a) in args.iter().enumerate() {
+                let a = a.as_string().ok_or_else(|| type_error("options.args must be an array of strings"))?;
+                // C's argv ends each string at its first NUL: the guest
+                // would see less than was given.
+                if a.contains('\0') {
+                    return Err(type_error(&format!(
+                        "options.args[{i}] holds a NUL character, which an argument cannot"
+                    )));
+                }
+                b = b.arg(a);
             }
         }
         let env = get(&options, "env");
@@ -310,6 +361,13 @@ impl Preview1 {
                 let (Some(k), Some(v)) = (k, v) else {
                     return Err(type_error("options.env must be an object of strings"));
                 };
+                // The guest reads `NAME=value`: a name holding `=` would
+                // split elsewhere, a NUL end it early.
+                if k.is_empty() || k.contains(['=', '\0']) || v.contains('\0') {
+                    return Err(type_error(&format!(
+                        "options.env {k:?}: a name must be non-empty without '=' or NUL, a value without NUL"
+                    )));
+                }
                 b = b.env(k, v);
             }
         }
@@ -339,7 +397,7 @@ impl Preview1 {
         })?;
         let guest = Rc::<RefCell<Guest>>::default();
         GUESTS.with(|g| g.borrow_mut().push((id, Rc::downgrade(&guest))));
-        Ok(Preview1 { builder: Some(b), guest, id })
+        Ok(Preview1 { builder: Some(b), guest, id, paths: Vec::new() })
     }
 
     /// The import names of `wasi_snapshot_preview1`, in the order
@@ -359,7 +417,16 @@ impl Preview1 {
     }
 
     fn preopen(&mut self, path: &str, inner: &Inner, fs: Arc<dyn FileSystem>, access: Access) -> JsResult<()> {
+        // A guest resolves its paths against the preopens' own: one with
+        // `..` names no directory, and a second of a name is never found.
+        if path.is_empty() || path.contains('\0') || path.split('/').any(|c| c == "..") {
+            return Err(type_error(&format!("preopen path {path:?}: not empty, without '..' or NUL")));
+        }
+        if self.paths.iter().any(|p| p == path) {
+            return Err(type_error(&format!("preopen path {path:?}: given twice")));
+        }
         let b = self.builder.take().ok_or_else(|| invalid("preopen after start"))?;
+        self.paths.push(path.to_owned());
         self.builder = Some(b.preopen(path, fs, access));
         if let Some(r) = &inner.remote {
             self.guest.try_borrow_mut().map_err(|_| js_error(Code::Busy, REENTERED))?.remotes.push(r.clone());
@@ -416,6 +483,24 @@ impl Preview1 {
         guest.wasi = Some(b.build().map_err(|e| to_js(&e, None))?);
         guest.memory = Some(GuestMemory::new(memory));
         Ok(())
+    }
+
+    /// What the last direct export refused on this thread said (its answer
+    /// a negative number in place of an errno): the words the trampoline
+    /// throws just after.
+    #[wasm_bindgen(js_name = lastRefusal)]
+    pub fn last_refusal() -> String {
+        Refusal::words(LAST_REFUSAL.with(Cell::get)).to_owned()
+    }
+
+    /// Whether packfs-web's state on this thread is in doubt: a direct
+    /// call was unwound through its frames (a trap inside them), leaving
+    /// its shadow stack or a borrow behind. Asked when no guest call runs;
+    /// a runner then retires its worker rather than run the next guest on
+    /// it.
+    #[wasm_bindgen(js_name = inDoubt)]
+    pub fn in_doubt() -> bool {
+        UNDER_WAY.with(Cell::get) != 0
     }
 
     /// This guest's number on this thread, never given to another: what
