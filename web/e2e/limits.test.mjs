@@ -64,6 +64,7 @@ test("a guest sleeping for an hour ends at its timeout", { timeout: 60_000 }, as
   assert.equal(r.kind, "timeout");
   assert.match(r.message, /time limit of 500 ms/);
   ctx.diagnostic(`rejected ${Math.round(r.ms)} ms after the run began`);
+  assert.ok(r.ms >= 500 && r.ms < 2000, `rejected ${Math.round(r.ms)} ms after the run began, for a limit of 500`);
 });
 
 test("an abort ends a sleeping guest with the signal's reason", { timeout: 60_000 }, async (ctx) => {
@@ -71,6 +72,7 @@ test("an abort ends a sleeping guest with the signal's reason", { timeout: 60_00
   assert.equal(r.name, "AbortError", JSON.stringify(r));
   assert.equal(r.kind, "aborted");
   ctx.diagnostic(`rejected ${Math.round(r.ms)} ms after the run began`);
+  assert.ok(r.ms >= 300 && r.ms < 1800, `rejected ${Math.round(r.ms)} ms after the run began, aborted at 300`);
   assert.equal((await sleep("aborted")).name, "AbortError");
 });
 

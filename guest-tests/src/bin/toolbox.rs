@@ -16,6 +16,7 @@
 //! lines             each line of stdin as `> LINE` on stdout, as it comes
 //! tick PATH N       append lines `0` to `N-1` to a file, each written
 //!                   (one write) before its number goes to stdout
+//! fill PATH N       write N MiB (bytes `i % 251`) to a new file, in one write
 //! rewrite PATH N    write a file of 1 MiB over itself N times (round `r`
 //!                   all bytes `r % 251`, one write at offset 0), until
 //!                   one fails; prints how many were done
@@ -37,7 +38,7 @@ fn main() {
     while let Some((cmd, tail)) = rest.split_first() {
         let arity = match cmd.as_str() {
             "argv0" | "trap" | "lines" => 0,
-            "write" | "append" | "tick" | "rewrite" => 2,
+            "write" | "append" | "tick" | "rewrite" | "fill" => 2,
             _ => 1,
         };
         if tail.len() < arity {
@@ -87,6 +88,13 @@ fn command(cmd: &str, a: &[String], argv0: &str) -> io::Result<()> {
                 writeln!(out, "{i}")?;
                 out.flush()
             })
+        }
+        "fill" => {
+            let n: usize = a[1].parse().unwrap_or_else(|_| fail("fill", "not a number"));
+            let data: Vec<u8> = (0..n << 20).map(|i| (i % 251) as u8).collect();
+            // One write call for all of it: std's write_all makes one
+            // fd_write, which PackFS takes whole.
+            fs::File::create(&a[0])?.write_all(&data)
         }
         "rewrite" => {
             use std::io::{Seek, SeekFrom};
