@@ -2,8 +2,9 @@
 // Origin Private File System, in headless Chromium: the second page load
 // of the same guest over the same pack fetches only the open's bytes; a
 // damaged entry is refetched and the guest still reads every right byte;
-// the store stays within its `cacheSize`; a second worker while the first
-// holds the store reads right, fetching what it reads.
+// the store stays within its `cacheSize`, and gives its space back to a
+// journal's write; a second worker while the first holds the store reads
+// right, fetching what it reads.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -49,13 +50,13 @@ after(async () => {
  *  runs the toolbox over the pack at /p (`pack`: its preopen options),
  *  resolving to `{ exitCode, sha, bytesFetched, requests }`, and `cat`
  *  the arguments that print every file. */
-async function inTab(context, script) {
+async function inTab(context, script, arg) {
   const page = await context.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e));
   await page.goto(`${server.url}/www/`);
   const r = await page.evaluate(
-    async ({ script, url, cat }) => {
+    async ({ script, url, cat, arg }) => {
       const { runP1, createRunner } = await import("/pkg/runner.js");
       const module = new Uint8Array(await (await fetch("/guests/toolbox.wasm")).arrayBuffer());
       const hex = async (b) => Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", b)), (x) => x.toString(16).padStart(2, "0")).join("");
@@ -72,10 +73,10 @@ async function inTab(context, script) {
         parts.reduce((at, b) => (all.set(b, at), at + b.length), 0);
         return { exitCode: r.exitCode, err, sha: await hex(all), bytesFetched: r.bytesFetched, requests: r.requests };
       };
-      const helpers = { run, createRunner, module, url, cat };
+      const helpers = { run, createRunner, module, url, cat, arg };
       return new Function("h", `return (${script})(h)`)(helpers);
     },
-    { script: script.toString(), url: PATH, cat: CAT },
+    { script: script.toString(), url: PATH, cat: CAT, arg },
   );
   await page.close();
   assert.deepEqual(errors, []);
@@ -137,16 +138,55 @@ test("a second page load fetches only the open's bytes; a damaged entry is refet
   await context.close();
 });
 
-test("the store stays within its cacheSize, evicting the oldest", async () => {
+// The bound was applied only when the store was first made: a later
+// load's smaller cacheSize (0 included) went on serving from a store of
+// the earlier one's size.
+test("the store stays within its cacheSize, whatever an earlier load kept, evicting the oldest", async () => {
   const context = await browser.newContext();
-  const bound = 400_000;
-  for (let i = 0; i < 2; i++) {
-    const r = await inTab(context, ({ run, cat }) => run(cat, { cacheSize: 400_000 }));
+  const first = await inTab(context, ({ run, cat }) => run(cat));
+  assert.equal(first.sha, ALL);
+  const total = (s) => s["0.bin"] + s["1.bin"];
+  const kept = total(await storeFiles(context));
+  assert.ok(kept > 1_000_000, `the default bound keeps every chunk: ${kept} bytes`);
+  for (const bound of [400_000, 400_000, 0]) {
+    const r = await inTab(context, ({ run, cat, arg }) => run(cat, { cacheSize: arg }), bound);
     assert.equal(r.sha, ALL);
     const sizes = await storeFiles(context);
-    assert.ok(sizes["0.bin"] + sizes["1.bin"] <= bound, JSON.stringify(sizes));
-    assert.ok(sizes["0.bin"] + sizes["1.bin"] > 131072, "it keeps some");
+    assert.ok(total(sizes) <= Math.max(bound, 32), `cacheSize ${bound}: ${JSON.stringify(sizes)}`);
+    if (bound > 0) assert.ok(total(sizes) > 131072, "it keeps some");
   }
+  await context.close();
+});
+
+// A cache is the first to give space back: with the origin's quota nearly
+// used up by fetched chunks, a journal's write (which must land) once
+// failed with StorageFull, in that run and the next.
+test("the store gives its space back to a journal's write the origin's quota would refuse", async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${server.url}/www/`);
+  const cdp = await context.newCDPSession(page);
+  const usage = await page.evaluate(async () => (await navigator.storage.estimate()).usage);
+  // Room for the pack's chunks (1.2 MB) and a little more, not for both
+  // them and a 1 MiB write.
+  await cdp.send("Storage.overrideQuotaForOrigin", { origin: server.url, quotaSize: usage + (3 << 19) });
+  const r = await page.evaluate(
+    async ({ url, cat }) => {
+      const { runP1 } = await import("/pkg/runner.js");
+      const module = new Uint8Array(await (await fetch("/guests/toolbox.wasm")).arrayBuffer());
+      let err = "";
+      const r = await runP1(module, {
+        args: ["toolbox", ...cat, "fill", "/j/x", "1"],
+        preopens: [{ path: "/p", kind: "pack", url }, { path: "/j", kind: "journal", name: "room" }],
+        stderr: (b) => (err += new TextDecoder().decode(b)),
+      });
+      return { exitCode: r.exitCode, err };
+    },
+    { url: PATH, cat: CAT },
+  );
+  await cdp.send("Storage.overrideQuotaForOrigin", { origin: server.url });
+  await page.close();
+  assert.equal(r.exitCode, 0, r.err);
   await context.close();
 });
 

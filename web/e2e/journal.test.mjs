@@ -141,6 +141,36 @@ async function fileSize(context, name, file) {
   return n;
 }
 
+// A worker ended mid-run lets go of its journal a moment after: the next
+// run was refused as "busy" for about 2 s.
+test("the run after one ended by its timeout, an abort or close() opens the journal", async () => {
+  const context = await browser.newContext();
+  const { page } = await tab(context);
+  for (const how of ["timeout", "abort", "close"]) {
+    const r = await page.evaluate(async (how) => {
+      const ended = async (options) => window.toolbox(["tick", "/j/t", "100000000"], { name: "again", ...options });
+      if (how === "timeout") await ended({ timeout: 300 });
+      else if (how === "abort") {
+        const ac = new AbortController();
+        setTimeout(() => ac.abort(), 300);
+        await ended({ signal: ac.signal });
+      } else {
+        const { createRunner } = await import("/pkg/runner.js");
+        const runner = createRunner();
+        const module = new Uint8Array(await (await fetch("/guests/toolbox.wasm")).arrayBuffer());
+        const run = runner.run(module, { args: ["toolbox", "tick", "/j/t", "100000000"], preopens: [{ path: "/j", kind: "journal", name: "again" }] });
+        setTimeout(() => runner.close(), 300);
+        await run.catch(() => {});
+      }
+      return window.toolbox(["ls", "/j"], { name: "again" });
+    }, how);
+    assert.equal(r.exitCode, 0, `${how}: ${JSON.stringify(r)}`);
+    assert.equal(r.out, "t\n", how);
+  }
+  await page.close();
+  await context.close();
+});
+
 test("a second tab is refused while the first has the name open, and gets it after", async () => {
   const context = await browser.newContext();
   const first = await tab(context);

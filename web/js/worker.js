@@ -38,9 +38,25 @@ async function as(kind, what, f) {
   }
 }
 
+/** How long a journal another worker holds is waited for: a worker ended
+ *  mid-run (a timeout, an abort, close()) lets go of its file a moment
+ *  after, and the next run must still start. */
+const JOURNAL_WAIT = 5000;
+
+async function openJournal(name, options) {
+  for (const start = performance.now(); ; ) {
+    try {
+      return await MemFs.openJournal(name, options);
+    } catch (e) {
+      if (e?.code !== "busy" || performance.now() - start > JOURNAL_WAIT) throw e;
+      await new Promise((later) => setTimeout(later, 50));
+    }
+  }
+}
+
 async function open(p) {
   if (p.kind === "mem") return { fs: new MemFs(p.options) };
-  if (p.kind === "journal") return { fs: await MemFs.openJournal(p.name, p.options) };
+  if (p.kind === "journal") return { fs: await openJournal(p.name, p.options) };
   const pack = p.url !== undefined ? await Pack.fromUrl(p.url, p.pack) : Pack.fromBytes(p.bytes, p.pack);
   if (p.kind === "pack") return { fs: pack, pack };
   return { fs: new Overlay(pack, p.options), pack };

@@ -72,7 +72,16 @@ impl Sink for OpfsLog {
         if st.len.saturating_add(record.len() as u64) > st.limit.0 {
             return Err(st.limit.1.clone());
         }
-        if let Err(e) = self.file.write_all_at(st.len, record) {
+        let mut written = self.file.write_all_at(st.len, record);
+        // The origin's quota: fetched chunks kept for later loads give
+        // their space back first, then the record is tried again.
+        if matches!(written, Err(OpfsError::NoSpace))
+            && self.file.truncate(st.len).is_ok()
+            && crate::persist::give_back()
+        {
+            written = self.file.write_all_at(st.len, record);
+        }
+        if let Err(e) = written {
             // A record half in the log would end replay early and hide
             // every later one: take it back, or take no more.
             if self.file.truncate(st.len).is_err() {

@@ -83,6 +83,10 @@ thread_local! {
 /// worker holds it.
 pub(crate) async fn shared(bound: u64) -> Option<Rc<RefCell<Files>>> {
     if let Some(open) = OPEN.with(|o| o.borrow().upgrade()) {
+        // The bound is the latest pack's: what it holds past that goes.
+        if let Ok(mut files) = open.try_borrow_mut() {
+            files.bound(bound);
+        }
         return Some(open);
     }
     if OPENING.replace(true) {
@@ -93,6 +97,17 @@ pub(crate) async fn shared(bound: u64) -> Option<Rc<RefCell<Files>>> {
     let files = Rc::new(RefCell::new(opened.ok()?));
     OPEN.with(|o| *o.borrow_mut() = Rc::downgrade(&files));
     Some(files)
+}
+
+/// Empties the store this worker has open, if it has one: a cache is the
+/// first to give space back when the origin's quota refuses a write that
+/// must land (a journal's). Whether there was anything to give.
+pub(crate) fn give_back() -> bool {
+    let Some(open) = OPEN.with(|o| o.borrow().upgrade()) else { return false };
+    let Ok(mut files) = open.try_borrow_mut() else { return false };
+    let held = files.gens.iter().any(|g| g.len > FILE_HEADER);
+    files.bound(0);
+    held
 }
 
 fn entry_header(key: Key) -> [u8; ENTRY_HEADER as usize] {
@@ -165,7 +180,23 @@ impl Files {
         // An entry in both is found in the newer.
         let (mut index, in_newer) = if newer == 0 { (in_b, in_a) } else { (in_a, in_b) };
         index.extend(in_newer);
-        Ok(Files { gens, newer, half: bound / 2, index })
+        let mut files = Files { gens, newer, half: bound / 2, index };
+        // A store made under a larger bound holds no more than this one.
+        files.bound(bound);
+        Ok(files)
+    }
+
+    /// Holds at most `bound` bytes from now on: a generation past half of
+    /// it is emptied (the older first).
+    fn bound(&mut self, bound: u64) {
+        self.half = bound / 2;
+        for g in [1 - self.newer, self.newer] {
+            if self.gens[g].len > self.half.max(FILE_HEADER) {
+                self.index.retain(|_, (at, _)| *at != g);
+                let epoch = self.gens[g].epoch;
+                let _ = self.gens[g].reset(epoch);
+            }
+        }
     }
 
     /// Stores into `pack` what the store holds of `wants` under `scope`;

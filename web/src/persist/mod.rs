@@ -24,6 +24,12 @@ use address::Scope;
 use cache_api::CacheApi;
 use files::Files;
 
+/// Empties the OPFS store this worker holds, if any, to give the origin's
+/// space to a write that must land; whether it held anything.
+pub(crate) fn give_back() -> bool {
+    files::give_back()
+}
+
 /// Bytes the OPFS store keeps unless a pack's `cacheSize` says otherwise.
 pub(crate) const DEFAULT_CACHE_SIZE: u64 = 256 << 20;
 
