@@ -28,7 +28,10 @@
 //!
 //! One worker at a time has the files open (OPFS locks them), from its
 //! first pack opened by URL until the last is freed; another worker, in
-//! this tab or another, keeps its extents in the Cache API instead.
+//! this tab or another, takes the next of [`SLOTS`] stores (files
+//! `S-0.bin`, `S-1.bin`), each with its own bound, and only when every
+//! slot is held keeps its extents in the Cache API instead (which its
+//! blocking reads do not see).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -170,10 +173,36 @@ impl Generation {
     }
 }
 
+/// Stores a worker may take, each its own two files: a worker finding the
+/// first held (by another worker, in this tab or another) takes the next,
+/// so that its blocking reads too find on a later load what it fetched.
+const SLOTS: usize = 4;
+
+/// Slot `slot`'s two files: `0.bin` and `1.bin` for the first (as they
+/// always were named), `S-0.bin` and `S-1.bin` for another.
+fn names(slot: usize) -> [String; 2] {
+    match slot {
+        0 => ["0.bin".into(), "1.bin".into()],
+        s => [format!("{s}-0.bin"), format!("{s}-1.bin")],
+    }
+}
+
 impl Files {
+    /// The first slot no other worker holds, opened with `bound`.
     async fn open(bound: u64) -> Result<Files, OpfsError> {
-        let a = SyncFile::open("cache", "0.bin").await?;
-        let b = SyncFile::open("cache", "1.bin").await?;
+        for slot in 0..SLOTS {
+            match Files::open_slot(slot, bound).await {
+                Err(OpfsError::InUse) => continue,
+                r => return r,
+            }
+        }
+        Err(OpfsError::InUse)
+    }
+
+    async fn open_slot(slot: usize, bound: u64) -> Result<Files, OpfsError> {
+        let [a, b] = names(slot);
+        let a = SyncFile::open("cache", &a).await?;
+        let b = SyncFile::open("cache", &b).await?;
         let (mut in_a, mut in_b) = (HashMap::new(), HashMap::new());
         let gens = [Generation::load(a, 0, &mut in_a)?, Generation::load(b, 1, &mut in_b)?];
         let newer = usize::from(gens[1].epoch > gens[0].epoch);
