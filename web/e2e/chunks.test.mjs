@@ -158,6 +158,40 @@ test("the store stays within its cacheSize, whatever an earlier load kept, evict
   await context.close();
 });
 
+// On a page the chunks go to the Cache API, which had no bound at all:
+// cacheSize 100,000 kept every chunk of a 4 MiB pack.
+test("on a page, the Cache API store stays within its cacheSize", async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${server.url}/www/`);
+  const r = await page.evaluate(async (url) => {
+    const web = await import("/pkg/packfs_web.js");
+    await web.default();
+    const held = async () => {
+      // The store writes in the background.
+      await new Promise((done) => setTimeout(done, 500));
+      const cache = await caches.open("packfs");
+      let n = 0;
+      for (const req of await cache.keys()) {
+        if (new URL(req.url).pathname !== "/.packfs-cache/ledger") n += (await (await cache.match(req)).arrayBuffer()).byteLength;
+      }
+      return n;
+    };
+    const open = async (options) => {
+      const p = await web.Pack.fromUrl(url, options);
+      await p.loadAll();
+      p.free();
+      return held();
+    };
+    return { all: await open(), bounded: await open({ cacheSize: 100_000 }), none: await open({ cacheSize: 0 }) };
+  }, PATH);
+  await page.close();
+  assert.ok(r.all > 1_000_000, JSON.stringify(r));
+  assert.ok(r.bounded <= 100_000 && r.bounded > 0, JSON.stringify(r));
+  assert.equal(r.none, 0, JSON.stringify(r));
+  await context.close();
+});
+
 // A cache is the first to give space back: with the origin's quota nearly
 // used up by fetched chunks, a journal's write (which must land) once
 // failed with StorageFull, in that run and the next.

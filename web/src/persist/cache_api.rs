@@ -10,11 +10,15 @@
 
 use std::ops::Range;
 
-use js_sys::{Reflect, Uint8Array};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use js_sys::{Array, Reflect, Uint8Array};
 use packfs_core::pack::{MERGE_GAP, merge_ranges};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Cache, CacheStorage, Response};
+use web_sys::{Cache, CacheStorage, Request, Response};
 
 /// The pack whose extents are kept: the one a URL opens (`fetch.rs`).
 type LazyPack = packfs_core::pack::PackFs<packfs_core::pack::Partial>;
@@ -24,17 +28,71 @@ use super::address::{Address, Scope};
 pub(crate) struct CacheApi {
     cache: Cache,
     scope: Scope,
+    ledger: Rc<RefCell<Ledger>>,
+}
+
+/// What the store holds, oldest first, and the most it may: the Cache API
+/// tells no sizes, so the store keeps its own account, in an entry of its
+/// own ([`LEDGER`]), and lets the oldest go past its bound. An entry the
+/// ledger does not name (one a page closed before it saved the ledger,
+/// another tab's) is let go at open: the bound holds whatever raced.
+struct Ledger {
+    entries: VecDeque<(String, u64)>,
+    total: u64,
+    bound: u64,
 }
 
 /// Where in the page's origin the entries are.
 const ROOT: &str = "/.packfs-cache";
+/// The ledger's own entry.
+const LEDGER: &str = "/.packfs-cache/ledger";
 
 impl CacheApi {
-    /// Opens the store for `scope`, if the page has the Cache API.
-    pub(crate) async fn open(scope: Scope) -> Option<CacheApi> {
+    /// Opens the store for `scope`, if the page has the Cache API, holding
+    /// at most `bound` bytes of entries.
+    pub(crate) async fn open(scope: Scope, bound: u64) -> Option<CacheApi> {
         let storage: CacheStorage = Reflect::get(&js_sys::global(), &"caches".into()).ok()?.dyn_into().ok()?;
         let cache: Cache = JsFuture::from(storage.open("packfs")).await.ok()?.dyn_into().ok()?;
-        Some(CacheApi { cache, scope })
+        let ledger_url = absolute(LEDGER)?;
+        let entries = read_ledger(&cache, &ledger_url).await;
+        let total = entries.iter().map(|(_, len)| len).sum();
+        let ledger = Ledger { entries, total, bound };
+        // What the ledger does not name goes: it was never counted.
+        let named: std::collections::HashSet<&str> = ledger.entries.iter().map(|(u, _)| u.as_str()).collect();
+        if let Ok(keys) = JsFuture::from(cache.keys()).await.map(|k| Array::from(&k)) {
+            for key in keys.iter() {
+                let Ok(req) = key.dyn_into::<Request>() else { continue };
+                let url = req.url();
+                if url != ledger_url && !named.contains(url.as_str()) {
+                    let _ = JsFuture::from(cache.delete_with_str(&url)).await;
+                }
+            }
+        }
+        let this = CacheApi { cache, scope, ledger: Rc::new(RefCell::new(ledger)) };
+        this.settle();
+        Some(this)
+    }
+
+    /// Lets the oldest entries go while the store holds more than its
+    /// bound, and saves the ledger.
+    fn settle(&self) {
+        let mut ledger = self.ledger.borrow_mut();
+        while ledger.total > ledger.bound {
+            let Some((url, len)) = ledger.entries.pop_front() else { break };
+            ledger.total -= len;
+            let gone = JsFuture::from(self.cache.delete_with_str(&url));
+            wasm_bindgen_futures::spawn_local(async move {
+                let _ = gone.await;
+            });
+        }
+        let pairs: Array = ledger.entries.iter().map(|(u, l)| Array::of2(&u.into(), &(*l as f64).into())).collect();
+        let Ok(text) = js_sys::JSON::stringify(&pairs) else { return };
+        let Some(url) = absolute(LEDGER) else { return };
+        let Ok(resp) = Response::new_with_opt_str(text.as_string().as_deref()) else { return };
+        let put = JsFuture::from(self.cache.put_with_str(&url, &resp));
+        wasm_bindgen_futures::spawn_local(async move {
+            let _ = put.await;
+        });
     }
 
     /// Stores into `pack` what the store holds of `wants`; returns what is
@@ -80,11 +138,46 @@ impl CacheApi {
             if part.is_empty() || !a.holds(pack, &part) {
                 continue;
             }
+            let Some(url) = absolute(&a.url(ROOT)) else { continue };
+            let len = part.len() as u64;
+            {
+                let mut ledger = self.ledger.borrow_mut();
+                // One larger than the whole bound is not kept at all.
+                if len > ledger.bound || ledger.entries.iter().any(|(u, _)| *u == url) {
+                    continue;
+                }
+                ledger.total += len;
+                ledger.entries.push_back((url.clone(), len));
+            }
             let Ok(resp) = Response::new_with_opt_u8_array(Some(&mut part)) else { continue };
-            let put = JsFuture::from(self.cache.put_with_str(&a.url(ROOT), &resp));
+            let put = JsFuture::from(self.cache.put_with_str(&url, &resp));
             wasm_bindgen_futures::spawn_local(async move {
                 let _ = put.await;
             });
         }
+        self.settle();
     }
+}
+
+/// The ledger's entries, as it saved them (none if it cannot be read).
+async fn read_ledger(cache: &Cache, url: &str) -> VecDeque<(String, u64)> {
+    let mut entries = VecDeque::new();
+    let Ok(found) = JsFuture::from(cache.match_with_str(url)).await else { return entries };
+    let Ok(resp) = found.dyn_into::<Response>() else { return entries };
+    let Ok(text) = resp.text() else { return entries };
+    let Some(text) = JsFuture::from(text).await.ok().and_then(|t| t.as_string()) else { return entries };
+    let Ok(parsed) = js_sys::JSON::parse(&text) else { return entries };
+    for pair in Array::from(&parsed).iter() {
+        let pair = Array::from(&pair);
+        if let (Some(url), Some(len)) = (pair.get(0).as_string(), pair.get(1).as_f64()) {
+            #[allow(clippy::cast_possible_truncation, reason = "a whole length the ledger wrote")]
+            entries.push_back((url, len as u64));
+        }
+    }
+    entries
+}
+
+/// `path` of the page's origin, as the Cache API names what it keeps.
+fn absolute(path: &str) -> Option<String> {
+    Request::new_with_str(path).ok().map(|r| r.url())
 }

@@ -42,15 +42,15 @@ pub(crate) enum Persist {
 }
 
 impl Persist {
-    /// The store for the pack at `url`: OPFS (holding at most `bound`
-    /// bytes, if this worker is the first to open it) where the worker has
-    /// it to itself, else the Cache API where there is one.
+    /// The store for the pack at `url`, holding at most `bound` bytes: OPFS
+    /// where the worker has a store to itself, else the Cache API where
+    /// there is one.
     pub(crate) async fn open(url: &str, bound: u64) -> Option<Persist> {
         let scope = address::scope(url);
         if let Some(files) = files::shared(bound).await {
             return Some(Persist::Files(files, scope));
         }
-        CacheApi::open(scope).await.map(Persist::CacheApi)
+        CacheApi::open(scope, bound).await.map(Persist::CacheApi)
     }
 
     /// Stores into `pack` what the store holds of `wants`; returns what is
