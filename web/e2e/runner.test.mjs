@@ -302,6 +302,28 @@ test("a preopen's pack options reach the pack: verifyOnRead", { timeout: 120_000
   }
 });
 
+// A guest filling an unbounded mem tree took packfs-web to wasm32's 4 GiB,
+// where an allocation failed: reported as the guest's trap
+// ("unreachable"), and the warm runner kept the 4 GiB worker.
+test("a guest filling packfs-web's memory is said so, and the runner goes on in a new worker", { timeout: 300_000 }, async () => {
+  const r = await onPage(async (runP1, m, ended, _, createRunner) => {
+    const toolbox = await (await fetch("/guests/toolbox.wasm")).arrayBuffer();
+    const runner = createRunner();
+    const fill = Array.from({ length: 12 }, (_, i) => ["fill", `/m/f${i}`, "448"]).flat();
+    const full = await ended(runner.run(toolbox, { args: ["toolbox", ...fill], preopens: [{ path: "/m", kind: "mem" }] }));
+    let out = "";
+    const next = await ended(
+      runner.run(toolbox, { args: ["toolbox", "echo", "again"], stdout: (b) => (out += new TextDecoder().decode(b)) }),
+    );
+    runner.close();
+    return { full, next: next.resolved?.exitCode, out };
+  });
+  assert.equal(r.full.kind, "io", JSON.stringify(r.full));
+  assert.match(r.full.message, /packfs-web ran out of memory/);
+  assert.equal(r.next, 0);
+  assert.equal(r.out, "again\n");
+});
+
 test("a warm runner: each run clean, runs in turn, a timeout or close ends only its own", { timeout: 120_000 }, async () => {
   const r = await onPage(async (runP1, m, ended, _, createRunner) => {
     const toolbox = await (await fetch("/guests/toolbox.wasm")).arrayBuffer();
