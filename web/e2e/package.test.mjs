@@ -48,11 +48,13 @@ test("the packed tarball holds the package and nothing else", () => {
   const manifest = JSON.parse(readFileSync(join(app, "node_modules", "packfs-web", "package.json"), "utf8"));
   assert.equal(manifest.name, "packfs-web");
   assert.equal(manifest.type, "module");
-  assert.deepEqual(Object.keys(manifest.exports), [".", "./runner", "./worker", "./packfs_web_bg.wasm", "./package.json"]);
+  assert.deepEqual(Object.keys(manifest.exports), [".", "./runner", "./wasi", "./worker", "./packfs_web_bg.wasm", "./package.json"]);
   const installed = readdirSync(join(app, "node_modules", "packfs-web")).sort();
   assert.deepEqual(installed, [
     "README.md",
     "imports.js",
+    "index.d.ts",
+    "index.js",
     "package.json",
     "packfs_web.d.ts",
     "packfs_web.js",
@@ -60,7 +62,10 @@ test("the packed tarball holds the package and nothing else", () => {
     "packfs_web_bg.wasm.d.ts",
     "runner.d.ts",
     "runner.js",
+    "runtime.js",
     "snippets",
+    "wasi.d.ts",
+    "wasi.js",
     "worker.js",
   ]);
 });

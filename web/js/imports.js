@@ -1,5 +1,5 @@
 // How a guest's preview1 imports reach packfs-web: shared by the runner's
-// Worker (worker.js) and the benchmark's profile.
+// Worker (worker.js), the WASI class (wasi.js) and the benchmark's profile.
 
 /**
  * The guest's `wasi_snapshot_preview1` import object for `p1` (a
@@ -10,21 +10,43 @@
  * ends the guest by throwing, is lowered to `Preview1.call`.
  */
 export async function imports(p1, Preview1, wasm) {
+  await prepare(Preview1, wasm);
+  return importsNow(p1, Preview1);
+}
+
+/** Compiles the trampoline module, once, and keeps packfs-web's exports
+ *  `wasm`: {@link importsNow} needs both. */
+export async function prepare(Preview1, wasm) {
+  trampolines ??= WebAssembly.compile(trampoline(direct(Preview1)));
+  compiled ??= await trampolines;
+  exported = wasm;
+}
+
+/** {@link imports}, at once, once {@link prepare} has been awaited. */
+export function importsNow(p1, Preview1) {
+  if (compiled === undefined) throw new Error("packfs-web is not initialized: await init() first");
+  const wasm = exported;
   const names = Preview1.functions();
   const signatures = Preview1.signatures();
-  const direct = names.map((name, i) => ({ name, sig: signatures[i] })).filter((f) => f.name !== "proc_exit");
-  const module = await (trampolines ??= WebAssembly.compile(trampoline(direct)));
   const p1Imports = { id: p1.id, refused: () => refused(Preview1) };
-  for (const { name } of direct) p1Imports[name] = wasm[`direct_${name}`];
-  const out = { ...new WebAssembly.Instance(module, { p1: p1Imports }).exports };
+  for (const { name } of direct(Preview1)) p1Imports[name] = wasm[`direct_${name}`];
+  const out = { ...new WebAssembly.Instance(compiled, { p1: p1Imports }).exports };
   const exit = names.indexOf("proc_exit");
   out.proc_exit = lower(p1, exit, signatures[exit]);
   return out;
 }
 
+/** The functions with a direct export: all but `proc_exit`. */
+function direct(Preview1) {
+  const signatures = Preview1.signatures();
+  return Preview1.functions().map((name, i) => ({ name, sig: signatures[i] })).filter((f) => f.name !== "proc_exit");
+}
+
 /** The trampoline module, compiled once: the functions are the same for
- *  every guest, its id an imported global. */
-let trampolines;
+ *  every guest, its id an imported global. A promise of it, and it. */
+let trampolines, compiled;
+/** packfs-web's exports, as `prepare` was given them. */
+let exported;
 
 /** What a trampoline calls when a direct export refused its call (a
  *  negative number in place of an errno): throws, from outside packfs-web,

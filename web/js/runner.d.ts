@@ -16,7 +16,9 @@ export interface Preopen {
   name?: string;
   /** The pack's URL ("pack" and "overlay"): opened lazily, each file's
    *  bytes fetched on its first read. A relative URL is the page's (or
-   *  `baseUrl`'s), as in `fetch`. */
+   *  `baseUrl`'s), as in `fetch`; where there is no page (Node, Deno,
+   *  Bun), the working directory's. In those runtimes a `file:` URL is a
+   *  pack file on this machine, read lazily from disk. */
   url?: string | URL;
   /** The pack's bytes, instead of a URL. */
   bytes?: Uint8Array | ArrayBuffer;
@@ -32,7 +34,7 @@ export interface Preopen {
 
 /** The guest's `args`, `env`, `stdin`, `stdout` and `stderr` (as `Preview1`
  *  takes them), its filesystems, and how long it may run. */
-export interface RunOptions extends Omit<Preview1Options, "stdin"> {
+export interface RunOptions extends Omit<Preview1Options, "stdin" | "stdout" | "stderr"> {
   /** The guest's input. Bytes; or a `ReadableStream` (of `Uint8Array`s or
    *  strings), or a function returning the next piece (a `Uint8Array`, an
    *  `ArrayBuffer` or a string, or a promise of one; `null`, `undefined` or
@@ -40,16 +42,31 @@ export interface RunOptions extends Omit<Preview1Options, "stdin"> {
    *  cross-origin isolated: a read blocks the guest until the next piece
    *  arrives. Without isolation a stream or function is read to its end
    *  before the guest starts (the `timeout` and `signal` still apply). A
-   *  stream is cancelled when the run ends. */
-  stdin?: Uint8Array | ArrayBuffer | ReadableStream<Uint8Array | string> | StdinSource;
+   *  stream is cancelled when the run ends. Any async iterable of pieces
+   *  (a Node `Readable`) is read as a stream. In Node, Deno and Bun a
+   *  stream or function is always read as the guest reads. */
+  stdin?: Uint8Array | ArrayBuffer | ReadableStream<Uint8Array | string> | AsyncIterable<Uint8Array | string> | StdinSource;
+  /** Called with each of the guest's writes to stdout; or a writable
+   *  stream (a Node `Writable`), whose `write` takes them: the guest waits
+   *  while more than 4 MiB it wrote are not yet written there. */
+  stdout?: ((bytes: Uint8Array) => void) | Writable;
+  /** As `stdout`, for stderr. */
+  stderr?: ((bytes: Uint8Array) => void) | Writable;
   preopens?: Preopen[];
-  /** What a relative preopen `url` resolves against (default: the page's `location.href`). */
+  /** What a relative preopen `url` resolves against (default: the page's
+   *  `location.href`; in Node, Deno and Bun, the working directory). */
   baseUrl?: string | URL;
   /** Most milliseconds the run may take; past it the worker ends and the run rejects with a `RunError` of kind "timeout".
    *  Any number from 0: one past setTimeout's 2^31 − 1 ms is waited for in pieces; `Infinity`, as leaving it out, is no limit. */
   timeout?: number;
   /** Aborting it ends the worker and rejects the run with a `RunError` of kind "aborted", its `cause` the signal's reason. */
   signal?: AbortSignal;
+}
+
+/** What a writable stream (a Node `Writable`) offers: `write`, calling
+ *  back once the bytes are written. */
+export interface Writable {
+  write(bytes: Uint8Array, written: (error?: Error | null) => void): unknown;
 }
 
 export interface RunResult {

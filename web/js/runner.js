@@ -1,7 +1,9 @@
-// Runs a WASI preview1 module (wasm32-wasip1, wasi-libc C, ...) in a Web
-// Worker over packfs-web's filesystems. The worker may block, so a guest
+// Runs a WASI preview1 module (wasm32-wasip1, wasi-libc C, ...) in a
+// worker over packfs-web's filesystems: a Web Worker in a browser, Deno and
+// Bun, a worker_threads one in Node. The worker may block, so a guest
 // reading a lazy URL pack waits for each file's bytes (one Range request)
-// instead of failing; the page stays responsive.
+// instead of failing; the page (the thread that called runP1, in every
+// runtime) stays responsive.
 //
 //   import { runP1 } from "./pkg/runner.js";
 //   const { exitCode } = await runP1(wasmBytes, {
@@ -13,6 +15,8 @@
 // No cross-origin isolation is needed; with it, sleeps wait instead of
 // spinning. Every option is checked before the worker starts: a mistake is
 // a TypeError that names the option.
+
+import { server, startWorker, wasmSource, workingDirectory } from "./runtime.js";
 
 /**
  * Why a run failed. `kind` is one of:
@@ -54,6 +58,8 @@ const bad = (what, want, got) => {
 };
 const isObject = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
 const isBytes = (v) => v instanceof Uint8Array || v instanceof ArrayBuffer;
+/** A ReadableStream, or any async iterable of pieces (a Node Readable). */
+const isStream = (v) => typeof ReadableStream === "function" && v instanceof ReadableStream || typeof v?.[Symbol.asyncIterator] === "function";
 
 /** Throws a TypeError naming any key of `obj` that is not in `known`. */
 function onlyKnown(obj, known, what) {
@@ -107,7 +113,7 @@ function preopen(p, i, base) {
     if (p.url !== undefined) {
       if (typeof p.url !== "string" && !(p.url instanceof URL)) throw bad(`${what}.url`, "a string or a URL", p.url);
       try {
-        out.url = new URL(p.url, base).href;
+        out.url = new URL(p.url, base || undefined).href;
       } catch {
         throw new TypeError(`${what}.url ${JSON.stringify(String(p.url))} is not a URL (against ${base})`);
       }
@@ -153,11 +159,13 @@ function check(module, options) {
     if (k === "" || /[=\0]/.test(k)) throw bad("env's names", "non-empty, without '=' or NUL", k);
     if (v.includes("\0")) throw bad(`env.${k}`, "a string without NUL", v);
   }
-  if (stdin !== undefined && !isBytes(stdin) && typeof stdin !== "function" && !(stdin instanceof ReadableStream)) {
-    throw bad("stdin", "a Uint8Array, an ArrayBuffer, a ReadableStream or a function", stdin);
+  if (stdin !== undefined && !isBytes(stdin) && typeof stdin !== "function" && !isStream(stdin)) {
+    throw bad("stdin", "a Uint8Array, an ArrayBuffer, a ReadableStream, an async iterable (a Node stream) or a function", stdin);
   }
   for (const [k, f] of [["stdout", stdout], ["stderr", stderr]]) {
-    if (f !== undefined && typeof f !== "function") throw bad(k, "a function", f);
+    if (f !== undefined && typeof f !== "function" && typeof f?.write !== "function") {
+      throw bad(k, "a function or a writable stream", f);
+    }
   }
   if (timeout !== undefined && !(typeof timeout === "number" && timeout >= 0)) {
     throw bad("timeout", "a number of milliseconds, 0 or more", timeout);
@@ -167,8 +175,9 @@ function check(module, options) {
   if (baseUrl !== undefined && typeof baseUrl !== "string" && !(baseUrl instanceof URL)) {
     throw bad("baseUrl", "a string or a URL", baseUrl);
   }
-  // Relative URLs are the page's, as in fetch(): not the worker script's.
-  const base = String(baseUrl ?? globalThis.location?.href ?? "");
+  // Relative URLs are the page's, as in fetch(): not the worker script's;
+  // where there is no page, the working directory's.
+  const base = String(baseUrl ?? globalThis.location?.href ?? workingDirectory() ?? "");
   const checked = (preopens ?? []).map((p, i) => preopen(p, i, base));
   checked.forEach((p, i) => {
     if (checked.findIndex((q) => q.path === p.path) < i) throw bad(`preopens[${i}].path`, "a path no other preopen has", p.path);
@@ -231,6 +240,22 @@ function pieces(stdin) {
       },
     };
   }
+  if (!(typeof ReadableStream === "function" && stdin instanceof ReadableStream)) {
+    const it = stdin[Symbol.asyncIterator]();
+    return {
+      async next() {
+        for (;;) {
+          const { value, done } = await it.next();
+          if (done) return null;
+          const b = piece(value, "stdin's stream");
+          if (b.length > 0) return b;
+        }
+      },
+      close() {
+        Promise.resolve(it.return?.()).catch(() => {});
+      },
+    };
+  }
   const reader = stdin.getReader();
   return {
     async next() {
@@ -286,14 +311,23 @@ const OUTPUT_IN_FLIGHT = 4 << 20;
  *  (EIO). */
 const OUTPUT_UNWAITED = 256 << 20;
 
+/** Most bytes of an answer the page hands the worker at a time. */
+const PIECE = 1 << 20;
+/** Most milliseconds the page's fetch for a worker's blocking read may
+ *  take, as a browser worker's own synchronous request may. */
+const FETCH_TIMEOUT = 60_000;
+
 /**
- * The page's end of a guest's pulled stdin: a shared buffer, `[state,
- * length]` then the piece. The worker sets state 0, asks for at most `max`
- * bytes and waits; `serve` puts the next piece's bytes in, sets length (-1
- * at the end, -2 if the source failed), then state 1, and wakes it.
+ * The page's end of what its worker asks and waits for (the guest's pulled
+ * stdin; where there is no synchronous XMLHttpRequest, a pack's bytes): a
+ * shared buffer, `[state, length]` then a piece. The worker sets state 0,
+ * posts its question and waits; the answer's next piece goes in, length
+ * is set (-1 at the end, -2 if it failed), then state 1, and it wakes. An
+ * answer longer than a piece is taken in turns (`more`). `signal` ends
+ * the page's fetches with the run.
  */
-function stdinChannel(src) {
-  const shared = new SharedArrayBuffer(8 + STDIN_PIECE);
+function channel(src, signal) {
+  const shared = new SharedArrayBuffer(8 + PIECE);
   const state = new Int32Array(shared, 0, 2);
   const data = new Uint8Array(shared, 8);
   let left = new Uint8Array(0);
@@ -302,24 +336,65 @@ function stdinChannel(src) {
     Atomics.store(state, 0, 1);
     Atomics.notify(state, 0);
   };
+  const send = (bytes, max = PIECE) => {
+    const n = Math.min(max, bytes.length, data.length);
+    data.set(bytes.subarray(0, n));
+    left = bytes.subarray(n);
+    reply(n);
+  };
   return {
     shared,
-    async serve(max) {
+    async stdin(max) {
       try {
         while (left.length === 0) {
           const b = await src.next();
           if (b === null) return reply(-1);
           left = b;
         }
-        const n = Math.min(max, left.length, data.length);
-        data.set(left.subarray(0, n));
-        left = left.subarray(n);
-        reply(n);
+        send(left, max);
       } catch {
         reply(-2);
       }
     },
+    async fetch(url, range, limit) {
+      let head;
+      let body = new Uint8Array(0);
+      try {
+        const r = await fetchRange(url, range, limit, signal);
+        head = { status: r.status, contentRange: r.contentRange, validator: r.validator, length: r.body.length };
+        body = r.body;
+      } catch (e) {
+        head = { error: `${e?.message ?? e}`.slice(0, 4096) };
+      }
+      // The head goes whole (it is small); the body follows, on `more`.
+      send(new TextEncoder().encode(JSON.stringify(head)));
+      left = body;
+    },
+    more() {
+      send(left);
+    },
   };
+}
+
+/** A GET of `url` with `range` as its `Range` header: status, headers
+ *  and at most `limit` body bytes (more fails), within
+ *  {@link FETCH_TIMEOUT}. */
+async function fetchRange(url, range, limit, signal) {
+  const timeout = AbortSignal.timeout(FETCH_TIMEOUT);
+  const r = await fetch(url, { headers: { Range: range }, signal: AbortSignal.any ? AbortSignal.any([signal, timeout]) : signal });
+  const chunks = [];
+  let total = 0;
+  for await (const c of r.body ?? []) {
+    total += c.length;
+    if (limit !== undefined && total > limit) {
+      throw new Error(`${url} answered ${range} with more than ${limit} bytes`);
+    }
+    chunks.push(c);
+  }
+  const body = new Uint8Array(total);
+  chunks.reduce((at, c) => (body.set(c, at), at + c.length), 0);
+  const header = (name) => r.headers.get(name);
+  return { status: r.status, contentRange: header("Content-Range"), validator: header("ETag") ?? header("Last-Modified"), body };
 }
 
 /**
@@ -332,7 +407,11 @@ function stdinChannel(src) {
  */
 let packfsWeb;
 function packfsWebModule() {
-  packfsWeb ??= WebAssembly.compileStreaming(fetch(new URL("./packfs_web_bg.wasm", import.meta.url))).catch(() => null);
+  const url = new URL("./packfs_web_bg.wasm", import.meta.url);
+  const compiled = url.protocol === "file:"
+    ? wasmSource().then((bytes) => WebAssembly.compile(bytes))
+    : WebAssembly.compileStreaming(fetch(url));
+  packfsWeb ??= compiled.catch(() => null);
   return packfsWeb;
 }
 
@@ -453,10 +532,18 @@ class Runner {
     const compiled = await this.#module(module);
     if (this.#closed) throw new RunError("aborted", "the runner was closed");
     if (signal?.aborted) throw aborted();
-    const worker = (this.#worker ??= new Worker(new URL("./worker.js", import.meta.url), { type: "module" }));
+    this.#worker ??= await startWorker(new URL("./worker.js", import.meta.url));
+    const worker = this.#worker;
+    if (this.#closed) return this.close(), Promise.reject(new RunError("aborted", "the runner was closed"));
     const src = msg.stdin === undefined && stdin !== undefined ? pieces(stdin) : null;
-    const isolated = globalThis.crossOriginIsolated === true;
-    const channel = src && isolated ? stdinChannel(src) : null;
+    // A page that is not cross-origin isolated cannot share memory with its
+    // worker; Node, Deno and Bun always can.
+    const isolated = globalThis.crossOriginIsolated ?? typeof SharedArrayBuffer === "function";
+    // The page's fetches for the worker's blocking reads end with the run.
+    const fetches = new AbortController();
+    // The worker asks through it for pulled stdin and, where it has no
+    // synchronous XMLHttpRequest, for a pack's bytes.
+    const asked = isolated && (src !== null || server) ? channel(src, fetches.signal) : null;
     // Output in flight, shared with the worker where it can wait on it.
     const flow = isolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
     const output = {
@@ -472,6 +559,18 @@ class Runner {
         Atomics.notify(flow, 0);
       }
     };
+    /** Hands `bytes` to `to` (a function, or a writable stream, whose
+     *  bytes are taken once it has written them). */
+    const hand = (to, bytes) => {
+      if (typeof to?.write === "function") {
+        return to.write(bytes, () => taken(bytes.length));
+      }
+      try {
+        to?.(bytes);
+      } finally {
+        taken(bytes.length);
+      }
+    };
     return new Promise((resolve, reject) => {
       let cancelTimer = () => {};
       const onAbort = () => fail(aborted());
@@ -481,6 +580,8 @@ class Runner {
           worker.terminate();
           this.#worker = null;
         }
+        worker.busy(false);
+        fetches.abort();
         cancelTimer();
         signal?.removeEventListener("abort", onAbort);
         worker.onmessage = worker.onerror = null;
@@ -494,16 +595,13 @@ class Runner {
         cancelTimer = after(timeout, () => fail(new RunError("timeout", `the guest ran longer than its time limit of ${timeout} ms`)));
       }
       signal?.addEventListener("abort", onAbort, { once: true });
+      worker.busy(true);
       worker.onmessage = (e) => {
         const m = e.data;
-        if (m.type === "stdin") channel.serve(m.max);
-        else if (m.type === "stdout" || m.type === "stderr") {
-          try {
-            (m.type === "stdout" ? stdout : stderr)?.(m.bytes);
-          } finally {
-            taken(m.bytes.length);
-          }
-        }
+        if (m.type === "stdin") asked.stdin(m.max);
+        else if (m.type === "fetch") asked.fetch(m.url, m.range, m.limit);
+        else if (m.type === "more") asked.more();
+        else if (m.type === "stdout" || m.type === "stderr") hand(m.type === "stdout" ? stdout : stderr, m.bytes);
         // A worker whose packfs-web is in doubt runs no other guest.
         else if (m.type === "exit") {
           const { type, inDoubt, ...result } = m;
@@ -514,9 +612,10 @@ class Runner {
       };
       worker.onerror = (e) => fail(new RunError("io", `the worker failed: ${e.message ?? "it did not load"}`));
       const bytes = compiled instanceof WebAssembly.Module ? compiled : new Uint8Array(compiled);
-      const input = channel ? Promise.resolve({ shared: channel.shared }) : src ? drain(src) : Promise.resolve(msg.stdin);
+      const input = asked && src ? Promise.resolve(true) : src ? drain(src) : Promise.resolve(msg.stdin);
+      const ask = asked?.shared ?? null;
       Promise.all([input, engine]).then(
-        ([stdin, engine]) => this.#stop === fail && worker.postMessage({ module: bytes, engine, ...msg, stdin, output }),
+        ([stdin, engine]) => this.#stop === fail && worker.postMessage({ module: bytes, engine, ...msg, stdin, output, ask }),
         (e) => this.#stop === fail && fail(e instanceof RunError ? e : new RunError("io", `reading stdin: ${e?.message ?? e}`, { cause: e, detail: e?.stack })),
       );
     });

@@ -1,14 +1,21 @@
-// Runs one WASI preview1 guest in this Web Worker over packfs-web's
-// filesystems (see runner.js, which starts it). A read of a lazy pack's
-// bytes not here yet blocks this worker on a synchronous Range request.
+// Runs one WASI preview1 guest in this worker over packfs-web's
+// filesystems (see runner.js, which starts it): a Web Worker, or a
+// worker_threads one in Node. A read of a lazy pack's bytes not here yet
+// blocks this worker: on a synchronous Range request in a browser; in
+// Node, Deno and Bun, which have none, on the page's fetch of it (the
+// runner's thread; "page" below), or on a read of the file of a `file:`
+// pack.
 //
-// Message in:  { module, engine, args, env, stdin, preopens, output },
+// Message in:  { module, engine, args, env, stdin, preopens, output, ask },
 //              checked by runner.js (engine: packfs-web's compiled module,
 //              or null) (preopens as it documents them, each url absolute;
-//              stdin bytes, or { shared } to pull each piece from the page;
+//              stdin bytes, or true to pull each piece from the page;
 //              output: which callbacks the page has, and how much output
-//              may be in flight, see `output`).
+//              may be in flight, see `output`; ask: the shared buffer of
+//              runner.js's `channel`, or null).
 // Messages out: { type: "stdin", max } while the guest waits for input,
+//              { type: "fetch", url, range, limit } and { type: "more" }
+//              while it waits for a pack's bytes (Node, Deno, Bun),
 //              { type: "stdout" | "stderr", bytes }, then
 //              { type: "exit", exitCode, bytesFetched, requests, saved }
 //              or { type: "error", kind, message, detail } (kind as
@@ -16,8 +23,11 @@
 //              packfs-web's state here can no longer be trusted (a call
 //              unwound through its frames), and the worker must go.
 
-import init, { MemFs, Overlay, Pack, Preview1 } from "./packfs_web.js";
+import init, { MemFs, Overlay, Pack, Preview1 } from "./index.js";
 import { imports } from "./imports.js";
+import { parentPort, readFileRange, server } from "./runtime.js";
+
+const port = await parentPort();
 
 /** A failure of kind `kind` (runner.js's RunError), with what raised it. */
 class Failed extends Error {
@@ -62,21 +72,41 @@ async function open(p) {
   return { fs: new Overlay(pack, p.options), pack };
 }
 
-/** The guest's stdin pulled from the page through `shared` (runner.js's
- *  stdinChannel): each read asks for a piece and waits for it. */
-function pull(shared) {
+/** Asks the page through `shared` (runner.js's `channel`) and waits for
+ *  its answer: a piece of bytes, or null for the end. */
+function asker(shared) {
   const state = new Int32Array(shared, 0, 2);
   const data = new Uint8Array(shared, 8);
-  return (max) => {
+  return (question) => {
     Atomics.store(state, 0, 0);
-    self.postMessage({ type: "stdin", max });
+    port.postMessage(question);
     Atomics.wait(state, 0, 0);
     const n = Atomics.load(state, 1);
     if (n === -1) return null;
-    if (n < 0) throw new Error("stdin's source failed");
+    if (n < 0) throw new Error(`the page's answer to ${question.type} failed`);
     return data.slice(0, n);
   };
 }
+
+/** The guest's stdin, pulled from the page a piece at a time. */
+const pull = (ask) => (max) => ask({ type: "stdin", max });
+
+/** A blocking GET (packfs-web's `Pack.setBlockingGet`) without a
+ *  synchronous XMLHttpRequest: a `file:` pack read from disk, anything
+ *  else fetched by the page, its answer taken a piece at a time. */
+const blockingGet = (ask) => (url, range, limit) => {
+  if (url.startsWith("file:")) return readFileRange(url, range);
+  const head = JSON.parse(new TextDecoder().decode(ask({ type: "fetch", url, range, limit })));
+  if (head.error !== undefined) throw new Error(head.error);
+  const body = new Uint8Array(head.length);
+  for (let at = 0; at < body.length; ) {
+    const piece = ask({ type: "more" });
+    if (piece === null || piece.length === 0) throw new Error("the page's answer ended early");
+    body.set(piece, at);
+    at += piece.length;
+  }
+  return { ...head, body };
+};
 
 /** The guest's `type` output ("stdout" or "stderr") as runner.js's
  *  `output` says: not sent where the page has no callback; else sent,
@@ -96,7 +126,7 @@ function output(type, { flow, inFlight, unwaited, ...wanted }) {
     } else if ((total += bytes.length) > unwaited) {
       throw new Error(`${type}: more than ${unwaited >> 20} MiB, which a page that is not cross-origin isolated cannot be made to wait for`);
     }
-    self.postMessage({ type, bytes }, [bytes.buffer]);
+    port.postMessage({ type, bytes }, [bytes.buffer]);
   };
 }
 
@@ -104,13 +134,15 @@ async function run(msg) {
   // The page's compiled packfs-web where it sent one (runner.js), else
   // fetched from beside this script. Once per worker: later runs return.
   const wasm = (loaded = await init(msg.engine ? { module_or_path: msg.engine } : undefined));
+  const ask = msg.ask ? asker(msg.ask) : null;
+  if (server && ask) Pack.setBlockingGet(blockingGet(ask));
   const opened = [];
   let p1;
   try {
     p1 = await as("io", "preview1", () => new Preview1({
       args: msg.args ?? ["guest"],
       env: msg.env ?? {},
-      stdin: msg.stdin?.shared ? pull(msg.stdin.shared) : msg.stdin,
+      stdin: msg.stdin === true ? pull(ask) : msg.stdin,
       stdout: output("stdout", msg.output),
       stderr: output("stderr", msg.output),
     }));
@@ -159,7 +191,7 @@ async function guest(msg, p1, wasm, opened) {
     if (o.spec.save) saved.push({ path: o.spec.path, pack: await as("io", `saving ${o.spec.path}`, () => o.fs.compact()) });
   }
   const packs = opened.filter((o) => o.pack);
-  self.postMessage(
+  port.postMessage(
     {
       type: "exit",
       inDoubt: inDoubt(),
@@ -198,9 +230,9 @@ function outOfMemory() {
   return new Failed("io", `packfs-web ran out of memory (${Math.round(bytes / 2 ** 20)} MiB): give the guest's mem trees a maxBytes`);
 }
 
-self.onmessage = (e) => {
+port.onmessage = (e) => {
   run(e.data).catch((err) => {
     const f = err instanceof Failed ? err : new Failed("io", String(err?.message ?? err), err);
-    self.postMessage({ type: "error", inDoubt: inDoubt(), kind: f.kind, message: f.message, detail: f.detail });
+    port.postMessage({ type: "error", inDoubt: inDoubt(), kind: f.kind, message: f.message, detail: f.detail });
   });
 };

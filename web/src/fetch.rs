@@ -30,14 +30,21 @@
 //! finds them there, checks them as it checks fetched bytes, and fetches
 //! only the rest. Browsers do not cache `206` replies themselves.
 //!
+//! Where a thread has no synchronous `XMLHttpRequest` (Node, Deno, Bun),
+//! a blocking read goes through the function `Pack.setBlockingGet`
+//! installed ([`get_blocking`]); packfs-web's own JavaScript installs one
+//! there, which reads a `file:` URL from disk and, in the runner's worker,
+//! asks the runner's thread to fetch an `http(s)` one. A `file:` URL is
+//! read only so, opening included: no `fetch` reads a range of a file.
+//!
 //! Cross-origin packs need CORS with `Range` allowed and `Content-Range`
 //! exposed (`Access-Control-Expose-Headers: Content-Range`; add `ETag` for
 //! the check above, where `Last-Modified` is readable without it).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
-use js_sys::{Promise, Uint8Array};
+use js_sys::{Function, Promise, Reflect, Uint8Array};
 use std::ops::Range;
 
 use packfs_core::pack::{LazyOpen, OpenStep, PackFs, Partial, ReadOptions};
@@ -144,9 +151,53 @@ fn range(w: &Range<u64>) -> String {
 /// Most milliseconds one blocking request may take.
 const BLOCKING_TIMEOUT_MS: u32 = 60_000;
 
-/// A GET of `url` with `range` as the `Range` header, synchronously (an
-/// `XMLHttpRequest` that blocks the thread: allowed in workers only).
-fn get_blocking(url: &str, range: &str) -> Result<Reply> {
+thread_local! {
+    /// This thread's blocking transport, if one is installed.
+    static BLOCKING_GET: RefCell<Option<Function>> = const { RefCell::new(None) };
+}
+
+/// Installs `get` as this thread's blocking transport (`None`: back to
+/// `XMLHttpRequest`).
+pub fn set_blocking_get(get: Option<Function>) {
+    BLOCKING_GET.with(|g| *g.borrow_mut() = get);
+}
+
+fn is_file(url: &str) -> bool {
+    url.get(..5).is_some_and(|s| s.eq_ignore_ascii_case("file:"))
+}
+
+/// A GET of `url` with `range` as the `Range` header that blocks the
+/// thread until it is answered: by the installed transport, else by a
+/// synchronous `XMLHttpRequest` (allowed in workers only). `limit`: the
+/// most body bytes worth receiving (a transport may fail past it).
+fn get_blocking(url: &str, range: &str, limit: Option<u64>) -> Result<Reply> {
+    match BLOCKING_GET.with(|g| g.borrow().clone()) {
+        Some(get) => get_by(&get, url, range, limit),
+        None if is_file(url) => Err(remote(
+            url,
+            RemoteFailure::Transport,
+            "a file: URL is read in Node, Deno and Bun, by packfs-web's init()",
+        )),
+        None => get_xhr(url, range),
+    }
+}
+
+/// `get(url, range, limit)`'s answer, `{ status, contentRange, validator,
+/// body }`, checked as any server's reply is.
+fn get_by(get: &Function, url: &str, range: &str, limit: Option<u64>) -> Result<Reply> {
+    let limit = limit.map_or(JsValue::UNDEFINED, |n| JsValue::from(n as f64));
+    let answer = get.call3(&JsValue::NULL, &url.into(), &range.into(), &limit).map_err(|e| thrown(url, &e))?;
+    let field = |name: &str| Reflect::get(&answer, &name.into()).unwrap_or(JsValue::UNDEFINED);
+    let bad = |what: &str| remote(url, RemoteFailure::BadReply, format!("the blocking transport's {what}"));
+    let status = field("status").as_f64().filter(|s| s.fract() == 0.0 && (0.0..1000.0).contains(s));
+    let status = status.ok_or_else(|| bad("status is not an HTTP status"))? as u16;
+    let body = field("body").dyn_into::<Uint8Array>().map_err(|_| bad("body is not a Uint8Array"))?;
+    let range = field("contentRange").as_string().as_deref().and_then(parse_content_range);
+    Ok(Reply { status, range, validator: field("validator").as_string(), body: body.to_vec() })
+}
+
+/// [`get_blocking`] by a synchronous `XMLHttpRequest`.
+fn get_xhr(url: &str, range: &str) -> Result<Reply> {
     let err = |e: JsValue| thrown(url, &e);
     let xhr = XmlHttpRequest::new().map_err(err)?;
     xhr.open_with_async("GET", url, false).map_err(err)?;
@@ -163,9 +214,19 @@ fn get_blocking(url: &str, range: &str) -> Result<Reply> {
     Ok(Reply { status: xhr.status().map_err(err)?, range, validator, body })
 }
 
+/// A request under way: by `fetch`, or (a `file:` URL) answered already.
+enum Pending {
+    Fetch(JsFuture),
+    Answered(Result<Reply>),
+}
+
 /// Starts a GET of `url`, with `range` as the `Range` header; the future
-/// runs once awaited, but the request is already on its way.
-fn start(url: &str, range: Option<&str>) -> Result<JsFuture> {
+/// runs once awaited, but the request is already on its way. A `file:`
+/// URL is read at once, by the blocking transport.
+fn start(url: &str, range: Option<&str>) -> Result<Pending> {
+    if is_file(url) {
+        return Ok(Pending::Answered(get_blocking(url, range.unwrap_or("bytes=0-"), None)));
+    }
     let headers = Headers::new().map_err(|e| thrown(url, &e))?;
     if let Some(r) = range {
         headers.set("Range", r).map_err(|e| thrown(url, &e))?;
@@ -174,10 +235,14 @@ fn start(url: &str, range: Option<&str>) -> Result<JsFuture> {
     init.set_method("GET");
     init.set_headers(&headers);
     let req = Request::new_with_str_and_init(url, &init).map_err(|e| thrown(url, &e))?;
-    Ok(JsFuture::from(global_fetch(&req)))
+    Ok(Pending::Fetch(JsFuture::from(global_fetch(&req))))
 }
 
-async fn finish(url: &str, pending: JsFuture) -> Result<Reply> {
+async fn finish(url: &str, pending: Pending) -> Result<Reply> {
+    let pending = match pending {
+        Pending::Fetch(f) => f,
+        Pending::Answered(reply) => return reply,
+    };
     let resp: Response = pending.await.map_err(|e| thrown(url, &e))?.unchecked_into();
     let status = resp.status();
     let header = |name| resp.headers().get(name).ok().flatten();
@@ -199,9 +264,10 @@ impl Remote {
     /// `persist`: keep fetched extents across page loads, in a store of
     /// at most that many bytes (see `persist`).
     pub async fn open(url: String, options: ReadOptions, persist: Option<u64>) -> Result<Remote> {
+        // A file on this machine is kept nowhere else.
         let persist = match persist {
-            Some(bound) => Persist::open(&url, bound).await,
-            None => None,
+            Some(bound) if !is_file(&url) => Persist::open(&url, bound).await,
+            _ => None,
         };
         let (mut fetched, mut requests) = (0u64, 0u32);
         let mut tally = |r: &Reply| {
@@ -302,8 +368,9 @@ impl Remote {
             Some(p) => p.restore_now(&self.pack, wants),
             None => wants,
         };
+        let total = self.pack.info().pack_len;
         for w in wants {
-            let r = get_blocking(&self.url, &range(&w))?;
+            let r = get_blocking(&self.url, &range(&w), Some(total))?;
             self.store(&w, &r)?;
         }
         Ok(())

@@ -60,6 +60,27 @@ impl Pack {
         })
     }
 
+    /// How this thread reads a pack's bytes where a read must wait for them
+    /// and there is no synchronous `XMLHttpRequest` (Node, Deno, Bun), and
+    /// how it reads a `file:` URL anywhere: `get(url, range, limit)`, with
+    /// `range` a `Range` header's value and `limit` the most body bytes
+    /// worth receiving (or undefined), returns `{ status, contentRange,
+    /// validator, body }` once it has them, or throws. `init()` installs
+    /// one in those runtimes, and the runner's worker one that asks the
+    /// runner's thread; `null` removes it.
+    #[wasm_bindgen(js_name = setBlockingGet)]
+    pub fn set_blocking_get(
+        #[wasm_bindgen(unchecked_param_type = "BlockingGet | null")] get: JsValue,
+    ) -> JsResult<()> {
+        if get.is_null() || get.is_undefined() {
+            crate::fetch::set_blocking_get(None);
+        } else {
+            let f = get.dyn_into().map_err(|_| crate::error::type_error("get must be a function or null"))?;
+            crate::fetch::set_blocking_get(Some(f));
+        }
+        Ok(())
+    }
+
     /// Header and trailer facts.
     #[wasm_bindgen(unchecked_return_type = "PackInfo")]
     pub fn info(&self) -> JsValue {

@@ -68,6 +68,18 @@ export interface PackOptions {
   digest?: string;
 }
 
+/** A blocking transport (`Pack.setBlockingGet`): a GET of `url` with
+ *  `range` as its `Range` header, answered before it returns. */
+export type BlockingGet = (url: string, range: string, limit: number | undefined) => {
+  status: number;
+  /** The `Content-Range` header, if any. */
+  contentRange?: string | null;
+  /** The `ETag` (else `Last-Modified`): a later reply with another is
+   *  from a changed pack. */
+  validator?: string | null;
+  body: Uint8Array;
+};
+
 export interface MkdirOptions {
   /** Create missing parents; an existing directory is no error. */
   recursive?: boolean;

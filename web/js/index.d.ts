@@ -1,0 +1,2 @@
+export * from "./packfs_web.js";
+export { default } from "./packfs_web.js";

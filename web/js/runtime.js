@@ -1,0 +1,124 @@
+// What differs between the JavaScript runtimes packfs-web runs in (a page,
+// a Web Worker, Node, Deno, Bun), in one place: where its wasm comes from,
+// how a thread reads a pack file's bytes at once, how a worker is started
+// and how it speaks to its parent.
+
+/** Outside a browser: Node, Deno or Bun, whose `node:` modules packfs-web
+ *  may use (each says it is Node in `process.versions`). */
+export const server = typeof globalThis.process?.versions?.node === "string" || typeof globalThis.Deno === "object";
+
+/** `node:fs` where there is one (loaded by {@link load}), else null. */
+let fs = null;
+
+/** A module specifier bundlers for the browser leave alone. */
+const nodeModule = (name) => import(/* @vite-ignore */ `node:${name}`);
+
+/** Loads what this runtime needs before packfs-web's first call: in Node,
+ *  Deno and Bun, `node:fs`. */
+export async function load() {
+  if (server && fs === null) fs = await nodeModule("fs");
+}
+
+/** packfs-web's wasm, as `init` takes it: fetched from beside this script
+ *  in a browser (undefined: wasm-bindgen's own default), read from disk
+ *  where this script is a file. */
+export async function wasmSource() {
+  const url = new URL("./packfs_web_bg.wasm", import.meta.url);
+  if (url.protocol !== "file:") return undefined;
+  await load();
+  return fs.readFileSync(url);
+}
+
+/** Whether this thread can read a `file:` URL at once. */
+export const readsFiles = () => fs !== null;
+
+/** The bytes `range` (a `Range` header's value, as packfs-web writes it:
+ *  `bytes=A-B` or `bytes=-N`) of the file at `url`, as a server would
+ *  answer: 206 with a Content-Range, 416 past its end. The validator
+ *  changes when the file is replaced or rewritten. */
+export function readFileRange(url, range) {
+  const fd = fs.openSync(new URL(url));
+  try {
+    const st = fs.fstatSync(fd);
+    const size = st.size;
+    const validator = `${st.ino}-${size}-${st.mtimeMs}`;
+    const m = /^bytes=(\d*)-(\d*)$/.exec(range);
+    if (!m || (m[1] === "" && m[2] === "")) throw new Error(`not a range packfs-web asks for: ${range}`);
+    let [a, b] = m[1] === "" ? [Math.max(0, size - Number(m[2])), size - 1] : [Number(m[1]), m[2] === "" ? size - 1 : Number(m[2])];
+    b = Math.min(b, size - 1);
+    if (a > b) return { status: 416, contentRange: `bytes */${size}`, validator, body: new Uint8Array(0) };
+    const body = new Uint8Array(b - a + 1);
+    for (let at = 0; at < body.length; ) {
+      const n = fs.readSync(fd, body, at, body.length - at, a + at);
+      if (n === 0) throw new Error(`${url} ended early: it changed while read`);
+      at += n;
+    }
+    return { status: 206, contentRange: `bytes ${a}-${b}/${size}`, validator, body };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Writes all of `bytes` to file descriptor `fd` of this process. */
+export function writeFd(fd, bytes) {
+  for (let at = 0; at < bytes.length; ) at += fs.writeSync(fd, bytes, at, bytes.length - at);
+}
+
+/** Up to `max` bytes from file descriptor `fd` of this process; null at
+ *  its end. */
+export function readFd(fd, max) {
+  const buf = new Uint8Array(max);
+  for (;;) {
+    try {
+      const n = fs.readSync(fd, buf, 0, max, null);
+      return n === 0 ? null : buf.subarray(0, n);
+    } catch (e) {
+      // A non-blocking stdin (a TTY Node set so) with nothing yet.
+      if (e?.code !== "EAGAIN") throw e;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+    }
+  }
+}
+
+/** The directory relative URLs resolve against where there is no page:
+ *  the working directory, as a `file:` URL. */
+export function workingDirectory() {
+  const cwd = globalThis.process?.cwd?.();
+  if (typeof cwd !== "string") return undefined;
+  const path = cwd.endsWith("/") ? cwd : `${cwd}/`;
+  return new URL(path.replace(/[%#?\\]/g, encodeURIComponent), "file:///").href;
+}
+
+/** A worker running `url` (a module): the web's `Worker` where the runtime
+ *  has one; in Node, a `worker_threads` worker behind the same face
+ *  (`onmessage`, `onerror`, `postMessage`, `terminate`), which keeps the
+ *  process alive only while `busy(true)` says it works. */
+export async function startWorker(url) {
+  if (typeof globalThis.Worker === "function") {
+    const w = new Worker(url, { type: "module" });
+    w.busy = () => {};
+    return w;
+  }
+  const { Worker: NodeWorker } = await nodeModule("worker_threads");
+  const w = new NodeWorker(url);
+  const face = {
+    onmessage: null,
+    onerror: null,
+    postMessage: (m, transfer) => w.postMessage(m, transfer),
+    terminate: () => w.terminate(),
+    busy: (yes) => (yes ? w.ref() : w.unref()),
+  };
+  w.on("message", (data) => face.onmessage?.({ data }));
+  w.on("error", (e) => face.onerror?.(e));
+  // A worker that ends by itself (out of memory, say) without an error.
+  w.on("exit", (code) => face.onerror?.({ message: `it exited (code ${code})` }));
+  return face;
+}
+
+/** This worker's end towards its parent: `self` in a Web Worker (Deno and
+ *  Bun have one), `worker_threads`' parentPort in Node. Both take
+ *  `postMessage(m, transfer)` and an `onmessage` of `{ data }`. */
+export async function parentPort() {
+  if (typeof globalThis.self === "object" && typeof globalThis.self.postMessage === "function") return globalThis.self;
+  return (await nodeModule("worker_threads")).parentPort;
+}
