@@ -246,7 +246,7 @@ time it is more than 1% of carries "±".
 - What a peer cannot run is found first by a small run (100 files, 1 MiB)
   that watches every call; the timed runs leave those phases out.
 
-Machine: ${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores (shared); Chromium ${res.chromium}, headless;
+Machine: ${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores (shared); ${res.browser}, headless;
 packfs-web release build. Run: ${res.date}.
 
 ## Results

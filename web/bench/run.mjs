@@ -136,7 +136,7 @@ web/build.sh && (cd web && npm ci && npm run bench)   # writes web/BENCH-web.md
 - Timing: \`performance.now()\` around each whole round. Nothing is asserted
   on these numbers; they are measurements, not tests.
 
-Machine: ${cpu}, ${cpus().length} cores (shared); ${res.chromium} (Debian), headless,
+Machine: ${cpu}, ${cpus().length} cores (shared); ${res.browser} (Debian), headless,
 \`--no-sandbox --disable-gpu\`; packfs-web release build (wasm-bindgen ${readFileSync(here("../Cargo.toml"), "utf8").match(/wasm-bindgen = "=([0-9.]+)"/)[1]}).
 Run: ${new Date().toISOString().slice(0, 10)}.
 

@@ -1,12 +1,27 @@
-// Launches Debian's Chromium (never a downloaded one) headless, with the
-// flags this machine needs as root and without network chatter, in a fresh
-// profile (Playwright makes a new temporary user-data-dir per launch).
+// Launches a browser from Debian (never a downloaded one) headless, without
+// network chatter, in a fresh profile (Playwright makes a new temporary
+// user-data-dir per launch): Chromium, or, with PACKFS_BROWSER=firefox,
+// Firefox ESR (by WebDriver BiDi: Playwright's "moz-firefox" channel runs
+// a stock Firefox). Every e2e file runs in each engine web/test.sh names.
 
-import { chromium } from "playwright-core";
+import { readFileSync } from "node:fs";
+import { chromium, firefox } from "playwright-core";
 
 export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+export const FIREFOX = process.env.FIREFOX ?? "/usr/bin/firefox-esr";
+/** The engine under test: "chromium" or "firefox". */
+export const ENGINE = process.env.PACKFS_BROWSER ?? "chromium";
+if (!["chromium", "firefox"].includes(ENGINE)) throw new Error(`PACKFS_BROWSER=${ENGINE}: chromium or firefox`);
 
 export function launch() {
+  if (ENGINE === "firefox") {
+    return firefox.launch({
+      channel: "moz-firefox",
+      executablePath: FIREFOX,
+      headless: true,
+      firefoxUserPrefs: { "network.proxy.type": 0, "app.update.enabled": false, "browser.shell.checkDefaultBrowser": false },
+    });
+  }
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -46,5 +61,34 @@ export async function pageResult(browser, url, name, timeoutMs) {
   const res = await page.evaluate((n) => window[n], name);
   if (res.error) throw new Error(res.error);
   if (errors.length) throw errors[0];
-  return { ...res, chromium: browser.version() };
+  return { ...res, browser: `${ENGINE} ${browser.version()}` };
+}
+
+/**
+ * What a click on `selector` downloads: `{ name, bytes }`. Firefox by
+ * WebDriver BiDi reports no downloads to Playwright: there, a link the
+ * page clicks with a `download` attribute is caught instead of followed,
+ * and its bytes fetched in the page.
+ */
+export async function download(page, selector) {
+  if (ENGINE === "chromium") {
+    const [d] = await Promise.all([page.waitForEvent("download"), page.click(selector)]);
+    return { name: d.suggestedFilename(), bytes: readFileSync(await d.path()) };
+  }
+  await page.evaluate(() => {
+    if (window.caught) return;
+    window.caught = [];
+    const click = HTMLAnchorElement.prototype.click;
+    HTMLAnchorElement.prototype.click = function () {
+      if (this.download) window.caught.push({ name: this.download, href: this.href });
+      else click.call(this);
+    };
+  });
+  await page.click(selector);
+  await page.waitForFunction(() => window.caught.length > 0);
+  const { name, bytes } = await page.evaluate(async () => {
+    const { name, href } = window.caught.shift();
+    return { name, bytes: Array.from(new Uint8Array(await (await fetch(href)).arrayBuffer())) };
+  });
+  return { name, bytes: Buffer.from(bytes) };
 }

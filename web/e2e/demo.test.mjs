@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 import { startServer } from "./server.mjs";
-import { launch, newPage } from "./browser.mjs";
+import { download, launch, newPage } from "./browser.mjs";
 import { demoPack, demoFiles, logo, packfs, README } from "./fixtures.mjs";
 
 const ARTIFACTS = fileURLToPath(new URL("./artifacts/", import.meta.url));
@@ -102,9 +102,8 @@ test("open by URL, read, edit, add, verify, download the compacted pack", async 
   await page.screenshot({ path: `${ARTIFACTS}demo.png`, fullPage: true });
 
   // Download the compacted pack and read it back.
-  const [download] = await Promise.all([page.waitForEvent("download"), page.click("#download")]);
-  assert.equal(download.suggestedFilename(), "demo-edited.pack");
-  const bytes = readFileSync(await download.path());
+  const { name, bytes } = await download(page, "#download");
+  assert.equal(name, "demo-edited.pack");
   const { Pack } = await packfs();
   const pack = Pack.fromBytes(bytes);
   assert.equal((await pack.verify()).ok, true);
@@ -206,9 +205,8 @@ test("run a WASI guest over the open pack: its output, what it fetched, its writ
   const report = await page.inputValue("#editor");
   assert.ok(out.startsWith(report), `${report} is what the guest printed`);
   await page.screenshot({ path: `${ARTIFACTS}demo-run.png`, fullPage: true });
-  const [download] = await Promise.all([page.waitForEvent("download"), page.click("#download")]);
   const { Pack } = await packfs();
-  const pack = Pack.fromBytes(readFileSync(await download.path()));
+  const pack = Pack.fromBytes((await download(page, "#download")).bytes);
   assert.equal(new TextDecoder().decode(await pack.readFile("out/report.txt")), report);
   assert.equal(new TextDecoder().decode(await pack.readFile("docs/notes.txt")), files["docs/notes.txt"]);
   assert.deepEqual(errors, []);

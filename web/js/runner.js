@@ -559,11 +559,15 @@ class Runner {
         Atomics.notify(flow, 0);
       }
     };
+    /** Written by every stream `hand` gave bytes to (they write in order,
+     *  so the last write's callback says all were). */
+    let written = Promise.resolve();
     /** Hands `bytes` to `to` (a function, or a writable stream, whose
      *  bytes are taken once it has written them). */
     const hand = (to, bytes) => {
       if (typeof to?.write === "function") {
-        return to.write(bytes, () => taken(bytes.length));
+        written = new Promise((done) => to.write(bytes, () => (taken(bytes.length), done())));
+        return;
       }
       try {
         to?.(bytes);
@@ -603,9 +607,10 @@ class Runner {
         else if (m.type === "more") asked.more();
         else if (m.type === "stdout" || m.type === "stderr") hand(m.type === "stdout" ? stdout : stderr, m.bytes);
         // A worker whose packfs-web is in doubt runs no other guest.
+        // It resolves once its output streams have written all it wrote.
         else if (m.type === "exit") {
           const { type, inDoubt, ...result } = m;
-          end(() => resolve(result), inDoubt);
+          written.then(() => this.#stop === fail && end(() => resolve(result), inDoubt));
         } else {
           end(() => reject(new RunError(m.kind, m.message, { detail: m.detail })), m.inDoubt);
         }
