@@ -60,6 +60,7 @@ async function outcomes(classes) {
       MemFs: [5, {}, undefined, null, pack],
       Overlay: [5, {}, undefined, null, mem],
       Memory: [5, {}, undefined, null],
+      function: [5, {}, "f"],
     };
     const ARGS = {
       path: ["string", "f"],
@@ -78,6 +79,7 @@ async function outcomes(classes) {
       overlay: ["Overlay", overlay],
       readOnly: ["boolean", undefined],
       memory: ["Memory", memory],
+      get: ["function", null],
     };
     const FS = {
       readFile: ["path"],
@@ -106,6 +108,7 @@ async function outcomes(classes) {
       ...fsOf("MemFs", mem),
       ["Pack", "fromBytes", ["bytes", "options"], (...a) => Pack.fromBytes(...a)],
       ["Pack", "fromUrl", ["url", "options"], (...a) => Pack.fromUrl(...a)],
+      ["Pack", "setBlockingGet", ["get"], (...a) => Pack.setBlockingGet(...a)],
       ...fsOf("Pack", pack),
       ["Overlay", "constructor", ["lower", "options"], (...a) => new Overlay(...a)],
       ...fsOf("Overlay", overlay),

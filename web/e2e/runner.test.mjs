@@ -176,7 +176,7 @@ test("every option is checked before anything is fetched, by name", { timeout: 6
     [{ preopens: [{ path: "/a/../b", kind: "mem" }] }, /preopens\[0\]\.path must be a guest path starting with "\/", without "\.\."/],
     [{ preopens: [{ path: "/m", kind: "mem" }, { path: "/m", kind: "mem" }] }, /preopens\[1\]\.path must be a path no other preopen has/],
     [{ env: { A: 1 } }, /env must be an object of strings/],
-    [{ stdin: "text" }, /stdin must be a Uint8Array, an ArrayBuffer, a ReadableStream or a function, not "text"/],
+    [{ stdin: "text" }, /stdin must be a Uint8Array, an ArrayBuffer, a ReadableStream, an async iterable \(a Node stream\) or a function, not "text"/],
     [{ stdout: "console" }, /stdout must be a function/],
     [{ baseUrl: 7 }, /baseUrl must be a string or a URL/],
     [{ module: "guest.wasm" }, /module must be a WebAssembly.Module/],

@@ -408,10 +408,9 @@ async function fetchRange(url, range, limit, signal) {
 let packfsWeb;
 function packfsWebModule() {
   const url = new URL("./packfs_web_bg.wasm", import.meta.url);
-  const compiled = url.protocol === "file:"
-    ? wasmSource().then((bytes) => WebAssembly.compile(bytes))
-    : WebAssembly.compileStreaming(fetch(url));
-  packfsWeb ??= compiled.catch(() => null);
+  const compile = () =>
+    url.protocol === "file:" ? wasmSource().then((bytes) => WebAssembly.compile(bytes)) : WebAssembly.compileStreaming(fetch(url));
+  packfsWeb ??= compile().catch(() => null);
   return packfsWeb;
 }
 
