@@ -3,8 +3,9 @@
 # missing first (never a downloaded browser):
 #   - the wasm32-unknown-unknown target and wasm-bindgen-cli at the version
 #     pinned in web/Cargo.toml (web/build.sh),
-#   - Debian's chromium and chromium-driver (apt-get),
-#   - web/node_modules from the committed package-lock.json (npm ci).
+#   - Debian's chromium, chromium-driver and firefox-esr (apt-get),
+#   - web/node_modules from the committed package-lock.json (npm ci):
+#     playwright-core, and the Deno and Bun runtimes.
 # Then runs:
 #   1. the crate's unit tests on the host,
 #   2. the API tests in headless Chromium (wasm-bindgen-test, chromedriver),
@@ -13,19 +14,22 @@
 #   4. the end-to-end tests of the demo page, the Range-laziness tests and
 #      the p1 guests in a Web Worker (node --test, playwright-core driving
 #      /usr/bin/chromium, pages served by web/e2e/server.mjs on 127.0.0.1),
-#      and the npm package as a client gets it: `npm pack`, installed into
+#      the npm package as a client gets it: `npm pack`, installed into
 #      web/examples/vite-app (its own npm ci), type-checked with tsc,
-#      bundled by Vite and run in Chromium (e2e/package.test.mjs).
-#      Screenshots: web/e2e/artifacts/.
+#      bundled by Vite and run in the browser (e2e/package.test.mjs), and
+#      the package without a page, in Node, Deno and Bun
+#      (e2e/runtimes.test.mjs). Screenshots: web/e2e/artifacts/.
+#   5. the same end-to-end tests in Firefox ESR (PACKFS_BROWSER=firefox,
+#      by WebDriver BiDi), but for the runtimes, which have no browser.
 set -euo pipefail
 web="$(cd "$(dirname "$0")" && pwd)"
 cd "$web/.."
 
 sudo=""
 [ "$(id -u)" = 0 ] || sudo=sudo
-if ! [ -x /usr/bin/chromium ] || ! [ -x /usr/bin/chromedriver ]; then
+if ! [ -x /usr/bin/chromium ] || ! [ -x /usr/bin/chromedriver ] || ! [ -x /usr/bin/firefox-esr ]; then
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium chromium-driver
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium chromium-driver firefox-esr
 fi
 
 # Installs the target and the pinned wasm-bindgen-cli if missing; builds web/pkg.
@@ -48,5 +52,8 @@ CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" \
 echo "== packfs-web: the p1 guests' native transcripts and starting packs (target/guest-tests/browser)"
 cargo test -p packfs-host --test guests -- p1
 
-echo "== packfs-web: demo page, Range laziness and p1 guests in headless Chromium (playwright-core)"
+echo "== packfs-web: demo page, Range laziness, p1 guests and the package in headless Chromium; Node, Deno and Bun"
 (cd web && node --test --test-concurrency=1 e2e/)
+
+echo "== packfs-web: the same in headless Firefox ESR"
+(cd web && PACKFS_BROWSER=firefox node --test --test-concurrency=1 $(ls e2e/*.test.mjs | grep -v runtimes))

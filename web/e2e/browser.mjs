@@ -92,3 +92,8 @@ export async function download(page, selector) {
   });
   return { name, bytes: Buffer.from(bytes) };
 }
+
+/** Why a test that sets an origin's storage quota is skipped here: only
+ *  Chromium's DevTools protocol sets one (`Storage.overrideQuotaForOrigin`);
+ *  false in Chromium. */
+export const QUOTA_SKIP = ENGINE !== "chromium" && `${ENGINE} offers no way to set an origin's quota (Chromium's DevTools protocol does)`;
