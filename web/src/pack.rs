@@ -69,9 +69,7 @@ impl Pack {
     /// one in those runtimes, and the runner's worker one that asks the
     /// runner's thread; `null` removes it.
     #[wasm_bindgen(js_name = setBlockingGet)]
-    pub fn set_blocking_get(
-        #[wasm_bindgen(unchecked_param_type = "BlockingGet | null")] get: JsValue,
-    ) -> JsResult<()> {
+    pub fn set_blocking_get(#[wasm_bindgen(unchecked_param_type = "BlockingGet | null")] get: JsValue) -> JsResult<()> {
         if get.is_null() || get.is_undefined() {
             crate::fetch::set_blocking_get(None);
         } else {
