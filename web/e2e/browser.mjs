@@ -1,19 +1,24 @@
 // Launches a browser from Debian (never a downloaded one) headless, without
 // network chatter, in a fresh profile (Playwright makes a new temporary
-// user-data-dir per launch): Chromium, or, with PACKFS_BROWSER=firefox,
+// user-data-dir per launch): Chromium; with PACKFS_BROWSER=firefox,
 // Firefox ESR (by WebDriver BiDi: Playwright's "moz-firefox" channel runs
-// a stock Firefox). Every e2e file runs in each engine web/test.sh names.
+// a stock Firefox); with PACKFS_BROWSER=webkit, WebKitGTK's MiniBrowser
+// (by classic WebDriver, behind the same API: webdriver.mjs). Every e2e
+// file runs in each engine web/test.sh names.
 
 import { readFileSync } from "node:fs";
 import { chromium, firefox } from "playwright-core";
 
+import { launchWebKit } from "./webdriver.mjs";
+
 export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 export const FIREFOX = process.env.FIREFOX ?? "/usr/bin/firefox-esr";
-/** The engine under test: "chromium" or "firefox". */
+/** The engine under test: "chromium", "firefox" or "webkit". */
 export const ENGINE = process.env.PACKFS_BROWSER ?? "chromium";
-if (!["chromium", "firefox"].includes(ENGINE)) throw new Error(`PACKFS_BROWSER=${ENGINE}: chromium or firefox`);
+if (!["chromium", "firefox", "webkit"].includes(ENGINE)) throw new Error(`PACKFS_BROWSER=${ENGINE}: chromium, firefox or webkit`);
 
 export function launch() {
+  if (ENGINE === "webkit") return launchWebKit();
   if (ENGINE === "firefox") {
     return firefox.launch({
       channel: "moz-firefox",

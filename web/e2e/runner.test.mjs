@@ -253,7 +253,7 @@ test("a failed run says why: its kind, a message, the stack apart", { timeout: 6
     // A message a person reads: one line, no stack.
     assert.ok(!e.message.includes("\n"), `${what}: ${e.message}`);
   }
-  assert.match(trap.message, /^the guest trapped: .*unreachable/);
+  assert.match(trap.message, /^the guest trapped: .*unreachable/i);
   assert.match(trap.detail, /_start|wasm/, "the stack is kept apart");
   assert.match(module.message, /^the module cannot run: /);
   assert.match(missing.message, /^preopen \/data \(http:\/\/127\.0\.0\.1:\d+\/fixtures\/none\.pack\): /);

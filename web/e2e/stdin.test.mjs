@@ -172,5 +172,5 @@ test("stdin of the wrong type is a TypeError naming it", async () => {
     }
   });
   assert.equal(r.type, "TypeError");
-  assert.match(r.message, /^stdin must be a Uint8Array, an ArrayBuffer, a ReadableStream or a function, not "text"/);
+  assert.match(r.message, /^stdin must be a Uint8Array, an ArrayBuffer, a ReadableStream, an async iterable \(a Node stream\) or a function, not "text"/);
 });

@@ -16,7 +16,7 @@
 // spinning. Every option is checked before the worker starts: a mistake is
 // a TypeError that names the option.
 
-import { server, startWorker, wasmSource, workingDirectory } from "./runtime.js";
+import { nodeWorker, server, wasmSource, workingDirectory } from "./runtime.js";
 
 /**
  * Why a run failed. `kind` is one of:
@@ -531,7 +531,10 @@ class Runner {
     const compiled = await this.#module(module);
     if (this.#closed) throw new RunError("aborted", "the runner was closed");
     if (signal?.aborted) throw aborted();
-    this.#worker ??= await startWorker(new URL("./worker.js", import.meta.url));
+    // Written out so that bundlers see the worker and bundle it.
+    this.#worker ??= typeof Worker === "function"
+      ? Object.assign(new Worker(new URL("./worker.js", import.meta.url), { type: "module" }), { busy() {} })
+      : await nodeWorker("./worker.js");
     const worker = this.#worker;
     if (this.#closed) return this.close(), Promise.reject(new RunError("aborted", "the runner was closed"));
     const src = msg.stdin === undefined && stdin !== undefined ? pieces(stdin) : null;

@@ -89,18 +89,14 @@ export function workingDirectory() {
   return new URL(path.replace(/[%#?\\]/g, encodeURIComponent), "file:///").href;
 }
 
-/** A worker running `url` (a module): the web's `Worker` where the runtime
- *  has one; in Node, a `worker_threads` worker behind the same face
- *  (`onmessage`, `onerror`, `postMessage`, `terminate`), which keeps the
- *  process alive only while `busy(true)` says it works. */
-export async function startWorker(url) {
-  if (typeof globalThis.Worker === "function") {
-    const w = new Worker(url, { type: "module" });
-    w.busy = () => {};
-    return w;
-  }
-  const { Worker: NodeWorker } = await nodeModule("worker_threads");
-  const w = new NodeWorker(url);
+/** A `worker_threads` worker running the module `name` beside this one,
+ *  for Node, which has no web `Worker`, behind the web's face
+ *  (`onmessage`, `onerror`, `postMessage`, `terminate`); it keeps the
+ *  process alive only while `busy(true)` says it works. (The URL is made
+ *  here from a variable: a bundler would copy a literal one's file.) */
+export async function nodeWorker(name) {
+  const { Worker } = await nodeModule("worker_threads");
+  const w = new Worker(new URL(name, import.meta.url));
   const face = {
     onmessage: null,
     onerror: null,
@@ -116,9 +112,10 @@ export async function startWorker(url) {
 }
 
 /** This worker's end towards its parent: `self` in a Web Worker (Deno and
- *  Bun have one), `worker_threads`' parentPort in Node. Both take
+ *  Bun have one), `worker_threads`' parentPort in Node (reached at once,
+ *  so that a worker's module has no top-level await). Both take
  *  `postMessage(m, transfer)` and an `onmessage` of `{ data }`. */
-export async function parentPort() {
+export function parentPort() {
   if (typeof globalThis.self === "object" && typeof globalThis.self.postMessage === "function") return globalThis.self;
-  return (await nodeModule("worker_threads")).parentPort;
+  return globalThis.process.getBuiltinModule("node:worker_threads").parentPort;
 }

@@ -27,7 +27,7 @@ import init, { MemFs, Overlay, Pack, Preview1 } from "./index.js";
 import { imports } from "./imports.js";
 import { parentPort, readFileRange, server } from "./runtime.js";
 
-const port = await parentPort();
+const port = parentPort();
 
 /** A failure of kind `kind` (runner.js's RunError), with what raised it. */
 class Failed extends Error {
