@@ -3,7 +3,8 @@
 # missing first (never a downloaded browser):
 #   - the wasm32-unknown-unknown target and wasm-bindgen-cli at the version
 #     pinned in web/Cargo.toml (web/build.sh),
-#   - Debian's chromium, chromium-driver and firefox-esr (apt-get),
+#   - Debian's chromium, chromium-driver, firefox-esr, and WebKitGTK's
+#     webkit2gtk-driver (WebKitWebDriver, MiniBrowser) with xvfb (apt-get),
 #   - web/node_modules from the committed package-lock.json (npm ci):
 #     playwright-core, and the Deno and Bun runtimes.
 # Then runs:
@@ -20,16 +21,20 @@
 #      the package without a page, in Node, Deno and Bun
 #      (e2e/runtimes.test.mjs). Screenshots: web/e2e/artifacts/.
 #   5. the same end-to-end tests in Firefox ESR (PACKFS_BROWSER=firefox,
-#      by WebDriver BiDi), but for the runtimes, which have no browser.
+#      by WebDriver BiDi) and in WebKitGTK (PACKFS_BROWSER=webkit: MiniBrowser
+#      by WebKitWebDriver under Xvfb), but for the runtimes, which have no
+#      browser. A test an engine lacks a feature for says so and is skipped
+#      there; the fallback it gets is checked instead.
 set -euo pipefail
 web="$(cd "$(dirname "$0")" && pwd)"
 cd "$web/.."
 
 sudo=""
 [ "$(id -u)" = 0 ] || sudo=sudo
-if ! [ -x /usr/bin/chromium ] || ! [ -x /usr/bin/chromedriver ] || ! [ -x /usr/bin/firefox-esr ]; then
+browsers=(chromium chromium-driver firefox-esr webkit2gtk-driver xvfb)
+if ! dpkg -s "${browsers[@]}" >/dev/null 2>&1; then
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium chromium-driver firefox-esr
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${browsers[@]}"
 fi
 
 # Installs the target and the pinned wasm-bindgen-cli if missing; builds web/pkg.
@@ -55,5 +60,7 @@ cargo test -p packfs-host --test guests -- p1
 echo "== packfs-web: demo page, Range laziness, p1 guests and the package in headless Chromium; Node, Deno and Bun"
 (cd web && node --test --test-concurrency=1 e2e/)
 
-echo "== packfs-web: the same in headless Firefox ESR"
-(cd web && PACKFS_BROWSER=firefox node --test --test-concurrency=1 $(ls e2e/*.test.mjs | grep -v runtimes))
+for engine in firefox webkit; do
+    echo "== packfs-web: the same in $engine"
+    (cd web && PACKFS_BROWSER=$engine node --test --test-concurrency=1 $(ls e2e/*.test.mjs | grep -v runtimes))
+done

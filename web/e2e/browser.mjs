@@ -102,3 +102,11 @@ export async function download(page, selector) {
  *  Chromium's DevTools protocol sets one (`Storage.overrideQuotaForOrigin`);
  *  false in Chromium. */
 export const QUOTA_SKIP = ENGINE !== "chromium" && `${ENGINE} offers no way to set an origin's quota (Chromium's DevTools protocol does)`;
+
+/** Why a test that needs the origin's storage to last (OPFS, or the Cache
+ *  API across page loads) is skipped here: WebKitGTK's MiniBrowser, driven
+ *  by WebDriver, has an OPFS whose files fail (UnknownError) and a Cache
+ *  API that forgets at a page load; false elsewhere. Each file that skips
+ *  for it checks, there, what a page gets instead. */
+export const STORAGE_SKIP =
+  ENGINE === "webkit" && "WebKitGTK's MiniBrowser under WebDriver keeps no storage: its OPFS fails (UnknownError), its Cache API forgets at a load";

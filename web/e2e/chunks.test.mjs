@@ -13,7 +13,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 import { startServer } from "./server.mjs";
-import { launch, QUOTA_SKIP } from "./browser.mjs";
+import { launch, QUOTA_SKIP, STORAGE_SKIP } from "./browser.mjs";
 import { pkgOverride } from "./pkg.mjs";
 import { packfs } from "./fixtures.mjs";
 
@@ -108,7 +108,7 @@ async function storeFiles(context, edit) {
   return sizes;
 }
 
-test("a second page load fetches only the open's bytes; a damaged entry is refetched", async () => {
+test("a second page load fetches only the open's bytes; a damaged entry is refetched", { skip: STORAGE_SKIP }, async () => {
   const context = await browser.newContext();
   const opening = await inTab(context, ({ run }) => run(["ls", "/p"]));
   assert.equal(opening.exitCode, 0);
@@ -141,7 +141,7 @@ test("a second page load fetches only the open's bytes; a damaged entry is refet
 // The bound was applied only when the store was first made: a later
 // load's smaller cacheSize (0 included) went on serving from a store of
 // the earlier one's size.
-test("the store stays within its cacheSize, whatever an earlier load kept, evicting the oldest", async () => {
+test("the store stays within its cacheSize, whatever an earlier load kept, evicting the oldest", { skip: STORAGE_SKIP }, async () => {
   const context = await browser.newContext();
   const first = await inTab(context, ({ run, cat }) => run(cat));
   assert.equal(first.sha, ALL);
@@ -226,7 +226,7 @@ test("the store gives its space back to a journal's write the origin's quota wou
 
 // A second worker kept what it fetched in the Cache API, which its
 // blocking reads never see: every run fetched it all again.
-test("a second worker while the first holds the store reads right from a store of its own", async () => {
+test("a second worker while the first holds the store reads right from a store of its own", { skip: STORAGE_SKIP }, async () => {
   const context = await browser.newContext();
   const r = await inTab(context, async ({ run, createRunner, module, url }) => {
     const holder = createRunner();
