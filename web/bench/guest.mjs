@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
 import { ISOLATED, startServer } from "../e2e/server.mjs";
-import { launch, pageResult } from "../e2e/browser.mjs";
+import { ENGINE, launch, pageResult } from "../e2e/browser.mjs";
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 const root = here("../../");
@@ -65,7 +65,7 @@ async function run() {
   try {
     const r = await pageResult(browser, `${server.url}/bench/guest.html?runs=${runs}&n=${n}&big=${big}&warm=${warmRuns}`, "guestBench", 60 * 60_000);
     const results = { ...r, date: new Date().toISOString().slice(0, 10) };
-    writeFileSync(here("./dist/guest-results.json"), JSON.stringify(results));
+    writeFileSync(here(`./dist/guest-results${ENGINE === "chromium" ? "" : `-${ENGINE}`}.json`), JSON.stringify(results));
     return results;
   } finally {
     await browser.close();
@@ -314,6 +314,27 @@ rather than EEXIST or ENOENT, so \`std::fs::create_dir_all\` on the
 existing \`/work\` fails before each write phase, and each read phase then
 finds no file.
 `;
+// Another engine's figures (PACKFS_BROWSER) go to a page of their own,
+// BENCH-web-guest-ENGINE.md: its results, targets and failures, the
+// method and peers as this page says them.
+if (ENGINE !== "chromium") {
+  const name = { firefox: "Firefox", webkit: "WebKitGTK" }[ENGINE];
+  const results = md.slice(md.indexOf("\n## Results"), md.indexOf("\n## What the peers cannot run"));
+  const failed = md.slice(md.indexOf("\n## What the peers cannot run"), md.indexOf("\nIn @runno/wasi"));
+  const own = `# packfs-web guest benchmark: a WASI preview1 guest in ${name}
+
+The workload, peers, targets and method of [BENCH-web-guest.md](BENCH-web-guest.md)
+(Chromium), run in ${res.browser}, headless, the page cross-origin isolated
+(clock grain ${(res.grainNs / 1e3).toFixed(1)} µs), medians of ${res.runs} runs. Run: ${res.date}.
+
+\`\`\`sh
+web/build.sh && (cd web && npm ci && PACKFS_BROWSER=${ENGINE} npm run bench:guest)   # writes web/BENCH-web-guest-${ENGINE}.md
+\`\`\`
+${results}${failed}`;
+  writeFileSync(here(`../BENCH-web-guest-${ENGINE}.md`), own.trimEnd() + "\n");
+  console.log(own);
+  process.exit(0);
+}
 // The page's last part, the warm runner's figures (bench/runner.mjs), is
 // kept as it was.
 const page = here("../BENCH-web-guest.md");
