@@ -213,6 +213,27 @@ test("WASI: a local pack file opened by URL on this thread is read lazily, and a
   await assert.rejects(pack.readFile("f/9.bin"), /changed/);
 });
 
+test("WASI: preopen paths, args and env are checked as Preview1 checks them", async () => {
+  for (const path of ["../x", "/a/../b", "/a\0b", ""]) {
+    assert.throws(() => new WASI({ preopens: { [path]: new MemFs() } }), TypeError, JSON.stringify(path));
+  }
+  assert.throws(() => new WASI({ args: ["a\0b"] }), TypeError);
+  assert.throws(() => new WASI({ env: { "A=B": "c" } }), TypeError);
+});
+
+// Last: it replaces this thread's transport.
+test("a blocking transport that answers nonsense, throws or lies is an io error, never a pack", async () => {
+  const refused = async (get, pattern) => {
+    Pack.setBlockingGet(get);
+    await assert.rejects(Pack.fromUrl(pathToFileURL(bigFile).href), (e) => e.code === "io" && pattern.test(e.message));
+  };
+  await refused(() => ({ status: "200", body: "x" }), /status is not an HTTP status/);
+  await refused(() => ({ status: 206, body: [1, 2] }), /body is not a Uint8Array/);
+  await refused(() => { throw new Error("no disk"); }, /no disk/);
+  await refused(() => ({ status: 206, contentRange: "bytes 0-3/10", body: new Uint8Array(4) }), /corrupt pack|truncated/);
+  assert.throws(() => Pack.setBlockingGet(5), TypeError);
+});
+
 let failed = 0;
 for (const [name, f] of cases) {
   try {
