@@ -162,6 +162,11 @@ pub fn set_blocking_get(get: Option<Function>) {
     BLOCKING_GET.with(|g| *g.borrow_mut() = get);
 }
 
+/// Whether this thread is a page's (a window's), which has a `document`.
+fn on_page() -> bool {
+    Reflect::has(&js_sys::global(), &"document".into()).unwrap_or(false)
+}
+
 fn is_file(url: &str) -> bool {
     url.get(..5).is_some_and(|s| s.eq_ignore_ascii_case("file:"))
 }
@@ -177,6 +182,13 @@ fn get_blocking(url: &str, range: &str, limit: Option<u64>) -> Result<Reply> {
             url,
             RemoteFailure::Transport,
             "a file: URL is read in Node, Deno and Bun, by packfs-web's init()",
+        )),
+        // A page's thread must not block (and a synchronous request there
+        // may not even have a timeout).
+        None if on_page() => Err(remote(
+            url,
+            RemoteFailure::Transport,
+            "a read on a page's thread cannot wait for a pack's bytes: load them first, or run the guest in a worker",
         )),
         None => get_xhr(url, range),
     }
