@@ -141,8 +141,8 @@ each run on a fresh filesystem: PackFS by one \`createRunner()\`, each peer's
 worker given run after run, the runtimes taking turns (PackFS, then each
 peer, then PackFS again), each after a second's pause (as above).
 Cells are the medians of the runs after the
-first two (the first runs carry the engine's warm-up: V8 compiles wasm
-with its baseline compiler first and optimizes the functions that turn
+first two (the first runs carry the engine's warm-up: it compiles wasm
+with a baseline compiler first and optimizes the functions that turn
 out hot, and JavaScript likewise), and the ratio peer ÷ PackFS. @runno/wasi
 is left out: its phases are O(n²) (above).
 
@@ -318,13 +318,13 @@ finds no file.
 // BENCH-web-guest-ENGINE.md: its results, targets and failures, the
 // method and peers as this page says them.
 if (ENGINE !== "chromium") {
-  const name = { firefox: "Firefox", webkit: "WebKitGTK" }[ENGINE];
-  const results = md.slice(md.indexOf("\n## Results"), md.indexOf("\n## What the peers cannot run"));
+  const name = { firefox: "Firefox ESR", webkit: "WebKitGTK" }[ENGINE];
+  const results = md.slice(md.indexOf("\n## Results"), md.indexOf("\n## Where PackFS's time goes"));
   const failed = md.slice(md.indexOf("\n## What the peers cannot run"), md.indexOf("\nIn @runno/wasi"));
   const own = `# packfs-web guest benchmark: a WASI preview1 guest in ${name}
 
 The workload, peers, targets and method of [BENCH-web-guest.md](BENCH-web-guest.md)
-(Chromium), run in ${res.browser}, headless, the page cross-origin isolated
+(Chromium), run in ${name} ${res.browser.split(" ").at(-1)}${ENGINE === "webkit" ? " (MiniBrowser under Xvfb)" : ", headless"}, the page cross-origin isolated
 (clock grain ${(res.grainNs / 1e3).toFixed(1)} µs), medians of ${res.runs} runs. Run: ${res.date}.
 
 \`\`\`sh

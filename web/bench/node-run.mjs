@@ -1,22 +1,24 @@
 // One run of bench_workload.wasm in this Node process, on one runtime:
 //
-//   node bench/node-run.mjs RUNTIME WASM PHASES N BIG_MIB
+//   node bench/node-run.mjs RUNTIME WASM PHASES N BIG_MIB [TIMES]
 //
 // RUNTIME: packfs (packfs-web's WASI class over an empty MemFs at "/", on
 // this thread), packfs-runner (runP1 over a "mem" preopen, in a worker
 // thread), node-wasi (node:wasi over an empty directory on tmpfs, its
 // documented use), shim (@bjorn3/browser_wasi_shim 0.4.2, an empty
 // PreopenDirectory, debug off) or wasm-util (@tybys/wasm-util's WASI over
-// memfs, as @napi-rs/wasm-runtime ships it). Prints one line of JSON: the
-// guest's stdout and stderr, and its exit code. A fresh process per run:
-// nothing of one runtime's JIT or heap carries into another's.
+// memfs, as @napi-rs/wasm-runtime ships it). Runs it TIMES (1) times, each
+// on a fresh runtime and filesystem, and prints one line of JSON: for each
+// run the guest's stdout and stderr, and its exit code. The first run is
+// the process's first (cold: nothing of one runtime's JIT or heap carries
+// into another's); later ones are warm.
 
 import { mkdtempSync, openSync, readFileSync, rmSync, closeSync } from "node:fs";
 import { join } from "node:path";
 
 import { preciseClock } from "./clock.js";
 
-const [runtime, wasmPath, phases, n, big] = process.argv.slice(2);
+const [runtime, wasmPath, phases, n, big, times = "1"] = process.argv.slice(2);
 const args = ["bench_workload", phases, n, "/work", big];
 const module = await WebAssembly.compile(readFileSync(wasmPath));
 const dec = new TextDecoder();
@@ -92,4 +94,6 @@ async function run() {
   throw new Error(`no runtime ${runtime}`);
 }
 
-process.stdout.write(`${JSON.stringify(await run())}\n`);
+const all = [];
+for (let i = 0; i < Number(times); i++) all.push(await run());
+process.stdout.write(`${JSON.stringify(all)}\n`);
