@@ -21,7 +21,7 @@
 //! and an engine with epochs runs guests without a timeout as ever.
 
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use packfs_core::wasi::p1::Wasi;
 use packfs_host::load::Guest;
@@ -69,10 +69,10 @@ fn a_timeout_on_an_engine_without_epochs_is_refused() {
     for config in [Runner::config(), Runner::config_p3()] {
         let runner = Runner::new(&Engine::new(&config).unwrap()).unwrap().with_limits(timeout(1));
         assert_eq!(runner.check_limits(), Err(Unenforceable::TimeoutWithoutEpochs));
-        let started = Instant::now();
+        // Refused before the guest starts: a spinning guest that started
+        // would never end on this engine.
         let r = ends_within(runner, SPIN, Duration::from_secs(10)).expect("the guest still ran 10 s into a 1 s limit");
         assert!(matches!(r, Err(RunError::Unenforceable(Unenforceable::TimeoutWithoutEpochs))), "{r:?}");
-        assert!(started.elapsed() < Duration::from_secs(1), "refused before the guest ran");
     }
     // On an engine of config_for, the same limit ends the guest at 1 s.
     let limits = timeout(1);

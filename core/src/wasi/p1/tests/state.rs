@@ -1,0 +1,169 @@
+//! What calls leave behind: inode numbers from what the guest sees, one
+//! name kept per descriptor for listings, a write as one change.
+
+use super::*;
+
+/// The fd_filestat_get `ino` of `path` under the first preopen.
+fn ino_of(w: &mut Wasi, path: &str) -> u64 {
+    let mut m = Mem::new();
+    let (p, l) = m.put(path.as_bytes());
+    w.path_filestat_get(&mut m.bytes[..], ROOT, 0, p, l, 512).unwrap();
+    m.u64(512 + 8)
+}
+
+#[test]
+fn inode_numbers_come_from_what_the_guest_sees_not_from_host_addresses() {
+    // The same tree in two allocations, each a guest's own: the numbers
+    // cannot depend on where the host keeps them.
+    let guest = |fs: Arc<MemFs>, also: Option<Arc<MemFs>>| {
+        let mut b = Wasi::builder(Box::new(Fixed(0))).preopen("/", fs.clone(), Access::ReadWrite);
+        if let Some(other) = also {
+            b = b.preopen("/other", other, Access::ReadWrite);
+        }
+        b.preopen("/again", fs, Access::ReadWrite).build().unwrap()
+    };
+    let tree = || {
+        let fs = Arc::new(MemFs::new());
+        crate::FileSystem::mkdir(&*fs, fs.root(), "d", 0o755).unwrap();
+        fs
+    };
+    let (mut a, mut b) = (guest(tree(), None), guest(tree(), Some(tree())));
+    assert_eq!(ino_of(&mut a, "."), ino_of(&mut b, "."));
+    assert_eq!(ino_of(&mut a, "d"), ino_of(&mut b, "d"));
+    assert_ne!(ino_of(&mut a, "."), ino_of(&mut a, "d"));
+    // One filesystem preopened twice is one device; another is another.
+    let stat_root = |w: &mut Wasi, fd: u32| {
+        let mut m = Mem::new();
+        w.fd_filestat_get(&mut m.bytes[..], fd, 512).unwrap();
+        m.u64(512 + 8)
+    };
+    assert_eq!(stat_root(&mut a, 3), stat_root(&mut a, 4));
+    assert_eq!(stat_root(&mut b, 3), stat_root(&mut b, 5));
+    assert_ne!(stat_root(&mut b, 3), stat_root(&mut b, 4));
+}
+
+/// The names a guest's descriptors keep for resuming their listings.
+fn names_held(w: &Wasi) -> usize {
+    w.fds
+        .slots
+        .iter()
+        .flatten()
+        .map(|e| if let Entry::Dir(d) = e { usize::from(d.listing.last.is_some()) } else { 0 })
+        .sum()
+}
+
+#[test]
+fn listings_hold_one_name_per_descriptor_whatever_the_buffers() {
+    // A hostile guest: many descriptors on a big directory, each listed
+    // with a buffer that holds all of it. Before, each kept every name it
+    // was given (2,000 descriptors on 20,000 entries: 690 MB).
+    let fs = Arc::new(MemFs::new());
+    let big = crate::FileSystem::mkdir(&*fs, fs.root(), "big", 0o755).unwrap();
+    for i in 0..5_000 {
+        crate::FileSystem::mkdir(&*fs, big, &format!("entry-with-a-longish-name-{i:05}"), 0o755).unwrap();
+    }
+    let mut w = Wasi::builder(Box::new(Fixed(0))).preopen("/", fs, Access::ReadWrite).build().unwrap();
+    let mut m = Mem { bytes: vec![0; 1 << 20], next: 1024 };
+    let (buf, _) = m.put(&vec![0; 600_000]);
+    let mut fds = Vec::new();
+    for _ in 0..200 {
+        let fd = open(&mut w, &mut m, "big", oflags::DIRECTORY, rights::FD_READDIR).unwrap();
+        w.fd_readdir(&mut m.bytes[..], fd, buf, 600_000, 0, OUT).unwrap();
+        assert!(m.u32(OUT) < 600_000, "the whole directory in one call");
+        fds.push(fd);
+    }
+    assert_eq!(names_held(&w), 200);
+    // Listing on from where a call ended still resumes after its name.
+    let got = list(&mut w, &mut m, fds[0], 4096);
+    assert_eq!(got.len(), 5_002);
+    assert_eq!(names_held(&w), 200);
+}
+
+/// A guest memory that lends no slices: its bytes reach the host copied,
+/// a MiB at a time, as the browser's do.
+struct Copied<'a>(&'a mut [u8]);
+
+impl Memory for Copied<'_> {
+    fn size(&self) -> u64 {
+        self.0.size()
+    }
+    fn read(&self, ptr: u32, buf: &mut [u8]) {
+        self.0.read(ptr, buf);
+    }
+    fn write(&mut self, ptr: u32, data: &[u8]) {
+        self.0.write(ptr, data);
+    }
+}
+
+/// A journal that counts the records it is given.
+#[derive(Default)]
+struct Counted(std::sync::atomic::AtomicU64);
+
+impl crate::mem::Log for Counted {
+    fn record(&self, _: &crate::mem::Op<'_>, _: Timestamp) -> crate::Result<u64> {
+        Ok(self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1)
+    }
+    fn durable(&self, _: u64) -> crate::Result<()> {
+        Ok(())
+    }
+    fn durable_before_visible(&self) -> bool {
+        true
+    }
+}
+
+/// One write is one change, however many iovecs it names and however its
+/// bytes reach the host: under a 2 MiB quota a write of 3 MiB + 5 is
+/// refused whole (EDQUOT, nothing written), one that fits lands whole, and
+/// a journaled tree records it once. Through a memory that lends no slices
+/// the bytes came a MiB at a time, each piece its own change: the write
+/// was cut short at the quota (1 MiB written, "ok"), and a journal took a
+/// record (and a flush) per MiB.
+#[test]
+fn a_write_is_one_change_whatever_its_iovecs_and_memory() {
+    let quota = crate::mem::Limits { max_bytes: Some(2 << 20), max_inodes: None };
+    let journal = Arc::new(Counted::default());
+    let trees = [
+        Arc::new(MemFs::with_options(quota, crate::system_clock())),
+        Arc::new(MemFs::journaled(
+            crate::mem::Tree::new(Timestamp::new(0, 0), quota),
+            journal.clone(),
+            crate::system_clock(),
+        )),
+    ];
+    for (journaled, fs) in trees.into_iter().enumerate() {
+        for (lend, split) in [(true, false), (true, true), (false, false), (false, true)] {
+            let mut w = Wasi::builder(Box::new(Fixed(0))).preopen("/", fs.clone(), Access::ReadWrite).build().unwrap();
+            let mut m = Mem { bytes: vec![0; 8 << 20], next: 1024 };
+            let name = format!("f-{lend}-{split}");
+            let fd = open(&mut w, &mut m, &name, oflags::CREAT, rights::FD_WRITE | rights::FD_FILESTAT_GET).unwrap();
+            let mut write = |m: &mut Mem, len: usize| {
+                let data: Vec<u8> = (0..len).map(|i| u8::try_from(i % 251).unwrap()).collect();
+                let parts: Vec<&[u8]> = if split { data.chunks(len / 3 + 1).collect() } else { vec![&data] };
+                let bufs: Vec<(u32, u32)> = parts.iter().map(|d| m.put(d)).collect();
+                let (iovs, n) = m.iovec(&bufs);
+                let before = journal.0.load(std::sync::atomic::Ordering::Relaxed);
+                let r = match lend {
+                    true => w.fd_write(&mut m.bytes[..], fd, iovs, n, OUT),
+                    false => w.fd_write(&mut Copied(&mut m.bytes[..]), fd, iovs, n, OUT),
+                };
+                let records = journal.0.load(std::sync::atomic::Ordering::Relaxed) - before;
+                (r.map(|()| m.u32(OUT)), data, records)
+            };
+            let (r, _, records) = write(&mut m, (3 << 20) + 5);
+            assert_eq!(r, Err(Errno::DQUOT), "lend {lend}, split {split}");
+            assert_eq!(records, 0);
+            let ino = fs.lookup(fs.root(), &name).unwrap();
+            assert_eq!(fs.metadata(ino).unwrap().size, 0, "lend {lend}, split {split}: nothing written");
+            m.next = 1024;
+            let (r, data, records) = write(&mut m, (1 << 20) + 7);
+            assert_eq!(r, Ok((1 << 20) + 7), "lend {lend}, split {split}");
+            let mut back = vec![0; data.len()];
+            fs.read_at(ino, 0, &mut back).unwrap();
+            assert!(back == data, "lend {lend}, split {split}: the bytes");
+            if journaled == 1 {
+                assert_eq!(records, 1, "lend {lend}, split {split}: one record");
+            }
+            fs.unlink(fs.root(), &name).unwrap();
+        }
+    }
+}
