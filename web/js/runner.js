@@ -240,34 +240,21 @@ function pieces(stdin) {
       },
     };
   }
-  if (!(typeof ReadableStream === "function" && stdin instanceof ReadableStream)) {
-    const it = stdin[Symbol.asyncIterator]();
-    return {
-      async next() {
-        for (;;) {
-          const { value, done } = await it.next();
-          if (done) return null;
-          const b = piece(value, "stdin's stream");
-          if (b.length > 0) return b;
-        }
-      },
-      close() {
-        Promise.resolve(it.return?.()).catch(() => {});
-      },
-    };
-  }
-  const reader = stdin.getReader();
+  // A ReadableStream's reader, or any async iterable's iterator (a Node
+  // Readable): the same pieces, the same end.
+  const web = typeof ReadableStream === "function" && stdin instanceof ReadableStream;
+  const it = web ? stdin.getReader() : stdin[Symbol.asyncIterator]();
   return {
     async next() {
       for (;;) {
-        const { value, done } = await reader.read();
+        const { value, done } = await (web ? it.read() : it.next());
         if (done) return null;
         const b = piece(value, "stdin's stream");
         if (b.length > 0) return b;
       }
     },
     close() {
-      reader.cancel().catch(() => {});
+      Promise.resolve(web ? it.cancel() : it.return?.()).catch(() => {});
     },
   };
 }

@@ -197,13 +197,16 @@ fn get_blocking(url: &str, range: &str, limit: Option<u64>) -> Result<Reply> {
 /// `get(url, range, limit)`'s answer, `{ status, contentRange, validator,
 /// body }`, checked as any server's reply is.
 fn get_by(get: &Function, url: &str, range: &str, limit: Option<u64>) -> Result<Reply> {
-    let limit = limit.map_or(JsValue::UNDEFINED, |n| JsValue::from(n as f64));
-    let answer = get.call3(&JsValue::NULL, &url.into(), &range.into(), &limit).map_err(|e| thrown(url, &e))?;
+    let most = limit.map_or(JsValue::UNDEFINED, |n| JsValue::from(n as f64));
+    let answer = get.call3(&JsValue::NULL, &url.into(), &range.into(), &most).map_err(|e| thrown(url, &e))?;
     let field = |name: &str| Reflect::get(&answer, &name.into()).unwrap_or(JsValue::UNDEFINED);
     let bad = |what: &str| remote(url, RemoteFailure::BadReply, format!("the blocking transport's {what}"));
     let status = field("status").as_f64().filter(|s| s.fract() == 0.0 && (0.0..1000.0).contains(s));
     let status = status.ok_or_else(|| bad("status is not an HTTP status"))? as u16;
     let body = field("body").dyn_into::<Uint8Array>().map_err(|_| bad("body is not a Uint8Array"))?;
+    if limit.is_some_and(|l| u64::from(body.length()) > l) {
+        return Err(bad("body is longer than the pack"));
+    }
     let range = field("contentRange").as_string().as_deref().and_then(parse_content_range);
     Ok(Reply { status, range, validator: field("validator").as_string(), body: body.to_vec() })
 }
