@@ -14,7 +14,7 @@ use crate::limits::{FIRST_WINDOW, MAX_WINDOW, REQUEST_MAX, STREAM_START};
 /// files lying side by side makes (three windows), so that a reader of
 /// scattered files fetches no further ahead of them. (Reading a whole pack
 /// at 20 ms a round trip, this took it from 1.18x a download to 0.91x:
-/// BENCH.md §10.)
+/// bench/remote-results.md.)
 const STREAK: u32 = 4;
 
 /// Which extents are being fetched, and where reads were going.
