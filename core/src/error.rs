@@ -204,6 +204,16 @@ pub enum CorruptJournalKind {
         /// Its tag byte; `None` when the payload is too short to hold one.
         tag: Option<u8>,
     },
+    /// A version-2 log's image of its tree contradicts itself, or does not
+    /// end before the first change (the log is written whole with its
+    /// image, so this is never a torn tail).
+    #[error("record {record} breaks the log's image of its tree: {why}")]
+    BadImage {
+        /// The record's number in the log, from 0.
+        record: u64,
+        /// What is wrong.
+        why: &'static str,
+    },
     /// A record that decodes fails to apply to the tree replayed so far:
     /// the log does not belong to the checkpoint it was replayed onto.
     #[error("record {record} ({op}) does not apply: {error}")]
@@ -221,7 +231,7 @@ pub enum CorruptJournalKind {
 /// [`CorruptJournalKind::UnknownRecord`]'s message.
 fn unknown_record(tag: Option<u8>) -> String {
     match tag {
-        Some(1..=12) => "a flag, value or length this version does not know".into(),
+        Some(1..=17) => "a flag, value or length this version does not know".into(),
         Some(tag) => format!("tag {tag}, a record type this version does not know"),
         None => "too short to hold a record type".into(),
     }

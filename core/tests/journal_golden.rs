@@ -8,18 +8,25 @@
 //! A second reader, written from `docs/journal-format.md` alone, walks the
 //! same bytes, so the spec and the code cannot drift apart.
 //!
+//! `core/tests/data/golden-v2.journal` is version 2 (`PACKFSJ2`): the
+//! image of the same tree (`docs/journal-format.md` §6.1), then one change,
+//! checked the same three ways.
+//!
 //! To regenerate after a deliberate format change:
 //! `PACKFS_BLESS=1 cargo test -p packfs-core --test journal_golden`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use packfs_core::journal::{CorruptJournal, CorruptJournalKind, HEADER_LEN, Header, MAGIC, Sink, replay};
+use packfs_core::journal::{
+    CorruptJournal, CorruptJournalKind, HEADER_LEN, Header, MAGIC, MAGIC_V2, Sink, encode_part, replay,
+};
 use packfs_core::mem::{Limits, Tree};
 use packfs_core::sync::lock;
 use packfs_core::{FileSystem, FileType, Ino, MemFs, OpenOptions, Result, SetTime, Snapshot, Timestamp};
 
 const GOLDEN: &[u8] = include_bytes!("data/golden-v1.journal");
+const GOLDEN_V2: &[u8] = include_bytes!("data/golden-v2.journal");
 
 /// When the golden journal's empty tree was made.
 const CREATED: Timestamp = Timestamp { secs: 1_700_000_000, nanos: 5 };
@@ -41,19 +48,42 @@ impl Sink for Bytes {
     }
 }
 
-/// The golden journal's bytes as the code writes them today: its header,
-/// then the records of `golden_ops()`, each done one second after the last.
-fn golden_bytes() -> Vec<u8> {
+/// The golden journal's filesystem after `golden_ops()`, its log, and a
+/// tick that moves its clock on one second.
+fn golden_fs() -> (MemFs, Arc<Bytes>, impl Fn()) {
     let log = Arc::new(Bytes::default());
     let at = Arc::new(Mutex::new(CREATED));
     let clock = at.clone();
     let fs = MemFs::journaled(Tree::new(CREATED, Limits::default()), log.clone(), Arc::new(move || *lock(&clock)));
-    golden_ops(&fs, &|| {
+    let tick = move || {
         let mut t = lock(&at);
         *t = Timestamp::new(t.secs + 1, t.nanos);
-    });
-    let mut bytes = Header { generation: 0, created: CREATED }.encode().to_vec();
+    };
+    golden_ops(&fs, &tick);
+    (fs, log, tick)
+}
+
+/// The golden journal's bytes as the code writes them today: its header,
+/// then the records of `golden_ops()`, each done one second after the last.
+fn golden_bytes() -> Vec<u8> {
+    let (_, log, _) = golden_fs();
+    let mut bytes = Header { generation: 0, created: CREATED, image: false }.encode().to_vec();
     bytes.extend_from_slice(&lock(&log.0));
+    bytes
+}
+
+/// The version-2 golden journal: the image of `golden_ops()`'s tree, made
+/// at 21 s, then a `MKDIR` at 22 s.
+fn golden_v2_bytes() -> Vec<u8> {
+    let (fs, log, tick) = golden_fs();
+    let mut bytes = Header { generation: 0, created: CREATED, image: true }.encode().to_vec();
+    let made = Timestamp::new(CREATED.secs + 21, CREATED.nanos);
+    fs.settled(|tree| tree.image(|part| Ok::<_, ()>(encode_part(&part, made, &mut bytes)))).unwrap();
+    let from = lock(&log.0).len();
+    tick();
+    tick();
+    fs.mkdir(fs.root(), "after", 0o700).unwrap(); // MKDIR
+    bytes.extend_from_slice(&lock(&log.0)[from..]);
     bytes
 }
 
@@ -170,9 +200,9 @@ fn journal_golden_v1_writer_reproduces_it() {
 #[test]
 fn journal_golden_v1_replays_to_its_tree() {
     let header = Header::decode(GOLDEN).unwrap();
-    assert_eq!(header, Header { generation: 0, created: CREATED });
+    assert_eq!(header, Header { generation: 0, created: CREATED, image: false });
     let mut tree = Tree::new(header.created, Limits::default());
-    let replayed = replay(&mut tree, &GOLDEN[HEADER_LEN..]).unwrap();
+    let replayed = replay(&mut tree, &header, &GOLDEN[HEADER_LEN..]).unwrap();
     assert_eq!((replayed.records, replayed.clean), (20, true));
     assert_eq!(replayed.valid_len as usize, GOLDEN.len() - HEADER_LEN);
     let snapshot = Snapshot::from(tree);
@@ -240,7 +270,8 @@ fn journal_golden_v1_recovery_follows_the_spec() {
     while let Some(&at) = starts.last().filter(|&&at| at < b.len()) {
         starts.push(at + 12 + u32_at(b, at) as usize);
     }
-    let replayed = |bytes: &[u8]| replay(&mut Tree::new(CREATED, Limits::default()), &bytes[HEADER_LEN..]);
+    let header = Header::decode(GOLDEN).unwrap();
+    let replayed = |bytes: &[u8]| replay(&mut Tree::new(CREATED, Limits::default()), &header, &bytes[HEADER_LEN..]);
     for k in 0..20 {
         let mut bad = GOLDEN.to_vec();
         bad[starts[k] + 14] ^= 0x01; // a byte of the time
@@ -253,4 +284,79 @@ fn journal_golden_v1_recovery_follows_the_spec() {
             assert_eq!(replayed(&bad).unwrap_err(), want, "record {k}");
         }
     }
+}
+
+// ---- version 2: an image, then changes -------------------------------------
+
+#[test]
+fn journal_golden_v2_writer_reproduces_it() {
+    let bytes = golden_v2_bytes();
+    if std::env::var_os("PACKFS_BLESS").is_some() {
+        std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v2.journal"), &bytes).unwrap();
+    }
+    assert!(bytes == GOLDEN_V2, "the journal no longer writes the golden v2 journal: the format changed");
+}
+
+#[test]
+fn journal_golden_v2_replays_to_its_tree() {
+    let header = Header::decode(GOLDEN_V2).unwrap();
+    assert_eq!(header, Header { generation: 0, created: CREATED, image: true });
+    let mut tree = Tree::new(header.created, Limits::default());
+    let replayed = replay(&mut tree, &header, &GOLDEN_V2[HEADER_LEN..]).unwrap();
+    assert_eq!((replayed.records, replayed.clean), (14, true));
+    let snapshot = Snapshot::from(tree);
+    snapshot.check_consistency().unwrap();
+    let mut want = golden_tree();
+    let root = want.get_mut("").unwrap();
+    (root.3, root.4) = (4, [0, 22, 22]);
+    want.insert("/after".into(), (8, FileType::Dir, 0o700, 2, [22, 22, 22], String::new()));
+    assert_eq!(table(&snapshot), want, "inode numbers carried on past the image: /after is 8");
+
+    // A version-1 reader's log may not hold an image; a version-2 log's
+    // image must end before its first change.
+    let mut v1 = GOLDEN_V2.to_vec();
+    v1[7] = b'1';
+    let e = replay(&mut Tree::new(CREATED, Limits::default()), &Header::decode(&v1).unwrap(), &v1[HEADER_LEN..]);
+    assert!(matches!(e, Err(packfs_core::Error::CorruptJournal(CorruptJournal { offset: 32, kind: CorruptJournalKind::BadImage { record: 0, .. } }))), "{e:?}");
+    let mut starts = vec![32];
+    while let Some(&at) = starts.last().filter(|&&at| at < GOLDEN_V2.len()) {
+        starts.push(at + 12 + u32_at(GOLDEN_V2, at) as usize);
+    }
+    let cut = [&GOLDEN_V2[..starts[12]], &GOLDEN_V2[starts[13]..]].concat(); // without its END
+    let e = replay(&mut Tree::new(CREATED, Limits::default()), &header, &cut[HEADER_LEN..]).unwrap_err();
+    assert!(e.to_string().contains("a change before its end"), "{e}");
+}
+
+/// §6.1 from the spec alone: the image's tags in order, then the change;
+/// the `INODE` and `CONTENT` of the sparse file field by field.
+#[test]
+fn journal_golden_v2_matches_the_spec() {
+    let b = GOLDEN_V2;
+    assert_eq!((&b[..8], MAGIC_V2), (&b"PACKFSJ2"[..], *b"PACKFSJ2"));
+    let mut at = 32;
+    let mut records = Vec::new();
+    while at < b.len() {
+        let len = u32_at(b, at) as usize;
+        let payload = &b[at + 12..at + 12 + len];
+        assert_eq!(u64_at(b, at + 4), xxhash_rust::xxh3::xxh3_64(payload), "record at {at}");
+        records.push((u64_at(payload, 0) - 1_700_000_000, payload[12], payload[13..].to_vec()));
+        at += 12 + len;
+    }
+    let tags: Vec<u8> = records.iter().map(|r| r.1).collect();
+    // Inodes 1 to 5 in order, each file's content after it; the five
+    // entries by directory then name; the end; the change.
+    assert_eq!(tags, [13, 13, 13, 14, 13, 14, 13, 15, 15, 15, 15, 15, 17, 5]);
+    let times: Vec<u64> = records.iter().map(|r| r.0).collect();
+    assert_eq!(times, [[21; 13].as_slice(), &[22]].concat());
+    // INODE: ino | shape 1 (file), size | mode | nlink | atime, mtime,
+    // ctime | orphan.
+    let t = |s: u64| [&(1_700_000_000 + s).to_le_bytes()[..], &5u32.to_le_bytes()].concat();
+    let inode = [&4u64.to_le_bytes()[..], &[1], &8u64.to_le_bytes(), &0o644u32.to_le_bytes(), &1u64.to_le_bytes()];
+    assert_eq!(records[4].2, [&inode.concat()[..], &t(5), &t(7), &t(10), &[0]].concat());
+    // CONTENT: ino | offset | bytes (the run after the hole).
+    assert_eq!(records[5].2, [&4u64.to_le_bytes()[..], &4u64.to_le_bytes(), &4u32.to_le_bytes(), b"spar"].concat());
+    // ENTRY: dir | name | ino | kind (1 file, 2 dir, 3 symlink); END: the
+    // next inode number.
+    assert_eq!(records[7].2, [&1u64.to_le_bytes()[..], &4u32.to_le_bytes(), b"docs", &2u64.to_le_bytes(), &[2]].concat());
+    assert_eq!(records[12].2, 8u64.to_le_bytes());
 }

@@ -30,14 +30,16 @@
 mod record;
 
 pub use crate::error::{CorruptJournal, CorruptJournalKind};
-pub use record::{Records, Tail, encode, frame};
+pub use record::{Change, Records, Tail, encode, encode_part, frame};
 
-use crate::mem::{Log, Op, Tree};
+use crate::mem::{Limits, Log, Op, Part, Tree};
 use crate::{Error, Result, Timestamp};
 use record::Reader;
 
-/// Magic number opening every journal file.
+/// Magic number opening a journal file of version 1: changes only.
 pub const MAGIC: [u8; 8] = *b"PACKFSJ1";
+/// Magic number of version 2: the image of a tree, then changes.
+pub const MAGIC_V2: [u8; 8] = *b"PACKFSJ2";
 /// Bytes of the header.
 pub const HEADER_LEN: usize = 32;
 
@@ -50,13 +52,16 @@ pub struct Header {
     pub generation: u64,
     /// When the starting tree was created.
     pub created: Timestamp,
+    /// True for version 2: the log opens with the image of the tree its
+    /// changes apply to, over the checkpoint.
+    pub image: bool,
 }
 
 impl Header {
     /// The header's bytes.
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut h = [0; HEADER_LEN];
-        h[..8].copy_from_slice(&MAGIC);
+        h[..8].copy_from_slice(if self.image { &MAGIC_V2 } else { &MAGIC });
         h[8..16].copy_from_slice(&self.generation.to_le_bytes());
         let created = Timestamp::new(self.created.secs, self.created.nanos);
         h[16..24].copy_from_slice(&created.secs.to_le_bytes());
@@ -69,6 +74,7 @@ impl Header {
         let corrupt = |offset, kind| Error::CorruptJournal(CorruptJournal { offset, kind });
         if let Some(found) = log.first_chunk::<8>()
             && *found != MAGIC
+            && *found != MAGIC_V2
         {
             return Err(corrupt(0, CorruptJournalKind::BadMagic { found: *found }));
         }
@@ -85,7 +91,8 @@ impl Header {
         if reserved != 0 {
             return Err(corrupt(28, CorruptJournalKind::BadField { field: "reserved", value: reserved.into() }));
         }
-        Ok(Header { generation, created: Timestamp { secs, nanos } })
+        let image = log.first_chunk::<8>() == Some(&MAGIC_V2);
+        Ok(Header { generation, created: Timestamp { secs, nanos }, image })
     }
 }
 
@@ -148,45 +155,124 @@ fn shown(op: &Op<'_>) -> String {
     }
 }
 
-/// Applies the records of `body` (a log after its header) to `tree`.
-/// Limits are lifted while replaying — each op passed them when it was
+/// Applies the records of `body` (a log after its header) to `tree`: a
+/// [`Replay`] of one slice.
+pub fn replay(tree: &mut Tree, header: &Header, body: &[u8]) -> Result<Replayed> {
+    let mut replay = Replay::new(tree, header);
+    replay.records(body)?;
+    replay.finish()
+}
+
+/// A replay in progress, fed a log body's records in pieces, so that a
+/// log need not be held whole (the host reads it a record at a time).
+///
+/// Limits are lifted while replaying — each change passed them when it was
 /// acknowledged — and orphans (inodes whose last handle is gone with the
 /// process) are reaped at the end. Only a torn tail ends the log early
 /// ([`Replayed::clean`] false); a bad record with a good one after it is
 /// [`CorruptJournalKind::DamagedRecord`], one whose checksum holds but
-/// which does not decode [`CorruptJournalKind::UnknownRecord`], and a
-/// record that decodes but does not apply (the log does not belong to
-/// this tree) [`CorruptJournalKind::DoesNotApply`]: each at the record's
-/// offset in the file (the body taken to start at [`HEADER_LEN`]).
-pub fn replay(tree: &mut Tree, body: &[u8]) -> Result<Replayed> {
-    let limits = tree.limits();
-    tree.set_limits(Default::default());
-    let mut records = Records::new(body);
-    let mut count = 0;
-    let file_offset = |at: usize| (HEADER_LEN + at) as u64;
-    let corrupt = |at, kind| Error::CorruptJournal(CorruptJournal { offset: file_offset(at), kind });
-    let result = (|| -> Result<()> {
+/// which does not decode [`CorruptJournalKind::UnknownRecord`], an
+/// image in a version-1 log, or one that contradicts itself or does not
+/// end before the first change
+/// [`CorruptJournalKind::BadImage`], and a change that does not apply
+/// (the log does not belong to this tree)
+/// [`CorruptJournalKind::DoesNotApply`]: each at the record's offset in the
+/// file (the body taken to start at [`HEADER_LEN`]).
+pub struct Replay<'t> {
+    tree: &'t mut Tree,
+    limits: Limits,
+    /// Records applied, and the body bytes that held them.
+    count: u64,
+    valid_len: u64,
+    /// Version 2, before its image's end.
+    in_image: bool,
+    /// Version 1: an image record is unknown there.
+    version1: bool,
+    tail: Option<Tail>,
+}
+
+impl<'t> Replay<'t> {
+    /// A replay of the log `header` opens onto `tree`.
+    pub fn new(tree: &'t mut Tree, header: &Header) -> Self {
+        let limits = tree.limits();
+        tree.set_limits(Default::default());
+        Replay { tree, limits, count: 0, valid_len: 0, in_image: header.image, version1: !header.image, tail: None }
+    }
+
+    /// Applies the good records at the start of `body`, the log's bytes
+    /// from the end of the records applied so far; returns the bytes they
+    /// took. [`Tail::Clean`]: all of `body` was whole records; anything
+    /// else ends the replay (call [`Replay::finish`]), and is only sure
+    /// when `body` runs to the end of the file: a record cut short by the
+    /// end of a piece is to be given again, whole, with what follows.
+    pub fn records(&mut self, body: &[u8]) -> Result<Tail> {
+        let at = self.valid_len;
+        let file_offset = |pos: usize| HEADER_LEN as u64 + at + pos as u64;
+        let corrupt = |pos, kind| Error::CorruptJournal(CorruptJournal { offset: file_offset(pos), kind });
+        let mut records = Records::new(body);
         loop {
-            let at = records.valid_len();
-            let Some((now, op)) = records.next() else { break };
-            op.apply(tree, now).map_err(|e| {
-                corrupt(at, CorruptJournalKind::DoesNotApply { record: count, op: shown(&op), error: Box::new(e) })
-            })?;
-            count += 1;
-        }
-        let at = records.valid_len();
-        match records.tail() {
-            Some(Tail::Damaged { next }) => {
-                Err(corrupt(at, CorruptJournalKind::DamagedRecord { record: count, next: file_offset(next) }))
+            let pos = records.valid_len();
+            let Some((now, change)) = records.next() else { break };
+            let record = self.count;
+            match change {
+                Change::Image(_) if self.version1 => {
+                    let why = "an image in a version-1 log";
+                    return Err(corrupt(pos, CorruptJournalKind::BadImage { record, why }));
+                }
+                Change::Image(part) if self.in_image => {
+                    self.tree.restore(part).map_err(|why| corrupt(pos, CorruptJournalKind::BadImage { record, why }))?;
+                    self.in_image = !matches!(part, Part::End { .. });
+                }
+                Change::Image(_) => {
+                    return Err(corrupt(pos, CorruptJournalKind::BadImage { record, why: "a piece after its end" }));
+                }
+                Change::Op(_) if self.in_image => {
+                    let why = "a change before its end";
+                    return Err(corrupt(pos, CorruptJournalKind::BadImage { record, why }));
+                }
+                Change::Op(op) => {
+                    op.apply(self.tree, now).map_err(|e| {
+                        corrupt(pos, CorruptJournalKind::DoesNotApply { record, op: shown(&op), error: Box::new(e) })
+                    })?;
+                }
             }
-            Some(Tail::Unknown { tag }) => Err(corrupt(at, CorruptJournalKind::UnknownRecord { record: count, tag })),
-            Some(Tail::Clean | Tail::Torn) | None => Ok(()),
+            self.count += 1;
+            self.valid_len = at + records.valid_len() as u64;
         }
-    })();
-    tree.set_limits(limits);
-    result?;
-    tree.reap_unless(|_| false);
-    Ok(Replayed { records: count, valid_len: records.valid_len() as u64, clean: records.is_clean() })
+        let pos = records.valid_len();
+        let record = self.count;
+        let tail = records.tail().unwrap_or(Tail::Clean);
+        match tail {
+            Tail::Damaged { next } => {
+                let next = file_offset(next);
+                Err(corrupt(pos, CorruptJournalKind::DamagedRecord { record, next }))
+            }
+            Tail::Unknown { tag } => Err(corrupt(pos, CorruptJournalKind::UnknownRecord { record, tag })),
+            Tail::Clean | Tail::Torn => {
+                self.tail = Some(tail);
+                Ok(tail)
+            }
+        }
+    }
+
+    /// Ends the replay: refuses an image that never reached its end, puts
+    /// the limits back and reaps the orphans.
+    pub fn finish(self) -> Result<Replayed> {
+        if self.in_image {
+            let offset = HEADER_LEN as u64 + self.valid_len;
+            let kind = CorruptJournalKind::BadImage { record: self.count, why: "the log ends before its image does" };
+            return Err(Error::CorruptJournal(CorruptJournal { offset, kind }));
+        }
+        self.tree.reap_unless(|_| false);
+        let clean = self.tail != Some(Tail::Torn);
+        Ok(Replayed { records: self.count, valid_len: self.valid_len, clean })
+    }
+}
+
+impl Drop for Replay<'_> {
+    fn drop(&mut self) {
+        self.tree.set_limits(self.limits);
+    }
 }
 
 #[cfg(test)]
@@ -195,9 +281,11 @@ mod tests {
     use super::*;
     use crate::SetTime;
 
+    const V1: Header = Header { generation: 0, created: Timestamp { secs: 0, nanos: 0 }, image: false };
+
     #[test]
     fn headers() {
-        let h = Header { generation: 42, created: Timestamp::new(7, 8) };
+        let h = Header { generation: 42, created: Timestamp::new(7, 8), image: false };
         assert_eq!(Header::decode(&h.encode()), Ok(h));
         let corrupt = |offset, kind| Err(Error::CorruptJournal(CorruptJournal { offset, kind }));
         let mut bad = h.encode();
@@ -215,7 +303,7 @@ mod tests {
             assert_eq!(Header::decode(&bad), want, "byte {at}");
         }
         // An unnormalized time is written normalized.
-        let carried = Header { generation: 1, created: Timestamp { secs: 5, nanos: 1_500_000_000 } };
+        let carried = Header { generation: 1, created: Timestamp { secs: 5, nanos: 1_500_000_000 }, image: false };
         assert_eq!(Header::decode(&carried.encode()).unwrap().created, Timestamp::new(6, 500_000_000));
     }
 
@@ -227,7 +315,7 @@ mod tests {
         let ops = [Op::SetTimes { ino: 1, atime: SetTime::At(odd), mtime: SetTime::Keep }];
         let (log, _) = log_of(&ops);
         let mut tree = Tree::new(Timestamp::new(0, 0), Default::default());
-        replay(&mut tree, &log).unwrap();
+        replay(&mut tree, &V1, &log).unwrap();
         let mut live = Tree::new(Timestamp::new(0, 0), Default::default());
         ops[0].apply(&mut live, Timestamp::new(0, 7)).unwrap();
         assert_eq!(tree.metadata(1).unwrap().atime, Timestamp::new(6, 500_000_000));
@@ -235,7 +323,7 @@ mod tests {
 
         let big = vec![7; 1 << 20];
         let (log, _) = log_of(&[Op::WriteAt { ino: 99, offset: 0, data: &big }]);
-        let e = replay(&mut Tree::new(Timestamp::new(0, 0), Default::default()), &log).unwrap_err();
+        let e = replay(&mut Tree::new(Timestamp::new(0, 0), Default::default()), &V1, &log).unwrap_err();
         assert!(e.to_string().len() < 200, "{e}");
     }
 
@@ -245,7 +333,7 @@ mod tests {
     fn a_record_that_does_not_apply_says_where() {
         let ops = [Op::Mkdir { dir: 1, name: "d", mode: 0o755 }, Op::Mkdir { dir: 1, name: "d", mode: 0o700 }];
         let (log, ends) = log_of(&ops);
-        let e = replay(&mut Tree::new(Timestamp::new(0, 0), Default::default()), &log).unwrap_err();
+        let e = replay(&mut Tree::new(Timestamp::new(0, 0), Default::default()), &V1, &log).unwrap_err();
         assert_eq!(e.code(), crate::Code::Io, "EIO, as before");
         let Error::CorruptJournal(CorruptJournal { offset, kind }) = e else { panic!("{e}") };
         assert_eq!(offset, (HEADER_LEN + ends[0]) as u64);
@@ -259,7 +347,7 @@ mod tests {
     fn replay_refuses_what_is_not_a_torn_tail() {
         let ops = [Op::Mkdir { dir: 1, name: "a", mode: 0o755 }, Op::Mkdir { dir: 1, name: "b", mode: 0o755 }];
         let (log, ends) = log_of(&ops);
-        let replayed = |body: &[u8]| replay(&mut Tree::new(Timestamp::new(0, 0), Default::default()), body);
+        let replayed = |body: &[u8]| replay(&mut Tree::new(Timestamp::new(0, 0), Default::default()), &V1, body);
         let mut bad = log.clone();
         bad[5] ^= 1;
         let at = |offset: usize, kind| {

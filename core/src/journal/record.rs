@@ -6,8 +6,8 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::mem::Op;
-use crate::{Error, OpenOptions, Result, SetTime, Timestamp};
+use crate::mem::{Op, Part, Shape};
+use crate::{Error, FileType, OpenOptions, Result, SetTime, Timestamp};
 
 /// Bytes before a record's payload: its length (u32) and checksum (u64).
 pub(super) const RECORD_HEAD: usize = 12;
@@ -24,6 +24,22 @@ const SYMLINK: u8 = 9;
 const LINK: u8 = 10;
 const SET_TIMES: u8 = 11;
 const SET_MODE: u8 = 12;
+// The image of a tree (version 2, §6.1).
+const INODE: u8 = 13;
+const CONTENT: u8 = 14;
+const ENTRY: u8 = 15;
+const GONE: u8 = 16;
+const END: u8 = 17;
+
+/// What a record holds: a change, or (version 2) a piece of the image of
+/// the tree the changes after it apply to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change<'a> {
+    /// A change to the tree.
+    Op(Op<'a>),
+    /// A piece of the image.
+    Image(Part<'a>),
+}
 
 struct Writer<'v>(&'v mut Vec<u8>);
 
@@ -42,6 +58,10 @@ impl Writer<'_> {
         #[allow(clippy::cast_possible_truncation, reason = "encode refuses data of 4 GiB or more; names are short")]
         self.u32(b.len() as u32);
         self.0.extend_from_slice(b);
+    }
+    fn at(&mut self, t: Timestamp) {
+        self.u64(t.secs);
+        self.u32(t.nanos);
     }
     fn time(&mut self, t: SetTime) {
         match t {
@@ -66,10 +86,7 @@ pub fn encode(op: &Op<'_>, now: Timestamp, out: &mut Vec<u8>) -> Result<()> {
         return Err(Error::FileTooLarge);
     }
     let start = out.len();
-    out.extend_from_slice(&[0; RECORD_HEAD]);
-    let mut w = Writer(out);
-    w.u64(now.secs);
-    w.u32(now.nanos);
+    let mut w = head(out, now);
     match *op {
         Op::Open { dir, name, opts } => {
             w.u8(OPEN);
@@ -142,6 +159,75 @@ pub fn encode(op: &Op<'_>, now: Timestamp, out: &mut Vec<u8>) -> Result<()> {
     Ok(())
 }
 
+/// A record's head, to be sealed, and its time.
+fn head(out: &mut Vec<u8>, now: Timestamp) -> Writer<'_> {
+    out.extend_from_slice(&[0; RECORD_HEAD]);
+    let mut w = Writer(out);
+    w.at(now);
+    w
+}
+
+const KINDS: [FileType; 3] = [FileType::File, FileType::Dir, FileType::Symlink];
+
+/// Appends the record of an image's `part`, made at `now`, to `out`
+/// (content comes in pieces of at most [`crate::mem::CONTENT_PIECE`]).
+pub fn encode_part(part: &Part<'_>, now: Timestamp, out: &mut Vec<u8>) {
+    let start = out.len();
+    let mut w = head(out, now);
+    match *part {
+        Part::Inode { ino, shape, mode, nlink, times, orphan } => {
+            w.u8(INODE);
+            w.u64(ino);
+            match shape {
+                Shape::File { size } => {
+                    w.u8(1);
+                    w.u64(size);
+                }
+                Shape::Lower { ino, size } => {
+                    w.u8(2);
+                    w.u64(ino);
+                    w.u64(size);
+                }
+                Shape::Dir { parent, lower } => {
+                    w.u8(3);
+                    w.u64(parent);
+                    w.u64(lower.unwrap_or(0));
+                }
+                Shape::Symlink(target) => {
+                    w.u8(4);
+                    w.bytes(target.as_bytes());
+                }
+            }
+            w.u32(mode);
+            w.u64(nlink);
+            times.into_iter().for_each(|t| w.at(t));
+            w.u8(orphan.into());
+        }
+        Part::Content { ino, offset, data } => {
+            w.u8(CONTENT);
+            w.u64(ino);
+            w.u64(offset);
+            w.bytes(data);
+        }
+        Part::Entry { dir, name, ino, kind } => {
+            w.u8(ENTRY);
+            w.u64(dir);
+            w.bytes(name.as_bytes());
+            w.u64(ino);
+            w.u8(KINDS.iter().position(|&k| k == kind).map_or(0, |i| i as u8 + 1));
+        }
+        Part::Gone { lower } => {
+            w.u8(GONE);
+            w.u64(lower);
+        }
+        Part::End { next_ino } => {
+            w.u8(END);
+            w.u64(next_ino);
+        }
+    }
+    seal(out, start);
+}
+
 /// Fills in the head of the record that starts at `start` and runs to the
 /// end of `out`: its payload's length and checksum. (`encode` bounds the
 /// length.)
@@ -201,8 +287,12 @@ impl<'a> Reader<'a> {
         })
     }
 
-    fn op(&mut self) -> Option<Op<'a>> {
-        Some(match self.u8()? {
+    fn at(&mut self) -> Option<Timestamp> {
+        Some(Timestamp::new(self.u64()?, self.u32()?))
+    }
+
+    fn change(&mut self) -> Option<Change<'a>> {
+        Some(Change::Op(match self.u8()? {
             OPEN => {
                 let (dir, name, flags, mode) = (self.u64()?, self.str()?, self.u8()?, self.u32()?);
                 if flags & 0x80 != 0 {
@@ -232,8 +322,36 @@ impl<'a> Reader<'a> {
             LINK => Op::Link { ino: self.u64()?, dir: self.u64()?, name: self.str()? },
             SET_TIMES => Op::SetTimes { ino: self.u64()?, atime: self.time()?, mtime: self.time()? },
             SET_MODE => Op::SetMode { ino: self.u64()?, mode: self.u32()? },
+            INODE => {
+                let ino = self.u64()?;
+                let shape = match self.u8()? {
+                    1 => Shape::File { size: self.u64()? },
+                    2 => Shape::Lower { ino: self.u64()?, size: self.u64()? },
+                    3 => Shape::Dir { parent: self.u64()?, lower: Some(self.u64()?).filter(|&l| l != 0) },
+                    4 => Shape::Symlink(self.str()?),
+                    _ => return None,
+                };
+                let (mode, nlink, times) = (self.u32()?, self.u64()?, [self.at()?, self.at()?, self.at()?]);
+                let orphan = match self.u8()? {
+                    0 => false,
+                    1 => true,
+                    _ => return None,
+                };
+                return Some(Change::Image(Part::Inode { ino, shape, mode, nlink, times, orphan }));
+            }
+            CONTENT => {
+                let (ino, offset, data) = (self.u64()?, self.u64()?, self.bytes()?);
+                return Some(Change::Image(Part::Content { ino, offset, data }));
+            }
+            ENTRY => {
+                let (dir, name, ino) = (self.u64()?, self.str()?, self.u64()?);
+                let kind = *KINDS.get(usize::from(self.u8()?).checked_sub(1)?)?;
+                return Some(Change::Image(Part::Entry { dir, name, ino, kind }));
+            }
+            GONE => return Some(Change::Image(Part::Gone { lower: self.u64()? })),
+            END => return Some(Change::Image(Part::End { next_ino: self.u64()? })),
             _ => return None,
-        })
+        }))
     }
 }
 
@@ -319,17 +437,17 @@ fn framed(rest: &[u8]) -> Option<(u64, &[u8])> {
 }
 
 /// `payload` decoded, with nothing short or left over.
-fn decode(payload: &[u8]) -> Option<(Timestamp, Op<'_>)> {
+fn decode(payload: &[u8]) -> Option<(Timestamp, Change<'_>)> {
     let mut r = Reader(payload);
-    let now = Timestamp::new(r.u64()?, r.u32()?);
-    let op = r.op()?;
-    r.0.is_empty().then_some((now, op))
+    let now = r.at()?;
+    let change = r.change()?;
+    r.0.is_empty().then_some((now, change))
 }
 
 /// The record `rest` opens with, if it is good: whole, decoding, and its
 /// checksum holding. (Decoded before it is hashed: the scan for a good
 /// record after a bad one tries every offset.)
-fn good(rest: &[u8]) -> Option<(Timestamp, Op<'_>)> {
+fn good(rest: &[u8]) -> Option<(Timestamp, Change<'_>)> {
     let (sum, payload) = framed(rest)?;
     let decoded = decode(payload)?;
     (xxh3_64(payload) == sum).then_some(decoded)
@@ -353,7 +471,7 @@ fn data_record_len(rest: &[u8]) -> Option<usize> {
 }
 
 impl<'a> Iterator for Records<'a> {
-    type Item = (Timestamp, Op<'a>);
+    type Item = (Timestamp, Change<'a>);
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.tail.is_some() {
@@ -422,7 +540,7 @@ mod tests {
         assert!(records.is_clean());
         assert_eq!(decoded.len(), ops.len());
         for (i, ((now, op), want)) in decoded.iter().zip(&ops).enumerate() {
-            assert_eq!(op, want);
+            assert_eq!(*op, Change::Op(*want));
             assert_eq!(*now, Timestamp::new(i as u64, 7));
         }
     }
@@ -576,9 +694,9 @@ mod tests {
         // The op after the record's head and time: tag, dir, name, flags, mode.
         let (log, _) = log_of(&[Op::Open { dir: 1, name: "f", opts: OpenOptions::create() }]);
         let mut body = log[RECORD_HEAD + 12..].to_vec();
-        assert!(Reader(&body).op().is_some());
+        assert!(Reader(&body).change().is_some());
         let flags_at = body.iter().rposition(|&b| b == b'f').unwrap() + 1;
         body[flags_at] |= 0x80;
-        assert_eq!(Reader(&body).op(), None, "not taken");
+        assert_eq!(Reader(&body).change(), None, "not taken");
     }
 }

@@ -295,6 +295,14 @@ impl Content {
         self.size = len;
     }
 
+    /// The runs of bytes it holds, in offset order, each with its offset
+    /// (the offsets between them are holes): what a journal's image writes.
+    pub(crate) fn extents(&self) -> impl Iterator<Item = (u64, &[u8])> {
+        let runs = self.runs.iter().flat_map(|r| r.map.iter().map(|(&k, e)| (k, e)).chain(r.tail()));
+        let one = self.one.as_deref().map(|one| (0, one));
+        one.into_iter().chain(runs.map(|(k, e)| (k, e.bytes()))).filter(|(_, b)| !b.is_empty())
+    }
+
     #[cfg(test)]
     fn extent_count(&self) -> usize {
         usize::from(self.one.is_some()) + self.runs.as_ref().map_or(0, |r| r.map.len() + r.tail().count())

@@ -18,7 +18,7 @@ use arc_swap::ArcSwap;
 
 pub use op::Op;
 use tree::Touch;
-pub use tree::{ENTRY_BYTES, INODE_BYTES, LOWER_TAG, Limits, ROOT, Tree, Usage};
+pub use tree::{CONTENT_PIECE, ENTRY_BYTES, INODE_BYTES, LOWER_TAG, Limits, Part, ROOT, Shape, Tree, Usage};
 
 use crate::fold::FoldState;
 use crate::meta::system_clock;
@@ -222,10 +222,19 @@ impl MemFs {
     /// `before`. A journal closes its log this way before a checkpoint: no
     /// change can be recorded in the old log and missing from the pack.
     pub fn settled_snapshot(&self, before: impl FnOnce()) -> Snapshot {
+        self.settled(|_| {
+            before();
+            self.snapshot()
+        })
+    }
+
+    /// Runs `f` on the current version while no change is under way: a
+    /// journal rewrites its log so, every change recorded either in the
+    /// tree `f` sees or after `f` returns.
+    pub fn settled<T>(&self, f: impl FnOnce(&Tree) -> T) -> T {
         // A change holds the writer lock from its record to its publication.
         let _writer = lock(&self.writer);
-        before();
-        self.snapshot()
+        f(&self.current.load())
     }
 
     /// Current usage.

@@ -28,6 +28,7 @@
 
 mod check;
 mod data;
+mod image;
 mod inode;
 mod key;
 mod limits;
@@ -42,6 +43,7 @@ use crate::{Error, FileSystem, FileType, Ino, Result, Timestamp};
 use inode::{Data, Inode};
 use limits::entry_bytes;
 
+pub use image::{CONTENT_PIECE, Part, Shape};
 pub use inode::{LOWER_TAG, ROOT};
 pub(crate) use key::DirKey;
 pub use limits::{ENTRY_BYTES, INODE_BYTES, Limits, Usage};
