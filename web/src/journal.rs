@@ -145,7 +145,7 @@ pub(crate) async fn open(name: &str, limits: Limits) -> Result<MemFs, JsValue> {
     let io = |e| open_error(name, e);
     let size = file.size().map_err(io)?;
     let (tree, len) = if size == 0 {
-        let header = Header { generation: 0, created: clock()() };
+        let header = Header { generation: 0, created: clock()(), image: false };
         file.write_all_at(0, &header.encode()).and_then(|()| file.flush()).map_err(io)?;
         (Tree::new(header.created, limits), HEADER_LEN as u64)
     } else {
@@ -162,7 +162,7 @@ pub(crate) async fn open(name: &str, limits: Limits) -> Result<MemFs, JsValue> {
             return Err(js_error(Code::Io, &format!("io: {path}: {found}")));
         }
         let mut tree = Tree::new(header.created, limits);
-        let replayed = replay(&mut tree, &log[HEADER_LEN..]).map_err(corrupt)?;
+        let replayed = replay(&mut tree, &header, &log[HEADER_LEN..]).map_err(corrupt)?;
         let len = HEADER_LEN as u64 + replayed.valid_len;
         // Cut a torn tail: appends go right after the last good record.
         if len != size {

@@ -30,7 +30,7 @@
 mod record;
 
 pub use crate::error::{CorruptJournal, CorruptJournalKind};
-pub use record::{Change, Records, Tail, encode, encode_part, frame};
+pub use record::{Change, RECORD_HEAD, Records, Tail, encode, encode_part, frame};
 
 use crate::mem::{Limits, Log, Op, Part, Tree};
 use crate::{Error, Result, Timestamp};
@@ -113,6 +113,10 @@ pub trait Sink: Send + Sync {
     /// after publication and before acknowledging, so that concurrent
     /// writers share fsyncs.
     fn durable_before_visible(&self) -> bool;
+    /// Told of each change as it is published, under the writer lock, with
+    /// the tree it made: the host's log rewrites itself as the tree's
+    /// image ([`Tree::image`], version 2) here once it has outgrown it.
+    fn published(&self, _tree: &Tree) {}
 }
 
 /// Every byte sink records a `MemFs`'s changes in this format.
@@ -129,6 +133,10 @@ impl<S: Sink + ?Sized> Log for S {
 
     fn durable_before_visible(&self) -> bool {
         Sink::durable_before_visible(self)
+    }
+
+    fn published(&self, tree: &Tree) {
+        Sink::published(self, tree);
     }
 }
 

@@ -10,7 +10,7 @@ use crate::mem::{Op, Part, Shape};
 use crate::{Error, FileType, OpenOptions, Result, SetTime, Timestamp};
 
 /// Bytes before a record's payload: its length (u32) and checksum (u64).
-pub(super) const RECORD_HEAD: usize = 12;
+pub const RECORD_HEAD: usize = 12;
 
 const OPEN: u8 = 1;
 const WRITE_AT: u8 = 2;

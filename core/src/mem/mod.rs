@@ -52,6 +52,10 @@ pub trait Log: Send + Sync {
     /// True: durable under the writer lock, before any reader sees the
     /// change; false: group commit, durable before it is acknowledged.
     fn durable_before_visible(&self) -> bool;
+    /// Told, under the writer lock, of each change as it is published,
+    /// with the tree it made: a log that has outgrown the tree may rewrite
+    /// itself as the tree's image ([`Tree::image`]) then.
+    fn published(&self, _tree: &Tree) {}
 }
 
 /// A writable in-memory filesystem.
@@ -349,6 +353,9 @@ impl MemFs {
         let old = self.current.swap(next);
         drop(pins);
         drop(current);
+        if let Some(log) = &self.journal {
+            log.published(&self.current.load());
+        }
         spare.keep(old, touched);
         Ok(out)
     }

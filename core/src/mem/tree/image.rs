@@ -106,6 +106,11 @@ impl Tree {
                 if lower(ino) && self.lower.is_none() {
                     return Err("a lower inode in an image without a lower");
                 }
+                // Only an orphan has no link: unlinking a named inode with
+                // none would take its count below zero.
+                if (nlink == 0) != orphan || nlink > u64::from(u32::MAX) {
+                    return Err("a link count that disagrees with the inode's names");
+                }
                 let data = match shape {
                     Shape::File { size } => {
                         let mut content = Content::default();
@@ -173,6 +178,12 @@ impl Tree {
                     return Err("a next inode number already taken");
                 }
                 self.next_ino = next_ino;
+                // With no lower the whole tree is here, and is checked
+                // whole; over a lower, link counts are taken as written
+                // (checking them would list the whole lower).
+                if self.lower.is_none() && self.check_consistency().is_err() {
+                    return Err("an image whose names, links and parents disagree");
+                }
             }
         }
         Ok(())

@@ -3,13 +3,27 @@
 //! [`SyncPolicy`] that says when a change becomes durable.
 
 use std::fs::File;
+use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
-use packfs_core::journal::Sink;
+use packfs_core::journal::{Header, Sink, encode_part};
+use packfs_core::mem::Tree;
 use packfs_core::sync::lock;
-use packfs_core::{BackendFault, Error, OsError};
+use packfs_core::{BackendFault, Error, OsError, system_clock};
+
+use crate::publish::write_atomic;
+
+/// A log is rewritten as the image of its tree once it is this many times
+/// longer than when it was last rewritten, and than the tree's usage, and
+/// longer than [`CHECKPOINT_FROM`]: a rewrite writes about what the
+/// changes since the last one wrote, so the log stays within this factor
+/// of its tree, and writing it costs at most as much again.
+pub const REWRITE_FACTOR: u64 = 2;
+
+use super::CHECKPOINT_FROM;
 
 /// When a change becomes durable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -25,8 +39,12 @@ pub enum SyncPolicy {
 /// The log file as a [`Sink`]: positional appends, and fdatasyncs shared
 /// between waiting writers.
 pub(super) struct LogFile {
-    file: File,
+    /// The log file: replaced whole when the log is rewritten.
+    file: Mutex<Arc<File>>,
     policy: SyncPolicy,
+    /// Where the log is, and what it is rewritten with; `None` for a log
+    /// that is never rewritten.
+    rewrite: Option<Rewrite>,
     append: Mutex<AppendState>,
     /// Sequence number of the last record appended.
     appended: AtomicU64,
@@ -36,6 +54,9 @@ pub(super) struct LogFile {
 
 struct AppendState {
     len: u64,
+    /// The log's length when it was last rewritten (or opened): it is
+    /// rewritten once it is [`REWRITE_FACTOR`] times that, and its tree.
+    rewritten: u64,
     /// The most bytes the log may reach ([`LogFile::limit`]); a record
     /// past it is refused as `Quota`.
     limit: Option<u64>,
@@ -49,6 +70,15 @@ struct AppendState {
     owner: Option<File>,
 }
 
+/// What rewriting the log needs: its path and header, and how far it may
+/// grow past its tree.
+pub(super) struct Rewrite {
+    pub(super) path: PathBuf,
+    pub(super) generation: u64,
+    /// How much the log may grow beyond its length after a rewrite.
+    pub(super) grows: Option<u64>,
+}
+
 struct SyncState {
     synced: u64,
     syncing: bool,
@@ -59,9 +89,10 @@ struct SyncState {
 impl LogFile {
     pub(super) fn new(file: File, len: u64, policy: SyncPolicy, owner: Option<File>) -> Self {
         LogFile {
-            file,
+            file: Mutex::new(Arc::new(file)),
             policy,
-            append: Mutex::new(AppendState { len, limit: None, seq: 0, closed: None, owner }),
+            rewrite: None,
+            append: Mutex::new(AppendState { len, rewritten: len, limit: None, seq: 0, closed: None, owner }),
             appended: AtomicU64::new(0),
             synced: Mutex::new(SyncState { synced: 0, syncing: false, failed: false }),
             synced_cv: Condvar::new(),
@@ -72,6 +103,12 @@ impl LogFile {
     /// bytes.
     pub(super) fn limit(self, limit: Option<u64>) -> Self {
         lock(&self.append).limit = limit;
+        self
+    }
+
+    /// Rewrites the log as `rewrite` says once it outgrows its tree.
+    pub(super) fn rewritten(mut self, rewrite: Rewrite) -> Self {
+        self.rewrite = Some(rewrite);
         self
     }
 
@@ -99,10 +136,11 @@ impl Sink for LogFile {
         if st.limit.is_some_and(|limit| st.len.saturating_add(record.len() as u64) > limit) {
             return Err(Error::Quota);
         }
-        if let Err(e) = self.file.write_all_at(record, st.len) {
+        let file = lock(&self.file).clone();
+        if let Err(e) = file.write_all_at(record, st.len) {
             // A record half on disk would end replay early and hide every
             // later one: take it back, or take no more.
-            if self.file.set_len(st.len).is_err() {
+            if file.set_len(st.len).is_err() {
                 st.closed = Some("a failed journal append could not be undone");
             }
             return Err(Error::Os(OsError::new("journal append", e)));
@@ -130,7 +168,8 @@ impl Sink for LogFile {
             st.syncing = true;
             let target = self.appended.load(Ordering::Acquire);
             drop(st);
-            let result = self.file.sync_data();
+            let file = lock(&self.file).clone();
+            let result = file.sync_data();
             st = lock(&self.synced);
             st.syncing = false;
             match result {
@@ -149,6 +188,52 @@ impl Sink for LogFile {
 
     fn durable_before_visible(&self) -> bool {
         self.policy == SyncPolicy::EveryOp
+    }
+
+    fn published(&self, tree: &Tree) {
+        let Some(rewrite) = &self.rewrite else { return };
+        let mut st = lock(&self.append);
+        let outgrown = st.len > CHECKPOINT_FROM.max(st.rewritten.saturating_mul(REWRITE_FACTOR));
+        if st.closed.is_some() || !outgrown || st.len <= tree.usage().bytes.saturating_mul(REWRITE_FACTOR) {
+            return;
+        }
+        // Called under the tree's writer lock: no change is being recorded,
+        // and every one recorded so far is in `tree`.
+        let mut published = false;
+        let written = write_atomic(&rewrite.path, |f| {
+            let header = Header { generation: rewrite.generation, created: system_clock()(), image: true };
+            let mut out = BufWriter::with_capacity(1 << 20, &*f);
+            out.write_all(&header.encode())?;
+            let mut record = Vec::new();
+            let mut len = header.encode().len() as u64;
+            tree.image(|part| {
+                record.clear();
+                encode_part(&part, header.created, &mut record);
+                len += record.len() as u64;
+                out.write_all(&record)
+            })?;
+            out.flush()?;
+            drop(out);
+            published = true;
+            Ok::<_, io::Error>((f.try_clone()?, len))
+        });
+        match written {
+            Ok((file, len)) => {
+                *lock(&self.file) = Arc::new(file);
+                (st.len, st.rewritten) = (len, len);
+                st.limit = rewrite.grows.map(|g| len.saturating_add(g));
+                // The new log, synced whole, holds every change appended
+                // so far.
+                let mut synced = lock(&self.synced);
+                synced.synced = synced.synced.max(self.appended.load(Ordering::Acquire));
+                self.synced_cv.notify_all();
+            }
+            // The old log may have been replaced by one this handle does
+            // not write: take no more records.
+            Err(_) if published => _ = st.closed.get_or_insert("the journal's log could not be rewritten: reopen it"),
+            // The old log stands; try again once it has doubled.
+            Err(_) => st.rewritten = st.len,
+        }
     }
 }
 

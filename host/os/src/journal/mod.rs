@@ -50,21 +50,21 @@ mod error;
 mod log_file;
 
 pub use error::JournalError;
-pub use log_file::SyncPolicy;
+pub use log_file::{REWRITE_FACTOR, SyncPolicy};
 
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use packfs_core::journal::{HEADER_LEN, Header, replay};
+use packfs_core::journal::{HEADER_LEN, Header, RECORD_HEAD, Replay, Tail};
 use packfs_core::mem::{Limits, Tree};
 use packfs_core::pack::{WriteError, write_pack};
 use packfs_core::{Clock, MemFs, system_clock};
 
 use crate::mmap::{OpenPackError, open_pack};
 use crate::publish::write_atomic;
-use log_file::LogFile;
+use log_file::{LogFile, Rewrite};
 
 /// A log longer than its tree is checkpointed at open and close, once it
 /// is longer than this too.
@@ -140,22 +140,56 @@ fn load(dir: &Path, limits: Limits, clock: &Clock) -> Result<Loaded> {
         Some(mounted.map_err(|source| JournalError::Corrupt { path, source })?)
     };
     let path = log_path(dir, generation);
-    let log = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
+    let file = match File::options().read(true).write(true).open(&path) {
+        Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Ok(Loaded { generation, tree: tree.unwrap_or_else(|| Tree::new(clock(), limits)), log: None });
         }
-        Err(e) => return Err(JournalError::io("reading", path)(e)),
+        Err(e) => return Err(JournalError::io("opening", path)(e)),
     };
     let corrupt = |source| JournalError::Corrupt { path: path.clone(), source };
-    let header = Header::decode(&log).map_err(corrupt)?;
+    let reading = |e| JournalError::io("reading", &path)(e);
+    let size = file.metadata().map_err(reading)?.len();
+    let mut log = io::BufReader::with_capacity(1 << 20, &file);
+    let mut record = Vec::new();
+    read_up_to(&mut log, HEADER_LEN as u64, &mut record).map_err(reading)?;
+    let header = Header::decode(&record).map_err(corrupt)?;
     if header.generation != generation {
         return Err(JournalError::WrongGeneration { path, expected: generation, found: header.generation });
     }
     let mut tree = tree.take().unwrap_or_else(|| Tree::new(header.created, limits));
-    let replayed = replay(&mut tree, &log[HEADER_LEN..]).map_err(corrupt)?;
-    let file = File::options().write(true).open(&path).map_err(JournalError::io("opening", &path))?;
+    let mut replay = Replay::new(&mut tree, &header);
+    // A record at a time, so that replay holds the tree and one record,
+    // never the whole log.
+    let mut at = HEADER_LEN as u64;
+    loop {
+        record.clear();
+        read_up_to(&mut log, RECORD_HEAD as u64, &mut record).map_err(reading)?;
+        if record.is_empty() {
+            break;
+        }
+        let whole = record.first_chunk::<4>().map(|len| RECORD_HEAD as u64 + u64::from(u32::from_le_bytes(*len)));
+        // A length past the end of the file is not read into memory.
+        let whole = whole.filter(|&n| at + n <= size);
+        if let Some(n) = whole {
+            read_up_to(&mut log, n - RECORD_HEAD as u64, &mut record).map_err(reading)?;
+        }
+        if whole.is_none() || replay.records(&record).map_err(corrupt)? != Tail::Clean {
+            // A bad record: a torn tail or damage, as what follows it says.
+            log.read_to_end(&mut record).map_err(reading)?;
+            replay.records(&record).map_err(corrupt)?;
+            break;
+        }
+        at += record.len() as u64;
+    }
+    let replayed = replay.finish().map_err(corrupt)?;
+    drop(log);
     Ok(Loaded { generation, tree, log: Some((file, HEADER_LEN as u64 + replayed.valid_len)) })
+}
+
+/// Appends up to `n` more bytes of `from` to `to`: fewer only at the end.
+fn read_up_to(from: &mut impl Read, n: u64, to: &mut Vec<u8>) -> io::Result<()> {
+    from.take(n).read_to_end(to).map(drop)
 }
 
 impl Journal {
@@ -205,7 +239,7 @@ impl Journal {
                 (file, valid)
             }
             None => {
-                let header = Header { generation, created: clock() };
+                let header = Header { generation, created: clock(), image: false };
                 let path = log_path(dir, generation);
                 write_atomic(&path, |f| f.write_all(&header.encode())).map_err(JournalError::io("creating", &path))?;
                 if generation == 0 {
@@ -217,7 +251,9 @@ impl Journal {
         };
         remove_other_generations(dir, generation)?;
         let grows = limits.max_bytes.map(|q| q.saturating_mul(LOG_PER_QUOTA).max(LOG_MIN));
-        let log = Arc::new(LogFile::new(file, len, policy, Some(lock)).limit(grows.map(|g| len.saturating_add(g))));
+        let rewrite = Rewrite { path: log_path(dir, generation), generation, grows };
+        let log = LogFile::new(file, len, policy, Some(lock)).limit(grows.map(|g| len.saturating_add(g)));
+        let log = Arc::new(log.rewritten(rewrite));
         let fs = Arc::new(MemFs::journaled(tree, log.clone(), clock));
         Ok(Journal { dir: dir.to_path_buf(), generation, fs, log, policy, limits })
     }
@@ -290,7 +326,7 @@ impl Journal {
             out.flush().map_err(WriteError::from)
         })
         .map_err(|source| JournalError::Checkpoint { path: base, source })?;
-        let header = Header { generation: next, created: system_clock()() };
+        let header = Header { generation: next, created: system_clock()(), image: false };
         let log = log_path(&self.dir, next);
         write_atomic(&log, |f| f.write_all(&header.encode())).map_err(JournalError::io("creating", log))?;
         Journal::open_locked(&self.dir, held, self.policy, self.limits)
