@@ -663,7 +663,7 @@ proptest! {
         use packfs_core::journal::{encode_part, replay, Header};
         use packfs_core::mem::{Limits, Tree};
         let start = packfs_core::Timestamp::new(1_600_000_000, 0);
-        let (base, _) = lower_tree(&pre)?;
+        let (base, mut model) = lower_tree(&pre)?;
         let lower: Option<std::sync::Arc<dyn FileSystem>> =
             (!pre.is_empty()).then(|| std::sync::Arc::new(base.snapshot()) as _);
         let fresh = || match &lower {
@@ -673,10 +673,6 @@ proptest! {
         let sink = std::sync::Arc::new(VecSink::default());
         let fs = MemFs::journaled(fresh(), sink.clone(), ticking_clock());
         let mid = mid.index(ops.len() + 1);
-        let mut model = Model::new();
-        for op in &pre {
-            model.apply(op);
-        }
         for op in &ops[..mid] {
             prop_assert_eq!(apply(&fs, op), model.apply(op));
         }

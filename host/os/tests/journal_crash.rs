@@ -181,6 +181,74 @@ fn kills_lose_no_acknowledged_change() {
     );
 }
 
+/// The child of the rewrite test: one 256 KiB file, held open, rewritten
+/// whole with its round number, each rewrite acknowledged; the log is
+/// rewritten as the tree's image every few rounds.
+#[test]
+fn child_rewriter() {
+    let Some(dir) = std::env::var_os(REWRITER_ENV) else { return };
+    let journal = Journal::open(Path::new(&dir), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let fs = journal.fs();
+    let f = fs.open(fs.root(), "f", &OpenOptions { write: true, create: true, ..OpenOptions::default() }).unwrap();
+    let start = u32::from_le_bytes(read_round(&**fs).unwrap_or_default());
+    let mut out = std::io::stdout().lock();
+    for round in start + 1.. {
+        fs.write_at(f, 0, &round.to_le_bytes().repeat(REWRITTEN / 4)).unwrap();
+        writeln!(out, "ack {round}").unwrap();
+        out.flush().unwrap();
+    }
+}
+
+const REWRITER_ENV: &str = "PACKFS_JOURNAL_REWRITER";
+const REWRITTEN: usize = 256 << 10;
+
+/// The round the rewriter's file holds, if it holds one whole.
+fn read_round(fs: &dyn FileSystem) -> Option<[u8; 4]> {
+    let f = fs.lookup(fs.root(), "f").ok().filter(|&f| fs.metadata(f).unwrap().size > 0)?;
+    let mut buf = vec![0; REWRITTEN];
+    assert_eq!(fs.read_at(f, 0, &mut buf).unwrap(), REWRITTEN);
+    let round: [u8; 4] = buf[..4].try_into().unwrap();
+    assert!(buf.chunks(4).all(|c| c == round), "a file of one round, not a mix");
+    Some(round)
+}
+
+/// Killed at random points while its log is being rewritten as the
+/// tree's image (every few rounds): the journal always reopens to the
+/// last acknowledged round or the one in flight, never to a torn or
+/// older one, and its log stays in proportion to its tree.
+#[test]
+fn kills_during_log_rewrites_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut rng = Rng(0x0DDB_A115_EED5_F00D);
+    let (mut last, mut acked_total) = (0u32, 0);
+    for kill in 0..40 {
+        let mut child = Command::new(&exe)
+            .args(["--exact", "child_rewriter", "--nocapture", "--test-threads=1"])
+            .env(REWRITER_ENV, dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(5 + rng.below(80)));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+        let whole = out.rfind('\n').map_or("", |end| &out[..end]);
+        let acked = whole.lines().filter_map(|l| l[l.find("ack ")? + 4..].parse::<u32>().ok()).max().unwrap_or(last);
+        acked_total += acked - last;
+        let after = Journal::read(dir.path()).unwrap();
+        let got = read_round(&after).map_or(0, u32::from_le_bytes);
+        assert!(got == acked || got == acked + 1, "kill {kill}: round {got} after {acked} acknowledged");
+        let log: u64 = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
+        assert!(log < 4 << 20, "kill {kill}: {log} bytes in the journal");
+        last = got;
+    }
+    assert!(acked_total > 200, "children barely ran ({acked_total} rounds): the test proved little");
+    eprintln!("40 kills survived; {acked_total} rounds acknowledged");
+}
+
 /// The premise of the crash test: the op sequence is deterministic, and a
 /// journaled filesystem behaves as a plain one and replays to it.
 #[test]

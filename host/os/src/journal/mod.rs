@@ -29,17 +29,23 @@
 //! with any write whose fsync failed, may or may not be there after a
 //! reopen.
 //!
-//! The log is kept in proportion to the tree. A journal is checkpointed
+//! The log is kept in proportion to the tree, while the tree is in use.
+//! Once the log is [`REWRITE_FACTOR`] times longer than when it was last
+//! rewritten, and than the tree's usage, and longer than
+//! [`CHECKPOINT_FROM`], it is rewritten, between two changes, as the
+//! image of the tree over its checkpoint (journal format version 2): every
+//! inode with its number, so that open handles and the records after it
+//! still name the same inodes (a checkpoint pack renumbers them). The new
+//! log is published atomically, as a checkpoint's files are. So a guest
+//! rewriting a file for ever keeps a log of about twice the tree, and the
+//! next open reads no more. A journal is also checkpointed into a new pack
 //! when it is opened, or closed ([`Journal::close`], as `packfs run` does
-//! when the guest ends), with a log longer than its tree (the checkpoint
-//! pack) and than [`CHECKPOINT_FROM`]; and under a quota
-//! ([`Limits::max_bytes`]) the log may grow by at most [`LOG_PER_QUOTA`]
-//! times the quota (at least [`LOG_MIN`]) between checkpoints: a change
-//! past that fails with `Quota`, as one past the quota does. So a guest
-//! rewriting a file for ever cannot fill the disk with its log, nor make
-//! the next open read more than that. (A checkpoint while the tree is in
-//! use would need the pack to keep the tree's inode numbers, which the
-//! live tree's handles and later records name; a pack renumbers them.)
+//! when the guest ends), with a log longer than its checkpoint pack and
+//! than [`CHECKPOINT_FROM`]. Should a rewrite fail (a full disk), the old
+//! log goes on, and under a quota ([`Limits::max_bytes`]) it may then
+//! grow by at most [`LOG_PER_QUOTA`] times the quota (at least
+//! [`LOG_MIN`]): a change past that fails with `Quota`. Replay reads the
+//! log a record at a time: it holds the tree and one record.
 //!
 //! One journal open at a time, in this process or another: its log holds
 //! an exclusive lock on `DIR/lock` for as long as it takes records (until
