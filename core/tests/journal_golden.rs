@@ -78,7 +78,13 @@ fn golden_v2_bytes() -> Vec<u8> {
     let (fs, log, tick) = golden_fs();
     let mut bytes = Header { generation: 0, created: CREATED, image: true }.encode().to_vec();
     let made = Timestamp::new(CREATED.secs + 21, CREATED.nanos);
-    fs.settled(|tree| tree.image(|part| Ok::<_, ()>(encode_part(&part, made, &mut bytes)))).unwrap();
+    fs.settled(|tree| {
+        tree.image(|part| {
+            encode_part(&part, made, &mut bytes);
+            Ok::<_, ()>(())
+        })
+    })
+    .unwrap();
     let from = lock(&log.0).len();
     tick();
     tick();
@@ -317,7 +323,16 @@ fn journal_golden_v2_replays_to_its_tree() {
     let mut v1 = GOLDEN_V2.to_vec();
     v1[7] = b'1';
     let e = replay(&mut Tree::new(CREATED, Limits::default()), &Header::decode(&v1).unwrap(), &v1[HEADER_LEN..]);
-    assert!(matches!(e, Err(packfs_core::Error::CorruptJournal(CorruptJournal { offset: 32, kind: CorruptJournalKind::BadImage { record: 0, .. } }))), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Err(packfs_core::Error::CorruptJournal(CorruptJournal {
+                offset: 32,
+                kind: CorruptJournalKind::BadImage { record: 0, .. }
+            }))
+        ),
+        "{e:?}"
+    );
     let mut starts = vec![32];
     while let Some(&at) = starts.last().filter(|&&at| at < GOLDEN_V2.len()) {
         starts.push(at + 12 + u32_at(GOLDEN_V2, at) as usize);
@@ -357,6 +372,9 @@ fn journal_golden_v2_matches_the_spec() {
     assert_eq!(records[5].2, [&4u64.to_le_bytes()[..], &4u64.to_le_bytes(), &4u32.to_le_bytes(), b"spar"].concat());
     // ENTRY: dir | name | ino | kind (1 file, 2 dir, 3 symlink); END: the
     // next inode number.
-    assert_eq!(records[7].2, [&1u64.to_le_bytes()[..], &4u32.to_le_bytes(), b"docs", &2u64.to_le_bytes(), &[2]].concat());
+    assert_eq!(
+        records[7].2,
+        [&1u64.to_le_bytes()[..], &4u32.to_le_bytes(), b"docs", &2u64.to_le_bytes(), &[2]].concat()
+    );
     assert_eq!(records[12].2, 8u64.to_le_bytes());
 }

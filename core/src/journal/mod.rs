@@ -228,7 +228,9 @@ impl<'t> Replay<'t> {
                     return Err(corrupt(pos, CorruptJournalKind::BadImage { record, why }));
                 }
                 Change::Image(part) if self.in_image => {
-                    self.tree.restore(part).map_err(|why| corrupt(pos, CorruptJournalKind::BadImage { record, why }))?;
+                    self.tree
+                        .restore(part)
+                        .map_err(|why| corrupt(pos, CorruptJournalKind::BadImage { record, why }))?;
                     self.in_image = !matches!(part, Part::End { .. });
                 }
                 Change::Image(_) => {

@@ -214,7 +214,11 @@ pub fn encode_part(part: &Part<'_>, now: Timestamp, out: &mut Vec<u8>) {
             w.u64(dir);
             w.bytes(name.as_bytes());
             w.u64(ino);
-            w.u8(KINDS.iter().position(|&k| k == kind).map_or(0, |i| i as u8 + 1));
+            w.u8(match kind {
+                FileType::File => 1,
+                FileType::Dir => 2,
+                FileType::Symlink => 3,
+            });
         }
         Part::Gone { lower } => {
             w.u8(GONE);

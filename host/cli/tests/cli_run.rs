@@ -428,11 +428,21 @@ fn a_journal_log_stays_in_proportion_to_its_tree() {
         |dir: &Path| -> u64 { std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum() };
     assert!(on_disk(&f.path("j")) < 4 << 20, "{} bytes left after the run", on_disk(&f.path("j")));
     let (_, empty, _) = peak(&["--mount", "/j=journal:empty"], &["ls", "/j"]);
-    assert!(rewriting < empty + (32 << 20), "{} MiB resident, {} MiB on an empty journal", rewriting >> 20, empty >> 20);
+    assert!(
+        rewriting < empty + (32 << 20),
+        "{} MiB resident, {} MiB on an empty journal",
+        rewriting >> 20,
+        empty >> 20
+    );
     let (code, reopened, _) = peak(&mount, &["ls", "/j"]);
     assert_eq!(code, 0);
     assert!(reopened < empty + (16 << 20), "{} MiB resident, {} MiB on an empty journal", reopened >> 20, empty >> 20);
-    eprintln!("peak RSS: rewriting {} MiB, reopening {} MiB, empty {} MiB", rewriting >> 20, reopened >> 20, empty >> 20);
+    eprintln!(
+        "peak RSS: rewriting {} MiB, reopening {} MiB, empty {} MiB",
+        rewriting >> 20,
+        reopened >> 20,
+        empty >> 20
+    );
     f.ok(["compact", "j", "-o", "kept.pack"]);
     let pack = packfs_core::pack::PackFs::open(std::fs::read(f.path("kept.pack")).unwrap()).unwrap();
     let ino = packfs_core::FileSystem::lookup(&pack, packfs_core::FileSystem::root(&pack), "f").unwrap();

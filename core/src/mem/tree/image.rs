@@ -84,7 +84,8 @@ impl Tree {
             emit(Part::Entry { dir: key.dir, name: &key.name, ino, kind })?;
         }
         for (&lower, ()) in self.seen.iter() {
-            if self.inodes.get(&(lower | LOWER_TAG)).is_none() && self.lower.as_ref().is_some_and(|l| l.root() != lower) {
+            if self.inodes.get(&(lower | LOWER_TAG)).is_none() && self.lower.as_ref().is_some_and(|l| l.root() != lower)
+            {
                 emit(Part::Gone { lower })?;
             }
         }
@@ -200,7 +201,13 @@ mod tests {
     fn rewritten(fs: &MemFs, after: impl FnOnce(&MemFs)) -> Vec<u8> {
         let mut body = Vec::new();
         let now = Timestamp::new(9, 0);
-        fs.settled(|t| t.image(|part| Ok::<_, ()>(encode_part(&part, now, &mut body)))).unwrap();
+        fs.settled(|t| {
+            t.image(|part| {
+                encode_part(&part, now, &mut body);
+                Ok::<_, ()>(())
+            })
+        })
+        .unwrap();
         after(fs);
         body
     }
@@ -226,7 +233,11 @@ mod tests {
         assert_eq!(tree.orphans(), [open]);
 
         let mut body = Vec::new();
-        tree.image(|part| Ok::<_, ()>(encode_part(&part, now, &mut body))).unwrap();
+        tree.image(|part| {
+            encode_part(&part, now, &mut body);
+            Ok::<_, ()>(())
+        })
+        .unwrap();
         let mut with_write = body.clone();
         crate::journal::encode(&crate::mem::Op::WriteAt { ino: open, offset: 4, data: b"!" }, now, &mut with_write)
             .unwrap();
@@ -235,7 +246,10 @@ mod tests {
         replay(&mut back, &header, &with_write).unwrap();
         assert_eq!(back.metadata(gone), Err(Error::NotFound), "a removed lower inode stays removed");
         assert_eq!(back.metadata(open), Err(Error::NotFound), "the orphan, written to, then reaped");
-        assert_eq!(back.usage(), { tree.reap_unless(|_| false); tree.usage() });
+        assert_eq!(back.usage(), {
+            tree.reap_unless(|_| false);
+            tree.usage()
+        });
         Snapshot::from(back).check_consistency().unwrap();
     }
 
@@ -262,12 +276,20 @@ mod tests {
     #[test]
     fn contradictory_parts_are_refused() {
         let t0 = [Timestamp::new(0, 0); 3];
-        let file = |ino, size| Part::Inode { ino, shape: Shape::File { size }, mode: 0, nlink: 1, times: t0, orphan: false };
+        let file =
+            |ino, size| Part::Inode { ino, shape: Shape::File { size }, mode: 0, nlink: 1, times: t0, orphan: false };
         let mut tree = Tree::new(Timestamp::new(0, 0), Limits::default());
         assert!(tree.restore(file(0, 0)).is_err());
         assert!(tree.restore(file(ROOT, 0)).is_err(), "a root that is a file");
         assert!(tree.restore(file(LOWER_TAG | 5, 0)).is_err(), "a lower number, no lower");
-        let lower = Part::Inode { ino: LOWER_TAG | 6, shape: Shape::Lower { ino: 6, size: 1 }, mode: 0, nlink: 1, times: t0, orphan: false };
+        let lower = Part::Inode {
+            ino: LOWER_TAG | 6,
+            shape: Shape::Lower { ino: 6, size: 1 },
+            mode: 0,
+            nlink: 1,
+            times: t0,
+            orphan: false,
+        };
         assert!(tree.restore(lower).is_err(), "no lower");
         assert!(tree.restore(file(7, 3)).is_ok());
         assert!(tree.restore(file(7, 3)).is_err(), "twice");
