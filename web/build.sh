@@ -36,7 +36,8 @@ wasm-bindgen --target web --out-dir web/pkg \
 # The entry point (index.js: init in every runtime), the WASI class and
 # what differs between runtimes.
 cp web/js/runner.js web/js/runner.d.ts web/js/worker.js web/js/imports.js \
-    web/js/index.js web/js/index.d.ts web/js/wasi.js web/js/wasi.d.ts web/js/runtime.js web/pkg/
+    web/js/index.js web/js/index.d.ts web/js/wasi.js web/js/wasi.d.ts web/js/runtime.js \
+    web/js/preview2.js web/js/preview2.d.ts web/pkg/
 # The npm package: its manifest (the workspace's version) and README.
 crate_version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)"
 sed "s/@VERSION@/$crate_version/" web/npm/package.json.in >web/pkg/package.json

@@ -10,8 +10,8 @@
 # Then runs:
 #   1. the crate's unit tests on the host,
 #   2. the API tests in headless Chromium (wasm-bindgen-test, chromedriver),
-#   3. the p1 guests on PackFS natively (host/tests/guests.rs), which leave
-#      their transcripts and starting packs for step 4,
+#   3. the p1 and p2 guests on PackFS natively (host/tests/guests.rs), which
+#      leave their transcripts, trees and starting packs for step 4,
 #   4. the end-to-end tests of the demo page, the Range-laziness tests and
 #      the p1 guests in a Web Worker (node --test, playwright-core driving
 #      /usr/bin/chromium, pages served by web/e2e/server.mjs on 127.0.0.1),
@@ -19,7 +19,9 @@
 #      web/examples/vite-app (its own npm ci), type-checked with tsc,
 #      bundled by Vite and run in the browser (e2e/package.test.mjs), and
 #      the package without a page, in Node, Deno and Bun
-#      (e2e/runtimes.test.mjs). Screenshots: web/e2e/artifacts/.
+#      (e2e/runtimes.test.mjs), and the p2 guests transpiled by jco on
+#      packfs-web/preview2 in Node (e2e/preview2.test.mjs). Screenshots:
+#      web/e2e/artifacts/.
 #   5. the same end-to-end tests in Firefox ESR (PACKFS_BROWSER=firefox,
 #      by WebDriver BiDi) and in WebKitGTK (PACKFS_BROWSER=webkit: MiniBrowser
 #      by WebKitWebDriver under Xvfb), but for the runtimes, which have no
@@ -54,13 +56,13 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" \
     cargo test -p packfs-web --target wasm32-unknown-unknown
 
-echo "== packfs-web: the p1 guests' native transcripts and starting packs (target/guest-tests/browser)"
-cargo test -p packfs-host --test guests -- p1
+echo "== packfs-web: the p1 and p2 guests' native transcripts and starting packs (target/guest-tests/browser)"
+cargo test -p packfs-host --test guests -- p1 p2
 
 echo "== packfs-web: demo page, Range laziness, p1 guests and the package in headless Chromium; Node, Deno and Bun"
 (cd web && node --test --test-concurrency=1 e2e/)
 
 for engine in firefox webkit; do
     echo "== packfs-web: the same in $engine"
-    (cd web && PACKFS_BROWSER=$engine node --test --test-concurrency=1 $(ls e2e/*.test.mjs | grep -v runtimes))
+    (cd web && PACKFS_BROWSER=$engine node --test --test-concurrency=1 $(ls e2e/*.test.mjs | grep -v 'runtimes\|preview2'))
 done

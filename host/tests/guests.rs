@@ -510,8 +510,10 @@ fn check_on(name: &str, target: Target, backends: &[Backend]) {
         assert!(ours.stdout.ends_with("done\n"), "{who} did not finish:\n{}", ours.stdout);
         println!("--- {who} ---\n{}", ours.stdout);
         compare(&who, name, target, &ours.stdout, &oracle.stdout);
-        if let (Backend::Pack, Target::P1 | Target::C) = (backend, target) {
-            for_the_browser(name, &ours.stdout);
+        match (backend, target) {
+            (Backend::Pack, Target::P1 | Target::C) => for_the_browser(name, &ours.stdout),
+            (Backend::Pack, Target::P2) => for_jco(name, &ours),
+            _ => {}
         }
         compare_trees(&who, &ours.tree, &oracle.tree);
     }
@@ -522,6 +524,11 @@ fn check_on(name: &str, target: Target, backends: &[Backend]) {
 /// packs of the starting trees (checked against the oracle just before),
 /// and those packs, `seed.pack` (for `/`, under an overlay) and `ro.pack`.
 fn for_the_browser(name: &str, transcript: &str) {
+    std::fs::write(browser_dir().join(format!("{name}.txt")), transcript).unwrap();
+}
+
+/// `target/guest-tests/browser`, with the packs of the starting trees.
+fn browser_dir() -> std::path::PathBuf {
     static PACKS: OnceLock<()> = OnceLock::new();
     let dir = support::guest_target_dir().join("browser");
     PACKS.get_or_init(|| {
@@ -531,7 +538,30 @@ fn for_the_browser(name: &str, transcript: &str) {
             write_pack(&layout.in_memory().snapshot(), out).unwrap();
         }
     });
-    std::fs::write(dir.join(format!("{name}.txt")), transcript).unwrap();
+    dir
+}
+
+/// Where the jco test (`web/e2e/preview2.test.mjs`) finds what to check a
+/// p2 guest against, in `target/guest-tests/browser/p2/`: the component
+/// (`NAME.wasm`), its transcript on PackFS over the starting packs
+/// (`NAME.txt`, checked against the oracle just before), and the tree it
+/// left (`NAME.tree`: a line per path, its kind and a hash of a file's
+/// bytes). The packs are the p1 guests' (`for_the_browser`).
+fn for_jco(name: &str, run: &Run) {
+    use sha2::Digest;
+    let dir = browser_dir().join("p2");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(support::rust_guest(name, "wasm32-wasip2"), dir.join(format!("{name}.wasm"))).unwrap();
+    std::fs::write(dir.join(format!("{name}.txt")), &run.stdout).unwrap();
+    let tree: String = run
+        .tree
+        .iter()
+        .map(|(path, entry)| match entry {
+            Entry::File(bytes) => format!("{path} file {:x}\n", sha2::Sha256::digest(bytes)),
+            other => format!("{path} {other:?}\n"),
+        })
+        .collect();
+    std::fs::write(dir.join(format!("{name}.tree")), tree).unwrap();
 }
 
 /// The trees the guest left must be the same, entry for entry.

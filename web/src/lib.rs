@@ -61,6 +61,7 @@ pub mod ops;
 mod options;
 mod overlay;
 pub mod p1;
+pub mod p2;
 mod pack;
 mod persist;
 

@@ -1,0 +1,148 @@
+// WASI 0.2 components on PackFS in JavaScript: the project's p2 guests
+// (built for wasm32-wasip2 by host/tests/guests.rs, which leaves each
+// component, its transcript on PackFS natively and the tree it left, all
+// checked against wasmtime-wasi on a real directory, in
+// target/guest-tests/browser/p2/) transpiled by jco (pinned in
+// package-lock.json) with `--instantiation async`, run through
+// packfs-web/preview2 over mem, an overlay over the seed pack's bytes and
+// one over the seed pack read lazily from a file: URL. Each must print the
+// native transcript, line for line, and leave the native tree, hash for
+// hash. Then what the adapter refuses: a capability it does not know, and
+// a descriptor of another adapter.
+
+import { test, before } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const DIR = fileURLToPath(new URL("../../target/guest-tests/browser/", import.meta.url));
+const JCO = fileURLToPath(new URL("../node_modules/.bin/jco", import.meta.url));
+const GUESTS = readdirSync(join(DIR, "p2"))
+  .filter((f) => f.endsWith(".wasm"))
+  .map((f) => f.slice(0, -5))
+  .sort();
+
+let packfs, preview2, out;
+
+before(async () => {
+  packfs = await import(new URL("../pkg/index.js", import.meta.url).href);
+  await packfs.default();
+  preview2 = await import(new URL("../pkg/preview2.js", import.meta.url).href);
+  out = mkdtempSync(join(tmpdir(), "packfs-jco-"));
+  for (const name of GUESTS) {
+    execFileSync(JCO, ["transpile", join(DIR, "p2", `${name}.wasm`), "-o", join(out, name), "--instantiation", "async", "--name", name, "-q"]);
+  }
+});
+
+/** Every path under `fs`'s root, as host/tests/guests.rs writes a tree:
+ *  a directory, a symlink and its target, a file and the SHA-256 of its
+ *  bytes. */
+async function treeOf(fs) {
+  const lines = [];
+  const walk = async (dir) => {
+    for (const e of fs.readdir(dir || "/")) {
+      const path = `${dir}/${e.name}`;
+      if (e.kind === "dir") {
+        lines.push(`${path} Dir`);
+        await walk(path);
+      } else if (e.kind === "symlink") {
+        lines.push(`${path} Symlink(${JSON.stringify(fs.readlink(path))})`);
+      } else {
+        lines.push(`${path} file ${createHash("sha256").update(await fs.readFile(path)).digest("hex")}`);
+      }
+    }
+  };
+  await walk("");
+  return lines.sort().join("\n");
+}
+
+/** A MemFs holding what `pack` holds. */
+function memOf(pack) {
+  const fs = new packfs.MemFs();
+  const copy = (dir) => {
+    for (const e of pack.readdir(dir || "/")) {
+      const path = `${dir}/${e.name}`;
+      if (e.kind === "dir") {
+        fs.mkdir(path);
+        copy(path);
+      } else if (e.kind === "symlink") fs.symlink(pack.readlink(path), path);
+      else fs.writeFileSync(path, pack.readFileSync(path));
+    }
+  };
+  copy("");
+  return fs;
+}
+
+const seedBytes = () => readFileSync(join(DIR, "seed.pack"));
+const BACKENDS = {
+  mem: async () => memOf(packfs.Pack.fromBytes(seedBytes())),
+  overlay: async () => new packfs.Overlay(packfs.Pack.fromBytes(seedBytes())),
+  url: async () => new packfs.Overlay(await packfs.Pack.fromUrl(pathToFileURL(join(DIR, "seed.pack")).href)),
+};
+
+/** Runs guest `name` with `root` at `/` and the read-only pack at `/ro`. */
+async function run(name, root) {
+  const ro = packfs.Pack.fromBytes(readFileSync(join(DIR, "ro.pack")));
+  const decoder = new TextDecoder();
+  let stdout = "";
+  let stderr = "";
+  const imports = await preview2.wasiImports({
+    preopens: { "/": root, "/ro": ro },
+    args: [name],
+    stdout: (b) => (stdout += decoder.decode(b, { stream: true })),
+    stderr: (b) => (stderr += decoder.decode(b, { stream: true })),
+  });
+  const { instantiate } = await import(pathToFileURL(join(out, name, `${name}.js`)).href);
+  const instance = await instantiate(undefined, imports);
+  let status = 0;
+  try {
+    instance.run.run();
+  } catch (e) {
+    if (!e?.exitError) throw e;
+    status = e.code;
+  }
+  return { status, stdout, stderr };
+}
+
+test("the p2 guests are here to run", () => {
+  assert.deepEqual(GUESTS, ["dirs", "files", "links", "meta", "readonly", "seeded"]);
+});
+
+for (const name of GUESTS) {
+  for (const [backend, make] of Object.entries(BACKENDS)) {
+    test(`${name} (p2, jco) on ${backend} prints and leaves what it does natively`, async () => {
+      const root = await make();
+      const { status, stdout, stderr } = await run(name, root);
+      assert.equal(status, 0, stderr);
+      const want = readFileSync(join(DIR, "p2", `${name}.txt`), "utf8");
+      assert.deepEqual(stdout.split("\n"), want.split("\n"));
+      assert.equal(await treeOf(root), readFileSync(join(DIR, "p2", `${name}.tree`), "utf8").trim().split("\n").sort().join("\n"));
+    });
+  }
+}
+
+test("the adapter refuses what it does not know", async () => {
+  const io = await import(new URL("../node_modules/@bytecodealliance/preview2-shim/dist/browser/io.js", import.meta.url).href);
+  assert.throws(() => new preview2.PackFsAdapter({}), TypeError);
+  const adapter = new preview2.PackFsAdapter(io);
+  assert.throws(() => adapter.getRoot({ fs: "/etc" }), TypeError);
+  assert.throws(() => adapter.getRoot({ fs: new packfs.MemFs(), readOnly: "yes" }), TypeError);
+  const root = adapter.getRoot(new packfs.MemFs());
+  const other = new preview2.PackFsAdapter(io).getRoot(new packfs.MemFs());
+  root.createDirectoryAt("d");
+  assert.throws(() => root.renameAt("d", {}, "e"), (e) => e === "cross-device");
+  assert.throws(() => root.renameAt("d", other, "e"), (e) => e === "cross-device", "two filesystems");
+  assert.equal(root.isSameObject({}), false);
+  // Escapes and trailing slashes as natively.
+  assert.throws(() => root.statAt({}, "../x"), (e) => e === "not-permitted");
+  assert.throws(() => root.openAt({}, "/etc", {}, { read: true }), (e) => e === "not-permitted");
+  root.openAt({}, "f", { create: true }, { read: true, write: true });
+  assert.throws(() => root.statAt({}, "f/"), (e) => e === "not-directory");
+  // A read-only preopen refuses changes.
+  const ro = adapter.getRoot({ fs: new packfs.MemFs(), readOnly: true });
+  assert.throws(() => ro.createDirectoryAt("d"), (e) => e === "read-only" || e === "not-permitted");
+});

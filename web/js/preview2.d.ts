@@ -1,0 +1,39 @@
+// packfs-web/preview2: PackFS trees as the filesystem of WASI 0.2
+// components transpiled by jco (@bytecodealliance/preview2-shim 0.26).
+
+import type { MemFs, Overlay, Pack } from "./packfs_web.js";
+
+/** A preopen: a filesystem, or one with `readOnly` (a Pack always is). */
+export type Capability = MemFs | Pack | Overlay | { fs: MemFs | Pack | Overlay; readOnly?: boolean };
+
+/** The shim's `io` module (`@bytecodealliance/preview2-shim/io`), whose
+ *  streams the component holds. */
+export interface ShimIo {
+  inputStreamCreate(handler: object): unknown;
+  outputStreamCreate(handler: object): unknown;
+  error: { Error: new (message: string) => unknown };
+}
+
+/** The shim's `BrowserFilesystemAdapter` over PackFS: pass it to
+ *  `createFilesystem({ adapter, preopens })` or
+ *  `_addPreopenWithAdapter(path, adapter, capability)`. */
+export declare class PackFsAdapter {
+  constructor(io: ShimIo);
+  getRoot(capability: Capability): object;
+}
+
+export interface WasiImportsOptions {
+  /** Guest paths to filesystems. */
+  preopens?: Record<string, Capability>;
+  args?: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+  /** Each write's bytes; the console's when absent. */
+  stdout?: (bytes: Uint8Array) => void;
+  stderr?: (bytes: Uint8Array) => void;
+}
+
+/** The imports of a component transpiled with `jco transpile
+ *  --instantiation async`, PackFS trees as its preopens, the rest of
+ *  WASI from the shim's browser build (in Node, Deno and Bun too). */
+export declare function wasiImports(options?: WasiImportsOptions): Promise<Record<string, object>>;

@@ -1,0 +1,287 @@
+// packfs-web/preview2: PackFS trees as the filesystem of WASI 0.2
+// components transpiled by jco, through the filesystem adapter of jco's
+// @bytecodealliance/preview2-shim (0.26). The rules are core's descriptor
+// model, the one the host serves 0.2 and 0.3 with (WasiDescriptor); here
+// only values are converted and the shim's stream objects made.
+//
+// Default transpile, in a browser (the component imports the shim):
+//
+//   import * as io from "@bytecodealliance/preview2-shim/io";
+//   import { _addPreopenWithAdapter } from "@bytecodealliance/preview2-shim/filesystem";
+//   _addPreopenWithAdapter("/", new PackFsAdapter(io), pack);
+//
+// `jco transpile --instantiation async`, in a browser, Node, Deno or Bun:
+//
+//   const imports = await wasiImports({ preopens: { "/": overlay }, args: ["app"] });
+//   const { run } = await instantiate(undefined, imports);
+//   run.run();
+
+import { MemFs, Overlay, Pack, WasiDescriptor } from "./packfs_web.js";
+
+// `descriptor-flags` and `open-flags` as WasiDescriptor takes them.
+const FLAGS = [
+  ["read", 1],
+  ["write", 2],
+  ["fileIntegritySync", 4],
+  ["dataIntegritySync", 8],
+  ["requestedWriteSync", 16],
+  ["mutateDirectory", 32],
+];
+const OPEN = [
+  ["create", 1],
+  ["directory", 2],
+  ["exclusive", 4],
+  ["truncate", 8],
+];
+const bits = (table, flags) => table.reduce((acc, [name, bit]) => (flags?.[name] ? acc | bit : acc), 0);
+
+/** A stream's failed write or read, as wasi:io says it: the shim's error
+ *  resource, carrying the error-code. */
+function failed(io, code) {
+  const error = new io.error.Error(typeof code === "string" ? code : String(code?.message ?? code));
+  return { tag: "last-operation-failed", val: error };
+}
+
+/** Runs a stream's call; an error-code thrown becomes a stream error. */
+function streamCall(io, f) {
+  try {
+    return f();
+  } catch (e) {
+    throw typeof e === "string" ? failed(io, e) : e;
+  }
+}
+
+/** A `descriptor` for the shim's Descriptor to wrap. */
+class PackFsDescriptor {
+  #d;
+  #io;
+
+  constructor(d, io) {
+    this.#d = d;
+    this.#io = io;
+  }
+
+  /** The WasiDescriptor of another of this adapter's descriptors, or
+   *  `cross-device` for one of another adapter's. */
+  static #of(other) {
+    if (!(other instanceof PackFsDescriptor)) throw "cross-device";
+    return other.#d;
+  }
+
+  readViaStream(offset) {
+    const d = this.#d;
+    const io = this.#io;
+    d.checkReader(offset);
+    let at = offset;
+    return io.inputStreamCreate({
+      blockingRead(len) {
+        const [data] = streamCall(io, () => d.read(len, at));
+        if (data.length === 0) throw { tag: "closed" };
+        at += BigInt(data.length);
+        return data;
+      },
+    });
+  }
+
+  writeViaStream(offset) {
+    const d = this.#d;
+    const io = this.#io;
+    d.checkWriter();
+    let at = offset;
+    return io.outputStreamCreate({
+      write(buf) {
+        streamCall(io, () => d.write(buf, at));
+        at += BigInt(buf.length);
+      },
+    });
+  }
+
+  appendViaStream() {
+    const d = this.#d;
+    const io = this.#io;
+    d.checkWriter();
+    return io.outputStreamCreate({
+      write(buf) {
+        streamCall(io, () => d.append(buf));
+      },
+    });
+  }
+
+  advise() {
+    this.#d.advise();
+  }
+  syncData() {
+    this.#d.sync();
+  }
+  sync() {
+    this.#d.sync();
+  }
+  getFlags() {
+    const got = this.#d.getFlags();
+    return Object.fromEntries(FLAGS.map(([name, bit]) => [name, (got & bit) !== 0]));
+  }
+  getType() {
+    return this.#d.getType();
+  }
+  setSize(size) {
+    this.#d.setSize(size);
+  }
+  setTimes(atime, mtime) {
+    this.#d.setTimes(atime, mtime);
+  }
+  read(length, offset) {
+    return this.#d.read(length, offset);
+  }
+  write(buffer, offset) {
+    return this.#d.write(buffer, offset);
+  }
+  readDirectory() {
+    const d = this.#d;
+    let page = d.readDir(undefined);
+    let at = 0;
+    return {
+      readDirectoryEntry() {
+        if (at === page.length && page.length > 0) {
+          page = d.readDir(page[page.length - 1][0]);
+          at = 0;
+        }
+        if (at === page.length) return undefined;
+        const [name, type] = page[at++];
+        return { name, type };
+      },
+    };
+  }
+  createDirectoryAt(path) {
+    this.#d.createDirectoryAt(path);
+  }
+  stat() {
+    return this.#d.stat();
+  }
+  statAt(pathFlags, path) {
+    return this.#d.statAt(!!pathFlags?.symlinkFollow, path);
+  }
+  setTimesAt(pathFlags, path, atime, mtime) {
+    this.#d.setTimesAt(!!pathFlags?.symlinkFollow, path, atime, mtime);
+  }
+  linkAt(oldPathFlags, oldPath, newDescriptor, newPath) {
+    this.#d.linkAt(!!oldPathFlags?.symlinkFollow, oldPath, PackFsDescriptor.#of(newDescriptor), newPath);
+  }
+  openAt(pathFlags, path, openFlags, flags) {
+    const d = this.#d.openAt(!!pathFlags?.symlinkFollow, path, bits(OPEN, openFlags), bits(FLAGS, flags));
+    return new PackFsDescriptor(d, this.#io);
+  }
+  readlinkAt(path) {
+    return this.#d.readlinkAt(path);
+  }
+  removeDirectoryAt(path) {
+    this.#d.removeDirectoryAt(path);
+  }
+  renameAt(oldPath, newDescriptor, newPath) {
+    this.#d.renameAt(oldPath, PackFsDescriptor.#of(newDescriptor), newPath);
+  }
+  symlinkAt(target, path) {
+    this.#d.symlinkAt(target, path);
+  }
+  unlinkFileAt(path) {
+    this.#d.unlinkFileAt(path);
+  }
+  isSameObject(other) {
+    return other instanceof PackFsDescriptor && this.#d.isSameObject(PackFsDescriptor.#of(other));
+  }
+  metadataHash() {
+    return this.#d.metadataHash();
+  }
+  metadataHashAt(pathFlags, path) {
+    return this.#d.metadataHashAt(!!pathFlags?.symlinkFollow, path);
+  }
+}
+
+/**
+ * The shim's filesystem adapter over PackFS: a preopen's capability is a
+ * MemFs, Pack or Overlay, or `{ fs, readOnly }` (a Pack is always
+ * read-only). `io` is the shim's `io` module, whose streams the component
+ * holds: the one its `wasi:io/streams` imports come from.
+ */
+export class PackFsAdapter {
+  #io;
+  /** The filesystems rooted so far, so each has its own device number. */
+  #filesystems = [];
+
+  constructor(io) {
+    if (typeof io?.inputStreamCreate !== "function" || typeof io?.outputStreamCreate !== "function") {
+      throw new TypeError("PackFsAdapter needs the shim's io module (import * as io from \"@bytecodealliance/preview2-shim/io\")");
+    }
+    this.#io = io;
+  }
+
+  getRoot(capability) {
+    const { fs, readOnly = false } =
+      capability instanceof MemFs || capability instanceof Pack || capability instanceof Overlay
+        ? { fs: capability }
+        : (capability ?? {});
+    if (typeof readOnly !== "boolean") throw new TypeError("readOnly must be true or false");
+    let device = this.#filesystems.indexOf(fs) + 1;
+    if (device === 0) device = this.#filesystems.push(fs);
+    let d;
+    if (fs instanceof MemFs) d = WasiDescriptor.rootMemFs(fs, readOnly, device);
+    else if (fs instanceof Pack) d = WasiDescriptor.rootPack(fs, device);
+    else if (fs instanceof Overlay) d = WasiDescriptor.rootOverlay(fs, readOnly, device);
+    else throw new TypeError("a preopen is a MemFs, Pack or Overlay, or { fs, readOnly }");
+    return new PackFsDescriptor(d, this.#io);
+  }
+}
+
+/** The shim's browser build: its own where a bundler or import map
+ *  resolves it (a browser), found beside its Node build elsewhere (only
+ *  the browser build takes adapters). */
+async function shim() {
+  const base = "@bytecodealliance/preview2-shim";
+  if (typeof document !== "undefined" || typeof WorkerGlobalScope !== "undefined") return import(base);
+  const browser = new URL("../browser/index.js", import.meta.resolve(base));
+  return import(browser.href);
+}
+
+/** Bytes written to a stdout or stderr: to `write(bytes)` when given. */
+function sink(write) {
+  return write && { write: (buf) => write(buf.slice()), blockingFlush() {}, flush() {} };
+}
+
+/**
+ * The imports of a component transpiled with `jco transpile
+ * --instantiation async`, with PackFS trees as its preopens: `preopens`
+ * maps guest paths to capabilities (as PackFsAdapter's). `stdout` and
+ * `stderr`, when given, take each write's bytes (else the console's).
+ */
+export async function wasiImports({ preopens = {}, args = [], env = {}, cwd = "/", stdout, stderr } = {}) {
+  const { cli: cliShim, clocks, filesystem, io, random } = await shim();
+  const fs = filesystem.createFilesystem({ adapter: new PackFsAdapter(io), preopens });
+  const cli = cliShim.createCli({
+    arguments: args,
+    environment: env,
+    initialCwd: cwd,
+    stdout: sink(stdout),
+    stderr: sink(stderr),
+  });
+  return {
+    "wasi:cli/environment": cli.environment,
+    "wasi:cli/exit": cli.exit,
+    "wasi:cli/stdin": cli.stdin,
+    "wasi:cli/stdout": cli.stdout,
+    "wasi:cli/stderr": cli.stderr,
+    "wasi:cli/terminal-input": cli.terminalInput,
+    "wasi:cli/terminal-output": cli.terminalOutput,
+    "wasi:cli/terminal-stdin": cli.terminalStdin,
+    "wasi:cli/terminal-stdout": cli.terminalStdout,
+    "wasi:cli/terminal-stderr": cli.terminalStderr,
+    "wasi:clocks/monotonic-clock": clocks.monotonicClock,
+    "wasi:clocks/wall-clock": clocks.wallClock,
+    "wasi:filesystem/types": fs.types,
+    "wasi:filesystem/preopens": fs.preopens,
+    "wasi:io/error": io.error,
+    "wasi:io/poll": io.poll,
+    "wasi:io/streams": io.streams,
+    "wasi:random/random": random.random,
+    "wasi:random/insecure": random.insecure,
+    "wasi:random/insecure-seed": random.insecureSeed,
+  };
+}
