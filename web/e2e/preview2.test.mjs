@@ -12,19 +12,12 @@
 
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, readdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 
-const DIR = fileURLToPath(new URL("../../target/guest-tests/browser/", import.meta.url));
-const JCO = fileURLToPath(new URL("../node_modules/.bin/jco", import.meta.url));
-const GUESTS = readdirSync(join(DIR, "p2"))
-  .filter((f) => f.endsWith(".wasm"))
-  .map((f) => f.slice(0, -5))
-  .sort();
+import { DIR, GUESTS, transpile } from "./jco.mjs";
 
 let packfs, preview2, out;
 
@@ -32,10 +25,7 @@ before(async () => {
   packfs = await import(new URL("../pkg/index.js", import.meta.url).href);
   await packfs.default();
   preview2 = await import(new URL("../pkg/preview2.js", import.meta.url).href);
-  out = mkdtempSync(join(tmpdir(), "packfs-jco-"));
-  for (const name of GUESTS) {
-    execFileSync(JCO, ["transpile", join(DIR, "p2", `${name}.wasm`), "-o", join(out, name), "--instantiation", "async", "--name", name, "-q"]);
-  }
+  out = transpile();
 });
 
 /** Every path under `fs`'s root, as host/tests/guests.rs writes a tree:

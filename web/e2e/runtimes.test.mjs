@@ -14,18 +14,21 @@ import { fileURLToPath } from "node:url";
 
 import { startServer, parseRange } from "./server.mjs";
 import { packfs } from "./fixtures.mjs";
+import { DIR, GUESTS, transpile } from "./jco.mjs";
 
 const TARGET = fileURLToPath(new URL("../../target/guest-tests/", import.meta.url));
 const SUITE = fileURLToPath(new URL("./runtime/suite.mjs", import.meta.url));
 const BIN = fileURLToPath(new URL("../node_modules/.bin/", import.meta.url));
 
-const RUNTIMES = {
-  node: [process.execPath, SUITE],
-  deno: [`${BIN}deno`, "run", "--allow-all", "--no-prompt", "--quiet", SUITE],
-  bun: [`${BIN}bun`, SUITE],
-};
+const P2RUN = fileURLToPath(new URL("./runtime/p2run.mjs", import.meta.url));
+const launch = (script) => ({
+  node: [process.execPath, script],
+  deno: [`${BIN}deno`, "run", "--allow-all", "--no-prompt", "--quiet", script],
+  bun: [`${BIN}bun`, script],
+});
+const RUNTIMES = launch(SUITE);
 
-let server, flood;
+let server, flood, jco;
 
 /** The suite's big pack (24 files of 200,000 bytes, as suite.mjs makes it). */
 async function bigPack() {
@@ -45,6 +48,7 @@ async function bigPack() {
 }
 
 before(async () => {
+  jco = transpile();
   const big = await bigPack();
   server = await startServer({
     files: {
@@ -102,5 +106,30 @@ for (const runtime of Object.keys(RUNTIMES)) {
     assert.equal(code, 0, out);
     assert.match(out, /^ok - /m);
     assert.doesNotMatch(out, /^not ok/m);
+  });
+}
+
+/** Runs p2 guest `name` (transpiled by jco) in `runtime` through
+ *  packfs-web/preview2 (e2e/runtime/p2run.mjs); its stdout and stderr. */
+function p2(runtime, name) {
+  const [cmd, ...args] = launch(P2RUN)[runtime];
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, [...args, jco, name, DIR], { env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] });
+    let [stdout, stderr] = ["", ""];
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+for (const runtime of Object.keys(RUNTIMES)) {
+  test(`the p2 guests, transpiled by jco, print their native transcripts through packfs-web/preview2 in ${runtime}`, async () => {
+    for (const name of GUESTS) {
+      const { code, stdout, stderr } = await p2(runtime, name);
+      assert.equal(code, 0, `${name}: ${stderr}`);
+      assert.match(stderr, /^status 0$/m, name);
+      assert.equal(stdout, readFileSync(`${DIR}p2/${name}.txt`, "utf8"), name);
+    }
   });
 }
