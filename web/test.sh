@@ -20,8 +20,9 @@
 #      bundled by Vite and run in the browser (e2e/package.test.mjs), and
 #      the package without a page, in Node, Deno and Bun
 #      (e2e/runtimes.test.mjs), and the p2 guests transpiled by jco on
-#      packfs-web/preview2 in Node (e2e/preview2.test.mjs). Screenshots:
-#      web/e2e/artifacts/.
+#      packfs-web/preview2 in Node, Deno and Bun (e2e/preview2.test.mjs,
+#      runtimes.test.mjs) and on a page and in a Worker
+#      (e2e/preview2-page.test.mjs). Screenshots: web/e2e/artifacts/.
 #   5. the same end-to-end tests in Firefox ESR (PACKFS_BROWSER=firefox,
 #      by WebDriver BiDi) and in WebKitGTK (PACKFS_BROWSER=webkit: MiniBrowser
 #      by WebKitWebDriver under Xvfb), but for the runtimes, which have no
@@ -64,5 +65,5 @@ echo "== packfs-web: demo page, Range laziness, p1 guests and the package in hea
 
 for engine in firefox webkit; do
     echo "== packfs-web: the same in $engine"
-    (cd web && PACKFS_BROWSER=$engine node --test --test-concurrency=1 $(ls e2e/*.test.mjs | grep -v 'runtimes\|preview2'))
+    (cd web && PACKFS_BROWSER=$engine node --test --test-concurrency=1 $(ls e2e/*.test.mjs | grep -v 'runtimes\|/preview2\.test'))
 done

@@ -31,6 +31,8 @@ export interface WasiImportsOptions {
   /** Each write's bytes; the console's when absent. */
   stdout?: (bytes: Uint8Array) => void;
   stderr?: (bytes: Uint8Array) => void;
+  /** The shim's browser build, where a bare import cannot find it. */
+  shim?: object;
 }
 
 /** The imports of a component transpiled with `jco transpile

@@ -251,9 +251,12 @@ function sink(write) {
  * --instantiation async`, with PackFS trees as its preopens: `preopens`
  * maps guest paths to capabilities (as PackFsAdapter's). `stdout` and
  * `stderr`, when given, take each write's bytes (else the console's).
+ * `shim` is the shim's browser build (`import * as shim from
+ * "@bytecodealliance/preview2-shim"`), for where a bare import cannot
+ * find it (a worker, which import maps do not reach).
  */
-export async function wasiImports({ preopens = {}, args = [], env = {}, cwd = "/", stdout, stderr } = {}) {
-  const { cli: cliShim, clocks, filesystem, io, random } = await shim();
+export async function wasiImports({ preopens = {}, args = [], env = {}, cwd = "/", stdout, stderr, shim: given } = {}) {
+  const { cli: cliShim, clocks, filesystem, io, random } = given ?? (await shim());
   const fs = filesystem.createFilesystem({ adapter: new PackFsAdapter(io), preopens });
   const cli = cliShim.createCli({
     arguments: args,

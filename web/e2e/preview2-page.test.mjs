@@ -1,0 +1,152 @@
+// WASI 0.2 components on PackFS in a browser: the project's p2 guests,
+// transpiled by jco (e2e/jco.mjs), run through packfs-web/preview2 on a
+// page (an overlay over the seed pack fetched whole) and in a module
+// Worker (an overlay over the seed pack read lazily by Range, each read
+// waiting for its bytes); each must print its native transcript (left by
+// host/tests/guests.rs). On a page's own thread a read of bytes not
+// fetched yet cannot wait: it is the error `io`, never wrong bytes.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+
+import { startServer } from "./server.mjs";
+import { launch, newPage } from "./browser.mjs";
+import { DIR, GUESTS, transpile } from "./jco.mjs";
+
+const SHIM = "/node_modules/@bytecodealliance/preview2-shim/dist/browser/index.js";
+
+const PAGE = `<!doctype html>
+<link rel="icon" href="data:,">
+<script type="importmap">{ "imports": { "@bytecodealliance/preview2-shim": "${SHIM}" } }</script>
+<body>p2</body>`;
+
+/** Runs guest `name` over the overlay `root` makes; in a worker, or here. */
+const RUN = `
+import init, { Overlay, Pack } from "/pkg/index.js";
+import { wasiImports } from "/pkg/preview2.js";
+
+export async function run(name, lazy) {
+  await init();
+  const seed = lazy
+    ? await Pack.fromUrl("/fixtures/seed.pack")
+    : Pack.fromBytes(new Uint8Array(await (await fetch("/fixtures/seed.pack")).arrayBuffer()));
+  const ro = Pack.fromBytes(new Uint8Array(await (await fetch("/fixtures/ro.pack")).arrayBuffer()));
+  const chunks = [];
+  const imports = await wasiImports({
+    preopens: { "/": new Overlay(seed), "/ro": ro },
+    args: [name],
+    stdout: (b) => chunks.push(b),
+    shim: await import("${SHIM}"),
+  });
+  const { instantiate } = await import(\`/jco/\${name}/\${name}.js\`);
+  let status = 0;
+  try {
+    (await instantiate(undefined, imports)).run.run();
+  } catch (e) {
+    if (!e?.exitError) throw e;
+    status = e.code;
+  }
+  const stdout = new TextDecoder().decode(new Uint8Array(chunks.flatMap((c) => Array.from(c))));
+  return { status, stdout, requests: lazy ? seed.requests : 0 };
+}
+`;
+
+const WORKER = `
+import { run } from "/p2/run.js";
+onmessage = async ({ data }) => {
+  try {
+    postMessage(await run(data.name, true));
+  } catch (e) {
+    postMessage({ error: String(e?.stack ?? e) });
+  }
+};
+`;
+
+let server, browser;
+
+before(async () => {
+  const out = transpile();
+  const files = {
+    "/p2/": Buffer.from(PAGE),
+    "/p2/run.js": Buffer.from(RUN),
+    "/p2/worker.js": Buffer.from(WORKER),
+    "/fixtures/seed.pack": readFileSync(join(DIR, "seed.pack")),
+    "/fixtures/ro.pack": readFileSync(join(DIR, "ro.pack")),
+  };
+  const add = (dir, at) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (e.isDirectory()) add(join(dir, e.name), `${at}/${e.name}`);
+      else files[`${at}/${e.name}`] = readFileSync(join(dir, e.name));
+    }
+  };
+  add(out, "/jco");
+  server = await startServer({ files });
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** The page at /p2/, and `f(arg)` evaluated there. */
+async function onPage(f, arg) {
+  const { page, context, errors } = await newPage(browser);
+  await page.goto(`${server.url}/p2/`);
+  try {
+    return await page.evaluate(f, arg);
+  } finally {
+    await context.close();
+    assert.deepEqual(errors, []);
+  }
+}
+
+for (const name of GUESTS) {
+  const want = () => readFileSync(join(DIR, "p2", `${name}.txt`), "utf8");
+
+  test(`${name} (p2, jco) prints on a page what it printed natively`, async () => {
+    const r = await onPage(async (name) => (await import("/p2/run.js")).run(name, false), name);
+    assert.equal(r.status, 0);
+    assert.equal(r.stdout, want());
+  });
+
+  test(`${name} (p2, jco) prints in a Worker, over a lazy pack, what it printed natively`, async () => {
+    const r = await onPage(
+      (name) =>
+        new Promise((resolve) => {
+          const w = new Worker("/p2/worker.js", { type: "module" });
+          w.onmessage = ({ data }) => resolve(data);
+          w.onerror = (e) => resolve({ error: e.message });
+          w.postMessage({ name });
+        }),
+      name,
+    );
+    assert.equal(r.error, undefined, r.error);
+    assert.equal(r.status, 0);
+    assert.equal(r.stdout, want());
+    assert.ok(r.requests > 0, "read lazily");
+  });
+}
+
+test("on a page, a read of a lazy pack's bytes not fetched yet is io, not wrong bytes", async () => {
+  const r = await onPage(async (shim) => {
+    const { default: init, Pack } = await import("/pkg/index.js");
+    const { PackFsAdapter } = await import("/pkg/preview2.js");
+    await init();
+    const io = (await import(shim)).io;
+    const root = new PackFsAdapter(io).getRoot(await Pack.fromUrl("/fixtures/seed.pack"));
+    const seed = root.openAt({}, "seed", { directory: true }, { read: true });
+    const names = [];
+    for (let s = seed.readDirectory(), e; (e = s.readDirectoryEntry()); ) names.push(e);
+    const file = names.find((e) => e.type === "regular-file");
+    const f = seed.openAt({}, file.name, {}, { read: true });
+    try {
+      return { read: Array.from(f.read(64n, 0n)[0]) };
+    } catch (e) {
+      return { error: e, file: file.name };
+    }
+  }, SHIM);
+  assert.equal(r.error, "io", JSON.stringify(r));
+});
