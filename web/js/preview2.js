@@ -35,6 +35,18 @@ const OPEN = [
 ];
 const bits = (table, flags) => table.reduce((acc, [name, bit]) => (flags?.[name] ? acc | bit : acc), 0);
 
+const TYPES = ["regular-file", "directory", "symbolic-link"];
+/** A `descriptor-stat` from WasiDescriptor's array (see p2.rs). */
+const stat = (s) => ({
+  type: TYPES[s[0]],
+  linkCount: s[1],
+  size: s[2],
+  dataAccessTimestamp: { seconds: s[3], nanoseconds: Number(s[4]) },
+  dataModificationTimestamp: { seconds: s[5], nanoseconds: Number(s[6]) },
+  statusChangeTimestamp: { seconds: s[7], nanoseconds: Number(s[8]) },
+});
+const hash = (h) => ({ lower: h[0], upper: h[1] });
+
 /** A stream's failed write or read, as wasi:io says it: the shim's error
  *  resource, carrying the error-code. */
 function failed(io, code) {
@@ -75,7 +87,7 @@ class PackFsDescriptor {
     let at = offset;
     return io.inputStreamCreate({
       blockingRead(len) {
-        const [data] = streamCall(io, () => d.read(len, at));
+        const data = streamCall(io, () => d.read(len, at));
         if (data.length === 0) throw { tag: "closed" };
         at += BigInt(data.length);
         return data;
@@ -130,7 +142,8 @@ class PackFsDescriptor {
     this.#d.setTimes(atime, mtime);
   }
   read(length, offset) {
-    return this.#d.read(length, offset);
+    const data = this.#d.read(length, offset);
+    return [data, data.length === 0];
   }
   write(buffer, offset) {
     return this.#d.write(buffer, offset);
@@ -155,10 +168,10 @@ class PackFsDescriptor {
     this.#d.createDirectoryAt(path);
   }
   stat() {
-    return this.#d.stat();
+    return stat(this.#d.stat());
   }
   statAt(pathFlags, path) {
-    return this.#d.statAt(!!pathFlags?.symlinkFollow, path);
+    return stat(this.#d.statAt(!!pathFlags?.symlinkFollow, path));
   }
   setTimesAt(pathFlags, path, atime, mtime) {
     this.#d.setTimesAt(!!pathFlags?.symlinkFollow, path, atime, mtime);
@@ -189,10 +202,10 @@ class PackFsDescriptor {
     return other instanceof PackFsDescriptor && this.#d.isSameObject(PackFsDescriptor.#of(other));
   }
   metadataHash() {
-    return this.#d.metadataHash();
+    return hash(this.#d.metadataHash());
   }
   metadataHashAt(pathFlags, path) {
-    return this.#d.metadataHashAt(!!pathFlags?.symlinkFollow, path);
+    return hash(this.#d.metadataHashAt(!!pathFlags?.symlinkFollow, path));
   }
 }
 

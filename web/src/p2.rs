@@ -20,7 +20,7 @@
 use std::rc::Rc;
 use std::sync::Arc;
 
-use js_sys::{Array, BigInt, Object, Reflect, Uint8Array};
+use js_sys::{Array, Reflect, Uint8Array};
 use packfs_core::wasi::descriptor::{Descriptor, Flags, OpenFlags};
 use packfs_core::wasi::Access;
 use packfs_core::{Error, FileSystem, FileType, Metadata, SetTime, Timestamp};
@@ -41,6 +41,11 @@ const MAX_READ: u64 = 1 << 20;
 const DIR_PAGE: u32 = 256;
 
 type Result<T> = std::result::Result<T, JsValue>;
+
+thread_local! {
+    /// [`WasiDescriptor::read`]'s buffer, grown to the largest read (1 MiB).
+    static READ_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// A `descriptor` of `wasi:filesystem/types` 0.2 (the adapter's
 /// implementation; components see the shim's class around it).
@@ -88,28 +93,19 @@ fn kind_name(kind: FileType) -> &'static str {
     }
 }
 
-fn set(o: &Object, key: &str, value: impl Into<JsValue>) {
-    // Setting a fresh plain object's own property cannot fail.
-    let _ = Reflect::set(o, &key.into(), &value.into());
-}
-
-fn datetime(t: Timestamp) -> Object {
-    let o = Object::new();
-    set(&o, "seconds", BigInt::from(t.secs));
-    set(&o, "nanoseconds", t.nanos);
-    o
-}
-
-/// A `descriptor-stat`.
-fn stat(m: &Metadata) -> Object {
-    let o = Object::new();
-    set(&o, "type", kind_name(m.kind));
-    set(&o, "linkCount", BigInt::from(m.nlink));
-    set(&o, "size", BigInt::from(m.size));
-    set(&o, "dataAccessTimestamp", datetime(m.atime));
-    set(&o, "dataModificationTimestamp", datetime(m.mtime));
-    set(&o, "statusChangeTimestamp", datetime(m.ctime));
-    o
+/// A `descriptor-stat` as `preview2.js` builds it: type (0 file, 1
+/// directory, 2 symlink), link count, size, then each time's seconds and
+/// nanoseconds (access, modification, status change). One array, not an
+/// object built property by property across the boundary.
+fn stat(m: &Metadata) -> Vec<u64> {
+    let kind = match m.kind {
+        FileType::File => 0,
+        FileType::Dir => 1,
+        FileType::Symlink => 2,
+    };
+    let t = |t: Timestamp| [t.secs, u64::from(t.nanos)];
+    let [a, m2, c] = [t(m.atime), t(m.mtime), t(m.ctime)];
+    vec![kind, m.nlink, m.size, a[0], a[1], m2[0], m2[1], c[0], c[1]]
 }
 
 /// A `new-timestamp`: `{ tag: "no-change" | "now" }` or
@@ -174,11 +170,9 @@ fn bits_of(f: Flags) -> u32 {
     .fold(0, |acc, (_, bit)| acc | bit)
 }
 
-fn hash(h: (u64, u64)) -> Object {
-    let o = Object::new();
-    set(&o, "lower", BigInt::from(h.0));
-    set(&o, "upper", BigInt::from(h.1));
-    o
+/// A `metadata-hash-value` as `[lower, upper]`.
+fn hash(h: (u64, u64)) -> Vec<u64> {
+    vec![h.0, h.1]
 }
 
 impl WasiDescriptor {
@@ -254,14 +248,14 @@ impl WasiDescriptor {
         bits_of(self.d.flags())
     }
 
-    /// `stat`: a `descriptor-stat`.
-    pub fn stat(&self) -> Result<Object> {
+    /// `stat`: a `descriptor-stat`, as the array `preview2.js` reads.
+    pub fn stat(&self) -> Result<Vec<u64>> {
         self.run(|| self.d.stat()).map(|m| stat(&m))
     }
 
     /// `stat-at`.
     #[wasm_bindgen(js_name = statAt)]
-    pub fn stat_at(&self, follow: bool, path: &str) -> Result<Object> {
+    pub fn stat_at(&self, follow: bool, path: &str) -> Result<Vec<u64>> {
         self.run(|| self.d.stat_at(follow, path, None)).map(|(_, m)| stat(&m))
     }
 
@@ -285,14 +279,19 @@ impl WasiDescriptor {
         self.run(|| self.d.set_size(size))
     }
 
-    /// Up to `len` bytes (at most 1 MiB) at `offset`, and whether that is
-    /// the end of the file (nothing read, as wasmtime-wasi says it).
-    pub fn read(&self, len: u64, offset: u64) -> Result<Array> {
+    /// Up to `len` bytes (at most 1 MiB) at `offset`; none at the end of
+    /// the file (which is how wasmtime-wasi tells it).
+    pub fn read(&self, len: u64, offset: u64) -> Result<Uint8Array> {
         #[allow(clippy::cast_possible_truncation, reason = "at most 1 MiB")]
         let len = len.min(MAX_READ) as usize;
-        let data = self.run(|| self.d.read(len, offset))?;
-        let eof = data.is_empty();
-        Ok(Array::of2(&Uint8Array::from(&data[..]), &eof.into()))
+        // Into one buffer kept for every read, then copied out once: no
+        // allocation or zeroing per read. Taken, not borrowed: a blocking
+        // fetch's JavaScript may read again meanwhile.
+        let mut buf = READ_BUF.take();
+        buf.resize(buf.len().max(len), 0);
+        let read = self.run(|| self.d.read_into(&mut buf[..len], offset)).map(|n| Uint8Array::from(&buf[..n]));
+        READ_BUF.set(buf);
+        read
     }
 
     /// Writes all of `data` at `offset`; returns its length.
@@ -399,15 +398,15 @@ impl WasiDescriptor {
         self.d.is_same_object(&other.d)
     }
 
-    /// `metadata-hash`: `{ lower, upper }`.
+    /// `metadata-hash`: `[lower, upper]`.
     #[wasm_bindgen(js_name = metadataHash)]
-    pub fn metadata_hash(&self) -> Object {
+    pub fn metadata_hash(&self) -> Vec<u64> {
         hash(self.d.metadata_hash())
     }
 
-    /// `metadata-hash-at`: `{ lower, upper }`.
+    /// `metadata-hash-at`: `[lower, upper]`.
     #[wasm_bindgen(js_name = metadataHashAt)]
-    pub fn metadata_hash_at(&self, follow: bool, path: &str) -> Result<Object> {
+    pub fn metadata_hash_at(&self, follow: bool, path: &str) -> Result<Vec<u64>> {
         self.run(|| self.d.metadata_hash_at(follow, path, None)).map(|(h, _, _)| hash(h))
     }
 }

@@ -1,0 +1,133 @@
+// The guest workload as a WASI 0.2 component in Node: bench_workload built
+// for wasm32-wasip2, transpiled by jco (--instantiation async), on
+// packfs-web/preview2's adapter over a MemFs and on preview2-shim's own
+// InMemoryFilesystemAdapter, everything else the same shim build; each
+// run a fresh Node process (bench/p2-run.mjs), the two taking turns in a
+// rotating order. Writes web/BENCH-web-p2.md.
+//
+//   web/build.sh && (cd web && npm ci && npm run bench:p2)
+//
+// RUNS (default 7), N (small files, default 2000), BIG_MIB (default 8).
+
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = (p) => fileURLToPath(new URL(p, import.meta.url));
+const root = here("../../");
+const runs = Number(process.env.RUNS ?? 7);
+const n = process.env.N ?? "2000";
+const big = process.env.BIG_MIB ?? "8";
+const ALL = ["create", "read", "stat", "readdir", "unlink", "mkdir", "rmdir", "write4k", "read4k", "write64k", "read64k", "write1m", "read1m"];
+const CONFIGS = ["packfs", "shim"];
+/** Which run of a process is the warm one (0: the first). */
+const WARM_AT = 2;
+
+execFileSync(
+  "cargo",
+  ["build", "--release", "--target", "wasm32-wasip2", "--manifest-path", `${root}guest-tests/Cargo.toml`,
+    "--target-dir", `${root}target/guest-tests`, "--bin", "bench_workload"],
+  { stdio: "inherit" },
+);
+const jco = mkdtempSync(join(tmpdir(), "packfs-p2-bench-"));
+execFileSync(here("../node_modules/.bin/jco"), [
+  "transpile", `${root}target/guest-tests/wasm32-wasip2/release/bench_workload.wasm`, "-o", join(jco, "bench_workload"),
+  "--instantiation", "async", "--name", "bench_workload", "-q",
+]);
+
+/** Phases ({ name: ns }) of `times` runs of `config` in one process. */
+function runsOf(config, times) {
+  const out = execFileSync(process.execPath, ["--no-warnings", here("./p2-run.mjs"), config, jco, "all", n, big, String(times)], {
+    encoding: "utf8",
+    maxBuffer: 1 << 26,
+  });
+  return JSON.parse(out.trim().split("\n").at(-1)).map(({ stdout, stderr }) => {
+    if (!stdout.endsWith("done\n")) throw new Error(`${config} failed: ${stderr}`);
+    const phases = {};
+    for (const line of stdout.split("\n")) {
+      const f = line.trim().split(/\s+/);
+      if (f.length === 4 && f[0] === "phase") phases[f[1]] = Number(f[2]);
+    }
+    return phases;
+  });
+}
+
+const cold = { packfs: [], shim: [] };
+const warm = { packfs: [], shim: [] };
+for (let i = 0; i < runs; i++) {
+  for (const config of i % 2 ? [...CONFIGS].reverse() : CONFIGS) {
+    const rs = runsOf(config, WARM_AT + 1);
+    cold[config].push(rs[0]);
+    warm[config].push(rs[WARM_AT]);
+    process.stderr.write(".");
+  }
+}
+process.stderr.write("\n");
+
+const sorted = (v) => [...v].sort((a, b) => a - b);
+const median = (v) => {
+  const s = sorted(v);
+  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const ms = (ns) => (ns / 1e6).toFixed(1);
+const spread = (v) => `${ms(median(v))} [${ms(sorted(v)[0])}–${ms(sorted(v).at(-1))}]`;
+const TWICE = new Set(["create", "read"]);
+function table(times) {
+  const missed = [];
+  const rows = ALL.map((p) => {
+    const [ours, theirs] = CONFIGS.map((c) => times[c].map((r) => r[p]));
+    const ratio = median(theirs) / median(ours);
+    const target = TWICE.has(p) ? 2 : 1;
+    if (ratio < target) missed.push(`${p} ${ratio.toFixed(2)}x (target ${target}x)`);
+    return `| ${p} | ${spread(ours)} | ${spread(theirs)} | ${ratio.toFixed(2)}x${ratio < target ? " **short**" : ""} |`;
+  });
+  return `| phase | PackFS adapter, ms | shim's InMemoryFilesystemAdapter, ms | shim ÷ PackFS |
+|---|---:|---:|---:|
+${rows.join("\n")}
+
+${missed.length ? `**Not met**: ${missed.join("; ")}.` : "**Met** on every phase."}`;
+}
+const version = (pkg) => JSON.parse(readFileSync(here(`../node_modules/${pkg}/package.json`), "utf8")).version;
+
+const md = `# packfs-web: WASI 0.2 components (jco) in Node
+
+The guest workload (\`guest-tests/src/bin/bench_workload.rs\`, each phase
+timed inside the guest by the WASI monotonic clock) built for
+wasm32-wasip2 and transpiled by jco ${version("@bytecodealliance/jco")} (\`--instantiation async\`), in
+Node ${process.versions.node}, on **PackFS** (\`packfs-web/preview2\`'s \`PackFsAdapter\` over an
+empty \`MemFs\` at \`/\`) and on **preview2-shim ${version("@bytecodealliance/preview2-shim")}'s own
+\`InMemoryFilesystemAdapter\`** over an empty directory, its documented
+browser filesystem. Every other import is the same shim browser build
+(\`wasiImports\`), so the difference is the filesystem alone. Targets
+(issue 41): every phase ≥ 1x; create and read ≥ 2x.
+
+## Command
+
+\`\`\`sh
+web/build.sh && (cd web && npm ci && npm run bench:p2)   # writes web/BENCH-web-p2.md
+\`\`\`
+
+## Method
+
+- ${n} small files of 128 B created, read, stat'ed, listed and unlinked;
+  ${Number(n) / 5} directories made and removed; a ${big} MiB file written and
+  read in 4 KiB, 64 KiB and 1 MiB pieces.
+- ${runs} runs; in each, both configurations once, each in a fresh Node
+  process, in alternating order. A process runs the workload ${WARM_AT + 1} times
+  on a fresh filesystem each (the component instantiated anew): its
+  first run is **cold**, its last **warm**. Cells: median [min–max] in ms.
+
+Machine: ${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores (shared). Run: ${new Date().toISOString().slice(0, 10)}.
+
+## Cold: a process's first run
+
+${table(cold)}
+
+## Warm: a process's run ${WARM_AT + 1}
+
+${table(warm)}
+`;
+writeFileSync(here("../BENCH-web-p2.md"), md);
+console.log(md);
