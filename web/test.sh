@@ -10,8 +10,9 @@
 # Then runs:
 #   1. the crate's unit tests on the host,
 #   2. the API tests in headless Chromium (wasm-bindgen-test, chromedriver),
-#   3. the p1 and p2 guests on PackFS natively (host/tests/guests.rs), which
-#      leave their transcripts, trees and starting packs for step 4,
+#   3. the p1 and p2 guests on PackFS natively (host/tests/guests.rs), and
+#      the scripts of 0.2 calls (host/tests/p2_scripts.rs), which leave
+#      their transcripts, trees and starting packs for step 4,
 #   4. the end-to-end tests of the demo page, the Range-laziness tests and
 #      the p1 guests in a Web Worker (node --test, playwright-core driving
 #      /usr/bin/chromium, pages served by web/e2e/server.mjs on 127.0.0.1),
@@ -59,6 +60,7 @@ CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" \
 
 echo "== packfs-web: the p1 and p2 guests' native transcripts and starting packs (target/guest-tests/browser)"
 cargo test -p packfs-host --test guests -- p1 p2
+cargo test -p packfs-host --test p2_scripts
 
 echo "== packfs-web: demo page, Range laziness, p1 guests and the package in headless Chromium; Node, Deno and Bun"
 (cd web && node --test --test-concurrency=1 e2e/)

@@ -7,15 +7,19 @@
 // packfs-web/preview2 over mem, an overlay over the seed pack's bytes and
 // one over the seed pack read lazily from a file: URL. Each must print the
 // native transcript, line for line, and leave the native tree, hash for
-// hash. Then what the adapter refuses: a capability it does not know, and
+// hash. Then the randomized scripts of 0.2 calls that
+// host/tests/p2_scripts.rs ran natively (p2_script over an overlay of a
+// seed pack), each of which must answer here as it did there, call for
+// call. Then what the adapter refuses: a capability it does not know, and
 // a descriptor of another adapter.
 
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { DIR, GUESTS, transpile } from "./jco.mjs";
 
@@ -114,6 +118,40 @@ for (const name of GUESTS) {
     });
   }
 }
+
+const SCRIPTS = join(DIR, "p2-scripts");
+const scripts = readdirSync(SCRIPTS)
+  .filter((f) => f.endsWith(".args"))
+  .map((f) => Number(f.slice(0, -5)))
+  .sort((a, b) => a - b);
+
+test("randomized scripts of 0.2 calls answer through the adapter as natively", async (ctx) => {
+  assert.ok(scripts.length >= 40, `${scripts.length} scripts`);
+  const jco = join(out, "p2_script");
+  execFileSync(fileURLToPath(new URL("../node_modules/.bin/jco", import.meta.url)), [
+    "transpile", join(SCRIPTS, "p2_script.wasm"), "-o", jco, "--instantiation", "async", "--name", "p2_script", "-q",
+  ]);
+  const { instantiate } = await import(pathToFileURL(join(jco, "p2_script.js")).href);
+  const seed = readFileSync(join(SCRIPTS, "seed.pack"));
+  let calls = 0;
+  for (const n of scripts) {
+    const args = readFileSync(join(SCRIPTS, `${n}.args`), "utf8").split("\n").slice(0, -1);
+    const decoder = new TextDecoder();
+    let stdout = "";
+    const imports = await preview2.wasiImports({
+      preopens: { "/": new packfs.Overlay(packfs.Pack.fromBytes(seed)), "/ro": packfs.Pack.fromBytes(seed) },
+      args: ["p2_script", ...args],
+      stdout: (b) => (stdout += decoder.decode(b, { stream: true })),
+    });
+    (await instantiate(undefined, imports)).run.run();
+    const want = readFileSync(join(SCRIPTS, `${n}.txt`), "utf8").split("\n");
+    const got = stdout.split("\n");
+    const first = want.findIndex((line, i) => got[i] !== line);
+    assert.equal(first, -1, `script ${n}, line ${first}:\n  native: ${want[first]}\n  jco:    ${got[first]}`);
+    calls += args.length;
+  }
+  ctx.diagnostic(`${scripts.length} scripts, ${calls} calls, every answer as native`);
+});
 
 test("the adapter refuses what it does not know", async () => {
   const io = await import(new URL("../node_modules/@bytecodealliance/preview2-shim/dist/browser/io.js", import.meta.url).href);

@@ -47,10 +47,25 @@ const stat = (s) => ({
 });
 const hash = (h) => ({ lower: h[0], upper: h[1] });
 
+/** The POSIX name the shim's `filesystem-error-code` maps back to each
+ *  error-code (its table, `convertFsError`, reads `payload.code`). */
+const POSIX = {
+  access: "EACCES", "would-block": "EAGAIN", already: "EALREADY", "bad-descriptor": "EBADF", busy: "EBUSY",
+  deadlock: "EDEADLK", quota: "EDQUOT", exist: "EEXIST", "file-too-large": "EFBIG", "illegal-byte-sequence": "EILSEQ",
+  "in-progress": "EINPROGRESS", interrupted: "EINTR", invalid: "EINVAL", io: "EIO", "is-directory": "EISDIR",
+  loop: "ELOOP", "too-many-links": "EMLINK", "message-size": "EMSGSIZE", "name-too-long": "ENAMETOOLONG",
+  "no-device": "ENODEV", "no-entry": "ENOENT", "no-lock": "ENOLCK", "insufficient-memory": "ENOMEM",
+  "insufficient-space": "ENOSPC", "not-directory": "ENOTDIR", "not-empty": "ENOTEMPTY",
+  "not-recoverable": "ENOTRECOVERABLE", unsupported: "ENOTSUP", "no-tty": "ENOTTY", "no-such-device": "ENXIO",
+  overflow: "EOVERFLOW", "not-permitted": "EPERM", pipe: "EPIPE", "read-only": "EROFS", "invalid-seek": "ESPIPE",
+  "text-file-busy": "ETXTBSY", "cross-device": "EXDEV",
+};
+
 /** A stream's failed write or read, as wasi:io says it: the shim's error
- *  resource, carrying the error-code. */
+ *  resource, which its `filesystem-error-code` turns back into `code`. */
 function failed(io, code) {
-  const error = new io.error.Error(typeof code === "string" ? code : String(code?.message ?? code));
+  const error = new io.error.Error(code);
+  error.payload = { code: POSIX[code] ?? "EIO" };
   return { tag: "last-operation-failed", val: error };
 }
 
@@ -59,7 +74,7 @@ function streamCall(io, f) {
   try {
     return f();
   } catch (e) {
-    throw typeof e === "string" ? failed(io, e) : e;
+    throw typeof e === "string" && e in POSIX ? failed(io, e) : e;
   }
 }
 

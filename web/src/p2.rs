@@ -21,8 +21,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use js_sys::{Array, Reflect, Uint8Array};
-use packfs_core::wasi::descriptor::{Descriptor, Flags, OpenFlags};
 use packfs_core::wasi::Access;
+use packfs_core::wasi::descriptor::{Descriptor, Flags, OpenFlags};
 use packfs_core::{Error, FileSystem, FileType, Metadata, SetTime, Timestamp};
 use wasm_bindgen::prelude::*;
 
@@ -120,7 +120,8 @@ fn new_timestamp(v: &JsValue) -> Result<SetTime> {
             let secs = Reflect::get(&val, &"seconds".into()).ok().and_then(|s| u64::try_from(s).ok());
             let nanos = Reflect::get(&val, &"nanoseconds".into()).ok().and_then(|n| n.as_f64());
             match (secs, nanos) {
-                (Some(secs), Some(n)) if n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&n) => {
+                (Some(secs), Some(n)) if n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&n) =>
+                {
                     #[allow(clippy::cast_possible_truncation, reason = "checked to be a u32 just above")]
                     Ok(SetTime::At(Timestamp::new(secs, n as u32)))
                 }
