@@ -4,15 +4,20 @@
 // Worker (an overlay over the seed pack read lazily by Range, each read
 // waiting for its bytes); each must print its native transcript (left by
 // host/tests/guests.rs). On a page's own thread a read of bytes not
-// fetched yet cannot wait: it is the error `io`, never wrong bytes.
+// fetched yet cannot wait: it is the error `io`, never wrong bytes. A
+// journal (MemFs.openJournal, in OPFS) as a preopen keeps what a
+// component wrote for the next Worker that opens it.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
 import { startServer } from "./server.mjs";
-import { launch, newPage } from "./browser.mjs";
+import { STORAGE_SKIP, launch, newPage } from "./browser.mjs";
 import { DIR, GUESTS, transpile } from "./jco.mjs";
 
 const SHIM = "/node_modules/@bytecodealliance/preview2-shim/dist/browser/index.js";
@@ -64,6 +69,34 @@ onmessage = async ({ data }) => {
 };
 `;
 
+/** p2_script's calls on a journal at \`/\` (and at \`/ro\`, read-only), in a
+ *  Worker; then the file it wrote, as the journal reads after. */
+const JOURNAL = `
+import init, { MemFs } from "/pkg/index.js";
+import { wasiImports } from "/pkg/preview2.js";
+onmessage = async ({ data: script }) => {
+  try {
+    await init();
+    const fs = await MemFs.openJournal("p2-journal");
+    const chunks = [];
+    const imports = await wasiImports({
+      preopens: { "/": fs, "/ro": { fs, readOnly: true } },
+      args: ["p2_script", ...script],
+      stdout: (b) => chunks.push(b),
+      shim: await import("${SHIM}"),
+    });
+    const { instantiate } = await import("/jco/p2_script/p2_script.js");
+    (await instantiate(undefined, imports)).run.run();
+    const stdout = new TextDecoder().decode(new Uint8Array(chunks.flatMap((c) => Array.from(c))));
+    let kept = null;
+    try { kept = Array.from(await fs.readFile("d/f")); } catch {}
+    postMessage({ stdout, kept });
+  } catch (e) {
+    postMessage({ error: String(e?.stack ?? e) });
+  }
+};
+`;
+
 let server, browser;
 
 before(async () => {
@@ -72,6 +105,7 @@ before(async () => {
     "/p2/": Buffer.from(PAGE),
     "/p2/run.js": Buffer.from(RUN),
     "/p2/worker.js": Buffer.from(WORKER),
+    "/p2/journal.js": Buffer.from(JOURNAL),
     "/fixtures/seed.pack": readFileSync(join(DIR, "seed.pack")),
     "/fixtures/ro.pack": readFileSync(join(DIR, "ro.pack")),
   };
@@ -81,6 +115,9 @@ before(async () => {
       else files[`${at}/${e.name}`] = readFileSync(join(dir, e.name));
     }
   };
+  execFileSync(fileURLToPath(new URL("../node_modules/.bin/jco", import.meta.url)), [
+    "transpile", join(DIR, "p2-scripts", "p2_script.wasm"), "-o", join(out, "p2_script"), "--instantiation", "async", "--name", "p2_script", "-q",
+  ]);
   add(out, "/jco");
   server = await startServer({ files });
   browser = await launch();
@@ -149,4 +186,29 @@ test("on a page, a read of a lazy pack's bytes not fetched yet is io, not wrong 
     }
   }, SHIM);
   assert.equal(r.error, "io", JSON.stringify(r));
+});
+
+test("a journal as a component's preopen keeps what it wrote for the next Worker", { skip: STORAGE_SKIP }, async () => {
+  // Both Workers in one page: a new context would have storage of its own.
+  const [first, again] = await onPage(async (scripts) => {
+    const inWorker = (script) =>
+      new Promise((resolve) => {
+        const w = new Worker("/p2/journal.js", { type: "module" });
+        w.onmessage = ({ data }) => {
+          w.terminate();
+          resolve(data);
+        };
+        w.onerror = (e) => resolve({ error: e.message });
+        w.postMessage(script);
+      });
+    const out = [];
+    for (const script of scripts) out.push(await inWorker(script));
+    return out;
+  }, [["mkdir|0|d", "open|2|0|n|c|rw|d/f", "write|2|0|5|7|5", "mkdir|1|x"], ["statat|0|n|d/f"]]);
+  assert.equal(first.error, undefined, first.error);
+  assert.match(first.stdout, /^2 write\|2\|0\|5\|7\|5: taken 5, ok \(\)$/m);
+  assert.match(first.stdout, /^3 mkdir\|1\|x: err .*"not-permitted"/m, "the read-only preopen refuses, as natively");
+  assert.equal(again.error, undefined, again.error);
+  assert.match(again.stdout, /^0 statat\|0\|n\|d\/f: ok "DescriptorType::RegularFile links 1 size 5"$/m, again.stdout);
+  assert.equal(again.kept?.length, 5);
 });
