@@ -194,13 +194,18 @@ fn golden_tree() -> Table {
     ])
 }
 
+/// Today's bytes must be the checked-in ones (`PACKFS_BLESS=1` writes
+/// them first).
+fn reproduces(bytes: &[u8], golden: &[u8], file: &str) {
+    if std::env::var_os("PACKFS_BLESS").is_some() {
+        std::fs::write(format!("{}/tests/data/{file}", env!("CARGO_MANIFEST_DIR")), bytes).unwrap();
+    }
+    assert!(bytes == golden, "the journal no longer writes {file}: the format changed");
+}
+
 #[test]
 fn journal_golden_v1_writer_reproduces_it() {
-    let bytes = golden_bytes();
-    if std::env::var_os("PACKFS_BLESS").is_some() {
-        std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v1.journal"), &bytes).unwrap();
-    }
-    assert!(bytes == GOLDEN, "the journal no longer writes the golden journal: the format changed");
+    reproduces(&golden_bytes(), GOLDEN, "golden-v1.journal");
 }
 
 #[test]
@@ -296,11 +301,7 @@ fn journal_golden_v1_recovery_follows_the_spec() {
 
 #[test]
 fn journal_golden_v2_writer_reproduces_it() {
-    let bytes = golden_v2_bytes();
-    if std::env::var_os("PACKFS_BLESS").is_some() {
-        std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden-v2.journal"), &bytes).unwrap();
-    }
-    assert!(bytes == GOLDEN_V2, "the journal no longer writes the golden v2 journal: the format changed");
+    reproduces(&golden_v2_bytes(), GOLDEN_V2, "golden-v2.journal");
 }
 
 #[test]
