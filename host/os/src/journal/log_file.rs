@@ -18,12 +18,10 @@ use crate::publish::write_atomic;
 
 /// A log is rewritten as the image of its tree once it is this many times
 /// longer than when it was last rewritten, and than the tree's usage, and
-/// longer than [`CHECKPOINT_FROM`]: a rewrite writes about what the
-/// changes since the last one wrote, so the log stays within this factor
-/// of its tree, and writing it costs at most as much again.
+/// longer than `CHECKPOINT_FROM` (1 MiB): a rewrite writes about what the changes
+/// since the last one wrote, so the log stays within this factor of its
+/// tree, and writing it costs at most as much again.
 pub const REWRITE_FACTOR: u64 = 2;
-
-use super::CHECKPOINT_FROM;
 
 /// When a change becomes durable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -77,6 +75,8 @@ pub(super) struct Rewrite {
     pub(super) generation: u64,
     /// How much the log may grow beyond its length after a rewrite.
     pub(super) grows: Option<u64>,
+    /// No log shorter than this is rewritten.
+    pub(super) from: u64,
 }
 
 struct SyncState {
@@ -193,7 +193,7 @@ impl Sink for LogFile {
     fn published(&self, tree: &Tree) {
         let Some(rewrite) = &self.rewrite else { return };
         let mut st = lock(&self.append);
-        let outgrown = st.len > CHECKPOINT_FROM.max(st.rewritten.saturating_mul(REWRITE_FACTOR));
+        let outgrown = st.len > rewrite.from.max(st.rewritten.saturating_mul(REWRITE_FACTOR));
         if st.closed.is_some() || !outgrown || st.len <= tree.usage().bytes.saturating_mul(REWRITE_FACTOR) {
             return;
         }

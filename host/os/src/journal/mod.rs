@@ -257,7 +257,7 @@ impl Journal {
         };
         remove_other_generations(dir, generation)?;
         let grows = limits.max_bytes.map(|q| q.saturating_mul(LOG_PER_QUOTA).max(LOG_MIN));
-        let rewrite = Rewrite { path: log_path(dir, generation), generation, grows };
+        let rewrite = Rewrite { path: log_path(dir, generation), generation, grows, from: CHECKPOINT_FROM };
         let log = LogFile::new(file, len, policy, Some(lock)).limit(grows.map(|g| len.saturating_add(g)));
         let log = Arc::new(log.rewritten(rewrite));
         let fs = Arc::new(MemFs::journaled(tree, log.clone(), clock));
