@@ -297,10 +297,12 @@ mod tests {
     fn headers() {
         let h = Header { generation: 42, created: Timestamp::new(7, 8), image: false };
         assert_eq!(Header::decode(&h.encode()), Ok(h));
+        let v2 = Header { image: true, ..h };
+        assert_eq!((&v2.encode()[..8], Header::decode(&v2.encode())), (&b"PACKFSJ2"[..], Ok(v2)));
         let corrupt = |offset, kind| Err(Error::CorruptJournal(CorruptJournal { offset, kind }));
         let mut bad = h.encode();
-        bad[7] = b'2';
-        assert_eq!(Header::decode(&bad), corrupt(0, CorruptJournalKind::BadMagic { found: *b"PACKFSJ2" }));
+        bad[7] = b'3';
+        assert_eq!(Header::decode(&bad), corrupt(0, CorruptJournalKind::BadMagic { found: *b"PACKFSJ3" }));
         assert_eq!(Header::decode(&bad[..3]), corrupt(0, CorruptJournalKind::Truncated { needed: 32, available: 3 }));
         let short = CorruptJournalKind::Truncated { needed: 32, available: 31 };
         assert_eq!(Header::decode(&h.encode()[..HEADER_LEN - 1]), corrupt(0, short));
