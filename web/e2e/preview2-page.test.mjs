@@ -4,7 +4,10 @@
 // Worker (an overlay over the seed pack read lazily by Range, each read
 // waiting for its bytes); each must print its native transcript (left by
 // host/tests/guests.rs). On a page's own thread a read of bytes not
-// fetched yet cannot wait: it is the error `io`, never wrong bytes. A
+// fetched yet cannot wait: it is the error `io`, never wrong bytes; where
+// the engine has JSPI, the same guests transpiled for it (`--async-mode
+// jspi`, JSPI_IMPORTS async) read a lazy pack on the page itself, each
+// read awaiting its bytes. A
 // journal (MemFs.openJournal, in OPFS) as a preopen keeps what a
 // component wrote for the next Worker that opens it.
 
@@ -27,12 +30,13 @@ const PAGE = `<!doctype html>
 <script type="importmap">{ "imports": { "@bytecodealliance/preview2-shim": "${SHIM}" } }</script>
 <body>p2</body>`;
 
-/** Runs guest `name` over the overlay `root` makes; in a worker, or here. */
+/** Runs guest `name` over the overlay `root` makes; in a worker, or here.
+ *  `jspi`: its JSPI build, its reads awaiting a lazy pack's bytes. */
 const RUN = `
 import init, { Overlay, Pack } from "/pkg/index.js";
 import { wasiImports } from "/pkg/preview2.js";
 
-export async function run(name, lazy) {
+export async function run(name, lazy, jspi = false) {
   await init();
   const seed = lazy
     ? await Pack.fromUrl("/fixtures/seed.pack")
@@ -44,11 +48,12 @@ export async function run(name, lazy) {
     args: [name],
     stdout: (b) => chunks.push(b),
     shim: await import("${SHIM}"),
+    jspi,
   });
-  const { instantiate } = await import(\`/jco/\${name}/\${name}.js\`);
+  const { instantiate } = await import(jspi ? \`/jco/jspi/\${name}/\${name}.js\` : \`/jco/\${name}/\${name}.js\`);
   let status = 0;
   try {
-    (await instantiate(undefined, imports)).run.run();
+    await (await instantiate(undefined, imports)).run.run();
   } catch (e) {
     if (!e?.exitError) throw e;
     status = e.code;
@@ -97,7 +102,7 @@ onmessage = async ({ data: script }) => {
 };
 `;
 
-let server, browser;
+let server, browser, JSPI_SKIP;
 
 before(async () => {
   const out = transpile();
@@ -118,9 +123,18 @@ before(async () => {
   execFileSync(fileURLToPath(new URL("../node_modules/.bin/jco", import.meta.url)), [
     "transpile", join(DIR, "p2-scripts", "p2_script.wasm"), "-o", join(out, "p2_script"), "--instantiation", "async", "--name", "p2_script", "-q",
   ]);
+  const { JSPI_IMPORTS } = await import(new URL("../pkg/preview2.js", import.meta.url).href);
+  for (const name of GUESTS) {
+    execFileSync(fileURLToPath(new URL("../node_modules/.bin/jco", import.meta.url)), [
+      "transpile", join(DIR, "p2", `${name}.wasm`), "-o", join(out, "jspi", name), "--instantiation", "async", "--name", name, "-q",
+      "--async-mode", "jspi", "--async-imports", ...JSPI_IMPORTS, "--async-exports", "wasi:cli/run#run",
+    ]);
+  }
   add(out, "/jco");
   server = await startServer({ files });
   browser = await launch();
+  const hasJspi = await onPage(() => typeof WebAssembly.Suspending === "function");
+  JSPI_SKIP = !hasJspi && "this engine has no JSPI (WebAssembly.Suspending)";
 });
 
 after(async () => {
@@ -147,6 +161,14 @@ for (const name of GUESTS) {
     const r = await onPage(async (name) => (await import("/p2/run.js")).run(name, false), name);
     assert.equal(r.status, 0);
     assert.equal(r.stdout, want());
+  });
+
+  test(`${name} (p2, jco for JSPI) prints on a page, over a lazy pack, what it printed natively`, async (ctx) => {
+    if (JSPI_SKIP) return ctx.skip(JSPI_SKIP);
+    const r = await onPage(async (name) => (await import("/p2/run.js")).run(name, true, true), name);
+    assert.equal(r.status, 0);
+    assert.equal(r.stdout, want());
+    assert.ok(r.requests > 0, "read lazily");
   });
 
   test(`${name} (p2, jco) prints in a Worker, over a lazy pack, what it printed natively`, async () => {

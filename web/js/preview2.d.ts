@@ -18,7 +18,9 @@ export interface ShimIo {
  *  `createFilesystem({ adapter, preopens })` or
  *  `_addPreopenWithAdapter(path, adapter, capability)`. */
 export declare class PackFsAdapter {
-  constructor(io: ShimIo);
+  /** `jspi`: the component was transpiled with `--async-mode jspi` and
+   *  JSPI_IMPORTS async; its reads of lazy bytes then await them. */
+  constructor(io: ShimIo, options?: { jspi?: boolean });
   getRoot(capability: Capability): object;
 }
 
@@ -33,9 +35,14 @@ export interface WasiImportsOptions {
   stderr?: (bytes: Uint8Array) => void;
   /** The shim's browser build, where a bare import cannot find it. */
   shim?: object;
+  /** The component was transpiled for JSPI (see PackFsAdapter). */
+  jspi?: boolean;
 }
 
 /** The imports of a component transpiled with `jco transpile
  *  --instantiation async`, PackFS trees as its preopens, the rest of
  *  WASI from the shim's browser build (in Node, Deno and Bun too). */
 export declare function wasiImports(options?: WasiImportsOptions): Promise<Record<string, object>>;
+
+/** The imports to list with `jco transpile --async-mode jspi --async-imports`. */
+export declare const JSPI_IMPORTS: string[];

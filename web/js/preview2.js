@@ -78,14 +78,35 @@ function streamCall(io, f) {
   }
 }
 
+/**
+ * `len` bytes at `at` of `d`, for a component transpiled for JSPI (`jco
+ * transpile --async-mode jspi`, the reads among its async imports): the
+ * bytes when they are here, else a promise of them once fetched, which
+ * the component awaits where it would have blocked. Never waits on the
+ * thread, so a page may read a lazy pack.
+ */
+function readAwaiting(d, len, at) {
+  const got = d.readOrWant(len, at);
+  if (got !== undefined) return got;
+  return d.fetchWanted().then(() => readAwaiting(d, len, at));
+}
+
 /** A `descriptor` for the shim's Descriptor to wrap. */
 class PackFsDescriptor {
   #d;
   #io;
+  /** Reads may return promises (see readAwaiting). */
+  #jspi;
 
-  constructor(d, io) {
+  constructor(d, io, jspi) {
     this.#d = d;
     this.#io = io;
+    this.#jspi = jspi;
+  }
+
+  /** Bytes at `at`: at once, or, with JSPI, when they come. */
+  #read(len, at) {
+    return this.#jspi ? readAwaiting(this.#d, len, at) : this.#d.read(len, at);
   }
 
   /** The WasiDescriptor of another of this adapter's descriptors, or
@@ -96,16 +117,20 @@ class PackFsDescriptor {
   }
 
   readViaStream(offset) {
-    const d = this.#d;
     const io = this.#io;
-    d.checkReader(offset);
+    this.#d.checkReader(offset);
     let at = offset;
+    const took = (data) => {
+      if (data.length === 0) throw { tag: "closed" };
+      at += BigInt(data.length);
+      return data;
+    };
+    const read = (len) => this.#read(len, at);
     return io.inputStreamCreate({
       blockingRead(len) {
-        const data = streamCall(io, () => d.read(len, at));
-        if (data.length === 0) throw { tag: "closed" };
-        at += BigInt(data.length);
-        return data;
+        const data = streamCall(io, () => read(len));
+        if (data instanceof Promise) return data.then(took, (e) => Promise.reject(typeof e === "string" ? failed(io, e) : e));
+        return took(data);
       },
     });
   }
@@ -157,8 +182,9 @@ class PackFsDescriptor {
     this.#d.setTimes(atime, mtime);
   }
   read(length, offset) {
-    const data = this.#d.read(length, offset);
-    return [data, data.length === 0];
+    const data = this.#read(length, offset);
+    const answer = (data) => [data, data.length === 0];
+    return data instanceof Promise ? data.then(answer) : answer(data);
   }
   write(buffer, offset) {
     return this.#d.write(buffer, offset);
@@ -196,7 +222,7 @@ class PackFsDescriptor {
   }
   openAt(pathFlags, path, openFlags, flags) {
     const d = this.#d.openAt(!!pathFlags?.symlinkFollow, path, bits(OPEN, openFlags), bits(FLAGS, flags));
-    return new PackFsDescriptor(d, this.#io);
+    return new PackFsDescriptor(d, this.#io, this.#jspi);
   }
   readlinkAt(path) {
     return this.#d.readlinkAt(path);
@@ -224,18 +250,32 @@ class PackFsDescriptor {
   }
 }
 
+/** What a component transpiled for JSPI lists among its async imports
+ *  (`--async-imports`), so that a read of a lazy pack's bytes not here
+ *  yet awaits them (with `{ jspi: true }`). */
+export const JSPI_IMPORTS = [
+  "wasi:filesystem/types#[method]descriptor.read",
+  "wasi:io/streams#[method]input-stream.blocking-read",
+];
+
 /**
  * The shim's filesystem adapter over PackFS: a preopen's capability is a
  * MemFs, Pack or Overlay, or `{ fs, readOnly }` (a Pack is always
  * read-only). `io` is the shim's `io` module, whose streams the component
- * holds: the one its `wasi:io/streams` imports come from.
+ * holds: the one its `wasi:io/streams` imports come from. With `{ jspi:
+ * true }`, for a component transpiled for JSPI with JSPI_IMPORTS async,
+ * reads of a lazy pack's bytes not here yet return promises (the
+ * component awaits them) instead of waiting on the thread or failing.
  */
 export class PackFsAdapter {
   #io;
+  #jspi;
   /** The filesystems rooted so far, so each has its own device number. */
   #filesystems = [];
 
-  constructor(io) {
+  constructor(io, { jspi = false } = {}) {
+    if (typeof jspi !== "boolean") throw new TypeError("jspi must be true or false");
+    this.#jspi = jspi;
     if (typeof io?.inputStreamCreate !== "function" || typeof io?.outputStreamCreate !== "function") {
       throw new TypeError("PackFsAdapter needs the shim's io module (import * as io from \"@bytecodealliance/preview2-shim/io\")");
     }
@@ -255,7 +295,7 @@ export class PackFsAdapter {
     else if (fs instanceof Pack) d = WasiDescriptor.rootPack(fs, device);
     else if (fs instanceof Overlay) d = WasiDescriptor.rootOverlay(fs, readOnly, device);
     else throw new TypeError("a preopen is a MemFs, Pack or Overlay, or { fs, readOnly }");
-    return new PackFsDescriptor(d, this.#io);
+    return new PackFsDescriptor(d, this.#io, this.#jspi);
   }
 }
 
@@ -281,11 +321,12 @@ function sink(write) {
  * `stderr`, when given, take each write's bytes (else the console's).
  * `shim` is the shim's browser build (`import * as shim from
  * "@bytecodealliance/preview2-shim"`), for where a bare import cannot
- * find it (a worker, which import maps do not reach).
+ * find it (a worker, which import maps do not reach). `jspi`: the
+ * component was transpiled for JSPI (see PackFsAdapter).
  */
-export async function wasiImports({ preopens = {}, args = [], env = {}, cwd = "/", stdout, stderr, shim: given } = {}) {
+export async function wasiImports({ preopens = {}, args = [], env = {}, cwd = "/", stdout, stderr, shim: given, jspi = false } = {}) {
   const { cli: cliShim, clocks, filesystem, io, random } = given ?? (await shim());
-  const fs = filesystem.createFilesystem({ adapter: new PackFsAdapter(io), preopens });
+  const fs = filesystem.createFilesystem({ adapter: new PackFsAdapter(io, { jspi }), preopens });
   const cli = cliShim.createCli({
     arguments: args,
     environment: env,

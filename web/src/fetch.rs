@@ -426,6 +426,18 @@ impl Remote {
         Ok(true)
     }
 
+    /// Fetches, without blocking, the blobs the last operation wanted; true
+    /// if there were any. For a caller that can await (a component
+    /// transpiled for JSPI).
+    pub async fn fetch_wanted(&self) -> Result<bool> {
+        let wants = self.pack.take_wanted();
+        if wants.is_empty() {
+            return Ok(false);
+        }
+        self.fetch(wants).await?;
+        Ok(true)
+    }
+
     /// Runs `op`; while it fails for want of blobs, fetches them and runs it
     /// again. Each round fetches at least one new blob, so this ends.
     pub async fn run<T>(&self, mut op: impl FnMut() -> Result<T>) -> Result<T> {

@@ -295,6 +295,41 @@ impl WasiDescriptor {
         read
     }
 
+    /// [`read`](Self::read) that never waits: `undefined` when a lazy
+    /// pack's bytes are not here yet (then await
+    /// [`fetchWanted`](Self::fetch_wanted) and read again). For a
+    /// component transpiled for JSPI, whose reads may await.
+    #[wasm_bindgen(js_name = readOrWant)]
+    pub fn read_or_want(&self, len: u64, offset: u64) -> Result<Option<Uint8Array>> {
+        #[allow(clippy::cast_possible_truncation, reason = "at most 1 MiB")]
+        let len = len.min(MAX_READ) as usize;
+        let Some(remote) = &self.remote else { return self.read(len as u64, offset).map(Some) };
+        remote.pack.take_wanted();
+        let mut buf = READ_BUF.take();
+        buf.resize(buf.len().max(len), 0);
+        let read = match self.d.read_into(&mut buf[..len], offset) {
+            Ok(n) => Ok(Some(Uint8Array::from(&buf[..n]))),
+            Err(_) if remote.pack.has_wanted() => Ok(None),
+            Err(e) => Err(code(&e)),
+        };
+        READ_BUF.set(buf);
+        read
+    }
+
+    /// Fetches what the last [`readOrWant`](Self::read_or_want) wanted: a
+    /// promise of whether there was anything; rejected with `io` when
+    /// the fetch fails.
+    #[wasm_bindgen(js_name = fetchWanted, unchecked_return_type = "Promise<boolean>")]
+    pub fn fetch_wanted(&self) -> js_sys::Promise {
+        let remote = self.remote.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            match remote {
+                Some(r) => r.fetch_wanted().await.map(JsValue::from).map_err(|e| code(&e)),
+                None => Ok(JsValue::FALSE),
+            }
+        })
+    }
+
     /// Writes all of `data` at `offset`; returns its length.
     pub fn write(&self, data: &[u8], offset: u64) -> Result<u64> {
         self.run(|| self.d.write(data, offset)).map(|n| n as u64)
