@@ -129,5 +129,16 @@ ${table(cold)}
 
 ${table(warm)}
 `;
-writeFileSync(here("../BENCH-web-p2.md"), md);
+// The profile's reading below the tables is written by hand: kept.
+const file = here("../BENCH-web-p2.md");
+const kept = (() => {
+  try {
+    const old = readFileSync(file, "utf8");
+    const at = old.indexOf("\n## What bounds it");
+    return at < 0 ? "" : old.slice(at);
+  } catch {
+    return "";
+  }
+})();
+writeFileSync(file, md + kept);
 console.log(md);
