@@ -48,7 +48,7 @@ test("the packed tarball holds the package and nothing else", () => {
   const manifest = JSON.parse(readFileSync(join(app, "node_modules", "packfs-web", "package.json"), "utf8"));
   assert.equal(manifest.name, "packfs-web");
   assert.equal(manifest.type, "module");
-  assert.deepEqual(Object.keys(manifest.exports), [".", "./runner", "./wasi", "./worker", "./packfs_web_bg.wasm", "./package.json"]);
+  assert.deepEqual(Object.keys(manifest.exports), [".", "./runner", "./wasi", "./preview2", "./worker", "./packfs_web_bg.wasm", "./package.json"]);
   const installed = readdirSync(join(app, "node_modules", "packfs-web")).sort();
   assert.deepEqual(installed, [
     "README.md",
@@ -60,6 +60,8 @@ test("the packed tarball holds the package and nothing else", () => {
     "packfs_web.js",
     "packfs_web_bg.wasm",
     "packfs_web_bg.wasm.d.ts",
+    "preview2.d.ts",
+    "preview2.js",
     "runner.d.ts",
     "runner.js",
     "runtime.js",
