@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `packfs pack` / `packfs unpack` of a generated tree of 100,000 files
 # against `tar -cf` / `tar -xf` and `zip -0` / `unzip` (stored, like a pack)
-# on the same tree, in the same run; medians of 3 runs, written as a
+# on the same tree, in the same run, the tools taking turns in every round
+# (RUNS rounds, default 5); median [min–max] of each, written as a
 # Markdown table to stdout.
 #
 # Run: bench/cli.sh [FILES]   (default 100000)
@@ -38,33 +39,40 @@ for i in range(n):
 PY
 bytes=$(du -sb "$work/tree" | cut -f1)
 
-# median of three wall-clock runs of "$@", in seconds; $prep runs before each.
-median() {
-    local times=()
-    for _ in 1 2 3; do
-        eval "$prep"
-        local t0=$(date +%s%N)
-        "$@" >/dev/null
-        local t1=$(date +%s%N)
-        times+=("$(( (t1 - t0) / 1000000 ))")
-    done
-    printf '%s\n' "${times[@]}" | sort -n | sed -n 2p | awk '{printf "%.3f", $1 / 1000}'
+# Wall-clock seconds of one run of "$@" (after "$prep", untimed).
+timed() {
+    local prep=$1; shift
+    eval "$prep"
+    local t0=$(date +%s%N)
+    "$@" >/dev/null
+    local t1=$(date +%s%N)
+    awk -v ns="$(( t1 - t0 ))" 'BEGIN { printf "%.3f", ns / 1e9 }'
 }
+# The median, min and max of a list of seconds: "MEDIAN [MIN–MAX]".
+spread() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { printf "%s [%s–%s]", v[int((NR + 1) / 2)], v[1], v[NR] }'; }
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 cd "$work"
-prep='rm -f tree.pack'; pack=$(median "$packfs" pack tree -o tree.pack)
-prep='rm -f tree.tar'; tar_c=$(median tar -cf tree.tar -C tree .)
-prep='rm -f tree.zip'; zip_c=$(median sh -c 'cd tree && zip -q -r -0 ../tree.zip .')
-prep='rm -rf out && mkdir out'; unpack=$(median "$packfs" unpack tree.pack out)
-tar_x=$(median tar -xf tree.tar -C out)
-zip_x=$(median unzip -q tree.zip -d out)
+# Interleaved: each round runs every tool once, so none gets a quieter
+# minute of the machine. tar extracts with --no-same-owner: as root it
+# would restore owners, which packfs unpack does not.
+runs=${RUNS:-5}
+pack=() tar_c=() zip_c=() unpack=() tar_x=() zip_x=()
+for _ in $(seq "$runs"); do
+    pack+=("$(timed 'rm -f tree.pack' "$packfs" pack tree -o tree.pack)")
+    tar_c+=("$(timed 'rm -f tree.tar' tar -cf tree.tar -C tree .)")
+    zip_c+=("$(timed 'rm -f tree.zip' sh -c 'cd tree && zip -q -r -0 ../tree.zip .')")
+    unpack+=("$(timed 'rm -rf out && mkdir out' "$packfs" unpack tree.pack out)")
+    tar_x+=("$(timed 'rm -rf out && mkdir out' tar --no-same-owner -xf tree.tar -C out)")
+    zip_x+=("$(timed 'rm -rf out && mkdir out' unzip -q tree.zip -d out)")
+done
 size() { stat -c %s "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 
-echo "Tree: $files files, $bytes bytes, 1,000 directories (bench/cli.sh). Median of 3 runs, seconds."
+echo "Tree: $files files, $bytes bytes, 1,000 directories (bench/cli.sh). $runs rounds, each running every tool once in turn; median [min–max], seconds."
 echo
 echo "| | packfs | tar | zip -0 / unzip | tar ÷ packfs | zip ÷ packfs |"
 echo "|---|---:|---:|---:|---:|---:|"
-echo "| build archive | $pack | $tar_c | $zip_c | $(ratio "$tar_c" "$pack") | $(ratio "$zip_c" "$pack") |"
-echo "| extract | $unpack | $tar_x | $zip_x | $(ratio "$tar_x" "$unpack") | $(ratio "$zip_x" "$unpack") |"
+echo "| build archive | $(spread "${pack[@]}") | $(spread "${tar_c[@]}") | $(spread "${zip_c[@]}") | $(ratio "$(median "${tar_c[@]}")" "$(median "${pack[@]}")") | $(ratio "$(median "${zip_c[@]}")" "$(median "${pack[@]}")") |"
+echo "| extract (tar --no-same-owner) | $(spread "${unpack[@]}") | $(spread "${tar_x[@]}") | $(spread "${zip_x[@]}") | $(ratio "$(median "${tar_x[@]}")" "$(median "${unpack[@]}")") | $(ratio "$(median "${zip_x[@]}")" "$(median "${unpack[@]}")") |"
 echo "| archive bytes | $(size tree.pack) | $(size tree.tar) | $(size tree.zip) | | |"
