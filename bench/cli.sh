@@ -54,17 +54,20 @@ median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int(
 
 cd "$work"
 # Interleaved: each round runs every tool once, so none gets a quieter
-# minute of the machine. tar extracts with --no-same-owner: as root it
-# would restore owners, which packfs unpack does not.
+# minute of the machine; before each, untimed, `sync` writes back what
+# the last one left dirty, so that no run pays for another's writes. The
+# pack is stored (--compress none), as tar and zip -0 are. tar extracts
+# with --no-same-owner: as root it would restore owners, which packfs
+# unpack does not.
 runs=${RUNS:-5}
 pack=() tar_c=() zip_c=() unpack=() tar_x=() zip_x=()
 for _ in $(seq "$runs"); do
-    pack+=("$(timed 'rm -f tree.pack' "$packfs" pack tree -o tree.pack)")
-    tar_c+=("$(timed 'rm -f tree.tar' tar -cf tree.tar -C tree .)")
-    zip_c+=("$(timed 'rm -f tree.zip' sh -c 'cd tree && zip -q -r -0 ../tree.zip .')")
-    unpack+=("$(timed 'rm -rf out && mkdir out' "$packfs" unpack tree.pack out)")
-    tar_x+=("$(timed 'rm -rf out && mkdir out' tar --no-same-owner -xf tree.tar -C out)")
-    zip_x+=("$(timed 'rm -rf out && mkdir out' unzip -q tree.zip -d out)")
+    pack+=("$(timed 'rm -f tree.pack; sync' "$packfs" pack tree -o tree.pack --compress none)")
+    tar_c+=("$(timed 'rm -f tree.tar; sync' tar -cf tree.tar -C tree .)")
+    zip_c+=("$(timed 'rm -f tree.zip; sync' sh -c 'cd tree && zip -q -r -0 ../tree.zip .')")
+    unpack+=("$(timed 'rm -rf out && mkdir out && sync' "$packfs" unpack tree.pack out)")
+    tar_x+=("$(timed 'rm -rf out && mkdir out && sync' tar --no-same-owner -xf tree.tar -C out)")
+    zip_x+=("$(timed 'rm -rf out && mkdir out && sync' unzip -q tree.zip -d out)")
 done
 size() { stat -c %s "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
