@@ -112,6 +112,13 @@ impl Tree {
                 if (nlink == 0) != orphan || nlink > u64::from(u32::MAX) {
                     return Err("a link count that disagrees with the inode's names");
                 }
+                // A size no write could make: every count of the tree
+                // (charges, extents) stays within what a live one reaches.
+                if let Shape::File { size } | Shape::Lower { size, .. } = shape
+                    && size > crate::MAX_FILE_SIZE
+                {
+                    return Err("a file larger than a tree holds");
+                }
                 let data = match shape {
                     Shape::File { size } => {
                         let mut content = Content::default();
@@ -291,6 +298,7 @@ mod tests {
             orphan: false,
         };
         assert!(tree.restore(lower).is_err(), "no lower");
+        assert!(tree.restore(file(8, u64::MAX)).is_err(), "a size past MAX_FILE_SIZE");
         assert!(tree.restore(file(7, 3)).is_ok());
         assert!(tree.restore(file(7, 3)).is_err(), "twice");
         assert!(tree.restore(Part::Content { ino: 7, offset: 2, data: b"ab" }).is_err(), "past its size");
