@@ -18,11 +18,15 @@ export const GUESTS = readdirSync(join(DIR, "p2"))
   .map((f) => f.slice(0, -5))
   .sort();
 
+/** Transpiles the component `wasm` into `dir/name/name.js` (with
+ *  `--instantiation async`, and `extra` arguments). */
+export function transpileOne(wasm, dir, name, extra = []) {
+  execFileSync(JCO, ["transpile", wasm, "-o", join(dir, name), "--instantiation", "async", "--name", name, "-q", ...extra]);
+}
+
 /** Transpiles every p2 guest into a new temporary directory (`DIR/NAME/NAME.js`); returns it. */
 export function transpile() {
   const out = mkdtempSync(join(tmpdir(), "packfs-jco-"));
-  for (const name of GUESTS) {
-    execFileSync(JCO, ["transpile", join(DIR, "p2", `${name}.wasm`), "-o", join(out, name), "--instantiation", "async", "--name", name, "-q"]);
-  }
+  for (const name of GUESTS) transpileOne(join(DIR, "p2", `${name}.wasm`), out, name);
   return out;
 }

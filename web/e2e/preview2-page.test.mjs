@@ -16,12 +16,9 @@ import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 
-import { execFileSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
-
 import { startServer } from "./server.mjs";
 import { STORAGE_SKIP, launch, newPage } from "./browser.mjs";
-import { DIR, GUESTS, transpile } from "./jco.mjs";
+import { DIR, GUESTS, transpile, transpileOne } from "./jco.mjs";
 
 const SHIM = "/node_modules/@bytecodealliance/preview2-shim/dist/browser/index.js";
 
@@ -120,16 +117,10 @@ before(async () => {
       else files[`${at}/${e.name}`] = readFileSync(join(dir, e.name));
     }
   };
-  execFileSync(fileURLToPath(new URL("../node_modules/.bin/jco", import.meta.url)), [
-    "transpile", join(DIR, "p2-scripts", "p2_script.wasm"), "-o", join(out, "p2_script"), "--instantiation", "async", "--name", "p2_script", "-q",
-  ]);
+  transpileOne(join(DIR, "p2-scripts", "p2_script.wasm"), out, "p2_script");
   const { JSPI_IMPORTS } = await import(new URL("../pkg/preview2.js", import.meta.url).href);
-  for (const name of GUESTS) {
-    execFileSync(fileURLToPath(new URL("../node_modules/.bin/jco", import.meta.url)), [
-      "transpile", join(DIR, "p2", `${name}.wasm`), "-o", join(out, "jspi", name), "--instantiation", "async", "--name", name, "-q",
-      "--async-mode", "jspi", "--async-imports", ...JSPI_IMPORTS, "--async-exports", "wasi:cli/run#run",
-    ]);
-  }
+  const jspi = ["--async-mode", "jspi", "--async-imports", ...JSPI_IMPORTS, "--async-exports", "wasi:cli/run#run"];
+  for (const name of GUESTS) transpileOne(join(DIR, "p2", `${name}.wasm`), join(out, "jspi"), name, jspi);
   add(out, "/jco");
   server = await startServer({ files });
   browser = await launch();

@@ -15,13 +15,12 @@
 
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 
-import { DIR, GUESTS, transpile } from "./jco.mjs";
+import { DIR, GUESTS, transpile, transpileOne } from "./jco.mjs";
 
 let packfs, preview2, out;
 
@@ -127,11 +126,8 @@ const scripts = readdirSync(SCRIPTS)
 
 test("randomized scripts of 0.2 calls answer through the adapter as natively", async (ctx) => {
   assert.ok(scripts.length >= 40, `${scripts.length} scripts`);
-  const jco = join(out, "p2_script");
-  execFileSync(fileURLToPath(new URL("../node_modules/.bin/jco", import.meta.url)), [
-    "transpile", join(SCRIPTS, "p2_script.wasm"), "-o", jco, "--instantiation", "async", "--name", "p2_script", "-q",
-  ]);
-  const { instantiate } = await import(pathToFileURL(join(jco, "p2_script.js")).href);
+  transpileOne(join(SCRIPTS, "p2_script.wasm"), out, "p2_script");
+  const { instantiate } = await import(pathToFileURL(join(out, "p2_script", "p2_script.js")).href);
   const seed = readFileSync(join(SCRIPTS, "seed.pack"));
   let calls = 0;
   for (const n of scripts) {

@@ -190,6 +190,27 @@ impl WasiDescriptor {
         run(&self.remote, op)
     }
 
+    /// Reads up to `len` bytes (at most 1 MiB) at `offset` through `run`
+    /// (which waits for a lazy pack's bytes, or not), into one buffer kept
+    /// for every read and then copied out once: no allocation or zeroing
+    /// per read. Taken, not borrowed: a blocking fetch's JavaScript may
+    /// read again meanwhile.
+    fn read_with(
+        &self,
+        len: u64,
+        offset: u64,
+        run: impl FnOnce(&mut dyn FnMut() -> packfs_core::Result<usize>) -> Result<usize>,
+    ) -> Result<Uint8Array> {
+        #[allow(clippy::cast_possible_truncation, reason = "at most 1 MiB")]
+        let len = len.min(MAX_READ) as usize;
+        let mut buf = READ_BUF.take();
+        buf.resize(buf.len().max(len), 0);
+        let n = run(&mut || self.d.read_into(&mut buf[..len], offset));
+        let read = n.map(|n| Uint8Array::from(&buf[..n]));
+        READ_BUF.set(buf);
+        read
+    }
+
     /// A descriptor opened from this one, under the same lazy pack. Both
     /// must be of one filesystem for a two-descriptor call to pass (the
     /// model says `cross-device` otherwise).
@@ -283,16 +304,7 @@ impl WasiDescriptor {
     /// Up to `len` bytes (at most 1 MiB) at `offset`; none at the end of
     /// the file (which is how wasmtime-wasi tells it).
     pub fn read(&self, len: u64, offset: u64) -> Result<Uint8Array> {
-        #[allow(clippy::cast_possible_truncation, reason = "at most 1 MiB")]
-        let len = len.min(MAX_READ) as usize;
-        // Into one buffer kept for every read, then copied out once: no
-        // allocation or zeroing per read. Taken, not borrowed: a blocking
-        // fetch's JavaScript may read again meanwhile.
-        let mut buf = READ_BUF.take();
-        buf.resize(buf.len().max(len), 0);
-        let read = self.run(|| self.d.read_into(&mut buf[..len], offset)).map(|n| Uint8Array::from(&buf[..n]));
-        READ_BUF.set(buf);
-        read
+        self.read_with(len, offset, |read| self.run(read))
     }
 
     /// [`read`](Self::read) that never waits: `undefined` when a lazy
@@ -301,19 +313,14 @@ impl WasiDescriptor {
     /// component transpiled for JSPI, whose reads may await.
     #[wasm_bindgen(js_name = readOrWant)]
     pub fn read_or_want(&self, len: u64, offset: u64) -> Result<Option<Uint8Array>> {
-        #[allow(clippy::cast_possible_truncation, reason = "at most 1 MiB")]
-        let len = len.min(MAX_READ) as usize;
-        let Some(remote) = &self.remote else { return self.read(len as u64, offset).map(Some) };
+        let Some(remote) = &self.remote else { return self.read(len, offset).map(Some) };
         remote.pack.take_wanted();
-        let mut buf = READ_BUF.take();
-        buf.resize(buf.len().max(len), 0);
-        let read = match self.d.read_into(&mut buf[..len], offset) {
-            Ok(n) => Ok(Some(Uint8Array::from(&buf[..n]))),
-            Err(_) if remote.pack.has_wanted() => Ok(None),
-            Err(e) => Err(code(&e)),
-        };
-        READ_BUF.set(buf);
-        read
+        let wanted = || remote.pack.has_wanted();
+        // `null` stands for "its bytes are not here yet", never an error code.
+        match self.read_with(len, offset, |read| read().map_err(|e| if wanted() { JsValue::NULL } else { code(&e) })) {
+            Err(e) if e.is_null() => Ok(None),
+            other => other.map(Some),
+        }
     }
 
     /// Fetches what the last [`readOrWant`](Self::read_or_want) wanted: a

@@ -221,20 +221,11 @@ impl MemFs {
         Snapshot(self.current.load_full())
     }
 
-    /// Runs `before` while no change is under way and returns the version
-    /// current then, so that every change either is in it or begins after
-    /// `before`. A journal closes its log this way before a checkpoint: no
-    /// change can be recorded in the old log and missing from the pack.
-    pub fn settled_snapshot(&self, before: impl FnOnce()) -> Snapshot {
-        self.settled(|_| {
-            before();
-            self.snapshot()
-        })
-    }
-
-    /// Runs `f` on the current version while no change is under way: a
-    /// journal rewrites its log so, every change recorded either in the
-    /// tree `f` sees or after `f` returns.
+    /// Runs `f` on the current version while no change is under way, so
+    /// that every change either is in the tree `f` sees or begins after
+    /// `f` returns. A journal rewrites its log so, and closes its log
+    /// before a checkpoint so: no change can be recorded in the old log
+    /// and missing from the pack.
     pub fn settled<T>(&self, f: impl FnOnce(&Tree) -> T) -> T {
         // A change holds the writer lock from its record to its publication.
         let _writer = lock(&self.writer);

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use packfs_core::journal::{Header, Sink, encode_part};
+use packfs_core::journal::{HEADER_LEN, Header, Sink, encode_part};
 use packfs_core::mem::Tree;
 use packfs_core::sync::lock;
 use packfs_core::{BackendFault, Error, OsError, system_clock};
@@ -205,7 +205,7 @@ impl Sink for LogFile {
             let mut out = BufWriter::with_capacity(1 << 20, &*f);
             out.write_all(&header.encode())?;
             let mut record = Vec::new();
-            let mut len = header.encode().len() as u64;
+            let mut len = HEADER_LEN as u64;
             tree.image(|part| {
                 record.clear();
                 encode_part(&part, header.created, &mut record);

@@ -324,7 +324,10 @@ impl Journal {
         // Closed between changes: a change recorded in the old log is in
         // the snapshot, and one begun after fails.
         let mut held = None;
-        let snapshot = self.fs.settled_snapshot(|| held = self.log.close("the journal was checkpointed: reopen it"));
+        let snapshot = self.fs.settled(|tree| {
+            held = self.log.close("the journal was checkpointed: reopen it");
+            packfs_core::Snapshot::from(tree.clone())
+        });
         let held = held.ok_or(JournalError::Closed)?;
         write_atomic(&base, |f| {
             let mut out = io::BufWriter::new(f);
