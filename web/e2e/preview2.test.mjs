@@ -170,3 +170,40 @@ test("the adapter refuses what it does not know", async () => {
   const ro = adapter.getRoot({ fs: new packfs.MemFs(), readOnly: true });
   assert.throws(() => ro.createDirectoryAt("d"), (e) => e === "read-only" || e === "not-permitted");
 });
+
+// The shim forwards no drop of a descriptor to its adapter; wasiImports
+// has it do so, as jco drops a resource: so a file a component closed is
+// closed at once, and an unlinked one gives back its bytes and its quota,
+// not whenever the descriptor object is collected. A stream holds its
+// descriptor's file open until the stream is dropped too.
+test("a component's dropped descriptor closes its file at once; its streams hold it until they drop", async () => {
+  const shim = await import(new URL("../node_modules/@bytecodealliance/preview2-shim/dist/browser/index.js", import.meta.url).href);
+  const DISPOSE = Symbol.dispose ?? Symbol.for("dispose");
+  const fs = new packfs.MemFs({ maxBytes: 3 << 20 });
+  const imports = await preview2.wasiImports({ preopens: { "/": fs }, shim });
+  const [[root]] = imports["wasi:filesystem/preopens"].getDirectories();
+  const empty = fs.usage().bytes;
+  const mib = new Uint8Array(1 << 20).fill(7);
+  // Ten times the quota, a file at a time: each is dropped, then unlinked.
+  for (let i = 0; i < 20; i++) {
+    const f = root.openAt({}, "f", { create: true }, { read: true, write: true });
+    f.write(mib, 0n);
+    f.write(mib, 1n << 20n);
+    f[DISPOSE]?.();
+    root.unlinkFileAt("f");
+    assert.equal(fs.usage().bytes, empty, `round ${i}: the unlinked file's bytes are given back`);
+  }
+  // A stream outlives its dropped descriptor, then lets the file go.
+  const f = root.openAt({}, "g", { create: true }, { read: true, write: true });
+  const out = f.writeViaStream(0n);
+  const input = f.readViaStream(0n);
+  f[DISPOSE]?.();
+  out.blockingWriteAndFlush(mib.subarray(0, 4096));
+  assert.deepEqual(input.blockingRead(4n), new Uint8Array(4).fill(7));
+  root.unlinkFileAt("g");
+  assert.ok(fs.usage().bytes > empty, "two streams hold the unlinked file");
+  out[DISPOSE]();
+  assert.ok(fs.usage().bytes > empty, "one stream still holds it");
+  input[DISPOSE]();
+  assert.equal(fs.usage().bytes, empty, "the last stream dropped, the file is gone");
+});

@@ -91,17 +91,41 @@ function readAwaiting(d, len, at) {
   return d.fetchWanted().then(() => readAwaiting(d, len, at));
 }
 
+/** The key jco calls when a component drops a resource (its own). */
+const DISPOSE = Symbol.dispose ?? Symbol.for("dispose");
+/** What forwardDrops passes through the shim's Descriptor, which keeps
+ *  its adapter's descriptor private, to say it was dropped. */
+const DROPPED = Symbol("dropped");
+
 /** A `descriptor` for the shim's Descriptor to wrap. */
 class PackFsDescriptor {
   #d;
   #io;
   /** Reads may return promises (see readAwaiting). */
   #jspi;
+  /** This descriptor and its open streams: the file stays open (an
+   *  unlinked one keeps its bytes, and its quota) until all are dropped. */
+  #holds = 1;
 
   constructor(d, io, jspi) {
     this.#d = d;
     this.#io = io;
     this.#jspi = jspi;
+  }
+
+  /** A stream over this descriptor: holds it open until dropped. */
+  #stream(create, handler) {
+    this.#holds += 1;
+    let open = true;
+    handler.drop = () => {
+      if (open) this.#release();
+      open = false;
+    };
+    return create(handler);
+  }
+
+  #release() {
+    if (--this.#holds === 0) this.#d.free();
   }
 
   /** Bytes at `at`: at once, or, with JSPI, when they come. */
@@ -126,7 +150,7 @@ class PackFsDescriptor {
       return data;
     };
     const read = (len) => this.#read(len, at);
-    return io.inputStreamCreate({
+    return this.#stream(io.inputStreamCreate, {
       blockingRead(len) {
         const data = streamCall(io, () => read(len));
         if (data instanceof Promise) return data.then(took, (e) => Promise.reject(typeof e === "string" ? failed(io, e) : e));
@@ -140,7 +164,7 @@ class PackFsDescriptor {
     const io = this.#io;
     d.checkWriter();
     let at = offset;
-    return io.outputStreamCreate({
+    return this.#stream(io.outputStreamCreate, {
       write(buf) {
         streamCall(io, () => d.write(buf, at));
         at += BigInt(buf.length);
@@ -152,14 +176,17 @@ class PackFsDescriptor {
     const d = this.#d;
     const io = this.#io;
     d.checkWriter();
-    return io.outputStreamCreate({
+    return this.#stream(io.outputStreamCreate, {
       write(buf) {
         streamCall(io, () => d.append(buf));
       },
     });
   }
 
-  advise() {
+  advise(offset) {
+    // The drop wasiImports forwards (see forwardDrops); a component's
+    // offset is a bigint.
+    if (offset === DROPPED) return this.#release();
     this.#d.advise();
   }
   syncData() {
@@ -190,6 +217,9 @@ class PackFsDescriptor {
     return this.#d.write(buffer, offset);
   }
   readDirectory() {
+    // The shim forwards no drop of a directory stream: it holds the
+    // descriptor until it is collected.
+    this.#holds += 1;
     const d = this.#d;
     let page = d.readDir(undefined);
     let at = 0;
@@ -309,6 +339,25 @@ async function shim() {
   return import(browser.href);
 }
 
+/** Has the shim's Descriptor pass a component's drop on to its
+ *  adapter's descriptor, which the shim (0.26) does not: without it a file
+ *  the component closed stays open until it is collected, an unlinked one
+ *  keeping its bytes and its quota. Adapters with no dispose of their own
+ *  are untouched. */
+function forwardDrops(Descriptor) {
+  const proto = Descriptor.prototype;
+  if (Object.hasOwn(proto, DISPOSE)) return;
+  // Its one way to its adapter's descriptor is a call it forwards as it
+  // is: `advise`, with an offset no component can pass.
+  proto[DISPOSE] = function () {
+    try {
+      this.advise(DROPPED);
+    } catch {
+      // Another adapter's descriptor, which took it for an offset.
+    }
+  };
+}
+
 /** Bytes written to a stdout or stderr: to `write(bytes)` when given. */
 function sink(write) {
   return write && { write: (buf) => write(buf.slice()), blockingFlush() {}, flush() {} };
@@ -327,6 +376,7 @@ function sink(write) {
 export async function wasiImports({ preopens = {}, args = [], env = {}, cwd = "/", stdout, stderr, shim: given, jspi = false } = {}) {
   const { cli: cliShim, clocks, filesystem, io, random } = given ?? (await shim());
   const fs = filesystem.createFilesystem({ adapter: new PackFsAdapter(io, { jspi }), preopens });
+  forwardDrops(filesystem.types.Descriptor);
   const cli = cliShim.createCli({
     arguments: args,
     environment: env,

@@ -273,7 +273,7 @@ impl<'t> Replay<'t> {
             let kind = CorruptJournalKind::BadImage { record: self.count, why: "the log ends before its image does" };
             return Err(Error::CorruptJournal(CorruptJournal { offset, kind }));
         }
-        self.tree.reap_unless(|_| false);
+        self.tree.reap_all();
         let clean = self.tail != Some(Tail::Torn);
         Ok(Replayed { records: self.count, valid_len: self.valid_len, clean })
     }

@@ -173,7 +173,7 @@ impl MemFs {
     /// (plus the reaping of inodes that were open-but-unlinked there).
     pub fn fork(snapshot: &Snapshot) -> Self {
         let mut tree = Tree::clone(&snapshot.0);
-        tree.reap_unless(|_| false);
+        tree.reap_all();
         Self::from_tree(tree, system_clock())
     }
 
@@ -408,7 +408,11 @@ impl FileSystem for MemFs {
         };
         if orphan {
             // The commit reaps it unless someone pinned it again meanwhile.
-            let _ = self.commit(|_, _| Ok(()), |_, _| {});
+            let reap = |tree: &mut Tree, _| {
+                tree.reconsider(ino);
+                Ok(())
+            };
+            let _ = self.commit(reap, |_, _| {});
         }
     }
 

@@ -7,26 +7,46 @@ use crate::{FileType, Ino};
 impl Tree {
     // ---- orphans -----------------------------------------------------------
 
-    /// Inodes with no name left (open somewhere, or not yet reaped).
-    pub fn orphans(&self) -> &[Ino] {
-        &self.orphans
+    /// Inodes with no name left (open somewhere, or not yet reaped), in
+    /// order.
+    pub fn orphans(&self) -> Vec<Ino> {
+        self.orphans.iter().map(|(&ino, _)| ino).collect()
     }
 
-    /// Frees the orphans `keep` does not keep: their inodes and contents
-    /// go, and stop counting.
+    /// Frees the orphans made since the last reap (and those
+    /// [`reconsider`](Tree::reconsider)ed) that `keep` does not keep: their
+    /// inodes and contents go, and stop counting. Work in proportion to
+    /// those alone, however many orphans are held open.
     pub fn reap_unless(&mut self, mut keep: impl FnMut(Ino) -> bool) {
-        let mut orphans = std::mem::take(&mut self.orphans);
-        orphans.retain(|&ino| {
-            if keep(ino) {
-                return true;
+        for ino in std::mem::take(&mut self.unreaped) {
+            if self.orphans.get(&ino).is_some() && !keep(ino) {
+                self.reap(ino);
             }
-            if let Some(i) = self.remove_inode(ino) {
-                self.usage.bytes -= i.charge(ino);
-                self.usage.inodes -= u64::from(counted(ino));
-            }
-            false
-        });
-        self.orphans = orphans;
+        }
+    }
+
+    /// Frees every orphan: no handle has any open.
+    pub fn reap_all(&mut self) {
+        self.unreaped.clear();
+        while let Some((&ino, _)) = self.orphans.iter().next() {
+            self.reap(ino);
+        }
+    }
+
+    /// Has the next [`reap_unless`](Tree::reap_unless) look at `ino` again,
+    /// if it is an orphan: its last handle closed.
+    pub fn reconsider(&mut self, ino: Ino) {
+        if self.orphans.get(&ino).is_some() {
+            self.unreaped.push(ino);
+        }
+    }
+
+    fn reap(&mut self, ino: Ino) {
+        self.orphans.remove(&ino);
+        if let Some(i) = self.remove_inode(ino) {
+            self.usage.bytes -= i.charge(ino);
+            self.usage.inodes -= u64::from(counted(ino));
+        }
     }
 
     // ---- consistency -------------------------------------------------------
@@ -89,7 +109,7 @@ impl Tree {
             if i.nlink != want {
                 return Err(format!("inode {ino} nlink {} != {want}", i.nlink));
             }
-            if (want == 0) != self.orphans.contains(&ino) {
+            if (want == 0) != self.orphans.get(&ino).is_some() {
                 return Err(format!("inode {ino} orphan state wrong"));
             }
         }

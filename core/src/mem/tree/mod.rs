@@ -66,9 +66,13 @@ const WHITEOUT: Ino = 0;
 pub struct Tree {
     dirents: Treap<DirKey, (Ino, FileType)>,
     inodes: Treap<Ino, Inode>,
-    /// Inodes with no name left, kept while a handle has them open: few, and
-    /// usually none, so a vector.
-    orphans: Vec<Ino>,
+    /// Inodes with no name left, kept while a handle has them open. A
+    /// guest may hold many (every file it opened, then unlinked), so a
+    /// persistent set: no change costs in proportion to them.
+    orphans: Treap<Ino, ()>,
+    /// Orphans made since the last reap: the only ones a reap after a
+    /// change has to look at (an older one is reaped by its last close).
+    unreaped: Vec<Ino>,
     next_ino: Ino,
     usage: Usage,
     limits: Limits,
@@ -107,7 +111,8 @@ impl Tree {
         let mut tree = Tree {
             dirents: Treap::new(),
             inodes: Treap::new(),
-            orphans: Vec::new(),
+            orphans: Treap::new(),
+            unreaped: Vec::new(),
             next_ino: ROOT + 1,
             usage: Usage { bytes: INODE_BYTES, inodes: 1 },
             limits,
@@ -288,7 +293,8 @@ impl Tree {
                 },
             }
         }
-        self.orphans.clone_from(&to.orphans);
+        self.orphans = to.orphans.clone();
+        self.unreaped.clone_from(&to.unreaped);
         self.seen = to.seen.clone();
         self.next_ino = to.next_ino;
         self.usage = to.usage;
@@ -321,11 +327,51 @@ mod tests {
         for i in (0..n).step_by(2) {
             t.unlink(ROOT, &format!("f{i}"), now).unwrap();
         }
-        t.reap_unless(|_| false);
+        t.reap_all();
         assert_eq!(t.inodes.len(), n / 2 + 1);
         // Those left may all tie (an even seed): a random treap then, whose
         // height is ~4.3 ln n (~35 here), not the 8,193 of a list.
         let h = t.inodes.height();
         assert!(h <= 50, "{h} levels for {} inodes", t.inodes.len());
+    }
+
+    /// A reap after a change looks at the orphans that change made, not at
+    /// every orphan held open: a guest holding many unlinked files open
+    /// must not make each later change cost in proportion to them.
+    #[test]
+    fn a_reap_looks_only_at_new_orphans() {
+        let now = Timestamp::new(0, 0);
+        let mut t = Tree::new(now, Limits::default());
+        let create = OpenOptions::create();
+        let held: Vec<Ino> = (0..1000)
+            .map(|i| {
+                let ino = t.open(ROOT, &format!("f{i}"), &create, now).unwrap();
+                t.unlink(ROOT, &format!("f{i}"), now).unwrap();
+                ino
+            })
+            .collect();
+        t.reap_unless(|_| true);
+        assert_eq!(t.orphans(), held);
+
+        let last = t.open(ROOT, "last", &create, now).unwrap();
+        t.unlink(ROOT, "last", now).unwrap();
+        let mut looked = Vec::new();
+        t.reap_unless(|ino| {
+            looked.push(ino);
+            false
+        });
+        assert_eq!(looked, [last]);
+        assert_eq!(t.orphans().len(), 1000);
+
+        // A held orphan whose last handle closes is looked at again.
+        t.reconsider(held[7]);
+        t.reconsider(ROOT);
+        t.reap_unless(|_| false);
+        assert_eq!(t.orphans().len(), 999);
+        assert!(!t.orphans().contains(&held[7]));
+        t.reap_all();
+        assert!(t.orphans().is_empty());
+        t.check_consistency().unwrap();
+        assert_eq!(t.usage().inodes, 1);
     }
 }

@@ -12,7 +12,8 @@ impl Tree {
         i.nlink = if matches!(i.data, Data::Dir { .. }) { 0 } else { i.nlink - 1 };
         i.ctime = now;
         if i.nlink == 0 {
-            self.orphans.push(ino);
+            self.orphans.insert(ino, ());
+            self.unreaped.push(ino);
         }
         Ok(())
     }
