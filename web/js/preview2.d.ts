@@ -41,7 +41,10 @@ export interface WasiImportsOptions {
 
 /** The imports of a component transpiled with `jco transpile
  *  --instantiation async`, PackFS trees as its preopens, the rest of
- *  WASI from the shim's browser build (in Node, Deno and Bun too). */
+ *  WASI from the shim's browser build (in Node, Deno and Bun too). It
+ *  also has the shim's descriptors pass a component's drop on to
+ *  PackFS (the shim does not), so that a file the component closed is
+ *  closed at once; through `PackFsAdapter` alone, when it is collected. */
 export declare function wasiImports(options?: WasiImportsOptions): Promise<Record<string, object>>;
 
 /** The imports to list with `jco transpile --async-mode jspi --async-imports`. */
