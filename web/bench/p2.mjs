@@ -116,7 +116,7 @@ const TWICE = new Set(["create", "read"]);
 const target = (p) => (TWICE.has(p) ? 2 : 1);
 /** theirs ÷ ours of phase `p`, medians. */
 const ratio = (times, ours, theirs, p) => median(times[theirs].map((r) => r[p])) / median(times[ours].map((r) => r[p]));
-const cell = (x, p) => `${x.toFixed(2)}x${x < target(p) ? " **short**" : ""}`;
+const cell = (x, p) => `${x.toFixed(2)}x${Number(x.toFixed(2)) < target(p) ? " **short**" : ""}`;
 
 /** One runtime's table: warm cells with their spread, and both ratios. */
 function table(rt, ours, theirs, names) {
