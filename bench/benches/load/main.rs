@@ -11,8 +11,8 @@
 //!
 //! The modules: a trivial command (`_start` yields once), and a generated
 //! one of 52 MB of code and a 4 MiB data segment, as an interpreter is
-//! (`modules.rs`). `LOAD_RUNS` warm runs (5) and `LOAD_COLD_RUNS` cold runs
-//! (3) per row, interleaved, medians. Under `cargo test`, a smoke run:
+//! (`modules.rs`). `LOAD_RUNS` warm runs (11) and `LOAD_COLD_RUNS` cold runs
+//! (5) per row, interleaved, medians and spread. Under `cargo test`, a smoke run:
 //! the trivial module once per row, and a few small sandboxes.
 //! `LOAD_PARTS=startup,instantiate,density` picks what runs (all of it).
 

@@ -20,10 +20,11 @@ const PATHS: u32 = 1024;
 pub(crate) enum Body<'a> {
     /// `sched_yield`, then returns: a command that does nothing.
     Yield,
-    /// Opens each path for reading, reads up to 64 KiB of it, closes it;
-    /// then creates `write`, writes 64 KiB to it, and calls `bench.park`
+    /// Opens each path for reading (in preopen 3), reads up to 64 KiB of
+    /// it, closes it; then creates `write` (in preopen `write_fd`: 3, or a
+    /// scratch directory's 4), writes 64 KiB to it, and calls `bench.park`
     /// if `park`. Any failed call traps.
-    Files { read: &'a [String], write: Option<&'a str>, park: bool },
+    Files { read: &'a [String], write: Option<&'a str>, write_fd: i32, park: bool },
 }
 
 /// A p1 command: `_start` does `body`; `code` bytes of other functions
@@ -44,7 +45,7 @@ pub(crate) fn command(body: &Body<'_>, code: usize, data: usize) -> Vec<u8> {
         Body::Yield => {
             imports.import(p1, "sched_yield", EntityType::Function(0));
         }
-        Body::Files { read, write, park } => {
+        Body::Files { read, write, park, .. } => {
             imports.import(p1, "path_open", EntityType::Function(3)); // 0
             imports.import(p1, "fd_read", EntityType::Function(4)); // 1
             imports.import(p1, "fd_write", EntityType::Function(4)); // 2
@@ -61,7 +62,7 @@ pub(crate) fn command(body: &Body<'_>, code: usize, data: usize) -> Vec<u8> {
         Body::Yield => {
             start.instruction(&Instruction::Call(0)).instruction(&Instruction::Drop);
         }
-        Body::Files { read, park, .. } => {
+        Body::Files { read, write_fd, park, .. } => {
             // The iovec at 16 is the buffer, once for all calls.
             store(&mut start, 16, BUF);
             store(&mut start, 20, BUF_LEN);
@@ -70,7 +71,8 @@ pub(crate) fn command(body: &Body<'_>, code: usize, data: usize) -> Vec<u8> {
                 let writing = i == read.len();
                 // oflags CREAT | TRUNC; rights FD_READ or FD_WRITE.
                 let (oflags, rights) = if writing { (9, 64) } else { (0, 2) };
-                for arg in [3, 0, at as i32, path.len() as i32, oflags] {
+                let fd = if writing { *write_fd } else { 3 };
+                for arg in [fd, 0, at as i32, path.len() as i32, oflags] {
                     start.instruction(&Instruction::I32Const(arg));
                 }
                 start.instruction(&Instruction::I64Const(rights)).instruction(&Instruction::I64Const(0));

@@ -26,6 +26,21 @@ pub(crate) fn run(pre: &InstancePre<WasiP1Ctx>, dir: &Path) {
     instance.get_typed_func::<(), ()>(&mut store, "_start").unwrap().call(&mut store, ()).unwrap();
 }
 
+/// Instantiates `pre` with the tree `base` preopened read-only at `/` and
+/// `scratch` read-write at `/scratch`, and runs `_start`.
+pub(crate) fn run_shared(pre: &InstancePre<WasiP1Ctx>, base: &Path, scratch: &Path) {
+    let wasi = WasiCtxBuilder::new()
+        .allow_blocking_current_thread(true)
+        .preopened_dir(base, "/", FsPerms::ReadOnly)
+        .unwrap()
+        .preopened_dir(scratch, "/scratch", FsPerms::ReadWrite)
+        .unwrap()
+        .build_p1();
+    let mut store = Store::new(pre.module().engine(), wasi);
+    let instance = pre.instantiate(&mut store).unwrap();
+    instance.get_typed_func::<(), ()>(&mut store, "_start").unwrap().call(&mut store, ()).unwrap();
+}
+
 /// The artifact at `path`, mapped.
 #[allow(unsafe_code, reason = "loading a precompiled artifact")]
 pub(crate) fn deserialize(engine: &Engine, path: &Path) -> Module {

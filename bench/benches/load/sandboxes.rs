@@ -4,15 +4,18 @@
 //! - **Instantiate**, in this process: one run is a fresh sandbox over the
 //!   base (PackFS: an O(1) overlay of a mapped pack; wasmtime-wasi: the
 //!   same tree as a real directory), instantiating a module linked once
-//!   and running its `_start`, which opens, reads and closes one file.
-//! - **Density**, a child process per configuration: 100 sandboxes of an
-//!   interpreter-sized guest (≥ 20 MB of code, a 4 MiB data segment) at
-//!   once, each on its own thread and its own copy of the base (PackFS: a
-//!   fork of the mapped pack with a `mem` upper; wasmtime-wasi: a real
-//!   directory of its own, copied before the child starts). Each reads 10
-//!   files, writes 64 KiB and parks in a host call. The parent reads the
-//!   child's RSS with 1 sandbox parked and with all of them: per sandbox
-//!   is the difference over the other 99.
+//!   and running its `_start`, which opens, reads and closes one file (or,
+//!   in the second table, touches no file).
+//! - **Density**, a child process per configuration: 100 and 1,000
+//!   sandboxes of an interpreter-sized guest (≥ 20 MB of code, a 4 MiB
+//!   data segment) at once, each on its own thread: sharing one read-only
+//!   base with a scratch directory each (PackFS: the mapped pack and a
+//!   `MemFs`; wasmtime-wasi: one real directory and an empty one each), or
+//!   with a writable copy of the base each (PackFS: an overlay of the
+//!   mapped pack; wasmtime-wasi: a real copy, made before the child
+//!   starts). Each reads 10 files, writes 64 KiB (or nothing) and parks in
+//!   a host call. The parent reads the child's RSS with 1 sandbox parked
+//!   and with all of them: per sandbox is the difference over the rest.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -50,8 +53,9 @@ fn limits() -> Limits {
     Limits { max_memory: Some(MAX_MEMORY), ..Limits::default() }
 }
 
-fn pool() -> Pool {
-    Pool { instances: 128, ..Pool::default() }
+/// A pool for `n` sandboxes at once, and a few more.
+fn pool(n: usize) -> Pool {
+    Pool { instances: (n as u32).max(100) + 28, ..Pool::default() }
 }
 
 /// The base as a pack file and as a directory, in `dir`.
@@ -72,11 +76,24 @@ fn base(dir: &Path) -> (PathBuf, PathBuf) {
     (pack, tree)
 }
 
-/// The guest of both benchmarks: reads `reads` of the base's files,
-/// writes 64 KiB to `out` if `write`, then parks if `park`.
-fn guest(reads: usize, write: bool, park: bool, code: usize, data: usize) -> Vec<u8> {
+/// The guest of both benchmarks: reads `reads` of the base's files (in
+/// preopen 3), writes 64 KiB to `out` in preopen `write` if given (3, or a
+/// scratch directory's 4), then parks if `park`.
+fn guest(reads: usize, write: Option<i32>, park: bool, code: usize, data: usize) -> Vec<u8> {
     let read: Vec<String> = (0..reads).map(|i| file_name(i * 17 % FILES)).collect();
-    modules::command(&Body::Files { read: &read, write: write.then_some("out"), park }, code, data)
+    let body = Body::Files { read: &read, write: write.map(|_| "out"), write_fd: write.unwrap_or(3), park };
+    modules::command(&body, code, data)
+}
+
+/// How a sandbox sees the base: **shared**, one read-only base for all
+/// (the mapped pack; wasmtime-wasi: one directory) and a scratch directory
+/// each at `/scratch` (a `MemFs`; an empty real directory), as a host
+/// that shares a base lays them out; or **copy**, a writable copy each (an
+/// O(1) overlay of the pack; a real copy of the directory).
+#[derive(Clone, Copy, PartialEq)]
+enum Layout {
+    Shared,
+    Copy,
 }
 
 /// A PackFS sandbox's preview1 state: `root` preopened at `/`.
@@ -84,67 +101,88 @@ pub(crate) fn wasi(root: Arc<dyn FileSystem>) -> Wasi {
     Wasi::builder(Box::new(HostPlatform::default())).preopen("/", root, Access::ReadWrite).build().unwrap()
 }
 
-/// The instantiate table, as markdown.
+/// The instantiate tables, as markdown: a guest that opens, reads and
+/// closes one file, and one that touches no file (instantiation alone).
+/// The rows take turns in blocks, each round in a rotated order.
 pub(crate) fn instantiate(bench: bool) -> String {
-    let (warmup, runs) = if bench { (50, 1000) } else { (5, 20) };
+    let (warmup, rounds, block) = if bench { (50, 20, 50) } else { (5, 2, 10) };
     let dir = tempfile::tempdir().unwrap();
     let (pack, tree) = base(dir.path());
-    let wasm = guest(1, false, false, 0, 0);
     let base: Arc<dyn FileSystem> = Arc::new(packfs_os::mmap::open_pack(&pack).unwrap());
-    type Once<'a> = Box<dyn FnMut() + 'a>;
-    let pooled = Engine::new(&Runner::config_pooled(&limits(), &pool())).unwrap();
+    let pooled = Engine::new(&Runner::config_pooled(&limits(), &pool(100))).unwrap();
     let default = Engine::new(&Config::new()).unwrap();
-    let wasmtime = |engine: &Engine| -> Once<'_> {
-        let pre = peer::linker(engine).instantiate_pre(&Module::new(engine, &wasm).unwrap()).unwrap();
-        let tree = tree.clone();
-        Box::new(move || peer::run(&pre, &tree))
-    };
-    let packfs = |runner: Runner, prepared: bool| -> Once<'_> {
-        let Guest::Module(module) = runner.load(&wasm).unwrap() else { panic!("not a module") };
-        let pre = runner.prepare_module(&module).unwrap();
-        let base = base.clone();
-        Box::new(move || {
-            let wasi = wasi(Arc::new(MemFs::overlay(base.clone()).unwrap()));
-            let status =
-                if prepared { runner.run_prepared_module(&pre, wasi) } else { runner.run_module(&module, wasi) };
-            assert_eq!(status.unwrap(), 0);
-        })
-    };
-    let on_demand = || Runner::new(&Engine::new(&Runner::config()).unwrap()).unwrap().with_limits(limits());
-    let mut rows: Vec<(&str, Once<'_>)> = vec![
-        ("wasmtime-wasi p1, pooled, `InstancePre`, a real directory", wasmtime(&pooled)),
-        ("wasmtime-wasi p1, `Config::new()`, `InstancePre`, a real directory", wasmtime(&default)),
-        (
-            "PackFS, pooled (`Runner::pooled`), prepared, an overlay of the mapped pack",
-            packfs(Runner::pooled(limits(), &pool()).unwrap(), true),
-        ),
-        ("PackFS, on-demand allocator, prepared", packfs(on_demand(), true)),
-        ("PackFS, on-demand allocator, `run_module` (links each run)", packfs(on_demand(), false)),
-    ];
-    let mut md = format!(
-        "\nInstantiate and run a trivial guest (one open, read, close), one sandbox after another: median and p99 of {runs} runs after {warmup}\n\n| sandbox | median | p99 | median vs first |\n|---|--:|--:|--:|\n"
-    );
-    let mut first = None;
-    for (name, run) in &mut rows {
-        for _ in 0..warmup {
-            run();
-        }
-        let mut times: Vec<Duration> = (0..runs)
-            .map(|_| {
-                let began = Instant::now();
-                run();
-                began.elapsed()
+    let mut md = String::new();
+    for (what, reads) in [("one open, read, close", 1), ("no file at all", 0)] {
+        let wasm = guest(reads, None, false, 0, 0);
+        type Once<'a> = Box<dyn FnMut() + 'a>;
+        let wasmtime = |engine: &Engine| -> Once<'_> {
+            let pre = peer::linker(engine).instantiate_pre(&Module::new(engine, &wasm).unwrap()).unwrap();
+            let tree = tree.clone();
+            Box::new(move || peer::run(&pre, &tree))
+        };
+        let packfs = |runner: Runner, prepared: bool| -> Once<'_> {
+            let Guest::Module(module) = runner.load(&wasm).unwrap() else { panic!("not a module") };
+            let pre = runner.prepare_module(&module).unwrap();
+            let base = base.clone();
+            Box::new(move || {
+                let wasi = wasi(Arc::new(MemFs::overlay(base.clone()).unwrap()));
+                let status =
+                    if prepared { runner.run_prepared_module(&pre, wasi) } else { runner.run_module(&module, wasi) };
+                assert_eq!(status.unwrap(), 0);
             })
-            .collect();
-        times.sort_unstable();
-        let (median, p99) = (proc::median(&times), times[times.len() * 99 / 100]);
-        let base = *first.get_or_insert(median);
+        };
+        let on_demand = || Runner::new(&Engine::new(&Runner::config()).unwrap()).unwrap().with_limits(limits());
+        let mut rows: Vec<(&str, Once<'_>)> = vec![
+            ("wasmtime-wasi p1, pooled, `InstancePre`, a real directory", wasmtime(&pooled)),
+            ("wasmtime-wasi p1, `Config::new()`, `InstancePre`, a real directory", wasmtime(&default)),
+            (
+                "PackFS, pooled (`Runner::pooled`), prepared, an overlay of the mapped pack",
+                packfs(Runner::pooled(limits(), &pool(100)).unwrap(), true),
+            ),
+            ("PackFS, on-demand allocator, prepared", packfs(on_demand(), true)),
+            ("PackFS, on-demand allocator, `run_module` (links each run)", packfs(on_demand(), false)),
+        ];
+        for (_, run) in &mut rows {
+            for _ in 0..warmup {
+                run();
+            }
+        }
+        let mut times = vec![Vec::new(); rows.len()];
+        let mut medians = vec![Vec::new(); rows.len()];
+        for round in 0..rounds {
+            for k in 0..rows.len() {
+                let i = (k + round) % rows.len();
+                let block: Vec<Duration> = (0..block)
+                    .map(|_| {
+                        let began = Instant::now();
+                        (rows[i].1)();
+                        began.elapsed()
+                    })
+                    .collect();
+                medians[i].push(proc::median(&block));
+                times[i].extend(block);
+            }
+        }
+        let n = rounds * block;
         md += &format!(
-            "| {name} | {:.0} µs | {:.0} µs | {:.2}x |\n",
-            median.as_secs_f64() * 1e6,
-            p99.as_secs_f64() * 1e6,
-            median.as_secs_f64() / base.as_secs_f64()
+            "\nInstantiate and run a trivial guest ({what}), one sandbox after another: {n} runs a row after {warmup}, in {rounds} rounds of {block} taking turns\n\n| sandbox | median | p99 | rounds' medians, min–max | median vs first |\n|---|--:|--:|--:|--:|\n"
         );
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        let mut first = None;
+        for (((name, _), times), medians) in rows.iter().zip(&mut times).zip(&medians) {
+            times.sort_unstable();
+            let (median, p99) = (proc::median(times), times[times.len() * 99 / 100]);
+            let base = *first.get_or_insert(median);
+            let (lo, hi) = (medians.iter().min().unwrap(), medians.iter().max().unwrap());
+            md += &format!(
+                "| {name} | {:.0} µs | {:.0} µs | {:.0}–{:.0} µs | {:.2}x |\n",
+                us(median),
+                us(p99),
+                us(*lo),
+                us(*hi),
+                median.as_secs_f64() / base.as_secs_f64()
+            );
+        }
     }
     md
 }
@@ -179,31 +217,41 @@ impl Park {
     }
 }
 
-/// The density child: `density KIND MODULE ARTIFACTS BASE N`, where KIND
-/// is `packfs` (MODULE through the guest cache ARTIFACTS, BASE the pack),
-/// `wasmtime` or `wasmtime-default` (ARTIFACTS the `.cwasm`, BASE the
-/// directory holding `0` to `N-1`, a copy of the tree each). It says
-/// `ready` with one sandbox parked, reads a line, starts the rest, says
-/// `ready` with all of them parked, reads a line, and lets them finish.
+/// The density child: `density KIND LAYOUT MODULE ARTIFACTS BASE N`, where
+/// KIND is `packfs` (MODULE through the guest cache ARTIFACTS, BASE the
+/// pack), `wasmtime` or `wasmtime-default` (ARTIFACTS the `.cwasm`; BASE
+/// the tree, with `scratch/0` to `N-1` beside it, for `shared`; the
+/// directory holding copies `0` to `N-1` for `copy`). It says `ready` with
+/// one sandbox parked, reads a line, starts the rest, says `ready` with
+/// all of them parked, reads a line, and lets them finish.
 pub(crate) fn child(args: &[String]) -> bool {
-    let [kind, module, artifacts, base, n] = args else { return false };
+    let [kind, layout, module, artifacts, base, n] = args else { return false };
     let n: usize = n.parse().unwrap();
+    let layout = if layout == "shared" { Layout::Shared } else { Layout::Copy };
     let park = Arc::new(Park::default());
     let sandbox: Arc<dyn Fn(usize) + Send + Sync> = match kind.as_str() {
         "packfs" => {
-            let mut runner = Runner::pooled(limits(), &pool()).unwrap().with_cache(GuestCache::new(artifacts).unwrap());
+            let mut runner =
+                Runner::pooled(limits(), &pool(n)).unwrap().with_cache(GuestCache::new(artifacts).unwrap());
             let p = park.clone();
             runner.module_linker_mut().func_wrap("bench", "park", move || p.park()).unwrap();
             let Guest::Module(module) = runner.load_file(Path::new(module)).unwrap() else { panic!("not a module") };
             let pre = runner.prepare_module(&module).unwrap();
             let base: Arc<dyn FileSystem> = Arc::new(packfs_os::mmap::open_pack(base).unwrap());
             Arc::new(move |_| {
-                let wasi = wasi(Arc::new(MemFs::overlay(base.clone()).unwrap()));
+                let wasi = match layout {
+                    Layout::Copy => wasi(Arc::new(MemFs::overlay(base.clone()).unwrap())),
+                    Layout::Shared => Wasi::builder(Box::new(HostPlatform::default()))
+                        .preopen("/", base.clone(), Access::ReadOnly)
+                        .preopen("/scratch", Arc::new(MemFs::new()), Access::ReadWrite)
+                        .build()
+                        .unwrap(),
+                };
                 assert_eq!(runner.run_prepared_module(&pre, wasi).unwrap(), 0);
             })
         }
         "wasmtime" | "wasmtime-default" => {
-            let config = if kind == "wasmtime" { Runner::config_pooled(&limits(), &pool()) } else { Config::new() };
+            let config = if kind == "wasmtime" { Runner::config_pooled(&limits(), &pool(n)) } else { Config::new() };
             let engine = Engine::new(&config).unwrap();
             let module = peer::deserialize(&engine, Path::new(artifacts));
             let mut linker = peer::linker(&engine);
@@ -211,7 +259,10 @@ pub(crate) fn child(args: &[String]) -> bool {
             linker.func_wrap("bench", "park", move || p.park()).unwrap();
             let pre = linker.instantiate_pre(&module).unwrap();
             let base = PathBuf::from(base);
-            Arc::new(move |i| peer::run(&pre, &base.join(i.to_string())))
+            Arc::new(move |i| match layout {
+                Layout::Copy => peer::run(&pre, &base.join(i.to_string())),
+                Layout::Shared => peer::run_shared(&pre, &base, &scratch(&base, i)),
+            })
         }
         _ => return false,
     };
@@ -239,14 +290,39 @@ pub(crate) fn child(args: &[String]) -> bool {
     true
 }
 
-/// The density tables, as markdown: the guest that writes, on every
-/// configuration, and one that writes nothing, on the pooled two.
+/// Sandbox `i`'s scratch directory, beside the shared tree `base`.
+fn scratch(base: &Path, i: usize) -> PathBuf {
+    base.with_file_name("scratch").join(i.to_string())
+}
+
+/// One density configuration: its row's name, the child's kind and
+/// layout, its artifacts (a guest cache, or a `.cwasm`) and base.
+struct Setup<'a> {
+    name: String,
+    kind: &'static str,
+    layout: Layout,
+    artifacts: PathBuf,
+    base: &'a Path,
+}
+
+/// The density tables, as markdown: sandboxes sharing one read-only base
+/// with a scratch directory each (at 100 and at 1,000), and with a
+/// writable copy each; a guest that writes, and one that writes nothing.
+/// Every configuration runs `LOAD_DENSITY_RUNS` (3) times, the
+/// configurations taking turns.
 pub(crate) fn density(bench: bool) -> String {
     let (n, code, data) = if bench { (100, 21 << 20, 4 << 20) } else { (3, 0, 64 << 10) };
+    let many = if bench { 1000 } else { 5 };
+    let runs =
+        std::env::var("LOAD_DENSITY_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(if bench { 3 } else { 1 });
     let dir = tempfile::tempdir().unwrap();
     let (pack, tree) = base(dir.path());
-    // Every sandbox of wasmtime-wasi needs a directory of its own to write
-    // to: a copy of the tree each, made before the child starts.
+    for i in 0..many {
+        std::fs::create_dir_all(scratch(&tree, i)).unwrap();
+    }
+    // With a copy each, every sandbox of wasmtime-wasi needs a directory of
+    // its own to write to: a copy of the tree each, made before the child
+    // starts.
     let copies = dir.path().join("copies");
     for i in 0..n {
         let to = copies.join(i.to_string()).join("lib");
@@ -257,58 +333,102 @@ pub(crate) fn density(bench: bool) -> String {
     }
     let copy_bytes = (FILES * FILE_LEN + FILES * (FILES - 1) / 2) as u64;
     let mut md = String::new();
-    for writes in [true, false] {
-        let wasm = guest(10, writes, true, code, data);
-        let at = dir.path().join(if writes { "writes" } else { "reads" });
+    let tables = [
+        (Layout::Shared, true, n),
+        (Layout::Shared, true, many),
+        (Layout::Shared, false, many),
+        (Layout::Copy, true, n),
+    ];
+    for (layout, writes, count) in tables {
+        let shared = layout == Layout::Shared;
+        let wasm = guest(10, writes.then_some(if shared { 4 } else { 3 }), true, code, data);
+        let at = dir.path().join(format!("{}-{writes}-{count}", if shared { "shared" } else { "copy" }));
         std::fs::create_dir(&at).unwrap();
         let module = at.join("guest.wasm");
         std::fs::write(&module, &wasm).unwrap();
         // Compiled once per configuration, before anything is measured.
         let cache = at.join("guests");
-        let runner = Runner::pooled(limits(), &pool()).unwrap().with_cache(GuestCache::new(&cache).unwrap());
+        let runner = Runner::pooled(limits(), &pool(count)).unwrap().with_cache(GuestCache::new(&cache).unwrap());
         runner.load_file(&module).unwrap();
         let cwasm = |config: Config, name: &str| {
             let path = at.join(name);
             std::fs::write(&path, Engine::new(&config).unwrap().precompile_module(&wasm).unwrap()).unwrap();
             path
         };
-        let pooled = cwasm(Runner::config_pooled(&limits(), &pool()), "pooled.cwasm");
-        let mut rows: Vec<(&str, &str, PathBuf, &Path)> = vec![
-            ("wasmtime-wasi p1, pooled, a real directory each", "wasmtime", pooled, &copies),
-            ("PackFS, pooled, a fork of the mapped pack each", "packfs", cache, &pack),
+        let (theirs, ours, their_base): (&str, &str, &Path) = if shared {
+            ("one read-only directory, an empty directory each", "the mapped pack read-only, a `MemFs` each", &tree)
+        } else {
+            ("a copy of the directory each", "an overlay of the mapped pack each", &copies)
+        };
+        let mut rows = vec![
+            Setup {
+                name: format!("wasmtime-wasi p1, pooled, {theirs}"),
+                kind: "wasmtime",
+                layout,
+                artifacts: cwasm(Runner::config_pooled(&limits(), &pool(count)), "pooled.cwasm"),
+                base: their_base,
+            },
+            Setup { name: format!("PackFS, pooled, {ours}"), kind: "packfs", layout, artifacts: cache, base: &pack },
         ];
-        if writes {
-            let default = cwasm(Config::new(), "default.cwasm");
+        if writes && count == n {
             rows.insert(
                 1,
-                ("wasmtime-wasi p1, `Config::new()`, a real directory each", "wasmtime-default", default, &copies),
+                Setup {
+                    name: format!("wasmtime-wasi p1, `Config::new()`, {theirs}"),
+                    kind: "wasmtime-default",
+                    layout,
+                    artifacts: cwasm(Config::new(), "default.cwasm"),
+                    base: their_base,
+                },
             );
         }
+        let mut measured: Vec<Vec<Density>> = rows.iter().map(|_| Vec::new()).collect();
+        for run in 0..runs {
+            for k in 0..rows.len() {
+                let i = (k + run) % rows.len();
+                let r = &rows[i];
+                measured[i].push(sandboxes(&r.name, r.kind, r.layout, &module, &r.artifacts, r.base, count));
+            }
+        }
         let does = if writes { "writes 64 KiB" } else { "writes nothing" };
+        let how = if shared { "one read-only base shared" } else { "a writable copy of the base each" };
         md += &format!(
-            "\n{n} sandboxes at once of a {:.1} MB guest ({} MiB data segment; each reads 10 files, {does} and parks): host memory per sandbox beyond the first\n\n| sandboxes | RSS | anon | file | RSS vs first | its writes, in the page cache | its copy of the base | peak RSS of the process | start of {} |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+            "\n{count} sandboxes at once of a {:.1} MB guest ({} MiB data segment; each reads 10 files, {does} and parks; {how}): host memory per sandbox beyond the first, medians of {runs} runs [min–max]\n\n| sandboxes | RSS | anon | file | its writes, in the page cache | its copy of the base | host memory in all | in all, vs first | peak RSS of the process | start of {} |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
             wasm.len() as f64 / 1e6,
             data >> 20,
-            n - 1
+            count - 1
         );
         let mut first = None;
-        for (name, kind, artifacts, base) in &rows {
-            let r = sandboxes(name, kind, &module, artifacts, base, n);
+        for (r, m) in rows.iter().zip(&measured) {
+            let med = |f: &dyn Fn(&Density) -> u64| {
+                let mut v: Vec<u64> = m.iter().map(f).collect();
+                v.sort_unstable();
+                (v[v.len() / 2], v[0], v[v.len() - 1])
+            };
+            let (rss, lo, hi) = med(&|d| d.per[0]);
+            let (anon, file, peak) = (med(&|d| d.per[1]).0, med(&|d| d.per[2]).0, med(&|d| d.peak).0);
+            let start = proc::median(&m.iter().map(|d| d.start_rest).collect::<Vec<_>>());
             // A real directory's writes and copy are host memory too (the
             // kernel's page cache, or all of it on tmpfs), outside the RSS.
-            let real = *kind != "packfs";
-            let (written, copy) = if real { (if writes { 64 << 10 } else { 0 }, copy_bytes) } else { (0, 0) };
-            let base = *first.get_or_insert(r.per[0]);
+            let real = r.kind != "packfs";
+            let written = if real && writes { 64 << 10 } else { 0 };
+            let copy = if real && !shared { copy_bytes } else { 0 };
+            let all = rss + written + copy;
+            let base = *first.get_or_insert(all);
             md += &format!(
-                "| {name} | {} | {} | {} | {:.2}x | {} | {} | {:.0} MiB | {} |\n",
-                kib(r.per[0]),
-                kib(r.per[1]),
-                kib(r.per[2]),
-                r.per[0] as f64 / base.max(1) as f64,
+                "| {} | {} [{}–{}] | {} | {} | {} | {} | {} | {:.2}x | {:.0} MiB | {} |\n",
+                r.name,
+                kib(rss),
+                kib(lo),
+                kib(hi),
+                kib(anon),
+                kib(file),
                 kib(written),
                 kib(copy),
-                r.peak as f64 / (1 << 20) as f64,
-                ms(r.start_rest)
+                kib(all),
+                all as f64 / base.max(1) as f64,
+                peak as f64 / (1 << 20) as f64,
+                ms(start)
             );
         }
     }
@@ -326,9 +446,18 @@ struct Density {
 }
 
 /// Runs `n` sandboxes of configuration `kind` in a child.
-fn sandboxes(name: &str, kind: &str, module: &Path, artifacts: &Path, base: &Path, n: usize) -> Density {
+fn sandboxes(
+    name: &str,
+    kind: &str,
+    layout: Layout,
+    module: &Path,
+    artifacts: &Path,
+    base: &Path,
+    n: usize,
+) -> Density {
     let mut cmd = proc::child("density");
-    cmd.args([kind.as_ref(), module.as_os_str(), artifacts.as_os_str(), base.as_os_str(), n.to_string().as_ref()]);
+    cmd.args([kind, if layout == Layout::Shared { "shared" } else { "copy" }]);
+    cmd.args([module.as_os_str(), artifacts.as_os_str(), base.as_os_str()]).arg(n.to_string());
     let report = tempfile::NamedTempFile::new().unwrap();
     let mut spawner = proc::spawner(&cmd, report.path());
     let mut child = spawner.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();

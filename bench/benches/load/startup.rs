@@ -13,8 +13,13 @@
 //!   (`Config::cache`, its default settings) or none, `Module::from_file`,
 //!   wasmtime-wasi's preview1 over a real directory (`peer.rs`);
 //! - `wasmtime-cwasm`: `Module::deserialize_file` of an artifact that
-//!   `Engine::precompile_module` wrote: the floor of a warm start, no
-//!   cache's lookup at all.
+//!   `Engine::precompile_module` wrote: wasmtime's documented fast path
+//!   (`wasmtime compile`, then `--allow-precompiled`), the floor of a warm
+//!   start and the warm tables' baseline.
+//!
+//! Each table's rows take turns, run by run. The warm rows run again with
+//! their artifacts evicted from the page cache first (`posix_fadvise`
+//! `DONTNEED` after an `fsync`: dropping every cache takes root).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -61,11 +66,14 @@ pub(crate) fn child(kind: &str, args: &[String]) -> bool {
             let engine = Engine::new(&config).unwrap();
             split.mark("`Engine::new`");
             let module = if kind == "wasmtime" {
-                Module::from_file(&engine, module).unwrap()
+                let module = Module::from_file(&engine, module).unwrap();
+                split.mark("`Module::from_file`");
+                module
             } else {
-                peer::deserialize(&engine, module)
+                let module = peer::deserialize(&engine, module);
+                split.mark("`Module::deserialize_file`");
+                module
             };
-            split.mark("`Module::from_file`");
             peer::run(&peer::linker(&engine).instantiate_pre(&module).unwrap(), &std::env::temp_dir());
             split.mark("link, instantiate and run");
         }
@@ -78,17 +86,27 @@ pub(crate) fn child(kind: &str, args: &[String]) -> bool {
 /// One configuration's command, given a cache directory of its own.
 type Row = (&'static str, Box<dyn Fn(&Path, &Path) -> std::process::Command>);
 
-fn rows_warm(packfs_bin: Option<&Path>, cwasm: &Path) -> Vec<Row> {
+/// The warm rows: the first is the baseline, and the first two are split.
+fn rows_warm(packfs_bin: Option<&Path>, cwasm: &Path, evicting: bool) -> Vec<Row> {
     let cwasm = cwasm.to_owned();
     let mut rows: Vec<Row> = vec![
-        ("wasmtime 48 API, its cache", Box::new(|m, c| with(proc::child("wasmtime"), [m, c]))),
+        (
+            "wasmtime 48 `Module::deserialize_file` of a precompiled artifact",
+            Box::new(move |_, _| with(proc::child("wasmtime-cwasm"), [&cwasm])),
+        ),
         ("PackFS API (`Runner::load_file`), its cache", Box::new(|m, c| with(proc::child("packfs"), [m, c]))),
-        ("wasmtime 48 `deserialize_file` (floor)", Box::new(move |_, _| with(proc::child("wasmtime-cwasm"), [&cwasm]))),
     ];
     if let Some(bin) = packfs_bin {
         let bin = bin.to_owned();
         rows.push(("`packfs run`, its cache", Box::new(move |m, c| packfs_run(&bin, m, c))));
     }
+    if evicting {
+        return rows;
+    }
+    rows.push((
+        "wasmtime 48 API, its built-in cache (`Config::cache`: hashes the module every start)",
+        Box::new(|m, c| with(proc::child("wasmtime"), [m, c])),
+    ));
     if let Some(py) = python() {
         rows.push(("wasmtime-py (`$LOAD_PY`), its cache", Box::new(move |m, c| with(py_child(&py), [m, c]))));
     }
@@ -106,21 +124,25 @@ fn py_child(python: &Path) -> std::process::Command {
     c
 }
 
+/// The cold rows: cache-empty against cache-empty first, then without one.
 fn rows_cold(packfs_bin: Option<&Path>) -> Vec<Row> {
     let mut rows: Vec<Row> = vec![
-        ("wasmtime 48 `Module::new`, `Config::new()`", Box::new(|m, _| with(proc::child("wasmtime"), [m]))),
         ("wasmtime 48, its cache empty", Box::new(|m, c| with(proc::child("wasmtime"), [m, c]))),
-        ("PackFS, no cache", Box::new(|m, _| with(proc::child("packfs"), [m]))),
         ("PackFS, its cache empty", Box::new(|m, c| with(proc::child("packfs"), [m, c]))),
-        (
-            "PackFS with a timeout (epoch interruption), no cache",
-            Box::new(|m, _| with(proc::child("packfs-timeout"), [m])),
-        ),
     ];
     if let Some(bin) = packfs_bin {
         let bin = bin.to_owned();
         rows.push(("`packfs run`, its cache empty", Box::new(move |m, c| packfs_run(&bin, m, c))));
     }
+    rows.push((
+        "wasmtime 48 `Module::new`, `Config::new()`, no cache",
+        Box::new(|m, _| with(proc::child("wasmtime"), [m])),
+    ));
+    rows.push(("PackFS, no cache", Box::new(|m, _| with(proc::child("packfs"), [m]))));
+    rows.push((
+        "PackFS with a timeout (epoch interruption), no cache",
+        Box::new(|m, _| with(proc::child("packfs-timeout"), [m])),
+    ));
     if let Some(py) = python() {
         rows.push(("wasmtime-py (`$LOAD_PY`), no cache", Box::new(move |m, _| with(py_child(&py), [m]))));
     }
@@ -142,35 +164,50 @@ fn packfs_run(bin: &Path, module: &Path, cache: &Path) -> std::process::Command 
 pub(crate) fn run(bench: bool, modules: &[(&str, PathBuf)], packfs_bin: Option<&Path>) -> String {
     let env =
         |k: &str, d: usize| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(if bench { d } else { 1 });
-    let (warm_runs, cold_runs) = (env("LOAD_RUNS", 5), env("LOAD_COLD_RUNS", 3));
+    let (warm_runs, cold_runs) = (env("LOAD_RUNS", 11), env("LOAD_COLD_RUNS", 5));
     let mut md = String::new();
     for (name, module) in modules {
         let size = std::fs::metadata(module).unwrap().len();
         let dir = tempfile::tempdir().unwrap();
-        // Warm: each cache filled once, and each row run once more before
-        // it is timed, so that no timed run is a cache's first hit (whose
-        // file identity is recorded only once the module is 2 s old).
         let cwasm = dir.path().join("module.cwasm");
         let engine = Engine::new(&Config::new()).unwrap();
         std::fs::write(&cwasm, engine.precompile_module(&std::fs::read(module).unwrap()).unwrap()).unwrap();
-        let warm = rows_warm(packfs_bin, &cwasm);
-        let caches: Vec<PathBuf> = (0..warm.len()).map(|i| dir.path().join(format!("warm-{i}"))).collect();
-        for ((_, row), cache) in warm.iter().zip(&caches) {
-            proc::measure(&row(module, cache));
-        }
-        std::thread::sleep(Duration::from_millis(2100));
-        for ((_, row), cache) in warm.iter().zip(&caches) {
-            proc::measure(&row(module, cache));
-        }
-        let mut runs = vec![Vec::new(); warm.len()];
-        for _ in 0..warm_runs {
-            for (i, (_, row)) in warm.iter().enumerate() {
-                runs[i].push(proc::measure(&row(module, &caches[i])));
+        for evicting in [false, true] {
+            // Each cache filled once, and each row run once more 2 s later
+            // before it is timed, so that no timed run is a cache's first
+            // hit (whose file identity is recorded only once the module is
+            // 2 s old).
+            let warm = rows_warm(packfs_bin, &cwasm, evicting);
+            let caches: Vec<PathBuf> = (0..warm.len()).map(|i| dir.path().join(format!("warm-{i}"))).collect();
+            if !evicting {
+                for ((_, row), cache) in warm.iter().zip(&caches) {
+                    proc::measure(&row(module, cache));
+                }
+                std::thread::sleep(Duration::from_millis(2100));
             }
-        }
-        md += &table(&format!("{name}, {:.1} MB: warm (median of {warm_runs})", size as f64 / 1e6), &warm, &runs);
-        for i in 0..2 {
-            md += &split(warm[i].0, &warm[i].1, module, &caches[i], warm_runs);
+            for ((_, row), cache) in warm.iter().zip(&caches) {
+                proc::measure(&row(module, cache));
+            }
+            let mut runs = vec![Vec::new(); warm.len()];
+            for _ in 0..warm_runs {
+                for (i, (_, row)) in warm.iter().enumerate() {
+                    if evicting {
+                        evict(&[module, &cwasm, &caches[i]]);
+                    }
+                    runs[i].push(proc::measure(&row(module, &caches[i])));
+                }
+            }
+            let title = if evicting {
+                format!("{name}: warm, the module and its artifacts evicted from the page cache before each run")
+            } else {
+                format!("{name}, {:.1} MB: warm", size as f64 / 1e6)
+            };
+            md += &table(&format!("{title} ({warm_runs} runs)"), &warm, &runs);
+            if !evicting {
+                for i in 0..2 {
+                    md += &split(warm[i].0, &warm[i].1, module, &caches[i], warm_runs);
+                }
+            }
         }
         let cold = rows_cold(packfs_bin);
         let mut runs = vec![Vec::new(); cold.len()];
@@ -180,9 +217,27 @@ pub(crate) fn run(bench: bool, modules: &[(&str, PathBuf)], packfs_bin: Option<&
                 runs[i].push(proc::measure(&row(module, &cache)));
             }
         }
-        md += &table(&format!("{name}: cold (median of {cold_runs})"), &cold, &runs);
+        md += &table(&format!("{name}: cold ({cold_runs} runs)"), &cold, &runs);
     }
     md
+}
+
+/// Drops `paths` (files, or directories walked) from the page cache: each
+/// file synced, so that every page is clean, then `POSIX_FADV_DONTNEED`.
+#[allow(unsafe_code, reason = "posix_fadvise(2), which std does not give")]
+fn evict(paths: &[&Path]) {
+    for path in paths {
+        if path.is_dir() {
+            let entries: Vec<PathBuf> = std::fs::read_dir(path).unwrap().map(|e| e.unwrap().path()).collect();
+            evict(&entries.iter().map(PathBuf::as_path).collect::<Vec<_>>());
+        } else if let Ok(file) = std::fs::File::open(path) {
+            file.sync_all().unwrap();
+            use std::os::fd::AsRawFd;
+            // SAFETY: a valid descriptor; the call only advises the kernel.
+            let r = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+            assert_eq!(r, 0, "posix_fadvise {}", path.display());
+        }
+    }
 }
 
 /// Where a warm row's time goes, medians of `runs`: the phases the child
@@ -218,16 +273,23 @@ fn split(
 /// One table, each row against the first.
 fn table(title: &str, rows: &[Row], runs: &[Vec<Run>]) -> String {
     let mut md = format!(
-        "\n{title}\n\n| process | wall | CPU | peak RSS | wall vs first | RSS vs first |\n|---|--:|--:|--:|--:|--:|\n"
+        "\n{title}: medians [min–max]\n\n| process | wall | CPU | peak RSS | wall vs first | RSS vs first |\n|---|--:|--:|--:|--:|--:|\n"
     );
     let base = proc::medians(&runs[0]);
     for ((name, _), runs) in rows.iter().zip(runs) {
         let m = proc::medians(runs);
+        let walls = runs.iter().map(|r| r.wall);
+        let (lo, hi) = (walls.clone().min().unwrap(), walls.max().unwrap());
+        let rss = runs.iter().map(|r| r.maxrss);
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        let (rlo, rhi) = (mib(rss.clone().min().unwrap()), mib(rss.max().unwrap()));
         md += &format!(
-            "| {name} | {} | {} | {:.1} MiB | {:.2}x | {:.2}x |\n",
+            "| {name} | {} [{}–{}] | {} | {:.1} MiB [{rlo:.1}–{rhi:.1}] | {:.2}x | {:.2}x |\n",
             ms(m.wall),
+            ms(lo),
+            ms(hi),
             ms(m.cpu),
-            m.maxrss as f64 / (1 << 20) as f64,
+            mib(m.maxrss),
             m.wall.as_secs_f64() / base.wall.as_secs_f64(),
             m.maxrss as f64 / base.maxrss as f64
         );
