@@ -154,8 +154,10 @@ pub struct P1State {
 /// ```
 pub struct Runner {
     engine: Engine,
+    /// WASI 0.2, made at the first component (or `linker_mut`): a start
+    /// that runs a module does not pay for it.
     #[cfg(feature = "p2")]
-    linker: Linker<GuestState>,
+    linker: std::sync::OnceLock<Linker<GuestState>>,
     p1: wasmtime::Linker<P1State>,
     /// WASI 0.3 and 0.2, made at the first 0.3 component: it needs an
     /// engine with concurrency, and costs the others nothing.
@@ -264,18 +266,12 @@ impl Runner {
         if engine.get_consume_fuel() {
             return Err(wasmtime::Error::new(Unenforceable::Fuel));
         }
-        #[cfg(feature = "p2")]
-        let linker = {
-            let mut linker = Linker::new(engine);
-            crate::wasi::add_to_linker_sync(&mut linker)?;
-            linker
-        };
         let mut p1 = wasmtime::Linker::new(engine);
         crate::p1::add_to_linker(&mut p1, |s: &mut P1State| &mut s.wasi)?;
         Ok(Runner {
             engine: engine.clone(),
             #[cfg(feature = "p2")]
-            linker,
+            linker: std::sync::OnceLock::new(),
             p1,
             #[cfg(feature = "p3")]
             p3: std::sync::OnceLock::new(),
@@ -339,7 +335,19 @@ impl Runner {
     /// functions of your own.
     #[cfg(feature = "p2")]
     pub fn linker_mut(&mut self) -> &mut Linker<GuestState> {
-        &mut self.linker
+        self.linker();
+        self.linker.get_mut().expect("made just above")
+    }
+
+    /// The component linker, made at its first use.
+    #[cfg(feature = "p2")]
+    fn linker(&self) -> &Linker<GuestState> {
+        self.linker.get_or_init(|| {
+            let mut linker = Linker::new(&self.engine);
+            // Only a name defined twice fails, and a new linker has none.
+            crate::wasi::add_to_linker_sync(&mut linker).expect("WASI 0.2 links into an empty linker");
+            linker
+        })
     }
 
     /// The core-module linker, with all of preview1 defined.
@@ -385,7 +393,7 @@ impl Runner {
             #[cfg(feature = "p3")]
             Guest::Component(c) if crate::p3::uses_p3(&self.engine, c) => self.link_p3(c).map(|_| ()),
             #[cfg(feature = "p2")]
-            Guest::Component(c) => CommandPre::new(self.linker.instantiate_pre(c)?).map(|_| ()),
+            Guest::Component(c) => CommandPre::new(self.linker().instantiate_pre(c)?).map(|_| ()),
             #[cfg(not(feature = "p2"))]
             Guest::Component(_) => Err(wasmtime::Error::msg("components need packfs-host's `p2` feature")),
         }
@@ -506,7 +514,7 @@ impl Runner {
     /// ([`run_prepared`](Self::run_prepared)).
     #[cfg(feature = "p2")]
     pub fn prepare(&self, component: &Component) -> Result<CommandPre<GuestState>, RunError> {
-        self.linker.instantiate_pre(component).and_then(CommandPre::new).map_err(RunError::Instantiate)
+        self.linker().instantiate_pre(component).and_then(CommandPre::new).map_err(RunError::Instantiate)
     }
 
     /// Runs a component's `wasi:cli/run` to completion; returns its exit

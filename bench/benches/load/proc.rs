@@ -160,3 +160,9 @@ pub(crate) fn read_split(path: &Path) -> Vec<(String, Duration)> {
         })
         .collect()
 }
+
+/// A duration as milliseconds, or seconds from 100 ms.
+pub(crate) fn ms(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1e3;
+    if ms < 100.0 { format!("{ms:.2} ms") } else { format!("{:.2} s", ms / 1e3) }
+}

@@ -34,8 +34,7 @@ use wasmtime::{Config, Engine, Module};
 
 use crate::modules::{self, Body};
 use crate::peer;
-use crate::proc;
-use crate::startup::ms;
+use crate::proc::{self, ms};
 
 /// The base tree: `lib/mNNN.py`, 200 files of 24 KiB (an interpreter's
 /// library, 4.8 MB).

@@ -31,7 +31,7 @@ use packfs_host::{Limits, Runner};
 use wasmtime::{Cache, CacheConfig, Config, Engine, Module};
 
 use crate::peer;
-use crate::proc::{self, Run};
+use crate::proc::{self, Run, ms};
 use crate::sandboxes;
 
 /// Runs child `kind`; false when `kind` is not one of these.
@@ -46,7 +46,7 @@ pub(crate) fn child(kind: &str, args: &[String]) -> bool {
             let engine = Engine::new(&Runner::config_for(&limits)).unwrap();
             split.mark("`Engine::new`");
             let mut runner = Runner::new(&engine).unwrap().with_limits(limits);
-            split.mark("`Runner::new` (links preview1 and WASI 0.2)");
+            split.mark("`Runner::new` (links preview1)");
             if let Some(dir) = cache {
                 runner = runner.with_cache(GuestCache::new(dir).unwrap());
             }
@@ -209,6 +209,9 @@ pub(crate) fn run(bench: bool, modules: &[(&str, PathBuf)], packfs_bin: Option<&
                 }
             }
         }
+        if cold_runs == 0 {
+            continue;
+        }
         let cold = rows_cold(packfs_bin);
         let mut runs = vec![Vec::new(); cold.len()];
         for k in 0..cold_runs {
@@ -295,11 +298,6 @@ fn table(title: &str, rows: &[Row], runs: &[Vec<Run>]) -> String {
         );
     }
     md
-}
-
-pub(crate) fn ms(d: Duration) -> String {
-    let ms = d.as_secs_f64() * 1e3;
-    if ms < 100.0 { format!("{ms:.2} ms") } else { format!("{:.2} s", ms / 1e3) }
 }
 
 /// The lines where `Runner::config()` differs from `Config::new()`.

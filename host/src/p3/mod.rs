@@ -46,7 +46,7 @@ pub use errors::error_code;
 pub(crate) use offload::Waits;
 use packfs_core::wasi::Descriptor;
 
-use crate::wasi::{PackFs, PackFsCtxView, PackFsView};
+use crate::wasi::{PackFsCtxView, PackFsFilesystem, PackFsView};
 
 /// Adds `wasi:filesystem/types@0.3.0` and `wasi:filesystem/preopens@0.3.0`,
 /// served by PackFS, to `linker` — and nothing else. The linker's engine
@@ -69,8 +69,8 @@ use crate::wasi::{PackFs, PackFsCtxView, PackFsView};
 /// # Ok::<(), wasmtime::Error>(())
 /// ```
 pub fn add_filesystem_to_linker<T: PackFsView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
-    bindings::types::add_to_linker::<T, PackFs>(linker, T::packfs)?;
-    bindings::preopens::add_to_linker::<T, PackFs>(linker, T::packfs)?;
+    bindings::types::add_to_linker::<T, PackFsFilesystem>(linker, T::packfs)?;
+    bindings::preopens::add_to_linker::<T, PackFsFilesystem>(linker, T::packfs)?;
     Ok(())
 }
 

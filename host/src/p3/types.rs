@@ -18,20 +18,23 @@ use super::bindings::types::{
     MetadataHashValue, NewTimestamp, OpenFlags, PathFlags,
 };
 use super::streams::{DirProducer, FileConsumer, FileProducer, Outcome, Place, descriptor_type};
-use crate::wasi::{DirStream, PackFs, PackFsCtxView};
+use crate::wasi::{DirStream, PackFsCtxView, PackFsFilesystem};
 use packfs_core::wasi::descriptor::{self, Descriptor, Flags};
 
 type FsResult<T> = Result<T, FsError>;
 
 /// Runs `f` on the store's PackFS view: every call here is done at once.
-fn with<U, R>(store: &Accessor<U, PackFs>, f: impl FnOnce(PackFsCtxView<'_>) -> FsResult<R>) -> FsResult<R> {
+fn with<U, R>(store: &Accessor<U, PackFsFilesystem>, f: impl FnOnce(PackFsCtxView<'_>) -> FsResult<R>) -> FsResult<R> {
     store.with(|mut s| f(s.get()))
 }
 
 /// As [`with`], for a call that changes the tree: the name 0.2's calls
 /// remember (`crate::wasi::recent`) is forgotten first, so a guest mixing
 /// both versions never sees a stale one.
-fn changing<U, R>(store: &Accessor<U, PackFs>, f: impl FnOnce(&PackFsCtxView<'_>) -> FsResult<R>) -> FsResult<R> {
+fn changing<U, R>(
+    store: &Accessor<U, PackFsFilesystem>,
+    f: impl FnOnce(&PackFsCtxView<'_>) -> FsResult<R>,
+) -> FsResult<R> {
     with(store, |v| {
         v.ctx.recent.changed();
         f(&v)
@@ -44,7 +47,7 @@ fn get<'a>(view: &'a PackFsCtxView<'_>, fd: &Resource<Descriptor>) -> FsResult<&
 
 /// A stream's outcome future, already holding `result`.
 fn settled<U>(
-    store: &mut Access<'_, U, PackFs>,
+    store: &mut Access<'_, U, PackFsFilesystem>,
     result: Result<(), ErrorCode>,
 ) -> wasmtime::Result<FutureReader<Result<(), ErrorCode>>> {
     FutureReader::new(store, async move { wasmtime::error::Ok(result) })
@@ -70,7 +73,7 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
     }
 }
 
-impl<U> types::HostDescriptorWithStore<U> for PackFs {
+impl<U> types::HostDescriptorWithStore<U> for PackFsFilesystem {
     fn read_via_stream(
         mut store: Access<'_, U, Self>,
         fd: Resource<Descriptor>,
@@ -300,7 +303,7 @@ impl<U> types::HostDescriptorWithStore<U> for PackFs {
 /// `write-via-stream` and `append-via-stream`: the guest's stream piped
 /// into the file, or closed at once with the error if it cannot be written.
 fn consume<U>(
-    mut store: Access<'_, U, PackFs>,
+    mut store: Access<'_, U, PackFsFilesystem>,
     fd: Resource<Descriptor>,
     mut data: StreamReader<u8>,
     place: Place,

@@ -56,7 +56,7 @@ use wasmtime_wasi::WasiView;
 pub use bindings::FsError;
 pub use errors::error_code;
 pub use packfs_core::wasi::{Access, Descriptor};
-pub use preopens::{PackFs, PackFsCtx, PackFsCtxBuilder, PackFsCtxView, PackFsView};
+pub use preopens::{PackFsCtx, PackFsCtxBuilder, PackFsCtxView, PackFsFilesystem, PackFsView};
 pub use streams::DirStream;
 
 /// `HasData` for wasmtime-wasi's `wasi:io`, whose host state is the table.
@@ -92,8 +92,8 @@ impl HasData for HasTable {
 /// # Ok::<(), wasmtime::Error>(())
 /// ```
 pub fn add_filesystem_to_linker<T: PackFsView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
-    bindings::types::add_to_linker::<T, PackFs>(linker, T::packfs)?;
-    bindings::preopens::add_to_linker::<T, PackFs>(linker, T::packfs)?;
+    bindings::types::add_to_linker::<T, PackFsFilesystem>(linker, T::packfs)?;
+    bindings::preopens::add_to_linker::<T, PackFsFilesystem>(linker, T::packfs)?;
     Ok(())
 }
 

@@ -149,9 +149,10 @@ pub trait PackFsView: Send {
     fn packfs(&mut self) -> PackFsCtxView<'_>;
 }
 
-/// The [`HasData`] marker for PackFS's filesystem host functions.
-pub struct PackFs;
+/// The [`HasData`] marker for PackFS's filesystem host functions (as wasmtime-wasi's
+/// `WasiFilesystem` is for its own).
+pub struct PackFsFilesystem;
 
-impl HasData for PackFs {
+impl HasData for PackFsFilesystem {
     type Data<'a> = PackFsCtxView<'a>;
 }
