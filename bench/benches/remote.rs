@@ -1,16 +1,21 @@
 //! Remote packs (packfs-remote): a pack in SeaweedFS, read through a
-//! proxy that adds a fixed round trip (0 and 20 ms), by a WASI guest that
-//! reads 1%, 10% and 100% of its bytes (whole files, in path order), in
-//! four configurations:
+//! proxy that adds a fixed round trip (0 and 20 ms; and 20 ms over a link
+//! of 200 Mbit/s shared by all requests), by a WASI guest that reads 1%,
+//! 10% and 100% of its bytes (whole files, in path order), in these
+//! configurations:
 //!
-//! 1. **download**: fetch the whole pack (one GET), then run on the file;
+//! 1. **download**: fetch the whole pack to a file as a download tool does
+//!    (one streamed GET; 1b: 8 ranged GETs of 8 MiB at once), then run on
+//!    the file; the faster of the two is the baseline;
 //! 2. **lazy cold**: an empty cache, no trace;
-//! 3. **lazy + trace**: an empty cache, prefetching a trace recorded by an
-//!    earlier run (given at open: `--prefetch`), and (3b) the same trace
-//!    published beside the pack as `a.pack.trace`, found by the open;
-//! 4. **warm**: the cache configuration 2 left.
+//! 3. **lazy + trace**: an empty cache, prefetching a trace recorded by a
+//!    run of its own, not measured (given at open: `--prefetch`), and (3b)
+//!    the same trace published beside the pack as `a.pack.trace`, found
+//!    by the open;
+//! 4. **warm**: the cache that recording run left.
 //!
-//! For each, the median of 3 runs: time to completion (a child process, as `packfs run` is),
+//! The configurations take turns, run by run. For each, the median of 3
+//! runs with [min–max]: time to completion (a child process, as `packfs run` is),
 //! bytes and requests through the proxy, and the bytes the guest's reads
 //! cover (the stored extents of the files it read, plus header, index and
 //! trailer). Then a **fleet** of 8 concurrent cold runs on one cache, and
@@ -61,8 +66,9 @@ fn main() {
 // ---- the child: one run, as `packfs run` does it ------------------------
 
 /// `--child MODE URL CACHE PREFETCH RECORD LIST GUEST GUEST_CACHE`, `-` for
-/// none. MODE `download` fetches the whole pack to a file first; `lazy`
-/// opens it remotely; `fetch` only prefetches the trace, running no guest.
+/// none. MODE `download` fetches the whole pack to a file first, in one
+/// streamed `GET`, `ranged` in 8 ranged `GET`s at once; `lazy` opens it
+/// remotely; `fetch` only prefetches the trace, running no guest.
 fn child(a: &[String]) {
     let [mode, url, cache, prefetch, record, list, guest, guest_cache] = a else { panic!("child arguments: {a:?}") };
     let some = |s: &String| (s != "-").then(|| s.clone());
@@ -70,11 +76,15 @@ fn child(a: &[String]) {
     let net = packfs_remote::NetOptions::default();
     let mut remote = None;
     let fs: Arc<dyn FileSystem> = match mode.as_str() {
-        "download" => {
-            let bytes = packfs_remote::read_object(&location, &net, u64::MAX).unwrap();
+        "download" | "ranged" => {
+            // What a download tool does: streamed to the file as it comes,
+            // or in ranged pieces at once.
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("p.pack");
-            std::fs::write(&path, bytes).unwrap();
+            let file = std::fs::File::create(&path).unwrap();
+            let parallel = if mode == "ranged" { 8 } else { 1 };
+            packfs_remote::download(&location, &net, &file, parallel, 8 << 20).unwrap();
+            drop(file);
             let pack = packfs_os::mmap::open_pack(&path).unwrap();
             Arc::new(pack)
         }
@@ -132,6 +142,10 @@ struct Bench {
 
 /// Runs per configuration in the full bench; the median is shown.
 const RUNS: usize = 3;
+
+/// The links the tables run over: an added round trip in ms, and a
+/// bandwidth shared by all requests (bytes a second; `None`: loopback's).
+const LINKS: [(u64, Option<u64>); 3] = [(0, None), (20, None), (20, Some(25_000_000))];
 
 /// One measured run.
 #[derive(Debug, Clone, Copy)]
@@ -304,21 +318,6 @@ impl Bench {
         Measured { time, net: self.proxy.stats(), cpu: [run1 - run0, me1 - me0, store1.saturating_sub(store0)] }
     }
 
-    /// The run of median time of [`RUNS`] (one in the smoke run), each
-    /// after `reset` (a cold run's cache emptied): this VM's times move by
-    /// ±20% between runs.
-    fn median(&self, child: impl Fn() -> Command, reset: impl Fn()) -> Measured {
-        let n = if self.full { RUNS } else { 1 };
-        let mut all: Vec<Measured> = (0..n)
-            .map(|_| {
-                reset();
-                self.measure(child())
-            })
-            .collect();
-        all.sort_by_key(|m| m.time);
-        all[n / 2]
-    }
-
     fn run(&self) {
         let _ = &self.weed;
         println!("## Remote packs\n");
@@ -332,89 +331,126 @@ impl Bench {
         // Warm the compiled-guest cache, so that no run below compiles.
         std::fs::write(self.path("none.txt"), "").unwrap();
         self.measure(self.child("download", "a.pack", None, None, None, "none.txt"));
-        for delay in [0u64, 20] {
+        for (delay, bandwidth) in LINKS {
             self.proxy.set_delay(Duration::from_millis(delay));
-            println!("### Added round trip {delay} ms\n");
+            self.proxy.set_bandwidth(bandwidth);
+            let link =
+                bandwidth.map_or("loopback's bandwidth".into(), |b| format!("{} Mbit/s shared", b * 8 / 1_000_000));
+            println!("### Added round trip {delay} ms, {link}\n");
             println!(
-                "| read | config | time | vs download | fetched | vs covered | requests | CPU: run / proxy / store |"
+                "| read | config | time [min–max] | vs the faster download | fetched | vs covered | requests | CPU: run / proxy / store |"
             );
             println!("|---|---|---|---|---|---|---|---|");
             for pct in [1u64, 10, 100] {
-                let files = self.pick(pct);
-                let list = format!("list-{pct}.txt");
-                std::fs::write(self.path(&list), files.join("\n")).unwrap();
-                let covered = self.covered(&files);
-                let tag = format!("{delay}-{pct}");
-                let (cold, trace, traced) =
-                    (format!("cold-{tag}"), format!("trace-{tag}.txt"), format!("traced-{tag}"));
-                // Each cold run fills an empty cache on a tmpfs holding no
-                // other: writing a third cache while two more are still
-                // there measured up to 1.9x slower on this VM.
-                let gone = |dir: &str| {
-                    let _ = std::fs::remove_dir_all(self.path(dir));
-                };
-                let download = self.median(|| self.child("download", "a.pack", None, None, None, &list), || ());
-                let lazy = self
-                    .median(|| self.child("lazy", "a.pack", Some(&cold), None, Some(&trace), &list), || gone(&cold));
-                let warm = self.median(|| self.child("lazy", "a.pack", Some(&cold), None, None, &list), || ());
-                gone(&cold);
-                let with_trace = self.median(
-                    || self.child("lazy", "a.pack", Some(&traced), Some(&trace), None, &list),
-                    || gone(&traced),
-                );
-                gone(&traced);
-                // The same trace published beside the pack, found by the open.
-                self.weed.put("packs", "a.pack.trace", &std::fs::read(self.path(&trace)).unwrap()).unwrap();
-                let published = format!("published-{tag}");
-                let found = self.median(
-                    || self.child("published", "a.pack", Some(&published), None, None, &list),
-                    || gone(&published),
-                );
-                gone(&published);
-                let bound = format!("bound-{tag}");
-                let fetch_only = self
-                    .median(|| self.child("fetch", "a.pack", Some(&bound), Some(&trace), None, &list), || gone(&bound));
-                gone(&bound);
-                for (name, m) in [
-                    ("1 download", download),
-                    ("2 lazy cold", lazy),
-                    ("3 lazy + trace", with_trace),
-                    ("3b lazy + published trace", found),
-                    ("4 warm", warm),
-                ] {
-                    let ms = |d: Duration| d.as_millis();
-                    println!(
-                        "| {pct}% | {name} | {:.0} ms | {:.2}x | {} | {:.2}x | {} | {} / {} / {} ms |",
-                        m.time.as_secs_f64() * 1e3,
-                        m.time.as_secs_f64() / download.time.as_secs_f64(),
-                        mib(m.net.bytes),
-                        m.net.bytes as f64 / covered as f64,
-                        m.net.requests,
-                        ms(m.cpu[0]),
-                        ms(m.cpu[1]),
-                        ms(m.cpu[2])
-                    );
-                }
-                println!(
-                    "| {pct}% | trace vs warm | {:.2}x | | | | | |",
-                    with_trace.time.as_secs_f64() / warm.time.as_secs_f64()
-                );
-                println!(
-                    "| {pct}% | published vs --prefetch | {:.2}x | | | | | |",
-                    found.time.as_secs_f64() / with_trace.time.as_secs_f64()
-                );
-                println!(
-                    "| {pct}% | (traced bytes fetched, no guest) | {:.0} ms | {:.2}x | {} | | {} | |",
-                    fetch_only.time.as_secs_f64() * 1e3,
-                    fetch_only.time.as_secs_f64() / download.time.as_secs_f64(),
-                    mib(fetch_only.net.bytes),
-                    fetch_only.net.requests
-                );
+                self.table(delay, bandwidth, pct);
             }
             println!();
         }
+        self.proxy.set_bandwidth(None);
         self.fleet();
         self.sharing();
+    }
+
+    /// One read's rows on the link set now: every configuration, taking
+    /// turns run by run.
+    fn table(&self, delay: u64, bandwidth: Option<u64>, pct: u64) {
+        let files = self.pick(pct);
+        let list = format!("list-{pct}.txt");
+        std::fs::write(self.path(&list), files.join("\n")).unwrap();
+        let covered = self.covered(&files);
+        let tag = format!("{delay}-{}-{pct}", bandwidth.unwrap_or(0));
+        let (cold, trace, traced, warm, published, bound) = (
+            format!("cold-{tag}"),
+            format!("trace-{tag}.txt"),
+            format!("traced-{tag}"),
+            format!("warm-{tag}"),
+            format!("published-{tag}"),
+            format!("bound-{tag}"),
+        );
+        // Each cold run fills an empty cache on a tmpfs holding no other:
+        // writing a third cache while two more are still there measured up
+        // to 1.9x slower on this VM.
+        let gone = |dir: &str| {
+            let _ = std::fs::remove_dir_all(self.path(dir));
+        };
+        // A run of its own, not measured, records the trace the traced
+        // runs replay and fills the warm runs' cache; the trace is also
+        // published beside the pack, where the open finds it.
+        self.measure(self.child("lazy", "a.pack", Some(&warm), None, Some(&trace), &list));
+        self.weed.put("packs", "a.pack.trace", &std::fs::read(self.path(&trace)).unwrap()).unwrap();
+        type Make<'a> = Box<dyn Fn() -> Command + 'a>;
+        type Reset<'a> = Box<dyn Fn() + 'a>;
+        let none: fn() = || ();
+        let configs: Vec<(&str, Make<'_>, Reset<'_>)> = vec![
+            (
+                "1 download, one streamed GET",
+                Box::new(|| self.child("download", "a.pack", None, None, None, &list)),
+                Box::new(none),
+            ),
+            (
+                "1b download, 8 ranged GETs of 8 MiB at once",
+                Box::new(|| self.child("ranged", "a.pack", None, None, None, &list)),
+                Box::new(none),
+            ),
+            (
+                "2 lazy cold",
+                Box::new(|| self.child("lazy", "a.pack", Some(&cold), None, None, &list)),
+                Box::new(|| gone(&cold)),
+            ),
+            (
+                "3 lazy + trace",
+                Box::new(|| self.child("lazy", "a.pack", Some(&traced), Some(&trace), None, &list)),
+                Box::new(|| gone(&traced)),
+            ),
+            (
+                "3b lazy + published trace",
+                Box::new(|| self.child("published", "a.pack", Some(&published), None, None, &list)),
+                Box::new(|| gone(&published)),
+            ),
+            ("4 warm", Box::new(|| self.child("lazy", "a.pack", Some(&warm), None, None, &list)), Box::new(none)),
+            (
+                "(traced bytes fetched, no guest)",
+                Box::new(|| self.child("fetch", "a.pack", Some(&bound), Some(&trace), None, &list)),
+                Box::new(|| gone(&bound)),
+            ),
+        ];
+        let n = if self.full { RUNS } else { 1 };
+        let mut runs: Vec<Vec<Measured>> = configs.iter().map(|_| Vec::new()).collect();
+        for round in 0..n {
+            for k in 0..configs.len() {
+                let i = (k + round) % configs.len();
+                (configs[i].2)();
+                runs[i].push(self.measure((configs[i].1)()));
+                (configs[i].2)();
+            }
+        }
+        for dir in [&warm, &cold, &traced, &published, &bound] {
+            gone(dir);
+        }
+        let medians: Vec<(Measured, Duration, Duration)> = runs
+            .iter_mut()
+            .map(|r| {
+                r.sort_by_key(|m| m.time);
+                (r[r.len() / 2], r[0].time, r[r.len() - 1].time)
+            })
+            .collect();
+        let download = medians[0].0.time.min(medians[1].0.time);
+        for ((name, _, _), (m, lo, hi)) in configs.iter().zip(&medians) {
+            let ms = |d: Duration| d.as_millis();
+            println!(
+                "| {pct}% | {name} | {} [{}–{}] ms | {:.2}x | {} | {:.2}x | {} | {} / {} / {} ms |",
+                ms(m.time),
+                ms(*lo),
+                ms(*hi),
+                m.time.as_secs_f64() / download.as_secs_f64(),
+                mib(m.net.bytes),
+                m.net.bytes as f64 / covered as f64,
+                m.net.requests,
+                ms(m.cpu[0]),
+                ms(m.cpu[1]),
+                ms(m.cpu[2])
+            );
+        }
     }
 
     /// Eight concurrent cold runs on one cache, against one alone.

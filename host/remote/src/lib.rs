@@ -56,4 +56,4 @@ pub use limits::{DEMAND_PARALLEL, FIRST_WINDOW, MAX_WINDOW, PREFETCH_PARALLEL, R
 pub use location::{BadLocation, Location};
 pub use open::{RemoteOptions, RemotePack, open, open_as};
 pub use source::{FetchStats, RemoteSource};
-pub use store::{NetOptions, read_object, write_object};
+pub use store::{NetOptions, download, read_object, write_object};

@@ -122,6 +122,51 @@ pub fn read_object(location: &Location, net: &NetOptions, limit: u64) -> Result<
     })
 }
 
+/// The whole object at `location` written to `to` as it arrives, in
+/// `parallel` ranged requests of at most `piece` bytes at a time (one
+/// streamed `GET` when `parallel` is 1): what a download tool does.
+/// Returns its length. Holds at most `parallel` pieces in memory.
+pub fn download(
+    location: &Location,
+    net: &NetOptions,
+    to: &std::fs::File,
+    parallel: usize,
+    piece: u64,
+) -> Result<u64, RemoteError> {
+    use futures::{StreamExt, TryStreamExt};
+    use std::os::unix::fs::FileExt;
+    let url = location.to_string();
+    let store = connect(location, net)?;
+    let written =
+        |url: &str, e: std::io::Error| RemoteError::Reply { url: url.to_owned(), what: format!("writing it: {e}") };
+    let to = to.try_clone().map_err(|e| written(&url, e))?;
+    block_on(async move {
+        let failed = |error| RemoteError::Store { url: url.clone(), error };
+        let written = |e| written(&url, e);
+        if parallel <= 1 {
+            let mut stream = store.store.get(&store.path).await.map_err(failed)?.into_stream();
+            let mut at = 0u64;
+            while let Some(bytes) = stream.try_next().await.map_err(failed)? {
+                to.write_all_at(&bytes, at).map_err(written)?;
+                at += bytes.len() as u64;
+            }
+            return Ok(at);
+        }
+        let size = store.store.head(&store.path).await.map_err(failed)?.size;
+        let pieces = (0..size.div_ceil(piece.max(1))).map(|i| i * piece..((i + 1) * piece).min(size));
+        let mut replies = futures::stream::iter(pieces)
+            .map(|r| {
+                let store = &store;
+                async move { store.store.get_range(&store.path, r.clone()).await.map(|b| (r.start, b)) }
+            })
+            .buffer_unordered(parallel);
+        while let Some((at, bytes)) = replies.try_next().await.map_err(failed)? {
+            to.write_all_at(&bytes, at).map_err(written)?;
+        }
+        Ok(size)
+    })
+}
+
 /// Writes `bytes` as the object at `location`, whole.
 pub fn write_object(location: &Location, net: &NetOptions, bytes: Vec<u8>) -> Result<(), RemoteError> {
     let url = location.to_string();

@@ -1,13 +1,14 @@
 //! A proxy on loopback between a client and a server: adds a fixed delay
-//! to every request (a round trip), counts requests and reply bytes, and
-//! spoils the replies to the next ranged `GET`s as told.
+//! to every request (a round trip), can share a link of a set bandwidth
+//! among all replies, counts requests and reply bytes, and spoils the
+//! replies to the next ranged `GET`s as told.
 
 use std::collections::VecDeque;
 use std::io::{BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::http::{self, Message};
 
@@ -59,6 +60,9 @@ struct Shared {
     /// Bytes replaced in every reply, and what replaces them.
     swap: Mutex<Option<(Vec<u8>, Vec<u8>)>>,
     delay: Mutex<Duration>,
+    /// The link's bandwidth in bytes a second, and when it is next free:
+    /// every reply's body queues for it, in the order it comes.
+    link: Mutex<Option<(u64, Instant)>>,
     requests: AtomicU64,
     ranged: AtomicU64,
     bytes: AtomicU64,
@@ -101,6 +105,12 @@ impl Proxy {
     /// Adds `d` before each request goes on.
     pub fn set_delay(&self, d: Duration) {
         *self.shared.delay.lock().unwrap() = d;
+    }
+
+    /// Sends every reply body over one link of `bytes_per_sec` shared by
+    /// all connections (`None`: as fast as loopback goes).
+    pub fn set_bandwidth(&self, bytes_per_sec: Option<u64>) {
+        *self.shared.link.lock().unwrap() = bytes_per_sec.map(|b| (b.max(1), Instant::now()));
     }
 
     /// Spoils the replies to the next ranged `GET`s, one fault each.
@@ -154,14 +164,29 @@ impl Drop for Proxy {
     }
 }
 
-/// A writer that adds what it is given to `bytes` before writing it.
+/// A writer that adds what it is given to `bytes` before writing it, at
+/// the link's pace when it has one.
 struct Counted<'a> {
     out: &'a mut TcpStream,
     bytes: &'a AtomicU64,
+    link: &'a Mutex<Option<(u64, Instant)>>,
 }
 
 impl Write for Counted<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // Pieces of at most 16 KiB take their turn on the link.
+        let buf = &buf[..buf.len().min(16 << 10)];
+        let turn = {
+            let mut link = self.link.lock().unwrap();
+            link.as_mut().map(|(rate, free)| {
+                let start = (*free).max(Instant::now());
+                *free = start + Duration::from_secs_f64(buf.len() as f64 / *rate as f64);
+                *free
+            })
+        };
+        if let Some(done) = turn {
+            std::thread::sleep(done.saturating_duration_since(Instant::now()));
+        }
         self.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
         self.out.write_all(buf).map(|()| buf.len())
     }
@@ -210,15 +235,18 @@ fn relay(s: &Shared, client: TcpStream, upstream: SocketAddr) {
         let head = up.write_all(&forwarded).and_then(|()| http::read_head(up_in));
         let Ok(Some(mut reply)) = head else { return };
         // Unspoiled bodies stream through as they come, as a real proxy's.
-        let length = if head_only { Some(0) } else { http::content_length(&reply) };
+        let declared = http::content_length(&reply);
+        let length = if head_only { Some(0) } else { declared };
         let swap = s.swap.lock().unwrap().clone();
         if let (None, None, Some(len)) = (fault, &swap, length) {
-            if out.write_all(&reply.head_bytes(Some(len as usize))).is_err() {
+            // A reply to HEAD says the object's length, and has no body.
+            let said = if head_only { declared.unwrap_or(0) } else { len };
+            if out.write_all(&reply.head_bytes(Some(said as usize))).is_err() {
                 return;
             }
             // Counted before each piece is written: a client that has its
             // reply must find it in the stats.
-            let mut counted = Counted { out: &mut out, bytes: &s.bytes };
+            let mut counted = Counted { out: &mut out, bytes: &s.bytes, link: &s.link };
             match std::io::copy(&mut std::io::Read::take(&mut *up_in, len), &mut counted) {
                 Ok(n) if n == len => continue,
                 _ => return drop(out.shutdown(Shutdown::Both)),
