@@ -12,7 +12,7 @@ use common::*;
 use packfs_core::pack::layout::{HEADER_LEN, TRAILER_LEN};
 use packfs_core::pack::{Layout, PackFs, TAIL_LEN};
 use packfs_core::{Code, FileSystem};
-use packfs_remote::RemoteOptions;
+use packfs_remote::{Location, NetOptions, RemoteOptions};
 use packfs_testnet::{Fault, FileServer, Proxy};
 
 struct Served {
@@ -478,4 +478,49 @@ fn a_trace_published_beside_the_pack_is_found_and_prefetched() {
     }
     assert_eq!(s.proxy.stats(), last, "every read was prefetched");
     assert!(p.source().stats().fetched >= trace.len() as u64);
+}
+
+/// `download` writes the object's bytes whole, streamed or in ranged
+/// pieces at once, at lengths around the piece size.
+#[test]
+fn a_download_writes_the_whole_object_streamed_or_in_pieces() {
+    let piece = 64 << 10;
+    for len in [0, 1, piece - 1, piece, piece + 1, 5 * piece + 7] {
+        let bytes: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+        let s = Served::new(&[("o.bin", &bytes)]);
+        let location = Location::parse(&s.url("o.bin")).unwrap().unwrap();
+        for parallel in [1, 3] {
+            let to = tempfile::tempfile().unwrap();
+            let n = packfs_remote::download(&location, &NetOptions::default(), &to, parallel, piece as u64).unwrap();
+            assert_eq!(n, len as u64, "{len} bytes, {parallel} at once");
+            let mut got = Vec::new();
+            std::io::Read::read_to_end(&mut &to, &mut got).unwrap();
+            assert!(got == bytes, "{len} bytes, {parallel} at once: the bytes differ");
+        }
+    }
+}
+
+/// A bad reply to a download's piece is retried or fails: the call
+/// never returns success over a file that is not the object.
+#[test]
+fn a_download_never_succeeds_with_wrong_bytes() {
+    let piece = 64u64 << 10;
+    let bytes: Vec<u8> = (0..(4 * piece as usize + 100)).map(|i| (i % 253) as u8).collect();
+    for fault in [Fault::Drop, Fault::Truncate, Fault::WrongRange, Fault::Whole, Fault::LongLength, Fault::Status(500)]
+    {
+        let s = Served::new(&[("o.bin", &bytes)]);
+        let location = Location::parse(&s.url("o.bin")).unwrap().unwrap();
+        let net = NetOptions { retries: 1, ..NetOptions::default() };
+        s.proxy.inject(&[fault]);
+        let to = tempfile::tempfile().unwrap();
+        match packfs_remote::download(&location, &net, &to, 2, piece) {
+            Ok(n) => {
+                let mut got = Vec::new();
+                std::io::Read::read_to_end(&mut &to, &mut got).unwrap();
+                assert_eq!(n, bytes.len() as u64, "{fault:?}");
+                assert!(got == bytes, "{fault:?}: a download that succeeded wrote wrong bytes");
+            }
+            Err(e) => eprintln!("{fault:?}: {e}"),
+        }
+    }
 }

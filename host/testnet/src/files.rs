@@ -1,8 +1,8 @@
-//! A directory served over HTTP/1.1: `GET` with one `Range`
+//! A directory served over HTTP/1.1: `GET` (and `HEAD`) with one `Range`
 //! (`bytes=A-B`, `A-`, `-N`), `ETag` (from the file's length and mtime)
 //! with `If-Match`, and `PUT` (whole files, renamed into place).
 
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -61,7 +61,13 @@ fn serve(root: &Path, conn: TcpStream) {
     let mut input = BufReader::new(conn);
     while let Ok(Some(req)) = http::read(&mut input, false) {
         let reply = answer(root, &req);
-        if reply.write(&mut out).is_err() {
+        // A reply to HEAD is a GET's head, its length, and no body.
+        let sent = if req.start.starts_with("HEAD ") {
+            out.write_all(&reply.head_bytes(Some(reply.body.len()))).and_then(|()| out.flush())
+        } else {
+            reply.write(&mut out)
+        };
+        if sent.is_err() {
             return;
         }
     }
@@ -102,7 +108,7 @@ fn answer(root: &Path, req: &Message) -> Message {
             && std::fs::rename(&tmp, &path).is_ok();
         return if ok { Message::response(201, "Created") } else { Message::response(500, "Internal Server Error") };
     }
-    if method != "GET" {
+    if method != "GET" && method != "HEAD" {
         return Message::response(405, "Method Not Allowed");
     }
     let Ok(mut file) = std::fs::File::open(&path) else { return Message::response(404, "Not Found") };
