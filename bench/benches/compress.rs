@@ -240,9 +240,8 @@ fn bench_tree(root: &Path, out: &Path) {
     // gives every file blocks of its own.
     let sq_nofrag = p("zstd-nofrag.sqfs");
     sq(&sq_nofrag, &["-comp", "zstd", "-Xcompression-level", &level, "-no-fragments"], &cores);
-    // Its default clusters, and 128 KiB ones as PackFS's chunks and
-    // squashfs's blocks: erofs-utils 1.5 (Debian 12) compresses these trees
-    // better with its default, so both are shown.
+    // 128 KiB clusters, as PackFS's chunks and squashfs's blocks, compress
+    // better than its default; both are shown.
     tool("mkfs.erofs", &["-zlz4hc", "-Eall-fragments", erofs.to_str().unwrap(), r]);
     let erofs_128k = p("lz4hc-128k.erofs");
     tool("mkfs.erofs", &["-zlz4hc", "-C131072", "-Eall-fragments", erofs_128k.to_str().unwrap(), r]);
