@@ -16,27 +16,22 @@ pub(crate) fn linker(engine: &Engine) -> Linker<WasiP1Ctx> {
 
 /// Instantiates `pre` with `dir` preopened at `/` and runs `_start`.
 pub(crate) fn run(pre: &InstancePre<WasiP1Ctx>, dir: &Path) {
-    let wasi = WasiCtxBuilder::new()
-        .allow_blocking_current_thread(true)
-        .preopened_dir(dir, "/", FsPerms::ReadWrite)
-        .unwrap()
-        .build_p1();
-    let mut store = Store::new(pre.module().engine(), wasi);
-    let instance = pre.instantiate(&mut store).unwrap();
-    instance.get_typed_func::<(), ()>(&mut store, "_start").unwrap().call(&mut store, ()).unwrap();
+    run_with(pre, &[(dir, "/", FsPerms::ReadWrite)]);
 }
 
 /// Instantiates `pre` with the tree `base` preopened read-only at `/` and
 /// `scratch` read-write at `/scratch`, and runs `_start`.
 pub(crate) fn run_shared(pre: &InstancePre<WasiP1Ctx>, base: &Path, scratch: &Path) {
-    let wasi = WasiCtxBuilder::new()
-        .allow_blocking_current_thread(true)
-        .preopened_dir(base, "/", FsPerms::ReadOnly)
-        .unwrap()
-        .preopened_dir(scratch, "/scratch", FsPerms::ReadWrite)
-        .unwrap()
-        .build_p1();
-    let mut store = Store::new(pre.module().engine(), wasi);
+    run_with(pre, &[(base, "/", FsPerms::ReadOnly), (scratch, "/scratch", FsPerms::ReadWrite)]);
+}
+
+fn run_with(pre: &InstancePre<WasiP1Ctx>, preopens: &[(&Path, &str, FsPerms)]) {
+    let mut wasi = WasiCtxBuilder::new();
+    wasi.allow_blocking_current_thread(true);
+    for &(dir, at, perms) in preopens {
+        wasi.preopened_dir(dir, at, perms).unwrap();
+    }
+    let mut store = Store::new(pre.module().engine(), wasi.build_p1());
     let instance = pre.instantiate(&mut store).unwrap();
     instance.get_typed_func::<(), ()>(&mut store, "_start").unwrap().call(&mut store, ()).unwrap();
 }
