@@ -33,8 +33,9 @@
 //!
 //! Its companions: [`packfs-os`](https://docs.rs/packfs-os) (host
 //! directories, mapped packs, journals) and
-//! [`packfs-host`](https://docs.rs/packfs-host) (WASI guests on wasmtime,
-//! and the `packfs` command).
+//! [`packfs-host`](https://docs.rs/packfs-host) (WASI guests on
+//! wasmtime); the `packfs` command is
+//! [`packfs-cli`](https://docs.rs/packfs-cli).
 //!
 //! What it does not do: no OS file I/O, no clock of its own on
 //! `wasm32-unknown-unknown` (pass a [`Clock`]), no permission checks per

@@ -25,7 +25,7 @@
 //!   each blob on its first read.
 //!
 //! What it does not do: write files or publish them atomically (core has no
-//! OS I/O; the host does), compress, or change a pack in place.
+//! OS I/O; the host does), or change a pack in place.
 //!
 //! [`Error::Corrupt`]: crate::Error::Corrupt
 //! [`Error::UnsupportedVersion`]: crate::Error::UnsupportedVersion

@@ -10,8 +10,9 @@
 //!   the embedder lends ([`p1::Memory`]); the host binds it into wasmtime's
 //!   core-module linker, the browser into a Worker's imports.
 //!
-//! `wasi:filesystem` 0.2 (components) is served by the host over the same
-//! [`descriptor`] model.
+//! `wasi:filesystem` 0.2 and 0.3 (components) are served by the host over
+//! the same [`descriptor`] model, and 0.2 in JavaScript by `packfs-web`
+//! (components transpiled by jco).
 //!
 //! [`FileSystem`]: crate::FileSystem
 

@@ -1,8 +1,10 @@
 //! File streams (`read-via-stream`, `write-via-stream`, `append-via-stream`)
 //! and directory listings (`read-directory`).
 //!
-//! PackFS never waits on the host, so every stream is always ready and each
-//! call does its I/O on the spot. Stream rules from `wasi:io`: end of file
+//! Every stream is always ready: each call does its I/O on the spot (a
+//! read of a remote pack's bytes not fetched yet fetches them within the
+//! call), so no pollable has anything to wait for. (WASI 0.3's streams,
+//! in `p3`, do wait: see there.) Stream rules from `wasi:io`: end of file
 //! is [`StreamError::Closed`] (an empty read means "not ready yet", and
 //! `blocking-read` traps after ten of those); a failure is
 //! [`StreamError::LastOperationFailed`] carrying the `packfs_core::Error`,
