@@ -206,4 +206,10 @@ test("a component's dropped descriptor closes its file at once; its streams hold
   assert.ok(fs.usage().bytes > empty, "one stream still holds it");
   input[DISPOSE]();
   assert.equal(fs.usage().bytes, empty, "the last stream dropped, the file is gone");
+  // The shim hands out one preopen to every get-directories: a component
+  // that drops one handle to it still has the others.
+  const [[again]] = imports["wasi:filesystem/preopens"].getDirectories();
+  again[DISPOSE]?.();
+  root.createDirectoryAt("still-here");
+  assert.equal(root.statAt({}, "still-here").type, "directory");
 });

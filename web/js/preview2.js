@@ -104,13 +104,16 @@ class PackFsDescriptor {
   /** Reads may return promises (see readAwaiting). */
   #jspi;
   /** This descriptor and its open streams: the file stays open (an
-   *  unlinked one keeps its bytes, and its quota) until all are dropped. */
-  #holds = 1;
+   *  unlinked one keeps its bytes, and its quota) until all are dropped.
+   *  A preopen is never let go: the shim hands the same one out to every
+   *  `get-directories`, so one dropped handle must not close the others. */
+  #holds;
 
-  constructor(d, io, jspi) {
+  constructor(d, io, jspi, preopen = false) {
     this.#d = d;
     this.#io = io;
     this.#jspi = jspi;
+    this.#holds = preopen ? Infinity : 1;
   }
 
   /** A stream over this descriptor: holds it open until dropped. */
@@ -325,7 +328,7 @@ export class PackFsAdapter {
     else if (fs instanceof Pack) d = WasiDescriptor.rootPack(fs, device);
     else if (fs instanceof Overlay) d = WasiDescriptor.rootOverlay(fs, readOnly, device);
     else throw new TypeError("a preopen is a MemFs, Pack or Overlay, or { fs, readOnly }");
-    return new PackFsDescriptor(d, this.#io, this.#jspi);
+    return new PackFsDescriptor(d, this.#io, this.#jspi, true);
   }
 }
 
