@@ -219,10 +219,12 @@ Not the same promise on both sides: PackFS's journal has each change in
 OPFS before the call that made it returns (a crash loses nothing
 acknowledged), where the shim's \`OpfsFilesystemAdapter\` loads the whole
 directory into memory at start, changes it there, and writes every file
-back whole when it flushes (after each change, at the next microtask: a
-component running synchronously flushes once it returns). The phases
-therefore compare a durable change with an in-memory one; the last row
-is the whole run until its tree is on disk (the shim's: after an awaited
+back whole when it flushes (by default after each change, at the next
+microtask: a component running synchronously flushes once it returns;
+here the adapter is disposed before the run, so that it flushes once,
+when told). The phases therefore compare a durable change with an
+in-memory one; the last row is the whole run until its tree is on disk
+(the shim's: after one awaited
 \`flush()\`).${engines.filter((e) => e.storageSkip).map((e) => ` Not run in ${e.name}: ${e.storageSkip}.`).join("")}
 
 ${durable.map((e) => `### ${e.name}\n\n${opfsTable(e)}`).join("\n\n")}
