@@ -137,12 +137,13 @@ pub fn download(
     use std::os::unix::fs::FileExt;
     let url = location.to_string();
     let store = connect(location, net)?;
-    let written =
-        |url: &str, e: std::io::Error| RemoteError::Reply { url: url.to_owned(), what: format!("writing it: {e}") };
-    let to = to.try_clone().map_err(|e| written(&url, e))?;
+    let piece = piece.max(1);
+    // A descriptor of the task's own: `block_on` runs it on the runtime.
+    let to = to.try_clone();
     block_on(async move {
         let failed = |error| RemoteError::Store { url: url.clone(), error };
-        let written = |e| written(&url, e);
+        let written = |e: std::io::Error| RemoteError::Reply { url: url.clone(), what: format!("writing it: {e}") };
+        let to = to.map_err(written)?;
         if parallel <= 1 {
             let mut stream = store.store.get(&store.path).await.map_err(failed)?.into_stream();
             let mut at = 0u64;
