@@ -5,8 +5,11 @@
 //!
 //! ```sh
 //! cargo bench -p packfs-bench --bench load
-//! # with `packfs run` beside them, the release binary:
-//! cargo build --release -p packfs-cli && cargo bench -p packfs-bench --bench load
+//! # with `packfs run` beside them, the release binary, and the `wasmtime`
+//! # command's rows (`$WASMTIME`, or installed here):
+//! cargo build --release -p packfs-cli
+//! cargo install wasmtime-cli --version 48.0.8 --locked --root target/wasmtime-cli
+//! cargo bench -p packfs-bench --bench load
 //! ```
 //!
 //! The modules: a trivial command (`_start` yields once), and a generated

@@ -17,6 +17,13 @@
 //!   (`wasmtime compile`, then `--allow-precompiled`), the floor of a warm
 //!   start and the warm tables' baseline.
 //!
+//! With a `wasmtime` command (`$WASMTIME`, else `target/wasmtime-cli/bin/
+//! wasmtime`: `cargo install wasmtime-cli --version 48.0.8 --locked --root
+//! target/wasmtime-cli`), its rows too: `wasmtime run --allow-precompiled`
+//! of what `wasmtime compile` wrote (its documented fast path), and
+//! `wasmtime run` with its cache (a config file naming the row's own cache
+//! directory), against `packfs run`.
+//!
 //! Each table's rows take turns, run by run. The warm rows run again with
 //! their artifacts evicted from the page cache first (`posix_fadvise`
 //! `DONTNEED` after an `fsync`: dropping every cache takes root).
@@ -86,8 +93,51 @@ pub(crate) fn child(kind: &str, args: &[String]) -> bool {
 /// One configuration's command, given a cache directory of its own.
 type Row = (&'static str, Box<dyn Fn(&Path, &Path) -> std::process::Command>);
 
+/// The `wasmtime` command and the artifact its `wasmtime compile` made.
+struct Cli {
+    bin: PathBuf,
+    cwasm: PathBuf,
+}
+
+impl Cli {
+    /// The command, if there is one, with `module` compiled by it into `dir`.
+    fn find(module: &Path, dir: &Path) -> Option<Cli> {
+        let bin = std::env::var_os("WASMTIME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/wasmtime-cli/bin/wasmtime"));
+        if !bin.exists() {
+            return None;
+        }
+        let cwasm = dir.join("cli.cwasm");
+        let status =
+            std::process::Command::new(&bin).arg("compile").arg("-o").arg(&cwasm).arg(module).status().unwrap();
+        assert!(status.success(), "wasmtime compile {}", module.display());
+        Some(Cli { bin, cwasm })
+    }
+
+    /// `wasmtime run` of `module` with a preopen at `/`, its cache in `cache`
+    /// (a config file there names it), or off (`None`: the artifact needs none).
+    fn run(&self, module: &Path, cache: Option<&Path>) -> std::process::Command {
+        let mut c = std::process::Command::new(&self.bin);
+        c.arg("run");
+        match cache {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).unwrap();
+                let config = dir.join("config.toml");
+                std::fs::write(&config, format!("[cache]\ndirectory = {:?}\n", dir.join("entries"))).unwrap();
+                c.arg("-C").arg(format!("cache-config={}", config.display()));
+            }
+            None => {
+                c.args(["-C", "cache=n", "--allow-precompiled"]);
+            }
+        }
+        c.arg("--dir").arg(format!("{}::/", std::env::temp_dir().display())).arg(module);
+        c
+    }
+}
+
 /// The warm rows: the first is the baseline, and the first two are split.
-fn rows_warm(packfs_bin: Option<&Path>, cwasm: &Path, evicting: bool) -> Vec<Row> {
+fn rows_warm(packfs_bin: Option<&Path>, cwasm: &Path, cli: Option<&Arc<Cli>>, evicting: bool) -> Vec<Row> {
     let cwasm = cwasm.to_owned();
     let mut rows: Vec<Row> = vec![
         (
@@ -100,8 +150,17 @@ fn rows_warm(packfs_bin: Option<&Path>, cwasm: &Path, evicting: bool) -> Vec<Row
         let bin = bin.to_owned();
         rows.push(("`packfs run`, its cache", Box::new(move |m, c| packfs_run(&bin, m, c))));
     }
+    if let Some(cli) = cli.cloned() {
+        rows.push((
+            "wasmtime 48 CLI, `wasmtime run --allow-precompiled` of `wasmtime compile`'s artifact",
+            Box::new(move |_, _| cli.run(&cli.cwasm, None)),
+        ));
+    }
     if evicting {
         return rows;
+    }
+    if let Some(cli) = cli.cloned() {
+        rows.push(("wasmtime 48 CLI, `wasmtime run`, its cache", Box::new(move |m, c| cli.run(m, Some(c)))));
     }
     rows.push((
         "wasmtime 48 API, its built-in cache (`Config::cache`: hashes the module every start)",
@@ -125,7 +184,7 @@ fn py_child(python: &Path) -> std::process::Command {
 }
 
 /// The cold rows: cache-empty against cache-empty first, then without one.
-fn rows_cold(packfs_bin: Option<&Path>) -> Vec<Row> {
+fn rows_cold(packfs_bin: Option<&Path>, cli: Option<&Arc<Cli>>) -> Vec<Row> {
     let mut rows: Vec<Row> = vec![
         ("wasmtime 48, its cache empty", Box::new(|m, c| with(proc::child("wasmtime"), [m, c]))),
         ("PackFS, its cache empty", Box::new(|m, c| with(proc::child("packfs"), [m, c]))),
@@ -133,6 +192,9 @@ fn rows_cold(packfs_bin: Option<&Path>) -> Vec<Row> {
     if let Some(bin) = packfs_bin {
         let bin = bin.to_owned();
         rows.push(("`packfs run`, its cache empty", Box::new(move |m, c| packfs_run(&bin, m, c))));
+    }
+    if let Some(cli) = cli.cloned() {
+        rows.push(("wasmtime 48 CLI, `wasmtime run`, its cache empty", Box::new(move |m, c| cli.run(m, Some(c)))));
     }
     rows.push((
         "wasmtime 48 `Module::new`, `Config::new()`, no cache",
@@ -172,12 +234,13 @@ pub(crate) fn run(bench: bool, modules: &[(&str, PathBuf)], packfs_bin: Option<&
         let cwasm = dir.path().join("module.cwasm");
         let engine = Engine::new(&Config::new()).unwrap();
         std::fs::write(&cwasm, engine.precompile_module(&std::fs::read(module).unwrap()).unwrap()).unwrap();
+        let cli = if bench { Cli::find(module, dir.path()).map(Arc::new) } else { None };
         for evicting in [false, true] {
             // Each cache filled once, and each row run once more 2 s later
             // before it is timed, so that no timed run is a cache's first
             // hit (whose file identity is recorded only once the module is
             // 2 s old).
-            let warm = rows_warm(packfs_bin, &cwasm, evicting);
+            let warm = rows_warm(packfs_bin, &cwasm, cli.as_ref(), evicting);
             let caches: Vec<PathBuf> = (0..warm.len()).map(|i| dir.path().join(format!("warm-{i}"))).collect();
             if !evicting {
                 for ((_, row), cache) in warm.iter().zip(&caches) {
@@ -193,6 +256,9 @@ pub(crate) fn run(bench: bool, modules: &[(&str, PathBuf)], packfs_bin: Option<&
                 for (i, (_, row)) in warm.iter().enumerate() {
                     if evicting {
                         evict(&[module, &cwasm, &caches[i]]);
+                        if let Some(cli) = &cli {
+                            evict(&[&cli.cwasm]);
+                        }
                     }
                     runs[i].push(proc::measure(&row(module, &caches[i])));
                 }
@@ -212,7 +278,7 @@ pub(crate) fn run(bench: bool, modules: &[(&str, PathBuf)], packfs_bin: Option<&
         if cold_runs == 0 {
             continue;
         }
-        let cold = rows_cold(packfs_bin);
+        let cold = rows_cold(packfs_bin, cli.as_ref());
         let mut runs = vec![Vec::new(); cold.len()];
         for k in 0..cold_runs {
             for (i, (_, row)) in cold.iter().enumerate() {
