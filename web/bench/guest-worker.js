@@ -19,6 +19,10 @@ export function serve(setup) {
   self.onmessage = async (e) => {
     try {
       const { module, args, trace } = e.data;
+      // A kept worker's earlier runs leave garbage: collected here, where
+      // the engine lets a page (Chromium with --expose-gc), not in a timed
+      // phase.
+      globalThis.gc?.();
       const output = { stdout: "", stderr: "" };
       let failed = null;
       const stdout = (text) => {

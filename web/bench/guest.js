@@ -2,7 +2,10 @@
 // module) in Web Workers, on PackFS (runP1, an empty MemFs at "/") and on
 // each peer's in-memory filesystem, one after another in every run, and
 // leaves every run's phases in window.guestBench. Query: runs, n (small
-// files), big (MiB).
+// files), big (MiB), warm (runs in one worker). With fresh=RUNTIME (packfs
+// or a peer's key) the page runs that runtime once, its first run on this
+// page, leaving out the phases named by skip (a comma-separated list), and
+// leaves { phases, grainNs }.
 //
 // The page must be cross-origin isolated (bench/guest.mjs serves it so):
 // only then is performance.now(), which times every phase, precise to
@@ -17,6 +20,8 @@ const n = q.get("n") ?? "5000";
 const big = q.get("big") ?? "8";
 /** Runs of the small-file phases in one worker per runtime (warm). */
 const warm = Number(q.get("warm") ?? 6);
+const fresh = q.get("fresh");
+const skip = new Set((q.get("skip") ?? "").split(",").filter(Boolean));
 const argsOf = (phases, size = { n, big }) => ["bench_workload", phases.join(","), size.n, "/work", size.big];
 /** The size of the run that finds what a peer cannot do. */
 const PROBE = { n: "100", big: "1" };
@@ -51,8 +56,13 @@ function parse(stdout, stderr) {
  *  ended or just busy is torn down, collected and compiled for on
  *  background threads, which on two cores (maybe one core's two threads)
  *  would slow whichever runtime runs next. */
-const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS)).then(collect);
 const SETTLE_MS = 1000;
+
+/** Collects the page's garbage where the engine offers a page a way to
+ *  (Chromium launched with --expose-gc); the peers' workers do the same
+ *  before each run (guest-worker.js). */
+const collect = () => globalThis.gc?.();
 
 /** The small-file phases, the ones a runtime's warm-up weighs on. */
 const WARM = ["create", "read", "stat", "unlink", "mkdir", "rmdir"];
@@ -101,10 +111,29 @@ async function peerRun(peer, module, failures, probe = false) {
   }
 }
 
+/** A runtime's first run on this page: nothing of it compiled or warm yet. */
+async function firstRun(module) {
+  const wanted = ALL.filter((p) => !skip.has(p));
+  if (fresh === "packfs") return packfs(module, wanted);
+  const r = await inWorker(fresh, module, wanted, false);
+  if (r.failure) throw new Error(`${fresh}: ${r.failure.phase}: ${r.failure.message}`);
+  return r.phases;
+}
+
 try {
   if (!crossOriginIsolated) {
     throw new Error("the page is not cross-origin isolated (COOP same-origin and COEP require-corp): its clock is coarse");
   }
+  if (fresh) {
+    const module = await WebAssembly.compileStreaming(fetch("bench_workload.wasm"));
+    window.guestBench = { phases: await firstRun(module), grainNs: grainNs() };
+  } else await allRuns();
+} catch (e) {
+  window.guestBench = { error: String(e?.stack ?? e) };
+}
+
+/** Every runtime's runs, fresh workers then warm ones, on this one page. */
+async function allRuns() {
   const module = await WebAssembly.compileStreaming(fetch("bench_workload.wasm"));
   const results = { packfs: [] };
   const failures = {};
@@ -145,7 +174,6 @@ try {
   }
   runner.close();
   for (const w of workers) w.terminate();
-  window.guestBench = { n: Number(n), big: Number(big), runs, grainNs: grain, results, failures, warm: warmed };
-} catch (e) {
-  window.guestBench = { error: String(e?.stack ?? e) };
+  const collected = typeof globalThis.gc === "function";
+  window.guestBench = { n: Number(n), big: Number(big), runs, grainNs: grain, results, failures, warm: warmed, collected };
 }

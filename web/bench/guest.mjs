@@ -7,7 +7,7 @@
 //
 //   web/build.sh && (cd web && npm ci && npm run bench:guest)
 //
-// RUNS (default 5), N (small files, default 5000: every peer lists or
+// RUNS (default 10; FRESH_RUNS, the fresh-page rounds, as many), N (small files, default 5000: every peer lists or
 // looks up a directory in O(n) per call) and BIG_MIB (the big file,
 // default 8: browser_wasi_shim regrows a file by copying it whole on every
 // write that extends it, so 64 MiB in 4 KiB writes would copy ~0.5 TB).
@@ -23,10 +23,12 @@ import { ENGINE, launch, pageResult } from "../e2e/browser.mjs";
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 const root = here("../../");
-const runs = Number(process.env.RUNS ?? 5);
+const runs = Number(process.env.RUNS ?? 10);
 const n = Number(process.env.N ?? 5000);
 const big = Number(process.env.BIG_MIB ?? 8);
-const warmRuns = Number(process.env.WARM_RUNS ?? 10);
+const warmRuns = Number(process.env.WARM_RUNS ?? 12);
+/** Rounds of first runs on fresh pages (every runtime once a round). */
+const freshRuns = Number(process.env.FRESH_RUNS ?? runs);
 
 /** The peers, in the table's order: the worker's key, the column's name
  *  and the packages whose versions the report gives. */
@@ -61,9 +63,23 @@ async function run() {
     logLevel: "warning",
   });
   const server = await startServer({ files: { "/bench/bench_workload.wasm": wasm }, headers: ISOLATED });
-  const browser = await launch();
+  const browser = await launch({ exposeGc: true });
   try {
-    const r = await pageResult(browser, `${server.url}/bench/guest.html?runs=${runs}&n=${n}&big=${big}&warm=${warmRuns}`, "guestBench", 60 * 60_000);
+    const size = `n=${n}&big=${big}`;
+    const r = await pageResult(browser, `${server.url}/bench/guest.html?runs=${runs}&${size}&warm=${warmRuns}`, "guestBench", 60 * 60_000);
+    // Each runtime's first run on a page of its own, the runtimes taking
+    // turns, leaving out what a peer cannot run (found above).
+    r.fresh = { packfs: [], ...Object.fromEntries(PEERS.map((p) => [p.key, []])) };
+    for (let i = 0; i < freshRuns; i++) {
+      for (const key of Object.keys(r.fresh)) {
+        const skip = Object.keys(r.failures[key] ?? {}).join(",");
+        const url = `${server.url}/bench/guest.html?fresh=${key}&skip=${skip}&${size}`;
+        const one = await pageResult(browser, url, "guestBench", 30 * 60_000);
+        r.fresh[key].push(one.phases);
+        r.grainNs = Math.max(r.grainNs, one.grainNs);
+        process.stderr.write(`fresh page ${i + 1}/${freshRuns}: ${key}\n`);
+      }
+    }
     const results = { ...r, date: new Date().toISOString().slice(0, 10) };
     writeFileSync(here(`./dist/guest-results${ENGINE === "chromium" ? "" : `-${ENGINE}`}.json`), JSON.stringify(results));
     return results;
@@ -84,70 +100,97 @@ const median = (v) => {
   const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
-const time = (key, p) => median(res.results[key].map((r) => r[p].ns));
-const phases = Object.keys(res.results.packfs[0]);
 const bulk = (p) => /^(write|read)\d/.test(p);
 const ms = (ns) => `${(ns / 1e6).toFixed(1)} ms`;
 // A phase the clock's grain is more than 1% of says so.
 const grain = (ns) => (res.grainNs / ns > 0.01 ? ` ±${((100 * res.grainNs) / ns).toFixed(0)}%` : "");
 const failure = (f) => (f.call ? `${f.call} → ${ERRNO[f.errno] ?? f.errno}` : "wrong result");
+const range = (v, f) => `${f(Math.min(...v))}–${f(Math.max(...v))}`;
 
-// Each peer phase: its ratio (peer ÷ PackFS) against its target, or its failure.
-const missed = [];
-let measured = 0;
-const rows = phases.map((p) => {
-  const ours = time("packfs", p);
-  const ops = res.results.packfs[0][p].ops;
-  const per = bulk(p) ? `${(res.big / (ours / 1e9)).toFixed(0)} MiB/s` : `${(ours / ops / 1e3).toFixed(2)} µs/op`;
-  const cells = PEERS.map(({ key, name }) => {
-    const failed = res.failures[key][p];
-    if (failed) return `fails: ${failure(failed)}`;
-    const theirs = time(key, p);
-    measured++;
-    const ratio = theirs / ours;
-    const target = TWICE.has(p) ? 2 : 1;
-    if (ratio < target) missed.push({ name, line: `${p} against ${name}: ${ratio.toFixed(2)}x (target ${target}x)` });
-    return `${ms(theirs)}${grain(theirs)}, ${ratio.toFixed(2)}x${ratio < target ? " **short**" : ""}`;
+/**
+ * One table of `set` ({ runtime: [run's phases] }, the runs of a round at
+ * the same index): per phase, PackFS's median time with its fastest and
+ * slowest run, and per peer its median time, the ratio of the medians
+ * (peer ÷ PackFS) and the lowest and highest ratio of one round's runs.
+ * Returns the rows, the phases short of their targets and how many
+ * peer phases ran.
+ */
+function table(set, peers, label) {
+  const missed = [];
+  let measured = 0;
+  const rows = Object.keys(set.packfs[0]).map((p) => {
+    const times = (key) => set[key].map((r) => r[p].ns);
+    const ours = median(times("packfs"));
+    const ops = set.packfs[0][p].ops;
+    const per = bulk(p) ? `${(res.big / (ours / 1e9)).toFixed(0)} MiB/s` : `${(ours / ops / 1e3).toFixed(2)} µs/op`;
+    const cells = peers.map(({ key, name }) => {
+      const failed = res.failures[key][p];
+      if (failed) return `fails: ${failure(failed)}`;
+      measured++;
+      const theirs = median(times(key));
+      const ratio = theirs / ours;
+      const perRound = times(key).map((t, i) => t / set.packfs[i][p].ns);
+      const target = TWICE.has(p) ? 2 : 1;
+      if (ratio < target) missed.push({ name, line: `${p} against ${name}${label}: ${ratio.toFixed(2)}x (target ${target}x)` });
+      return `${ms(theirs)}${grain(theirs)}, **${ratio.toFixed(2)}x**${ratio < target ? " short" : ""} (${range(perRound, (x) => x.toFixed(2))})`;
+    });
+    return `| ${p} | ${ms(ours)}${grain(ours)} (${range(times("packfs"), (x) => (x / 1e6).toFixed(1))}; ${per}) | ${cells.join(" | ")} |`;
   });
-  return `| ${p} | ${ms(ours)}${grain(ours)} (${per}) | ${cells.join(" | ")} |`;
-});
+  return { rows, missed, measured };
+}
+const head = (peers) => `| phase | PackFS | ${peers.map((p) => p.name).join(" | ")} |
+|---|---:|${peers.map(() => "---:").join("|")}|`;
+
+const phases = Object.keys(res.results.packfs[0]);
+const main = table(res.results, PEERS, "");
+const { rows, missed, measured } = main;
 const failures = PEERS.flatMap(({ key, name }) =>
   Object.entries(res.failures[key]).map(
     ([p, f]) => `- ${name}, ${p}: the guest stops with "${f.message}"${f.call ? ` (the call that failed: \`${f.call}\` → ${ERRNO[f.errno] ?? f.errno})` : ""}.`,
   ),
 );
-// Warm: the median of each runtime's runs after its first two in one worker.
+// Fresh pages: each runtime's first run on a page of its own.
+const fresh = res.fresh && table(res.fresh, PEERS, " (fresh page)");
+const freshSection = fresh
+  ? `## A fresh page: each runtime's first run
+
+Each run here is a runtime's first on a page just opened (a new browser
+context): its JavaScript and wasm are compiled from nothing and start on
+the engine's baseline tiers, PackFS's packfs-web as much as the peers'
+code, where above PackFS's workers share the one compiled packfs-web of
+a page that has run it before while each peer's new worker compiles its
+JavaScript again. ${res.fresh.packfs.length} rounds, the runtimes taking turns, a
+new page for each run; cells as above.
+
+${head(PEERS)}
+${fresh.rows.join("\n")}
+
+${fresh.missed.length ? `**Not met** on a fresh page: ${fresh.missed.map((m) => m.line).join("; ")}.` : `**Met** on a fresh page on all ${fresh.measured} peer phases that run.`}
+
+`
+  : "";
+// Warm: the runs after each runtime's first two in one worker.
 const WARM_PEERS = PEERS.filter((p) => res.warm?.[p.key]);
-const warmTime = (key, p) => median(res.warm[key].slice(2).map((r) => r[p].ns));
-const warmMissed = [];
-const warmRows = res.warm
-  ? Object.keys(res.warm.packfs[0]).map((p) => {
-      const ours = warmTime("packfs", p);
-      const cells = WARM_PEERS.map(({ key, name }) => {
-        const ratio = warmTime(key, p) / ours;
-        const target = TWICE.has(p) ? 2 : 1;
-        if (ratio < target) warmMissed.push(`${p} against ${name}: ${ratio.toFixed(2)}x (target ${target}x)`);
-        return `${ms(warmTime(key, p))}, ${ratio.toFixed(2)}x${ratio < target ? " **short**" : ""}`;
-      });
-      const ops = res.warm.packfs[0][p].ops;
-      return `| ${p} | ${ms(ours)} (${(ours / ops / 1e3).toFixed(2)} µs/op) | ${cells.join(" | ")} |`;
-    })
-  : [];
+const warmSet = res.warm && Object.fromEntries(Object.entries(res.warm).map(([k, v]) => [k, v.slice(2)]));
+const warm = res.warm && table(warmSet, WARM_PEERS, " warm");
+const warmMissed = warm ? warm.missed.map((m) => m.line) : [];
+const warmRows = warm ? warm.rows : [];
 const warmSection = res.warm
   ? `## Warm: many runs in one worker
 
 The same small-file phases run ${res.warm.packfs.length} times in one worker per runtime,
 each run on a fresh filesystem: PackFS by one \`createRunner()\`, each peer's
 worker given run after run, the runtimes taking turns (PackFS, then each
-peer, then PackFS again), each after a second's pause (as above).
-Cells are the medians of the runs after the
+peer, then PackFS again), each after a second's pause (as above)${res.collected ? ", the\npeers' workers collecting their garbage before each run (`gc()`, which\nthis engine gives a page when launched with `--expose-gc`; PackFS's\nrunner offers no such call, and its worker is not collected)" : ` (this
+engine offers a page no call that collects garbage: a peer's run may
+collect what its earlier runs left)`}.
+Cells are the medians of the ${res.warm.packfs.length - 2} runs after the
 first two (the first runs carry the engine's warm-up: it compiles wasm
 with a baseline compiler first and optimizes the functions that turn
-out hot, and JavaScript likewise), and the ratio peer ÷ PackFS. @runno/wasi
+out hot, and JavaScript likewise), with the spread as above. @runno/wasi
 is left out: its phases are O(n²) (above).
 
-| phase | PackFS | ${WARM_PEERS.map((p) => p.name).join(" | ")} |
-|---|---:|${WARM_PEERS.map(() => "---:").join("|")}|
+${head(WARM_PEERS)}
 ${warmRows.join("\n")}
 
 ${warmMissed.length ? `**Not met** warm: ${warmMissed.join("; ")}.` : `**Met** warm on all ${warmRows.length * WARM_PEERS.length} peer phases.`}
@@ -232,17 +275,19 @@ time it is more than 1% of carries "±".
   file written and read back in 4 KiB, 64 KiB and 1 MiB pieces (not 64 MiB
   as on the host: browser_wasi_shim's write phases grow with the square of
   the size).
-- Medians of ${res.runs} runs each, PackFS then the peers in the table's order in
-  every run, each run in a fresh worker on a fresh filesystem (PackFS's
+- Medians of ${res.runs} runs each, with the fastest and slowest, PackFS then
+  the peers in the table's order in every run, each run in a fresh worker on a fresh filesystem (PackFS's
   workers are given the page's one compiled packfs-web, as every
   \`runP1\` of a page is), after a second's pause, so that what a worker
   leaves to background threads when it ends or after it worked (tearing
   down, collecting, compiling) does not fall, on this machine's two
   cores, on whichever runtime runs next (without it PackFS ran each time
-  right after @runno/wasi's worker of seconds of work). Cells are
-  the peer's time and the ratio peer ÷ PackFS (above 1: PackFS faster);
-  **short** marks a ratio under its target. Nothing is asserted on these
-  numbers.
+  right after @runno/wasi's worker of seconds of work)${res.collected ? ", the page\n  collecting its garbage before each run (\`gc()\`, Chromium launched with\n  \`--expose-gc\`)" : ""}. PackFS's cells
+  are its median time (its fastest and slowest run; the rate); a peer's
+  are its median time, the ratio of the medians peer ÷ PackFS in bold
+  (above 1: PackFS faster), and in brackets the lowest and highest ratio
+  of one round's two runs; **short** marks a ratio of medians under its
+  target. Nothing is asserted on these numbers.
 - What a peer cannot run is found first by a small run (100 files, 1 MiB)
   that watches every call; the timed runs leave those phases out.
 
@@ -251,15 +296,14 @@ packfs-web release build. Run: ${res.date}.
 
 ## Results
 
-| phase | PackFS | ${PEERS.map((p) => p.name).join(" | ")} |
-|---|---:|${PEERS.map(() => "---:").join("|")}|
+${head(PEERS)}
 ${rows.join("\n")}
 
 ## Targets
 
 ${targets}
 
-${warmSection}
+${freshSection}${warmSection}
 ## Where PackFS's time goes
 
 A guest's calls reach packfs-web with no JavaScript between: the guest

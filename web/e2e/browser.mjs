@@ -17,7 +17,10 @@ export const FIREFOX = process.env.FIREFOX ?? "/usr/bin/firefox-esr";
 export const ENGINE = process.env.PACKFS_BROWSER ?? "chromium";
 if (!["chromium", "firefox", "webkit"].includes(ENGINE)) throw new Error(`PACKFS_BROWSER=${ENGINE}: chromium, firefox or webkit`);
 
-export function launch() {
+/** `exposeGc`: Chromium gives pages and workers V8's `gc()` (the
+ *  benchmarks collect garbage between runs with it); the other engines
+ *  offer a page no such call. */
+export function launch({ exposeGc = false } = {}) {
   if (ENGINE === "webkit") return launchWebKit();
   if (ENGINE === "firefox") {
     return firefox.launch({
@@ -38,6 +41,7 @@ export function launch() {
       "--disable-background-networking",
       "--disable-component-update",
       "--disable-sync",
+      ...(exposeGc ? ["--js-flags=--expose-gc"] : []),
     ],
   });
 }
@@ -60,13 +64,17 @@ export async function newPage(browser, { acceptDownloads = false } = {}) {
  * version; throws the page's own `error`, or its first uncaught error.
  */
 export async function pageResult(browser, url, name, timeoutMs) {
-  const { page, errors } = await newPage(browser);
-  await page.goto(url);
-  await page.waitForFunction((n) => window[n], name, { timeout: timeoutMs, polling: 1000 });
-  const res = await page.evaluate((n) => window[n], name);
-  if (res.error) throw new Error(res.error);
-  if (errors.length) throw errors[0];
-  return { ...res, browser: `${ENGINE} ${browser.version()}` };
+  const { page, context, errors } = await newPage(browser);
+  try {
+    await page.goto(url);
+    await page.waitForFunction((n) => window[n], name, { timeout: timeoutMs, polling: 1000 });
+    const res = await page.evaluate((n) => window[n], name);
+    if (res.error) throw new Error(res.error);
+    if (errors.length) throw errors[0];
+    return { ...res, browser: `${ENGINE} ${browser.version()}` };
+  } finally {
+    await context.close();
+  }
 }
 
 /**
