@@ -1,6 +1,6 @@
-//! # packfs-core
+#![doc = include_str!("../README.md")]
 //!
-//! The target-agnostic heart of PackFS, a virtual filesystem for WebAssembly:
+//! ## What is where
 //!
 //! - [`FileSystem`]: the one object-safe backend trait, over inodes and
 //!   single names, with errors ([`Error`]) that each map onto one WASI
@@ -30,12 +30,6 @@
 //!              │                       └─ (host: DirFs)
 //!        Tree = Treap<(dir, name) → ino> + Treap<ino → inode>
 //! ```
-//!
-//! Its companions: [`packfs-os`](https://docs.rs/packfs-os) (host
-//! directories, mapped packs, journals) and
-//! [`packfs-host`](https://docs.rs/packfs-host) (WASI guests on
-//! wasmtime); the `packfs` command is
-//! [`packfs-cli`](https://docs.rs/packfs-cli).
 //!
 //! What it does not do: no OS file I/O, no clock of its own on
 //! `wasm32-unknown-unknown` (pass a [`Clock`]), no permission checks per

@@ -1,6 +1,8 @@
-//! # packfs-host
+#![doc = include_str!("../README.md")]
 //!
-//! Presents PackFS trees to WASI guest programs as ordinary preopened
+//! ## What is where
+//!
+//! packfs-host presents PackFS trees to WASI guest programs as ordinary preopened
 //! directories, on wasmtime 48. Guests use `std::fs`, wasi-libc stdio,
 //! anything that speaks WASI — their I/O lands in a PackFS
 //! [`FileSystem`](packfs_core::FileSystem), never on the host disk unless

@@ -1,7 +1,8 @@
-//! # packfs-os
+#![doc = include_str!("../README.md")]
 //!
-//! PackFS on the host's own filesystem — what needs the operating system,
-//! and nothing of wasmtime:
+//! ## What is where
+//!
+//! What needs the operating system, and nothing of wasmtime:
 //!
 //! - [`beneath`]: the rule every path into a host directory is opened by
 //!   (`openat2` `RESOLVE_BENEATH`), for [`dir`] and whoever else writes

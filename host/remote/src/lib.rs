@@ -1,5 +1,6 @@
-//! PackFS packs read lazily from object stores: `s3://BUCKET/KEY` in any
-//! S3-compatible store, or an `http(s)://` URL read with Range requests.
+#![doc = include_str!("../README.md")]
+//!
+//! ## What is where
 //!
 //! [`open`] drives core's lazy-open plan
 //! ([`LazyOpen`](packfs_core::pack::LazyOpen)): two or three ranged
