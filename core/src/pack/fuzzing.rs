@@ -1,5 +1,6 @@
-//! Helpers shared by the mutation test and the `fuzz/` targets. Not part
-//! of the stable API.
+//! Hostile packs made to order, for the mutation test, the `fuzz/`
+//! targets and other crates' tests (feature `fuzzing`). Not part of the
+//! stable API.
 
 use std::collections::VecDeque;
 

@@ -44,7 +44,7 @@ mod dictionary;
 mod digest;
 mod dirent;
 mod frame;
-#[doc(hidden)]
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod hash_index;
 mod header;

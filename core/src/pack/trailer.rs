@@ -45,12 +45,15 @@ pub(crate) const MAGIC: [u8; 8] = *b"\x89PACKEND";
 /// Bytes covered by `trailer_checksum`, which follows them.
 pub(crate) const CHECKED_LEN: usize = 120;
 /// Where `pack_len` lies in the trailer.
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) const PACK_LEN_AT: usize = 16;
 /// Where `index_len` lies in the trailer.
 pub(crate) const INDEX_LEN_AT: usize = 12;
 /// Where `index_offset` lies in the trailer.
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) const INDEX_OFFSET_AT: usize = 40;
 /// Where `index_checksum` lies in the trailer.
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) const INDEX_CHECKSUM_AT: usize = 48;
 /// Most records in any table: indices are 32-bit.
 pub(crate) const MAX_COUNT: u64 = u32::MAX as u64;
