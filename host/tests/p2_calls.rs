@@ -10,12 +10,12 @@ use packfs_core::{FileSystem, Ino, MemFs, system_clock};
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, StreamError};
 
-use super::bindings::preopens::Host as _;
-use super::bindings::types::{
+use packfs_host::wasi::bindings::preopens::Host as _;
+use packfs_host::wasi::bindings::types::{
     DescriptorFlags as DF, DescriptorType, ErrorCode, Host as _, HostDescriptor as D, HostDirectoryEntryStream as _,
     NewTimestamp, OpenFlags as OF, PathFlags as PF,
 };
-use super::{Descriptor, FsError, PackFsCtx, PackFsCtxView};
+use packfs_host::wasi::{Descriptor, FsError, MAX_DIR_STREAMS, PackFsCtx, PackFsCtxView};
 
 struct Guest {
     ctx: PackFsCtx,
@@ -43,7 +43,7 @@ fn b<T: 'static>(r: &Resource<T>) -> Resource<T> {
 }
 
 /// A metadata hash as a comparable pair.
-fn hash(h: super::bindings::types::MetadataHashValue) -> (u64, u64) {
+fn hash(h: packfs_host::wasi::bindings::types::MetadataHashValue) -> (u64, u64) {
     (h.lower, h.upper)
 }
 
@@ -539,7 +539,6 @@ fn snapshot_preopen_is_read_only_by_nature() {
 /// `insufficient-memory`, and dropping one makes room.
 #[test]
 fn a_guest_holds_a_bounded_number_of_directory_streams() {
-    use super::streams::MAX_DIR_STREAMS;
     let fs = Arc::new(MemFs::new());
     for i in 0..300 {
         fs.mkdir(fs.root(), &format!("entry-{i:03}"), 0o755).unwrap();
@@ -555,7 +554,7 @@ fn a_guest_holds_a_bounded_number_of_directory_streams() {
     }
     assert_eq!(code(g.view().read_directory(b(&root))), ErrorCode::InsufficientMemory);
     let gone = streams.pop().unwrap();
-    super::bindings::types::HostDirectoryEntryStream::drop(&mut g.view(), gone).unwrap();
+    packfs_host::wasi::bindings::types::HostDirectoryEntryStream::drop(&mut g.view(), gone).unwrap();
     let s = g.view().read_directory(b(&root)).unwrap();
     assert!(g.view().read_directory_entry(b(&s)).unwrap().is_some());
 }

@@ -57,7 +57,7 @@ pub use bindings::FsError;
 pub use errors::error_code;
 pub use packfs_core::wasi::{Access, Descriptor};
 pub use preopens::{PackFsCtx, PackFsCtxBuilder, PackFsCtxView, PackFsFilesystem, PackFsView};
-pub use streams::DirStream;
+pub use streams::{DirStream, MAX_DIR_STREAMS};
 
 /// `HasData` for wasmtime-wasi's `wasi:io`, whose host state is the table.
 struct HasTable;
@@ -164,6 +164,3 @@ fn add_nonblocking<T: WasiView + 'static>(l: &mut Linker<T>) -> wasmtime::Result
     sockets::ip_name_lookup::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
     Ok(())
 }
-
-#[cfg(test)]
-mod tests;

@@ -31,7 +31,7 @@ const DIR_BATCH: usize = 128;
 /// past it). Each holds a batch of names, so this bounds the host memory
 /// a guest's listings take: at most 512 × 128 names, 20 MiB at the
 /// longest names, whatever the number of its other resources.
-pub(crate) const MAX_DIR_STREAMS: usize = 512;
+pub const MAX_DIR_STREAMS: usize = 512;
 
 /// The directory streams a guest holds, shared by its context and each
 /// stream (which gives its place back when dropped).

@@ -1,25 +1,15 @@
 //! What a run left: each call's outputs as read back from memory, the
 //! listings resumed by cookie, and the trees, compared.
 
+use crate::script::*;
+use packfs_core::{FileSystem, FileType};
 use packfs_test_support as support;
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
-use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
-use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::Wasi;
-use packfs_core::{FileSystem, FileType, MemFs, OpenOptions};
-use packfs_host::p1::HostPlatform;
-use proptest::prelude::*;
-use proptest::sample::select;
-use proptest::test_runner::TestCaseError;
-use wasmtime::{Engine, Instance, Linker, Module, Store};
-use wasmtime_wasi::p1::WasiP1Ctx;
-use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx};
-#[allow(unused_imports)]
-use crate::{script::*, encode::*, sides::*, known::*};
 
 pub(crate) fn u32_at(m: &[u8], at: u32) -> u32 {
     u32::from_le_bytes(m[at as usize..at as usize + 4].try_into().unwrap())

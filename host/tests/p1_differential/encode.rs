@@ -1,24 +1,7 @@
 //! A script as a guest: each call encoded as WebAssembly text.
 
-use packfs_test_support as support;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use crate::script::*;
 use std::fmt::Write as _;
-use std::os::fd::OwnedFd;
-use std::os::unix::fs::MetadataExt as _;
-use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
-use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::Wasi;
-use packfs_core::{FileSystem, FileType, MemFs, OpenOptions};
-use packfs_host::p1::HostPlatform;
-use proptest::prelude::*;
-use proptest::sample::select;
-use proptest::test_runner::TestCaseError;
-use wasmtime::{Engine, Instance, Linker, Module, Store};
-use wasmtime_wasi::p1::WasiP1Ctx;
-use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx};
-#[allow(unused_imports)]
-use crate::{script::*, sides::*, compare::*, known::*};
 
 /// The wasm text of call `i`'s cookie, from `calls`, the calls before it.
 pub(crate) fn cookie_expr(cookie: Cookie, calls: &[(Call, Bad)]) -> String {

@@ -1,25 +1,7 @@
 //! The differences from wasmtime that PackFS documents, and those this
 //! test found that it does not (bugs to mend).
 
-use packfs_test_support as support;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt::Write as _;
-use std::os::fd::OwnedFd;
-use std::os::unix::fs::MetadataExt as _;
-use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
-use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::Wasi;
-use packfs_core::{FileSystem, FileType, MemFs, OpenOptions};
-use packfs_host::p1::HostPlatform;
-use proptest::prelude::*;
-use proptest::sample::select;
-use proptest::test_runner::TestCaseError;
-use wasmtime::{Engine, Instance, Linker, Module, Store};
-use wasmtime_wasi::p1::WasiP1Ctx;
-use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx};
-#[allow(unused_imports)]
-use crate::{script::*, encode::*, sides::*, compare::*};
+use crate::{encode::*, script::*};
 
 /// `PACKFS_DIFF_KNOWN` is set: the [`known`] differences are generated
 /// and compared.

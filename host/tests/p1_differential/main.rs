@@ -76,24 +76,12 @@ mod script;
 mod sides;
 mod slash;
 
-use packfs_test_support as support;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt::Write as _;
-use std::os::fd::OwnedFd;
-use std::os::unix::fs::MetadataExt as _;
-use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
-use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::Wasi;
-use packfs_core::{FileSystem, FileType, MemFs, OpenOptions};
-use packfs_host::p1::HostPlatform;
-use proptest::prelude::*;
-use proptest::sample::select;
-use proptest::test_runner::TestCaseError;
-use wasmtime::{Engine, Instance, Linker, Module, Store};
-use wasmtime_wasi::p1::WasiP1Ctx;
-use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx};
 use crate::{compare::*, encode::*, known::*, script::*, sides::*};
+use packfs_core::MemFs;
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+use std::sync::Arc;
+use wasmtime::Module;
 
 /// Runs `calls` on PackFS and on wasmtime, and compares.
 fn against_wasmtime(calls: &[(Call, Bad)]) -> Result<(), TestCaseError> {

@@ -1,25 +1,9 @@
 //! Scripts: the calls a guest makes, the memory layout they use, and the
 //! proptest strategies that generate them.
 
-use packfs_test_support as support;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt::Write as _;
-use std::os::fd::OwnedFd;
-use std::os::unix::fs::MetadataExt as _;
-use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
-use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::Wasi;
-use packfs_core::{FileSystem, FileType, MemFs, OpenOptions};
-use packfs_host::p1::HostPlatform;
+use crate::known::*;
 use proptest::prelude::*;
 use proptest::sample::select;
-use proptest::test_runner::TestCaseError;
-use wasmtime::{Engine, Instance, Linker, Module, Store};
-use wasmtime_wasi::p1::WasiP1Ctx;
-use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx};
-#[allow(unused_imports)]
-use crate::{encode::*, sides::*, compare::*, known::*};
 
 /// Memory layout of the generated guest (two 64 KiB pages).
 pub(crate) const PATHS: u32 = 0; // path strings, one per 64 bytes

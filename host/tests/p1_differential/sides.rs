@@ -1,25 +1,16 @@
 //! The two sides a guest runs on: PackFS (a `MemFs`) and wasmtime's
 //! native preview1 on a temporary directory holding the same tree.
 
-use packfs_test_support as support;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt::Write as _;
-use std::os::fd::OwnedFd;
-use std::os::unix::fs::MetadataExt as _;
-use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use crate::compare::*;
 use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::Wasi;
-use packfs_core::{FileSystem, FileType, MemFs, OpenOptions};
+use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_host::p1::HostPlatform;
-use proptest::prelude::*;
-use proptest::sample::select;
-use proptest::test_runner::TestCaseError;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
 use wasmtime::{Engine, Instance, Linker, Module, Store};
 use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx};
-#[allow(unused_imports)]
-use crate::{script::*, encode::*, compare::*, known::*};
 
 /// Symlinks of the seed that lead out of the preopen, named only by the
 /// paths of [`LEAVING`].

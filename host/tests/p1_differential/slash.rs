@@ -1,24 +1,13 @@
 //! Paths ending in `/`, against Linux.
 
-use packfs_test_support as support;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt::Write as _;
-use std::os::fd::OwnedFd;
-use std::os::unix::fs::MetadataExt as _;
-use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
-use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::Wasi;
-use packfs_core::{FileSystem, FileType, MemFs, OpenOptions};
-use packfs_host::p1::HostPlatform;
+use crate::survey;
+use crate::{compare::*, encode::*, known::*, script::*, sides::*};
+use packfs_core::MemFs;
 use proptest::prelude::*;
-use proptest::sample::select;
 use proptest::test_runner::TestCaseError;
-use wasmtime::{Engine, Instance, Linker, Module, Store};
-use wasmtime_wasi::p1::WasiP1Ctx;
-use wasmtime_wasi::{FsPerms, I32Exit, WasiCtx};
-#[allow(unused_imports)]
-use crate::{script::*, encode::*, sides::*, compare::*, known::*};
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use wasmtime::Module;
 
 pub(crate) fn slash_path() -> impl Strategy<Value = &'static str> {
     prop_oneof![3 => pooled(SLASH_POOL), 2 => pooled(SLASH_PLAIN)]
@@ -207,7 +196,7 @@ proptest! {
     /// `packfs_core::wasi::p1`: "Paths answer as Linux does where wasmtime
     /// (cap-std) does not").
     #[test]
-    pub(crate) fn paths_ending_in_slash_answer_as_linux(calls in proptest::collection::vec(slash_call(), 1..30)) {
+    fn paths_ending_in_slash_answer_as_linux(calls in proptest::collection::vec(slash_call(), 1..30)) {
         survey(against_linux(&calls))?;
     }
 }

@@ -72,20 +72,12 @@ const TRAPPED: u8 = 134;
 const OUT_OF_MEMORY: u8 = 137;
 
 /// `stats`: say on stderr, once the guest has run, how it was loaded.
-pub(crate) fn run(args: Args, packs: &Packs, stats: bool) -> Result<ExitCode> {
+pub(crate) fn run(mut args: Args, packs: &Packs, stats: bool) -> Result<ExitCode> {
     raise_nofile_limit();
-    let mut command = args.command.into_iter();
-    let module = PathBuf::from(command.next().context("no MODULE given")?);
-    let mut argv = vec![utf8(module.clone().into_os_string(), "MODULE")?];
-    for arg in command {
-        argv.push(utf8(arg, "a guest argument")?);
-    }
-    if args.save.is_some() && args.mounts.is_empty() {
-        bail!("--save needs a --mount: without one the guest has no filesystem to save");
-    }
-    let shown = module.display();
+    let (module, argv) = command(&mut args)?;
+    let shown = module.display().to_string();
     // Its errors come first; it is loaded (not read, on a warm start) below.
-    let probe = compile::probe(&module).with_context(|| format!("{shown}"))?;
+    let probe = compile::probe(&module).with_context(|| shown.clone())?;
     let max_memory = match args.max_memory {
         Some(n) => Some(usize::try_from(n).context("--max-memory is larger than this machine's address space")?),
         None => None,
@@ -96,13 +88,8 @@ pub(crate) fn run(args: Args, packs: &Packs, stats: bool) -> Result<ExitCode> {
     let config = if probe.p3 { Runner::config_p3_for(&limits) } else { Runner::config_for(&limits) };
     let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow!("setting up wasmtime: {e}"))?;
     // The guest compiles (on a cold start) while the mounts are set up.
-    let loading = compile::start(
-        engine.clone(),
-        module.clone(),
-        guest_cache(args.no_cache, args.guest_cache_size),
-        shown.to_string(),
-        probe.size,
-    );
+    let cache = guest_cache(args.no_cache, args.guest_cache_size);
+    let loading = compile::start(engine.clone(), module, cache, shown.clone(), probe.size);
 
     if let Some(from) = &args.prefetch {
         // Before the mounts open: each asks for its traced chunks at once.
@@ -113,19 +100,72 @@ pub(crate) fn run(args: Args, packs: &Packs, stats: bool) -> Result<ExitCode> {
     // No mounts, no preopens (as `wasmtime run` without `--dir`).
     let namespace = if args.mounts.is_empty() { None } else { Some(Namespace::build(&args.mounts, packs)?) };
     let runner = Runner::new(&engine).map_err(|e| anyhow!("setting up wasmtime: {e}"))?.with_limits(limits);
-    let (guest, loaded) =
-        loading.wait().map_err(|e| anyhow!("{}", one_line(&e.to_string())).context(shown.to_string()))?;
+    let (guest, loaded) = loading.wait().map_err(|e| anyhow!("{}", one_line(&e.to_string())).context(shown.clone()))?;
     runner
         .check(&guest)
-        .map_err(|e| anyhow!("cannot run it here: {}", one_line(&format!("{e:#}"))).context(shown.to_string()))?;
+        .map_err(|e| anyhow!("cannot run it here: {}", one_line(&format!("{e:#}"))).context(shown.clone()))?;
 
     let root = namespace.as_ref().map(|ns| ns.table.clone() as Arc<dyn FileSystem>);
     // The run's deadline: the guest's, and then its --save's.
     let deadline = args.timeout.map(|t| Deadline::new(std::time::Instant::now() + t));
-    let outcome = match &guest {
+    let outcome = run_guest(&runner, &guest, &argv, &args, root)?;
+    if let Some(ns) = &namespace {
+        ns.report_limits();
+    }
+    if stats {
+        eprintln!("{}", loaded.line());
+    }
+    let status = match outcome {
+        Ok(status) => status,
+        Err(e) => return failed(&e, &shown),
+    };
+    if let Some(to) = &args.record_trace {
+        let trace = packfs_remote::RemoteSource::record(&packs.remote_packs());
+        write_trace(packs, to, trace.to_text()).with_context(|| format!("--record-trace {}", to.display()))?;
+    }
+    if let (Some(out), Some(ns)) = (&args.save, &namespace)
+        && !save_within(&ns.table, out, &args, deadline.as_ref())?
+    {
+        return Ok(ExitCode::from(TIMED_OUT));
+    }
+    // Journals whose log outgrew their tree are checkpointed now, so that
+    // the next run's open reads little. (A run that ends early leaves that
+    // to the next open.)
+    if let Some(ns) = namespace {
+        ns.close()?;
+    }
+    // `Runner` gives the POSIX status: 0 to 255.
+    Ok(ExitCode::from(status as u8))
+}
+
+/// MODULE and the guest's `argv` (MODULE as given, then its arguments).
+fn command(args: &mut Args) -> Result<(PathBuf, Vec<String>)> {
+    let mut command = std::mem::take(&mut args.command).into_iter();
+    let module = PathBuf::from(command.next().context("no MODULE given")?);
+    let mut argv = vec![utf8(module.clone().into_os_string(), "MODULE")?];
+    for arg in command {
+        argv.push(utf8(arg, "a guest argument")?);
+    }
+    if args.save.is_some() && args.mounts.is_empty() {
+        bail!("--save needs a --mount: without one the guest has no filesystem to save");
+    }
+    Ok((module, argv))
+}
+
+/// Runs `guest` with `argv`, `--env`, this process's stdio and `root`
+/// preopened at `/`: a module on PackFS's preview1, a component on
+/// `wasi:filesystem`.
+fn run_guest(
+    runner: &Runner,
+    guest: &Guest,
+    argv: &[String],
+    args: &Args,
+    root: Option<Arc<dyn FileSystem>>,
+) -> Result<Result<i32, RunError>> {
+    Ok(match guest {
         Guest::Module(module) => {
             let mut wasi = Wasi::builder(Box::new(HostPlatform::default()))
-                .args(&argv)
+                .args(argv)
                 .stdin(Box::new(Inherit::Stdin))
                 .stdout(Box::new(Inherit::Stdout))
                 .stderr(Box::new(Inherit::Stderr));
@@ -140,78 +180,60 @@ pub(crate) fn run(args: Args, packs: &Packs, stats: bool) -> Result<ExitCode> {
         }
         Guest::Component(component) => {
             let mut wasi = wasmtime_wasi::WasiCtx::builder();
-            wasi.inherit_stdio().args(&argv).envs(&args.env);
+            wasi.inherit_stdio().args(argv).envs(&args.env);
             let mut fs = PackFsCtx::builder();
             if let Some(root) = root {
                 fs.preopen("/", root);
             }
-            let _backstop = args.timeout.map(|t| Backstop::arm(t, shown.to_string()));
+            let _backstop = args.timeout.map(|t| Backstop::arm(t, argv[0].clone()));
             runner.run(component, wasi.build(), fs.build())
         }
-    };
-    if let Some(ns) = &namespace {
-        ns.report_limits();
-    }
-    if stats {
-        eprintln!("{}", loaded.line());
-    }
-    let status = match outcome {
-        Ok(status) => status,
-        Err(e) => {
-            let (msg, code) = match &e {
-                RunError::Timeout(_) => (e.to_string(), TIMED_OUT),
-                RunError::MemoryLimit(_) => (e.to_string(), OUT_OF_MEMORY),
-                RunError::Instantiate(_) => bail!("{shown}: {}", one_line(&e.to_string())),
-                RunError::Trap(t) => {
-                    let why = match t.downcast_ref::<wasmtime::Trap>() {
-                        Some(trap) => trap.to_string(),
-                        None => one_line(&format!("{t:?}")),
-                    };
-                    (format!("the guest trapped: {why}"), TRAPPED)
-                }
-                _ => (one_line(&e.to_string()), TRAPPED),
+    })
+}
+
+/// A run that did not end with the guest's exit: said in one line, with
+/// its own status.
+fn failed(e: &RunError, shown: &str) -> Result<ExitCode> {
+    let (msg, code) = match e {
+        RunError::Timeout(_) => (e.to_string(), TIMED_OUT),
+        RunError::MemoryLimit(_) => (e.to_string(), OUT_OF_MEMORY),
+        RunError::Instantiate(_) => bail!("{shown}: {}", one_line(&e.to_string())),
+        RunError::Trap(t) => {
+            let why = match t.downcast_ref::<wasmtime::Trap>() {
+                Some(trap) => trap.to_string(),
+                None => one_line(&format!("{t:?}")),
             };
-            eprintln!("packfs: {shown}: {msg}");
-            return Ok(ExitCode::from(code));
+            (format!("the guest trapped: {why}"), TRAPPED)
         }
+        _ => (one_line(&e.to_string()), TRAPPED),
     };
-    if let Some(to) = &args.record_trace {
-        let trace = packfs_remote::RemoteSource::record(&packs.remote_packs());
-        write_trace(packs, to, trace.to_text()).with_context(|| format!("--record-trace {}", to.display()))?;
+    eprintln!("packfs: {shown}: {msg}");
+    Ok(ExitCode::from(code))
+}
+
+/// `--save`: the namespace as the guest left it, written to `out` within
+/// what is left of the run's `deadline` (an hour's worth of it, a sparse
+/// file of 8 EiB say, must not hold the host past `--timeout` either).
+/// False when the time ran out first, having said so.
+fn save_within(table: &MountTable, out: &Path, args: &Args, deadline: Option<&Arc<Deadline>>) -> Result<bool> {
+    let saved = match deadline {
+        Some(d) => d.scope(|| save(table, out, &args.packing)),
+        None => save(table, out, &args.packing),
+    };
+    if deadline.is_some_and(|d| d.passed()) && saved.is_err() {
+        let limit = args.timeout.unwrap_or_default();
+        eprintln!("packfs: saving to {}: not done within the time limit of {limit:?}; nothing saved", out.display());
+        return Ok(false);
     }
-    if let (Some(out), Some(ns)) = (&args.save, &namespace) {
-        // What the guest left is saved within its time: an hour's worth
-        // of it (a sparse file of 8 EiB, say) must not hold the host past
-        // --timeout either.
-        let saved = match &deadline {
-            Some(d) => d.scope(|| save(&ns.table, out, &args.packing)),
-            None => save(&ns.table, out, &args.packing),
-        };
-        if deadline.as_ref().is_some_and(|d| d.passed()) && saved.is_err() {
-            let limit = args.timeout.unwrap_or_default();
-            eprintln!(
-                "packfs: saving to {}: not done within the time limit of {limit:?}; nothing saved",
-                out.display()
-            );
-            return Ok(ExitCode::from(TIMED_OUT));
-        }
-        let stats = saved.with_context(|| format!("saving to {}", out.display()))?;
-        eprintln!(
-            "saved {}: {} entries, {} of file content, {} pack",
-            out.display(),
-            stats.dirents,
-            bytes(stats.file_bytes),
-            bytes(stats.pack_len)
-        );
-    }
-    // Journals whose log outgrew their tree are checkpointed now, so that
-    // the next run's open reads little. (A run that ends early leaves that
-    // to the next open.)
-    if let Some(ns) = namespace {
-        ns.close()?;
-    }
-    // `Runner` gives the POSIX status: 0 to 255.
-    Ok(ExitCode::from(status as u8))
+    let stats = saved.with_context(|| format!("saving to {}", out.display()))?;
+    eprintln!(
+        "saved {}: {} entries, {} of file content, {} pack",
+        out.display(),
+        stats.dirents,
+        bytes(stats.file_bytes),
+        bytes(stats.pack_len)
+    );
+    Ok(true)
 }
 
 /// The cache of compiled guests bounded to `limit` bytes, unless
