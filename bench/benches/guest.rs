@@ -29,7 +29,7 @@
 //! `wasi:filesystem` against wasmtime-wasi's (`wasi-*`). p3 guests (the
 //! same workload through `wasi:filesystem@0.3.0`:
 //! `guest-tests/p3/src/bin/p3_bench_workload.rs`) run as `packfs run` runs
-//! them, on a [`Runner`] of [`Runner::config_p3`] ([`Runner::run_prepared_p3`]),
+//! them, on a [`Runner`] of [`Runner::config_p3`] ([`Runner::run_prepared`]),
 //! against wasmtime-wasi's own p3 (`wasi-*`, on an engine of the same
 //! configuration), as `wasmtime run` links it.
 //!
@@ -85,11 +85,12 @@ use packfs_core::wasi::p1::io::Capture;
 use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_host::load::GuestCache;
 use packfs_host::p1::HostPlatform;
+use packfs_host::sandbox::Output;
 use packfs_host::wasi::PackFsCtx;
-use packfs_host::{GuestState, Runner};
+use packfs_host::{GuestState, Prepared, Runner, Sandbox};
 use packfs_os::mmap::open_pack;
 use support::oracle;
-use wasmtime::component::{Component, InstancePre as ComponentPre, Linker};
+use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Module, Store};
 use wasmtime_wasi::p2::bindings::sync::CommandPre;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
@@ -271,7 +272,7 @@ enum Guest {
     P3 {
         /// A runner as `packfs run`'s, and the guest linked on it.
         runner: Box<Runner>,
-        packfs: ComponentPre<GuestState>,
+        packfs: Prepared,
         oracle: oracle::P3,
     },
 }
@@ -311,7 +312,7 @@ fn load(engine: &Engine, target: Target) -> Guest {
         Target::P3 => {
             let component = component();
             let runner = Box::new(Runner::new(engine).unwrap());
-            let packfs = runner.prepare_p3(&component).unwrap();
+            let packfs = runner.prepare(&packfs_host::load::Guest::Component(component.clone())).unwrap();
             Guest::P3 { runner, packfs, oracle: oracle::P3::new(engine, &component).unwrap() }
         }
     }
@@ -403,8 +404,8 @@ fn run(guest: &Guest, backend: Backend, setup: &Setup, n: usize, phases: Option<
     let packfs_ctx = || {
         let mut ctx = PackFsCtx::builder();
         match backend {
-            Pack => ctx.preopen_read_only("/", fs()),
-            _ => ctx.preopen("/", fs()),
+            Pack => ctx.preopen("/", fs(), Access::ReadOnly),
+            _ => ctx.preopen("/", fs(), Access::ReadWrite),
         };
         ctx.build()
     };
@@ -432,12 +433,21 @@ fn run(guest: &Guest, backend: Backend, setup: &Setup, n: usize, phases: Option<
         }
         (Guest::P1 { adapter: command, .. }, Adapter)
         | (Guest::P2 { packfs: command, .. }, Mem | Overlay | OverlayLower | Pack) => {
-            let mut store = Store::new(engine, GuestState::new(b.build(), packfs_ctx()));
+            let mut store = Store::new(engine, GuestState::new(b.build(), packfs_ctx(), ()));
             let command = command.instantiate(&mut store).unwrap();
             oracle::run_status(command.wasi_cli_run().call_run(&mut store)).unwrap_or_else(|e| trap(&e))
         }
         (Guest::P3 { runner, packfs, .. }, Mem | Overlay | OverlayLower | Pack) => {
-            runner.run_prepared_p3(packfs, b.build(), packfs_ctx()).unwrap_or_else(|e| trap(&e))
+            // As `packfs run` runs it: the runner's own stores and stdio.
+            let (out, err) = (Capture::new(1 << 16), Capture::new(1 << 16));
+            let access = if backend == Pack { Access::ReadOnly } else { Access::ReadWrite };
+            let sandbox = Sandbox::new()
+                .args(&args)
+                .stdout(Output::Capture(out.clone()))
+                .stderr(Output::Capture(err.clone()))
+                .preopen("/", fs(), access);
+            let status = runner.run_prepared(packfs, sandbox).unwrap_or_else(|e| trap(&e));
+            return phases_of(backend, status, &text(&out.contents()), &text(&err.contents()));
         }
         (Guest::P1 { native, .. }, WasiP1Tmp | WasiP1Shm) => native.run(b.build_p1()).unwrap_or_else(|e| trap(&e)),
         (Guest::P2 { oracle, .. }, WasiTmp | WasiShm) => oracle.run(b.build()).unwrap_or_else(|e| trap(&e)),

@@ -36,12 +36,10 @@ use std::time::{Duration, Instant};
 
 use packfs_bench::trees::Rng;
 use packfs_core::pack::{Compression, PackFs, PackOptions};
-use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::Wasi;
 use packfs_core::{FileSystem, MemFs, OpenOptions, resolve};
-use packfs_host::Runner;
-use packfs_host::load::{Guest, GuestCache};
-use packfs_host::p1::{HostPlatform, Inherit};
+use packfs_host::load::GuestCache;
+use packfs_host::sandbox::{Access, Output};
+use packfs_host::{Runner, Sandbox};
 use packfs_testnet::{ACCESS_KEY, Proxy, ProxyStats, SECRET_KEY, Seaweed};
 
 fn main() {
@@ -113,15 +111,10 @@ fn child(a: &[String]) {
     }
     let engine = wasmtime::Engine::new(&Runner::config_for(&Default::default())).unwrap();
     let runner = Runner::new(&engine).unwrap().with_cache(GuestCache::new(guest_cache).unwrap());
-    let Guest::Module(module) = runner.load(&std::fs::read(guest).unwrap()).unwrap() else { panic!("a p1 module") };
-    let wasi = Wasi::builder(Box::new(HostPlatform::default()))
-        .args(&argv)
-        .stdout(Box::new(Inherit::Stdout))
-        .stderr(Box::new(Inherit::Stderr))
-        .preopen("/", fs, Access::ReadOnly)
-        .build()
-        .unwrap();
-    assert_eq!(runner.run_module(&module, wasi).unwrap(), 0, "the guest read every file");
+    let guest = runner.load(&std::fs::read(guest).unwrap()).unwrap();
+    let sandbox =
+        Sandbox::new().args(&argv).stdout(Output::Inherit).stderr(Output::Inherit).preopen("/", fs, Access::ReadOnly);
+    assert_eq!(runner.run(&guest, sandbox).unwrap(), 0, "the guest read every file");
     if let (Some(to), Some(r)) = (some(record), remote) {
         std::fs::write(to, packfs_remote::RemoteSource::record([&r]).to_text()).unwrap();
     }

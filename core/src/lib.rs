@@ -17,6 +17,7 @@
 //!   (the host writes the file);
 //! - [`path`] and [`resolve`]: name validation and the path walk that
 //!   resolves `..` and symlinks *above* the backends, never past the root;
+//!   [`read_file`] and [`write_file`]: a whole file by path;
 //! - [`wasi`]: the WASI descriptor model and `wasi_snapshot_preview1`
 //!   itself, over any guest memory (wasmtime's, or a browser Worker's).
 //!
@@ -67,11 +68,13 @@ pub mod resolve;
 pub mod sync;
 pub mod treap;
 pub mod wasi;
+mod whole;
 
 pub use error::{BackendFault, Code, Error, OsError, RemoteFailure, Result};
 pub use fs::FileSystem;
 pub use mem::{MemFs, Snapshot};
 pub use meta::{Clock, DirEntry, FileType, Ino, Metadata, OpenOptions, SetTime, Timestamp, system_clock};
+pub use whole::{read_file, write_file};
 
 /// Largest file size and offset (POSIX `off_t` is signed 64-bit).
 pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;

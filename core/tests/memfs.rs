@@ -539,3 +539,34 @@ fn symlink_chain_limit() {
     assert!(resolve(&fs, ROOT, "l40", true).is_ok(), "40 hops are allowed");
     assert_eq!(resolve(&fs, ROOT, "l41", true), Err(Error::Loop));
 }
+
+/// `read_file` and `write_file` take whole files by path, byte for byte at
+/// sizes around their 64 KiB piece, through symlinks at the end as std's do,
+/// and refuse directories.
+#[test]
+fn whole_files_by_path() {
+    use packfs_core::{read_file, write_file};
+    let fs = MemFs::new();
+    let d = fs.mkdir(fs.root(), "d", 0o755).unwrap();
+    for (i, len) in [0usize, 1, 65_535, 65_536, 65_537, (3 << 20) + 7].into_iter().enumerate() {
+        let data: Vec<u8> = (0..len).map(|k| (k * 31 + i) as u8).collect();
+        let path = format!("d/f{i}");
+        write_file(&fs, &path, &data).unwrap();
+        assert!(read_file(&fs, &path).unwrap() == data, "{len} bytes");
+        // Written again, shorter: truncated, not overwritten in place.
+        write_file(&fs, &path, b"short").unwrap();
+        assert_eq!(read_file(&fs, &format!("/{path}")).unwrap(), b"short");
+    }
+    // Through a symlink at the end, to a file it creates.
+    fs.symlink(d, "link", "target").unwrap();
+    write_file(&fs, "d/link", b"via").unwrap();
+    assert_eq!(read_file(&fs, "d/target").unwrap(), b"via");
+    assert_eq!(read_file(&fs, "d/link").unwrap(), b"via");
+    assert_eq!(write_file(&fs, "d", b"x"), Err(Error::IsDir));
+    assert_eq!(write_file(&fs, "d/new/", b"x"), Err(Error::IsDir));
+    assert_eq!(read_file(&fs, "d"), Err(Error::IsDir));
+    assert_eq!(read_file(&fs, "d/none"), Err(Error::NotFound));
+    assert_eq!(write_file(&fs, "none/f", b"x"), Err(Error::NotFound));
+    assert_eq!(read_file(&fs, "../d/f1"), Err(Error::NotPermitted));
+    fs.snapshot().check_consistency().unwrap();
+}

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::{Wasi, io::Capture};
-use packfs_core::{FileSystem, FileType, MemFs, OpenOptions};
+use packfs_core::{FileSystem, FileType, MemFs, read_file, write_file};
 use packfs_host::p1::{HostPlatform, Inherit};
 use wasmtime::{Engine, Linker, Module, Store};
 
@@ -66,9 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // The trees: assets frozen in a snapshot, a scratch area in memory.
     let assets = MemFs::new();
-    let f = assets.open(assets.root(), "greeting.txt", &OpenOptions::create())?;
-    assets.write_at(f, 0, b"hello from PackFS\n")?;
-    assets.close(f);
+    write_file(&assets, "greeting.txt", b"hello from PackFS\n")?;
     let work = Arc::new(MemFs::new());
 
     // The plugin host's linker: preview1, files from PackFS.
@@ -99,9 +97,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if entry.kind != FileType::File {
             continue;
         }
-        let mut buf = vec![0; work.metadata(entry.ino)?.size as usize];
-        let n = work.read_at(entry.ino, 0, &mut buf)?;
-        println!("/work/{}: {:?}", entry.name, String::from_utf8_lossy(&buf[..n]));
+        let bytes = read_file(&*work, &entry.name)?;
+        println!("/work/{}: {:?}", entry.name, String::from_utf8_lossy(&bytes));
     }
     Ok(())
 }

@@ -84,6 +84,7 @@ pub mod p3;
 pub mod packs;
 mod pool;
 mod run;
+pub mod sandbox;
 #[cfg(feature = "p2")]
 pub mod wasi;
 
@@ -91,4 +92,12 @@ pub use limits::{Limits, RunError, Unenforceable};
 pub use pool::Pool;
 #[cfg(feature = "p2")]
 pub use run::{GuestState, MAX_RESOURCES};
-pub use run::{P1State, Runner};
+pub use run::{P1State, Prepared, Runner};
+pub use sandbox::Sandbox;
+/// The wasmtime an embedder hands its engine and linkers from: the one
+/// this crate links.
+pub use wasmtime;
+/// The wasmtime-wasi whose `WasiCtx` components get: the one this crate
+/// links.
+#[cfg(feature = "p2")]
+pub use wasmtime_wasi;

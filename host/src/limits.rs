@@ -124,4 +124,7 @@ pub enum RunError {
     /// start.
     #[error("cannot bound it here: {0}")]
     Unenforceable(Unenforceable),
+    /// The sandbox's preopens could not be opened; the guest did not start.
+    #[error("setting up the guest's preopens: {0}")]
+    Sandbox(packfs_core::Error),
 }

@@ -1,8 +1,10 @@
 //! Running a command guest with PackFS as its filesystem: the ready-made
-//! embedding that `packfs run`, the example and the guest tests use.
+//! embedding that `packfs run`, the examples and the guest tests use. One
+//! [`Sandbox`] describes what the guest sees, whatever its kind, which
+//! [`Runner::run`] finds from the guest itself:
 //!
 //! - a p1 core module runs its `_start` over PackFS's own preview1
-//!   ([`crate::p1`]), with a [`Wasi`] the caller builds;
+//!   ([`crate::p1`]);
 //! - a component runs its `wasi:cli/run` over `wasi:filesystem` 0.2
 //!   ([`crate::wasi`]) and wasmtime-wasi for the rest;
 //! - a WASI 0.3 component (one that imports or exports a `wasi:`
@@ -21,8 +23,8 @@ use std::time::Instant;
 use packfs_core::wasi::deadline::Deadline;
 use packfs_core::wasi::p1::Wasi;
 #[cfg(feature = "p2")]
-use wasmtime::component::{Component, Linker, ResourceTable};
-use wasmtime::{Engine, InstancePre, Module, ResourceLimiter, Store, Trap, UpdateDeadline};
+use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::{Engine, InstancePre, ResourceLimiter, Store, Trap, UpdateDeadline};
 #[cfg(feature = "p2")]
 use wasmtime_wasi::p2::bindings::sync::CommandPre;
 #[cfg(feature = "p2")]
@@ -31,6 +33,7 @@ use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 use crate::limits::{Limiter, Limits, MemoryLimitHit, RunError, Unenforceable};
 use crate::load::{self, CacheStatus, Guest, GuestCache, LoadError};
 use crate::pool::Pool;
+use crate::sandbox::Sandbox;
 #[cfg(feature = "p2")]
 use crate::wasi::{PackFsCtx, PackFsCtxView, PackFsView};
 
@@ -47,68 +50,84 @@ mod concurrent;
 pub const MAX_RESOURCES: usize = 1 << 16;
 
 /// A component guest's store data: wasmtime-wasi's context for everything
-/// but the filesystem, PackFS's for the filesystem, one resource table.
+/// but the filesystem, PackFS's for the filesystem, one resource table,
+/// and the embedder's own data.
 #[cfg(feature = "p2")]
-pub struct GuestState {
+pub struct GuestState<T = ()> {
     /// Arguments, environment, stdio, clocks, random, sockets.
     pub wasi: WasiCtx,
     /// Preopens.
     pub packfs: PackFsCtx,
     /// Every resource the guest holds.
     pub table: ResourceTable,
+    /// The embedder's data ([`Sandbox::with_data`]), for its host functions.
+    pub data: T,
     limiter: Limiter,
 }
 
 #[cfg(feature = "p2")]
-impl GuestState {
+impl<T> GuestState<T> {
     /// State for one guest run. The guest holds at most [`MAX_RESOURCES`]
     /// resources (descriptors, streams, pollables, ...) at once, as a p1
     /// guest holds at most 65,536 descriptors: each is host memory.
-    pub fn new(wasi: WasiCtx, packfs: PackFsCtx) -> Self {
+    pub fn new(wasi: WasiCtx, packfs: PackFsCtx, data: T) -> Self {
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_RESOURCES);
-        GuestState { wasi, packfs, table, limiter: Limiter::default() }
+        GuestState { wasi, packfs, table, data, limiter: Limiter::default() }
     }
 }
 
 #[cfg(feature = "p2")]
-impl WasiView for GuestState {
+impl<T: Send> WasiView for GuestState<T> {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
     }
 }
 
 #[cfg(feature = "p2")]
-impl PackFsView for GuestState {
+impl<T: Send> PackFsView for GuestState<T> {
     fn packfs(&mut self) -> PackFsCtxView<'_> {
         PackFsCtxView { ctx: &mut self.packfs, table: &mut self.table }
     }
 }
 
 /// A p1 module's store data.
-pub struct P1State {
+pub struct P1State<T = ()> {
     /// The guest's preview1 state.
     pub wasi: Wasi,
+    /// The embedder's data ([`Sandbox::with_data`]), for its host functions.
+    pub data: T,
     limiter: Limiter,
 }
 
+/// A guest linked once for many runs ([`Runner::prepare`]).
+pub struct Prepared<T: 'static = ()>(Linked<T>);
+
+enum Linked<T: 'static> {
+    Module(InstancePre<P1State<T>>),
+    #[cfg(feature = "p2")]
+    Component(CommandPre<GuestState<T>>),
+    #[cfg(feature = "p3")]
+    Concurrent(wasmtime::component::InstancePre<GuestState<T>>),
+}
+
 /// Loads and runs command guests (p1 modules and components) against
-/// PackFS preopens.
+/// PackFS preopens: each run in a fresh store of its own, described by a
+/// [`Sandbox`], whose data `T` the embedder's host functions reach.
 ///
 /// ```no_run
 /// use std::sync::Arc;
 /// use packfs_core::MemFs;
-/// use packfs_core::wasi::{Access, p1::Wasi};
-/// use packfs_host::{Runner, load::Guest, p1::{HostPlatform, Inherit}};
+/// use packfs_host::Runner;
+/// use packfs_host::sandbox::{Access, Sandbox};
 ///
 /// let runner = Runner::new(&wasmtime::Engine::new(&Runner::config())?)?;
-/// let Guest::Module(module) = runner.load(&std::fs::read("guest.wasm")?)? else { panic!() };
-/// let wasi = Wasi::builder(Box::new(HostPlatform::default()))
+/// let guest = runner.load_file("guest.wasm".as_ref())?; // a module or a component
+/// let sandbox = Sandbox::new()
 ///     .arg("guest")
-///     .stdout(Box::new(Inherit::Stdout))
-///     .preopen("/", Arc::new(MemFs::new()), Access::ReadWrite)
-///     .build()?;
-/// let status = runner.run_module(&module, wasi)?;
+///     .inherit_stdio()
+///     .preopen("/", Arc::new(MemFs::new()), Access::ReadWrite);
+/// let status = runner.run(&guest, sandbox)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
@@ -128,46 +147,43 @@ pub struct P1State {
 /// (`vm.overcommit_memory=2`): there, use fewer instances, or a smaller
 /// reservation ([`Runner::config_pooled`]).
 ///
-/// Such a host also links its module once ([`Runner::prepare_module`], or
-/// [`Runner::prepare`] for a component) and gives each run its own fork
-/// of one base tree ([`MemFs::overlay`](packfs_core::MemFs::overlay), O(1)):
+/// Such a host also links its guest once ([`Runner::prepare`]) and gives
+/// each run its own fork of one base tree
+/// ([`MemFs::overlay`](packfs_core::MemFs::overlay), O(1)):
 ///
 /// ```no_run
 /// use std::sync::Arc;
 /// use packfs_core::{FileSystem, MemFs};
-/// use packfs_core::wasi::{Access, p1::Wasi};
-/// use packfs_host::{Limits, Pool, Runner, load::Guest, p1::HostPlatform};
+/// use packfs_host::{Limits, Pool, Runner};
+/// use packfs_host::sandbox::{Access, Sandbox};
 ///
 /// let limits = Limits { max_memory: Some(64 << 20), ..Limits::default() };
 /// let runner = Runner::pooled(limits, &Pool { instances: 100, ..Pool::default() })?;
-/// let Guest::Module(module) = runner.load_file("plugin.wasm".as_ref())? else { panic!() };
-/// let pre = runner.prepare_module(&module)?;
+/// let pre = runner.prepare(&runner.load_file("plugin.wasm".as_ref())?)?;
 /// let base: Arc<dyn FileSystem> = Arc::new(MemFs::new());
 /// for _ in 0..1000 {
 ///     let fork = Arc::new(MemFs::overlay(base.clone())?);
-///     let wasi = Wasi::builder(Box::new(HostPlatform::default()))
-///         .preopen("/", fork, Access::ReadWrite)
-///         .build()?;
-///     runner.run_prepared_module(&pre, wasi)?;
+///     runner.run_prepared(&pre, Sandbox::new().preopen("/", fork, Access::ReadWrite))?;
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct Runner {
+pub struct Runner<T: 'static = ()> {
     engine: Engine,
     /// WASI 0.2, made at the first component (or `linker_mut`): a start
     /// that runs a module does not pay for it.
     #[cfg(feature = "p2")]
-    linker: std::sync::OnceLock<Linker<GuestState>>,
-    p1: wasmtime::Linker<P1State>,
+    linker: std::sync::OnceLock<Linker<GuestState<T>>>,
+    p1: wasmtime::Linker<P1State<T>>,
     /// WASI 0.3 and 0.2, made at the first 0.3 component: it needs an
     /// engine with concurrency, and costs the others nothing.
     #[cfg(feature = "p3")]
-    p3: std::sync::OnceLock<Result<Linker<GuestState>, String>>,
+    p3: std::sync::OnceLock<Result<Linker<GuestState<T>>, String>>,
     cache: Option<GuestCache>,
     limits: Limits,
 }
 
-impl Runner {
+/// The engine configurations a runner's engine is made with.
+impl Runner<()> {
     /// The engine configuration `packfs run` uses: wasmtime's defaults
     /// without [`Config::concurrency_support`](wasmtime::Config::concurrency_support).
     ///
@@ -252,32 +268,61 @@ impl Runner {
     /// [`Runner::config_pooled`], bounded by `limits`. Fails when the
     /// pool's address space cannot be reserved.
     pub fn pooled(limits: Limits, pool: &Pool) -> wasmtime::Result<Runner> {
-        let engine = Engine::new(&Self::config_pooled(&limits, pool))?;
+        let engine = Engine::new(&Runner::config_pooled(&limits, pool))?;
         Ok(Runner::new(&engine)?.with_limits(limits))
     }
 
     /// A runner on `engine`, driving guests synchronously, without a
-    /// compilation cache or limits. Any engine serves but one that
-    /// consumes fuel, which is refused ([`Unenforceable::Fuel`], inside the
-    /// error): a runner gives its stores none, so every guest would trap at
-    /// once. [`Runner::config`] makes the fastest engine for it; limits
-    /// need more of the engine ([`with_limits`](Self::with_limits)).
+    /// compilation cache or limits, its stores holding no data of the
+    /// embedder's ([`with_data`](Self::with_data) gives them some). Any
+    /// engine serves but one that consumes fuel, which is refused
+    /// ([`Unenforceable::Fuel`], inside the error): a runner gives its
+    /// stores none, so every guest would trap at once. [`Runner::config`]
+    /// makes the fastest engine for it; limits need more of the engine
+    /// ([`with_limits`](Self::with_limits)).
     pub fn new(engine: &Engine) -> wasmtime::Result<Runner> {
         if engine.get_consume_fuel() {
             return Err(wasmtime::Error::new(Unenforceable::Fuel));
         }
-        let mut p1 = wasmtime::Linker::new(engine);
-        crate::p1::add_to_linker(&mut p1, |s: &mut P1State| &mut s.wasi)?;
-        Ok(Runner {
-            engine: engine.clone(),
+        Ok(Runner::on(engine.clone(), None, Limits::default()))
+    }
+}
+
+impl<T: Send + 'static> Runner<T> {
+    fn on(engine: Engine, cache: Option<GuestCache>, limits: Limits) -> Runner<T> {
+        let mut p1 = wasmtime::Linker::new(&engine);
+        // Only a name defined twice fails, and a new linker has none.
+        crate::p1::add_to_linker(&mut p1, |s: &mut P1State<T>| &mut s.wasi)
+            .expect("preview1 links into an empty linker");
+        Runner {
+            engine,
             #[cfg(feature = "p2")]
             linker: std::sync::OnceLock::new(),
             p1,
             #[cfg(feature = "p3")]
             p3: std::sync::OnceLock::new(),
-            cache: None,
-            limits: Limits::default(),
-        })
+            cache,
+            limits,
+        }
+    }
+
+    /// The same runner with stores that hold the embedder's data `U`
+    /// ([`Sandbox::with_data`]), which host functions it links reach
+    /// ([`P1State::data`], [`GuestState::data`]). Call it before adding
+    /// host functions: the linkers start anew.
+    ///
+    /// ```
+    /// use packfs_host::{Runner, wasmtime};
+    ///
+    /// struct Plugin { calls: u32 }
+    /// let mut runner = Runner::new(&wasmtime::Engine::default())?.with_data::<Plugin>();
+    /// runner.module_linker_mut().func_wrap("host", "count", |mut c: wasmtime::Caller<'_, packfs_host::P1State<Plugin>>| {
+    ///     c.data_mut().data.calls += 1;
+    /// })?;
+    /// # Ok::<(), wasmtime::Error>(())
+    /// ```
+    pub fn with_data<U: Send + 'static>(self) -> Runner<U> {
+        Runner::on(self.engine, self.cache, self.limits)
     }
 
     /// Caches compiled guests in `cache`.
@@ -332,16 +377,17 @@ impl Runner {
     }
 
     /// The component linker, with all of WASI 0.2 defined; add host
-    /// functions of your own.
+    /// functions of your own, which reach the sandbox's data as
+    /// [`GuestState::data`].
     #[cfg(feature = "p2")]
-    pub fn linker_mut(&mut self) -> &mut Linker<GuestState> {
+    pub fn linker_mut(&mut self) -> &mut Linker<GuestState<T>> {
         self.linker();
         self.linker.get_mut().expect("made just above")
     }
 
     /// The component linker, made at its first use.
     #[cfg(feature = "p2")]
-    fn linker(&self) -> &Linker<GuestState> {
+    fn linker(&self) -> &Linker<GuestState<T>> {
         self.linker.get_or_init(|| {
             let mut linker = Linker::new(&self.engine);
             // Only a name defined twice fails, and a new linker has none.
@@ -350,8 +396,10 @@ impl Runner {
         })
     }
 
-    /// The core-module linker, with all of preview1 defined.
-    pub fn module_linker_mut(&mut self) -> &mut wasmtime::Linker<P1State> {
+    /// The core-module linker, with all of preview1 defined; add host
+    /// functions of your own, which reach the sandbox's data as
+    /// [`P1State::data`].
+    pub fn module_linker_mut(&mut self) -> &mut wasmtime::Linker<P1State<T>> {
         &mut self.p1
     }
 
@@ -382,30 +430,20 @@ impl Runner {
     /// The runs fail the same way without it; this tells such a guest from
     /// one that traps.
     pub fn check(&self, guest: &Guest) -> wasmtime::Result<()> {
-        match guest {
-            Guest::Module(m) => {
-                self.p1.instantiate_pre(m)?;
-                match m.get_export("_start") {
-                    Some(wasmtime::ExternType::Func(_)) => Ok(()),
-                    _ => Err(wasmtime::Error::msg("the module exports no `_start` function")),
-                }
-            }
-            #[cfg(feature = "p3")]
-            Guest::Component(c) if crate::p3::uses_p3(&self.engine, c) => self.link_p3(c).map(|_| ()),
-            #[cfg(feature = "p2")]
-            Guest::Component(c) => CommandPre::new(self.linker().instantiate_pre(c)?).map(|_| ()),
-            #[cfg(not(feature = "p2"))]
-            Guest::Component(_) => Err(wasmtime::Error::msg("components need packfs-host's `p2` feature")),
+        match self.prepare(guest) {
+            Ok(_) => Ok(()),
+            Err(RunError::Instantiate(e)) => Err(e),
+            Err(e) => Err(wasmtime::Error::new(e)),
         }
     }
 
     /// A store for one run, bounded by the limits: refused if the engine
     /// cannot hold them ([`check_limits`](Self::check_limits)).
-    fn store<T>(
+    fn store<D>(
         &self,
-        data: T,
-        limiter: impl Fn(&mut T) -> &mut Limiter + Send + Sync + 'static,
-    ) -> Result<Store<T>, RunError> {
+        data: D,
+        limiter: impl Fn(&mut D) -> &mut Limiter + Send + Sync + 'static,
+    ) -> Result<Store<D>, RunError> {
         self.check_limits().map_err(RunError::Unenforceable)?;
         let mut store = Store::new(&self.engine, data);
         #[cfg(feature = "p2")]
@@ -478,24 +516,69 @@ impl Runner {
         RunError::Trap(e)
     }
 
-    /// Links `module` against preview1 once, for many runs
-    /// ([`run_prepared_module`](Self::run_prepared_module)): each run then
-    /// only instantiates, with no import resolution.
-    pub fn prepare_module(&self, module: &Module) -> Result<InstancePre<P1State>, RunError> {
-        self.p1.instantiate_pre(module).map_err(RunError::Instantiate)
+    /// Links `guest` once, for many runs
+    /// ([`run_prepared`](Self::run_prepared)): each run then only
+    /// instantiates, with no import resolution. A p1 module is linked
+    /// against preview1, a component against WASI 0.2, and one that speaks
+    /// WASI 0.3 ([`crate::p3::uses_p3`]) against 0.3 and 0.2, on an engine
+    /// of [`Runner::config_p3`].
+    pub fn prepare(&self, guest: &Guest) -> Result<Prepared<T>, RunError> {
+        let linked = match guest {
+            Guest::Module(m) => {
+                if !matches!(m.get_export("_start"), Some(wasmtime::ExternType::Func(_))) {
+                    return Err(RunError::Instantiate(wasmtime::Error::msg("the module exports no `_start` function")));
+                }
+                Linked::Module(self.p1.instantiate_pre(m).map_err(RunError::Instantiate)?)
+            }
+            #[cfg(feature = "p3")]
+            Guest::Component(c) if crate::p3::uses_p3(&self.engine, c) => {
+                Linked::Concurrent(self.link_p3(c).map_err(RunError::Instantiate)?)
+            }
+            #[cfg(feature = "p2")]
+            Guest::Component(c) => Linked::Component(
+                self.linker().instantiate_pre(c).and_then(CommandPre::new).map_err(RunError::Instantiate)?,
+            ),
+            #[cfg(not(feature = "p2"))]
+            Guest::Component(_) => {
+                return Err(RunError::Instantiate(wasmtime::Error::msg("components need packfs-host's `p2` feature")));
+            }
+        };
+        Ok(Prepared(linked))
     }
 
-    /// Runs a p1 module's `_start` to completion over `wasi`; returns its
-    /// exit status (0 when `_start` returns, else the code it passed to
-    /// `proc_exit` modulo 256, as a POSIX exit status).
-    pub fn run_module(&self, module: &Module, wasi: Wasi) -> Result<i32, RunError> {
-        self.run_prepared_module(&self.prepare_module(module)?, wasi)
+    /// Runs `guest` to completion in `sandbox`; returns its exit status: a
+    /// module's 0 when `_start` returns, else the code it passed to
+    /// `proc_exit`; a component's 0 for success, 1 for `run` returning an
+    /// error, or the code it passed to `exit`; modulo 256, as a POSIX
+    /// exit status.
+    pub fn run(&self, guest: &Guest, sandbox: Sandbox<T>) -> Result<i32, RunError> {
+        self.run_prepared(&self.prepare(guest)?, sandbox)
     }
 
-    /// As [`run_module`](Self::run_module), for a module linked by
-    /// [`prepare_module`](Self::prepare_module) on this runner.
-    pub fn run_prepared_module(&self, pre: &InstancePre<P1State>, wasi: Wasi) -> Result<i32, RunError> {
-        let mut store = self.store(P1State { wasi, limiter: Limiter::default() }, |s| &mut s.limiter)?;
+    /// As [`run`](Self::run), for a guest linked by
+    /// [`prepare`](Self::prepare) on this runner.
+    pub fn run_prepared(&self, pre: &Prepared<T>, sandbox: Sandbox<T>) -> Result<i32, RunError> {
+        match &pre.0 {
+            Linked::Module(pre) => {
+                let (wasi, data) = sandbox.p1().map_err(RunError::Sandbox)?;
+                self.run_module(pre, P1State { wasi, data, limiter: Limiter::default() })
+            }
+            #[cfg(feature = "p2")]
+            Linked::Component(pre) => {
+                let (wasi, packfs, data) = sandbox.p2();
+                self.run_component(pre, GuestState::new(wasi, packfs, data))
+            }
+            #[cfg(feature = "p3")]
+            Linked::Concurrent(pre) => {
+                let (wasi, packfs, data) = sandbox.p2();
+                self.run_p3(pre, GuestState::new(wasi, packfs, data))
+            }
+        }
+    }
+
+    /// Runs a p1 module's `_start`.
+    fn run_module(&self, pre: &InstancePre<P1State<T>>, state: P1State<T>) -> Result<i32, RunError> {
+        let mut store = self.store(state, |s| &mut s.limiter)?;
         let (r, timed_out) = self.timed(|| {
             let instance = pre.instantiate(&mut store).map_err(RunError::Instantiate)?;
             let start = instance.get_typed_func::<(), ()>(&mut store, "_start").map_err(RunError::Instantiate)?;
@@ -510,38 +593,10 @@ impl Runner {
         }
     }
 
-    /// Links `component` against WASI 0.2 once, for many runs
-    /// ([`run_prepared`](Self::run_prepared)).
+    /// Runs a 0.2 component's `wasi:cli/run`.
     #[cfg(feature = "p2")]
-    pub fn prepare(&self, component: &Component) -> Result<CommandPre<GuestState>, RunError> {
-        self.linker().instantiate_pre(component).and_then(CommandPre::new).map_err(RunError::Instantiate)
-    }
-
-    /// Runs a component's `wasi:cli/run` to completion; returns its exit
-    /// status (0 for success, 1 for `run` returning an error, or the code
-    /// it passed to `exit` modulo 256, as a POSIX exit status).
-    ///
-    /// A WASI 0.3 component ([`crate::p3::uses_p3`]) runs as
-    /// [`run_p3`](Self::run_p3) does.
-    #[cfg(feature = "p2")]
-    pub fn run(&self, component: &Component, wasi: WasiCtx, packfs: PackFsCtx) -> Result<i32, RunError> {
-        #[cfg(feature = "p3")]
-        if crate::p3::uses_p3(&self.engine, component) {
-            return self.run_p3(component, wasi, packfs);
-        }
-        self.run_prepared(&self.prepare(component)?, wasi, packfs)
-    }
-
-    /// As [`run`](Self::run), for a component linked by
-    /// [`prepare`](Self::prepare) on this runner.
-    #[cfg(feature = "p2")]
-    pub fn run_prepared(
-        &self,
-        pre: &CommandPre<GuestState>,
-        wasi: WasiCtx,
-        packfs: PackFsCtx,
-    ) -> Result<i32, RunError> {
-        let mut store = self.store(GuestState::new(wasi, packfs), |s| &mut s.limiter)?;
+    fn run_component(&self, pre: &CommandPre<GuestState<T>>, state: GuestState<T>) -> Result<i32, RunError> {
+        let mut store = self.store(state, |s| &mut s.limiter)?;
         let (r, timed_out) = self.timed(|| {
             let command = pre.instantiate(&mut store).map_err(RunError::Instantiate)?;
             Ok(command.wasi_cli_run().call_run(&mut store))

@@ -62,7 +62,8 @@ fn async_store_runs_a_component_on_packfs() {
     let fs = Arc::new(MemFs::new());
     let state = GuestState::new(
         wasmtime_wasi::WasiCtx::builder().args(&["meta"]).build(),
-        PackFsCtx::builder().preopen("/", fs.clone()).build(),
+        PackFsCtx::builder().preopen("/", fs.clone(), Access::ReadWrite).build(),
+        (),
     );
     let mut store = Store::new(&engine, state);
     let outcome = wasmtime_wasi::runtime::in_tokio(async {

@@ -11,10 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, SystemTime};
 
-use packfs_core::wasi::p1::Wasi;
-use packfs_host::Runner;
 use packfs_host::load::{self, CacheStatus, Guest, GuestCache, LoadError};
-use packfs_host::p1::HostPlatform;
+use packfs_host::{Runner, Sandbox};
 use wasmtime::Engine;
 
 /// A p1 command exiting `code` (one digit, so that every such module has
@@ -33,9 +31,9 @@ fn module(code: u8) -> Vec<u8> {
 
 /// Runs a loaded p1 guest, giving its exit status.
 fn run(engine: &Engine, guest: &Guest) -> i32 {
-    let Guest::Module(module) = guest else { panic!("not a module") };
+    assert!(matches!(guest, Guest::Module(_)), "not a module");
     let runner = Runner::new(engine).unwrap();
-    runner.run_module(module, Wasi::builder(Box::new(HostPlatform::default())).build().unwrap()).unwrap()
+    runner.run(guest, Sandbox::new()).unwrap()
 }
 
 /// Loads `wasm` through `cache`, runs it, and gives its status and exit.

@@ -27,13 +27,10 @@ use std::sync::{Arc, OnceLock};
 
 use packfs_core::pack::PackOptions;
 use packfs_core::pack::write_pack;
-use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::{Wasi, io::Capture};
 use packfs_core::{FileSystem, MemFs};
-use packfs_host::Runner;
 use packfs_host::load::{Guest, GuestCache};
-use packfs_host::p1::HostPlatform;
-use packfs_host::wasi::PackFsCtx;
+use packfs_host::sandbox::{Access, Capture, Output};
+use packfs_host::{Runner, Sandbox};
 use packfs_os::dir::DirFs;
 use packfs_os::journal::{Journal, SyncPolicy};
 use packfs_os::mmap::open_pack;
@@ -43,7 +40,7 @@ use support::oracle;
 use support::trees::{Entry, Layout, Tree, tree_of, tree_of_dir};
 use wasmtime::Engine;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
+use wasmtime_wasi::{FsPerms, WasiCtx};
 
 /// A line allowed to differ from the oracle's: exactly this line of
 /// PackFS's where the oracle has exactly that one, for one guest on one
@@ -283,11 +280,6 @@ fn pipes() -> (MemoryOutputPipe, MemoryOutputPipe) {
     (MemoryOutputPipe::new(16 << 20), MemoryOutputPipe::new(16 << 20))
 }
 
-fn wasi_ctx(b: &mut WasiCtxBuilder, out: &MemoryOutputPipe, err: &MemoryOutputPipe, name: &str) -> WasiCtx {
-    b.stdout(out.clone()).stderr(err.clone()).args(&[name]);
-    b.build()
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -430,27 +422,17 @@ fn run_packfs(name: &str, target: Target, backend: Backend) -> Run {
             (Arc::new(MemFs::overlay(root).unwrap()), ro)
         }
     };
+    // One sandbox for every kind of guest; the runner finds the kind.
     let runner = Runner::new(engine(target)).unwrap();
-    let (status, stdout, stderr) = match guest(name, target) {
-        Guest::Module(module) => {
-            let (out, err) = (Capture::new(16 << 20), Capture::new(16 << 20));
-            let wasi = Wasi::builder(Box::new(HostPlatform::default()))
-                .arg(name)
-                .stdout(Box::new(out.clone()))
-                .stderr(Box::new(err.clone()))
-                .preopen("/", root.clone(), Access::ReadWrite)
-                .preopen("/ro", ro, Access::ReadOnly)
-                .build()
-                .unwrap();
-            (runner.run_module(&module, wasi), text(&out.contents()), text(&err.contents()))
-        }
-        Guest::Component(component) => {
-            let fs = PackFsCtx::builder().preopen("/", root.clone()).preopen_read_only("/ro", ro).build();
-            let (out, err) = pipes();
-            let wasi = wasi_ctx(&mut WasiCtx::builder(), &out, &err, name);
-            (runner.run(&component, wasi, fs), text(&out.contents()), text(&err.contents()))
-        }
-    };
+    let (out, err) = (Capture::new(16 << 20), Capture::new(16 << 20));
+    let sandbox = Sandbox::new()
+        .arg(name)
+        .stdout(Output::Capture(out.clone()))
+        .stderr(Output::Capture(err.clone()))
+        .preopen("/", root.clone(), Access::ReadWrite)
+        .preopen("/ro", ro, Access::ReadOnly);
+    let status = runner.run(&guest(name, target), sandbox);
+    let (stdout, stderr) = (text(&out.contents()), text(&err.contents()));
     let status = status.unwrap_or_else(|e| {
         panic!("{name} ({target:?}) on PackFS {backend:?} trapped: {e:?}\nstdout:\n{stdout}\nstderr:\n{stderr}")
     });
@@ -621,12 +603,10 @@ mod reads_over_packs {
     use std::sync::Arc;
 
     use packfs_core::pack::{Codec, Compression, PackOptions};
-    use packfs_core::wasi::Access;
-    use packfs_core::wasi::p1::{Wasi, io::Capture};
     use packfs_core::{FileSystem, MemFs};
-    use packfs_host::Runner;
     use packfs_host::load::Guest;
-    use packfs_host::p1::HostPlatform;
+    use packfs_host::sandbox::{Access, Capture, Output};
+    use packfs_host::{Runner, Sandbox};
     use packfs_os::mmap::open_pack;
     use wasmtime_wasi::{FsPerms, WasiCtx};
 
@@ -738,14 +718,12 @@ mod reads_over_packs {
     fn packfs(fs: Arc<dyn FileSystem>, module: &wasmtime::Module, mode: &str, who: &str) -> String {
         let (out, err) = (Capture::new(16 << 20), Capture::new(16 << 20));
         let access = if mode == "write" { Access::ReadWrite } else { Access::ReadOnly };
-        let wasi = Wasi::builder(Box::new(HostPlatform::default()))
+        let sandbox = Sandbox::new()
             .args(["c_reads", AT, mode])
-            .stdout(Box::new(out.clone()))
-            .stderr(Box::new(err.clone()))
-            .preopen(AT, fs, access)
-            .build()
-            .unwrap();
-        let status = Runner::new(engine(Target::P1)).unwrap().run_module(module, wasi);
+            .stdout(Output::Capture(out.clone()))
+            .stderr(Output::Capture(err.clone()))
+            .preopen(AT, fs, access);
+        let status = Runner::new(engine(Target::P1)).unwrap().run(&Guest::Module(module.clone()), sandbox);
         let stderr = text(&err.contents());
         assert_eq!(status.unwrap_or_else(|e| panic!("{who} trapped: {e:?}\nstderr:\n{stderr}")), 0, "{who}: {stderr}");
         text(&out.contents())

@@ -23,10 +23,8 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use packfs_core::wasi::p1::Wasi;
 use packfs_host::load::Guest;
-use packfs_host::p1::HostPlatform;
-use packfs_host::{Limits, Pool, RunError, Runner, Unenforceable};
+use packfs_host::{Limits, Pool, RunError, Runner, Sandbox, Unenforceable};
 use wasmtime::Engine;
 
 /// Never returns.
@@ -43,8 +41,9 @@ const GROW: &str = r#"(module (memory (export "memory") 1)
   (func (export "_start") (loop (br_if 0 (i32.ne (memory.grow (i32.const 1)) (i32.const -1))))))"#;
 
 fn run(runner: &Runner, wat: &str) -> Result<i32, RunError> {
-    let Guest::Module(module) = runner.load(&wat::parse_str(wat).unwrap()).unwrap() else { panic!("a module") };
-    runner.run_module(&module, Wasi::builder(Box::new(HostPlatform::default())).build().unwrap())
+    let guest = runner.load(&wat::parse_str(wat).unwrap()).unwrap();
+    assert!(matches!(guest, Guest::Module(_)), "a module");
+    runner.run(&guest, Sandbox::new())
 }
 
 /// How a run of `wat` on `runner` ended, on a thread of its own; `None`

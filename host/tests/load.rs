@@ -3,12 +3,10 @@
 
 use std::sync::Arc;
 
-use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::Wasi;
 use packfs_core::{FileSystem, MemFs};
 use packfs_host::load::{self as p1, Guest, LoadError};
-use packfs_host::p1::HostPlatform;
-use packfs_host::{Limits, RunError, Runner};
+use packfs_host::sandbox::Access;
+use packfs_host::{Limits, RunError, Runner, Sandbox};
 use wasmtime::Engine;
 
 /// A p1 command that creates `/made` through the preopen and exits 7.
@@ -30,24 +28,21 @@ fn module() -> Vec<u8> {
     wat::parse_str(MODULE).unwrap()
 }
 
-fn builder() -> packfs_core::wasi::p1::WasiBuilder {
-    Wasi::builder(Box::new(HostPlatform::default()))
-}
-
-fn run(runner: &Runner, wasm: &[u8], wasi: Wasi) -> Result<i32, RunError> {
-    let Guest::Module(module) = runner.load(wasm).unwrap() else { panic!("not a module") };
-    runner.run_module(&module, wasi)
+fn run(runner: &Runner, wasm: &[u8], sandbox: Sandbox) -> Result<i32, RunError> {
+    let guest = runner.load(wasm).unwrap();
+    assert!(matches!(guest, Guest::Module(_)), "not a module");
+    runner.run(&guest, sandbox)
 }
 
 #[test]
 fn p1_module_runs_on_packfs_preview1() {
     let runner = Runner::new(&Engine::default()).unwrap();
     let fs = Arc::new(MemFs::new());
-    let wasi = builder().preopen("/", fs.clone(), Access::ReadWrite).build().unwrap();
-    assert_eq!(run(&runner, &module(), wasi).unwrap(), 7);
+    let sandbox = Sandbox::new().preopen("/", fs.clone(), Access::ReadWrite);
+    assert_eq!(run(&runner, &module(), sandbox).unwrap(), 7);
     assert!(fs.lookup(fs.root(), "made").is_ok());
     // Without preopens the same guest runs, and makes nothing.
-    assert_eq!(run(&runner, &module(), builder().build().unwrap()).unwrap(), 7);
+    assert_eq!(run(&runner, &module(), Sandbox::new()).unwrap(), 7);
 }
 
 #[test]
@@ -72,16 +67,16 @@ fn limits_end_a_run_with_their_own_error() {
         (func (export "_start") (loop (br_if 0 (i32.ne (memory.grow (i32.const 1)) (i32.const -1))))))"#;
     let limits = Limits { max_memory: Some(4 << 20), timeout: None };
     let runner = Runner::new(&Engine::default()).unwrap().with_limits(limits);
-    let r = run(&runner, &wat::parse_str(grow).unwrap(), builder().build().unwrap());
+    let r = run(&runner, &wat::parse_str(grow).unwrap(), Sandbox::new());
     assert!(matches!(r, Err(RunError::MemoryLimit(n)) if n == 4 << 20), "{r:?}");
 
     let spin = r#"(module (memory (export "memory") 1) (func (export "_start") (loop (br 0))))"#;
     let limits = Limits { max_memory: None, timeout: Some(std::time::Duration::from_millis(200)) };
     let runner = Runner::new(&Engine::new(&Runner::config_for(&limits)).unwrap()).unwrap().with_limits(limits);
-    let r = run(&runner, &wat::parse_str(spin).unwrap(), builder().build().unwrap());
+    let r = run(&runner, &wat::parse_str(spin).unwrap(), Sandbox::new());
     assert!(matches!(r, Err(RunError::Timeout(_))), "{r:?}");
     // Within both, a guest runs as ever.
-    assert_eq!(run(&runner, &module(), builder().build().unwrap()).unwrap(), 7);
+    assert_eq!(run(&runner, &module(), Sandbox::new()).unwrap(), 7);
 }
 
 /// Every status `proc_exit` can give, modulo 256 as a POSIX exit status;
@@ -89,7 +84,7 @@ fn limits_end_a_run_with_their_own_error() {
 #[test]
 fn proc_exit_status_reaches_the_host() {
     let runner = Runner::new(&Engine::default()).unwrap();
-    let run = |wat: &str| run(&runner, &wat::parse_str(wat).unwrap(), builder().build().unwrap()).unwrap();
+    let run = |wat: &str| run(&runner, &wat::parse_str(wat).unwrap(), Sandbox::new()).unwrap();
     for (code, status) in [(0, 0), (1, 1), (42, 42), (255, 255), (256, 0), (-1, 255)] {
         let wat = format!(
             r#"(module
@@ -132,11 +127,38 @@ fn a_timeout_ends_only_its_own_run() {
     )
     .unwrap();
     let (spun, slept) = std::thread::scope(|s| {
-        let spinning = s.spawn(|| run(&runner, &spin, builder().build().unwrap()));
+        let spinning = s.spawn(|| run(&runner, &spin, Sandbox::new()));
         std::thread::sleep(std::time::Duration::from_secs(1));
-        let slept = run(&runner, &sleeper, builder().build().unwrap());
+        let slept = run(&runner, &sleeper, Sandbox::new());
         (spinning.join().unwrap(), slept)
     });
     assert!(matches!(spun, Err(RunError::Timeout(_))), "{spun:?}");
     assert!(matches!(slept, Ok(42)), "the other run was cut short: {slept:?}");
+}
+
+/// A host function the embedder links reaches the data its sandbox was
+/// given, in the run's own store: each run counts into its own counter.
+#[test]
+fn host_functions_reach_the_sandbox_data() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let mut runner = Runner::new(&Engine::default()).unwrap().with_data::<Arc<AtomicU32>>();
+    runner
+        .module_linker_mut()
+        .func_wrap("host", "bump", |caller: wasmtime::Caller<'_, packfs_host::P1State<Arc<AtomicU32>>>| {
+            caller.data().data.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let guest = runner
+        .load(
+            &wat::parse_str(
+                r#"(module (import "host" "bump" (func $bump)) (memory (export "memory") 1)
+                     (func (export "_start") (call $bump) (call $bump) (call $bump)))"#,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+    let (one, two) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(10)));
+    assert_eq!(runner.run(&guest, Sandbox::with_data(one.clone())).unwrap(), 0);
+    assert_eq!(runner.run(&guest, Sandbox::with_data(two.clone())).unwrap(), 0);
+    assert_eq!((one.load(Ordering::SeqCst), two.load(Ordering::SeqCst)), (3, 13));
 }

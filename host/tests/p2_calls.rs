@@ -15,7 +15,7 @@ use packfs_host::wasi::bindings::types::{
     DescriptorFlags as DF, DescriptorType, ErrorCode, Host as _, HostDescriptor as D, HostDirectoryEntryStream as _,
     NewTimestamp, OpenFlags as OF, PathFlags as PF,
 };
-use packfs_host::wasi::{Descriptor, FsError, MAX_DIR_STREAMS, PackFsCtx, PackFsCtxView};
+use packfs_host::wasi::{Access, Descriptor, FsError, MAX_DIR_STREAMS, PackFsCtx, PackFsCtxView};
 
 struct Guest {
     ctx: PackFsCtx,
@@ -55,7 +55,7 @@ fn code<T: std::fmt::Debug>(r: Result<T, FsError>) -> ErrorCode {
 }
 
 fn rw(fs: Arc<dyn FileSystem>) -> Guest {
-    Guest::new(PackFsCtx::builder().preopen("/", fs).build())
+    Guest::new(PackFsCtx::builder().preopen("/", fs, Access::ReadWrite).build())
 }
 
 const CREATE: OF = OF::CREATE;
@@ -72,7 +72,9 @@ fn write_file(g: &mut Guest, dir: &Resource<Descriptor>, path: &str, data: &[u8]
 #[test]
 fn preopen_flags_follow_access() {
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let mut g = Guest::new(PackFsCtx::builder().preopen("/rw", fs.clone()).preopen_read_only("/ro", fs).build());
+    let mut g = Guest::new(
+        PackFsCtx::builder().preopen("/rw", fs.clone(), Access::ReadWrite).preopen("/ro", fs, Access::ReadOnly).build(),
+    );
     let dirs = g.view().get_directories().unwrap();
     assert_eq!(dirs.iter().map(|(_, p)| p.as_str()).collect::<Vec<_>>(), ["/rw", "/ro"]);
     let (rw, ro) = (b(&dirs[0].0), b(&dirs[1].0));
@@ -476,7 +478,9 @@ fn hash_after_stat_or_listing_sees_changes_in_between() {
 #[test]
 fn links_renames_and_removal() {
     let (x, y): (Arc<dyn FileSystem>, Arc<dyn FileSystem>) = (Arc::new(MemFs::new()), Arc::new(MemFs::new()));
-    let mut g = Guest::new(PackFsCtx::builder().preopen("/x", x).preopen("/y", y).build());
+    let mut g = Guest::new(
+        PackFsCtx::builder().preopen("/x", x, Access::ReadWrite).preopen("/y", y, Access::ReadWrite).build(),
+    );
     let p = g.preopens();
     let (x, y) = (&p[0], &p[1]);
     write_file(&mut g, x, "f", b"f");

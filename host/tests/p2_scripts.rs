@@ -16,16 +16,13 @@ use std::sync::Arc;
 
 use packfs_core::pack::{PackFs, write_pack};
 use packfs_core::{FileSystem, MemFs};
-use packfs_host::Runner;
 use packfs_host::load::Guest;
-use packfs_host::wasi::PackFsCtx;
+use packfs_host::sandbox::{Access, Capture, Output};
+use packfs_host::{Runner, Sandbox};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use script::{Op, script, seed};
 use wasmtime::Engine;
-use wasmtime::component::Component;
-use wasmtime_wasi::WasiCtx;
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 
 /// Scripts written.
 const COUNT: usize = 48;
@@ -34,10 +31,8 @@ const COUNT: usize = 48;
 fn p2_scripts_run_natively_for_the_jco_adapter() {
     let engine = Engine::new(&Runner::config()).unwrap();
     let wasm = std::fs::read(support::rust_guest("p2_script", "wasm32-wasip2")).unwrap();
-    let component: Component = match packfs_host::load::load(&engine, &wasm, None).unwrap().0 {
-        Guest::Component(c) => c,
-        Guest::Module(_) => panic!("p2_script is a component"),
-    };
+    let component = packfs_host::load::load(&engine, &wasm, None).unwrap().0;
+    assert!(matches!(component, Guest::Component(_)), "p2_script is a component");
     let runner = Runner::new(&engine).unwrap();
     let base = MemFs::new();
     seed(&base);
@@ -54,11 +49,14 @@ fn p2_scripts_run_natively_for_the_jco_adapter() {
         let args: Vec<String> = std::iter::once("p2_script".to_owned()).chain(ops.iter().map(Op::to_string)).collect();
         let lower: Arc<dyn FileSystem> = Arc::new(PackFs::open(pack.clone()).unwrap());
         let root = Arc::new(MemFs::overlay(lower.clone()).unwrap());
-        let (out, err) = (MemoryOutputPipe::new(16 << 20), MemoryOutputPipe::new(1 << 20));
-        let mut b = WasiCtx::builder();
-        b.stdout(out.clone()).stderr(err.clone()).args(&args);
-        let fs = PackFsCtx::builder().preopen("/", root).preopen_read_only("/ro", lower).build();
-        let status = runner.run(&component, b.build(), fs).unwrap_or_else(|e| panic!("script {n} trapped: {e:?}"));
+        let (out, err) = (Capture::new(16 << 20), Capture::new(1 << 20));
+        let sandbox = Sandbox::new()
+            .args(&args)
+            .stdout(Output::Capture(out.clone()))
+            .stderr(Output::Capture(err.clone()))
+            .preopen("/", root, Access::ReadWrite)
+            .preopen("/ro", lower, Access::ReadOnly);
+        let status = runner.run(&component, sandbox).unwrap_or_else(|e| panic!("script {n} trapped: {e:?}"));
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out.contents()).into_owned(),
             String::from_utf8_lossy(&err.contents()).into_owned(),

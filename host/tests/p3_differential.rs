@@ -112,15 +112,14 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use packfs_core::{FileSystem, MemFs};
-use packfs_host::Runner;
 use packfs_host::load::Guest;
-use packfs_host::wasi::PackFsCtx;
+use packfs_host::sandbox::{Access, Capture, Output};
+use packfs_host::{Prepared, Runner, Sandbox};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use script::*;
 use support::oracle;
 use wasmtime::Engine;
-use wasmtime::component::{Component, InstancePre};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx};
 
@@ -131,7 +130,7 @@ const CASES: u32 = 256;
 /// linked ahead, and wasmtime-wasi's.
 struct Hosts {
     runner: Runner,
-    ours: InstancePre<packfs_host::GuestState>,
+    ours: Prepared,
     theirs: oracle::P3,
 }
 
@@ -141,13 +140,11 @@ fn hosts() -> &'static Hosts {
         let engine = Engine::new(&Runner::config_p3()).unwrap();
         let wasm = std::fs::read(support::p3_guest("p3_script")).unwrap();
         let cache = packfs_host::load::GuestCache::new(support::guest_cache_dir()).expect("cache dir");
-        let component: Component = match packfs_host::load::load(&engine, &wasm, Some(&cache)).unwrap().0 {
-            Guest::Component(c) => c,
-            Guest::Module(_) => panic!("p3_script is a component"),
-        };
+        let guest = packfs_host::load::load(&engine, &wasm, Some(&cache)).unwrap().0;
+        let Guest::Component(component) = &guest else { panic!("p3_script is a component") };
         let runner = Runner::new(&engine).unwrap();
-        let ours = runner.prepare_p3(&component).unwrap();
-        let theirs = oracle::P3::new(&engine, &component).unwrap();
+        let ours = runner.prepare(&guest).unwrap();
+        let theirs = oracle::P3::new(&engine, component).unwrap();
         Hosts { runner, ours, theirs }
     })
 }
@@ -167,8 +164,8 @@ fn pipes() -> (MemoryOutputPipe, MemoryOutputPipe) {
     (MemoryOutputPipe::new(16 << 20), MemoryOutputPipe::new(16 << 20))
 }
 
-fn ran(status: Result<i32, String>, out: MemoryOutputPipe, err: MemoryOutputPipe, who: &str) -> Ran {
-    let (stdout, stderr) = (text(&out.contents()), text(&err.contents()));
+fn ran(status: Result<i32, String>, out: &[u8], err: &[u8], who: &str) -> Ran {
+    let (stdout, stderr) = (text(out), text(err));
     let status = status.unwrap_or_else(|e| panic!("{who} trapped: {e}\nstdout:\n{stdout}\nstderr:\n{stderr}"));
     Ran { status, stdout, stderr }
 }
@@ -179,12 +176,15 @@ fn text(b: &[u8]) -> String {
 
 fn run_packfs(script: &[Op], fs: Arc<MemFs>, ro: Arc<MemFs>) -> Ran {
     let h = hosts();
-    let (out, err) = pipes();
-    let mut b = WasiCtx::builder();
-    b.stdout(out.clone()).stderr(err.clone()).args(&args(script));
-    let packfs = PackFsCtx::builder().preopen("/", fs).preopen_read_only("/ro", ro).build();
-    let status = h.runner.run_prepared_p3(&h.ours, b.build(), packfs).map_err(|e| format!("{e:?}"));
-    ran(status, out, err, "PackFS")
+    let (out, err) = (Capture::new(16 << 20), Capture::new(16 << 20));
+    let sandbox = Sandbox::new()
+        .args(args(script))
+        .stdout(Output::Capture(out.clone()))
+        .stderr(Output::Capture(err.clone()))
+        .preopen("/", fs, Access::ReadWrite)
+        .preopen("/ro", ro, Access::ReadOnly);
+    let status = h.runner.run_prepared(&h.ours, sandbox).map_err(|e| format!("{e:?}"));
+    ran(status, &out.contents(), &err.contents(), "PackFS")
 }
 
 fn run_wasmtime(script: &[Op], root: &Path, ro: &Path) -> Ran {
@@ -193,7 +193,7 @@ fn run_wasmtime(script: &[Op], root: &Path, ro: &Path) -> Ran {
     b.stdout(out.clone()).stderr(err.clone()).args(&args(script));
     b.preopened_dir(root, "/", FsPerms::ReadWrite).unwrap();
     b.preopened_dir(ro, "/ro", FsPerms::ReadOnly).unwrap();
-    ran(hosts().theirs.run(b.build()).map_err(|e| format!("{e:?}")), out, err, "wasmtime")
+    ran(hosts().theirs.run(b.build()).map_err(|e| format!("{e:?}")), &out.contents(), &err.contents(), "wasmtime")
 }
 
 impl Op {

@@ -19,14 +19,11 @@ use packfs_core::mem::Limits as TreeLimits;
 use packfs_core::pack::PackOptions;
 use packfs_core::{FileSystem, MemFs, system_clock};
 use packfs_host::load::Guest;
-use packfs_host::wasi::{PackFsCtx, PackFsCtxBuilder};
-use packfs_host::{Limits, MAX_RESOURCES, RunError, Runner};
+use packfs_host::sandbox::{Access, Capture, Output};
+use packfs_host::{Limits, MAX_RESOURCES, RunError, Runner, Sandbox};
 use packfs_remote::{Location, RemoteOptions};
 use packfs_testnet::{FileServer, Proxy};
 use wasmtime::Engine;
-use wasmtime::component::Component;
-use wasmtime_wasi::WasiCtx;
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 
 /// The host's heap: bytes live now, and the most since [`Heap::reset`].
 struct Heap;
@@ -82,14 +79,13 @@ fn engine() -> &'static Engine {
     })
 }
 
-fn component() -> &'static Component {
-    static GUEST: OnceLock<Component> = OnceLock::new();
+fn component() -> &'static Guest {
+    static GUEST: OnceLock<Guest> = OnceLock::new();
     GUEST.get_or_init(|| {
         let wasm = std::fs::read(support::p3_guest("p3_hostile")).unwrap();
-        match Runner::new(engine()).unwrap().load(&wasm).unwrap() {
-            Guest::Component(c) => c,
-            Guest::Module(_) => panic!("p3_hostile is a component"),
-        }
+        let guest = Runner::new(engine()).unwrap().load(&wasm).unwrap();
+        assert!(matches!(guest, Guest::Component(_)), "p3_hostile is a component");
+        guest
     })
 }
 
@@ -103,20 +99,19 @@ struct Outcome {
 /// the host let go of everything the guest held: `fs` is the caller's
 /// alone again.
 fn run(fs: &Arc<MemFs>, limits: Limits, args: &[&str]) -> Outcome {
-    run_with(fs, |_| {}, limits, args)
+    run_with(fs, |s| s, limits, args)
 }
 
 /// [`run`], with the preopens of `more` beside `/`.
-fn run_with(fs: &Arc<MemFs>, more: impl FnOnce(&mut PackFsCtxBuilder), limits: Limits, args: &[&str]) -> Outcome {
+fn run_with(fs: &Arc<MemFs>, more: impl FnOnce(Sandbox) -> Sandbox, limits: Limits, args: &[&str]) -> Outcome {
     let runner = Runner::new(engine()).unwrap().with_limits(limits);
-    let out = MemoryOutputPipe::new(1 << 20);
-    let mut argv = vec!["p3_hostile"];
-    argv.extend(args);
-    let wasi = WasiCtx::builder().stdout(out.clone()).args(&argv).build();
-    let mut packfs = PackFsCtx::builder();
-    more(packfs.preopen("/", fs.clone() as Arc<dyn FileSystem>));
-    let packfs = packfs.build();
-    let status = runner.run(component(), wasi, packfs);
+    let out = Capture::new(1 << 20);
+    let sandbox = Sandbox::new()
+        .arg("p3_hostile")
+        .args(args.iter().copied())
+        .stdout(Output::Capture(out.clone()))
+        .preopen("/", fs.clone() as Arc<dyn FileSystem>, Access::ReadWrite);
+    let status = runner.run(component(), more(sandbox));
     assert_eq!(Arc::strong_count(fs), 1, "p3_hostile {args:?}: the host still holds the filesystem after the run");
     Outcome { status, stdout: String::from_utf8_lossy(&out.contents()).into_owned() }
 }
@@ -228,9 +223,7 @@ fn writes_waiting_their_turn_hold_no_copy_of_their_bytes() {
     }
     let (r, _server) = slow_remote(Duration::from_millis(1500), true);
     component();
-    let more = |b: &mut PackFsCtxBuilder| {
-        b.preopen("/r", r);
-    };
+    let more = |s: Sandbox| s.preopen("/r", r, Access::ReadWrite);
     let base = Heap::reset();
     let o = run_with(&Arc::new(MemFs::new()), more, limits(120), &["queued", "2000"]);
     let peak = PEAK.load(Ordering::Relaxed) - base;
@@ -249,9 +242,7 @@ fn writes_waiting_their_turn_hold_no_copy_of_their_bytes() {
 fn reads_and_writes_waiting_on_the_network_leave_the_guest_running() {
     for how in ["read", "write"] {
         let (r, _server) = slow_remote(Duration::from_millis(1500), how == "write");
-        let more = |b: &mut PackFsCtxBuilder| {
-            b.preopen("/r", r);
-        };
+        let more = |s: Sandbox| s.preopen("/r", r, Access::ReadWrite);
         let o = run_with(&Arc::new(MemFs::new()), more, limits(60), &["concurrent", how]);
         assert_eq!(o.status.unwrap(), 0, "{how}: {}", o.stdout);
         assert!(o.stdout.starts_with("ticked 100\n"), "{how}: the guest stood still while it waited:\n{}", o.stdout);

@@ -7,13 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use packfs_core::pack::{PackFs, write_pack};
-use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::io::{Bytes, Capture};
-use packfs_core::wasi::p1::{Wasi, WasiBuilder};
 use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_host::load::Guest;
-use packfs_host::p1::HostPlatform;
-use packfs_host::{Limits, Pool, RunError, Runner, Unenforceable};
+use packfs_host::sandbox::{Access, Capture, Output, Stdin};
+use packfs_host::{Limits, Pool, RunError, Runner, Sandbox, Unenforceable};
 use wasmtime::{Engine, Instance, Module, Store};
 
 const GREETING: &[u8] = b"hello from the pack\n";
@@ -68,9 +65,10 @@ fn grower(pages: u32) -> Vec<u8> {
     .unwrap()
 }
 
-fn module(runner: &Runner, wasm: &[u8]) -> Module {
-    let Guest::Module(module) = runner.load(wasm).unwrap() else { panic!("not a module") };
-    module
+fn module(runner: &Runner, wasm: &[u8]) -> Guest {
+    let guest = runner.load(wasm).unwrap();
+    assert!(matches!(guest, Guest::Module(_)), "not a module");
+    guest
 }
 
 /// The base every run forks: a pack holding `/greeting`.
@@ -99,28 +97,22 @@ fn read(fs: &dyn FileSystem, name: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-fn builder() -> WasiBuilder {
-    Wasi::builder(Box::new(HostPlatform::default()))
-}
-
 /// One run of [`GUEST`] over a fresh overlay of `base`, with `input` on
 /// stdin: it prints the greeting and its input, and leaves its input in
 /// its own overlay only.
-fn run_once(runner: &Runner, module: &Module, base: &Arc<dyn FileSystem>, input: &str) {
-    run_with(base, input, |wasi| runner.run_module(module, wasi).unwrap());
+fn run_once(runner: &Runner, module: &Guest, base: &Arc<dyn FileSystem>, input: &str) {
+    run_with(base, input, |sandbox| runner.run(module, sandbox).unwrap());
 }
 
 /// [`run_once`], through `run`.
-fn run_with(base: &Arc<dyn FileSystem>, input: &str, run: impl FnOnce(Wasi) -> i32) {
+fn run_with(base: &Arc<dyn FileSystem>, input: &str, run: impl FnOnce(Sandbox) -> i32) {
     let fork = Arc::new(MemFs::overlay(base.clone()).unwrap());
     let stdout = Capture::new(1 << 10);
-    let wasi = builder()
-        .stdin(Box::new(Bytes::new(input.as_bytes())))
-        .stdout(Box::new(stdout.clone()))
-        .preopen("/", fork.clone(), Access::ReadWrite)
-        .build()
-        .unwrap();
-    assert_eq!(run(wasi), 0, "run {input}");
+    let sandbox = Sandbox::new()
+        .stdin(Stdin::Bytes(input.as_bytes().to_vec()))
+        .stdout(Output::Capture(stdout.clone()))
+        .preopen("/", fork.clone(), Access::ReadWrite);
+    assert_eq!(run(sandbox), 0, "run {input}");
     assert_eq!(stdout.contents(), [GREETING, input.as_bytes()].concat());
     assert_eq!(read(&*fork, "mine").as_deref(), Some(input.as_bytes()));
     assert_eq!(read(&**base, "mine"), None);
@@ -147,15 +139,15 @@ fn many_sequential_runs_each_on_its_own_overlay() {
 fn prepared_runs_share_one_link() {
     let runner = Runner::pooled(Limits { max_memory: Some(16 << 20), ..Limits::default() }, &pool(4)).unwrap();
     let (guest, base) = (module(&runner, &wat::parse_str(GUEST).unwrap()), base());
-    let pre = runner.prepare_module(&guest).unwrap();
+    let pre = runner.prepare(&guest).unwrap();
     // 1,000 runs of one prepared module, from 4 threads at once.
     std::thread::scope(|s| {
         for t in 0..4 {
             let (runner, pre, base) = (&runner, &pre, &base);
             s.spawn(move || {
                 for i in 0..250 {
-                    run_with(base, &format!("thread {t} run {i}\n"), |wasi| {
-                        runner.run_prepared_module(pre, wasi).unwrap()
+                    run_with(base, &format!("thread {t} run {i}\n"), |sandbox| {
+                        runner.run_prepared(pre, sandbox).unwrap()
                     });
                 }
             });
@@ -164,7 +156,7 @@ fn prepared_runs_share_one_link() {
     // A module whose imports preview1 does not define is refused when it is
     // prepared, not when it runs.
     let stranger = module(&runner, &wat::parse_str(r#"(module (import "host" "f" (func)))"#).unwrap());
-    assert!(matches!(runner.prepare_module(&stranger), Err(RunError::Instantiate(_))));
+    assert!(matches!(runner.prepare(&stranger), Err(RunError::Instantiate(_))));
 }
 
 #[test]
@@ -192,17 +184,17 @@ fn memory_limit_under_the_pool() {
     let runner = Runner::pooled(Limits { max_memory: Some(max), ..Limits::default() }, &pool(2)).unwrap();
     // Up to the limit (1 + 31 pages = 2 MiB) grows.
     let fits = module(&runner, &grower(31));
-    assert_eq!(runner.run_module(&fits, builder().build().unwrap()).unwrap(), 0);
+    assert_eq!(runner.run(&fits, Sandbox::new()).unwrap(), 0);
     // One page more is past it, though it would fit the rounded-up slot.
     let over = module(&runner, &grower(32));
-    match runner.run_module(&over, builder().build().unwrap()) {
+    match runner.run(&over, Sandbox::new()) {
         Err(RunError::MemoryLimit(n)) => assert_eq!(n, max),
         other => panic!("expected MemoryLimit, got {other:?}"),
     }
     // Far past it too, and the slot is free again afterwards.
     let far = module(&runner, &grower(1000));
-    assert!(matches!(runner.run_module(&far, builder().build().unwrap()), Err(RunError::MemoryLimit(_))));
-    assert_eq!(runner.run_module(&fits, builder().build().unwrap()).unwrap(), 0);
+    assert!(matches!(runner.run(&far, Sandbox::new()), Err(RunError::MemoryLimit(_))));
+    assert_eq!(runner.run(&fits, Sandbox::new()).unwrap(), 0);
 }
 
 #[test]
@@ -215,7 +207,7 @@ fn a_reservation_of_the_limit_alone_holds_it_too() {
     let (guest, base) = (module(&runner, &wat::parse_str(GUEST).unwrap()), base());
     run_once(&runner, &guest, &base, "small\n");
     let over = module(&runner, &grower(32));
-    assert!(matches!(runner.run_module(&over, builder().build().unwrap()), Err(RunError::MemoryLimit(_))));
+    assert!(matches!(runner.run(&over, Sandbox::new()), Err(RunError::MemoryLimit(_))));
 }
 
 #[test]
@@ -230,9 +222,7 @@ fn a_runner_with_a_larger_limit_than_the_slot_refuses_to_run() {
     let runner = Runner::new(&engine).unwrap().with_limits(Limits { max_memory: Some(8 << 20), ..slot });
     let over = module(&runner, &grower(32));
     let past = Unenforceable::MemoryPastEngine { limit: 8 << 20, bound: 2 << 20 };
-    assert!(
-        matches!(runner.run_module(&over, builder().build().unwrap()), Err(RunError::Unenforceable(e)) if e == past)
-    );
+    assert!(matches!(runner.run(&over, Sandbox::new()), Err(RunError::Unenforceable(e)) if e == past));
 }
 
 #[test]
@@ -248,7 +238,7 @@ fn a_full_pool_refuses_one_more_sandbox() {
         Instance::new(&mut *store, &held, &[]).unwrap();
     }
     // A third is refused with the pool's error, not a panic or a trap.
-    match runner.run_module(&guest, builder().build().unwrap()) {
+    match runner.run(&guest, Sandbox::new()) {
         Err(e @ RunError::Instantiate(_)) => {
             let message = e.to_string();
             assert!(message.contains("maximum concurrent limit of 2"), "{message}");
@@ -257,7 +247,7 @@ fn a_full_pool_refuses_one_more_sandbox() {
     }
     // Once one is gone, the next run has its slot.
     stores.pop();
-    assert_eq!(runner.run_module(&guest, builder().build().unwrap()).unwrap(), 0);
+    assert_eq!(runner.run(&guest, Sandbox::new()).unwrap(), 0);
 }
 
 /// A component whose `wasi:cli/run` returns `ok` from a core module with a
@@ -278,15 +268,12 @@ const COMPONENT: &str = r#"
 #[test]
 fn components_run_pooled_too() {
     let runner = Runner::pooled(Limits { max_memory: Some(1 << 20), ..Limits::default() }, &pool(2)).unwrap();
-    let Guest::Component(component) = runner.load(&wat::parse_str(COMPONENT).unwrap()).unwrap() else {
-        panic!("not a component")
-    };
+    let component = runner.load(&wat::parse_str(COMPONENT).unwrap()).unwrap();
+    assert!(matches!(component, Guest::Component(_)), "not a component");
     // More runs than slots: each gives its slot back, run and prepared.
     let pre = runner.prepare(&component).unwrap();
     for _ in 0..10 {
-        let packfs = packfs_host::wasi::PackFsCtx::builder().build();
-        assert_eq!(runner.run(&component, wasmtime_wasi::WasiCtx::builder().build(), packfs).unwrap(), 0);
-        let packfs = packfs_host::wasi::PackFsCtx::builder().build();
-        assert_eq!(runner.run_prepared(&pre, wasmtime_wasi::WasiCtx::builder().build(), packfs).unwrap(), 0);
+        assert_eq!(runner.run(&component, Sandbox::new()).unwrap(), 0);
+        assert_eq!(runner.run_prepared(&pre, Sandbox::new()).unwrap(), 0);
     }
 }

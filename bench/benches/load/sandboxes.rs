@@ -24,12 +24,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use packfs_core::pack::write_pack;
-use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::Wasi;
 use packfs_core::{FileSystem, MemFs, OpenOptions};
-use packfs_host::load::{Guest, GuestCache};
-use packfs_host::p1::HostPlatform;
-use packfs_host::{Limits, Pool, Runner};
+use packfs_host::load::GuestCache;
+use packfs_host::sandbox::Access;
+use packfs_host::{Limits, Pool, Runner, Sandbox};
 use wasmtime::{Config, Engine, Module};
 
 use crate::modules::{self, Body};
@@ -95,9 +93,9 @@ enum Layout {
     Copy,
 }
 
-/// A PackFS sandbox's preview1 state: `root` preopened at `/`.
-pub(crate) fn wasi(root: Arc<dyn FileSystem>) -> Wasi {
-    Wasi::builder(Box::new(HostPlatform::default())).preopen("/", root, Access::ReadWrite).build().unwrap()
+/// A PackFS sandbox: `root` preopened at `/`.
+pub(crate) fn sandbox(root: Arc<dyn FileSystem>) -> Sandbox {
+    Sandbox::new().preopen("/", root, Access::ReadWrite)
 }
 
 /// The instantiate tables, as markdown: a guest that opens, reads and
@@ -120,13 +118,12 @@ pub(crate) fn instantiate(bench: bool) -> String {
             Box::new(move || peer::run(&pre, &tree))
         };
         let packfs = |runner: Runner, prepared: bool| -> Once<'_> {
-            let Guest::Module(module) = runner.load(&wasm).unwrap() else { panic!("not a module") };
-            let pre = runner.prepare_module(&module).unwrap();
+            let guest = runner.load(&wasm).unwrap();
+            let pre = runner.prepare(&guest).unwrap();
             let base = base.clone();
             Box::new(move || {
-                let wasi = wasi(Arc::new(MemFs::overlay(base.clone()).unwrap()));
-                let status =
-                    if prepared { runner.run_prepared_module(&pre, wasi) } else { runner.run_module(&module, wasi) };
+                let sandbox = sandbox(Arc::new(MemFs::overlay(base.clone()).unwrap()));
+                let status = if prepared { runner.run_prepared(&pre, sandbox) } else { runner.run(&guest, sandbox) };
                 assert_eq!(status.unwrap(), 0);
             })
         };
@@ -139,7 +136,7 @@ pub(crate) fn instantiate(bench: bool) -> String {
                 packfs(Runner::pooled(limits(), &pool(100)).unwrap(), true),
             ),
             ("PackFS, on-demand allocator, prepared", packfs(on_demand(), true)),
-            ("PackFS, on-demand allocator, `run_module` (links each run)", packfs(on_demand(), false)),
+            ("PackFS, on-demand allocator, `run` (links each run)", packfs(on_demand(), false)),
         ];
         for (_, run) in &mut rows {
             for _ in 0..warmup {
@@ -234,19 +231,18 @@ pub(crate) fn child(args: &[String]) -> bool {
                 Runner::pooled(limits(), &pool(n)).unwrap().with_cache(GuestCache::new(artifacts).unwrap());
             let p = park.clone();
             runner.module_linker_mut().func_wrap("bench", "park", move || p.park()).unwrap();
-            let Guest::Module(module) = runner.load_file(Path::new(module)).unwrap() else { panic!("not a module") };
-            let pre = runner.prepare_module(&module).unwrap();
+            let pre = runner.prepare(&runner.load_file(Path::new(module)).unwrap()).unwrap();
             let base: Arc<dyn FileSystem> = Arc::new(packfs_os::mmap::open_pack(base).unwrap());
             Arc::new(move |_| {
-                let wasi = match layout {
-                    Layout::Copy => wasi(Arc::new(MemFs::overlay(base.clone()).unwrap())),
-                    Layout::Shared => Wasi::builder(Box::new(HostPlatform::default()))
-                        .preopen("/", base.clone(), Access::ReadOnly)
-                        .preopen("/scratch", Arc::new(MemFs::new()), Access::ReadWrite)
-                        .build()
-                        .unwrap(),
+                let sandbox = match layout {
+                    Layout::Copy => sandbox(Arc::new(MemFs::overlay(base.clone()).unwrap())),
+                    Layout::Shared => Sandbox::new().preopen("/", base.clone(), Access::ReadOnly).preopen(
+                        "/scratch",
+                        Arc::new(MemFs::new()),
+                        Access::ReadWrite,
+                    ),
                 };
-                assert_eq!(runner.run_prepared_module(&pre, wasi).unwrap(), 0);
+                assert_eq!(runner.run_prepared(&pre, sandbox).unwrap(), 0);
             })
         }
         "wasmtime" | "wasmtime-default" => {

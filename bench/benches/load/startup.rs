@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use packfs_core::MemFs;
-use packfs_host::load::{Guest, GuestCache};
+use packfs_host::load::GuestCache;
 use packfs_host::{Limits, Runner};
 use wasmtime::{Cache, CacheConfig, Config, Engine, Module};
 
@@ -58,9 +58,9 @@ pub(crate) fn child(kind: &str, args: &[String]) -> bool {
                 runner = runner.with_cache(GuestCache::new(dir).unwrap());
             }
             split.mark("`GuestCache::new`");
-            let Guest::Module(module) = runner.load_file(module).unwrap() else { panic!("not a module") };
+            let guest = runner.load_file(module).unwrap();
             split.mark("`load_file`");
-            assert_eq!(runner.run_module(&module, sandboxes::wasi(Arc::new(MemFs::new()))).unwrap(), 0);
+            assert_eq!(runner.run(&guest, sandboxes::sandbox(Arc::new(MemFs::new()))).unwrap(), 0);
             split.mark("instantiate and run");
         }
         "wasmtime" | "wasmtime-cwasm" => {

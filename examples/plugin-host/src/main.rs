@@ -13,7 +13,7 @@
 //!   the guest's linear memory and time (`packfs_host::Limits`, enforced by
 //!   the `Runner`).
 //!
-//! - The module is compiled and linked once (`Runner::prepare_module`),
+//! - The module is compiled and linked once (`Runner::prepare`),
 //!   and the runner allocates from wasmtime's pooling allocator
 //!   (`Runner::pooled`): a plugin's start maps no memory, and its data
 //!   segments are mapped copy-on-write from the compiled module.
@@ -33,12 +33,9 @@ use std::time::Duration;
 
 use packfs_core::mem::Limits as Quota;
 use packfs_core::pack::{Compression, PackFs, PackOptions};
-use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::{Wasi, io::Bytes, io::Capture};
-use packfs_core::{Error, FileSystem, MemFs, OpenOptions, system_clock};
-use packfs_host::load::Guest;
-use packfs_host::p1::HostPlatform;
-use packfs_host::{Limits, Pool, RunError, Runner};
+use packfs_core::{Error, FileSystem, MemFs, read_file, system_clock, write_file};
+use packfs_host::sandbox::{Access, Capture, Output, Stdin};
+use packfs_host::{Limits, Pool, RunError, Runner, Sandbox};
 
 /// The plugin, a p1 module; fd 3 is `/data`, its fork. It prints
 /// `greeting.txt` (from the base), reads all of stdin into memory (which
@@ -110,9 +107,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let assets = MemFs::new();
     let words: Vec<u8> = (0..256 << 10).map(|i| b"abcdefghij\n"[i % 11]).collect();
     for (name, data) in [("greeting.txt", GREETING), ("words.txt", &words[..])] {
-        let f = assets.open(assets.root(), name, &OpenOptions::create())?;
-        assets.write_at(f, 0, data)?;
-        assets.close(f);
+        write_file(&assets, name, data)?;
     }
     let mut bytes = Vec::new();
     PackOptions::new().compress(Some(Compression::zstd(3))).write(&assets.snapshot(), &mut bytes)?;
@@ -123,8 +118,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // slot for each plugin at once; the limits hold for each run.
     let limits = Limits { max_memory: Some(MEMORY), timeout: Some(Duration::from_secs(10)) };
     let runner = Runner::pooled(limits, &Pool { instances: PLUGINS as u32, ..Pool::default() })?;
-    let Guest::Module(module) = runner.load(&wat::parse_str(GUEST)?)? else { unreachable!("a module") };
-    let plugin = runner.prepare_module(&module)?;
+    let plugin = runner.prepare(&runner.load(&wat::parse_str(GUEST)?)?)?;
 
     // The plugins: name, input, how the run should end.
     let mut plugins = vec![
@@ -152,26 +146,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .zip(&forks)
             .map(|((name, input, _), fork)| {
                 let (runner, plugin) = (&runner, &plugin);
-                s.spawn(move || -> Result<(End, Vec<u8>), packfs_core::Error> {
+                s.spawn(move || {
                     let stdout = Capture::new(1 << 10);
-                    let wasi = Wasi::builder(Box::new(HostPlatform::default()))
+                    let sandbox = Sandbox::new()
                         .arg(name)
-                        .stdin(Box::new(Bytes::new(input.clone())))
-                        .stdout(Box::new(stdout.clone()))
-                        .preopen("/data", fork.clone(), Access::ReadWrite)
-                        .build()?;
-                    let end = match runner.run_prepared_module(plugin, wasi) {
+                        .stdin(Stdin::Bytes(input.clone()))
+                        .stdout(Output::Capture(stdout.clone()))
+                        .preopen("/data", fork.clone(), Access::ReadWrite);
+                    let end = match runner.run_prepared(plugin, sandbox) {
                         Ok(0) => End::Done,
                         Ok(EDQUOT) => End::OverQuota,
                         Err(RunError::MemoryLimit(_)) => End::OverMemory,
                         other => End::Other(format!("{other:?}")),
                     };
-                    Ok((end, stdout.contents()))
+                    (end, stdout.contents())
                 })
             })
             .collect();
-        threads.into_iter().map(|t| t.join().expect("a plugin's thread")).collect::<Result<Vec<_>, _>>()
-    })?;
+        threads.into_iter().map(|t| t.join().expect("a plugin's thread")).collect::<Vec<_>>()
+    });
     if let (Some(before), Some(peak)) = (before, peak_resident()) {
         println!("{PLUGINS} plugins at once: at most {} KiB of the host's resident memory each", (peak.saturating_sub(before)) / PLUGINS as u64 >> 10);
     }
@@ -222,15 +215,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// The bytes of `name` in `fs`'s root, or `None` if it has none.
 fn read(fs: &dyn FileSystem, name: &str) -> packfs_core::Result<Option<Vec<u8>>> {
-    let ino = match fs.lookup(fs.root(), name) {
-        Ok(ino) => ino,
-        Err(Error::NotFound) => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let mut buf = vec![0; fs.metadata(ino)?.size as usize];
-    let n = fs.read_at(ino, 0, &mut buf)?;
-    buf.truncate(n);
-    Ok(Some(buf))
+    match read_file(fs, name) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(Error::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// This process's resident memory now, and at its peak (Linux: VmRSS and

@@ -43,13 +43,13 @@ impl PackFsCtx {
     /// ```
     /// use std::sync::Arc;
     /// use packfs_core::{FileSystem, MemFs};
-    /// use packfs_host::wasi::PackFsCtx;
+    /// use packfs_host::wasi::{Access, PackFsCtx};
     ///
     /// let work = Arc::new(MemFs::new());
     /// let assets = Arc::new(work.snapshot());
     /// let ctx = PackFsCtx::builder()
-    ///     .preopen("/work", work.clone())
-    ///     .preopen_read_only("/assets", assets)
+    ///     .preopen("/work", work.clone(), Access::ReadWrite)
+    ///     .preopen("/assets", assets, Access::ReadOnly)
     ///     .build();
     /// assert_eq!(ctx.guest_paths().collect::<Vec<_>>(), ["/work", "/assets"]);
     /// ```
@@ -70,26 +70,11 @@ pub struct PackFsCtxBuilder {
 }
 
 impl PackFsCtxBuilder {
-    /// Shows the root of `fs` to the guest at `guest_path`, read-write (as
-    /// far as `fs` itself allows: a snapshot still answers `read-only`).
-    pub fn preopen(&mut self, guest_path: impl Into<String>, fs: Arc<dyn FileSystem>) -> &mut Self {
-        self.preopen_with(guest_path, fs, Access::ReadWrite)
-    }
-
-    /// Shows the root of `fs` at `guest_path`; every change through it is
-    /// refused with `not-permitted`, as wasmtime-wasi does for a read-only
-    /// preopen.
-    pub fn preopen_read_only(&mut self, guest_path: impl Into<String>, fs: Arc<dyn FileSystem>) -> &mut Self {
-        self.preopen_with(guest_path, fs, Access::ReadOnly)
-    }
-
-    /// Shows the root of `fs` at `guest_path` with the given access.
-    pub fn preopen_with(
-        &mut self,
-        guest_path: impl Into<String>,
-        fs: Arc<dyn FileSystem>,
-        access: Access,
-    ) -> &mut Self {
+    /// Shows the root of `fs` to the guest at `guest_path`. Read-write, as
+    /// far as `fs` itself allows (a snapshot still answers `read-only`);
+    /// read-only, every change through it is refused with
+    /// `not-permitted`, as wasmtime-wasi does for a read-only preopen.
+    pub fn preopen(&mut self, guest_path: impl Into<String>, fs: Arc<dyn FileSystem>, access: Access) -> &mut Self {
         self.preopens.push(Preopen { guest_path: guest_path.into(), fs, access });
         self
     }

@@ -48,11 +48,8 @@ use packfs_core::mount::MountTable;
 use packfs_core::pack::PackStats;
 use packfs_core::wasi::Access;
 use packfs_core::wasi::deadline::Deadline;
-use packfs_core::wasi::p1::Wasi;
 use packfs_host::load::{Guest, GuestCache};
-use packfs_host::p1::{HostPlatform, Inherit};
-use packfs_host::wasi::PackFsCtx;
-use packfs_host::{Limits as RunLimits, RunError, Runner};
+use packfs_host::{Limits as RunLimits, RunError, Runner, Sandbox};
 use packfs_os::publish::write_atomic;
 use packfs_remote::Location;
 use packfs_remote::trace::{MAX_TRACE_BYTES, Trace};
@@ -108,7 +105,7 @@ pub(crate) fn run(mut args: Args, packs: &Packs, stats: bool) -> Result<ExitCode
     let root = namespace.as_ref().map(|ns| ns.table.clone() as Arc<dyn FileSystem>);
     // The run's deadline: the guest's, and then its --save's.
     let deadline = args.timeout.map(|t| Deadline::new(std::time::Instant::now() + t));
-    let outcome = run_guest(&runner, &guest, &argv, &args, root)?;
+    let outcome = run_guest(&runner, &guest, &argv, &args, root);
     if let Some(ns) = &namespace {
         ns.report_limits();
     }
@@ -153,42 +150,24 @@ fn command(args: &mut Args) -> Result<(PathBuf, Vec<String>)> {
 }
 
 /// Runs `guest` with `argv`, `--env`, this process's stdio and `root`
-/// preopened at `/`: a module on PackFS's preview1, a component on
-/// `wasi:filesystem`.
+/// preopened at `/`.
 fn run_guest(
     runner: &Runner,
     guest: &Guest,
     argv: &[String],
     args: &Args,
     root: Option<Arc<dyn FileSystem>>,
-) -> Result<Result<i32, RunError>> {
-    Ok(match guest {
-        Guest::Module(module) => {
-            let mut wasi = Wasi::builder(Box::new(HostPlatform::default()))
-                .args(argv)
-                .stdin(Box::new(Inherit::Stdin))
-                .stdout(Box::new(Inherit::Stdout))
-                .stderr(Box::new(Inherit::Stderr));
-            for (k, v) in &args.env {
-                wasi = wasi.env(k, v);
-            }
-            if let Some(root) = root {
-                wasi = wasi.preopen("/", root, Access::ReadWrite);
-            }
-            let wasi = wasi.build().context("opening the guest's preopens")?;
-            runner.run_module(module, wasi)
-        }
-        Guest::Component(component) => {
-            let mut wasi = wasmtime_wasi::WasiCtx::builder();
-            wasi.inherit_stdio().args(argv).envs(&args.env);
-            let mut fs = PackFsCtx::builder();
-            if let Some(root) = root {
-                fs.preopen("/", root);
-            }
-            let _backstop = args.timeout.map(|t| Backstop::arm(t, argv[0].clone()));
-            runner.run(component, wasi.build(), fs.build())
-        }
-    })
+) -> Result<i32, RunError> {
+    let mut sandbox = Sandbox::new().args(argv).inherit_stdio();
+    for (k, v) in &args.env {
+        sandbox = sandbox.env(k, v);
+    }
+    if let Some(root) = root {
+        sandbox = sandbox.preopen("/", root, Access::ReadWrite);
+    }
+    let component = matches!(guest, Guest::Component(_));
+    let _backstop = args.timeout.filter(|_| component).map(|t| Backstop::arm(t, argv[0].clone()));
+    runner.run(guest, sandbox)
 }
 
 /// A run that did not end with the guest's exit: said in one line, with
@@ -197,7 +176,7 @@ fn failed(e: &RunError, shown: &str) -> Result<ExitCode> {
     let (msg, code) = match e {
         RunError::Timeout(_) => (e.to_string(), TIMED_OUT),
         RunError::MemoryLimit(_) => (e.to_string(), OUT_OF_MEMORY),
-        RunError::Instantiate(_) => bail!("{shown}: {}", one_line(&e.to_string())),
+        RunError::Instantiate(_) | RunError::Sandbox(_) => bail!("{shown}: {}", one_line(&e.to_string())),
         RunError::Trap(t) => {
             let why = match t.downcast_ref::<wasmtime::Trap>() {
                 Some(trap) => trap.to_string(),
