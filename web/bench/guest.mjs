@@ -328,20 +328,32 @@ stamps a new file's times, about 10% in the guest's own code (std and
 wasi-libc), and 3% in the trampolines and copies.
 
 Removing is where PackFS comes closest to the shim, which deletes a key
-from a JavaScript \`Map\`. Over six runs of this bench on 2026-12-04
-(the last is the one above), warm, rmdir ran at 0.81x to 1.44x the shim
-and unlink at 0.91x to 1.68x (fresh 1.11x to 1.68x and 1.39x to 2.04x;
-create and read stayed above 2x in every run, fresh and warm): on this
-shared machine each runtime's time for a phase varies by up to 2x from
-one of its runs to the next. What bounds a removal is MemFs's
-copy-on-write commit: the entry and the directory's inode change, the
-removed inode is reaped, and the same keys are caught up on the spare
-tree the next change writes into. Chromium's profile of 20,000 removals
-puts that commit at four fifths of their time and the path's resolution
-at most of the rest; natively (preview1 calls into core in a loop, no
-guest) a removal costs 1.0 µs on this machine. Tried and not kept: the
-TLSF allocator (rlsf) and LTO with one codegen unit, each within the
-noise.
+from a JavaScript \`Map\`. The medians meet the target in every engine,
+but not every round does: warm, the lowest round's unlink was 0.79x to
+0.81x the shim and rmdir 0.71x to 0.90x across Chromium, Firefox and
+WebKit (the spreads in the tables), and on this shared machine PackFS's own time for a phase moves
+by up to 2x between rounds as much as the peers' do. What bounds a
+removal is MemFs's copy-on-write commit: the entry and the directory's
+inode change, the removed inode is reaped, and the same keys are caught
+up on the spare tree the next change writes into. Chromium's profile of
+20,000 removals puts that commit at four fifths of their time and the
+path's resolution at most of the rest; natively (preview1 calls into
+core in a loop, no guest) a removal costs 1.0 µs on this machine. Tried
+and not kept: the TLSF allocator (rlsf) and LTO with one codegen unit,
+each within the noise.
+
+A fresh page is where PackFS is furthest behind: its first run is on
+V8's baseline code (Liftoff), because the optimizing compile of
+packfs-web's 1 MB of wasm, in the background, takes longer than the
+run. Chromium's flags tell it (fresh pages, 5 each, the median):
+unlink 22.6 ms by default, 22.5 ms with \`--no-wasm-dynamic-tiering\`
+(everything compiled optimized, in the background: not done in time
+either), 36.9 ms with \`--no-liftoff\` (each function optimized at its
+first call, its compile in the run), against 6.5 ms for a fresh worker
+of a page that has compiled it, and the shim's 12.5 ms; create 43.4 ms
+against the shim's 70.5 ms. Chromium keeps a page's optimized wasm in
+its code cache, so a user's second visit starts from optimized code; a
+new browser context, as here, starts from nothing.
 
 ## What the peers cannot run
 
