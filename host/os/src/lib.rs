@@ -10,6 +10,7 @@
 //! - [`dir`]: a host directory as a [`FileSystem`](packfs_core::FileSystem),
 //!   contained beneath it (no symlink or `..` leads out);
 //! - [`mmap`]: packs read in place from a read-only mapping, zero-copy;
+//! - [`pack`]: a host directory to a pack, as `packfs pack` makes one;
 //! - [`journal`]: a `MemFs` made durable by a write-ahead log, with
 //!   checkpoints into packs;
 //! - [`publish`]: files published atomically (`O_TMPFILE` + `linkat`, else
@@ -43,4 +44,5 @@ pub mod beneath;
 pub mod dir;
 pub mod journal;
 pub mod mmap;
+pub mod pack;
 pub mod publish;
