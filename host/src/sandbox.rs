@@ -3,7 +3,7 @@
 //! host functions it links ([`Runner::run`](crate::Runner::run)).
 //!
 //! A p1 module gets it as PackFS's preview1 state
-//! ([`Wasi`](packfs_core::wasi::p1::Wasi)), a component as wasmtime-wasi's
+//! ([`Wasi`]), a component as wasmtime-wasi's
 //! `WasiCtx` beside PackFS's [`PackFsCtx`](crate::wasi::PackFsCtx): those
 //! stay reachable for a host that builds its own stores.
 

@@ -31,7 +31,7 @@ impl Runner<()> {
     /// its async needs. p1 modules and 0.2 components run on it too, a
     /// 0.2 component's file operations a little slower (see
     /// [`Runner::config`]). `packfs run` uses it only for a guest that
-    /// speaks 0.3 ([`load::speaks_wasi_p3`]).
+    /// speaks 0.3 ([`load::speaks_wasi_p3`](crate::load::speaks_wasi_p3)).
     ///
     /// ```
     /// let engine = wasmtime::Engine::new(&packfs_host::Runner::config_p3())?;
@@ -64,9 +64,9 @@ impl Runner<()> {
     /// memory images ([Many sandboxes](Runner#many-sandboxes)). Each memory
     /// slot holds `limits.max_memory`: give the runner the same limits
     /// ([`Runner::pooled`] does); a runner given a larger memory limit
-    /// refuses to run ([`Unenforceable::MemoryPastEngine`]), since a guest
+    /// refuses to run ([`Unenforceable::MemoryPastEngine`](crate::Unenforceable::MemoryPastEngine)), since a guest
     /// would see `memory.grow` fail below it, not
-    /// [`RunError::MemoryLimit`] at it. To
+    /// [`RunError::MemoryLimit`](crate::RunError::MemoryLimit) at it. To
     /// reserve less per slot, lower
     /// [`Config::memory_reservation`](wasmtime::Config::memory_reservation)
     /// on the result (not below the limit), at the price of bounds checks
