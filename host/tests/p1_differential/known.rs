@@ -3,12 +3,6 @@
 
 use crate::{encode::*, script::*};
 
-/// `PACKFS_DIFF_KNOWN` is set: the [`known`] differences are generated
-/// and compared.
-pub(crate) fn known_included() -> bool {
-    std::env::var_os("PACKFS_DIFF_KNOWN").is_some()
-}
-
 /// Differences this test found that the module doc of
 /// `packfs_core::wasi::p1` does not list (issue 23, item 8): each a bug to
 /// mend, or a difference to document. Unless `PACKFS_DIFF_KNOWN` is set,

@@ -165,18 +165,6 @@ fn against_wasmtime(calls: &[(Call, Bad)]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// `P1_DIFF_SURVEY` set: a failing case is printed and passes, so one run
-/// lists many differences (unshrunk) instead of stopping at the first.
-fn survey(r: Result<(), TestCaseError>) -> Result<(), TestCaseError> {
-    match r {
-        Err(e) if std::env::var_os("P1_DIFF_SURVEY").is_some() => {
-            eprintln!("SURVEY {e}");
-            Ok(())
-        }
-        r => r,
-    }
-}
-
 /// Every preview1 call that takes a path, on each path ending in `/`
 /// through a symlink that leads out of the preopen (issue 38, item 5):
 /// where wasmtime refuses it as leaving (`EPERM`), PackFS must too

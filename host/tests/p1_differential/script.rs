@@ -1,7 +1,6 @@
 //! Scripts: the calls a guest makes, the memory layout they use, and the
 //! proptest strategies that generate them.
 
-use crate::known::*;
 use proptest::prelude::*;
 use proptest::sample::select;
 
@@ -450,4 +449,22 @@ pub(crate) fn script() -> impl Strategy<Value = Vec<(Call, Bad)>> {
         v.extend(tail);
         v
     })
+}
+
+/// `PACKFS_DIFF_KNOWN` is set: the [`known`] differences are generated
+/// and compared.
+pub(crate) fn known_included() -> bool {
+    std::env::var_os("PACKFS_DIFF_KNOWN").is_some()
+}
+
+/// `P1_DIFF_SURVEY` set: a failing case is printed and passes, so one run
+/// lists many differences (unshrunk) instead of stopping at the first.
+pub(crate) fn survey(r: Result<(), TestCaseError>) -> Result<(), TestCaseError> {
+    match r {
+        Err(e) if std::env::var_os("P1_DIFF_SURVEY").is_some() => {
+            eprintln!("SURVEY {e}");
+            Ok(())
+        }
+        r => r,
+    }
 }

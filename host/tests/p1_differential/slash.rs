@@ -1,6 +1,5 @@
 //! Paths ending in `/`, against Linux.
 
-use crate::survey;
 use crate::{compare::*, encode::*, known::*, script::*, sides::*};
 use packfs_core::MemFs;
 use proptest::prelude::*;
