@@ -30,15 +30,17 @@ pub fn read_file(fs: &dyn FileSystem, path: &str) -> Result<Vec<u8>> {
     read
 }
 
+/// Reads straight into the result, a piece of room at a time.
 fn read_all(fs: &dyn FileSystem, ino: Ino) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    let mut piece = vec![0; PIECE];
     loop {
-        let n = fs.read_at(ino, out.len() as u64, &mut piece)?;
+        let at = out.len();
+        out.resize(at + PIECE, 0);
+        let n = fs.read_at(ino, at as u64, &mut out[at..])?;
+        out.truncate(at + n);
         if n == 0 {
             return Ok(out);
         }
-        out.extend_from_slice(&piece[..n]);
     }
 }
 

@@ -49,7 +49,7 @@ use packfs_core::pack::PackStats;
 use packfs_core::wasi::Access;
 use packfs_core::wasi::deadline::Deadline;
 use packfs_host::load::{Guest, GuestCache};
-use packfs_host::{Limits as RunLimits, RunError, Runner, Sandbox};
+use packfs_host::{Limits as RunLimits, Prepared, RunError, Runner, Sandbox};
 use packfs_os::publish::write_atomic;
 use packfs_remote::Location;
 use packfs_remote::trace::{MAX_TRACE_BYTES, Trace};
@@ -98,14 +98,14 @@ pub(crate) fn run(mut args: Args, packs: &Packs, stats: bool) -> Result<ExitCode
     let namespace = if args.mounts.is_empty() { None } else { Some(Namespace::build(&args.mounts, packs)?) };
     let runner = Runner::new(&engine).map_err(|e| anyhow!("setting up wasmtime: {e}"))?.with_limits(limits);
     let (guest, loaded) = loading.wait().map_err(|e| anyhow!("{}", one_line(&e.to_string())).context(shown.clone()))?;
-    runner
-        .check(&guest)
-        .map_err(|e| anyhow!("cannot run it here: {}", one_line(&format!("{e:#}"))).context(shown.clone()))?;
+    // Linked once: a guest that cannot run here says so before it starts.
+    let prepared =
+        runner.prepare(&guest).map_err(|e| anyhow!("{}", one_line(&e.to_string())).context(shown.clone()))?;
 
     let root = namespace.as_ref().map(|ns| ns.table.clone() as Arc<dyn FileSystem>);
     // The run's deadline: the guest's, and then its --save's.
     let deadline = args.timeout.map(|t| Deadline::new(std::time::Instant::now() + t));
-    let outcome = run_guest(&runner, &guest, &argv, &args, root);
+    let outcome = run_guest(&runner, &prepared, matches!(guest, Guest::Component(_)), &argv, &args, root);
     if let Some(ns) = &namespace {
         ns.report_limits();
     }
@@ -153,7 +153,8 @@ fn command(args: &mut Args) -> Result<(PathBuf, Vec<String>)> {
 /// preopened at `/`.
 fn run_guest(
     runner: &Runner,
-    guest: &Guest,
+    guest: &Prepared,
+    component: bool,
     argv: &[String],
     args: &Args,
     root: Option<Arc<dyn FileSystem>>,
@@ -165,9 +166,8 @@ fn run_guest(
     if let Some(root) = root {
         sandbox = sandbox.preopen("/", root, Access::ReadWrite);
     }
-    let component = matches!(guest, Guest::Component(_));
     let _backstop = args.timeout.filter(|_| component).map(|t| Backstop::arm(t, argv[0].clone()));
-    runner.run(guest, sandbox)
+    runner.run_prepared(guest, sandbox)
 }
 
 /// A run that did not end with the guest's exit: said in one line, with
