@@ -83,10 +83,10 @@ use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::Wasi;
 use packfs_core::wasi::p1::io::Capture;
 use packfs_core::{FileSystem, MemFs, OpenOptions};
+use packfs_host::filesystem::PackFsCtx;
 use packfs_host::load::GuestCache;
 use packfs_host::p1::HostPlatform;
 use packfs_host::sandbox::Output;
-use packfs_host::wasi::PackFsCtx;
 use packfs_host::{GuestState, Prepared, Runner, Sandbox};
 use packfs_os::mmap::open_pack;
 use support::oracle;
@@ -291,7 +291,7 @@ fn load(engine: &Engine, target: Target) -> Guest {
     };
     let on_packfs = |component: &Component| {
         let mut linker = Linker::<GuestState>::new(engine);
-        packfs_host::wasi::add_to_linker_sync(&mut linker).unwrap();
+        packfs_host::p2::add_to_linker_sync(&mut linker).unwrap();
         CommandPre::new(linker.instantiate_pre(component).unwrap()).unwrap()
     };
     match target {

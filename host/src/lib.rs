@@ -9,9 +9,10 @@
 //! a `packfs_os::dir::DirFs` says so.
 //!
 //! ```text
-//!   p1 core module                         p2 component
-//!       │ wasi_snapshot_preview1               │ wasi:filesystem    │ io, clocks, cli, …
-//!   p1: packfs_core::wasi::p1             wasi::types             wasmtime-wasi
+//!   p1 core module              p2 / p3 component
+//!       │ wasi_snapshot_preview1    │ wasi:filesystem 0.2, 0.3       │ io, clocks, cli, …
+//!   p1: packfs_core::wasi::p1   p2::types, p3::types               wasmtime-wasi
+//!       │                         └─ filesystem (ctx, view, listings)
 //!       └────────── packfs_core::wasi::descriptor (the model) ──┘
 //!                   │ paths: packfs_core::resolve
 //!   Arc<dyn FileSystem>: MemFs · Snapshot · pack (mmap) · overlay · mount table · DirFs
@@ -20,7 +21,10 @@
 //! Serving guests:
 //! - [`p1`]: PackFS's own preview1 linked into a core-module `Linker`, with
 //!   this process's clocks, randomness and stdio;
-//! - [`wasi`]: `wasi:filesystem` 0.2 for components, and the
+//! - [`filesystem`]: what components of every version share, apart from
+//!   any one version: the preopen table ([`PackFsCtx`](filesystem::PackFsCtx)),
+//!   the view host functions borrow, listings, the error type;
+//! - [`p2`]: `wasi:filesystem` 0.2 for components, and the
 //!   `add_to_linker` functions that plug it into a component `Linker`;
 //! - [`p3`]: `wasi:filesystem` 0.3 for async components, beside 0.2;
 //! - [`load`]: compiling guests, with an on-disk cache of compiled code;
@@ -74,19 +78,21 @@
 //! What it does not do: no sockets for p1
 //! guests (their `sock_*` calls answer as wasmtime's do); no
 //! per-descriptor `mutate-directory` enforcement beyond the preopen's
-//! [`Access`](wasi::Access), as in wasmtime-wasi.
+//! [`Access`](packfs_core::wasi::Access), as in wasmtime-wasi.
 
+#[cfg(feature = "p2")]
+pub mod filesystem;
 mod limits;
 pub mod load;
 pub mod p1;
+#[cfg(feature = "p2")]
+pub mod p2;
 #[cfg(feature = "p3")]
 pub mod p3;
 pub mod packs;
 mod pool;
 mod run;
 pub mod sandbox;
-#[cfg(feature = "p2")]
-pub mod wasi;
 
 pub use limits::{Limits, RunError, Unenforceable};
 pub use pool::Pool;

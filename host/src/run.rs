@@ -6,7 +6,7 @@
 //! - a p1 core module runs its `_start` over PackFS's own preview1
 //!   ([`crate::p1`]);
 //! - a component runs its `wasi:cli/run` over `wasi:filesystem` 0.2
-//!   ([`crate::wasi`]) and wasmtime-wasi for the rest;
+//!   ([`crate::p2`]) and wasmtime-wasi for the rest;
 //! - a WASI 0.3 component (one that imports or exports a `wasi:`
 //!   interface of 0.3) runs over `wasi:filesystem` 0.3 ([`crate::p3`])
 //!   and 0.2, with wasmtime-wasi's p3 and 0.2 for the rest, driven by
@@ -14,7 +14,7 @@
 //!
 //! Plugin hosts with their own store data call
 //! [`p1::add_to_linker`](crate::p1::add_to_linker) or
-//! [`wasi::add_to_linker_sync`](crate::wasi::add_to_linker_sync) directly.
+//! [`p2::add_to_linker_sync`](crate::p2::add_to_linker_sync) directly.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -30,12 +30,12 @@ use wasmtime_wasi::p2::bindings::sync::CommandPre;
 #[cfg(feature = "p2")]
 use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 
+#[cfg(feature = "p2")]
+use crate::filesystem::{PackFsCtx, PackFsCtxView, PackFsView};
 use crate::limits::{Limiter, Limits, MemoryLimitHit, RunError, Unenforceable};
 use crate::load::{self, CacheStatus, Guest, GuestCache, LoadError};
 use crate::pool::Pool;
 use crate::sandbox::Sandbox;
-#[cfg(feature = "p2")]
-use crate::wasi::{PackFsCtx, PackFsCtxView, PackFsView};
 
 /// WASI 0.3 components: their linker and runs.
 #[cfg(feature = "p3")]
@@ -312,7 +312,7 @@ impl<T: Send + 'static> Runner<T> {
         self.linker.get_or_init(|| {
             let mut linker = Linker::new(&self.engine);
             // Only a name defined twice fails, and a new linker has none.
-            crate::wasi::add_to_linker_sync(&mut linker).expect("WASI 0.2 links into an empty linker");
+            crate::p2::add_to_linker_sync(&mut linker).expect("WASI 0.2 links into an empty linker");
             linker
         })
     }

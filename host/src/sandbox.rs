@@ -4,7 +4,7 @@
 //!
 //! A p1 module gets it as PackFS's preview1 state
 //! ([`Wasi`]), a component as wasmtime-wasi's
-//! `WasiCtx` beside PackFS's [`PackFsCtx`](crate::wasi::PackFsCtx): those
+//! `WasiCtx` beside PackFS's [`PackFsCtx`](crate::filesystem::PackFsCtx): those
 //! stay reachable for a host that builds its own stores.
 
 use std::sync::Arc;
@@ -177,7 +177,7 @@ impl<T> Sandbox<T> {
 
     /// A component's wasmtime-wasi context and PackFS's, and the data.
     #[cfg(feature = "p2")]
-    pub(crate) fn p2(self) -> (wasmtime_wasi::WasiCtx, crate::wasi::PackFsCtx, T) {
+    pub(crate) fn p2(self) -> (wasmtime_wasi::WasiCtx, crate::filesystem::PackFsCtx, T) {
         let mut wasi = wasmtime_wasi::WasiCtx::builder();
         wasi.args(&self.args).envs(&self.env);
         match self.stdin {
@@ -207,7 +207,7 @@ impl<T> Sandbox<T> {
                 wasi.stderr(capture::Stream(c));
             }
         }
-        let mut fs = crate::wasi::PackFsCtx::builder();
+        let mut fs = crate::filesystem::PackFsCtx::builder();
         for (path, tree, access) in self.preopens {
             fs.preopen(path, tree, access);
         }

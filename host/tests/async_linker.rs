@@ -10,8 +10,8 @@ use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::Wasi;
 use packfs_core::{FileSystem, MemFs};
 use packfs_host::GuestState;
+use packfs_host::filesystem::PackFsCtx;
 use packfs_host::p1::HostPlatform;
-use packfs_host::wasi::PackFsCtx;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, Module, Store};
 
@@ -58,7 +58,7 @@ fn async_store_runs_a_component_on_packfs() {
     let path = support::rust_guest("meta", "wasm32-wasip2");
     let component = Component::from_file(&engine, &path).unwrap();
     let mut linker = Linker::<GuestState>::new(&engine);
-    packfs_host::wasi::add_to_linker_async(&mut linker).unwrap();
+    packfs_host::p2::add_to_linker_async(&mut linker).unwrap();
     let fs = Arc::new(MemFs::new());
     let state = GuestState::new(
         wasmtime_wasi::WasiCtx::builder().args(&["meta"]).build(),

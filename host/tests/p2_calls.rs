@@ -10,12 +10,13 @@ use packfs_core::{FileSystem, Ino, MemFs, system_clock};
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, StreamError};
 
-use packfs_host::wasi::bindings::preopens::Host as _;
-use packfs_host::wasi::bindings::types::{
+use packfs_host::filesystem::{Access, Descriptor, MAX_DIR_STREAMS, PackFsCtx, PackFsCtxView};
+use packfs_host::p2::FsError;
+use packfs_host::p2::bindings::preopens::Host as _;
+use packfs_host::p2::bindings::types::{
     DescriptorFlags as DF, DescriptorType, ErrorCode, Host as _, HostDescriptor as D, HostDirectoryEntryStream as _,
     NewTimestamp, OpenFlags as OF, PathFlags as PF,
 };
-use packfs_host::wasi::{Access, Descriptor, FsError, MAX_DIR_STREAMS, PackFsCtx, PackFsCtxView};
 
 struct Guest {
     ctx: PackFsCtx,
@@ -43,7 +44,7 @@ fn b<T: 'static>(r: &Resource<T>) -> Resource<T> {
 }
 
 /// A metadata hash as a comparable pair.
-fn hash(h: packfs_host::wasi::bindings::types::MetadataHashValue) -> (u64, u64) {
+fn hash(h: packfs_host::p2::bindings::types::MetadataHashValue) -> (u64, u64) {
     (h.lower, h.upper)
 }
 
@@ -558,7 +559,7 @@ fn a_guest_holds_a_bounded_number_of_directory_streams() {
     }
     assert_eq!(code(g.view().read_directory(b(&root))), ErrorCode::InsufficientMemory);
     let gone = streams.pop().unwrap();
-    packfs_host::wasi::bindings::types::HostDirectoryEntryStream::drop(&mut g.view(), gone).unwrap();
+    packfs_host::p2::bindings::types::HostDirectoryEntryStream::drop(&mut g.view(), gone).unwrap();
     let s = g.view().read_directory(b(&root)).unwrap();
     assert!(g.view().read_directory_entry(b(&s)).unwrap().is_some());
 }

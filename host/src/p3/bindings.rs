@@ -30,12 +30,5 @@ wasmtime::component::bindgen!({
 
 pub use self::wasi::filesystem::{preopens, types};
 
-/// The error of a `wasi:filesystem/types` function: a code the guest sees,
-/// or a trap (a host bug or a bad resource handle) that ends the guest.
-#[derive(Debug)]
-pub enum FsError {
-    /// Returned to the guest.
-    Code(types::ErrorCode),
-    /// Traps the guest.
-    Trap(wasmtime::Error),
-}
+/// The error of a 0.3 `wasi:filesystem/types` function.
+pub type FsError = crate::filesystem::TrappableError<types::ErrorCode>;

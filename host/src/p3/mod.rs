@@ -3,18 +3,19 @@
 //!
 //! The same model serves all three versions
 //! ([`packfs_core::wasi::descriptor`]: every permission check, mount
-//! crossing and error), and the same [`PackFsCtx`](crate::wasi::PackFsCtx) configures them; this
-//! module is only 0.3's adapter:
+//! crossing and error), and the same version-neutral
+//! [`filesystem`](crate::filesystem) context serves 0.2 and 0.3 (one
+//! [`PackFsCtx`](crate::filesystem::PackFsCtx), one recent name, one count
+//! of listings); this module is only 0.3's adapter:
 //!
 //! - `bindings`: `bindgen!` over the 0.3.0 WIT, descriptors as the
-//!   model's [`Descriptor`], the `async func`s as concurrent host
-//!   functions;
-//! - `types`: `wasi:filesystem/types` over the model;
+//!   model's [`Descriptor`](packfs_core::wasi::Descriptor), the
+//!   `async func`s as concurrent host functions, and [`FsError`];
+//! - `types`: `wasi:filesystem/types` and `preopens` over the model;
 //! - `streams`: file and directory streams, which move bytes straight
 //!   between the backend and the guest's buffer;
 //! - `offload`: a stream's reads and writes that may wait on the network,
-//!   on the blocking pool, a few of a guest's at once;
-//! - `preopens`: `get-directories`.
+//!   on the blocking pool, a few of a guest's at once.
 //!
 //! Everything else (cli, clocks, random, sockets) is wasmtime-wasi's p3,
 //! and [`add_to_linker`] links WASI 0.2 beside it, as `wasmtime run` does:
@@ -24,7 +25,7 @@
 //! ([`Runner::config_p3`](crate::Runner::config_p3)).
 //!
 //! Deliberate differences from wasmtime-wasi's p3, beside those of 0.2
-//! ([`crate::wasi`]):
+//! ([`crate::p2`]):
 //!
 //! - a stream on a descriptor that cannot be read or written ends at once
 //!   with `bad-descriptor` on its future (wasmtime-wasi: `not-permitted`
@@ -33,27 +34,24 @@
 //! - a time before 1970 is `invalid`: PackFS keeps times from the epoch on.
 
 pub mod bindings;
-mod errors;
 mod offload;
 mod streams;
 mod types;
 
-use wasmtime::component::{Linker, Resource};
+use wasmtime::component::Linker;
 use wasmtime_wasi::WasiView;
 
 pub use bindings::FsError;
-pub use errors::error_code;
 pub(crate) use offload::Waits;
-use packfs_core::wasi::Descriptor;
 
-use crate::wasi::{PackFsCtxView, PackFsFilesystem, PackFsView};
+use crate::filesystem::{PackFsFilesystem, PackFsView};
 
 /// Adds `wasi:filesystem/types@0.3.0` and `wasi:filesystem/preopens@0.3.0`,
 /// served by PackFS, to `linker` — and nothing else. The linker's engine
 /// must support the component model's concurrency.
 ///
 /// ```
-/// use packfs_host::wasi::{PackFsCtx, PackFsCtxView, PackFsView};
+/// use packfs_host::filesystem::{PackFsCtx, PackFsCtxView, PackFsView};
 /// use wasmtime::component::{Linker, ResourceTable};
 ///
 /// struct Plugin { fs: PackFsCtx, table: ResourceTable }
@@ -76,10 +74,10 @@ pub fn add_filesystem_to_linker<T: PackFsView + 'static>(linker: &mut Linker<T>)
 
 /// Adds WASI 0.3 and 0.2 (`wasi:cli/imports` of both): wasmtime-wasi's p3
 /// cli, clocks, random and sockets, its async 0.2 interfaces
-/// ([`crate::wasi::add_to_linker_async`]), and PackFS's filesystem of
+/// ([`crate::p2::add_to_linker_async`]), and PackFS's filesystem of
 /// each version. Preopens configured on the `WasiCtx` are ignored: the
 /// filesystem is PackFS's, configured with
-/// [`PackFsCtx`](crate::wasi::PackFsCtx).
+/// [`PackFsCtx`](crate::filesystem::PackFsCtx).
 pub fn add_to_linker<T: WasiView + PackFsView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     use wasmtime_wasi::p3;
     p3::cli::add_to_linker(linker)?;
@@ -87,14 +85,7 @@ pub fn add_to_linker<T: WasiView + PackFsView + 'static>(linker: &mut Linker<T>)
     p3::random::add_to_linker(linker)?;
     p3::sockets::add_to_linker(linker)?;
     add_filesystem_to_linker(linker)?;
-    crate::wasi::add_to_linker_async(linker)
-}
-
-impl bindings::preopens::Host for PackFsCtxView<'_> {
-    fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
-        let opened = self.ctx.open_preopens()?;
-        opened.into_iter().map(|(d, path)| Ok((self.table.push(d)?, path))).collect()
-    }
+    crate::p2::add_to_linker_async(linker)
 }
 
 /// Whether `component` speaks WASI 0.3: it imports or exports an interface

@@ -23,11 +23,10 @@ use tokio::sync::oneshot;
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Destination, Source, StreamConsumer, StreamProducer, StreamResult, VecBuffer};
 
-use super::bindings::types::{DescriptorType, DirectoryEntry, ErrorCode};
+use super::bindings::types::{DirectoryEntry, ErrorCode};
 use super::offload::{Offload, Waits};
-use crate::wasi::DirStream;
-use crate::wasi::streams::MAX_IO_CHUNK;
-use packfs_core::FileType;
+use super::types::descriptor_type;
+use crate::filesystem::{DirStream, MAX_IO_CHUNK};
 use packfs_core::wasi::descriptor::{Node, write_all};
 
 /// The bytes a host-side reader of a file stream is given per poll
@@ -86,7 +85,7 @@ impl FileProducer {
                 StreamResult::Completed
             }
             Err(e) => {
-                self.outcome.send(Err(super::error_code(&e)));
+                self.outcome.send(Err(e.code().into()));
                 StreamResult::Dropped
             }
         }
@@ -196,7 +195,7 @@ impl FileConsumer {
                 StreamResult::Completed
             }
             Err(e) => {
-                self.outcome.send(Err(super::error_code(&e)));
+                self.outcome.send(Err(e.code().into()));
                 StreamResult::Dropped
             }
         }
@@ -313,7 +312,7 @@ impl<D: 'static> StreamProducer<D> for DirProducer {
                     break;
                 }
                 Err(e) => {
-                    me.outcome.send(Err(super::error_code(&e)));
+                    me.outcome.send(Err(e.code().into()));
                     result = StreamResult::Dropped;
                     break;
                 }
@@ -321,14 +320,5 @@ impl<D: 'static> StreamProducer<D> for DirProducer {
         }
         dst.set_buffer(out.into());
         Poll::Ready(Ok(result))
-    }
-}
-
-/// A PackFS file type as 0.3's descriptor type.
-pub(crate) fn descriptor_type(kind: FileType) -> DescriptorType {
-    match kind {
-        FileType::File => DescriptorType::RegularFile,
-        FileType::Dir => DescriptorType::Directory,
-        FileType::Symlink => DescriptorType::SymbolicLink,
     }
 }

@@ -1,5 +1,5 @@
-//! `wasi:filesystem/types@0.3.0`: the thin adapter, as 0.2's
-//! (`crate::wasi::types`). Each function looks its resources up, calls the
+//! `wasi:filesystem/types@0.3.0` and `preopens`: the thin adapter, as
+//! 0.2's (`crate::p2::types`). Each function looks its resources up, calls the
 //! [model](packfs_core::wasi::descriptor) and converts values; the
 //! `async` ones finish without waiting (PackFS never waits on the host),
 //! and the four that return streams hand them to [`super::streams`]. A
@@ -7,19 +7,21 @@
 
 use std::sync::Arc;
 
-use packfs_core::{Metadata, SetTime, Timestamp};
+use packfs_core::{SetTime, Timestamp};
 use tokio::sync::oneshot;
 use wasmtime::component::{Access, Accessor, FutureReader, Resource, StreamReader};
 use wasmtime_wasi::p3::bindings::clocks::system_clock::Instant;
 
-use super::bindings::FsError;
 use super::bindings::types::{
     self, Advice, DescriptorFlags, DescriptorStat, DescriptorType, DirectoryEntry, ErrorCode, Filesize,
     MetadataHashValue, NewTimestamp, OpenFlags, PathFlags,
 };
-use super::streams::{DirProducer, FileConsumer, FileProducer, Outcome, Place, descriptor_type};
-use crate::wasi::{DirStream, PackFsCtxView, PackFsFilesystem};
-use packfs_core::wasi::descriptor::{self, Descriptor, Flags};
+use super::bindings::{FsError, preopens};
+use super::streams::{DirProducer, FileConsumer, FileProducer, Outcome, Place};
+use crate::filesystem::{DirStream, PackFsCtxView, PackFsFilesystem, conversions};
+use packfs_core::wasi::descriptor::Descriptor;
+
+conversions!(would_block: Busy, time: instant);
 
 type FsResult<T> = Result<T, FsError>;
 
@@ -28,21 +30,17 @@ fn with<U, R>(store: &Accessor<U, PackFsFilesystem>, f: impl FnOnce(PackFsCtxVie
     store.with(|mut s| f(s.get()))
 }
 
-/// As [`with`], for a call that changes the tree: the name 0.2's calls
-/// remember (`crate::wasi::recent`) is forgotten first, so a guest mixing
-/// both versions never sees a stale one.
+/// As [`with`], for a call that changes the tree: the recent name is
+/// forgotten first.
 fn changing<U, R>(
     store: &Accessor<U, PackFsFilesystem>,
     f: impl FnOnce(&PackFsCtxView<'_>) -> FsResult<R>,
 ) -> FsResult<R> {
-    with(store, |v| {
-        v.ctx.recent.changed();
-        f(&v)
-    })
+    with(store, |mut v| f(v.changing()))
 }
 
 fn get<'a>(view: &'a PackFsCtxView<'_>, fd: &Resource<Descriptor>) -> FsResult<&'a Descriptor> {
-    Ok(view.table.get(fd)?)
+    Ok(view.descriptor(fd)?)
 }
 
 /// A stream's outcome future, already holding `result`.
@@ -53,16 +51,15 @@ fn settled<U>(
     FutureReader::new(store, async move { wasmtime::error::Ok(result) })
 }
 
-fn code(e: FsError) -> wasmtime::Result<ErrorCode> {
-    match e {
-        FsError::Code(c) => Ok(c),
-        FsError::Trap(t) => Err(t),
+impl types::Host for PackFsCtxView<'_> {
+    fn convert_error_code(&mut self, err: FsError) -> wasmtime::Result<ErrorCode> {
+        err.into_code()
     }
 }
 
-impl types::Host for PackFsCtxView<'_> {
-    fn convert_error_code(&mut self, err: FsError) -> wasmtime::Result<ErrorCode> {
-        code(err)
+impl preopens::Host for PackFsCtxView<'_> {
+    fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
+        PackFsCtxView::get_directories(self)
     }
 }
 
@@ -85,7 +82,7 @@ impl<U> types::HostDescriptorWithStore<U> for PackFsFilesystem {
             Ok(node) => node,
             Err(e) => {
                 let stream = StreamReader::new(&mut store, std::iter::empty())?;
-                return Ok((stream, settled(&mut store, Err(super::error_code(&e)))?));
+                return Ok((stream, settled(&mut store, Err(e.code().into()))?));
             }
         };
         let (tx, rx) = oneshot::channel();
@@ -156,7 +153,7 @@ impl<U> types::HostDescriptorWithStore<U> for PackFsFilesystem {
             let view = store.get();
             match view.table.get(&fd)?.lister() {
                 Ok(node) => DirStream::new(Arc::clone(node), &view.ctx.streams).ok_or(ErrorCode::InsufficientMemory),
-                Err(e) => Err(super::error_code(&e)),
+                Err(e) => Err(e.code().into()),
             }
         };
         let stream = match opened {
@@ -189,7 +186,7 @@ impl<U> types::HostDescriptorWithStore<U> for PackFsFilesystem {
         flags: PathFlags,
         path: String,
     ) -> FsResult<DescriptorStat> {
-        with(store, |v| Ok(stat(get(&v, &fd)?.stat_at(follow(flags), &path, None)?.1)))
+        with(store, |mut v| Ok(stat(v.stat_at(&fd, follow(flags), path)?)))
     }
 
     async fn set_times_at(
@@ -223,15 +220,10 @@ impl<U> types::HostDescriptorWithStore<U> for PackFsFilesystem {
         open_flags: OpenFlags,
         flags: DescriptorFlags,
     ) -> FsResult<Resource<Descriptor>> {
-        let open = descriptor::OpenFlags {
-            create: open_flags.contains(OpenFlags::CREATE),
-            directory: open_flags.contains(OpenFlags::DIRECTORY),
-            exclusive: open_flags.contains(OpenFlags::EXCLUSIVE),
-            truncate: open_flags.contains(OpenFlags::TRUNCATE),
-        };
-        with(store, |v| {
+        let open = model_open_flags(open_flags);
+        with(store, |mut v| {
             if open.create {
-                v.ctx.recent.changed();
+                v.changing();
             }
             let opened = get(&v, &fd)?.open_at(follow(path_flags), &path, open, model_flags(flags))?;
             Ok(v.table.push(opened)?)
@@ -293,8 +285,8 @@ impl<U> types::HostDescriptorWithStore<U> for PackFsFilesystem {
         flags: PathFlags,
         path: String,
     ) -> FsResult<MetadataHashValue> {
-        with(store, |v| {
-            let ((lower, upper), _, _) = get(&v, &fd)?.metadata_hash_at(follow(flags), &path, None)?;
+        with(store, |mut v| {
+            let (lower, upper) = v.metadata_hash_at(&fd, follow(flags), path)?;
             Ok(MetadataHashValue { lower, upper })
         })
     }
@@ -321,56 +313,13 @@ fn consume<U>(
         }
         Err(e) => {
             data.close(&mut store)?;
-            settled(&mut store, Err(super::error_code(&e)))
+            settled(&mut store, Err(e.code().into()))
         }
     }
-}
-
-fn follow(flags: PathFlags) -> bool {
-    flags.contains(PathFlags::SYMLINK_FOLLOW)
-}
-
-fn model_flags(f: DescriptorFlags) -> Flags {
-    Flags {
-        read: f.contains(DescriptorFlags::READ),
-        write: f.contains(DescriptorFlags::WRITE),
-        mutate_directory: f.contains(DescriptorFlags::MUTATE_DIRECTORY),
-        file_sync: f.contains(DescriptorFlags::FILE_INTEGRITY_SYNC),
-        data_sync: f.contains(DescriptorFlags::DATA_INTEGRITY_SYNC),
-        read_sync: f.contains(DescriptorFlags::REQUESTED_WRITE_SYNC),
-    }
-}
-
-fn descriptor_flags(f: Flags) -> DescriptorFlags {
-    let mut out = DescriptorFlags::empty();
-    for (on, flag) in [
-        (f.read, DescriptorFlags::READ),
-        (f.write, DescriptorFlags::WRITE),
-        (f.mutate_directory, DescriptorFlags::MUTATE_DIRECTORY),
-        (f.file_sync, DescriptorFlags::FILE_INTEGRITY_SYNC),
-        (f.data_sync, DescriptorFlags::DATA_INTEGRITY_SYNC),
-        (f.read_sync, DescriptorFlags::REQUESTED_WRITE_SYNC),
-    ] {
-        if on {
-            out |= flag;
-        }
-    }
-    out
 }
 
 fn instant(t: Timestamp) -> Instant {
     Instant { seconds: i64::try_from(t.secs).unwrap_or(i64::MAX), nanoseconds: t.nanos }
-}
-
-fn stat(m: Metadata) -> DescriptorStat {
-    DescriptorStat {
-        type_: descriptor_type(m.kind),
-        link_count: m.nlink,
-        size: m.size,
-        data_access_timestamp: Some(instant(m.atime)),
-        data_modification_timestamp: Some(instant(m.mtime)),
-        status_change_timestamp: Some(instant(m.ctime)),
-    }
 }
 
 /// A new time; PackFS keeps times from 1970 on, so an earlier one is

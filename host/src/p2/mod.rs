@@ -7,18 +7,16 @@
 //! wasmtime-wasi's `DynInputStream`/`DynOutputStream`, polled and read by its
 //! `wasi:io` implementation.
 //!
-//! - [`packfs_core::wasi::descriptor`]: the model — what a [`Descriptor`]
-//!   is, every permission check, behaviour as wasmtime-wasi on a real
-//!   directory (the oracle of the guest tests), shared with preview1;
-//! - `types`: the thin `wasi:filesystem/types` adapter over the model;
-//! - `streams`: file streams and directory listings ([`DirStream`]);
+//! Over the version-neutral [`filesystem`](crate::filesystem) context
+//! (the preopens, the model's descriptors, listings), this is only 0.2's
+//! adapter:
+//!
+//! - `bindings`: `bindgen!` over the 0.2 WIT, descriptors as the model's
+//!   [`Descriptor`](packfs_core::wasi::Descriptor), and [`FsError`];
+//! - `types`: `wasi:filesystem/types` and `preopens` over the model;
+//! - `streams`: file streams as wasmtime-wasi's `wasi:io` streams;
 //! - `io`: wasmtime-wasi's synchronous `wasi:io/streams`, with its
-//!   blocking methods not entering tokio when the stream is ready;
-//! - `preopens`: the preopen table ([`PackFsCtx`]) and `get-directories`;
-//! - `recent`: the last name resolved, so `metadata-hash-at` after
-//!   `stat-at` or a directory entry does not walk again;
-//! - `errors`: `packfs_core::Error` → WASI `error-code`, in one match
-//!   ([`error_code`]).
+//!   blocking methods not entering tokio when the stream is ready.
 //!
 //! Deliberate differences from wasmtime-wasi, each where it falls short of
 //! the WASI spec or POSIX:
@@ -43,21 +41,16 @@
 //! that cannot do an operation does.
 
 pub mod bindings;
-mod errors;
 mod io;
-mod preopens;
-mod recent;
-pub(crate) mod streams;
+mod streams;
 mod types;
 
 use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::WasiView;
 
 pub use bindings::FsError;
-pub use errors::error_code;
-pub use packfs_core::wasi::{Access, Descriptor};
-pub use preopens::{PackFsCtx, PackFsCtxBuilder, PackFsCtxView, PackFsFilesystem, PackFsView};
-pub use streams::{DirStream, MAX_DIR_STREAMS};
+
+use crate::filesystem::{PackFsFilesystem, PackFsView};
 
 /// `HasData` for wasmtime-wasi's `wasi:io`, whose host state is the table.
 struct HasTable;
@@ -76,7 +69,7 @@ impl HasData for HasTable {
 /// on the host), so they serve sync and async stores alike.
 ///
 /// ```
-/// use packfs_host::wasi::{PackFsCtx, PackFsCtxView, PackFsView};
+/// use packfs_host::filesystem::{PackFsCtx, PackFsCtxView, PackFsView};
 /// use wasmtime::component::{Linker, ResourceTable};
 ///
 /// struct Plugin { fs: PackFsCtx, table: ResourceTable }
@@ -88,7 +81,7 @@ impl HasData for HasTable {
 ///
 /// let engine = wasmtime::Engine::default();
 /// let mut linker = Linker::<Plugin>::new(&engine);
-/// packfs_host::wasi::add_filesystem_to_linker(&mut linker)?;
+/// packfs_host::p2::add_filesystem_to_linker(&mut linker)?;
 /// # Ok::<(), wasmtime::Error>(())
 /// ```
 pub fn add_filesystem_to_linker<T: PackFsView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
@@ -103,7 +96,7 @@ pub fn add_filesystem_to_linker<T: PackFsView + 'static>(linker: &mut Linker<T>)
 ///
 /// The store's data must lend both views over one shared `ResourceTable`.
 /// Preopens configured on the `WasiCtx` are ignored: the filesystem is
-/// PackFS's, configured with [`PackFsCtx`].
+/// PackFS's, configured with [`PackFsCtx`](crate::filesystem::PackFsCtx).
 pub fn add_to_linker_sync<T: WasiView + PackFsView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     use wasmtime_wasi::p2::bindings::sync;
     let l = linker;

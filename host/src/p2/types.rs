@@ -1,10 +1,11 @@
-//! `wasi:filesystem/types`: the thin adapter. Each function looks its
-//! resources up, calls the [model](super::descriptor) and converts values.
-//! A missing resource traps (a host or adapter bug, not a guest error).
+//! `wasi:filesystem/types` and `preopens`: the thin adapter. Each function
+//! looks its resources up, calls the [model](packfs_core::wasi::descriptor)
+//! and converts values. A missing resource traps (a host or adapter bug,
+//! not a guest error).
 
 use std::sync::Arc;
 
-use packfs_core::{FileType, Metadata, SetTime, Timestamp};
+use packfs_core::{SetTime, Timestamp};
 use wasmtime::component::Resource;
 use wasmtime_wasi::p2::bindings::clocks::wall_clock::Datetime;
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
@@ -13,29 +14,35 @@ use super::bindings::types::{
     self, Advice, DescriptorFlags, DescriptorStat, DescriptorType, DirectoryEntry, ErrorCode, Filesize,
     MetadataHashValue, NewTimestamp, OpenFlags, PathFlags,
 };
-use super::streams::{DirStream, FileReader, FileWriter, MAX_IO_CHUNK};
-use super::{FsError, PackFsCtxView, error_code};
-use packfs_core::wasi::descriptor::{self, Descriptor, Flags};
+use super::bindings::{FsError, preopens};
+use super::streams::{FileReader, FileWriter};
+use crate::filesystem::{DirStream, MAX_IO_CHUNK, PackFsCtxView, conversions};
+use packfs_core::wasi::descriptor::Descriptor;
+
+conversions!(would_block: WouldBlock, time: datetime);
 
 type FsResult<T> = Result<T, FsError>;
 
 impl PackFsCtxView<'_> {
     fn get(&self, fd: &Resource<Descriptor>) -> FsResult<&Descriptor> {
-        Ok(self.table.get(fd)?)
+        Ok(self.descriptor(fd)?)
+    }
+}
+
+impl preopens::Host for PackFsCtxView<'_> {
+    fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
+        PackFsCtxView::get_directories(self)
     }
 }
 
 impl types::Host for PackFsCtxView<'_> {
     fn convert_error_code(&mut self, err: FsError) -> wasmtime::Result<ErrorCode> {
-        match err {
-            FsError::Code(code) => Ok(code),
-            FsError::Trap(e) => Err(e),
-        }
+        err.into_code()
     }
 
     fn filesystem_error_code(&mut self, err: Resource<wasmtime::Error>) -> wasmtime::Result<Option<ErrorCode>> {
         let err = self.table.get(&err)?;
-        Ok(err.downcast_ref::<packfs_core::Error>().map(error_code))
+        Ok(err.downcast_ref::<packfs_core::Error>().map(|e| e.code().into()))
     }
 }
 
@@ -106,7 +113,7 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
     }
 
     fn create_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
-        self.ctx.recent.changed();
+        self.changing();
         Ok(self.get(&fd)?.create_directory_at(&path)?)
     }
 
@@ -115,15 +122,7 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
     }
 
     fn stat_at(&mut self, fd: Resource<Descriptor>, flags: PathFlags, path: String) -> FsResult<DescriptorStat> {
-        let d = self.table.get(&fd)?;
-        let known = self.ctx.recent.take(d.at(), follow(flags), &path);
-        let (ino, meta) = d.stat_at(follow(flags), &path, known)?;
-        if known.is_none() {
-            // Not following a name that is no symlink: following finds the same.
-            let follows = (follow(flags) || meta.kind == FileType::Symlink).then_some(follow(flags));
-            self.ctx.recent.resolved(d.at(), path, follows, ino);
-        }
-        Ok(stat(meta))
+        Ok(stat(self.stat_at(&fd, follow(flags), path)?))
     }
 
     fn set_times_at(
@@ -145,7 +144,7 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
         new_fd: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
-        self.ctx.recent.changed();
+        self.changing();
         let (old, new) = (self.get(&fd)?, self.get(&new_fd)?);
         Ok(old.link_at(follow(old_flags), &old_path, new, &new_path)?)
     }
@@ -158,14 +157,9 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
         open_flags: OpenFlags,
         flags: DescriptorFlags,
     ) -> FsResult<Resource<Descriptor>> {
-        let open = descriptor::OpenFlags {
-            create: open_flags.contains(OpenFlags::CREATE),
-            directory: open_flags.contains(OpenFlags::DIRECTORY),
-            exclusive: open_flags.contains(OpenFlags::EXCLUSIVE),
-            truncate: open_flags.contains(OpenFlags::TRUNCATE),
-        };
+        let open = model_open_flags(open_flags);
         if open.create {
-            self.ctx.recent.changed();
+            self.changing();
         }
         let opened = self.get(&fd)?.open_at(follow(path_flags), &path, open, model_flags(flags))?;
         Ok(self.table.push(opened)?)
@@ -176,7 +170,7 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
     }
 
     fn remove_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
-        self.ctx.recent.changed();
+        self.changing();
         Ok(self.get(&fd)?.remove_directory_at(&path)?)
     }
 
@@ -187,18 +181,18 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
         new_fd: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
-        self.ctx.recent.changed();
+        self.changing();
         let (old, new) = (self.get(&fd)?, self.get(&new_fd)?);
         Ok(old.rename_at(&old_path, new, &new_path)?)
     }
 
     fn symlink_at(&mut self, fd: Resource<Descriptor>, target: String, path: String) -> FsResult<()> {
-        self.ctx.recent.changed();
+        self.changing();
         Ok(self.get(&fd)?.symlink_at(&target, &path)?)
     }
 
     fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
-        self.ctx.recent.changed();
+        self.changing();
         Ok(self.get(&fd)?.unlink_file_at(&path)?)
     }
 
@@ -217,12 +211,7 @@ impl types::HostDescriptor for PackFsCtxView<'_> {
         flags: PathFlags,
         path: String,
     ) -> FsResult<MetadataHashValue> {
-        let d = self.table.get(&fd)?;
-        let known = self.ctx.recent.take(d.at(), follow(flags), &path);
-        let ((lower, upper), ino, follows) = d.metadata_hash_at(follow(flags), &path, known)?;
-        if known.is_none() {
-            self.ctx.recent.resolved(d.at(), path, follows, ino);
-        }
+        let (lower, upper) = self.metadata_hash_at(&fd, follow(flags), path)?;
         Ok(MetadataHashValue { lower, upper })
     }
 
@@ -248,59 +237,8 @@ impl types::HostDirectoryEntryStream for PackFsCtxView<'_> {
     }
 }
 
-fn follow(flags: PathFlags) -> bool {
-    flags.contains(PathFlags::SYMLINK_FOLLOW)
-}
-
-fn model_flags(f: DescriptorFlags) -> Flags {
-    Flags {
-        read: f.contains(DescriptorFlags::READ),
-        write: f.contains(DescriptorFlags::WRITE),
-        mutate_directory: f.contains(DescriptorFlags::MUTATE_DIRECTORY),
-        file_sync: f.contains(DescriptorFlags::FILE_INTEGRITY_SYNC),
-        data_sync: f.contains(DescriptorFlags::DATA_INTEGRITY_SYNC),
-        read_sync: f.contains(DescriptorFlags::REQUESTED_WRITE_SYNC),
-    }
-}
-
-fn descriptor_flags(f: Flags) -> DescriptorFlags {
-    let mut out = DescriptorFlags::empty();
-    for (on, flag) in [
-        (f.read, DescriptorFlags::READ),
-        (f.write, DescriptorFlags::WRITE),
-        (f.mutate_directory, DescriptorFlags::MUTATE_DIRECTORY),
-        (f.file_sync, DescriptorFlags::FILE_INTEGRITY_SYNC),
-        (f.data_sync, DescriptorFlags::DATA_INTEGRITY_SYNC),
-        (f.read_sync, DescriptorFlags::REQUESTED_WRITE_SYNC),
-    ] {
-        if on {
-            out |= flag;
-        }
-    }
-    out
-}
-
-fn descriptor_type(kind: FileType) -> DescriptorType {
-    match kind {
-        FileType::File => DescriptorType::RegularFile,
-        FileType::Dir => DescriptorType::Directory,
-        FileType::Symlink => DescriptorType::SymbolicLink,
-    }
-}
-
 fn datetime(t: Timestamp) -> Datetime {
     Datetime { seconds: t.secs, nanoseconds: t.nanos }
-}
-
-fn stat(m: Metadata) -> DescriptorStat {
-    DescriptorStat {
-        type_: descriptor_type(m.kind),
-        link_count: m.nlink,
-        size: m.size,
-        data_access_timestamp: Some(datetime(m.atime)),
-        data_modification_timestamp: Some(datetime(m.mtime)),
-        status_change_timestamp: Some(datetime(m.ctime)),
-    }
 }
 
 fn set_time(t: NewTimestamp) -> SetTime {

@@ -10,13 +10,13 @@ wasmtime::component::bindgen!({
     world: "packfs:host/filesystem",
     imports: { default: trappable },
     trappable_error_type: {
-        "wasi:filesystem/types.error-code" => crate::wasi::bindings::FsError,
+        "wasi:filesystem/types.error-code" => crate::p2::bindings::FsError,
     },
     with: {
         "wasi:io": wasmtime_wasi::p2::bindings::io,
         "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
         "wasi:filesystem/types.descriptor": packfs_core::wasi::Descriptor,
-        "wasi:filesystem/types.directory-entry-stream": crate::wasi::streams::DirStream,
+        "wasi:filesystem/types.directory-entry-stream": crate::filesystem::DirStream,
     },
     // The wasi:io resources are wasmtime-wasi's async ones.
     require_store_data_send: true,
@@ -24,12 +24,5 @@ wasmtime::component::bindgen!({
 
 pub use self::wasi::filesystem::{preopens, types};
 
-/// The error of a `wasi:filesystem/types` function: a code the guest sees,
-/// or a trap (a host bug or a bad resource handle) that ends the guest.
-#[derive(Debug)]
-pub enum FsError {
-    /// Returned to the guest.
-    Code(types::ErrorCode),
-    /// Traps the guest.
-    Trap(wasmtime::Error),
-}
+/// The error of a 0.2 `wasi:filesystem/types` function.
+pub type FsError = crate::filesystem::TrappableError<types::ErrorCode>;

@@ -1,14 +1,13 @@
-//! The preopen table and `wasi:filesystem/preopens`.
+//! The preopen table ([`PackFsCtx`]) and the view of it the host
+//! functions of every version borrow ([`PackFsCtxView`]).
 
 use std::sync::Arc;
 
 use packfs_core::FileSystem;
-use wasmtime::component::{HasData, Resource, ResourceTable};
 use wasmtime::error::Context as _;
 
-use super::bindings::preopens;
+use super::dir_stream::StreamCount;
 use super::recent::Recent;
-use super::streams::StreamCount;
 use packfs_core::wasi::{Access, Descriptor, device_number};
 
 /// One guest-visible directory.
@@ -28,7 +27,7 @@ struct Preopen {
 #[derive(Clone, Default)]
 pub struct PackFsCtx {
     preopens: Vec<Preopen>,
-    /// The last name resolved (see `recent.rs`).
+    /// The last name resolved (see `recent.rs`), in 0.2 and 0.3 alike.
     pub(crate) recent: Recent,
     /// The directory streams the guest holds.
     pub(crate) streams: StreamCount,
@@ -43,7 +42,7 @@ impl PackFsCtx {
     /// ```
     /// use std::sync::Arc;
     /// use packfs_core::{FileSystem, MemFs};
-    /// use packfs_host::wasi::{Access, PackFsCtx};
+    /// use packfs_host::filesystem::{Access, PackFsCtx};
     ///
     /// let work = Arc::new(MemFs::new());
     /// let assets = Arc::new(work.snapshot());
@@ -94,7 +93,7 @@ impl PackFsCtxBuilder {
 impl PackFsCtx {
     /// A descriptor for each preopen's root, with its guest path: what
     /// `get-directories` gives, in 0.2 and 0.3 alike.
-    pub(crate) fn open_preopens(&self) -> wasmtime::Result<Vec<(Descriptor, String)>> {
+    pub(super) fn open_preopens(&self) -> wasmtime::Result<Vec<(Descriptor, String)>> {
         let mut out = Vec::with_capacity(self.preopens.len());
         for p in &self.preopens {
             // Pinning a root fails only if the backend itself is broken:
@@ -107,37 +106,4 @@ impl PackFsCtx {
         }
         Ok(out)
     }
-}
-
-impl preopens::Host for PackFsCtxView<'_> {
-    fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
-        let opened = self.ctx.open_preopens()?;
-        opened.into_iter().map(|(d, path)| Ok((self.table.push(d)?, path))).collect()
-    }
-}
-
-/// What the filesystem host functions borrow from the store: the preopen
-/// table and the resource table shared with wasmtime-wasi.
-pub struct PackFsCtxView<'a> {
-    /// The preopens.
-    pub ctx: &'a mut PackFsCtx,
-    /// The table holding descriptors, streams and every other WASI resource.
-    pub table: &'a mut ResourceTable,
-}
-
-/// A store's data that can lend a [`PackFsCtxView`].
-///
-/// Implement it next to [`wasmtime_wasi::WasiView`], returning the *same*
-/// `ResourceTable` from both.
-pub trait PackFsView: Send {
-    /// Borrows the PackFS context and the resource table.
-    fn packfs(&mut self) -> PackFsCtxView<'_>;
-}
-
-/// The [`HasData`] marker for PackFS's filesystem host functions (as wasmtime-wasi's
-/// `WasiFilesystem` is for its own).
-pub struct PackFsFilesystem;
-
-impl HasData for PackFsFilesystem {
-    type Data<'a> = PackFsCtxView<'a>;
 }
