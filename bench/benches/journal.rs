@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use packfs_core::mem::Limits;
+use packfs_core::mem::Quota;
 use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_os::journal::{Journal, SyncPolicy};
 
@@ -29,7 +29,7 @@ fn create(fs: &MemFs, dir: u64, name: &str) {
 
 fn journaled(policy: SyncPolicy, threads: usize) -> Duration {
     let tmp = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
-    let journal = Journal::open(tmp.path(), policy, Limits::default()).unwrap();
+    let journal = Journal::open(tmp.path(), policy, Quota::default()).unwrap();
     let fs = journal.fs().clone();
     let start = Instant::now();
     let workers: Vec<_> = (0..threads)

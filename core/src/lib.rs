@@ -7,7 +7,7 @@
 //!   `error-code`;
 //! - [`treap::Treap`]: the persistent ordered map every index is built on;
 //! - [`MemFs`]: the in-memory backend, with lock-free MVCC snapshot reads
-//!   ([`Snapshot`]), O(1) forks, quotas ([`mem::Limits`]) and atomic
+//!   ([`Snapshot`]), O(1) forks, quotas ([`mem::Quota`]) and atomic
 //!   multi-operation batches — and, over a read-only lower filesystem, the
 //!   overlay ([`MemFs::overlay`]);
 //! - [`pack`]: the read-only random-access archive format: a streaming,

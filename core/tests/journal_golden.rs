@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use packfs_core::journal::{
     CorruptJournal, CorruptJournalKind, HEADER_LEN, Header, MAGIC, MAGIC_V2, Sink, encode_part, replay,
 };
-use packfs_core::mem::{Limits, Tree};
+use packfs_core::mem::{Quota, Tree};
 use packfs_core::sync::lock;
 use packfs_core::{FileSystem, FileType, Ino, MemFs, OpenOptions, Result, SetTime, Snapshot, Timestamp};
 
@@ -54,7 +54,7 @@ fn golden_fs() -> (MemFs, Arc<Bytes>, impl Fn()) {
     let log = Arc::new(Bytes::default());
     let at = Arc::new(Mutex::new(CREATED));
     let clock = at.clone();
-    let fs = MemFs::journaled(Tree::new(CREATED, Limits::default()), log.clone(), Arc::new(move || *lock(&clock)));
+    let fs = MemFs::journaled(Tree::new(CREATED, Quota::default()), log.clone(), Arc::new(move || *lock(&clock)));
     let tick = move || {
         let mut t = lock(&at);
         *t = Timestamp::new(t.secs + 1, t.nanos);
@@ -212,7 +212,7 @@ fn journal_golden_v1_writer_reproduces_it() {
 fn journal_golden_v1_replays_to_its_tree() {
     let header = Header::decode(GOLDEN).unwrap();
     assert_eq!(header, Header { generation: 0, created: CREATED, image: false });
-    let mut tree = Tree::new(header.created, Limits::default());
+    let mut tree = Tree::new(header.created, Quota::default());
     let replayed = replay(&mut tree, &header, &GOLDEN[HEADER_LEN..]).unwrap();
     assert_eq!((replayed.records, replayed.clean), (20, true));
     assert_eq!(replayed.valid_len as usize, GOLDEN.len() - HEADER_LEN);
@@ -282,7 +282,7 @@ fn journal_golden_v1_recovery_follows_the_spec() {
         starts.push(at + 12 + u32_at(b, at) as usize);
     }
     let header = Header::decode(GOLDEN).unwrap();
-    let replayed = |bytes: &[u8]| replay(&mut Tree::new(CREATED, Limits::default()), &header, &bytes[HEADER_LEN..]);
+    let replayed = |bytes: &[u8]| replay(&mut Tree::new(CREATED, Quota::default()), &header, &bytes[HEADER_LEN..]);
     for k in 0..20 {
         let mut bad = GOLDEN.to_vec();
         bad[starts[k] + 14] ^= 0x01; // a byte of the time
@@ -308,7 +308,7 @@ fn journal_golden_v2_writer_reproduces_it() {
 fn journal_golden_v2_replays_to_its_tree() {
     let header = Header::decode(GOLDEN_V2).unwrap();
     assert_eq!(header, Header { generation: 0, created: CREATED, image: true });
-    let mut tree = Tree::new(header.created, Limits::default());
+    let mut tree = Tree::new(header.created, Quota::default());
     let replayed = replay(&mut tree, &header, &GOLDEN_V2[HEADER_LEN..]).unwrap();
     assert_eq!((replayed.records, replayed.clean), (14, true));
     let snapshot = Snapshot::from(tree);
@@ -323,7 +323,7 @@ fn journal_golden_v2_replays_to_its_tree() {
     // image must end before its first change.
     let mut v1 = GOLDEN_V2.to_vec();
     v1[7] = b'1';
-    let e = replay(&mut Tree::new(CREATED, Limits::default()), &Header::decode(&v1).unwrap(), &v1[HEADER_LEN..]);
+    let e = replay(&mut Tree::new(CREATED, Quota::default()), &Header::decode(&v1).unwrap(), &v1[HEADER_LEN..]);
     assert!(
         matches!(
             e,
@@ -339,7 +339,7 @@ fn journal_golden_v2_replays_to_its_tree() {
         starts.push(at + 12 + u32_at(GOLDEN_V2, at) as usize);
     }
     let cut = [&GOLDEN_V2[..starts[12]], &GOLDEN_V2[starts[13]..]].concat(); // without its END
-    let e = replay(&mut Tree::new(CREATED, Limits::default()), &header, &cut[HEADER_LEN..]).unwrap_err();
+    let e = replay(&mut Tree::new(CREATED, Quota::default()), &header, &cut[HEADER_LEN..]).unwrap_err();
     assert!(e.to_string().contains("a change before its end"), "{e}");
 }
 

@@ -618,11 +618,11 @@ proptest! {
     #[test]
     fn journal_replays_exactly(ops in proptest::collection::vec(op(), 1..200), cut in any::<proptest::sample::Index>()) {
         use packfs_core::journal::{replay, Header, Records};
-        use packfs_core::mem::{Limits, Tree};
+        use packfs_core::mem::{Quota, Tree};
         let start = packfs_core::Timestamp::new(1_600_000_000, 0);
         let header = Header { generation: 0, created: start, image: false };
         let sink = std::sync::Arc::new(VecSink::default());
-        let fs = std::sync::Arc::new(MemFs::journaled(Tree::new(start, Limits::default()), sink.clone(), ticking_clock()));
+        let fs = std::sync::Arc::new(MemFs::journaled(Tree::new(start, Quota::default()), sink.clone(), ticking_clock()));
         sink.fs.set(std::sync::Arc::downgrade(&fs)).unwrap();
         let mut model = Model::new();
         for op in &ops {
@@ -631,7 +631,7 @@ proptest! {
         let log = sink.log.lock().unwrap().clone();
         let mut states = sink.states.lock().unwrap().clone();
         states.push(dump(&*fs));
-        let mut tree = Tree::new(start, Limits::default());
+        let mut tree = Tree::new(start, Quota::default());
         let r = replay(&mut tree, &header, &log).unwrap();
         prop_assert!(r.clean);
         prop_assert_eq!(r.valid_len, log.len() as u64);
@@ -643,7 +643,7 @@ proptest! {
         // replayed, the torn one is not.
         let at = cut.index(log.len() + 1);
         let whole = Records::new(&log[..at]).count();
-        let mut tree = Tree::new(start, Limits::default());
+        let mut tree = Tree::new(start, Quota::default());
         let r = replay(&mut tree, &header, &log[..at]).unwrap();
         prop_assert_eq!(r.records as usize, whole);
         // Exactly the state the filesystem was in after those records.
@@ -661,14 +661,14 @@ proptest! {
         mid in any::<proptest::sample::Index>(),
     ) {
         use packfs_core::journal::{encode_part, replay, Header};
-        use packfs_core::mem::{Limits, Tree};
+        use packfs_core::mem::{Quota, Tree};
         let start = packfs_core::Timestamp::new(1_600_000_000, 0);
         let (base, mut model) = lower_tree(&pre)?;
         let lower: Option<std::sync::Arc<dyn FileSystem>> =
             (!pre.is_empty()).then(|| std::sync::Arc::new(base.snapshot()) as _);
         let fresh = || match &lower {
-            Some(lower) => Tree::overlay(lower.clone(), start, Limits::default()).unwrap(),
-            None => Tree::new(start, Limits::default()),
+            Some(lower) => Tree::overlay(lower.clone(), start, Quota::default()).unwrap(),
+            None => Tree::new(start, Quota::default()),
         };
         let sink = std::sync::Arc::new(VecSink::default());
         let fs = MemFs::journaled(fresh(), sink.clone(), ticking_clock());

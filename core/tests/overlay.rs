@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use packfs_core::mem::{ENTRY_BYTES, INODE_BYTES, LOWER_TAG, Limits, ROOT};
+use packfs_core::mem::{ENTRY_BYTES, INODE_BYTES, LOWER_TAG, Quota, ROOT};
 use packfs_core::resolve::resolve;
 use packfs_core::{
     BackendFault, DirEntry, Error, FileSystem, Ino, MemFs, Metadata, OpenOptions, Result, SetTime, Snapshot,
@@ -349,8 +349,8 @@ fn open_lower_file_outlives_its_name() {
 #[test]
 fn a_cut_lower_file_counts_what_it_keeps() {
     let low = lower();
-    let limits = Limits { max_bytes: Some(10 << 20), max_inodes: None };
-    let fs = MemFs::overlay_with_options(low.clone(), limits, packfs_core::system_clock()).unwrap();
+    let limits = Quota { max_bytes: Some(10 << 20), max_inodes: None };
+    let fs = MemFs::overlay_with_quota(low.clone(), limits).unwrap();
     let big = resolve(&fs, ROOT, "big.bin", true).unwrap();
     let keep = (1 << 20) + 1; // more than one piece of the copy
     fs.set_len(big, keep).unwrap();
@@ -371,8 +371,8 @@ fn a_cut_lower_file_counts_what_it_keeps() {
 #[test]
 fn empty_writes_leave_a_lower_file_alone() {
     let low = lower();
-    let limits = Limits { max_bytes: Some(1024), max_inodes: None };
-    let fs = MemFs::overlay_with_options(low.clone(), limits, packfs_core::system_clock()).unwrap();
+    let limits = Quota { max_bytes: Some(1024), max_inodes: None };
+    let fs = MemFs::overlay_with_quota(low.clone(), limits).unwrap();
     let big = resolve(&fs, ROOT, "big.bin", true).unwrap();
     let before = fs.metadata(big).unwrap();
     assert_eq!(fs.write_at(big, 5, b""), Ok(0));
@@ -388,8 +388,8 @@ fn empty_writes_leave_a_lower_file_alone() {
 
 #[test]
 fn quota_counts_only_the_upper() {
-    let limits = Limits { max_bytes: Some(1 << 20), max_inodes: Some(3) };
-    let fs = MemFs::overlay_with_options(lower(), limits, packfs_core::system_clock()).unwrap();
+    let limits = Quota { max_bytes: Some(1 << 20), max_inodes: Some(3) };
+    let fs = MemFs::overlay_with_quota(lower(), limits).unwrap();
     assert_eq!(names(&fs, "etc").len(), 2, "merging costs no quota");
     assert_eq!(fs.usage().inodes, 1);
     let big = resolve(&fs, ROOT, "big.bin", true).unwrap();

@@ -15,7 +15,7 @@ use libfuzzer_sys::fuzz_target;
 use packfs_core::journal::{Header, encode_part, frame, replay};
 use packfs_core::mem::{Part, Shape};
 use packfs_core::FileType;
-use packfs_core::mem::{Limits, Tree};
+use packfs_core::mem::{Quota, Tree};
 use packfs_core::{Snapshot, Timestamp};
 
 fuzz_target!(|data: &[u8]| {
@@ -34,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let created = Timestamp::new(1_600_000_000, 0);
     let header = Header { generation: 0, created, image: mode & 2 != 0 };
-    let mut tree = Tree::new(created, Limits::default());
+    let mut tree = Tree::new(created, Quota::default());
     if replay(&mut tree, &header, &log).is_ok() {
         let snapshot = Snapshot::from(tree);
         if let Err(e) = snapshot.check_consistency() {

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use packfs_core::mem::Limits;
-use packfs_core::{FileSystem, Ino, MemFs, system_clock};
+use packfs_core::mem::Quota;
+use packfs_core::{FileSystem, Ino, MemFs};
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, StreamError};
 
@@ -287,7 +287,7 @@ fn access_modes() {
 fn streams_end_and_fail_as_wasi_io_says() {
     // Room for the root, `f` and 10 bytes of it.
     let room = 2 * packfs_core::mem::INODE_BYTES + packfs_core::mem::ENTRY_BYTES + 1 + 10;
-    let fs = Arc::new(MemFs::with_options(Limits { max_bytes: Some(room), max_inodes: None }, system_clock()));
+    let fs = Arc::new(MemFs::with_quota(Quota { max_bytes: Some(room), max_inodes: None }));
     let mut g = rw(fs);
     let root = g.preopens().remove(0);
     let f = open(&mut g, &root, "f", CREATE, DF::READ | DF::WRITE).unwrap();

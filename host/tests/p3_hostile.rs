@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use packfs_core::mem::Limits as TreeLimits;
+use packfs_core::mem::Quota;
 use packfs_core::pack::PackOptions;
-use packfs_core::{FileSystem, MemFs, system_clock};
+use packfs_core::{FileSystem, MemFs};
 use packfs_host::load::Guest;
 use packfs_host::sandbox::{Access, Capture, Output};
 use packfs_host::{Limits, MAX_RESOURCES, RunError, Runner, Sandbox};
@@ -152,7 +152,7 @@ fn futures_never_awaited_do_not_lose_the_write() {
 #[test]
 fn a_stream_written_past_the_quota_stops_at_it() {
     let quota = 1 << 20;
-    let fs = Arc::new(MemFs::with_options(TreeLimits { max_bytes: Some(quota), max_inodes: None }, system_clock()));
+    let fs = Arc::new(MemFs::with_quota(Quota { max_bytes: Some(quota), max_inodes: None }));
     let o = run(&fs, limits(60), &["quota"]);
     assert_eq!(o.status.unwrap(), 0, "{}", o.stdout);
     assert!(o.stdout.contains("write 4 MiB: err ErrorCode::Quota\n"), "{}", o.stdout);

@@ -20,7 +20,7 @@
 use std::sync::{Arc, Mutex};
 
 use packfs_core::journal::{HEADER_LEN, Header, Sink, replay};
-use packfs_core::mem::{Limits, Tree};
+use packfs_core::mem::{Quota, Tree};
 use packfs_core::sync::lock;
 use packfs_core::{BackendFault, Code, Error, MemFs, OsError};
 use wasm_bindgen::JsValue;
@@ -138,7 +138,7 @@ fn open_error(name: &str, e: OpfsError) -> JsValue {
 }
 
 /// Opens (creating when missing) journal `name` with quotas `limits`.
-pub(crate) async fn open(name: &str, limits: Limits) -> Result<MemFs, JsValue> {
+pub(crate) async fn open(name: &str, limits: Quota) -> Result<MemFs, JsValue> {
     check_name(name).map_err(|m| type_error(&m))?;
     let path = format!("packfs/journals/{name}.log");
     let file = SyncFile::open("journals", &format!("{name}.log")).await.map_err(|e| open_error(name, e))?;
@@ -176,7 +176,7 @@ pub(crate) async fn open(name: &str, limits: Limits) -> Result<MemFs, JsValue> {
 
 /// The most bytes a log of `len` bytes at open may reach under `limits`,
 /// and the error for a change past it.
-fn log_limit(len: u64, limits: Limits) -> (u64, Error) {
+fn log_limit(len: u64, limits: Quota) -> (u64, Error) {
     let grown = limits.max_bytes.map(|q| len.saturating_add(q.saturating_mul(LOG_PER_QUOTA).max(LOG_MIN)));
     match grown {
         Some(g) if g < MAX_LOG => (g, Error::Quota),
@@ -190,11 +190,11 @@ mod tests {
 
     #[test]
     fn logs_grow_within_their_quota_and_never_past_what_opens() {
-        let quota = |q| Limits { max_bytes: Some(q), max_inodes: None };
+        let quota = |q| Quota { max_bytes: Some(q), max_inodes: None };
         assert_eq!(log_limit(100, quota(1 << 20)), (100 + LOG_MIN, Error::Quota));
         assert_eq!(log_limit(100, quota(16 << 20)), (100 + (256 << 20), Error::Quota));
         assert_eq!(log_limit(100, quota(1 << 30)), (MAX_LOG, Error::NoSpace));
-        assert_eq!(log_limit(100, Limits::default()), (MAX_LOG, Error::NoSpace));
+        assert_eq!(log_limit(100, Quota::default()), (MAX_LOG, Error::NoSpace));
     }
 
     #[test]

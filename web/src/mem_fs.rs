@@ -11,7 +11,7 @@ use crate::inner::Inner;
 use crate::methods::fs_methods;
 use crate::objects;
 use crate::ops::Backend;
-use crate::options::limits;
+use crate::options::quota;
 
 /// A writable in-memory filesystem.
 #[wasm_bindgen]
@@ -28,7 +28,7 @@ impl MemFs {
     pub fn new(
         #[wasm_bindgen(unchecked_optional_param_type = "FsOptions")] options: Option<JsValue>,
     ) -> JsResult<MemFs> {
-        let mem = Arc::new(CoreMemFs::with_options(limits(&options)?, clock()));
+        let mem = Arc::new(CoreMemFs::with_options(quota(&options)?, clock()));
         Ok(MemFs { inner: Inner { backend: Backend::Mem(mem.clone()), remote: None }, mem })
     }
 
@@ -47,7 +47,7 @@ impl MemFs {
     ) -> js_sys::Promise {
         wasm_bindgen_futures::future_to_promise(async move {
             let name = crate::arg::string(&name, "name")?;
-            let mem = Arc::new(crate::journal::open(&name, limits(&options)?).await?);
+            let mem = Arc::new(crate::journal::open(&name, quota(&options)?).await?);
             Ok(MemFs { inner: Inner { backend: Backend::Mem(mem.clone()), remote: None }, mem }.into())
         })
     }

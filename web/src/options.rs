@@ -4,7 +4,7 @@
 //! of the right type but out of range is `invalid`.
 
 use packfs_core::Code;
-use packfs_core::mem::Limits;
+use packfs_core::mem::Quota;
 use packfs_core::pack::{Compression, DEFAULT_CHUNK_SIZE, Digest, PackOptions, ReadOptions, is_chunk_size};
 use wasm_bindgen::JsValue;
 
@@ -57,8 +57,8 @@ pub(crate) fn pack_options(options: &Option<JsValue>) -> JsResult<PackOptions> {
 }
 
 /// The quotas of a writable filesystem (`FsOptions`).
-pub(crate) fn limits(options: &Option<JsValue>) -> JsResult<Limits> {
-    Ok(Limits { max_bytes: opt_u64(options, "maxBytes")?, max_inodes: opt_u64(options, "maxInodes")? })
+pub(crate) fn quota(options: &Option<JsValue>) -> JsResult<Quota> {
+    Ok(Quota { max_bytes: opt_u64(options, "maxBytes")?, max_inodes: opt_u64(options, "maxInodes")? })
 }
 
 /// How to open a pack (`PackOptions`); `default` is `verifyOnRead`'s.

@@ -10,7 +10,7 @@ use crate::error::{JsResult, to_js};
 use crate::inner::Inner;
 use crate::methods::fs_methods;
 use crate::ops::Backend;
-use crate::options::limits;
+use crate::options::quota;
 use crate::pack::Pack;
 use crate::{arg, objects};
 
@@ -34,7 +34,7 @@ impl Overlay {
         #[wasm_bindgen(unchecked_optional_param_type = "FsOptions")] options: Option<JsValue>,
     ) -> JsResult<Overlay> {
         let lower: Pack = arg::shared(&lower, "lower", "Pack")?;
-        let mem = CoreMemFs::overlay_with_options(lower.pack.clone(), limits(&options)?, clock())
+        let mem = CoreMemFs::overlay_with_options(lower.pack.clone(), quota(&options)?, clock())
             .map_err(|e| to_js(&e, None))?;
         let mem = Arc::new(mem);
         let inner = Inner { backend: Backend::Mem(mem.clone()), remote: lower.inner.remote.clone() };

@@ -32,7 +32,7 @@ mod record;
 pub use crate::error::{CorruptJournal, CorruptJournalKind};
 pub use record::{Change, RECORD_HEAD, Records, Tail, encode, encode_part, frame};
 
-use crate::mem::{Limits, Log, Op, Part, Tree};
+use crate::mem::{Log, Op, Part, Quota, Tree};
 use crate::{Error, Result, Timestamp};
 use record::Reader;
 
@@ -174,7 +174,7 @@ pub fn replay(tree: &mut Tree, header: &Header, body: &[u8]) -> Result<Replayed>
 /// A replay in progress, fed a log body's records in pieces, so that a
 /// log need not be held whole (the host reads it a record at a time).
 ///
-/// Limits are lifted while replaying — each change passed them when it was
+/// Quota are lifted while replaying — each change passed them when it was
 /// acknowledged — and orphans (inodes whose last handle is gone with the
 /// process) are reaped at the end. Only a torn tail ends the log early
 /// ([`Replayed::clean`] false); a bad record with a good one after it is
@@ -188,7 +188,7 @@ pub fn replay(tree: &mut Tree, header: &Header, body: &[u8]) -> Result<Replayed>
 /// file (the body taken to start at [`HEADER_LEN`]).
 pub struct Replay<'t> {
     tree: &'t mut Tree,
-    limits: Limits,
+    limits: Quota,
     /// Records applied, and the body bytes that held them.
     count: u64,
     valid_len: u64,
@@ -202,8 +202,8 @@ pub struct Replay<'t> {
 impl<'t> Replay<'t> {
     /// A replay of the log `header` opens onto `tree`.
     pub fn new(tree: &'t mut Tree, header: &Header) -> Self {
-        let limits = tree.limits();
-        tree.set_limits(Default::default());
+        let limits = tree.quota();
+        tree.set_quota(Default::default());
         Replay { tree, limits, count: 0, valid_len: 0, in_image: header.image, version1: !header.image, tail: None }
     }
 
@@ -281,7 +281,7 @@ impl<'t> Replay<'t> {
 
 impl Drop for Replay<'_> {
     fn drop(&mut self) {
-        self.tree.set_limits(self.limits);
+        self.tree.set_quota(self.limits);
     }
 }
 

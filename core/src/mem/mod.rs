@@ -18,7 +18,7 @@ use arc_swap::ArcSwap;
 
 pub use op::Op;
 use tree::Touch;
-pub use tree::{CONTENT_PIECE, ENTRY_BYTES, INODE_BYTES, LOWER_TAG, Limits, Part, ROOT, Shape, Tree, Usage};
+pub use tree::{CONTENT_PIECE, ENTRY_BYTES, INODE_BYTES, LOWER_TAG, Part, Quota, ROOT, Shape, Tree, Usage};
 
 use crate::fold::FoldState;
 use crate::meta::system_clock;
@@ -83,7 +83,7 @@ pub struct MemFs {
     pins: Mutex<Pins>,
     clock: Clock,
     journal: Option<Arc<dyn Log>>,
-    /// Changes refused for passing a [`Limits`] cap.
+    /// Changes refused for passing a [`Quota`] cap.
     quota_refusals: std::sync::atomic::AtomicU64,
 }
 
@@ -158,14 +158,19 @@ impl Default for MemFs {
 }
 
 impl MemFs {
-    /// An empty filesystem without limits, timestamps from the system clock.
+    /// An empty filesystem without a quota, timestamps from the system clock.
     pub fn new() -> Self {
-        Self::with_options(Limits::default(), system_clock())
+        Self::with_options(Quota::default(), system_clock())
     }
 
-    /// An empty filesystem with these limits and clock.
-    pub fn with_options(limits: Limits, clock: Clock) -> Self {
-        let tree = Tree::new(now(&clock), limits);
+    /// An empty filesystem under `quota`, timestamps from the system clock.
+    pub fn with_quota(quota: Quota) -> Self {
+        Self::with_options(quota, system_clock())
+    }
+
+    /// An empty filesystem under `quota`, with this clock.
+    pub fn with_options(quota: Quota, clock: Clock) -> Self {
+        let tree = Tree::new(now(&clock), quota);
         Self::from_tree(tree, clock)
     }
 
@@ -183,13 +188,18 @@ impl MemFs {
     /// leaves a whiteout), and a lower file's bytes are copied up on its
     /// first write.
     pub fn overlay(lower: Arc<dyn FileSystem>) -> Result<Self> {
-        Self::overlay_with_options(lower, Limits::default(), system_clock())
+        Self::overlay_with_options(lower, Quota::default(), system_clock())
     }
 
-    /// [`MemFs::overlay`] with limits (on the upper's own bytes and inodes)
-    /// and a clock.
-    pub fn overlay_with_options(lower: Arc<dyn FileSystem>, limits: Limits, clock: Clock) -> Result<Self> {
-        let tree = Tree::overlay(lower, now(&clock), limits)?;
+    /// [`MemFs::overlay`] under `quota` (on the upper's own bytes and
+    /// inodes).
+    pub fn overlay_with_quota(lower: Arc<dyn FileSystem>, quota: Quota) -> Result<Self> {
+        Self::overlay_with_options(lower, quota, system_clock())
+    }
+
+    /// [`MemFs::overlay`] under `quota`, with this clock.
+    pub fn overlay_with_options(lower: Arc<dyn FileSystem>, quota: Quota, clock: Clock) -> Result<Self> {
+        let tree = Tree::overlay(lower, now(&clock), quota)?;
         Ok(Self::from_tree(tree, clock))
     }
 
@@ -237,9 +247,9 @@ impl MemFs {
         self.current.load().usage()
     }
 
-    /// The limits set on it.
-    pub fn limits(&self) -> Limits {
-        self.current.load().limits()
+    /// The quota set on it.
+    pub fn quota(&self) -> Quota {
+        self.current.load().quota()
     }
 
     /// How many changes were refused with [`Error::Quota`] so far.
@@ -247,13 +257,13 @@ impl MemFs {
         self.quota_refusals.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Changes the limits; see [`Tree::set_limits`]. Limits are settings,
+    /// Changes the quota; see [`Tree::set_quota`]. Quotas are settings,
     /// not data: a journal does not record them.
-    pub fn set_limits(&self, limits: Limits) {
+    pub fn set_quota(&self, quota: Quota) {
         // Cannot fail.
         let _ = self.commit(
             |t, _| {
-                t.set_limits(limits);
+                t.set_quota(quota);
                 Ok(())
             },
             |_, _| {},

@@ -8,7 +8,7 @@
 //!   the shared pack, and what a plugin writes stays in its own overlay (a
 //!   pack file's bytes are copied up on its first write). No plugin sees
 //!   another's writes, and the pack never changes.
-//! - Each fork has a quota (`packfs_core::mem::Limits`: a write past
+//! - Each fork has a quota (`packfs_core::mem::Quota`: a write past
 //!   `max_bytes` fails with EDQUOT and changes nothing), and each run caps
 //!   the guest's linear memory and time (`packfs_host::Limits`, enforced by
 //!   the `Runner`).
@@ -31,9 +31,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use packfs_core::mem::Limits as Quota;
+use packfs_core::mem::Quota;
 use packfs_core::pack::{Compression, PackFs, PackOptions};
-use packfs_core::{Error, FileSystem, MemFs, read_file, system_clock, write_file};
+use packfs_core::{Error, FileSystem, MemFs, read_file, write_file};
 use packfs_host::sandbox::{Access, Capture, Output, Stdin};
 use packfs_host::{Limits, Pool, RunError, Runner, Sandbox};
 
@@ -135,7 +135,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let quota = Quota { max_bytes: Some(QUOTA), ..Quota::default() };
     let forks = plugins
         .iter()
-        .map(|_| MemFs::overlay_with_options(base.clone(), quota, system_clock()).map(Arc::new))
+        .map(|_| MemFs::overlay_with_quota(base.clone(), quota).map(Arc::new))
         .collect::<Result<Vec<_>, _>>()?;
 
     // Every plugin at once, each on a thread of its own.

@@ -6,18 +6,18 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use packfs_core::mem::Limits;
+use packfs_core::mem::Quota;
 use packfs_core::path::validate_name;
 
 /// Where a mount's filesystem comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Source {
     /// `mem`: an empty in-memory tree.
-    Mem(Limits),
+    Mem(Quota),
     /// `PACK`: a pack file, mapped, read-only.
     Pack(PathBuf),
     /// `PACK+mem`: an in-memory overlay over a pack.
-    PackOverlay(PathBuf, Limits),
+    PackOverlay(PathBuf, Quota),
     /// `dir:PATH`, `dir-ro:PATH`: a host directory.
     Dir {
         /// The directory.
@@ -26,7 +26,7 @@ pub(crate) enum Source {
         read_only: bool,
     },
     /// `journal:DIR`: a durable in-memory tree ([`Journal`](packfs_os::journal::Journal)).
-    Journal(PathBuf, Limits),
+    Journal(PathBuf, Quota),
 }
 
 impl FromStr for Source {
@@ -37,7 +37,7 @@ impl FromStr for Source {
             if p.is_empty() { Err(format!("`{kind}` needs a path")) } else { Ok(PathBuf::from(p)) }
         };
         Ok(if s == "mem" {
-            Source::Mem(Limits::default())
+            Source::Mem(Quota::default())
         } else if let Some(opts) = s.strip_prefix("mem:") {
             Source::Mem(parse_limits(opts)?)
         } else if let Some(p) = s.strip_prefix("dir:") {
@@ -48,10 +48,10 @@ impl FromStr for Source {
             // `journal:DIR:LIMITS`, where the last `:` starts the limits.
             match p.rsplit_once(':').filter(|(_, opts)| opts.starts_with("max-")) {
                 Some((dir, opts)) => Source::Journal(path("journal:", dir)?, parse_limits(opts)?),
-                None => Source::Journal(path("journal:", p)?, Limits::default()),
+                None => Source::Journal(path("journal:", p)?, Quota::default()),
             }
         } else if let Some(p) = s.strip_suffix("+mem") {
-            Source::PackOverlay(path("PACK+mem", p)?, Limits::default())
+            Source::PackOverlay(path("PACK+mem", p)?, Quota::default())
         } else if let Some((p, opts)) = s.rsplit_once("+mem:") {
             Source::PackOverlay(path("PACK+mem", p)?, parse_limits(opts)?)
         } else if s.is_empty() {
@@ -76,7 +76,7 @@ impl fmt::Display for Source {
 }
 
 /// A mount's limits as given: `:max-bytes=N,max-inodes=N`, or nothing.
-pub(crate) struct LimitsShown<'a>(pub(crate) &'a Limits);
+pub(crate) struct LimitsShown<'a>(pub(crate) &'a Quota);
 
 impl fmt::Display for LimitsShown<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -92,8 +92,8 @@ impl fmt::Display for LimitsShown<'_> {
 }
 
 /// `max-bytes=N,max-inodes=N`, either or both.
-fn parse_limits(s: &str) -> Result<Limits, String> {
-    let mut limits = Limits::default();
+fn parse_limits(s: &str) -> Result<Quota, String> {
+    let mut limits = Quota::default();
     for opt in s.split(',') {
         let (key, v) = opt.split_once('=').ok_or_else(|| format!("`{opt}`: expected max-bytes=N or max-inodes=N"))?;
         let slot = match key {
@@ -194,25 +194,25 @@ mod tests {
 
     #[test]
     fn sources() {
-        assert_eq!(src("mem"), Ok(Source::Mem(Limits::default())));
-        let both = Limits { max_bytes: Some(64 << 20), max_inodes: Some(10_000) };
+        assert_eq!(src("mem"), Ok(Source::Mem(Quota::default())));
+        let both = Quota { max_bytes: Some(64 << 20), max_inodes: Some(10_000) };
         assert_eq!(src("mem:max-bytes=64M,max-inodes=10k"), Ok(Source::Mem(both)));
         assert_eq!(
             src("a.pack+mem:max-inodes=5"),
-            Ok(Source::PackOverlay("a.pack".into(), Limits { max_inodes: Some(5), ..Limits::default() }))
+            Ok(Source::PackOverlay("a.pack".into(), Quota { max_inodes: Some(5), ..Quota::default() }))
         );
         assert_eq!(src("app.pack"), Ok(Source::Pack("app.pack".into())));
         assert_eq!(src("./mem"), Ok(Source::Pack("./mem".into())));
-        assert_eq!(src("/x/app.pack+mem"), Ok(Source::PackOverlay("/x/app.pack".into(), Limits::default())));
+        assert_eq!(src("/x/app.pack+mem"), Ok(Source::PackOverlay("/x/app.pack".into(), Quota::default())));
         assert_eq!(src("dir:/srv/data"), Ok(Source::Dir { path: "/srv/data".into(), read_only: false }));
         assert_eq!(src("dir-ro:rel/d"), Ok(Source::Dir { path: "rel/d".into(), read_only: true }));
-        assert_eq!(src("journal:state"), Ok(Source::Journal("state".into(), Limits::default())));
-        let both = Limits { max_bytes: Some(64 << 20), max_inodes: Some(10_000) };
+        assert_eq!(src("journal:state"), Ok(Source::Journal("state".into(), Quota::default())));
+        let both = Quota { max_bytes: Some(64 << 20), max_inodes: Some(10_000) };
         assert_eq!(src("journal:state:max-bytes=64M,max-inodes=10k"), Ok(Source::Journal("state".into(), both)));
-        assert_eq!(src("journal:a:b"), Ok(Source::Journal("a:b".into(), Limits::default())));
+        assert_eq!(src("journal:a:b"), Ok(Source::Journal("a:b".into(), Quota::default())));
         // Only the prefix is a keyword.
         assert_eq!(src("dir:a=b:c"), Ok(Source::Dir { path: "a=b:c".into(), read_only: false }));
-        assert_eq!(src("journal:x+mem"), Ok(Source::Journal("x+mem".into(), Limits::default())));
+        assert_eq!(src("journal:x+mem"), Ok(Source::Journal("x+mem".into(), Quota::default())));
         for bad in [
             "",
             "dir:",
@@ -252,7 +252,7 @@ mod tests {
         let spec = |s: &str| s.parse::<MountSpec>();
         assert_eq!(
             spec("/=app.pack+mem"),
-            Ok(MountSpec { guest_path: "/".into(), source: Source::PackOverlay("app.pack".into(), Limits::default()) })
+            Ok(MountSpec { guest_path: "/".into(), source: Source::PackOverlay("app.pack".into(), Quota::default()) })
         );
         assert_eq!(spec("//tmp/=mem").unwrap().guest_path, "/tmp");
         assert_eq!(spec("/a//b/=mem").unwrap().guest_path, "/a/b");

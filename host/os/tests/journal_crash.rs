@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use packfs_core::mem::Limits;
+use packfs_core::mem::Quota;
 use packfs_core::resolve::resolve_parent;
 use packfs_core::{FileSystem, FileType, MemFs, OpenOptions, Snapshot};
 use packfs_os::journal::{Journal, SyncPolicy};
@@ -76,7 +76,7 @@ fn step(fs: &dyn FileSystem, seed: u64, i: u64) -> String {
 fn child_writer() {
     let Some(dir) = std::env::var_os(CHILD_ENV) else { return };
     let seed: u64 = std::env::var("PACKFS_JOURNAL_SEED").unwrap().parse().unwrap();
-    let journal = Journal::open(Path::new(&dir), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let journal = Journal::open(Path::new(&dir), SyncPolicy::EveryOp, Quota::default()).unwrap();
     let fs = journal.fs();
     let mut out = std::io::stdout().lock();
     for i in 0..1_000_000 {
@@ -187,7 +187,7 @@ fn kills_lose_no_acknowledged_change() {
 #[test]
 fn child_rewriter() {
     let Some(dir) = std::env::var_os(REWRITER_ENV) else { return };
-    let journal = Journal::open(Path::new(&dir), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let journal = Journal::open(Path::new(&dir), SyncPolicy::EveryOp, Quota::default()).unwrap();
     let fs = journal.fs();
     let f = fs.open(fs.root(), "f", &OpenOptions { write: true, create: true, ..OpenOptions::default() }).unwrap();
     let start = u32::from_le_bytes(read_round(&**fs).unwrap_or_default());
@@ -254,7 +254,7 @@ fn kills_during_log_rewrites_lose_nothing() {
 #[test]
 fn journaled_and_plain_agree() {
     let dir = tempfile::tempdir().unwrap();
-    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
     let plain = MemFs::new();
     for i in 0..300 {
         step(&**j.fs(), 77, i);

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use packfs_core::mem::Limits;
+use packfs_core::mem::Quota;
 use packfs_core::{FileSystem, FileType};
 use packfs_os::journal::{Journal, SyncPolicy};
 
@@ -39,7 +39,7 @@ fn the_golden_v2_journal_opens_as_a_directory() {
     assert_eq!((after, tree.metadata(after).unwrap().mode), (8, 0o700), "numbered on from the image");
     // A log cut inside its image is refused, not taken as a torn tail.
     std::fs::write(tmp.path().join("journal-0.log"), &GOLDEN_V2[..GOLDEN_V2.len() - 100]).unwrap();
-    let e = Journal::open(tmp.path(), SyncPolicy::EveryOp, Limits::default()).err().unwrap();
+    let e = Journal::open(tmp.path(), SyncPolicy::EveryOp, Quota::default()).err().unwrap();
     let cause = std::error::Error::source(&e).map(ToString::to_string).unwrap_or_default();
     assert!(cause.contains("before its image does"), "{e}: {cause}");
     assert_eq!(log(tmp.path()).len(), GOLDEN_V2.len() - 100, "left as it was");
@@ -57,7 +57,7 @@ fn opens_as_a_directory(golden: &[u8]) {
     assert_eq!(log(tmp.path()), golden, "reading changes nothing");
 
     // Appended to where it ends; then a torn tail after that is cut.
-    let j = Journal::open(tmp.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let j = Journal::open(tmp.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
     j.fs().mkdir(j.fs().root(), "more", 0o755).unwrap();
     drop(j);
     let grown = log(tmp.path());
@@ -65,7 +65,7 @@ fn opens_as_a_directory(golden: &[u8]) {
     let mut torn = grown.clone();
     torn.extend_from_slice(&golden[32..40]);
     std::fs::write(tmp.path().join("journal-0.log"), &torn).unwrap();
-    let j = Journal::open(tmp.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let j = Journal::open(tmp.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
     assert!(j.fs().lookup(j.fs().root(), "more").is_ok());
     drop(j);
     assert_eq!(log(tmp.path()), grown, "the torn tail is cut");

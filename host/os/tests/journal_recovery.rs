@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use packfs_core::Error;
 use packfs_core::journal::{CorruptJournal, CorruptJournalKind, HEADER_LEN, Records, frame};
-use packfs_core::mem::Limits;
+use packfs_core::mem::Quota;
 use packfs_core::{FileSystem, Snapshot};
 use packfs_os::journal::{Journal, JournalError, SyncPolicy};
 use proptest::prelude::*;
@@ -29,7 +29,7 @@ fn base() -> &'static (Vec<u8>, Vec<usize>) {
     static BASE: OnceLock<(Vec<u8>, Vec<usize>)> = OnceLock::new();
     BASE.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+        let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
         let fs = j.fs();
         for i in 0..N {
             fs.mkdir(fs.root(), &format!("d{i}"), 0o755).unwrap();
@@ -64,7 +64,7 @@ fn open(log: &[u8]) -> (Result<Vec<String>, JournalError>, Vec<u8>) {
         names
     };
     let read = Journal::read(dir.path()).map(|t: Snapshot| names(&t));
-    let opened = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).map(|j| names(&**j.fs()));
+    let opened = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).map(|j| names(&**j.fs()));
     // The read-only path follows the same rule.
     assert_eq!(read.as_ref().ok(), opened.as_ref().ok(), "Journal::read and Journal::open agree");
     assert_eq!(read.is_err(), opened.is_err());

@@ -12,7 +12,7 @@ impl Tree {
     pub(super) fn charge_bytes(&mut self, old: u64, new: u64) -> Result<()> {
         // Sparse files count whole: three of the largest size overflow.
         let bytes = (self.usage.bytes - old).checked_add(new).ok_or(Error::NoSpace)?;
-        if new > old && self.limits.max_bytes.is_some_and(|max| bytes > max) {
+        if new > old && self.quota.max_bytes.is_some_and(|max| bytes > max) {
             return Err(Error::Quota);
         }
         self.usage.bytes = bytes;
@@ -40,7 +40,7 @@ impl Tree {
     /// has checked that the name is valid and free. Every remaining check
     /// comes before the first change, so a failure leaves the tree as it was.
     pub(super) fn insert_new(&mut self, dir: Ino, name: &str, data: Data, mode: u32, now: Timestamp) -> Result<Ino> {
-        if self.limits.max_inodes.is_some_and(|max| self.usage.inodes >= max) {
+        if self.quota.max_inodes.is_some_and(|max| self.usage.inodes >= max) {
             return Err(Error::Quota);
         }
         let is_dir = matches!(data, Data::Dir { .. });

@@ -230,7 +230,7 @@ mod tests {
         let f = base.open(ROOT, "lower", &OpenOptions::create()).unwrap();
         base.write_at(f, 0, b"below").unwrap();
         let lower: Arc<dyn FileSystem> = Arc::new(base.snapshot());
-        let mut tree = Tree::overlay(lower.clone(), now, Limits::default()).unwrap();
+        let mut tree = Tree::overlay(lower.clone(), now, Quota::default()).unwrap();
         let gone = tree.lookup(ROOT, "lower").unwrap();
         tree.unlink(ROOT, "lower", now).unwrap();
         let open = tree.open(ROOT, "open", &OpenOptions::create(), now).unwrap();
@@ -250,7 +250,7 @@ mod tests {
         crate::journal::encode(&crate::mem::Op::WriteAt { ino: open, offset: 4, data: b"!" }, now, &mut with_write)
             .unwrap();
         let header = Header { generation: 1, created: now, image: true };
-        let mut back = Tree::overlay(lower.clone(), now, Limits::default()).unwrap();
+        let mut back = Tree::overlay(lower.clone(), now, Quota::default()).unwrap();
         replay(&mut back, &header, &with_write).unwrap();
         assert_eq!(back.metadata(gone), Err(Error::NotFound), "a removed lower inode stays removed");
         assert_eq!(back.metadata(open), Err(Error::NotFound), "the orphan, written to, then reaped");
@@ -270,7 +270,7 @@ mod tests {
         let data: Vec<u8> = (0..CONTENT_PIECE * 2 + 3).map(|i| (i * 7 % 251) as u8).collect();
         fs.write_at(f, 5000, &data).unwrap();
         let body = rewritten(&fs, |_| {});
-        let mut back = Tree::new(Timestamp::new(0, 0), Limits::default());
+        let mut back = Tree::new(Timestamp::new(0, 0), Quota::default());
         let header = Header { generation: 0, created: Timestamp::new(0, 0), image: true };
         replay(&mut back, &header, &body).unwrap();
         let mut buf = vec![1; data.len() + 5000];
@@ -286,7 +286,7 @@ mod tests {
         let t0 = [Timestamp::new(0, 0); 3];
         let file =
             |ino, size| Part::Inode { ino, shape: Shape::File { size }, mode: 0, nlink: 1, times: t0, orphan: false };
-        let mut tree = Tree::new(Timestamp::new(0, 0), Limits::default());
+        let mut tree = Tree::new(Timestamp::new(0, 0), Quota::default());
         assert!(tree.restore(file(0, 0)).is_err());
         assert!(tree.restore(file(ROOT, 0)).is_err(), "a root that is a file");
         assert!(tree.restore(file(LOWER_TAG | 5, 0)).is_err(), "a lower number, no lower");

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::limits::INODE_BYTES;
+use super::quota::INODE_BYTES;
 use crate::mem::content::Content;
 use crate::{FileType, Ino, Timestamp};
 
@@ -15,9 +15,9 @@ pub const ROOT: Ino = 1;
 /// id above them ([`crate::mount::INO_BITS`]).
 pub const LOWER_TAG: Ino = 1 << 47;
 
-/// Inodes counted against [`Limits::max_inodes`]: those born in the upper.
+/// Inodes counted against [`Quota::max_inodes`]: those born in the upper.
 ///
-/// [`Limits::max_inodes`]: super::Limits::max_inodes
+/// [`Quota::max_inodes`]: super::Quota::max_inodes
 pub(super) fn counted(ino: Ino) -> bool {
     ino & LOWER_TAG == 0
 }
@@ -69,7 +69,7 @@ impl Inode {
         }
     }
 
-    /// Content bytes this inode counts against [`Limits::max_bytes`](super::Limits::max_bytes): what
+    /// Content bytes this inode counts against [`Quota::max_bytes`](super::Quota::max_bytes): what
     /// the upper layer holds, not what it borrows from the lower.
     pub(super) fn bytes(&self, ino: Ino) -> u64 {
         match &self.data {
@@ -79,7 +79,7 @@ impl Inode {
         }
     }
 
-    /// All this inode counts against [`Limits::max_bytes`](super::Limits::max_bytes): its content
+    /// All this inode counts against [`Quota::max_bytes`](super::Quota::max_bytes): its content
     /// and, born here, its record. Lower inodes adopted here are bounded
     /// by the lower, not by the guest.
     pub(super) fn charge(&self, ino: Ino) -> u64 {

@@ -20,7 +20,7 @@
 //!
 //! Here: the [`Tree`] value and the primitives every operation goes
 //! through. Beside it, what it holds (`key`: an entry's key; `inode`:
-//! inode numbers and records; `limits`: [`Limits`] and [`Usage`]) and what
+//! inode numbers and records; `quota`: [`Quota`] and [`Usage`]) and what
 //! it does (`read`: lookups, metadata, contents, listings; `data`: making
 //! inodes and writing content; `names`: links, renames, times, modes;
 //! `overlay`: the lower's side; `check`: orphans and the consistency
@@ -31,9 +31,9 @@ mod data;
 mod image;
 mod inode;
 mod key;
-mod limits;
 mod names;
 mod overlay;
+mod quota;
 mod read;
 
 use std::sync::Arc;
@@ -41,12 +41,12 @@ use std::sync::Arc;
 use crate::treap::Treap;
 use crate::{Error, FileSystem, FileType, Ino, Result, Timestamp};
 use inode::{Data, Inode};
-use limits::entry_bytes;
+use quota::entry_bytes;
 
 pub use image::{CONTENT_PIECE, Part, Shape};
 pub use inode::{LOWER_TAG, ROOT};
 pub(crate) use key::DirKey;
-pub use limits::{ENTRY_BYTES, INODE_BYTES, Limits, Usage};
+pub use quota::{ENTRY_BYTES, INODE_BYTES, Quota, Usage};
 
 /// What directories add to their rank in the inode treap (see
 /// [`Tree::rank`]), above any a file can have.
@@ -75,7 +75,7 @@ pub struct Tree {
     unreaped: Vec<Ino>,
     next_ino: Ino,
     usage: Usage,
-    limits: Limits,
+    quota: Quota,
     lower: Option<Arc<dyn FileSystem>>,
     /// Lower inodes adopted so far: one missing from `inodes` is gone, not
     /// unadopted.
@@ -99,7 +99,7 @@ pub(crate) enum Touch {
 
 impl Tree {
     /// An empty tree: a root directory with mode `0o755`.
-    pub fn new(now: Timestamp, limits: Limits) -> Self {
+    pub fn new(now: Timestamp, quota: Quota) -> Self {
         let root = Inode {
             data: Data::Dir { parent: ROOT, lower: None },
             mode: 0o755,
@@ -115,7 +115,7 @@ impl Tree {
             unreaped: Vec::new(),
             next_ino: ROOT + 1,
             usage: Usage { bytes: INODE_BYTES, inodes: 1 },
-            limits,
+            quota,
             lower: None,
             seen: Treap::new(),
             // Any value will do; hashing it with a fresh `RandomState`
@@ -142,13 +142,13 @@ impl Tree {
     }
 
     /// The limits in force.
-    pub fn limits(&self) -> Limits {
-        self.limits
+    pub fn quota(&self) -> Quota {
+        self.quota
     }
 
     /// Replaces the limits; usage above a new limit stays, growth fails.
-    pub fn set_limits(&mut self, limits: Limits) {
-        self.limits = limits;
+    pub fn set_quota(&mut self, quota: Quota) {
+        self.quota = quota;
     }
 
     /// `Quota` if a change that started at `before` grew past a limit (a
@@ -157,8 +157,8 @@ impl Tree {
     /// they come and checked here, once the change is done.
     pub(crate) fn check_growth(&self, before: Usage) -> Result<()> {
         let over = |now: u64, then: u64, max: Option<u64>| now > then && max.is_some_and(|m| now > m);
-        if over(self.usage.bytes, before.bytes, self.limits.max_bytes)
-            || over(self.usage.inodes, before.inodes, self.limits.max_inodes)
+        if over(self.usage.bytes, before.bytes, self.quota.max_bytes)
+            || over(self.usage.inodes, before.inodes, self.quota.max_inodes)
         {
             return Err(Error::Quota);
         }
@@ -298,7 +298,7 @@ impl Tree {
         self.seen = to.seen.clone();
         self.next_ino = to.next_ino;
         self.usage = to.usage;
-        self.limits = to.limits;
+        self.quota = to.quota;
         self.lower.clone_from(&to.lower);
     }
 }
@@ -314,7 +314,7 @@ mod tests {
     #[test]
     fn inode_treap_is_balanced() {
         let now = Timestamp::new(0, 0);
-        let mut t = Tree::new(now, Limits::default());
+        let mut t = Tree::new(now, Quota::default());
         let n = 1 << 14;
         for i in 0..n {
             t.open(ROOT, &format!("f{i}"), &OpenOptions::create(), now).unwrap();
@@ -341,7 +341,7 @@ mod tests {
     #[test]
     fn a_reap_looks_only_at_new_orphans() {
         let now = Timestamp::new(0, 0);
-        let mut t = Tree::new(now, Limits::default());
+        let mut t = Tree::new(now, Quota::default());
         let create = OpenOptions::create();
         let held: Vec<Ino> = (0..1000)
             .map(|i| {

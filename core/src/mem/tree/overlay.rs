@@ -58,7 +58,7 @@ impl Tree {
     /// changed, and no change ever reaches `lower`. The lower must answer
     /// [`FileSystem::parent`] (packs and in-memory trees do): `Unsupported`
     /// otherwise.
-    pub fn overlay(lower: Arc<dyn FileSystem>, now: Timestamp, limits: Limits) -> Result<Self> {
+    pub fn overlay(lower: Arc<dyn FileSystem>, now: Timestamp, limits: Quota) -> Result<Self> {
         let lower_root = lower.root();
         let md = lower.metadata(lower_root)?;
         if md.kind != FileType::Dir {

@@ -49,7 +49,7 @@ use packfs_core::pack::PackStats;
 use packfs_core::wasi::Access;
 use packfs_core::wasi::deadline::Deadline;
 use packfs_host::load::{Guest, GuestCache};
-use packfs_host::{Limits as RunLimits, Prepared, RunError, Runner, Sandbox};
+use packfs_host::{Limits, Prepared, RunError, Runner, Sandbox};
 use packfs_os::publish::write_atomic;
 use packfs_remote::Location;
 use packfs_remote::trace::{MAX_TRACE_BYTES, Trace};
@@ -79,7 +79,7 @@ pub(crate) fn run(mut args: Args, packs: &Packs, stats: bool) -> Result<ExitCode
         Some(n) => Some(usize::try_from(n).context("--max-memory is larger than this machine's address space")?),
         None => None,
     };
-    let limits = RunLimits { max_memory, timeout: args.timeout };
+    let limits = Limits { max_memory, timeout: args.timeout };
     // A WASI 0.3 component needs the component model's concurrency, which
     // costs the others (a 0.2 component's every host call).
     let config = if probe.p3 { Runner::config_p3_for(&limits) } else { Runner::config_for(&limits) };

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use packfs_core::mem::Limits;
+use packfs_core::mem::Quota;
 use packfs_core::mount::MountTable;
 use packfs_core::pack::ReadOptions;
 use packfs_core::{Error, FileSystem, FileType, MemFs, resolve};
@@ -36,15 +36,15 @@ fn open_source(source: &Source, packs: &Packs, dir_fds: &FdBudget) -> Result<Ope
     let plain = |fs: Arc<dyn FileSystem>, read_only| Opened { fs, read_only, limited: None, journal: None };
     let limited = |fs: MemFs| {
         let fs = Arc::new(fs);
-        let has_limits = fs.limits() != Limits::default();
+        let has_limits = fs.quota() != Quota::default();
         Opened { fs: fs.clone(), read_only: false, limited: has_limits.then_some(fs), journal: None }
     };
     Ok(match source {
-        Source::Mem(limits) => limited(MemFs::with_options(*limits, packfs_core::system_clock())),
+        Source::Mem(limits) => limited(MemFs::with_quota(*limits)),
         Source::Pack(path) => plain(Arc::new(open_pack(packs, path, guest_reads())?), true),
         Source::PackOverlay(path, limits) => {
             let pack = Arc::new(open_pack(packs, path, guest_reads())?);
-            let overlay = MemFs::overlay_with_options(pack, *limits, packfs_core::system_clock())
+            let overlay = MemFs::overlay_with_quota(pack, *limits)
                 .with_context(|| format!("{}: mounting an overlay", path.display()))?;
             limited(overlay)
         }
@@ -60,7 +60,7 @@ fn open_source(source: &Source, packs: &Packs, dir_fds: &FdBudget) -> Result<Ope
         Source::Journal(dir, limits) => {
             let journal = Journal::open(dir, SyncPolicy::EveryOp, *limits)
                 .with_context(|| format!("journal {}", dir.display()))?;
-            let limited = (*limits != Limits::default()).then(|| journal.fs().clone());
+            let limited = (*limits != Quota::default()).then(|| journal.fs().clone());
             Opened { fs: journal.fs().clone(), read_only: false, limited, journal: Some(journal) }
         }
     })
@@ -84,7 +84,7 @@ impl Namespace {
         if let Some(w) = specs.windows(2).find(|w| w[0].guest_path == w[1].guest_path) {
             bail!("--mount {}: mounted twice", w[0].guest_path);
         }
-        let root_spec = MountSpec { guest_path: "/".into(), source: Source::Mem(Limits::default()) };
+        let root_spec = MountSpec { guest_path: "/".into(), source: Source::Mem(Quota::default()) };
         let (root_spec, rest) = match specs.split_first() {
             Some((first, rest)) if first.depth() == 0 => (*first, rest),
             _ => (&root_spec, &specs[..]),
@@ -122,7 +122,7 @@ impl Namespace {
             let Some(fs) = &mount.limited else { continue };
             let refused = fs.quota_refusals();
             if refused > 0 {
-                let (l, u) = (fs.limits(), fs.usage());
+                let (l, u) = (fs.quota(), fs.usage());
                 let mut held = vec![bytes(u.bytes)];
                 held.push(format!("{} inodes", u.inodes));
                 eprintln!(

@@ -241,7 +241,7 @@ impl Sink for LogFile {
 mod tests {
     use std::sync::Arc;
 
-    use packfs_core::mem::{Limits, Tree};
+    use packfs_core::mem::{Quota, Tree};
     use packfs_core::{FileSystem, MemFs, system_clock};
 
     use super::*;
@@ -252,7 +252,7 @@ mod tests {
         let file = File::options().write(true).open("/dev/null").unwrap();
         for policy in [SyncPolicy::EveryOp, SyncPolicy::GroupCommit] {
             let log = Arc::new(LogFile::new(file.try_clone().unwrap(), 0, policy, None));
-            let fs = MemFs::journaled(Tree::new(system_clock()(), Limits::default()), log.clone(), system_clock());
+            let fs = MemFs::journaled(Tree::new(system_clock()(), Quota::default()), log.clone(), system_clock());
             assert!(matches!(fs.mkdir(fs.root(), "a", 0o755), Err(Error::Backend { .. } | Error::Os(_))));
             if policy == SyncPolicy::EveryOp {
                 assert_eq!(fs.lookup(fs.root(), "a"), Err(Error::NotFound), "not published");

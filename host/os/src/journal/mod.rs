@@ -42,7 +42,7 @@
 //! when it is opened, or closed ([`Journal::close`], as `packfs run` does
 //! when the guest ends), with a log longer than its checkpoint pack and
 //! than [`CHECKPOINT_FROM`]. Should a rewrite fail (a full disk), the old
-//! log goes on, and under a quota ([`Limits::max_bytes`]) it may then
+//! log goes on, and under a quota ([`Quota::max_bytes`]) it may then
 //! grow by at most [`LOG_PER_QUOTA`] times the quota (at least
 //! [`LOG_MIN`]): a change past that fails with `Quota`. Replay reads the
 //! log a record at a time: it holds the tree and one record.
@@ -64,7 +64,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use packfs_core::journal::{HEADER_LEN, Header, RECORD_HEAD, Replay, Tail};
-use packfs_core::mem::{Limits, Tree};
+use packfs_core::mem::{Quota, Tree};
 use packfs_core::pack::{WriteError, write_pack};
 use packfs_core::{Clock, MemFs, system_clock};
 
@@ -91,7 +91,7 @@ pub struct Journal {
     fs: Arc<MemFs>,
     log: Arc<LogFile>,
     policy: SyncPolicy,
-    limits: Limits,
+    limits: Quota,
 }
 
 fn base_path(dir: &Path, g: u64) -> PathBuf {
@@ -126,7 +126,7 @@ struct Loaded {
     log: Option<(File, u64)>,
 }
 
-fn load(dir: &Path, limits: Limits, clock: &Clock) -> Result<Loaded> {
+fn load(dir: &Path, limits: Quota, clock: &Clock) -> Result<Loaded> {
     let mut generation = 0;
     for entry in std::fs::read_dir(dir).map_err(JournalError::io("reading", dir))? {
         let name = entry.map_err(JournalError::io("reading", dir))?.file_name();
@@ -200,7 +200,7 @@ fn read_up_to(from: &mut impl Read, n: u64, to: &mut Vec<u8>) -> io::Result<()> 
 
 impl Journal {
     /// Opens (creating when missing) the journal directory `dir`.
-    pub fn open(dir: &Path, policy: SyncPolicy, limits: Limits) -> Result<Journal> {
+    pub fn open(dir: &Path, policy: SyncPolicy, limits: Quota) -> Result<Journal> {
         let journal = Self::open_as_it_is(dir, policy, limits)?;
         // A log past its bound (left by a run that ended without closing,
         // or written before there were bounds) is read once, here.
@@ -208,7 +208,7 @@ impl Journal {
     }
 
     /// [`open`](Self::open) without the checkpoint of a long log.
-    fn open_as_it_is(dir: &Path, policy: SyncPolicy, limits: Limits) -> Result<Journal> {
+    fn open_as_it_is(dir: &Path, policy: SyncPolicy, limits: Quota) -> Result<Journal> {
         if !dir.is_dir() {
             std::fs::create_dir_all(dir).map_err(JournalError::io("creating", dir))?;
             // The new directory's name must outlive a crash, or so would
@@ -227,7 +227,7 @@ impl Journal {
         Self::open_locked(dir, lock, policy, limits)
     }
 
-    fn open_locked(dir: &Path, lock: File, policy: SyncPolicy, limits: Limits) -> Result<Journal> {
+    fn open_locked(dir: &Path, lock: File, policy: SyncPolicy, limits: Quota) -> Result<Journal> {
         let clock = system_clock();
         let Loaded { generation, mut tree, log } = load(dir, limits, &clock)?;
         let (file, len) = match log {
@@ -267,7 +267,7 @@ impl Journal {
     /// Reads the tree a journal directory describes, changing nothing on
     /// disk (for `packfs compact`).
     pub fn read(dir: &Path) -> Result<packfs_core::Snapshot> {
-        Ok(packfs_core::Snapshot::from(load(dir, Limits::default(), &system_clock())?.tree))
+        Ok(packfs_core::Snapshot::from(load(dir, Quota::default(), &system_clock())?.tree))
     }
 
     /// The journaled filesystem.

@@ -18,7 +18,7 @@ fn only_its_own_names_are_removed() {
         std::fs::write(dir.path().join(name), name).unwrap();
     }
     std::fs::write(dir.path().join("journal-5.log"), b"an old generation's log").unwrap();
-    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
     drop(j);
     for name in theirs {
         assert_eq!(std::fs::read_to_string(dir.path().join(name)).unwrap(), name);
@@ -45,11 +45,11 @@ fn get(fs: &dyn FileSystem, name: &str) -> Vec<u8> {
 #[test]
 fn reopen_replays_and_checkpoint_compacts() {
     let dir = tempfile::tempdir().unwrap();
-    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
     put(j.fs(), "a", b"one");
     let created = j.fs().metadata(1).unwrap().mtime;
     drop(j);
-    let j = Journal::open(dir.path(), SyncPolicy::GroupCommit, Limits::default()).unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::GroupCommit, Quota::default()).unwrap();
     assert_eq!(get(&**j.fs(), "a"), b"one");
     assert_eq!(j.fs().metadata(1).unwrap().mtime, created, "replay restores times too");
     let old = j.fs().clone();
@@ -61,7 +61,7 @@ fn reopen_replays_and_checkpoint_compacts() {
     let mut names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     names.sort();
     assert_eq!(names, ["base-1.pack", "journal-1.log", "lock"]);
-    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
     assert_eq!(get(&**j.fs(), "a"), b"one");
     assert_eq!(get(&**j.fs(), "b"), b"two");
     assert_eq!(get(&Journal::read(dir.path()).unwrap(), "b"), b"two");
@@ -70,7 +70,7 @@ fn reopen_replays_and_checkpoint_compacts() {
 #[test]
 fn a_torn_tail_is_cut_and_appends_continue_after_it() {
     let dir = tempfile::tempdir().unwrap();
-    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
     put(j.fs(), "a", b"kept");
     drop(j);
     let log = log_path(dir.path(), 0);
@@ -79,19 +79,19 @@ fn a_torn_tail_is_cut_and_appends_continue_after_it() {
     let mut f = File::options().append(true).open(&log).unwrap();
     f.write_all(&[0x30, 0, 0, 0, 1, 2, 3]).unwrap();
     drop(f);
-    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
     assert_eq!(std::fs::metadata(&log).unwrap().len(), whole);
     put(j.fs(), "b", b"after");
     drop(j);
-    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
     assert_eq!((get(&**j.fs(), "a"), get(&**j.fs(), "b")), (b"kept".to_vec(), b"after".to_vec()));
 }
 
 #[test]
 fn limits_change_on_a_journaled_filesystem() {
     let dir = tempfile::tempdir().unwrap();
-    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
-    j.fs().set_limits(Limits { max_bytes: None, max_inodes: Some(2) });
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
+    j.fs().set_quota(Quota { max_bytes: None, max_inodes: Some(2) });
     j.fs().mkdir(j.fs().root(), "a", 0o755).unwrap();
     assert_eq!(j.fs().mkdir(j.fs().root(), "b", 0o755), Err(Error::Quota));
 }
@@ -99,18 +99,18 @@ fn limits_change_on_a_journaled_filesystem() {
 #[test]
 fn a_journal_is_open_in_one_place_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
-    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
-    let again = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default());
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
+    let again = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default());
     assert!(matches!(again, Err(JournalError::InUse { .. })), "{:?}", again.err());
     let j = j.checkpoint().unwrap();
-    assert!(Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).is_err(), "the lock is kept");
+    assert!(Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).is_err(), "the lock is kept");
     // Whoever still holds the filesystem can still write the log: the
     // lock stays with it.
     let fs = j.fs().clone();
     drop(j);
-    assert!(Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).is_err(), "held by the filesystem");
+    assert!(Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).is_err(), "held by the filesystem");
     drop(fs);
-    Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
 }
 
 /// Writers keep changing the filesystem while it is checkpointed: every
@@ -119,7 +119,7 @@ fn a_journal_is_open_in_one_place_at_a_time() {
 fn checkpoints_keep_every_acknowledged_change() {
     use std::sync::atomic::AtomicUsize;
     let dir = tempfile::tempdir().unwrap();
-    let mut j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let mut j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
     let mut acknowledged = Vec::new();
     for round in 0..4 {
         let made = Arc::new(AtomicUsize::new(0));
@@ -146,7 +146,7 @@ fn checkpoints_keep_every_acknowledged_change() {
         acknowledged.extend(writer.join().unwrap());
     }
     drop(j);
-    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
     for name in &acknowledged {
         assert!(j.fs().lookup(j.fs().root(), name).is_ok(), "{name} was acknowledged, then lost");
     }
@@ -155,7 +155,7 @@ fn checkpoints_keep_every_acknowledged_change() {
 #[test]
 fn group_commit_shares_syncs_between_threads() {
     let dir = tempfile::tempdir().unwrap();
-    let j = Journal::open(dir.path(), SyncPolicy::GroupCommit, Limits::default()).unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::GroupCommit, Quota::default()).unwrap();
     let threads: Vec<_> = (0..4)
         .map(|t| {
             let fs = j.fs().clone();
@@ -170,7 +170,7 @@ fn group_commit_shares_syncs_between_threads() {
         t.join().unwrap();
     }
     drop(j);
-    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
     assert_eq!(j.fs().read_dir(j.fs().root(), None, 1000).unwrap().len(), 200);
 }
 
@@ -190,7 +190,7 @@ fn dir_bytes(dir: &Path) -> u64 {
 #[test]
 fn a_rewriting_run_keeps_its_log_in_proportion_to_its_tree() {
     let dir = tempfile::tempdir().unwrap();
-    let limits = Limits { max_bytes: Some(2 << 20), max_inodes: None };
+    let limits = Quota { max_bytes: Some(2 << 20), max_inodes: None };
     let j = Journal::open(dir.path(), SyncPolicy::GroupCommit, limits).unwrap();
     let fs = j.fs().clone();
     let f = fs.open(fs.root(), "f", &OpenOptions::create()).unwrap();
@@ -236,16 +236,16 @@ fn a_log_that_cannot_be_rewritten_is_bounded_by_its_quota() {
 #[test]
 fn opening_a_long_log_checkpoints_it() {
     let dir = tempfile::tempdir().unwrap();
-    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
     put(j.fs(), "small", b"x");
     drop(j);
-    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
     assert_eq!(j.generation(), 0, "a short log stays");
     for i in 0..3u8 {
         put(j.fs(), "big", &vec![i; 1 << 20]);
     }
     drop(j);
-    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Limits::default()).unwrap();
+    let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
     assert_eq!(j.generation(), 1);
     assert_eq!(j.log_len(), HEADER_LEN as u64);
     assert_eq!((get(&**j.fs(), "small"), get(&**j.fs(), "big")), (b"x".to_vec(), vec![2; 1 << 20]));

@@ -120,10 +120,10 @@ impl crate::mem::Log for Counted {
 /// record (and a flush) per MiB.
 #[test]
 fn a_write_is_one_change_whatever_its_iovecs_and_memory() {
-    let quota = crate::mem::Limits { max_bytes: Some(2 << 20), max_inodes: None };
+    let quota = crate::mem::Quota { max_bytes: Some(2 << 20), max_inodes: None };
     let journal = Arc::new(Counted::default());
     let trees = [
-        Arc::new(MemFs::with_options(quota, crate::system_clock())),
+        Arc::new(MemFs::with_quota(quota)),
         Arc::new(MemFs::journaled(
             crate::mem::Tree::new(Timestamp::new(0, 0), quota),
             journal.clone(),

@@ -1,10 +1,10 @@
-//! What a [`Tree`](super::Tree) may hold and holds: [`Limits`] and
+//! What a [`Tree`](super::Tree) may hold and holds: [`Quota`] and
 //! [`Usage`], and what each entry and inode is charged.
 
 /// Optional caps on one filesystem's size. An operation that would pass one
 /// fails with [`Error::Quota`](crate::Error::Quota) and changes nothing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Limits {
+pub struct Quota {
     /// Most bytes of host memory the tree holds: file content and symlink
     /// targets by length (a sparse file counts whole), each directory
     /// entry's name and [`ENTRY_BYTES`] (hard links, whiteouts and renames
@@ -15,13 +15,13 @@ pub struct Limits {
     pub max_inodes: Option<u64>,
 }
 
-/// What [`Limits::max_bytes`] charges for a directory entry besides its
+/// What [`Quota::max_bytes`] charges for a directory entry besides its
 /// name: what the host holds for one, measured (its key and node in the
 /// entry treap, in the current version and in the writer's spare, and the
 /// allocator's share): 200,000 links of 248-byte names took 528 bytes each.
 pub const ENTRY_BYTES: u64 = 288;
 
-/// What [`Limits::max_bytes`] charges for an inode besides its content:
+/// What [`Quota::max_bytes`] charges for an inode besides its content:
 /// its record and node in the inode treap, likewise (200,000 empty files
 /// took 608 bytes each, entries included).
 pub const INODE_BYTES: u64 = 320;
@@ -31,7 +31,7 @@ pub(super) fn entry_bytes(name: &str) -> u64 {
     ENTRY_BYTES + name.len() as u64
 }
 
-/// What a filesystem holds now, in the units of [`Limits`].
+/// What a filesystem holds now, in the units of [`Quota`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     /// Bytes charged: content, symlink targets, entries, inodes.
