@@ -19,7 +19,9 @@
 //!   resolves `..` and symlinks *above* the backends, never past the root;
 //!   [`read_file`] and [`write_file`]: a whole file by path;
 //! - [`wasi`]: the WASI descriptor model and `wasi_snapshot_preview1`
-//!   itself, over any guest memory (wasmtime's, or a browser Worker's).
+//!   itself, over any guest memory (wasmtime's, or a browser Worker's);
+//! - [`deadline`]: a guest's deadline as every wait made on its behalf
+//!   sees it (preview1's sleeps and stdio, a remote pack's fetch).
 //!
 //! ```text
 //!   host (WASI) / web (JS) / CLI
@@ -55,6 +57,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod deadline;
 mod error;
 mod fold;
 mod fs;

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use packfs_core::Timestamp;
-use packfs_core::wasi::deadline;
+use packfs_core::deadline;
 use packfs_core::wasi::p1::calls::Outcome;
 use packfs_core::wasi::p1::{Errno, Exit, Input, Output, Platform, Wasi};
 use rustix::event::{PollFd, PollFlags, Timespec};

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
-use packfs_core::wasi::deadline::Deadline;
+use packfs_core::deadline::Deadline;
 use packfs_core::wasi::p1::Wasi;
 #[cfg(feature = "p2")]
 use wasmtime::component::{Linker, ResourceTable};

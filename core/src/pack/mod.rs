@@ -35,8 +35,8 @@
 #![warn(clippy::cast_possible_truncation)]
 
 mod blob;
-mod cache;
 mod chunk;
+mod chunk_cache;
 mod content;
 mod corrupt;
 mod cursor;

@@ -23,7 +23,7 @@ use std::ops::Range;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::cache::ChunkCache;
+use super::chunk_cache::ChunkCache;
 use super::digest::Digest;
 use super::hash_index::HashIndex;
 use super::index::Index;

@@ -4,11 +4,12 @@
 //! - [`descriptor`]: what a WASI descriptor is over a [`FileSystem`] and
 //!   what each operation on it may do, with every permission check;
 //!   behaviour as wasmtime-wasi on a real directory;
-//! - [`deadline`]: a guest's deadline as the host calls that wait on its
-//!   behalf see it;
 //! - [`p1`]: `wasi_snapshot_preview1`, every function, over a guest memory
 //!   the embedder lends ([`p1::Memory`]); the host binds it into wasmtime's
 //!   core-module linker, the browser into a Worker's imports.
+//!
+//! A guest's deadline, which every wait of preview1 keeps, is
+//! [`crate::deadline`]'s: a remote pack's fetch keeps it too.
 //!
 //! `wasi:filesystem` 0.2 and 0.3 (components) are served by the host over
 //! the same [`descriptor`] model, and 0.2 in JavaScript by `packfs-web`
@@ -16,7 +17,6 @@
 //!
 //! [`FileSystem`]: crate::FileSystem
 
-pub mod deadline;
 pub mod descriptor;
 pub mod p1;
 

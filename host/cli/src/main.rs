@@ -23,7 +23,6 @@ macro_rules! out {
 mod cat;
 mod common;
 mod compact;
-mod deadline;
 mod diff;
 mod exclude;
 mod info;
@@ -33,6 +32,7 @@ mod packing;
 mod run;
 mod spec;
 mod stat;
+mod timeout;
 mod unpack;
 mod verify;
 

@@ -19,7 +19,7 @@ use packfs_core::pack::{MERGE_GAP, merge_ranges};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
-use crate::cache::{Key, Lock, Scope};
+use crate::extent_cache::{Key, Lock, Scope};
 use crate::limits::{PREFETCH_PARALLEL, REQUEST_MAX};
 use crate::object::body;
 use crate::runtime::runtime;

@@ -38,9 +38,9 @@
 //! table. A pack past one is [`RemoteError::Pack`] with
 //! `CorruptKind::TooLarge`, before anything is allocated for it.
 
-pub mod cache;
 mod early;
 mod error;
+pub mod extent_cache;
 mod limits;
 mod location;
 mod object;
@@ -51,8 +51,8 @@ mod source;
 mod store;
 pub mod trace;
 
-pub use cache::{Cache, CacheStats, DEFAULT_CACHE_BYTES};
 pub use error::RemoteError;
+pub use extent_cache::{Cache, CacheStats, DEFAULT_CACHE_BYTES};
 pub use limits::{DEMAND_PARALLEL, FIRST_WINDOW, MAX_WINDOW, PREFETCH_PARALLEL, REQUEST_MAX};
 pub use location::{BadLocation, Location};
 pub use open::{RemoteOptions, RemotePack, open, open_as};

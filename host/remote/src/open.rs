@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use packfs_core::pack::{ByteSource, LazyOpen, OpenStep, PackFs, ReadOptions};
 
-use crate::cache::Cache;
 use crate::early;
 use crate::error::RemoteError;
+use crate::extent_cache::Cache;
 use crate::location::Location;
 use crate::object::Object;
 use crate::runtime;

@@ -52,11 +52,11 @@ macro_rules! conversions {
             }
         }
 
-        fn follow(flags: t::PathFlags) -> bool {
+        pub(super) fn follow(flags: t::PathFlags) -> bool {
             flags.contains(t::PathFlags::SYMLINK_FOLLOW)
         }
 
-        fn model_flags(f: t::DescriptorFlags) -> ModelFlags {
+        pub(super) fn model_flags(f: t::DescriptorFlags) -> ModelFlags {
             use t::DescriptorFlags as D;
             ModelFlags {
                 read: f.contains(D::READ),
@@ -68,7 +68,7 @@ macro_rules! conversions {
             }
         }
 
-        fn descriptor_flags(f: ModelFlags) -> t::DescriptorFlags {
+        pub(super) fn descriptor_flags(f: ModelFlags) -> t::DescriptorFlags {
             use t::DescriptorFlags as D;
             let mut out = D::empty();
             for (on, flag) in [
@@ -86,7 +86,7 @@ macro_rules! conversions {
             out
         }
 
-        fn model_open_flags(f: t::OpenFlags) -> ModelOpenFlags {
+        pub(super) fn model_open_flags(f: t::OpenFlags) -> ModelOpenFlags {
             use t::OpenFlags as O;
             ModelOpenFlags {
                 create: f.contains(O::CREATE),
@@ -96,7 +96,7 @@ macro_rules! conversions {
             }
         }
 
-        pub(crate) fn descriptor_type(kind: packfs_core::FileType) -> t::DescriptorType {
+        pub(super) fn descriptor_type(kind: packfs_core::FileType) -> t::DescriptorType {
             match kind {
                 packfs_core::FileType::File => t::DescriptorType::RegularFile,
                 packfs_core::FileType::Dir => t::DescriptorType::Directory,
@@ -104,7 +104,7 @@ macro_rules! conversions {
             }
         }
 
-        fn stat(m: packfs_core::Metadata) -> t::DescriptorStat {
+        pub(super) fn stat(m: packfs_core::Metadata) -> t::DescriptorStat {
             t::DescriptorStat {
                 type_: descriptor_type(m.kind),
                 link_count: m.nlink,

@@ -9,8 +9,8 @@ use rustix::fs::FileType;
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 
-use crate::load::cache::{self, Digest32, GuestCache};
 use crate::load::guest::{CacheStatus, Guest, Kind, LoadError, compile};
+use crate::load::guest_cache::{self, Digest32, GuestCache};
 use crate::load::identity::FileId;
 
 /// Compiles `wasm`, a core module or a component, through `cache` when
@@ -20,7 +20,7 @@ pub fn load(engine: &Engine, wasm: &[u8], cache: Option<&GuestCache>) -> Result<
     let kind = Kind::of(wasm)?;
     match cache {
         None => Ok((compile(engine, kind, wasm)?, CacheStatus::Off)),
-        Some(cache) => cache::get_or_store(cache, engine, kind, wasm, &Sha256::digest(wasm).into()),
+        Some(cache) => guest_cache::get_or_store(cache, engine, kind, wasm, &Sha256::digest(wasm).into()),
     }
 }
 
@@ -37,20 +37,20 @@ pub fn load_file(engine: &Engine, path: &Path, cache: Option<&GuestCache>) -> Re
     let st = rustix::fs::fstat(&file).map_err(|e| LoadError::Io(e.into()))?;
     let id = (FileType::from_raw_mode(st.st_mode) == FileType::RegularFile).then(|| FileId::of(&st));
     if let Some(id) = &id
-        && let Some(digest) = cache::digest_of(cache, id)
-        && let Some(guest) = cache::hit(cache, engine, &cache::key(engine, &digest))
+        && let Some(digest) = guest_cache::digest_of(cache, id)
+        && let Some(guest) = guest_cache::hit(cache, engine, &guest_cache::key(engine, &digest))
     {
         return Ok((guest, CacheStatus::Hit));
     }
     let wasm = read(&file)?;
     let digest: Digest32 = Sha256::digest(&wasm).into();
-    let loaded = cache::get_or_store(cache, engine, Kind::of(&wasm)?, &wasm, &digest)?;
+    let loaded = guest_cache::get_or_store(cache, engine, Kind::of(&wasm)?, &wasm, &digest)?;
     // What was read is what the identity names only if it did not change
     // meanwhile.
     if let Some(id) = &id
         && rustix::fs::fstat(&file).is_ok_and(|st| FileId::of(&st) == *id)
     {
-        cache::record(cache, id, &digest);
+        guest_cache::record(cache, id, &digest);
     }
     Ok(loaded)
 }

@@ -49,13 +49,13 @@
 //! after each store the least recently used keys go, by their pin's mtime,
 //! which a hit touches. Only names of the cache's own forms are removed.
 
-mod cache;
 mod entry;
 mod guest;
+mod guest_cache;
 mod identity;
 mod version;
 
-pub use cache::{DEFAULT_LIMIT, GuestCache};
 pub use entry::{load, load_file};
 pub use guest::{CacheStatus, Guest, LoadError};
+pub use guest_cache::{DEFAULT_LIMIT, GuestCache};
 pub use version::{is_wasi_p3, speaks_wasi_p3};

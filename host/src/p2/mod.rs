@@ -14,6 +14,7 @@
 //! - `bindings`: `bindgen!` over the 0.2 WIT, descriptors as the model's
 //!   [`Descriptor`](packfs_core::wasi::Descriptor), and [`FsError`];
 //! - `types`: `wasi:filesystem/types` and `preopens` over the model;
+//! - `convert`: 0.2's values from the model's and back;
 //! - `streams`: file streams as wasmtime-wasi's `wasi:io` streams;
 //! - `io`: wasmtime-wasi's synchronous `wasi:io/streams`, with its
 //!   blocking methods not entering tokio when the stream is ready.
@@ -41,6 +42,7 @@
 //! that cannot do an operation does.
 
 pub mod bindings;
+mod convert;
 mod io;
 mod streams;
 mod types;

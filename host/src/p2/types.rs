@@ -5,9 +5,7 @@
 
 use std::sync::Arc;
 
-use packfs_core::{SetTime, Timestamp};
 use wasmtime::component::Resource;
-use wasmtime_wasi::p2::bindings::clocks::wall_clock::Datetime;
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
 use super::bindings::types::{
@@ -15,11 +13,10 @@ use super::bindings::types::{
     MetadataHashValue, NewTimestamp, OpenFlags, PathFlags,
 };
 use super::bindings::{FsError, preopens};
+use super::convert::{descriptor_flags, descriptor_type, follow, model_flags, model_open_flags, set_time, stat};
 use super::streams::{FileReader, FileWriter};
-use crate::filesystem::{DirStream, MAX_IO_CHUNK, PackFsCtxView, conversions};
+use crate::filesystem::{DirStream, MAX_IO_CHUNK, PackFsCtxView};
 use packfs_core::wasi::descriptor::Descriptor;
-
-conversions!(would_block: WouldBlock, time: datetime);
 
 type FsResult<T> = Result<T, FsError>;
 
@@ -234,18 +231,5 @@ impl types::HostDirectoryEntryStream for PackFsCtxView<'_> {
     fn drop(&mut self, stream: Resource<DirStream>) -> wasmtime::Result<()> {
         self.table.delete(stream)?;
         Ok(())
-    }
-}
-
-fn datetime(t: Timestamp) -> Datetime {
-    Datetime { seconds: t.secs, nanoseconds: t.nanos }
-}
-
-fn set_time(t: NewTimestamp) -> SetTime {
-    match t {
-        NewTimestamp::NoChange => SetTime::Keep,
-        NewTimestamp::Now => SetTime::Now,
-        // `Timestamp::new` carries whole seconds out of the nanoseconds.
-        NewTimestamp::Timestamp(t) => SetTime::At(Timestamp::new(t.seconds, t.nanoseconds)),
     }
 }

@@ -12,6 +12,7 @@
 //!   model's [`Descriptor`](packfs_core::wasi::Descriptor), the
 //!   `async func`s as concurrent host functions, and [`FsError`];
 //! - `types`: `wasi:filesystem/types` and `preopens` over the model;
+//! - `convert`: 0.3's values from the model's and back;
 //! - `streams`: file and directory streams, which move bytes straight
 //!   between the backend and the guest's buffer;
 //! - `offload`: a stream's reads and writes that may wait on the network,
@@ -34,6 +35,7 @@
 //! - a time before 1970 is `invalid`: PackFS keeps times from the epoch on.
 
 pub mod bindings;
+mod convert;
 mod offload;
 mod streams;
 mod types;

@@ -86,7 +86,7 @@ impl<T: Send + 'static> Offload<T> {
             debug_assert!(false, "run without a turn");
             return;
         };
-        let deadline = packfs_core::wasi::deadline::current();
+        let deadline = packfs_core::deadline::current();
         // The turn is held by the work itself, so that it goes back when
         // the work is done, even if the stream is dropped first.
         self.state = State::Running(tokio::task::spawn_blocking(move || {

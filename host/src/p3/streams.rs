@@ -24,8 +24,8 @@ use wasmtime::StoreContextMut;
 use wasmtime::component::{Destination, Source, StreamConsumer, StreamProducer, StreamResult, VecBuffer};
 
 use super::bindings::types::{DirectoryEntry, ErrorCode};
+use super::convert::descriptor_type;
 use super::offload::{Offload, Waits};
-use super::types::descriptor_type;
 use crate::filesystem::{DirStream, MAX_IO_CHUNK};
 use packfs_core::wasi::descriptor::{Node, write_all};
 

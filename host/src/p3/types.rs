@@ -7,21 +7,18 @@
 
 use std::sync::Arc;
 
-use packfs_core::{SetTime, Timestamp};
 use tokio::sync::oneshot;
 use wasmtime::component::{Access, Accessor, FutureReader, Resource, StreamReader};
-use wasmtime_wasi::p3::bindings::clocks::system_clock::Instant;
 
 use super::bindings::types::{
     self, Advice, DescriptorFlags, DescriptorStat, DescriptorType, DirectoryEntry, ErrorCode, Filesize,
     MetadataHashValue, NewTimestamp, OpenFlags, PathFlags,
 };
 use super::bindings::{FsError, preopens};
+use super::convert::{descriptor_flags, follow, model_flags, model_open_flags, set_time, stat};
 use super::streams::{DirProducer, FileConsumer, FileProducer, Outcome, Place};
-use crate::filesystem::{DirStream, PackFsCtxView, PackFsFilesystem, conversions};
+use crate::filesystem::{DirStream, PackFsCtxView, PackFsFilesystem};
 use packfs_core::wasi::descriptor::Descriptor;
-
-conversions!(would_block: Busy, time: instant);
 
 type FsResult<T> = Result<T, FsError>;
 
@@ -316,22 +313,4 @@ fn consume<U>(
             settled(&mut store, Err(e.code().into()))
         }
     }
-}
-
-fn instant(t: Timestamp) -> Instant {
-    Instant { seconds: i64::try_from(t.secs).unwrap_or(i64::MAX), nanoseconds: t.nanos }
-}
-
-/// A new time; PackFS keeps times from 1970 on, so an earlier one is
-/// `invalid` (0.2's datetime could not name one).
-fn set_time(t: NewTimestamp) -> FsResult<SetTime> {
-    Ok(match t {
-        NewTimestamp::NoChange => SetTime::Keep,
-        NewTimestamp::Now => SetTime::Now,
-        NewTimestamp::Timestamp(t) => {
-            let secs = u64::try_from(t.seconds).map_err(|_| ErrorCode::Invalid)?;
-            // `Timestamp::new` carries whole seconds out of the nanoseconds.
-            SetTime::At(Timestamp::new(secs, t.nanoseconds))
-        }
-    })
 }

@@ -44,10 +44,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
 use packfs_core::FileSystem;
+use packfs_core::deadline::Deadline;
 use packfs_core::mount::MountTable;
 use packfs_core::pack::PackStats;
 use packfs_core::wasi::Access;
-use packfs_core::wasi::deadline::Deadline;
 use packfs_host::load::{Guest, GuestCache};
 use packfs_host::{Limits, Prepared, RunError, Runner, Sandbox};
 use packfs_os::publish::write_atomic;
@@ -58,8 +58,8 @@ pub(crate) use args::Args;
 use namespace::Namespace;
 
 use crate::common::{Packs, bytes};
-use crate::deadline::{Backstop, TIMED_OUT, Timed};
 use crate::packing::Packing;
+use crate::timeout::{Backstop, TIMED_OUT, Timed};
 
 /// Exit status when the guest traps, as wasmtime's own command gives
 /// (128 + SIGABRT).

@@ -10,8 +10,8 @@ use bytes::Bytes;
 
 use super::Inner;
 use super::table::{Table, checked};
-use crate::cache::Key;
 use crate::error::RemoteError;
+use crate::extent_cache::Key;
 use crate::limits::LOCK_WAIT;
 
 impl Inner {

@@ -39,9 +39,9 @@ use packfs_core::pack::{ByteSource, Digest, PackFs, Pieces};
 use packfs_core::sync::lock;
 use tokio::sync::Semaphore;
 
-use crate::cache::Scope;
 use crate::early;
 use crate::error::RemoteError;
+use crate::extent_cache::Scope;
 use crate::limits::{DEMAND_PARALLEL, PREFETCH_PARALLEL};
 use crate::object::Object;
 use crate::runtime;
@@ -364,7 +364,7 @@ impl Inner {
             return;
         }
         // No longer than the guest's own deadline leaves, if it has one.
-        let deadline = Instant::now() + packfs_core::wasi::deadline::cut(self.wait);
+        let deadline = Instant::now() + packfs_core::deadline::cut(self.wait);
         let mut f = lock(&self.flight);
         let mut asked = false;
         loop {

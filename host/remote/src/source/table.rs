@@ -8,7 +8,7 @@ use bytes::Bytes;
 use packfs_core::pack::layout::MAX_EXTENTS;
 use packfs_core::pack::{ByteSource, Digest, PackFs, checksum};
 
-use crate::cache::Key;
+use crate::extent_cache::Key;
 use crate::trace::Entry;
 
 /// One extent, as the index gives it.

@@ -45,7 +45,7 @@ pub(crate) struct Timed<'a>(pub(crate) &'a dyn FileSystem);
 
 impl Timed<'_> {
     fn check(&self) -> packfs_core::Result<()> {
-        if packfs_core::wasi::deadline::expired() {
+        if packfs_core::deadline::expired() {
             return Err(Error::backend(BackendFault::Closed, "past the time limit"));
         }
         Ok(())
