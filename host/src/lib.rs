@@ -3,7 +3,7 @@
 //! ## What is where
 //!
 //! packfs-host presents PackFS trees to WASI guest programs as ordinary preopened
-//! directories, on wasmtime 48. Guests use `std::fs`, wasi-libc stdio,
+//! directories, on wasmtime 48 to 50. Guests use `std::fs`, wasi-libc stdio,
 //! anything that speaks WASI — their I/O lands in a PackFS
 //! [`FileSystem`](packfs_core::FileSystem), never on the host disk unless
 //! a `packfs_os::dir::DirFs` says so.

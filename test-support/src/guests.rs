@@ -23,12 +23,31 @@ pub fn guest_cache_dir() -> PathBuf {
     guest_target_dir().join("components")
 }
 
+/// The cargo that builds guests: this test's own, or, when
+/// `PACKFS_GUEST_TOOLCHAIN` names one, that toolchain's through rustup.
+/// The test command sets it when it runs the host tests on a toolchain
+/// without the wasm targets (the newest wasmtime's, on nightly), so the
+/// guests are the very ones the other runs use.
+fn guest_cargo() -> Command {
+    match std::env::var("PACKFS_GUEST_TOOLCHAIN") {
+        Ok(toolchain) => {
+            let mut c = Command::new("rustup");
+            c.args(["run", &toolchain, "cargo"]);
+            // This process's toolchain must not reach the guests' build.
+            for var in ["RUSTUP_TOOLCHAIN", "RUSTC", "RUSTDOC", "RUSTC_WRAPPER"] {
+                c.env_remove(var);
+            }
+            c
+        }
+        Err(_) => Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())),
+    }
+}
+
 /// Builds every Rust guest for both targets, once per test process.
 pub fn build_rust_guests() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
+        let status = guest_cargo()
             .args(["build", "--release", "--target", "wasm32-wasip1", "--target", "wasm32-wasip2"])
             .arg("--manifest-path")
             .arg(workspace().join("guest-tests/Cargo.toml"))
@@ -51,8 +70,7 @@ pub fn build_rust_guests() {
 pub fn build_p3_guests() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
+        let status = guest_cargo()
             .args(["build", "--release", "--locked", "--target", "wasm32-wasip2"])
             .arg("--manifest-path")
             .arg(workspace().join("guest-tests/p3/Cargo.toml"))

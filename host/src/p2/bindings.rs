@@ -1,5 +1,5 @@
 //! Generated bindings for `wasi:filesystem/{types,preopens}` (WIT copied
-//! from wasmtime-wasi 48, package version 0.2.12; guests importing
+//! from wasmtime-wasi 48, package version 0.2.12, as in 50; guests importing
 //! 0.2.0..=0.2.12 link against it by semver), and the error type their
 //! functions return.
 

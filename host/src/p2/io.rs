@@ -26,7 +26,7 @@ use wasmtime_wasi::p2::bindings::sync::io::streams::{Host as _, StreamError};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, StreamResult};
 use wasmtime_wasi::runtime::{in_tokio, with_ambient_tokio_runtime};
 
-/// The `wasi:io/streams` instance wasmtime-wasi 48 links (its WIT is
+/// The `wasi:io/streams` instance wasmtime-wasi 48 to 50 links (its WIT is
 /// `wasi:io@0.2.12`); guests importing any 0.2.x reach it by semver. Should
 /// a wasmtime upgrade change it, the definitions below would land in a
 /// second instance and instantiating every guest would fail: the guest

@@ -1,5 +1,5 @@
 //! Generated bindings for `wasi:filesystem@0.3.0` (`types`, `preopens`;
-//! WIT copied from wasmtime-wasi 48), and the error type their functions
+//! WIT copied from wasmtime-wasi 48, the same in 50), and the error type their functions
 //! return.
 //!
 //! As wasmtime-wasi's own p3 bindings: the WIT's `async func`s are
