@@ -101,7 +101,7 @@ fn results_ending_at_the_top_of_a_4_gib_memory_are_written_whole() {
     w.environ_get(&mut m, top(64), top(4)).unwrap();
     assert_eq!(m.at(u64::from(top(4)), 4), b"K=V\0");
     // A listing filling a buffer that ends there.
-    crate::FileSystem::mkdir(&*fs, fs.root(), "d", 0o755).unwrap();
+    packfs_core::FileSystem::mkdir(&*fs, fs.root(), "d", 0o755).unwrap();
     w.fd_readdir(&mut m, ROOT, top(100), 100, 0, top(200)).unwrap();
     assert_eq!(m.at(u64::from(top(200)), 4), 76u32.to_le_bytes(), "., .. and d: 24 + 1 + 24 + 2 + 24 + 1");
     w.fd_readdir(&mut m, ROOT, top(50), 50, 0, top(200)).unwrap();
@@ -109,8 +109,8 @@ fn results_ending_at_the_top_of_a_4_gib_memory_are_written_whole() {
     // Random bytes, and a read of a file, into the last bytes.
     w.random_get(&mut m, top(16), 16).unwrap();
     assert_eq!(m.at(u64::from(top(16)), 16), [0xa5; 16]);
-    let f = crate::FileSystem::open(&*fs, fs.root(), "f", &crate::OpenOptions::create()).unwrap();
-    crate::FileSystem::write_at(&*fs, f, 0, b"the end").unwrap();
+    let f = packfs_core::FileSystem::open(&*fs, fs.root(), "f", &packfs_core::OpenOptions::create()).unwrap();
+    packfs_core::FileSystem::write_at(&*fs, f, 0, b"the end").unwrap();
     m.write(top(300), b"f");
     w.path_open(&mut m, ROOT, 0, top(300), 1, 0, rights::FD_READ as i64, 0, 0, top(296)).unwrap();
     let fd = u32::from_le_bytes(m.at(u64::from(top(296)), 4).try_into().unwrap());

@@ -1,12 +1,14 @@
-//! Preview1 on its own, through raw calls into a byte-array memory. The
+//! Preview1 on its own, through raw calls into a byte-array memory, by
+//! its public API alone (what a descriptor holds inside is tested beside
+//! it, in `src/wasi/p1/tests.rs`). The
 //! behaviour against wasmtime's own preview1 is tested by the host (the
 //! guest tests and the randomized differential test).
 //!
 //! - `per_call`: each call's behaviour: files, stdio, descriptors, listings,
 //!   arguments, clocks, exit, the function table;
 //! - `hostile`: any arguments at all, and results at the top of memory;
-//! - `state`: what calls leave behind: inode numbers, names kept for
-//!   listings, a write as one change.
+//! - `state`: what calls leave behind: inode numbers, a write as one
+//!   change.
 //!
 //! Here: the fixtures they share.
 
@@ -18,11 +20,12 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use super::abi::{Errno, oflags, rights};
-use super::calls::{self, FUNCTIONS, ValType};
-use super::io::{Bytes, Capture, Platform};
-use super::*;
-use crate::{MemFs, Timestamp};
+use packfs_core::wasi::Access;
+use packfs_core::wasi::p1::abi::{Errno, oflags, rights};
+use packfs_core::wasi::p1::calls::{self, FUNCTIONS, ValType};
+use packfs_core::wasi::p1::io::{Bytes, Capture, Platform};
+use packfs_core::wasi::p1::*;
+use packfs_core::{FileSystem, MemFs, Timestamp};
 
 struct Fixed(u64);
 
