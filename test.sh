@@ -81,6 +81,28 @@ cargo build -p packfs-core --target wasm32-unknown-unknown
 # The library crates as users get them: documented without a warning, and
 # packaged and verified as `cargo publish` would (nothing is uploaded).
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p packfs-core -p packfs-os -p packfs-remote -p packfs-host
+# What embedders see, item by item, as cargo-public-api lists it (from
+# rustdoc's JSON, so on the machine's nightly): a change to it must show
+# in api/*.txt, so that it is made on purpose. After a deliberate change,
+# `PACKFS_API_UPDATE=1 ./test.sh` writes them anew.
+CARGO_PUBLIC_API_VERSION=0.52.0
+if cargo +nightly --version >/dev/null 2>&1; then
+    cargo public-api --version 2>/dev/null | grep -qx "cargo-public-api $CARGO_PUBLIC_API_VERSION" ||
+        cargo install cargo-public-api --version "$CARGO_PUBLIC_API_VERSION" --locked
+    api_out="$(realpath "${CARGO_TARGET_DIR:-target}")/api"
+    mkdir -p "$api_out"
+    for crate in packfs-core packfs-os packfs-remote packfs-host; do
+        cargo public-api -p "$crate" -ss --color never >"$api_out/$crate.txt"
+        if [ -n "${PACKFS_API_UPDATE:-}" ]; then
+            cp "$api_out/$crate.txt" "api/$crate.txt"
+        elif ! diff -u "api/$crate.txt" "$api_out/$crate.txt"; then
+            echo "$crate's public API changed (above); if that is meant: PACKFS_API_UPDATE=1 ./test.sh" >&2
+            exit 1
+        fi
+    done
+else
+    echo "warning: no nightly toolchain, so the public API (api/*.txt) was not checked" >&2
+fi
 # The dry run builds each crate against the others from a temporary
 # registry; cargo takes a registry crate of one version to be immutable, so
 # an earlier run's build of it would be reused for this tree's: forget ours.
