@@ -71,6 +71,19 @@ else
     echo "warning: no nightly toolchain, so the newest wasmtime (.ci/wasmtime-newest) was not tested" >&2
 fi
 
+# The embedding a plugin host writes first (host/examples/pack_and_run.rs):
+# a directory packed, the README's demo guest run on it as a p1 module and
+# as a 0.2 component, each on its own overlay; its report checked here.
+demo_data="$(mktemp -d)"
+mkdir "$demo_data/sub"
+printf 'one two three\n' >"$demo_data/a.txt"
+printf 'x\ny z\n' >"$demo_data/sub/b.txt"
+report="$(cargo run -q -p packfs-host --example pack_and_run -- "$demo_data" \
+    target/guest-tests/wasm32-wasip1/release/demo.wasm target/guest-tests/wasm32-wasip2/release/demo.wasm)"
+rm -r "$demo_data"
+echo "$report"
+[ "$(grep -c ' 3 \+6 \+20  total (2 files)$' <<<"$report")" = 2 ]
+
 # The pack fuzz target (its own workspace; cargo-fuzz runs it on nightly)
 # must keep building.
 cargo check --manifest-path fuzz/Cargo.toml --locked

@@ -193,6 +193,23 @@ impl Runner<()> {
         Ok(Runner::new(&engine)?.with_limits(limits))
     }
 
+    /// A runner with an engine of its own made by [`Runner::config_for`],
+    /// bounded by `limits`: p1 modules and 0.2 components. (A 0.3
+    /// component needs an engine of [`Runner::config_p3_for`].)
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use packfs_host::{Limits, Runner};
+    ///
+    /// let limits = Limits { max_memory: Some(64 << 20), timeout: Some(Duration::from_secs(5)) };
+    /// assert_eq!(Runner::limited(limits)?.check_limits(), Ok(()));
+    /// # Ok::<(), wasmtime::Error>(())
+    /// ```
+    pub fn limited(limits: Limits) -> wasmtime::Result<Runner> {
+        let engine = Engine::new(&Runner::config_for(&limits))?;
+        Ok(Runner::new(&engine)?.with_limits(limits))
+    }
+
     /// A runner on `engine`, driving guests synchronously, without a
     /// compilation cache or limits, its stores holding no data of the
     /// embedder's ([`with_data`](Self::with_data) gives them some). Any
