@@ -47,7 +47,7 @@ use std::sync::Arc;
 use js_sys::{Function, Promise, Reflect, Uint8Array};
 use std::ops::Range;
 
-use packfs_core::pack::{LazyOpen, OpenStep, PackFs, Partial, ReadOptions};
+use packfs_core::pack::{LazyOpen, OpenStep, PackFs, Partial, ReadOptions, until_loaded, until_loaded_async};
 use packfs_core::{Error, RemoteFailure, Result};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -439,21 +439,19 @@ impl Remote {
     }
 
     /// Runs `op`; while it fails for want of blobs, fetches them and runs it
-    /// again. Each round fetches at least one new blob, so this ends.
-    pub async fn run<T>(&self, mut op: impl FnMut() -> Result<T>) -> Result<T> {
-        loop {
-            self.pack.take_wanted();
-            match op() {
-                Err(e) if self.pack.has_wanted() => {
-                    let wants = self.pack.take_wanted();
-                    if wants.is_empty() {
-                        return Err(e);
-                    }
-                    self.fetch(wants).await?;
-                }
-                r => return r,
-            }
-        }
+    /// again ([`until_loaded_async`]). Each round fetches at least one new
+    /// blob, so this ends.
+    pub async fn run<T>(&self, op: impl FnMut() -> Result<T>) -> Result<T> {
+        // What earlier operations wanted is not this one's to fetch.
+        self.pack.take_wanted();
+        until_loaded_async(op, Result::is_err, || self.fetch_wanted()).await?
+    }
+
+    /// [`run`](Self::run), fetching blocking ([`until_loaded`]): for a
+    /// worker's synchronous calls.
+    pub fn run_blocking<T>(&self, op: impl FnMut() -> Result<T>) -> Result<T> {
+        self.pack.take_wanted();
+        until_loaded(op, Result::is_err, || self.fetch_wanted_blocking())?
     }
 
     /// Fetches every blob not here yet (adjacent ones in one request).

@@ -59,26 +59,11 @@ pub struct WasiDescriptor {
 /// Runs `op`; while it fails for want of a lazy pack's bytes, fetches them
 /// (blocking) and runs it again. An error is thrown as its `error-code`.
 fn run<T>(remote: &Option<Rc<Remote>>, mut op: impl FnMut() -> packfs_core::Result<T>) -> Result<T> {
-    // What earlier calls wanted is not this one's to fetch.
-    if let Some(r) = remote {
-        r.pack.take_wanted();
+    match remote {
+        Some(r) => r.run_blocking(op),
+        None => op(),
     }
-    loop {
-        match op() {
-            Ok(out) => return Ok(out),
-            Err(e) => {
-                let fetched = match remote {
-                    Some(r) => r.fetch_wanted_blocking(),
-                    None => Ok(false),
-                };
-                match fetched {
-                    Ok(true) => continue,
-                    Ok(false) => return Err(code(&e)),
-                    Err(failed) => return Err(code(&failed)),
-                }
-            }
-        }
-    }
+    .map_err(|e| code(&e))
 }
 
 fn code(e: &Error) -> JsValue {

@@ -67,7 +67,7 @@ pub use corrupt::{CorruptKind, CorruptPack, Limit, Structure};
 pub use digest::{Digest, DigestError, split_pin};
 pub use layout::{CodecStats, ContentStats, Layout};
 pub use lazy_open::{LazyOpen, OpenStep, TAIL_LEN};
-pub use partial::{MERGE_GAP, Merged, Partial, merge_ranges};
+pub use partial::{MERGE_GAP, Merged, Partial, merge_ranges, until_loaded, until_loaded_async};
 pub use pieces::Pieces;
 pub use reader::{PackFs, PackInfo, ReadOptions};
 pub use source::ByteSource;

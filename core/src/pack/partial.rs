@@ -29,8 +29,10 @@
 
 use std::collections::BTreeSet;
 use std::ops::Range;
+use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
+use std::task::{Context, Poll, Waker};
 
 use super::pieces::{Pieces, cut};
 use super::reader::{ByteSource, PackFs, ReadOptions};
@@ -217,5 +219,74 @@ impl PackFs<Partial> {
     fn ranges(&self, ks: impl Iterator<Item = u64>) -> Vec<Range<u64>> {
         let extents = ks.filter_map(|k| self.extent(k)).map(|(start, end)| start..end);
         merge_ranges(extents, MERGE_GAP, u64::MAX).into_iter().map(|m| m.range).collect()
+    }
+}
+
+/// Runs `op` until it no longer fails for want of bytes: after each run
+/// that `failed`, `fetch` brings what it wanted (the packs'
+/// [`take_wanted`](PackFs::take_wanted)) and answers whether anything
+/// came; if something did, `op` runs again, whole. A run that succeeded is
+/// never repeated, and a failure with nothing new to fetch is the answer.
+/// Every fetching layer runs its operations so: preview1's calls
+/// (`wasi::p1::calls::loading`), the browser's component and JavaScript
+/// calls. `fetch` awaits where the caller can; [`until_loaded`] is this
+/// for one that fetches blocking.
+pub async fn until_loaded_async<T, E, F>(
+    mut op: impl FnMut() -> T,
+    failed: impl Fn(&T) -> bool,
+    mut fetch: impl FnMut() -> F,
+) -> std::result::Result<T, E>
+where
+    F: Future<Output = std::result::Result<bool, E>>,
+{
+    loop {
+        let out = op();
+        if !failed(&out) || !fetch().await? {
+            return Ok(out);
+        }
+    }
+}
+
+/// [`until_loaded_async`] with a `fetch` that blocks.
+pub fn until_loaded<T, E>(
+    op: impl FnMut() -> T,
+    failed: impl Fn(&T) -> bool,
+    mut fetch: impl FnMut() -> std::result::Result<bool, E>,
+) -> std::result::Result<T, E> {
+    let run = pin!(until_loaded_async(op, failed, || std::future::ready(fetch())));
+    // Every future it awaits is ready, so one poll finishes it.
+    match run.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(out) => out,
+        Poll::Pending => unreachable!("until_loaded awaits only ready futures"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_again_only_while_a_failure_fetches_something() {
+        // Fails twice for want of bytes, each time fetching some.
+        let (mut runs, mut fetches) = (0, 0);
+        let out = until_loaded(
+            || {
+                runs += 1;
+                runs
+            },
+            |&n| n < 3,
+            || {
+                fetches += 1;
+                Ok::<_, ()>(true)
+            },
+        );
+        assert_eq!((out, runs, fetches), (Ok(3), 3, 2));
+        // A failure with nothing to fetch is the answer; a success is never
+        // run again; a failed fetch is the error.
+        let mut runs = 0;
+        assert_eq!(until_loaded(|| runs += 1, |_| true, || Ok::<_, ()>(false)), Ok(()));
+        assert_eq!(runs, 1);
+        assert_eq!(until_loaded(|| 7, |_| false, || -> Result<bool, ()> { unreachable!() }), Ok(7));
+        assert_eq!(until_loaded(|| 0, |_| true, || Err::<bool, _>("offline")), Err("offline"));
     }
 }

@@ -200,7 +200,8 @@ crate::for_each_p1_function!(table);
 
 /// Runs one preview1 call, `call` (its [`Outcome`] as a wasm value:
 /// `into_wasm` then [`WasmResult::value`]), for an embedder whose
-/// filesystems may lack bytes that it fetches between calls.
+/// filesystems may lack bytes that it fetches between calls
+/// ([`until_loaded`](crate::pack::until_loaded), failing on an errno).
 ///
 /// Every function keeps one rule: a call that needs bytes not here fails
 /// and changes nothing the guest can see. Reads check for every byte they
@@ -211,13 +212,10 @@ crate::for_each_p1_function!(table);
 /// embedder last cleared them), and if anything new came (true) the call
 /// runs again whole. A call that succeeded is never run twice.
 pub fn loading(
-    mut call: impl FnMut() -> Result<Option<i32>, Exit>,
+    call: impl FnMut() -> Result<Option<i32>, Exit>,
     mut fetch: impl FnMut() -> bool,
 ) -> Result<Option<i32>, Exit> {
-    loop {
-        match call() {
-            Ok(Some(errno)) if errno != 0 && fetch() => continue,
-            outcome => return outcome,
-        }
-    }
+    let failed = |outcome: &Result<Option<i32>, Exit>| matches!(outcome, Ok(Some(errno)) if *errno != 0);
+    let Ok(outcome) = crate::pack::until_loaded(call, failed, || Ok::<_, std::convert::Infallible>(fetch()));
+    outcome
 }
