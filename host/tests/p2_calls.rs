@@ -562,4 +562,9 @@ fn a_guest_holds_a_bounded_number_of_directory_streams() {
     packfs_host::p2::bindings::types::HostDirectoryEntryStream::drop(&mut g.view(), gone).unwrap();
     let s = g.view().read_directory(b(&root)).unwrap();
     assert!(g.view().read_directory_entry(b(&s)).unwrap().is_some());
+    // Another guest given a clone of the same table has a bound of its own.
+    let mut other = Guest::new(g.ctx.clone());
+    let root = other.preopens().remove(0);
+    let s = other.view().read_directory(b(&root)).unwrap();
+    assert!(other.view().read_directory_entry(b(&s)).unwrap().is_some());
 }

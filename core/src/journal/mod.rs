@@ -174,7 +174,7 @@ pub fn replay(tree: &mut Tree, header: &Header, body: &[u8]) -> Result<Replayed>
 /// A replay in progress, fed a log body's records in pieces, so that a
 /// log need not be held whole (the host reads it a record at a time).
 ///
-/// Quota are lifted while replaying — each change passed them when it was
+/// Quotas are lifted while replaying — each change passed them when it was
 /// acknowledged — and orphans (inodes whose last handle is gone with the
 /// process) are reaped at the end. Only a torn tail ends the log early
 /// ([`Replayed::clean`] false); a bad record with a good one after it is

@@ -1,5 +1,6 @@
-//! What calls leave behind: inode numbers from what the guest sees, one
-//! name kept per descriptor for listings, a write as one change.
+//! What calls leave behind: inode numbers from what the guest sees, a
+//! write as one change. (One name kept per descriptor for listings is
+//! private state: `src/wasi/p1/tests.rs`.)
 
 use super::*;
 

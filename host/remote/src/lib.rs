@@ -23,7 +23,7 @@
 //!  early       a trace's extents asked for with the open's first request
 //!  object      one object, read at the version first seen
 //!  store       connecting (S3, HTTP); whole objects read and written
-//!  cache/      the host-wide cache
+//!  extent_cache/ the host-wide cache of extents
 //!  trace       the trace's text format
 //!  limits      how much is fetched, how many requests at once
 //!  runtime     the tokio runtime the clients run on

@@ -49,7 +49,7 @@ impl Default for NetOptions {
 
 /// A connected store, the object's path in it, and the *origin*: what
 /// names the store and bucket, so that the cache shares content only
-/// between packs of one origin (see `cache.rs`).
+/// between packs of one origin (see `extent_cache/`).
 pub(crate) struct Store {
     pub store: Arc<dyn ObjectStore>,
     pub path: Path,

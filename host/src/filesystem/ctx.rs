@@ -1,5 +1,5 @@
-//! The preopen table ([`PackFsCtx`]) and the view of it the host
-//! functions of every version borrow ([`PackFsCtxView`]).
+//! The preopen table ([`PackFsCtx`]): what a guest's components of every
+//! version see, and where.
 
 use std::sync::Arc;
 
@@ -24,7 +24,11 @@ struct Preopen {
 /// Any [`FileSystem`] serves: a [`MemFs`](packfs_core::MemFs), a read-only
 /// [`Snapshot`](packfs_core::Snapshot), a pack, an overlay, a mount table.
 /// Preopening one filesystem at two paths shows the same tree twice.
-#[derive(Clone, Default)]
+///
+/// A clone has the same preopens and nothing else of the guest's: its own
+/// recent name, count of listings and turns at waiting, so that guests
+/// given clones of one table do not share those bounds.
+#[derive(Default)]
 pub struct PackFsCtx {
     preopens: Vec<Preopen>,
     /// The last name resolved (see `recent.rs`), in 0.2 and 0.3 alike.
@@ -34,6 +38,12 @@ pub struct PackFsCtx {
     /// Its 0.3 streams' turns at work that waits on the network.
     #[cfg(feature = "p3")]
     pub(crate) waits: crate::p3::Waits,
+}
+
+impl Clone for PackFsCtx {
+    fn clone(&self) -> Self {
+        PackFsCtx { preopens: self.preopens.clone(), ..PackFsCtx::default() }
+    }
 }
 
 impl PackFsCtx {
@@ -80,13 +90,7 @@ impl PackFsCtxBuilder {
 
     /// The finished table.
     pub fn build(&mut self) -> PackFsCtx {
-        PackFsCtx {
-            preopens: std::mem::take(&mut self.preopens),
-            recent: Recent::default(),
-            streams: StreamCount::default(),
-            #[cfg(feature = "p3")]
-            waits: Default::default(),
-        }
+        PackFsCtx { preopens: std::mem::take(&mut self.preopens), ..PackFsCtx::default() }
     }
 }
 

@@ -8,6 +8,8 @@ use super::FsError;
 use super::bindings::types::{self, ErrorCode, NewTimestamp};
 use crate::filesystem::conversions;
 
+// 0.3 has no would-block (a call waits instead), and nothing on the host
+// answers it (only the browser's synchronous reads): busy, if ever.
 conversions!(would_block: Busy, time: instant);
 
 pub(super) fn instant(t: Timestamp) -> Instant {

@@ -34,7 +34,7 @@ use packfs_core::wasi::descriptor::{Node, write_all};
 const HOST_READ: usize = 64 << 10;
 
 /// Directory entries handed over per poll.
-const DIR_BATCH: usize = 128;
+const ENTRIES_PER_POLL: usize = 128;
 
 /// Where a stream's outcome goes: sent once, `ok` if nothing else was.
 pub(crate) struct Outcome(Option<oneshot::Sender<Result<(), ErrorCode>>>);
@@ -295,13 +295,16 @@ impl<D: 'static> StreamProducer<D> for DirProducer {
         _finish: bool,
     ) -> Poll<wasmtime::Result<StreamResult>> {
         let me = self.get_mut();
-        let want = dst.remaining(&mut store).unwrap_or(DIR_BATCH).min(DIR_BATCH);
+        let want = dst.remaining(&mut store).unwrap_or(ENTRIES_PER_POLL).min(ENTRIES_PER_POLL);
         if want == 0 {
             return Poll::Ready(Ok(StreamResult::Completed));
         }
         let mut out = Vec::with_capacity(want);
         let mut result = StreamResult::Completed;
         while out.len() < want {
+            // The epoch is for entries the recent name remembers; a 0.3
+            // listing remembers none (its entries reach the guest in
+            // batches, past the host call), so any epoch will do.
             match me.stream.next_entry(0) {
                 Ok(Some((e, _))) => {
                     out.push(DirectoryEntry { type_: descriptor_type(e.kind), name: e.name.to_string() })

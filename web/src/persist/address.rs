@@ -3,7 +3,7 @@
 //! An extent of a pack without digests is kept under the pack's *scope*
 //! (the directory of its URL) and its xxh3 checksum: xxh3 is not
 //! collision-resistant, so no other site's pack may plant content under a
-//! key this pack reads (see `host/remote/src/cache/`). The scope names the
+//! key this pack reads (see `host/remote/src/extent_cache/`). The scope names the
 //! directory by 128 bits of its BLAKE3 hash, so no other directory has it
 //! either (it was the directory's xxh3, which another site could match).
 //! An extent of a pack

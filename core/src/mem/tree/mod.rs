@@ -141,12 +141,12 @@ impl Tree {
         }
     }
 
-    /// The limits in force.
+    /// The quota in force.
     pub fn quota(&self) -> Quota {
         self.quota
     }
 
-    /// Replaces the limits; usage above a new limit stays, growth fails.
+    /// Replaces the quota; usage above a new one stays, growth fails.
     pub fn set_quota(&mut self, quota: Quota) {
         self.quota = quota;
     }

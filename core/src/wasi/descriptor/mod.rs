@@ -19,7 +19,7 @@
 //!   is reported but only the preopen's [`Access`] is enforced.
 //!
 //! Deliberate differences from wasmtime-wasi are listed in the host's
-//! `wasi` module (0.2) and in [`p1`](super::p1).
+//! `p2` and `p3` modules and in [`p1`](super::p1).
 //!
 //! Here: the types, and the operations on a descriptor itself; `paths`:
 //! the `*-at` operations on paths under a directory; `identity`: device

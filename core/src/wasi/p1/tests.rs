@@ -65,9 +65,9 @@ fn listings_hold_one_name_per_descriptor_whatever_the_buffers() {
         fds.push(fd);
     }
     assert_eq!(names_held(&w), 200);
-    // Listing on from where a call ended, with small buffers, still keeps
-    // one name: the last entry given.
-    let mut cookie = 0;
+    // Listing on from where a call ended, with small buffers, gives every
+    // entry once and still keeps one name: the last entry given.
+    let (mut cookie, mut listed) = (0, 0);
     loop {
         w.fd_readdir(&mut mem[..], fds[0], BUF, 4096, cookie, 0).unwrap();
         let used = u32_at(&mem, 0);
@@ -78,6 +78,7 @@ fn listings_hold_one_name_per_descriptor_whatever_the_buffers() {
                 break;
             }
             last = Some(u64::from_le_bytes(mem[at..at + 8].try_into().unwrap()));
+            listed += 1;
             at += 24 + namlen;
         }
         cookie = last.expect("a 4 KiB buffer holds a whole entry");
@@ -85,5 +86,6 @@ fn listings_hold_one_name_per_descriptor_whatever_the_buffers() {
             break;
         }
     }
+    assert_eq!(listed, 5_002, "the entries, `.` and `..`");
     assert_eq!(names_held(&w), 200);
 }
