@@ -27,7 +27,7 @@ use packfs_core::{FileType, Ino};
 /// the directory's inode.
 pub(crate) use packfs_core::wasi::descriptor::At;
 
-/// See the module documentation. Cloning gives an empty one.
+/// See the module documentation.
 #[derive(Default)]
 pub(crate) struct Recent {
     /// Bumped by every call that may change where a name leads.
@@ -55,12 +55,6 @@ impl Name {
             Name::Path(p) => p,
             Name::Entry(n) => n,
         }
-    }
-}
-
-impl Clone for Recent {
-    fn clone(&self) -> Self {
-        Recent::default()
     }
 }
 

@@ -38,7 +38,7 @@ impl HasData for PackFsFilesystem {
 
 impl PackFsCtxView<'_> {
     /// The descriptor `fd` names; a missing one traps.
-    pub(crate) fn descriptor(&self, fd: &Resource<Descriptor>) -> Result<&Descriptor, ResourceTableError> {
+    pub(crate) fn get(&self, fd: &Resource<Descriptor>) -> Result<&Descriptor, ResourceTableError> {
         self.table.get(fd)
     }
 

@@ -20,12 +20,6 @@ use packfs_core::wasi::descriptor::Descriptor;
 
 type FsResult<T> = Result<T, FsError>;
 
-impl PackFsCtxView<'_> {
-    fn get(&self, fd: &Resource<Descriptor>) -> FsResult<&Descriptor> {
-        Ok(self.descriptor(fd)?)
-    }
-}
-
 impl preopens::Host for PackFsCtxView<'_> {
     fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
         PackFsCtxView::get_directories(self)

@@ -36,10 +36,6 @@ fn changing<U, R>(
     with(store, |mut v| f(v.changing()))
 }
 
-fn get<'a>(view: &'a PackFsCtxView<'_>, fd: &Resource<Descriptor>) -> FsResult<&'a Descriptor> {
-    Ok(view.descriptor(fd)?)
-}
-
 /// A stream's outcome future, already holding `result`.
 fn settled<U>(
     store: &mut Access<'_, U, PackFsFilesystem>,
@@ -111,25 +107,23 @@ impl<U> types::HostDescriptorWithStore<U> for PackFsFilesystem {
         _len: Filesize,
         _advice: Advice,
     ) -> FsResult<()> {
-        with(store, |v| Ok(get(&v, &fd)?.advise()?))
+        with(store, |v| Ok(v.get(&fd)?.advise()?))
     }
 
     async fn sync_data(store: &Accessor<U, Self>, fd: Resource<Descriptor>) -> FsResult<()> {
-        with(store, |v| Ok(get(&v, &fd)?.sync()?))
+        with(store, |v| Ok(v.get(&fd)?.sync()?))
     }
 
     async fn get_flags(store: &Accessor<U, Self>, fd: Resource<Descriptor>) -> FsResult<DescriptorFlags> {
-        with(store, |v| Ok(descriptor_flags(get(&v, &fd)?.flags())))
+        with(store, |v| Ok(descriptor_flags(v.get(&fd)?.flags())))
     }
 
     async fn get_type(store: &Accessor<U, Self>, fd: Resource<Descriptor>) -> FsResult<DescriptorType> {
-        with(store, |v| {
-            Ok(if get(&v, &fd)?.is_dir() { DescriptorType::Directory } else { DescriptorType::RegularFile })
-        })
+        with(store, |v| Ok(if v.get(&fd)?.is_dir() { DescriptorType::Directory } else { DescriptorType::RegularFile }))
     }
 
     async fn set_size(store: &Accessor<U, Self>, fd: Resource<Descriptor>, size: Filesize) -> FsResult<()> {
-        with(store, |v| Ok(get(&v, &fd)?.set_size(size)?))
+        with(store, |v| Ok(v.get(&fd)?.set_size(size)?))
     }
 
     async fn set_times(
@@ -139,7 +133,7 @@ impl<U> types::HostDescriptorWithStore<U> for PackFsFilesystem {
         mtime: NewTimestamp,
     ) -> FsResult<()> {
         let (atime, mtime) = (set_time(atime)?, set_time(mtime)?);
-        with(store, |v| Ok(get(&v, &fd)?.set_times(atime, mtime)?))
+        with(store, |v| Ok(v.get(&fd)?.set_times(atime, mtime)?))
     }
 
     fn read_directory(
@@ -166,15 +160,15 @@ impl<U> types::HostDescriptorWithStore<U> for PackFsFilesystem {
     }
 
     async fn sync(store: &Accessor<U, Self>, fd: Resource<Descriptor>) -> FsResult<()> {
-        with(store, |v| Ok(get(&v, &fd)?.sync()?))
+        with(store, |v| Ok(v.get(&fd)?.sync()?))
     }
 
     async fn create_directory_at(store: &Accessor<U, Self>, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
-        changing(store, |v| Ok(get(v, &fd)?.create_directory_at(&path)?))
+        changing(store, |v| Ok(v.get(&fd)?.create_directory_at(&path)?))
     }
 
     async fn stat(store: &Accessor<U, Self>, fd: Resource<Descriptor>) -> FsResult<DescriptorStat> {
-        with(store, |v| Ok(stat(get(&v, &fd)?.stat()?)))
+        with(store, |v| Ok(stat(v.get(&fd)?.stat()?)))
     }
 
     async fn stat_at(
@@ -195,7 +189,7 @@ impl<U> types::HostDescriptorWithStore<U> for PackFsFilesystem {
         mtime: NewTimestamp,
     ) -> FsResult<()> {
         let (atime, mtime) = (set_time(atime)?, set_time(mtime)?);
-        with(store, |v| Ok(get(&v, &fd)?.set_times_at(follow(flags), &path, atime, mtime)?))
+        with(store, |v| Ok(v.get(&fd)?.set_times_at(follow(flags), &path, atime, mtime)?))
     }
 
     async fn link_at(
@@ -206,7 +200,7 @@ impl<U> types::HostDescriptorWithStore<U> for PackFsFilesystem {
         new_fd: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
-        changing(store, |v| Ok(get(v, &fd)?.link_at(follow(old_flags), &old_path, get(v, &new_fd)?, &new_path)?))
+        changing(store, |v| Ok(v.get(&fd)?.link_at(follow(old_flags), &old_path, v.get(&new_fd)?, &new_path)?))
     }
 
     async fn open_at(
@@ -222,17 +216,17 @@ impl<U> types::HostDescriptorWithStore<U> for PackFsFilesystem {
             if open.create {
                 v.changing();
             }
-            let opened = get(&v, &fd)?.open_at(follow(path_flags), &path, open, model_flags(flags))?;
+            let opened = v.get(&fd)?.open_at(follow(path_flags), &path, open, model_flags(flags))?;
             Ok(v.table.push(opened)?)
         })
     }
 
     async fn readlink_at(store: &Accessor<U, Self>, fd: Resource<Descriptor>, path: String) -> FsResult<String> {
-        with(store, |v| Ok(get(&v, &fd)?.readlink_at(&path)?))
+        with(store, |v| Ok(v.get(&fd)?.readlink_at(&path)?))
     }
 
     async fn remove_directory_at(store: &Accessor<U, Self>, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
-        changing(store, |v| Ok(get(v, &fd)?.remove_directory_at(&path)?))
+        changing(store, |v| Ok(v.get(&fd)?.remove_directory_at(&path)?))
     }
 
     async fn rename_at(
@@ -242,7 +236,7 @@ impl<U> types::HostDescriptorWithStore<U> for PackFsFilesystem {
         new_fd: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
-        changing(store, |v| Ok(get(v, &fd)?.rename_at(&old_path, get(v, &new_fd)?, &new_path)?))
+        changing(store, |v| Ok(v.get(&fd)?.rename_at(&old_path, v.get(&new_fd)?, &new_path)?))
     }
 
     async fn symlink_at(
@@ -251,11 +245,11 @@ impl<U> types::HostDescriptorWithStore<U> for PackFsFilesystem {
         target: String,
         path: String,
     ) -> FsResult<()> {
-        changing(store, |v| Ok(get(v, &fd)?.symlink_at(&target, &path)?))
+        changing(store, |v| Ok(v.get(&fd)?.symlink_at(&target, &path)?))
     }
 
     async fn unlink_file_at(store: &Accessor<U, Self>, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
-        changing(store, |v| Ok(get(v, &fd)?.unlink_file_at(&path)?))
+        changing(store, |v| Ok(v.get(&fd)?.unlink_file_at(&path)?))
     }
 
     async fn is_same_object(
@@ -271,7 +265,7 @@ impl<U> types::HostDescriptorWithStore<U> for PackFsFilesystem {
 
     async fn metadata_hash(store: &Accessor<U, Self>, fd: Resource<Descriptor>) -> FsResult<MetadataHashValue> {
         with(store, |v| {
-            let (lower, upper) = get(&v, &fd)?.metadata_hash();
+            let (lower, upper) = v.get(&fd)?.metadata_hash();
             Ok(MetadataHashValue { lower, upper })
         })
     }
