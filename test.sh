@@ -139,7 +139,10 @@ rm -rf "${CARGO_TARGET_DIR:-target}"/debug/.fingerprint/packfs-{core,os,remote,h
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/packfs-{core,os,remote,host,cli}-*
 cargo publish --dry-run --allow-dirty -p packfs-core -p packfs-os -p packfs-remote -p packfs-host -p packfs-cli
 # A plugin host in its own crate, depending on them as a user would.
-cargo run --locked --manifest-path examples/plugin-host/Cargo.toml --target-dir "${CARGO_TARGET_DIR:-target}"
+plugin_host=(--locked --manifest-path examples/plugin-host/Cargo.toml --target-dir "${CARGO_TARGET_DIR:-target}")
+cargo fmt --manifest-path examples/plugin-host/Cargo.toml --check
+cargo clippy "${plugin_host[@]}" -- -D warnings
+cargo run "${plugin_host[@]}"
 
 # The browser build: API tests and the demo page in headless Chromium.
 web/test.sh

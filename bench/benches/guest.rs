@@ -86,7 +86,6 @@ use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_host::filesystem::PackFsCtx;
 use packfs_host::load::GuestCache;
 use packfs_host::p1::HostPlatform;
-use packfs_host::sandbox::Output;
 use packfs_host::{GuestState, Prepared, Runner, Sandbox};
 use packfs_os::mmap::open_pack;
 use support::oracle;
@@ -441,11 +440,7 @@ fn run(guest: &Guest, backend: Backend, setup: &Setup, n: usize, phases: Option<
             // As `packfs run` runs it: the runner's own stores and stdio.
             let (out, err) = (Capture::new(1 << 16), Capture::new(1 << 16));
             let access = if backend == Pack { Access::ReadOnly } else { Access::ReadWrite };
-            let sandbox = Sandbox::new()
-                .args(&args)
-                .stdout(Output::Capture(out.clone()))
-                .stderr(Output::Capture(err.clone()))
-                .preopen("/", fs(), access);
+            let sandbox = Sandbox::new().args(&args).stdout(out.clone()).stderr(err.clone()).preopen("/", fs(), access);
             let status = runner.run_prepared(packfs, sandbox).unwrap_or_else(|e| trap(&e));
             return phases_of(backend, status, &text(&out.contents()), &text(&err.contents()));
         }

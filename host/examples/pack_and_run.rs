@@ -17,7 +17,7 @@ use std::time::Duration;
 use packfs_core::mem::Quota;
 use packfs_core::pack::PackOptions;
 use packfs_core::{MemFs, read_file};
-use packfs_host::sandbox::{Access, Capture, Output};
+use packfs_host::sandbox::{Access, Capture};
 use packfs_host::{Limits, Runner, Sandbox};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -40,10 +40,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let quota = Quota { max_bytes: Some(1 << 20), ..Quota::default() };
         let fork = Arc::new(MemFs::overlay_with_quota(base.clone(), quota)?);
         let stdout = Capture::new(64 << 10);
-        let sandbox = Sandbox::new()
-            .args(["demo", "/data", "/data/report.txt"])
-            .stdout(Output::Capture(stdout.clone()))
-            .preopen("/data", fork.clone(), Access::ReadWrite);
+        let sandbox = Sandbox::new().args(["demo", "/data", "/data/report.txt"]).stdout(stdout.clone()).preopen(
+            "/data",
+            fork.clone(),
+            Access::ReadWrite,
+        );
         let status = runner.run(&guest, sandbox)?;
         let report = read_file(&*fork, "report.txt")?;
         println!("{path}: exit {status}, printed {} bytes, wrote report.txt:", stdout.contents().len());

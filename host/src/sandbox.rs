@@ -41,6 +41,12 @@ pub enum Output {
     Capture(Capture),
 }
 
+impl From<Capture> for Output {
+    fn from(capture: Capture) -> Self {
+        Output::Capture(capture)
+    }
+}
+
 /// One guest run's world. `T` is the embedder's data, which the store
 /// holds beside the guest's WASI state, for the host functions it links
 /// ([`Runner::linker_mut`](crate::Runner::linker_mut)).
@@ -48,13 +54,13 @@ pub enum Output {
 /// ```
 /// use std::sync::Arc;
 /// use packfs_core::MemFs;
-/// use packfs_host::sandbox::{Access, Capture, Output, Sandbox};
+/// use packfs_host::sandbox::{Access, Capture, Sandbox};
 ///
 /// let out = Capture::new(1 << 20);
 /// let sandbox = Sandbox::new()
 ///     .args(["tool", "--fast"])
 ///     .env("LANG", "C")
-///     .stdout(Output::Capture(out.clone()))
+///     .stdout(out.clone())
 ///     .preopen("/data", Arc::new(MemFs::new()), Access::ReadOnly);
 /// ```
 pub struct Sandbox<T = ()> {
@@ -119,15 +125,15 @@ impl<T> Sandbox<T> {
         self
     }
 
-    /// Where stdout goes.
-    pub fn stdout(mut self, stdout: Output) -> Self {
-        self.stdout = stdout;
+    /// Where stdout goes: an [`Output`], or a [`Capture`] to read it back.
+    pub fn stdout(mut self, stdout: impl Into<Output>) -> Self {
+        self.stdout = stdout.into();
         self
     }
 
-    /// Where stderr goes.
-    pub fn stderr(mut self, stderr: Output) -> Self {
-        self.stderr = stderr;
+    /// Where stderr goes: an [`Output`], or a [`Capture`] to read it back.
+    pub fn stderr(mut self, stderr: impl Into<Output>) -> Self {
+        self.stderr = stderr.into();
         self
     }
 

@@ -29,7 +29,7 @@ use packfs_core::pack::PackOptions;
 use packfs_core::pack::write_pack;
 use packfs_core::{FileSystem, MemFs};
 use packfs_host::load::{Guest, GuestCache};
-use packfs_host::sandbox::{Access, Capture, Output};
+use packfs_host::sandbox::{Access, Capture};
 use packfs_host::{Runner, Sandbox};
 use packfs_os::dir::DirFs;
 use packfs_os::journal::{Journal, SyncPolicy};
@@ -427,8 +427,8 @@ fn run_packfs(name: &str, target: Target, backend: Backend) -> Run {
     let (out, err) = (Capture::new(16 << 20), Capture::new(16 << 20));
     let sandbox = Sandbox::new()
         .arg(name)
-        .stdout(Output::Capture(out.clone()))
-        .stderr(Output::Capture(err.clone()))
+        .stdout(out.clone())
+        .stderr(err.clone())
         .preopen("/", root.clone(), Access::ReadWrite)
         .preopen("/ro", ro, Access::ReadOnly);
     let status = runner.run(&guest(name, target), sandbox);
@@ -605,7 +605,7 @@ mod reads_over_packs {
     use packfs_core::pack::{Codec, Compression, PackOptions};
     use packfs_core::{FileSystem, MemFs};
     use packfs_host::load::Guest;
-    use packfs_host::sandbox::{Access, Capture, Output};
+    use packfs_host::sandbox::{Access, Capture};
     use packfs_host::{Runner, Sandbox};
     use packfs_os::mmap::open_pack;
     use wasmtime_wasi::{FsPerms, WasiCtx};
@@ -718,11 +718,8 @@ mod reads_over_packs {
     fn packfs(fs: Arc<dyn FileSystem>, module: &wasmtime::Module, mode: &str, who: &str) -> String {
         let (out, err) = (Capture::new(16 << 20), Capture::new(16 << 20));
         let access = if mode == "write" { Access::ReadWrite } else { Access::ReadOnly };
-        let sandbox = Sandbox::new()
-            .args(["c_reads", AT, mode])
-            .stdout(Output::Capture(out.clone()))
-            .stderr(Output::Capture(err.clone()))
-            .preopen(AT, fs, access);
+        let sandbox =
+            Sandbox::new().args(["c_reads", AT, mode]).stdout(out.clone()).stderr(err.clone()).preopen(AT, fs, access);
         let status = Runner::new(engine(Target::P1)).unwrap().run(&Guest::Module(module.clone()), sandbox);
         let stderr = text(&err.contents());
         assert_eq!(status.unwrap_or_else(|e| panic!("{who} trapped: {e:?}\nstderr:\n{stderr}")), 0, "{who}: {stderr}");

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use packfs_core::pack::{PackFs, write_pack};
 use packfs_core::{FileSystem, MemFs};
 use packfs_host::load::Guest;
-use packfs_host::sandbox::{Access, Capture, Output};
+use packfs_host::sandbox::{Access, Capture};
 use packfs_host::{Runner, Sandbox};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -52,8 +52,8 @@ fn p2_scripts_run_natively_for_the_jco_adapter() {
         let (out, err) = (Capture::new(16 << 20), Capture::new(1 << 20));
         let sandbox = Sandbox::new()
             .args(&args)
-            .stdout(Output::Capture(out.clone()))
-            .stderr(Output::Capture(err.clone()))
+            .stdout(out.clone())
+            .stderr(err.clone())
             .preopen("/", root, Access::ReadWrite)
             .preopen("/ro", lower, Access::ReadOnly);
         let status = runner.run(&component, sandbox).unwrap_or_else(|e| panic!("script {n} trapped: {e:?}"));

@@ -113,7 +113,7 @@ use std::sync::{Arc, OnceLock};
 
 use packfs_core::{FileSystem, MemFs};
 use packfs_host::load::Guest;
-use packfs_host::sandbox::{Access, Capture, Output};
+use packfs_host::sandbox::{Access, Capture};
 use packfs_host::{Prepared, Runner, Sandbox};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -179,8 +179,8 @@ fn run_packfs(script: &[Op], fs: Arc<MemFs>, ro: Arc<MemFs>) -> Ran {
     let (out, err) = (Capture::new(16 << 20), Capture::new(16 << 20));
     let sandbox = Sandbox::new()
         .args(args(script))
-        .stdout(Output::Capture(out.clone()))
-        .stderr(Output::Capture(err.clone()))
+        .stdout(out.clone())
+        .stderr(err.clone())
         .preopen("/", fs, Access::ReadWrite)
         .preopen("/ro", ro, Access::ReadOnly);
     let status = h.runner.run_prepared(&h.ours, sandbox).map_err(|e| format!("{e:?}"));

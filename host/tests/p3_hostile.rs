@@ -19,7 +19,7 @@ use packfs_core::mem::Quota;
 use packfs_core::pack::PackOptions;
 use packfs_core::{FileSystem, MemFs};
 use packfs_host::load::Guest;
-use packfs_host::sandbox::{Access, Capture, Output};
+use packfs_host::sandbox::{Access, Capture};
 use packfs_host::{Limits, MAX_RESOURCES, RunError, Runner, Sandbox};
 use packfs_remote::{Location, RemoteOptions};
 use packfs_testnet::{FileServer, Proxy};
@@ -106,11 +106,11 @@ fn run(fs: &Arc<MemFs>, limits: Limits, args: &[&str]) -> Outcome {
 fn run_with(fs: &Arc<MemFs>, more: impl FnOnce(Sandbox) -> Sandbox, limits: Limits, args: &[&str]) -> Outcome {
     let runner = Runner::new(engine()).unwrap().with_limits(limits);
     let out = Capture::new(1 << 20);
-    let sandbox = Sandbox::new()
-        .arg("p3_hostile")
-        .args(args.iter().copied())
-        .stdout(Output::Capture(out.clone()))
-        .preopen("/", fs.clone() as Arc<dyn FileSystem>, Access::ReadWrite);
+    let sandbox = Sandbox::new().arg("p3_hostile").args(args.iter().copied()).stdout(out.clone()).preopen(
+        "/",
+        fs.clone() as Arc<dyn FileSystem>,
+        Access::ReadWrite,
+    );
     let status = runner.run(component(), more(sandbox));
     assert_eq!(Arc::strong_count(fs), 1, "p3_hostile {args:?}: the host still holds the filesystem after the run");
     Outcome { status, stdout: String::from_utf8_lossy(&out.contents()).into_owned() }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use packfs_core::pack::{PackFs, write_pack};
 use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_host::load::Guest;
-use packfs_host::sandbox::{Access, Capture, Output, Stdin};
+use packfs_host::sandbox::{Access, Capture, Stdin};
 use packfs_host::{Limits, Pool, RunError, Runner, Sandbox, Unenforceable};
 use wasmtime::{Engine, Instance, Module, Store};
 
@@ -108,10 +108,11 @@ fn run_once(runner: &Runner, module: &Guest, base: &Arc<dyn FileSystem>, input: 
 fn run_with(base: &Arc<dyn FileSystem>, input: &str, run: impl FnOnce(Sandbox) -> i32) {
     let fork = Arc::new(MemFs::overlay(base.clone()).unwrap());
     let stdout = Capture::new(1 << 10);
-    let sandbox = Sandbox::new()
-        .stdin(Stdin::Bytes(input.as_bytes().to_vec()))
-        .stdout(Output::Capture(stdout.clone()))
-        .preopen("/", fork.clone(), Access::ReadWrite);
+    let sandbox = Sandbox::new().stdin(Stdin::Bytes(input.as_bytes().to_vec())).stdout(stdout.clone()).preopen(
+        "/",
+        fork.clone(),
+        Access::ReadWrite,
+    );
     assert_eq!(run(sandbox), 0, "run {input}");
     assert_eq!(stdout.contents(), [GREETING, input.as_bytes()].concat());
     assert_eq!(read(&*fork, "mine").as_deref(), Some(input.as_bytes()));

@@ -34,7 +34,7 @@ use std::time::Duration;
 use packfs_core::mem::Quota;
 use packfs_core::pack::{Compression, PackFs, PackOptions};
 use packfs_core::{Error, FileSystem, MemFs, read_file, write_file};
-use packfs_host::sandbox::{Access, Capture, Output, Stdin};
+use packfs_host::sandbox::{Access, Capture, Stdin};
 use packfs_host::{Limits, Pool, RunError, Runner, Sandbox};
 
 /// The plugin, a p1 module; fd 3 is `/data`, its fork. It prints
@@ -151,7 +151,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let sandbox = Sandbox::new()
                         .arg(name)
                         .stdin(Stdin::Bytes(input.clone()))
-                        .stdout(Output::Capture(stdout.clone()))
+                        .stdout(stdout.clone())
                         .preopen("/data", fork.clone(), Access::ReadWrite);
                     let end = match runner.run_prepared(plugin, sandbox) {
                         Ok(0) => End::Done,
@@ -166,7 +166,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         threads.into_iter().map(|t| t.join().expect("a plugin's thread")).collect::<Vec<_>>()
     });
     if let (Some(before), Some(peak)) = (before, peak_resident()) {
-        println!("{PLUGINS} plugins at once: at most {} KiB of the host's resident memory each", (peak.saturating_sub(before)) / PLUGINS as u64 >> 10);
+        println!(
+            "{PLUGINS} plugins at once: at most {} KiB of the host's resident memory each",
+            (peak.saturating_sub(before) / PLUGINS as u64) >> 10
+        );
     }
 
     let mut wrong = Vec::new();
