@@ -107,3 +107,9 @@ pub use wasmtime;
 /// links.
 #[cfg(feature = "p2")]
 pub use wasmtime_wasi;
+
+/// The project README's Rust example, compiled as a doc test so that it
+/// cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ProjectReadme;
