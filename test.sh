@@ -104,9 +104,10 @@ cargo check --manifest-path fuzz/Cargo.toml --locked
 # The core must never grow an OS dependency.
 cargo build -p packfs-core --target wasm32-unknown-unknown
 
-# The library crates as users get them: documented without a warning, and
-# packaged and verified as `cargo publish` would (nothing is uploaded).
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p packfs-core -p packfs-os -p packfs-remote -p packfs-host
+# The crates as users get them: documented without a warning (the command
+# too), and packaged and verified as `cargo publish` would (nothing is
+# uploaded).
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p packfs-core -p packfs-os -p packfs-remote -p packfs-host -p packfs-cli
 # What embedders see, item by item, as cargo-public-api lists it (from
 # rustdoc's JSON, so on the machine's nightly): a change to it must show
 # in api/*.txt, so that it is made on purpose. After a deliberate change,

@@ -2,12 +2,12 @@
 //! MODULE.wasm [ARGS]...`: run a WASI command guest on a namespace of
 //! PackFS mounts.
 //!
-//! Each `--mount` puts a filesystem ([`Source`]) at a guest path. The
-//! mounts form one [`MountTable`] — the `/` mount its root (an empty
-//! in-memory tree when none is given), the others mounted shallowest first,
-//! so they may nest — preopened at `/` for the guest. Mount points need not
-//! exist: missing directories on the way to one are created, as `mkdir -p`
-//! would, where the mount holding them is writable.
+//! Each `--mount` puts a filesystem ([`Source`](crate::spec::Source)) at a
+//! guest path. The mounts form one [`MountTable`] — the `/` mount its root
+//! (an empty in-memory tree when none is given), the others mounted
+//! shallowest first, so they may nest — preopened at `/` for the guest.
+//! Mount points need not exist: missing directories on the way to one are
+//! created, as `mkdir -p` would, where the mount holding them is writable.
 //!
 //! Without any `--mount` the guest has no preopens, as with `wasmtime run`
 //! without `--dir`.
@@ -24,14 +24,14 @@
 //! so a cold start compiles it meanwhile; past a second of waiting for
 //! it, a spinner on a terminal says so (`compile.rs`).
 //!
-//! Limits: `--max-memory` bounds the guest's linear memory, `--timeout`
-//! its wall-clock time; `mem` and `PACK+mem` mounts take `:max-bytes=N`
-//! and `:max-inodes=N` (the guest then sees `EDQUOT`); the `dir:` and
-//! `dir-ro:` mounts share one [`FdBudget`] of host descriptors for the
-//! guest's open files, sized after the soft `RLIMIT_NOFILE` is raised to
-//! the hard one, so that packfs keeps descriptors of its own. Each limit
-//! hit is said on stderr; the first two end the run with their own
-//! status.
+//! Limits: `--max-memory` bounds the guest's linear memory, `--timeout` its
+//! wall-clock time; `mem` and `PACK+mem` mounts take `:max-bytes=N` and
+//! `:max-inodes=N` (the guest then sees `EDQUOT`); the `dir:` and `dir-ro:`
+//! mounts share one [`FdBudget`](packfs_os::dir::FdBudget) of host
+//! descriptors for the guest's open files, sized after the soft
+//! `RLIMIT_NOFILE` is raised to the hard one, so that packfs keeps
+//! descriptors of its own. Each limit hit is said on stderr; the first two
+//! end the run with their own status.
 
 mod args;
 mod compile;
