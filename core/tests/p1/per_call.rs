@@ -207,6 +207,70 @@ fn clocks_random_and_poll() {
     assert_eq!(w.poll_oneoff(&mut m.bytes[..], subs, events, 0, OUT), Err(Errno::INVAL));
 }
 
+/// A regular file is ready for reading and writing whatever it was opened
+/// for, as `poll(2)` on Linux (and wasmtime) says: the read or write then
+/// refuses. A read subscription at the end of the file reports a hangup.
+#[test]
+fn a_file_polls_ready_whatever_it_was_opened_for() {
+    let (mut w, _, _) = wasi();
+    let mut m = Mem::new();
+    let wo = open(&mut w, &mut m, "w", oflags::CREAT, rights::FD_WRITE).unwrap();
+    assert_eq!(write(&mut w, &mut m, wo, &[b"abc"]), Ok(3));
+    let ro = open(&mut w, &mut m, "w", 0, rights::FD_READ).unwrap();
+    for (fd, kind) in [(wo, abi::eventtype::FD_READ), (ro, abi::eventtype::FD_WRITE)] {
+        let mut sub = [0u8; 48];
+        sub[0..8].copy_from_slice(&u64::from(fd).to_le_bytes());
+        sub[8] = kind;
+        sub[16..20].copy_from_slice(&fd.to_le_bytes());
+        let (subs, _) = m.put(&sub);
+        let (events, _) = m.put(&[0xff; 32]);
+        w.poll_oneoff(&mut m.bytes[..], subs, events, 1, OUT).unwrap();
+        assert_eq!(m.u32(OUT), 1, "fd {fd} ready");
+        let error = u16::from_le_bytes([m.bytes[events as usize + 8], m.bytes[events as usize + 9]]);
+        assert_eq!((m.u64(events), error, m.bytes[events as usize + 10]), (u64::from(fd), 0, kind));
+    }
+    assert_eq!(read(&mut w, &mut m, wo, &[3]), Err(Errno::BADF), "the read itself refuses");
+    assert_eq!(write(&mut w, &mut m, ro, &[b"x"]), Err(Errno::BADF), "and the write");
+}
+
+/// A path ending in `/` where Linux looks no further than the name:
+/// `open(O_CREAT)` is `EISDIR` before the name is looked up, and
+/// `unlink` refuses the name for what it is itself, a symlink unfollowed.
+#[test]
+fn a_slash_refuses_create_and_unlink_for_the_name_itself() {
+    let (mut w, fs, _) = wasi();
+    let mut m = Mem::new();
+    fs.mkdir(fs.root(), "d", 0o755).unwrap();
+    let f = fs.open(fs.root(), "f", &packfs_core::OpenOptions::create()).unwrap();
+    fs.close(f);
+    fs.symlink(fs.root(), "ld", "d").unwrap();
+    fs.symlink(fs.root(), "loop", "loop").unwrap();
+    fs.symlink(fs.root(), "dangling", "none").unwrap();
+    for path in ["d/", "f/", "ld/", "loop/", "dangling/", "none/"] {
+        for o in [oflags::CREAT, oflags::CREAT | oflags::EXCL] {
+            assert_eq!(open(&mut w, &mut m, path, o, rights::FD_READ), Err(Errno::ISDIR), "open({path}, {o})");
+        }
+    }
+    assert_eq!(open(&mut w, &mut m, "none/x/", oflags::CREAT, rights::FD_READ), Err(Errno::NOENT), "the walk first");
+    let mut unlink = |path: &str| {
+        let (p, l) = m.put(path.as_bytes());
+        w.path_unlink_file(&mut m.bytes[..], ROOT, p, l)
+    };
+    for (path, errno) in [
+        ("d/", Errno::ISDIR),
+        ("f/", Errno::NOTDIR),
+        ("ld/", Errno::NOTDIR),
+        ("loop/", Errno::NOTDIR),
+        ("dangling/", Errno::NOTDIR),
+        ("none/", Errno::NOENT),
+    ] {
+        assert_eq!(unlink(path), Err(errno), "unlink({path})");
+    }
+    for name in ["d", "f", "ld", "loop", "dangling"] {
+        assert!(fs.lookup(fs.root(), name).is_ok(), "{name} is still there");
+    }
+}
+
 #[test]
 fn proc_exit_is_an_exit_and_sockets_are_not_sockets() {
     let (mut w, _, _) = wasi();

@@ -57,10 +57,9 @@
 //! of the preopen ([`LEAVING`]) are compared with wasmtime, which refuses
 //! them as leaving (the Linux side is not sandboxed).
 //!
-//! Differences the test found that PackFS does not document (bugs to
-//! mend) are listed at [`known`]: those that change nothing are let pass,
-//! those that change the tree are not generated; `PACKFS_DIFF_KNOWN=1`
-//! generates and compares them all, to check a mend.
+//! The differences PackFS documents are let pass ([`known`]); one that
+//! would change a call's outputs is not generated, unless
+//! `PACKFS_DIFF_KNOWN=1`, to check a change to it.
 //!
 //! Each run is 96 scripts against wasmtime and 64 against Linux. The soak
 //! mode runs more: `PACKFS_DIFF_CASES=N` runs N scripts in each test, and
@@ -113,9 +112,6 @@ fn against_wasmtime(calls: &[(Call, Bad)]) -> Result<(), TestCaseError> {
         if deliberate(call, a, b) {
             continue;
         }
-        if a != b && known(call, a, b, Side::Wasmtime).is_some() {
-            continue;
-        }
         prop_assert_eq!(a, b, "call {} {:?}: errno", i, call);
         if a == 0 {
             prop_assert_eq!(
@@ -140,13 +136,12 @@ fn against_wasmtime(calls: &[(Call, Bad)]) -> Result<(), TestCaseError> {
     } else if ends_bad {
         // EFAULT, unless both refused the call for something checked
         // before the pointer (each for its own reason where PackFS's
-        // differs by design or is known).
+        // differs by design).
         let ours = u32_at(&ours.memory, ERRNOS + 4 * i as u32);
         let theirs = (native_done == calls.len()).then(|| u32_at(&native.memory, ERRNOS + 4 * i as u32));
-        let call = &calls[i].0;
-        let known = theirs.is_some_and(|t| deliberate(call, ours, t) || known(call, ours, t, Side::Wasmtime).is_some());
+        let deliberate = theirs.is_some_and(|t| deliberate(&calls[i].0, ours, t));
         prop_assert!(
-            ours == 21 || Some(ours) == theirs || known,
+            ours == 21 || Some(ours) == theirs || deliberate,
             "a bad pointer: {} (wasmtime: {:?}) for {:?}",
             ours,
             theirs,

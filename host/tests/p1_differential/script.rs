@@ -277,8 +277,8 @@ pub(crate) fn poll() -> impl Strategy<Value = Call> {
                 .collect();
             let known = known_included();
             if fds {
-                // No clock due ([`known`]: wasmtime does not report one due
-                // at once when a descriptor is ready too).
+                // No clock due: PackFS reports it too, wasmtime not
+                // (a documented difference, [`known`](crate::known)).
                 if !known {
                     for (id, timeout, flags) in clocks {
                         (*timeout, *flags) = if id == 1 && *flags == 1 { (u64::MAX, 1) } else { (HOUR, 0) };
@@ -451,8 +451,8 @@ pub(crate) fn script() -> impl Strategy<Value = Vec<(Call, Bad)>> {
     })
 }
 
-/// `PACKFS_DIFF_KNOWN` is set: the [`known`] differences are generated
-/// and compared.
+/// `PACKFS_DIFF_KNOWN` is set: the documented differences that change a
+/// call's outputs ([`known`](crate::known)) are generated and compared.
 pub(crate) fn known_included() -> bool {
     std::env::var_os("PACKFS_DIFF_KNOWN").is_some()
 }

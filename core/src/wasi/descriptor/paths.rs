@@ -108,10 +108,13 @@ impl Descriptor {
         self.may_change()?;
         match self.locate(path)? {
             Last::Dir(_) => Err(Error::IsDir),
-            // `x/` names a directory (or a symlink to one): EISDIR, else ENOTDIR.
-            Last::Entry(p) if p.trailing_slash => match self.fs().metadata(self.resolve(path, true)?)?.kind {
-                FileType::Dir => Err(Error::IsDir),
-                _ => Err(Error::NotDir),
+            // `x/`: refused for what the name itself is, as unlink(2)
+            // does, a symlink not followed: EISDIR for a directory, else
+            // ENOTDIR, or ENOENT.
+            Last::Entry(p) if p.trailing_slash => match self.kind_at(p.dir, &p.name)? {
+                Some((_, FileType::Dir)) => Err(Error::IsDir),
+                Some(_) => Err(Error::NotDir),
+                None => Err(Error::NotFound),
             },
             Last::Entry(p) => self.fs().unlink(p.dir, &p.name),
         }
@@ -239,6 +242,11 @@ impl Descriptor {
         let mut found = None;
         let last = resolve_last(self.fs(), self.dir()?, path, |p| {
             found = None;
+            // open(2) with O_CREAT refuses a last name ending in `/` before
+            // looking it up: whatever it names, or nothing, or a symlink.
+            if p.trailing_slash && opts.create {
+                return Err(Error::IsDir);
+            }
             if !(follow || p.trailing_slash) {
                 return Ok(None);
             }
@@ -257,10 +265,10 @@ impl Descriptor {
             Last::Dir(ino) => return Ok((Node::pin(fs, ino)?, Some(FileType::Dir))),
             Last::Entry(p) => p,
         };
-        match found {
-            Some((_, FileType::File)) if p.trailing_slash => return Err(Error::NotDir),
-            None if p.trailing_slash && opts.create => return Err(Error::IsDir),
-            _ => {}
+        if let Some((_, FileType::File)) = found
+            && p.trailing_slash
+        {
+            return Err(Error::NotDir);
         }
         let node = Node::open(fs, p.dir, &p.name, opts)?;
         // An inode's type never changes: if the name still leads where

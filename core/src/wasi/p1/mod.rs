@@ -67,14 +67,28 @@
 //!   opening a symlink with `O_DIRECTORY` and without following it is
 //!   `ENOTDIR` (wasmtime: `ELOOP`); a path ending in `/` must name a
 //!   directory, through a symlink too (wasmtime: `stat("link-to-file/")`
-//!   without following succeeds, `rmdir("dir/")` is `EINVAL`). So a path
-//!   ending in `/` whose last symlink leads out of the preopen is `EPERM`
-//!   for every call, as leaving it, whatever else is wrong with the call;
-//!   wasmtime answers so to most, but `mkdir` `EEXIST`, `rename`
-//!   `ENOTDIR` and `path_open` with `O_CREAT` `EISDIR`, and `stat`
-//!   without following succeeds.
+//!   without following succeeds, `rmdir("dir/")` is `EINVAL`), except
+//!   where Linux looks no further than the name: `path_open` with
+//!   `O_CREAT` is `EISDIR` before the last name is looked up, and
+//!   `path_unlink_file` refuses the name for what it is itself (a symlink,
+//!   not followed, is `ENOTDIR`). A path ending in `/` whose last symlink
+//!   leads out of the preopen is `EPERM` for every call, as leaving it,
+//!   whatever else is wrong with the call; wasmtime answers so to most,
+//!   but `mkdir` `EEXIST`, `rename` `ENOTDIR` and `path_open` with
+//!   `O_CREAT` `EISDIR`, and `stat` without following succeeds.
 //! - **`path_link` follows a symlink in the old path when asked**
-//!   (`linkat(AT_SYMLINK_FOLLOW)`); wasmtime refuses with `EINVAL`.
+//!   (`linkat(AT_SYMLINK_FOLLOW)`); wasmtime refuses with `EINVAL`. Like
+//!   `linkat(2)`, it answers for the old path before the new one (a
+//!   missing old name is `ENOENT` whatever the new one is).
+//! - **`path_filestat_set_times` changing neither time** walks to the
+//!   last name's directory and stops there (Linux's `utimensat` looks at
+//!   nothing; wasmtime resolves the last symlink too), refusing only a
+//!   path that leaves the preopen.
+//! - **`poll_oneoff` reports every subscription ready when it returns**: a
+//!   clock already due beside a ready descriptor too (wasmtime's
+//!   zero-length sleep yields once first, so it reports the descriptor
+//!   alone). A regular file is ready for reading and writing whatever it
+//!   was opened for, as `poll(2)` says.
 
 // Guest pointers and lengths are 32 bits and the web build's usize is too:
 // a silent truncation here reads or writes the wrong guest bytes.
