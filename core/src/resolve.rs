@@ -183,7 +183,8 @@ impl<'a, 's, S: Space> Walk<'a, 's, S> {
     }
 
     /// Replaces the symlink `at` by its target's steps. A target that ends
-    /// in `/` in the last component makes the path's end one too.
+    /// in `/` in the last component makes the path's end one too, and one
+    /// that ends in `/.` a directory to walk into, as the path's own would.
     fn splice(&mut self, at: At) -> Result<()> {
         self.hops += 1;
         if self.hops > MAX_SYMLINK_HOPS {
@@ -194,7 +195,11 @@ impl<'a, 's, S: Space> Walk<'a, 's, S> {
         if c.absolute {
             return Err(Error::NotPermitted);
         }
-        self.trailing_slash |= c.trailing_slash && self.done();
+        if self.done() {
+            let trimmed = target.trim_end_matches('/');
+            self.trailing_slash |= c.trailing_slash;
+            self.ends_in_dot |= trimmed == "." || trimmed.ends_with("/.");
+        }
         for part in c.parts.iter().rev() {
             self.todo.push(match *part {
                 Component::Parent => Step::Up,

@@ -54,14 +54,20 @@ fn from_root(path: &str) -> &str {
 /// created (mode 0644) or truncated, through a symlink at its end as
 /// `std::fs::write` goes. Its directory must exist.
 pub fn write_file(fs: &dyn FileSystem, path: &str, data: &[u8]) -> Result<()> {
-    let follow = |p: &crate::resolve::Parent<'_>| match fs.lookup_kind(p.dir, &p.name) {
-        Ok((ino, FileType::Symlink)) => Ok(Some(ino)),
-        Ok(_) | Err(Error::NotFound) => Ok(None),
-        Err(e) => Err(e),
+    let follow = |p: &crate::resolve::Parent<'_>| {
+        // As open(2) with O_CREAT: a last name ending in `/` is refused
+        // before it is looked up.
+        if p.trailing_slash {
+            return Err(Error::IsDir);
+        }
+        match fs.lookup_kind(p.dir, &p.name) {
+            Ok((ino, FileType::Symlink)) => Ok(Some(ino)),
+            Ok(_) | Err(Error::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        }
     };
     let parent = match resolve_last(fs, fs.root(), from_root(path), follow)? {
         Last::Dir(_) => return Err(Error::IsDir),
-        Last::Entry(p) if p.trailing_slash => return Err(Error::IsDir),
         Last::Entry(p) => p,
     };
     let ino = fs.open(parent.dir, &parent.name, &OpenOptions::create())?;

@@ -564,6 +564,13 @@ fn whole_files_by_path() {
     assert_eq!(read_file(&fs, "d/link").unwrap(), b"via");
     assert_eq!(write_file(&fs, "d", b"x"), Err(Error::IsDir));
     assert_eq!(write_file(&fs, "d/new/", b"x"), Err(Error::IsDir));
+    // A name ending in `/` is refused before it is looked up, as open(2)
+    // with O_CREAT: a file, a symlink to one, or a loop, as well.
+    fs.symlink(d, "loop", "loop").unwrap();
+    for path in ["d/f0/", "d/link/", "d/loop/"] {
+        assert_eq!(write_file(&fs, path, b"x"), Err(Error::IsDir), "{path}");
+    }
+    assert_eq!(read_file(&fs, "d/f0").unwrap(), b"short");
     assert_eq!(read_file(&fs, "d"), Err(Error::IsDir));
     assert_eq!(read_file(&fs, "d/none"), Err(Error::NotFound));
     assert_eq!(write_file(&fs, "none/f", b"x"), Err(Error::NotFound));

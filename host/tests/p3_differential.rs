@@ -84,8 +84,8 @@
 //! stream on a descriptor not open for writing (refused at once with
 //! `bad-descriptor`: documented); `get-flags` reporting
 //! `mutate-directory` on a directory opened with it (documented); and two
-//! of `p1_differential`'s `known` list, `set-times-at` changing neither
-//! time and `link-at` of a missing name to a bad one.
+//! that preview1 documents too, `set-times-at` changing neither time and
+//! `link-at` of a missing name to a bad one.
 //!
 //! Differences the test found that were PackFS's bugs, now mended, are
 //! kept as scripts of their own ([`regressions`]): offsets past what
@@ -266,7 +266,7 @@ fn deliberate(op: &Op, ours: &str, theirs: &str) -> Option<&'static str> {
             "set-times-at changing neither time: Linux's utimensat returns before it looks at the path, \
                   PackFS once it has walked to the last name (following, it refuses a symlink leading out \
                   of the preopen as leaving, as wasmtime-wasi does), wasmtime-wasi resolves the last name \
-                  too (as p1_differential's `known`)",
+                  too (as preview1's documented difference)",
         ),
         Op::Flags { .. } if ours.replace(" | MUTATE_DIRECTORY", "").replace("(MUTATE_DIRECTORY)", "()") == theirs => {
             Some(
@@ -276,7 +276,7 @@ fn deliberate(op: &Op, ours: &str, theirs: &str) -> Option<&'static str> {
         }
         Op::Link { .. } if is(&o, &["NoEntry"]) && t.is_some() => Some(
             "link-at of a missing name to a bad one: PackFS answers for the old path first (as Linux \
-                  does), wasmtime-wasi for the new one (as p1_differential's `known`)",
+                  does), wasmtime-wasi for the new one (as preview1's documented difference)",
         ),
         _ => None,
     }

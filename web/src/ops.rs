@@ -205,13 +205,14 @@ pub fn stat(fs: &dyn FileSystem, path: &str, follow: bool) -> Result<Metadata> {
     fs.metadata(lookup(fs, path, follow)?)
 }
 
-/// Removes a non-directory. A path ending in `/` names a directory: as
-/// unlink(2), `IsDir` if it is one, else `NotDir`.
+/// Removes a non-directory. A path ending in `/` is refused, as
+/// unlink(2) does, for what its last name is itself (a symlink not
+/// followed): `IsDir` for a directory, else `NotDir`.
 pub fn unlink(fs: &dyn FileSystem, path: &str) -> Result<()> {
     let p = resolve_parent(fs, fs.root(), rel(path))?;
     if p.trailing_slash {
-        return match stat(fs, path, true)?.kind {
-            FileType::Dir => Err(Error::IsDir),
+        return match fs.lookup_kind(p.dir, &p.name)? {
+            (_, FileType::Dir) => Err(Error::IsDir),
             _ => Err(Error::NotDir),
         };
     }

@@ -85,6 +85,12 @@ async fn memfs_paths_and_errors() {
     assert_eq!(code(fs.readdir("a/moved".into()).unwrap_err()), "not-directory");
     assert_eq!(code(fs.rmdir("a/b".into()).unwrap_err()), "not-empty");
     assert_eq!(code(fs.unlink("a/b".into()).unwrap_err()), "is-directory");
+    // A name ending in `/` is refused for what it is itself, as unlink(2):
+    // a symlink to a directory is not followed.
+    fs.symlink("b".into(), "a/lb".into()).unwrap();
+    assert_eq!(code(fs.unlink("a/b/".into()).unwrap_err()), "is-directory");
+    assert_eq!(code(fs.unlink("a/lb/".into()).unwrap_err()), "not-directory");
+    fs.unlink("a/lb".into()).unwrap();
     assert_eq!(code(fs.read_file_sync("../x".into()).unwrap_err()), "not-permitted");
     assert_eq!(code(fs.write_file_sync("a/b".into(), "x".into()).unwrap_err()), "is-directory");
     assert_eq!(code(fs.write_file_sync("a/x".into(), JsValue::from(5)).unwrap_err()), "invalid");

@@ -217,7 +217,8 @@ fn a_file_polls_ready_whatever_it_was_opened_for() {
     let wo = open(&mut w, &mut m, "w", oflags::CREAT, rights::FD_WRITE).unwrap();
     assert_eq!(write(&mut w, &mut m, wo, &[b"abc"]), Ok(3));
     let ro = open(&mut w, &mut m, "w", 0, rights::FD_READ).unwrap();
-    for (fd, kind) in [(wo, abi::eventtype::FD_READ), (ro, abi::eventtype::FD_WRITE)] {
+    // `wo` is at its end (a hangup), `ro` at its start.
+    for (fd, kind, flags) in [(wo, abi::eventtype::FD_READ, 1), (ro, abi::eventtype::FD_WRITE, 0)] {
         let mut sub = [0u8; 48];
         sub[0..8].copy_from_slice(&u64::from(fd).to_le_bytes());
         sub[8] = kind;
@@ -227,7 +228,8 @@ fn a_file_polls_ready_whatever_it_was_opened_for() {
         w.poll_oneoff(&mut m.bytes[..], subs, events, 1, OUT).unwrap();
         assert_eq!(m.u32(OUT), 1, "fd {fd} ready");
         let error = u16::from_le_bytes([m.bytes[events as usize + 8], m.bytes[events as usize + 9]]);
-        assert_eq!((m.u64(events), error, m.bytes[events as usize + 10]), (u64::from(fd), 0, kind));
+        let got_flags = u16::from_le_bytes([m.bytes[events as usize + 24], m.bytes[events as usize + 25]]);
+        assert_eq!((m.u64(events), error, m.bytes[events as usize + 10], got_flags), (u64::from(fd), 0, kind, flags));
     }
     assert_eq!(read(&mut w, &mut m, wo, &[3]), Err(Errno::BADF), "the read itself refuses");
     assert_eq!(write(&mut w, &mut m, ro, &[b"x"]), Err(Errno::BADF), "and the write");
@@ -252,6 +254,12 @@ fn a_slash_refuses_create_and_unlink_for_the_name_itself() {
         }
     }
     assert_eq!(open(&mut w, &mut m, "none/x/", oflags::CREAT, rights::FD_READ), Err(Errno::NOENT), "the walk first");
+    // A symlink's target ending in `/.` is walked into, as the path's own.
+    for (target, errno) in [("f/.", Errno::NOTDIR), ("d/.", Errno::ISDIR), ("none/.", Errno::NOENT)] {
+        fs.symlink(fs.root(), "dot", target).unwrap();
+        assert_eq!(open(&mut w, &mut m, "dot", oflags::CREAT, rights::FD_READ), Err(errno), "dot -> {target}");
+        fs.unlink(fs.root(), "dot").unwrap();
+    }
     let mut unlink = |path: &str| {
         let (p, l) = m.put(path.as_bytes());
         w.path_unlink_file(&mut m.bytes[..], ROOT, p, l)

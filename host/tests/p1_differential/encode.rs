@@ -130,7 +130,18 @@ pub(crate) fn encode(call: &Call, i: usize, bad: Bad, before: &[(Call, Bad)]) ->
                 Call::Rename { .. } => {
                     ("path_rename", i32s(&[fd as i64, pp as i64, pl as i64, to_fd as i64, tp as i64, tl as i64]))
                 }
-                _ => ("path_link", i32s(&[fd as i64, 0, pp as i64, pl as i64, to_fd as i64, tp as i64, tl as i64])),
+                _ => {
+                    // The old name's errno, unfollowed, at the outputs
+                    // (`deliberate` asks whether it is missing).
+                    let (op, ol) = path_at(path);
+                    let stat = format!(
+                        "(i32.store (i32.const {}) (call $path_filestat_get {}))",
+                        outs(i),
+                        i32s(&[fd as i64, 0, op as i64, ol as i64, scratch(i) as i64])
+                    );
+                    let args = i32s(&[fd as i64, 0, pp as i64, pl as i64, to_fd as i64, tp as i64, tl as i64]);
+                    return ("path_link", args, stat);
+                }
             }
         }
         Call::Symlink { target, fd, path } => {

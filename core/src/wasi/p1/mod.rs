@@ -73,9 +73,10 @@
 //!   `path_unlink_file` refuses the name for what it is itself (a symlink,
 //!   not followed, is `ENOTDIR`). A path ending in `/` whose last symlink
 //!   leads out of the preopen is `EPERM` for every call, as leaving it,
-//!   whatever else is wrong with the call; wasmtime answers so to most,
-//!   but `mkdir` `EEXIST`, `rename` `ENOTDIR` and `path_open` with
-//!   `O_CREAT` `EISDIR`, and `stat` without following succeeds.
+//!   whatever else is wrong with the call (but a missing old name in
+//!   `path_link`, below); wasmtime answers so to most, but `mkdir`
+//!   `EEXIST`, `rename` `ENOTDIR` and `path_open` with `O_CREAT` `EISDIR`,
+//!   and `stat` without following succeeds.
 //! - **`path_link` follows a symlink in the old path when asked**
 //!   (`linkat(AT_SYMLINK_FOLLOW)`); wasmtime refuses with `EINVAL`. Like
 //!   `linkat(2)`, it answers for the old path before the new one (a
@@ -87,8 +88,7 @@
 //! - **`poll_oneoff` reports every subscription ready when it returns**: a
 //!   clock already due beside a ready descriptor too (wasmtime's
 //!   zero-length sleep yields once first, so it reports the descriptor
-//!   alone). A regular file is ready for reading and writing whatever it
-//!   was opened for, as `poll(2)` says.
+//!   alone).
 
 // Guest pointers and lengths are 32 bits and the web build's usize is too:
 // a silent truncation here reads or writes the wrong guest bytes.
