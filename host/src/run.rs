@@ -56,7 +56,8 @@ pub const MAX_RESOURCES: usize = 1 << 16;
 /// and the embedder's own data.
 #[cfg(feature = "p2")]
 pub struct GuestState<T = ()> {
-    /// Arguments, environment, stdio, clocks, random, sockets.
+    /// Arguments, environment, stdio, clocks, random, sockets. Its own
+    /// preopens are never seen: the guest's filesystem is `packfs`'s.
     pub wasi: WasiCtx,
     /// Preopens.
     pub packfs: PackFsCtx,
