@@ -157,6 +157,13 @@ impl<S: Space> Clone for Walk<'_, '_, S> {
     }
 }
 
+/// The path's last component is `.` (`.`, `a/.`, `a/./`): the walk ends by
+/// entering a directory, not at a last name.
+fn ends_in_dot(path: &str) -> bool {
+    let trimmed = path.trim_end_matches('/');
+    trimmed == "." || trimmed.ends_with("/.")
+}
+
 impl<'a, 's, S: Space> Walk<'a, 's, S> {
     pub(crate) fn new(space: &'s S, root: At, path: &'a str) -> Result<Self> {
         let (absolute, trailing_slash, steps) = split(path)?;
@@ -164,8 +171,7 @@ impl<'a, 's, S: Space> Walk<'a, 's, S> {
             return Err(Error::NotPermitted);
         }
         let rest = steps.peekable();
-        let trimmed = path.trim_end_matches('/');
-        let ends_in_dot = trimmed == "." || trimmed.ends_with("/.");
+        let ends_in_dot = ends_in_dot(path);
         Ok(Walk { space, dirs: Dirs::new(root), rest, todo: Vec::new(), hops: 0, trailing_slash, ends_in_dot })
     }
 
@@ -196,9 +202,8 @@ impl<'a, 's, S: Space> Walk<'a, 's, S> {
             return Err(Error::NotPermitted);
         }
         if self.done() {
-            let trimmed = target.trim_end_matches('/');
             self.trailing_slash |= c.trailing_slash;
-            self.ends_in_dot |= trimmed == "." || trimmed.ends_with("/.");
+            self.ends_in_dot |= ends_in_dot(&target);
         }
         for part in c.parts.iter().rev() {
             self.todo.push(match *part {
