@@ -52,6 +52,7 @@ test("the packed tarball holds the package and nothing else", () => {
   const installed = readdirSync(join(app, "node_modules", "packfs-web")).sort();
   assert.deepEqual(installed, [
     "README.md",
+    "channel.js",
     "imports.js",
     "index.d.ts",
     "index.js",

@@ -28,7 +28,12 @@ export function importsNow(p1, Preview1) {
   const wasm = exported;
   const names = Preview1.functions();
   const signatures = Preview1.signatures();
-  const p1Imports = { id: p1.id, refused: () => refused(Preview1) };
+  // `refused` holds `p1`, and the trampoline instance holds `refused`, as
+  // the guest's instance holds the trampolines it imports: so the guest's
+  // imports keep its Preview1 alive, whoever else lets go of it (a
+  // reactor's WASI object, dropped once initialized). The trampolines pass
+  // only its id, and packfs-web's table of guests holds it weakly.
+  const p1Imports = { id: p1.id, refused: () => refused(Preview1, p1) };
   for (const { name } of direct(Preview1)) p1Imports[name] = wasm[`direct_${name}`];
   const out = { ...new WebAssembly.Instance(compiled, { p1: p1Imports }).exports };
   const exit = names.indexOf("proc_exit");
@@ -50,8 +55,9 @@ let exported;
 
 /** What a trampoline calls when a direct export refused its call (a
  *  negative number in place of an errno): throws, from outside packfs-web,
- *  whose frames have all returned, with the refusal's words. */
-function refused(Preview1) {
+ *  whose frames have all returned, with the refusal's words. (`_p1`: the
+ *  guest's Preview1, which its caller holds by passing it.) */
+function refused(Preview1, _p1) {
   throw new Error(Preview1.lastRefusal());
 }
 

@@ -48,7 +48,13 @@ export interface RunOptions extends Omit<Preview1Options, "stdin" | "stdout" | "
   stdin?: Uint8Array | ArrayBuffer | ReadableStream<Uint8Array | string> | AsyncIterable<Uint8Array | string> | StdinSource;
   /** Called with each of the guest's writes to stdout; or a writable
    *  stream (a Node `Writable`), whose `write` takes them: the guest waits
-   *  while more than 4 MiB it wrote are not yet written there. */
+   *  while more than 4 MiB it wrote are not yet written there, and the run
+   *  resolves once all are. A callback that throws, or a stream whose
+   *  write calls back with an error, is given nothing more: the guest's
+   *  next write to it fails with EIO (as the `WASI` class's does). Output
+   *  lost where the guest could not be told (it wrote no more there, or
+   *  the page is not cross-origin isolated) rejects the run with a
+   *  `RunError` of kind "io", its `cause` the callback's error. */
   stdout?: ((bytes: Uint8Array) => void) | Writable;
   /** As `stdout`, for stderr. */
   stderr?: ((bytes: Uint8Array) => void) | Writable;
@@ -86,7 +92,8 @@ export class RunError extends Error {
   name: "RunError" | "TimeoutError" | "AbortError";
   /** trap: the guest trapped; timeout: past `timeout`; aborted: `signal` aborted;
    *  preopen: a preopen could not be opened; module: the module does not
-   *  compile or link; io: the run failed around the guest. */
+   *  compile or link; io: the run failed around the guest (its output
+   *  lost, see `stdout`). */
   kind: "trap" | "timeout" | "aborted" | "preopen" | "module" | "io";
   /** The stack where it was raised, apart from the message. */
   detail?: string;

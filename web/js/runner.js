@@ -16,6 +16,7 @@
 // spinning. Every option is checked before the worker starts: a mistake is
 // a TypeError that names the option.
 
+import { channel, drain, outputs, pieces } from "./channel.js";
 import { nodeWorker, server, wasmSource, workingDirectory } from "./runtime.js";
 
 /**
@@ -209,181 +210,6 @@ function after(ms, f) {
   return () => clearTimeout(timer);
 }
 
-/** Most bytes one piece of pulled stdin carries to the worker. */
-const STDIN_PIECE = 1 << 16;
-
-/** A piece of stdin as bytes; `null` for the end. */
-function piece(v, what) {
-  if (v === null || v === undefined) return null;
-  if (typeof v === "string") return new TextEncoder().encode(v);
-  if (v instanceof Uint8Array) return v;
-  if (v instanceof ArrayBuffer) return new Uint8Array(v);
-  throw new TypeError(`${what} gave ${typeof v}, not a Uint8Array, an ArrayBuffer or a string`);
-}
-
-/** `stdin` (a ReadableStream or a function) as `next()`, a promise of
- *  the next non-empty piece or `null` at the end, and `close()`, after
- *  which it gives nothing more. */
-function pieces(stdin) {
-  if (typeof stdin === "function") {
-    let ended = false;
-    return {
-      async next() {
-        // An empty piece ends it too: a function that keeps giving nothing
-        // would otherwise be called without end.
-        const b = ended ? null : piece(await stdin(), "stdin");
-        if (b === null || b.length === 0) ended = true;
-        return ended ? null : b;
-      },
-      close() {
-        ended = true;
-      },
-    };
-  }
-  // A ReadableStream's reader, or any async iterable's iterator (a Node
-  // Readable): the same pieces, the same end.
-  const web = typeof ReadableStream === "function" && stdin instanceof ReadableStream;
-  const it = web ? stdin.getReader() : stdin[Symbol.asyncIterator]();
-  return {
-    async next() {
-      for (;;) {
-        const { value, done } = await (web ? it.read() : it.next());
-        if (done) return null;
-        const b = piece(value, "stdin's stream");
-        if (b.length > 0) return b;
-      }
-    },
-    close() {
-      Promise.resolve(web ? it.cancel() : it.return?.()).catch(() => {});
-    },
-  };
-}
-
-/** Most bytes of stdin read to its end before the guest starts (a page
- *  that is not cross-origin isolated cannot feed it as it reads). */
-const MAX_DRAINED = 256 << 20;
-
-/** All of `src`'s pieces, in one array, at most {@link MAX_DRAINED} bytes.
- *  It gives the event loop a turn every MiB or so, so that a timeout, an
- *  abort or `close()` (which closes `src`) takes effect meanwhile, however
- *  fast a source answers (a function's promises resolve in microtasks,
- *  between which no timer runs). */
-async function drain(src) {
-  const all = [];
-  let total = 0;
-  let since = 0;
-  for (let b; (b = await src.next()) !== null; ) {
-    total += b.length;
-    if (total > MAX_DRAINED) {
-      src.close();
-      throw new RunError("io", `stdin: more than ${MAX_DRAINED >> 20} MiB to read before the guest starts (a page that is not cross-origin isolated reads it first)`);
-    }
-    all.push(b);
-    if ((since += b.length) >= 1 << 20) {
-      since = 0;
-      await new Promise((turn) => setTimeout(turn, 0));
-    }
-  }
-  const out = new Uint8Array(total);
-  all.reduce((at, b) => (out.set(b, at), at + b.length), 0);
-  return out;
-}
-
-/** Most bytes of a run's output the page may have been sent and not yet
- *  handed to its callbacks: past it, a write waits (where the page is
- *  cross-origin isolated, so the worker can wait) ... */
-const OUTPUT_IN_FLIGHT = 4 << 20;
-/** ... or, where it is not (the worker cannot wait for the page), the most
- *  a run may write to stdout and stderr together: a write past it fails
- *  (EIO). */
-const OUTPUT_UNWAITED = 256 << 20;
-
-/** Most bytes of an answer the page hands the worker at a time. */
-const PIECE = 1 << 20;
-/** Most milliseconds the page's fetch for a worker's blocking read may
- *  take, as a browser worker's own synchronous request may. */
-const FETCH_TIMEOUT = 60_000;
-
-/**
- * The page's end of what its worker asks and waits for (the guest's pulled
- * stdin; where there is no synchronous XMLHttpRequest, a pack's bytes): a
- * shared buffer, `[state, length]` then a piece. The worker sets state 0,
- * posts its question and waits; the answer's next piece goes in, length
- * is set (-1 at the end, -2 if it failed), then state 1, and it wakes. An
- * answer longer than a piece is taken in turns (`more`). `signal` ends
- * the page's fetches with the run.
- */
-function channel(src, signal) {
-  const shared = new SharedArrayBuffer(8 + PIECE);
-  const state = new Int32Array(shared, 0, 2);
-  const data = new Uint8Array(shared, 8);
-  let left = new Uint8Array(0);
-  const reply = (n) => {
-    Atomics.store(state, 1, n);
-    Atomics.store(state, 0, 1);
-    Atomics.notify(state, 0);
-  };
-  const send = (bytes, max = PIECE) => {
-    const n = Math.min(max, bytes.length, data.length);
-    data.set(bytes.subarray(0, n));
-    left = bytes.subarray(n);
-    reply(n);
-  };
-  return {
-    shared,
-    async stdin(max) {
-      try {
-        while (left.length === 0) {
-          const b = await src.next();
-          if (b === null) return reply(-1);
-          left = b;
-        }
-        send(left, max);
-      } catch {
-        reply(-2);
-      }
-    },
-    async fetch(url, range, limit) {
-      let head;
-      let body = new Uint8Array(0);
-      try {
-        const r = await fetchRange(url, range, limit, signal);
-        head = { status: r.status, contentRange: r.contentRange, validator: r.validator, length: r.body.length };
-        body = r.body;
-      } catch (e) {
-        head = { error: `${e?.message ?? e}`.slice(0, 4096) };
-      }
-      // The head goes whole (it is small); the body follows, on `more`.
-      send(new TextEncoder().encode(JSON.stringify(head)));
-      left = body;
-    },
-    more() {
-      send(left);
-    },
-  };
-}
-
-/** A GET of `url` with `range` as its `Range` header: status, headers
- *  and at most `limit` body bytes (more fails), within
- *  {@link FETCH_TIMEOUT}. */
-async function fetchRange(url, range, limit, signal) {
-  const timeout = AbortSignal.timeout(FETCH_TIMEOUT);
-  const r = await fetch(url, { headers: { Range: range }, signal: AbortSignal.any ? AbortSignal.any([signal, timeout]) : signal });
-  const chunks = [];
-  let total = 0;
-  for await (const c of r.body ?? []) {
-    total += c.length;
-    if (limit !== undefined && total > limit) {
-      throw new Error(`${url} answered ${range} with more than ${limit} bytes`);
-    }
-    chunks.push(c);
-  }
-  const body = new Uint8Array(total);
-  chunks.reduce((at, c) => (body.set(c, at), at + c.length), 0);
-  const header = (name) => r.headers.get(name);
-  return { status: r.status, contentRange: header("Content-Range"), validator: header("ETag") ?? header("Last-Modified"), body };
-}
-
 /**
  * packfs-web compiled once per page and given to every worker the page
  * starts, a one-shot runP1's and a runner's alike: the engine then shares
@@ -410,7 +236,9 @@ function packfsWebModule() {
  * is cross-origin isolated, else to its end before the guest starts; a
  * source that fails is EIO to a guest reading it, or, read first, rejects
  * the run with kind "io"), `stdout` and `stderr`
- * (called with each write's bytes), `preopens`: `{ path, kind: "mem" |
+ * (called with each write's bytes, or writable streams; one that throws
+ * or fails takes no more, and the guest's next write to it is EIO),
+ * `preopens`: `{ path, kind: "mem" |
  * "pack" | "overlay" | "journal", url?, bytes?, name?, readOnly?,
  * options?, pack?, save? }` in descriptor order (a pack or an overlay's
  * lower comes from `url`, lazily, or `bytes`; `pack`: how it is opened, as
@@ -422,9 +250,11 @@ function packfsWebModule() {
  * setTimeout's 2^31 − 1 is waited for in pieces; Infinity, as leaving it
  * out, is no limit) and `signal` (an AbortSignal).
  * Resolves to `{ exitCode, bytesFetched, requests, saved: [{ path, pack
- * }] }`. Rejects with a TypeError naming the option when an option is
- * wrong, before anything is fetched, and otherwise with a
- * {@link RunError}. A timeout or an abort ends the worker at once, even
+ * }] }` once `stdout` and `stderr` have written all the guest wrote.
+ * Rejects with a TypeError naming the option when an option is wrong,
+ * before anything is fetched, and otherwise with a {@link RunError}: of
+ * kind "io" too when output was lost and the guest could not be told
+ * (its last write failed late, or the page is not cross-origin isolated). A timeout or an abort ends the worker at once, even
  * one blocked in a host call (a sleep, a fetch).
  */
 export function runP1(module, options = {}) {
@@ -518,8 +348,11 @@ class Runner {
     const compiled = await this.#module(module);
     if (this.#closed) throw new RunError("aborted", "the runner was closed");
     if (signal?.aborted) throw aborted();
-    // Written out so that bundlers see the worker and bundle it.
-    this.#worker ??= typeof Worker === "function"
+    // Written out so that bundlers see the worker and bundle it. Node,
+    // Deno and Bun get a worker_threads one: Deno's Web Worker, terminated,
+    // goes on with what it was doing (a wait on this thread, a guest's
+    // loop) and keeps the process alive.
+    this.#worker ??= !server && typeof Worker === "function"
       ? Object.assign(new Worker(new URL("./worker.js", import.meta.url), { type: "module" }), { busy() {} })
       : await nodeWorker("./worker.js");
     const worker = this.#worker;
@@ -533,42 +366,16 @@ class Runner {
     // The worker asks through it for pulled stdin and, where it has no
     // synchronous XMLHttpRequest, for a pack's bytes.
     const asked = isolated && (src !== null || server) ? channel(src, fetches.signal) : null;
-    // Output in flight, shared with the worker where it can wait on it.
-    const flow = isolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
-    const output = {
-      flow: flow?.buffer ?? null,
-      inFlight: OUTPUT_IN_FLIGHT,
-      unwaited: OUTPUT_UNWAITED,
-      stdout: stdout !== undefined,
-      stderr: stderr !== undefined,
-    };
-    const taken = (n) => {
-      if (flow) {
-        Atomics.sub(flow, 0, n);
-        Atomics.notify(flow, 0);
-      }
-    };
-    /** Written by every stream `hand` gave bytes to (they write in order,
-     *  so the last write's callback says all were). */
-    let written = Promise.resolve();
-    /** Hands `bytes` to `to` (a function, or a writable stream, whose
-     *  bytes are taken once it has written them). */
-    const hand = (to, bytes) => {
-      if (typeof to?.write === "function") {
-        written = new Promise((done) => to.write(bytes, () => (taken(bytes.length), done())));
-        return;
-      }
-      try {
-        to?.(bytes);
-      } finally {
-        taken(bytes.length);
-      }
-    };
+    const out = outputs({ stdout, stderr }, isolated);
     return new Promise((resolve, reject) => {
       let cancelTimer = () => {};
       const onAbort = () => fail(aborted());
-      // Ends the run; `gone`: and the worker, whatever it was doing.
+      // Ends the run; `gone`: and the worker, whatever it was doing. Its
+      // listeners go first: Deno's worker_threads says a terminated
+      // worker's exit within terminate(), which would end the run again.
       const end = (settle, gone) => {
+        worker.onmessage = worker.onerror = null;
+        this.#stop = null;
         if (gone && this.#worker === worker) {
           worker.terminate();
           this.#worker = null;
@@ -577,8 +384,6 @@ class Runner {
         fetches.abort();
         cancelTimer();
         signal?.removeEventListener("abort", onAbort);
-        worker.onmessage = worker.onerror = null;
-        this.#stop = null;
         src?.close();
         settle();
       };
@@ -594,12 +399,19 @@ class Runner {
         if (m.type === "stdin") asked.stdin(m.max);
         else if (m.type === "fetch") asked.fetch(m.url, m.range, m.limit);
         else if (m.type === "more") asked.more();
-        else if (m.type === "stdout" || m.type === "stderr") hand(m.type === "stdout" ? stdout : stderr, m.bytes);
+        else if (m.type === "stdout" || m.type === "stderr") out.hand(m.type, m.bytes);
         // A worker whose packfs-web is in doubt runs no other guest.
-        // It resolves once its output streams have written all it wrote.
+        // It settles once its output streams have written all it wrote;
+        // output lost where the guest could not be told rejects it.
         else if (m.type === "exit") {
           const { type, inDoubt, ...result } = m;
-          written.then(() => this.#stop === fail && end(() => resolve(result), inDoubt));
+          out.settled().then((lost) => {
+            if (this.#stop !== fail) return;
+            if (lost === null) return end(() => resolve(result), inDoubt);
+            const e = lost.error;
+            const message = `${lost.type} failed: ${e?.message ?? e} (the guest, which exited ${result.exitCode}, was not told)`;
+            end(() => reject(new RunError("io", message, { cause: e, detail: e?.stack })), inDoubt);
+          });
         } else {
           end(() => reject(new RunError(m.kind, m.message, { detail: m.detail })), m.inDoubt);
         }
@@ -609,7 +421,7 @@ class Runner {
       const input = asked && src ? Promise.resolve(true) : src ? drain(src) : Promise.resolve(msg.stdin);
       const ask = asked?.shared ?? null;
       Promise.all([input, engine]).then(
-        ([stdin, engine]) => this.#stop === fail && worker.postMessage({ module: bytes, engine, ...msg, stdin, output, ask }),
+        ([stdin, engine]) => this.#stop === fail && worker.postMessage({ module: bytes, engine, ...msg, stdin, output: out.config, ask }),
         (e) => this.#stop === fail && fail(e instanceof RunError ? e : new RunError("io", `reading stdin: ${e?.message ?? e}`, { cause: e, detail: e?.stack })),
       );
     });

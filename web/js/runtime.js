@@ -37,9 +37,13 @@ export const readsFiles = () => fs !== null;
  *  answer: 206 with a Content-Range, 416 past its end. The validator
  *  changes when the file is replaced or rewritten. */
 export function readFileRange(url, range) {
-  const fd = fs.openSync(new URL(url));
+  // Opened without waiting, then looked at: an open of a FIFO for reading
+  // blocks until a writer comes, and a read of one, a device or a socket
+  // may never end, on a thread that must not wait for them.
+  const fd = fs.openSync(new URL(url), fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
   try {
     const st = fs.fstatSync(fd);
+    if (!st.isFile()) throw new Error(`${url} is not a regular file (${kindOf(st)})`);
     const size = st.size;
     const validator = `${st.ino}-${size}-${st.mtimeMs}`;
     const m = /^bytes=(\d*)-(\d*)$/.exec(range);
@@ -59,9 +63,28 @@ export function readFileRange(url, range) {
   }
 }
 
-/** Writes all of `bytes` to file descriptor `fd` of this process. */
+/** What a file that is not a regular one is, for a message. */
+function kindOf(st) {
+  const kinds = { FIFO: "a FIFO", Directory: "a directory", CharacterDevice: "a character device", BlockDevice: "a block device", Socket: "a socket" };
+  return Object.entries(kinds).find(([k]) => st[`is${k}`]())?.[1] ?? "not a file";
+}
+
+/** Blocks this thread for a moment: a descriptor that is not ready yet
+ *  (EAGAIN) is tried again after it. */
+const pause = () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+
+/** Writes all of `bytes` to file descriptor `fd` of this process. A
+ *  non-blocking one (a pipe, once Node has touched process.stdout) that
+ *  is full is waited for: a guest's write is taken whole or fails. */
 export function writeFd(fd, bytes) {
-  for (let at = 0; at < bytes.length; ) at += fs.writeSync(fd, bytes, at, bytes.length - at);
+  for (let at = 0; at < bytes.length; ) {
+    try {
+      at += fs.writeSync(fd, bytes, at, bytes.length - at);
+    } catch (e) {
+      if (e?.code !== "EAGAIN") throw e;
+      pause();
+    }
+  }
 }
 
 /** Up to `max` bytes from file descriptor `fd` of this process; null at
@@ -75,7 +98,7 @@ export function readFd(fd, max) {
     } catch (e) {
       // A non-blocking stdin (a TTY Node set so) with nothing yet.
       if (e?.code !== "EAGAIN") throw e;
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+      pause();
     }
   }
 }
@@ -90,8 +113,9 @@ export function workingDirectory() {
 }
 
 /** A `worker_threads` worker running the module `name` beside this one,
- *  for Node, which has no web `Worker`, behind the web's face
- *  (`onmessage`, `onerror`, `postMessage`, `terminate`); it keeps the
+ *  for Node, Deno and Bun, behind the Web Worker's face (`onmessage`,
+ *  `onerror`, `postMessage`, `terminate`): its `terminate` ends it
+ *  whatever it is doing, which Deno's Web Worker's does not. It keeps the
  *  process alive only while `busy(true)` says it works. (The URL is made
  *  here from a variable: a bundler would copy a literal one's file.) */
 export async function nodeWorker(name) {
@@ -111,11 +135,10 @@ export async function nodeWorker(name) {
   return face;
 }
 
-/** This worker's end towards its parent: `self` in a Web Worker (Deno and
- *  Bun have one), `worker_threads`' parentPort in Node (reached at once,
- *  so that a worker's module has no top-level await). Both take
- *  `postMessage(m, transfer)` and an `onmessage` of `{ data }`. */
+/** This worker's end towards its parent: `worker_threads`' parentPort
+ *  where this is such a worker (Node, Deno, Bun: reached at once, so that
+ *  a worker's module has no top-level await), else `self`, a Web Worker's.
+ *  Both take `postMessage(m, transfer)` and an `onmessage` of `{ data }`. */
 export function parentPort() {
-  if (typeof globalThis.self === "object" && typeof globalThis.self.postMessage === "function") return globalThis.self;
-  return globalThis.process.getBuiltinModule("node:worker_threads").parentPort;
+  return globalThis.process?.getBuiltinModule?.("node:worker_threads")?.parentPort ?? globalThis.self;
 }

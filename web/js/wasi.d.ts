@@ -34,6 +34,7 @@ export class WASI {
   getImportObject(): { wasi_snapshot_preview1: Record<string, (...args: any[]) => any> };
   /** Runs `_start`; returns its exit code. */
   start(instance: WebAssembly.Instance): number;
-  /** Calls a reactor's `_initialize`, if it has one. */
+  /** Calls a reactor's `_initialize`, if it has one. The instance's
+   *  imports keep the guest's state: the WASI object may be dropped. */
   initialize(instance: WebAssembly.Instance): void;
 }

@@ -112,7 +112,9 @@ export class WASI {
     }
   }
 
-  /** Readies a reactor: calls its `_initialize`, if it has one. */
+  /** Readies a reactor: calls its `_initialize`, if it has one. The
+   *  instance's imports keep the guest's state (imports.js), so this
+   *  object may be dropped after, as node:wasi's may. */
   initialize(instance) {
     const exports = this.#begin(instance);
     if (exports._start !== undefined) throw new TypeError("instance exports _start: start() it");

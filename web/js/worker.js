@@ -12,7 +12,7 @@
 //              stdin bytes, or true to pull each piece from the page;
 //              output: which callbacks the page has, and how much output
 //              may be in flight, see `output`; ask: the shared buffer of
-//              runner.js's `channel`, or null).
+//              channel.js's `channel`, or null).
 // Messages out: { type: "stdin", max } while the guest waits for input,
 //              { type: "fetch", url, range, limit } and { type: "more" }
 //              while it waits for a pack's bytes (Node, Deno, Bun),
@@ -24,6 +24,7 @@
 //              unwound through its frames), and the worker must go.
 
 import init, { MemFs, Overlay, Pack, Preview1 } from "./index.js";
+import { OPEN, STREAM_SLOT, TOLD } from "./channel.js";
 import { imports } from "./imports.js";
 import { parentPort, readFileRange, server } from "./runtime.js";
 
@@ -72,7 +73,7 @@ async function open(p) {
   return { fs: new Overlay(pack, p.options), pack };
 }
 
-/** Asks the page through `shared` (runner.js's `channel`) and waits for
+/** Asks the page through `shared` (channel.js's `channel`) and waits for
  *  its answer: a piece of bytes, or null for the end. */
 function asker(shared) {
   const state = new Int32Array(shared, 0, 2);
@@ -108,23 +109,32 @@ const blockingGet = (ask) => (url, range, limit) => {
   return { ...head, body };
 };
 
-/** The guest's `type` output ("stdout" or "stderr") as runner.js's
- *  `output` says: not sent where the page has no callback; else sent,
+/** The guest's `type` output ("stdout" or "stderr") as channel.js's
+ *  `outputs` says: not sent where the page has no callback; else sent,
  *  each write's bytes moved, not copied. Where the page shares `flow`
- *  (the bytes sent and not yet taken), a write waits while more than
- *  `inFlight` are; where it cannot (not cross-origin isolated), a write
- *  past `unwaited` bytes in all throws (the guest sees EIO): either way a
+ *  (the units sent and not yet taken, then each stream's state), a write
+ *  waits while more than `inFlight` are, and fails (the guest sees EIO)
+ *  once the page's callback for it has; where it cannot (not cross-origin
+ *  isolated), a write past `unwaited` units in all fails: either way a
  *  guest cannot make the page hold more than that. */
-function output(type, { flow, inFlight, unwaited, ...wanted }) {
+function output(type, { flow, unit, inFlight, unwaited, ...wanted }) {
   if (!wanted[type]) return undefined;
-  const sent = flow ? new Int32Array(flow) : null;
+  const shared = flow ? new Int32Array(flow) : null;
+  const slot = STREAM_SLOT[type];
   let total = 0;
   return (bytes) => {
-    if (sent) {
-      for (let v; (v = Atomics.load(sent, 0)) > inFlight; ) Atomics.wait(sent, 0, v);
-      Atomics.add(sent, 0, bytes.length);
-    } else if ((total += bytes.length) > unwaited) {
-      throw new Error(`${type}: more than ${unwaited >> 20} MiB, which a page that is not cross-origin isolated cannot be made to wait for`);
+    const cost = Math.max(1, Math.ceil(bytes.length / unit));
+    if (shared) {
+      for (let v; (v = Atomics.load(shared, 0)) > inFlight; ) Atomics.wait(shared, 0, v);
+      // Looked at after the wait: the page says a failure before it takes
+      // the failed write's bytes, which is what wakes this.
+      if (Atomics.load(shared, slot) !== OPEN) {
+        Atomics.store(shared, slot, TOLD);
+        throw new Error(`${type}: the page's callback failed`);
+      }
+      Atomics.add(shared, 0, cost);
+    } else if ((total += cost) > unwaited) {
+      throw new Error(`${type}: more than ${(unwaited * unit) >> 20} MiB (a write counts as 1 KiB at least), which a page that is not cross-origin isolated cannot be made to wait for`);
     }
     port.postMessage({ type, bytes }, [bytes.buffer]);
   };

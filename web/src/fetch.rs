@@ -174,7 +174,8 @@ fn is_file(url: &str) -> bool {
 /// A GET of `url` with `range` as the `Range` header that blocks the
 /// thread until it is answered: by the installed transport, else by a
 /// synchronous `XMLHttpRequest` (allowed in workers only). `limit`: the
-/// most body bytes worth receiving (a transport may fail past it).
+/// most body bytes worth receiving, the range's length (a transport may
+/// fail past it; more is refused).
 fn get_blocking(url: &str, range: &str, limit: Option<u64>) -> Result<Reply> {
     match BLOCKING_GET.with(|g| g.borrow().clone()) {
         Some(get) => get_by(&get, url, range, limit),
@@ -205,7 +206,7 @@ fn get_by(get: &Function, url: &str, range: &str, limit: Option<u64>) -> Result<
     let status = status.ok_or_else(|| bad("status is not an HTTP status"))? as u16;
     let body = field("body").dyn_into::<Uint8Array>().map_err(|_| bad("body is not a Uint8Array"))?;
     if limit.is_some_and(|l| u64::from(body.length()) > l) {
-        return Err(bad("body is longer than the pack"));
+        return Err(bad("body is longer than the range asked for"));
     }
     let range = field("contentRange").as_string().as_deref().and_then(parse_content_range);
     Ok(Reply { status, range, validator: field("validator").as_string(), body: body.to_vec() })
@@ -383,9 +384,12 @@ impl Remote {
             Some(p) => p.restore_now(&self.pack, wants),
             None => wants,
         };
-        let total = self.pack.info().pack_len;
+        // Bounded by what was asked, not by the pack's length, which the
+        // server chose: a small read must not make a transport buffer (and
+        // the runner's thread copy across) a large pack a server sends
+        // whole.
         for w in wants {
-            let r = get_blocking(&self.url, &range(&w), Some(total))?;
+            let r = get_blocking(&self.url, &range(&w), Some(w.end - w.start))?;
             self.store(&w, &r)?;
         }
         Ok(())

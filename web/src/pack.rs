@@ -64,7 +64,8 @@ impl Pack {
     /// and there is no synchronous `XMLHttpRequest` (Node, Deno, Bun), and
     /// how it reads a `file:` URL anywhere: `get(url, range, limit)`, with
     /// `range` a `Range` header's value and `limit` the most body bytes
-    /// worth receiving (or undefined), returns `{ status, contentRange,
+    /// worth receiving, the range's length (or undefined; a longer body
+    /// is refused), returns `{ status, contentRange,
     /// validator, body }` once it has them, or throws. `init()` installs
     /// one in those runtimes, and the runner's worker one that asks the
     /// runner's thread; `null` removes it.
