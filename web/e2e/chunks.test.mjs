@@ -168,8 +168,6 @@ test("on a page, the Cache API store stays within its cacheSize", async () => {
     const web = await import("/pkg/packfs_web.js");
     await web.default();
     const held = async () => {
-      // The store writes in the background.
-      await new Promise((done) => setTimeout(done, 500));
       const cache = await caches.open("packfs");
       let n = 0;
       for (const req of await cache.keys()) {
@@ -180,6 +178,9 @@ test("on a page, the Cache API store stays within its cacheSize", async () => {
     const open = async (options) => {
       const p = await web.Pack.fromUrl(url, options);
       await p.loadAll();
+      // The store writes in the background: waited for (it was given
+      // 500 ms, which a loaded machine may not keep).
+      await p.persisted();
       p.free();
       return held();
     };

@@ -216,8 +216,9 @@ test("fetched chunks persist across page loads in the Cache API, checked before 
         const p = await m.Pack.fromUrl(url);
         const out = [];
         for (const n of read ? names : []) out.push(Array.from(await p.readFile(n)));
-        // The writes to the Cache API go on in the background.
-        await new Promise((r) => setTimeout(r, 300));
+        // The writes to the Cache API go on in the background: waited for
+        // (they were given 300 ms, which a loaded machine may not keep).
+        await p.persisted();
         return out;
       },
       { url: PATH, names, read },

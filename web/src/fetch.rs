@@ -345,6 +345,12 @@ impl Remote {
         &self.url
     }
 
+    /// A promise that resolves once what was fetched so far is in the
+    /// persistent store, or failed to be (at once without one).
+    pub fn persisted(&self) -> Promise {
+        self.persist.as_ref().map_or_else(|| Promise::resolve(&JsValue::UNDEFINED), Persist::settled)
+    }
+
     /// Body bytes received so far.
     pub fn bytes_fetched(&self) -> u64 {
         self.fetched.get()

@@ -110,6 +110,17 @@ impl Pack {
         })
     }
 
+    /// Resolves once every chunk this pack fetched so far is where it is
+    /// kept across page loads (see `persist` in `PackOptions`): on a page
+    /// the Cache API stores them in the background; a Worker's OPFS store
+    /// before a read returns, and a pack that keeps nothing resolves at
+    /// once. A chunk the store could not keep (it is full) is not waited
+    /// for again: the next load fetches it.
+    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    pub fn persisted(&self) -> js_sys::Promise {
+        self.inner.remote.as_ref().map_or_else(|| js_sys::Promise::resolve(&JsValue::UNDEFINED), |r| r.persisted())
+    }
+
     /// True once every byte is here.
     #[wasm_bindgen(getter, js_name = isComplete)]
     pub fn is_complete(&self) -> bool {

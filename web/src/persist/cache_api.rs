@@ -14,9 +14,9 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use js_sys::{Array, Reflect, Uint8Array};
+use js_sys::{Array, Promise, Reflect, Uint8Array};
 use packfs_core::pack::{MERGE_GAP, merge_ranges};
-use wasm_bindgen::JsCast;
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Cache, CacheStorage, Request, Response};
 
@@ -29,6 +29,10 @@ pub(crate) struct CacheApi {
     cache: Cache,
     scope: Scope,
     ledger: Rc<RefCell<Ledger>>,
+    /// Settles once every change begun so far has (each a put or a
+    /// delete, going on in the background): what [`settled`](Self::settled)
+    /// hands out.
+    changes: RefCell<Promise>,
 }
 
 /// What the store holds, oldest first, and the most it may: the Cache API
@@ -68,9 +72,24 @@ impl CacheApi {
                 }
             }
         }
-        let this = CacheApi { cache, scope, ledger: Rc::new(RefCell::new(ledger)) };
+        let changes = RefCell::new(Promise::resolve(&JsValue::UNDEFINED));
+        let this = CacheApi { cache, scope, ledger: Rc::new(RefCell::new(ledger)), changes };
         this.settle();
         Some(this)
+    }
+
+    /// Counts `change` (a put or a delete) among those [`settled`](Self::settled)
+    /// waits for. Its failure is dropped: a full store only costs the next
+    /// load a fetch.
+    fn begun(&self, change: Promise) {
+        let mut changes = self.changes.borrow_mut();
+        *changes = Promise::all_settled(&Array::of2(&changes, &change));
+    }
+
+    /// A promise that resolves once every change begun so far has
+    /// settled, whether or not it was kept.
+    pub(crate) fn settled(&self) -> Promise {
+        self.changes.borrow().clone()
     }
 
     /// Lets the oldest entries go while the store holds more than its
@@ -80,19 +99,13 @@ impl CacheApi {
         while ledger.total > ledger.bound {
             let Some((url, len)) = ledger.entries.pop_front() else { break };
             ledger.total -= len;
-            let gone = JsFuture::from(self.cache.delete_with_str(&url));
-            wasm_bindgen_futures::spawn_local(async move {
-                let _ = gone.await;
-            });
+            self.begun(self.cache.delete_with_str(&url));
         }
         let pairs: Array = ledger.entries.iter().map(|(u, l)| Array::of2(&u.into(), &(*l as f64).into())).collect();
         let Ok(text) = js_sys::JSON::stringify(&pairs) else { return };
         let Some(url) = absolute(LEDGER) else { return };
         let Ok(resp) = Response::new_with_opt_str(text.as_string().as_deref()) else { return };
-        let put = JsFuture::from(self.cache.put_with_str(&url, &resp));
-        wasm_bindgen_futures::spawn_local(async move {
-            let _ = put.await;
-        });
+        self.begun(self.cache.put_with_str(&url, &resp));
     }
 
     /// Stores into `pack` what the store holds of `wants`; returns what is
@@ -150,10 +163,7 @@ impl CacheApi {
                 ledger.entries.push_back((url.clone(), len));
             }
             let Ok(resp) = Response::new_with_opt_u8_array(Some(&mut part)) else { continue };
-            let put = JsFuture::from(self.cache.put_with_str(&url, &resp));
-            wasm_bindgen_futures::spawn_local(async move {
-                let _ = put.await;
-            });
+            self.begun(self.cache.put_with_str(&url, &resp));
         }
         self.settle();
     }

@@ -71,6 +71,16 @@ impl Persist {
         }
     }
 
+    /// A promise that resolves once what [`keep`](Self::keep) was given
+    /// so far is stored, or failed to be: at once in OPFS, written before
+    /// `keep` returns; the Cache API's writes go on in the background.
+    pub(crate) fn settled(&self) -> js_sys::Promise {
+        match self {
+            Persist::Files(..) => js_sys::Promise::resolve(&wasm_bindgen::JsValue::UNDEFINED),
+            Persist::CacheApi(c) => c.settled(),
+        }
+    }
+
     /// Keeps the extents lying in `bytes`, fetched from `offset` (and
     /// stored into `pack`, so checked).
     pub(crate) fn keep(&self, pack: &LazyPack, offset: u64, bytes: &[u8]) {
