@@ -1,13 +1,16 @@
 // Output and input between a guest and its page, bounded each way, in
-// headless Chromium: a guest writing without end to a slow stdout callback
-// keeps no more than a few MiB in flight where the page is cross-origin
-// isolated (its writes wait), and no more than 256 MiB in all where it is
-// not (then EIO); either way its timeout ends it on time. On a page that
-// is not isolated, stdin read before the guest starts gives the event loop
-// turns, so a timeout, an abort or close() ends a source that never does,
-// and it stops at 256 MiB. On 65991d3 the page grew to 7.6 GiB and the
-// 12 s timeout fired at 24 s; an endless stdin function ran 20 s and
-// failed with "Invalid array length" instead of a 300 ms timeout.
+// headless Chromium: a guest writing without end to a stdout that takes
+// nothing keeps no more than 4 MiB (and the write that passed it) in
+// flight where the page is cross-origin isolated (its writes wait), and no
+// more than 256 MiB in all where it is not (then EIO); either way its
+// timeout ends it. On a page that is not isolated, stdin read before the
+// guest starts gives the event loop turns, so a timeout, an abort or
+// close() ends a source that never does (without them it read on to its
+// 256 MiB bound, kind "io"), and it stops at 256 MiB. On 65991d3 the page
+// grew to 7.6 GiB and the 12 s timeout fired at 24 s; an endless stdin
+// function ran 20 s and failed with "Invalid array length" instead of a
+// 300 ms timeout. How long each took is said, never asserted: a loaded
+// machine may take any time.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -49,17 +52,21 @@ async function onPage(server, script, arg) {
   return out;
 }
 
-/** A guest writing 1 MiB a write to a callback that takes 2 ms a call,
- *  under a timeout of `timeout` ms: how it ended, when, and what the
- *  callback got. */
-const flooded = async (runP1, _, flood, timeout) => {
+/** A guest writing 1 MiB a write, under a timeout of `timeout` ms, to a
+ *  stdout that takes it: with `take` "never", a stream that never calls
+ *  back; else a callback that takes 2 ms a call. How it ended, when, and
+ *  what stdout was handed. */
+const flooded = async (runP1, _, flood, { timeout, take }) => {
   let got = 0;
   const start = performance.now();
-  const stdout = (b) => {
-    got += b.length;
-    const until = performance.now() + 2;
-    while (performance.now() < until);
-  };
+  const stdout =
+    take === "never"
+      ? { write: (b) => (got += b.length) }
+      : (b) => {
+          got += b.length;
+          const until = performance.now() + 2;
+          while (performance.now() < until);
+        };
   const end = await runP1(flood, { stdout, timeout }).then(
     (r) => ({ exitCode: r.exitCode }),
     (e) => ({ kind: e.kind, message: e.message }),
@@ -67,19 +74,21 @@ const flooded = async (runP1, _, flood, timeout) => {
   return { ...end, ms: performance.now() - start, got, isolated: crossOriginIsolated };
 };
 
-// The page holding what it has not taken yet would delay its own timer:
-// the run ends on time only if little is in flight.
-test("isolated: output waits for a slow page, and the timeout ends the run on time", async (ctx) => {
-  const r = await onPage(isolated, flooded, 1500);
+// The page holding what it has not taken yet would delay its own timer
+// and grow without bound: what is in flight must stay small. (It was
+// asserted that the run ended within 1 s of its timeout, and had handed
+// over 100 MiB: neither holds on a loaded machine.)
+test("isolated: output waits for a page that takes nothing: 4 MiB and a write in flight, then the timeout ends the run", async (ctx) => {
+  const r = await onPage(isolated, flooded, { timeout: 1500, take: "never" });
   ctx.diagnostic(JSON.stringify(r));
   assert.equal(r.isolated, true);
   assert.equal(r.kind, "timeout", JSON.stringify(r));
-  assert.ok(r.ms < 2500, `ended ${Math.round(r.ms)} ms after it began, for a timeout of 1500`);
-  assert.ok(r.got > 100 << 20, `${r.got} bytes delivered`);
+  assert.ok(r.got <= 5 << 20, `${r.got} bytes handed to a stdout that took none`);
 });
 
 test("not isolated: output past 256 MiB is EIO to the guest, and the page holds no more", async (ctx) => {
-  const r = await onPage(plain, flooded, 20_000);
+  // No timeout: the guest ends by itself, at its first write that fails.
+  const r = await onPage(plain, flooded, { take: "slowly" });
   ctx.diagnostic(JSON.stringify(r));
   assert.equal(r.isolated, false);
   assert.equal(r.exitCode, 0, JSON.stringify(r));
@@ -117,12 +126,12 @@ const endless = async (runP1, createRunner, flood, how) => {
   return { ...r, ms, calledAfter: calls - at };
 };
 
-test("not isolated: an endless stdin ends at the timeout, an abort or close(), on time, and is not read after", async (ctx) => {
-  for (const [how, kind, within] of [["timeout", "timeout", 1500], ["stream", "aborted", 1500], ["close", "aborted", 1500]]) {
+test("not isolated: an endless stdin ends at the timeout, an abort or close(), and is not read after", async (ctx) => {
+  for (const [how, kind] of [["timeout", "timeout"], ["stream", "aborted"], ["close", "aborted"]]) {
     const r = await onPage(plain, endless, how);
     ctx.diagnostic(`${how}: ${JSON.stringify(r)}`);
+    // Not "io": it did not read on to the bound, past the time to end.
     assert.equal(r.kind, kind, `${how}: ${JSON.stringify(r)}`);
-    assert.ok(r.ms < within, `${how}: ended ${Math.round(r.ms)} ms after it began`);
     assert.equal(r.calledAfter, 0, `${how}: the source was read after the run ended`);
   }
   const r = await onPage(plain, endless, "bound");

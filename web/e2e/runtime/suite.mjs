@@ -120,7 +120,7 @@ test("runP1: a file of a large URL pack arrives whole, through the page's fetch"
 });
 
 test("runP1: a server answering a range with more than the pack holds fails the read (EIO), not the host", async () => {
-  const r = await run(TOOLBOX, { args: ["toolbox", "cat", "/f/3.bin"], preopens: [{ path: "/", kind: "pack", url: `${process.env.PACKFS_FLOOD}/flood/big.pack` }], timeout: 20_000 });
+  const r = await run(TOOLBOX, { args: ["toolbox", "cat", "/f/3.bin"], preopens: [{ path: "/", kind: "pack", url: `${process.env.PACKFS_FLOOD}/flood/big.pack` }] });
   assert.notEqual(r.exitCode, 0);
   // errno 29: EIO.
   assert.match(r.stderr, /^toolbox: cat \/f\/3.bin: .*errno 29/);
@@ -139,9 +139,8 @@ test("runP1: exit status, a trap, a module that does not compile, a timeout and 
   const kind = (p) => p.then(() => "resolved", (e) => (e instanceof RunError ? e.kind : `${e}`));
   assert.equal(await kind(runP1(TRAP)), "trap");
   assert.equal(await kind(runP1(new Uint8Array([0, 97, 115, 109, 9]))), "module");
-  const t0 = performance.now();
+  // A stdin that never answers: only the timeout ends it.
   assert.equal(await kind(runP1(TOOLBOX, { args: ["toolbox", "lines"], stdin: () => new Promise(() => {}), timeout: 300 })), "timeout");
-  assert.ok(performance.now() - t0 < 10_000);
   const ac = new AbortController();
   setTimeout(() => ac.abort(new Error("enough")), 200);
   assert.equal(await kind(runP1(TOOLBOX, { args: ["toolbox", "lines"], stdin: () => new Promise(() => {}), signal: ac.signal })), "aborted");
