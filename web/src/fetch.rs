@@ -16,7 +16,9 @@
 //! does for any pack. A blob is fetched on the first read
 //! that needs it ([`Remote::run`]); adjacent wanted blobs are fetched in one
 //! request. A server that ignores `Range` and answers `200` with the whole
-//! pack is fine too: the pack is then simply complete.
+//! pack is fine too: the pack is then simply complete. Any other reply is
+//! read no further than the range asked for (a server that sends more
+//! fails that request, and nothing it sent is buffered past the range).
 //!
 //! A pack replaced on the server while it is read is noticed by its `ETag`
 //! (else `Last-Modified`) when the server sends one: a reply that carries
@@ -51,7 +53,10 @@ use packfs_core::pack::{LazyOpen, OpenStep, PackFs, Partial, ReadOptions, until_
 use packfs_core::{Error, RemoteFailure, Result};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Headers, Request, RequestInit, Response, XmlHttpRequest, XmlHttpRequestResponseType};
+use web_sys::{
+    Headers, ReadableStream, ReadableStreamDefaultReader, Request, RequestInit, Response, XmlHttpRequest,
+    XmlHttpRequestResponseType,
+};
 
 use crate::persist::Persist;
 
@@ -254,7 +259,11 @@ fn start(url: &str, range: Option<&str>) -> Result<Pending> {
     Ok(Pending::Fetch(JsFuture::from(global_fetch(&req))))
 }
 
-async fn finish(url: &str, pending: Pending) -> Result<Reply> {
+/// The reply to `pending`, its body at most `limit` bytes (the length of
+/// the range asked for; `None` for the opening's tail, which a server
+/// without `Range` answers with the whole pack): a server that sends more
+/// fails the request as soon as it has, rather than have it all buffered.
+async fn finish(url: &str, pending: Pending, limit: Option<u64>) -> Result<Reply> {
     let pending = match pending {
         Pending::Fetch(f) => f,
         Pending::Answered(reply) => return reply,
@@ -264,9 +273,42 @@ async fn finish(url: &str, pending: Pending) -> Result<Reply> {
     let header = |name| resp.headers().get(name).ok().flatten();
     let range = header("Content-Range").as_deref().and_then(parse_content_range);
     let validator = header("ETag").or_else(|| header("Last-Modified"));
-    let buf = resp.array_buffer().map_err(|e| thrown(url, &e))?;
-    let buf = JsFuture::from(buf).await.map_err(|e| thrown(url, &e))?;
-    Ok(Reply { status, range, validator, body: Uint8Array::new(&buf).to_vec() })
+    let body = match (limit, resp.body()) {
+        (Some(limit), Some(stream)) => body_within(url, &stream, limit).await?,
+        _ => {
+            let buf = resp.array_buffer().map_err(|e| thrown(url, &e))?;
+            Uint8Array::new(&JsFuture::from(buf).await.map_err(|e| thrown(url, &e))?).to_vec()
+        }
+    };
+    Ok(Reply { status, range, validator, body })
+}
+
+/// `stream`'s bytes, read a chunk at a time; past `limit` the rest is
+/// cancelled, unread, and the reply refused.
+async fn body_within(url: &str, stream: &ReadableStream, limit: u64) -> Result<Vec<u8>> {
+    let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+    let mut body = Vec::new();
+    loop {
+        let chunk = JsFuture::from(reader.read()).await.map_err(|e| thrown(url, &e))?;
+        if Reflect::get(&chunk, &"done".into()).ok().and_then(|d| d.as_bool()).unwrap_or(true) {
+            return Ok(body);
+        }
+        let value = Reflect::get(&chunk, &"value".into()).unwrap_or(JsValue::UNDEFINED);
+        let bytes = value
+            .dyn_into::<Uint8Array>()
+            .map_err(|_| remote(url, RemoteFailure::BadReply, "a body chunk is not bytes"))?;
+        if body.len() as u64 + u64::from(bytes.length()) > limit {
+            drop(reader.cancel());
+            return Err(remote(
+                url,
+                RemoteFailure::BadReply,
+                format!("the body is longer than the {limit} bytes asked for"),
+            ));
+        }
+        let at = body.len();
+        body.resize(at + bytes.length() as usize, 0);
+        bytes.copy_to(&mut body[at..]);
+    }
 }
 
 impl Remote {
@@ -295,7 +337,7 @@ impl Remote {
         loop {
             match plan.next() {
                 OpenStep::Tail(len) => {
-                    let tail = finish(&url, start(&url, Some(&format!("bytes=-{len}")))?).await?;
+                    let tail = finish(&url, start(&url, Some(&format!("bytes=-{len}")))?, None).await?;
                     tally(&tail);
                     validator = tail.validator.clone();
                     match (tail.status, tail.range) {
@@ -318,10 +360,10 @@ impl Remote {
                 OpenStep::Fetch(ranges) => {
                     let mut pending = Vec::with_capacity(ranges.len());
                     for r in ranges {
-                        pending.push((r.start, start(&url, Some(&range(&r)))?));
+                        pending.push((r.start, r.end - r.start, start(&url, Some(&range(&r)))?));
                     }
-                    for (at, pending) in pending {
-                        let r = finish(&url, pending).await?;
+                    for (at, len, pending) in pending {
+                        let r = finish(&url, pending, Some(len)).await?;
                         tally(&r);
                         r.same_pack(&url, &validator)?;
                         match (r.status, r.range) {
@@ -374,7 +416,7 @@ impl Remote {
             pending.push((w, p));
         }
         for (w, p) in pending {
-            let r = finish(&self.url, p).await?;
+            let r = finish(&self.url, p, Some(w.end - w.start)).await?;
             self.store(&w, &r)?;
         }
         Ok(())

@@ -194,15 +194,19 @@ const CASES = {
   },
 
   // A server that answers the pack's opening as asked, and any later range
-  // with a 200 and the whole pack.
+  // with a 200 and the whole pack: a guest's read (the runner's blocking
+  // fetch), and this thread's own read (fetch, awaited).
   async "a later range answered with the whole pack"() {
     const err = [];
+    const url = `${env.PACKFS_WHOLE}/big.pack`;
     const r = await ended(runP1(TOOLBOX, {
       args: ["toolbox", "cat", "/f/3.bin"],
-      preopens: [{ path: "/", kind: "pack", url: `${env.PACKFS_WHOLE}/big.pack` }],
+      preopens: [{ path: "/", kind: "pack", url }],
       stderr: (b) => err.push(Buffer.from(b)),
     }));
-    return { ...r, stderr: text(err) };
+    const pack = await Pack.fromUrl(url, { persist: false });
+    const read = await pack.readFile("f/3.bin").then((b) => ({ read: b.length }), (e) => ({ code: e.code, message: e.message }));
+    return { runner: { ...r, stderr: text(err) }, thread: { ...read, bytesFetched: pack.bytesFetched, length: pack.info().packLen } };
   },
   // 10,000 writes of a byte to stdout, then "done" to stderr; stdout calls
   // back none until stderr says done, or two seconds on. How many it was
