@@ -45,16 +45,28 @@ pub fn write_atomic_with<T, E: From<io::Error>>(
     how: Temporary,
     write: impl FnOnce(&mut File) -> Result<T, E>,
 ) -> Result<T, E> {
-    publish(path, how, write)?
+    Ok(publish(path, how, write)??.0)
+}
+
+/// [`write_atomic`], handing back with `write`'s result the file now at
+/// `path`, open for reading and writing: the one to go on writing to. It
+/// is not always the one `write` was given, which may be left unlinked (an
+/// anonymous file that could not be linked, where `/proc` is not mounted,
+/// is published as a copy).
+pub(crate) fn write_atomic_keeping<T, E: From<io::Error>>(
+    path: &Path,
+    write: impl FnOnce(&mut File) -> Result<T, E>,
+) -> Result<(T, File), E> {
+    publish(path, Temporary::Anonymous, write)?
 }
 
 /// [`write_atomic_with`]'s work: publishing's own errors outside, `write`'s
-/// inside.
+/// inside; the file published with `write`'s result.
 fn publish<T, E>(
     path: &Path,
     how: Temporary,
     write: impl FnOnce(&mut File) -> Result<T, E>,
-) -> io::Result<Result<T, E>> {
+) -> io::Result<Result<(T, File), E>> {
     let path = &through_symlinks(path)?;
     let old = match std::fs::metadata(path) {
         Ok(md) if md.is_dir() => return Err(io::Error::new(io::ErrorKind::IsADirectory, "is a directory")),
@@ -88,9 +100,9 @@ fn publish<T, E>(
     pending.file.sync_all()?;
     let temp = pending.name(dir, name)?;
     std::fs::rename(&temp, path)?;
-    pending.temp = None; // published: nothing left to remove
+    pending.temp.0 = None; // published: nothing left to remove
     dir_file.sync_all().map_err(|e| io::Error::new(e.kind(), format!("published, but not synced to disk: {e}")))?;
-    Ok(Ok(out))
+    Ok(Ok((out, pending.file)))
 }
 
 /// `path` with symlinks at its end followed (at most 40, as Linux's walks), each
@@ -115,15 +127,18 @@ pub fn through_symlinks(path: &Path) -> io::Result<PathBuf> {
 /// fails.
 struct Pending {
     file: File,
-    temp: Option<PathBuf>,
+    temp: Temp,
 }
+
+/// A temporary name, removed when dropped.
+struct Temp(Option<PathBuf>);
 
 impl Pending {
     /// An anonymous file in `dir`, locked before it has a name.
     fn anonymous(dir: &File) -> io::Result<Self> {
         let file = anonymous_file(dir)?;
         file.lock()?;
-        Ok(Pending { file, temp: None })
+        Ok(Pending { file, temp: Temp(None) })
     }
 
     /// A new named temporary for `name` in `dir`, locked.
@@ -139,15 +154,15 @@ impl Pending {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             };
-            let mut pending = Pending { file, temp: Some(temp) };
+            let mut pending = Pending { file, temp: Temp(Some(temp)) };
             pending.file.lock()?;
             // Until the lock, another writer's clean-up could take it for
             // a dead writer's and remove it: then the name is not ours to
             // keep, nor to remove.
-            if pending.temp.as_deref().is_some_and(|t| same_file(&pending.file, t)) {
+            if pending.temp.0.as_deref().is_some_and(|t| same_file(&pending.file, t)) {
                 return Ok(pending);
             }
-            pending.temp = None;
+            pending.temp.0 = None;
         }
         Err(io::Error::new(io::ErrorKind::AlreadyExists, "no free temporary name"))
     }
@@ -156,16 +171,16 @@ impl Pending {
     /// and returns it. An anonymous file that cannot be linked is copied
     /// into a named temporary.
     fn name(&mut self, dir: &Path, name: &str) -> io::Result<PathBuf> {
-        if let Some(temp) = &self.temp {
+        if let Some(temp) = &self.temp.0 {
             return Ok(temp.clone());
         }
         let temp = dir.join(temp_name(name));
         if link_anonymous(&self.file, &temp).is_ok() {
-            self.temp = Some(temp.clone());
+            self.temp.0 = Some(temp.clone());
             return Ok(temp);
         }
         *self = self.copied_to_named(dir, name)?;
-        Ok(self.temp.clone().expect("a named temporary"))
+        Ok(self.temp.0.clone().expect("a named temporary"))
     }
 
     /// A named temporary holding this file's content, synced.
@@ -178,9 +193,9 @@ impl Pending {
     }
 }
 
-impl Drop for Pending {
+impl Drop for Temp {
     fn drop(&mut self) {
-        if let Some(temp) = &self.temp {
+        if let Some(temp) = &self.0 {
             let _ = std::fs::remove_file(temp);
         }
     }
@@ -213,6 +228,10 @@ fn anonymous_file(_: &File) -> io::Result<File> {
 #[cfg(target_os = "linux")]
 fn link_anonymous(file: &File, to: &Path) -> io::Result<()> {
     use std::os::fd::AsRawFd;
+    #[cfg(test)]
+    if NO_PROC.get() {
+        return Err(io::Error::from(io::ErrorKind::NotFound));
+    }
     let from = format!("/proc/self/fd/{}", file.as_raw_fd());
     rustix::fs::linkat(rustix::fs::CWD, from.as_str(), rustix::fs::CWD, to, rustix::fs::AtFlags::SYMLINK_FOLLOW)?;
     Ok(())
@@ -221,6 +240,13 @@ fn link_anonymous(file: &File, to: &Path) -> io::Result<()> {
 #[cfg(not(target_os = "linux"))]
 fn link_anonymous(_: &File, _: &Path) -> io::Result<()> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Set by a test: this thread's publications find no `/proc`, as in a
+    /// chroot or a minimal container, and copy what they cannot link.
+    pub(crate) static NO_PROC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 const TEMP_SUFFIX: &str = ".packfs-tmp";
@@ -380,7 +406,7 @@ mod tests {
         let data: Vec<u8> = (0..200_000u32).map(|i| i as u8).collect();
         anon.file.write_all(&data).unwrap();
         let named = anon.copied_to_named(dir.path(), "x.pack").unwrap();
-        let temp = named.temp.clone().unwrap();
+        let temp = named.temp.0.clone().unwrap();
         assert_eq!(std::fs::read(&temp).unwrap(), data);
         drop(named);
         assert!(!temp.exists(), "an unpublished temporary outlived its writer");

@@ -59,6 +59,29 @@ pub enum Part<'a> {
 }
 
 impl Tree {
+    /// Checks a lower inode `ino` of an image against the lower: it is
+    /// there, of the kind the image says, and not the lower's root (which
+    /// is [`ROOT`] here); a file not copied up reads its own bytes, all of
+    /// them, and a merged directory merges its own.
+    fn restorable_lower(&self, ino: Ino, shape: &Shape<'_>) -> std::result::Result<(), &'static str> {
+        let lower = self.lower.as_deref().ok_or("a lower inode in an image without a lower")?;
+        let lino = ino & !LOWER_TAG;
+        let md = lower.metadata(lino).map_err(|_| "a lower inode the lower does not have")?;
+        let agrees = lino != lower.root()
+            && match *shape {
+                Shape::Lower { ino, size } => ino == lino && size == md.size && md.kind == FileType::File,
+                Shape::File { .. } => md.kind == FileType::File,
+                Shape::Dir { lower, .. } => lower.is_none_or(|l| l == lino) && md.kind == FileType::Dir,
+                Shape::Symlink(target) => {
+                    md.kind == FileType::Symlink && lower.readlink(lino).is_ok_and(|t| t == target)
+                }
+            };
+        if !agrees {
+            return Err("a lower inode that is not what the lower has");
+        }
+        Ok(())
+    }
+
     /// Emits the image of this tree's own layer (over the same lower, if
     /// any): every inode, then every entry, then the lower inodes gone, then
     /// [`Part::End`].
@@ -119,20 +142,24 @@ impl Tree {
                 {
                     return Err("a file larger than a tree holds");
                 }
+                if lower(ino) {
+                    self.restorable_lower(ino, &shape)?;
+                }
                 let data = match shape {
                     Shape::File { size } => {
                         let mut content = Content::default();
                         content.set_len(size);
                         Data::File(content)
                     }
-                    Shape::Lower { ino: lino, size } if lower(ino) && self.lower.is_some() => {
-                        Data::Lower { ino: lino, size }
-                    }
-                    Shape::Dir { parent, lower: below } if below.is_none() || self.lower.is_some() => {
-                        Data::Dir { parent, lower: below }
+                    Shape::Lower { ino: lino, size } if lower(ino) => Data::Lower { ino: lino, size },
+                    // Only the root and lower directories merge, each with
+                    // its own lower directory.
+                    Shape::Dir { parent, lower: None } => Data::Dir { parent, lower: None },
+                    Shape::Dir { parent, lower: Some(l) } if lower(ino) || ino == ROOT => {
+                        Data::Dir { parent, lower: Some(l) }
                     }
                     Shape::Symlink(target) => Data::Symlink(Arc::from(target)),
-                    _ => return Err("a lower inode in an image without a lower"),
+                    _ => return Err("a lower inode or a merged directory that is not the lower's"),
                 };
                 let inode = Inode { data, mode: mode & 0o7777, nlink, atime, mtime, ctime };
                 match self.inodes.get(&ino) {
@@ -187,10 +214,12 @@ impl Tree {
                     return Err("a next inode number already taken");
                 }
                 self.next_ino = next_ino;
-                // With no lower the whole tree is here, and is checked
-                // whole; over a lower, link counts are taken as written
-                // (checking them would list the whole lower).
-                if self.lower.is_none() && self.check_consistency().is_err() {
+                // Checked whole, over a lower too (listing it costs what
+                // opening a pack costs): a tree whose names, links and
+                // parents disagree could make a rename walk a cycle, or
+                // leave names of nothing, which the next image would not
+                // restore.
+                if self.check_consistency().is_err() {
                     return Err("an image whose names, links and parents disagree");
                 }
             }
@@ -312,5 +341,185 @@ mod tests {
         assert!(tree.restore(Part::Gone { lower: 3 }).is_err(), "no lower");
         assert!(tree.restore(Part::End { next_ino: 7 }).is_err(), "7 is taken");
         assert!(tree.restore(Part::End { next_ino: 8 }).is_ok());
+    }
+    const T0: [Timestamp; 3] = [Timestamp { secs: 0, nanos: 0 }; 3];
+
+    fn dir(ino: Ino, parent: Ino, lower: Option<Ino>, nlink: u64) -> Part<'static> {
+        Part::Inode { ino, shape: Shape::Dir { parent, lower }, mode: 0o755, nlink, times: T0, orphan: nlink == 0 }
+    }
+
+    fn file(ino: Ino, nlink: u64) -> Part<'static> {
+        Part::Inode { ino, shape: Shape::File { size: 0 }, mode: 0o644, nlink, times: T0, orphan: nlink == 0 }
+    }
+
+    fn entry(dir: Ino, name: &str, ino: Ino, kind: FileType) -> Part<'_> {
+        Part::Entry { dir, name, ino, kind }
+    }
+
+    /// A pack with directories `a` and `b` (`a/x` in it) and a file `f`:
+    /// a lower, and the numbers its inodes have over it.
+    fn lower_pack() -> (Arc<dyn FileSystem>, [Ino; 4]) {
+        let fs = MemFs::new();
+        let a = fs.mkdir(ROOT, "a", 0o755).unwrap();
+        fs.mkdir(ROOT, "b", 0o755).unwrap();
+        fs.mkdir(a, "x", 0o755).unwrap();
+        fs.close(fs.open(ROOT, "f", &OpenOptions::create()).unwrap());
+        let mut bytes = Vec::new();
+        crate::pack::write_pack(&fs.snapshot(), &mut bytes).unwrap();
+        let pack = crate::pack::PackFs::open(bytes).unwrap();
+        let ino = |path: &str| crate::resolve::resolve(&pack, pack.root(), path, false).unwrap() | LOWER_TAG;
+        let inos = [ino("a"), ino("b"), ino("a/x"), ino("f")];
+        (Arc::new(pack), inos)
+    }
+
+    /// The image `parts` replayed as a version-2 log onto `tree`.
+    fn replayed(mut tree: Tree, parts: &[Part<'_>]) -> Result<Tree> {
+        let mut body = Vec::new();
+        for part in parts {
+            encode_part(part, Timestamp::new(0, 0), &mut body);
+        }
+        let header = Header { generation: 0, created: Timestamp::new(0, 0), image: true };
+        replay(&mut tree, &header, &body)?;
+        Ok(tree)
+    }
+
+    /// Images no live tree could have written, each of which a3db56c
+    /// replayed: a root whose parent is its own subdirectory, and over a
+    /// pack two directories each other's parent (a directory rename then
+    /// walked their parents for ever, under the writer lock); two removed
+    /// directories with an entry from one to the other (the reap left the
+    /// entry, and the next image could not be restored: the journal never
+    /// opened again); over a pack, a removed file with a name, two names
+    /// on a file of one link, a lower directory that is another's, a file
+    /// that reads another lower file's bytes. Each is refused.
+    #[test]
+    fn images_no_tree_could_write_are_refused() {
+        let now = Timestamp::new(0, 0);
+        let fresh = || Tree::new(now, Quota::default());
+        let (lower, [a, b, x, f]) = lower_pack();
+        let over = || Tree::overlay(lower.clone(), now, Quota::default()).unwrap();
+        let end = |next_ino| Part::End { next_ino };
+        let bad_images: Vec<(&str, Tree, Vec<Part<'_>>)> = vec![
+            (
+                "a root under its own subdirectory",
+                fresh(),
+                vec![dir(ROOT, 2, None, 3), dir(2, ROOT, None, 2), entry(ROOT, "a", 2, FileType::Dir), end(3)],
+            ),
+            (
+                "two directories each other's parent",
+                over(),
+                vec![dir(a, b, Some(a & !LOWER_TAG), 3), dir(b, a, Some(b & !LOWER_TAG), 2), end(2)],
+            ),
+            (
+                "an entry between removed directories",
+                fresh(),
+                vec![dir(2, ROOT, None, 0), dir(3, 2, None, 0), entry(2, "x", 3, FileType::Dir), end(4)],
+            ),
+            ("a removed file with a name", over(), vec![file(2, 0), entry(ROOT, "g", 2, FileType::File), end(3)]),
+            (
+                "two names, one link",
+                over(),
+                vec![file(2, 1), entry(ROOT, "g", 2, FileType::File), entry(ROOT, "h", 2, FileType::File), end(3)],
+            ),
+            (
+                "a lower file named again with its count",
+                over(),
+                vec![
+                    Part::Inode {
+                        ino: f,
+                        shape: Shape::Lower { ino: f & !LOWER_TAG, size: 0 },
+                        mode: 0o644,
+                        nlink: 1,
+                        times: T0,
+                        orphan: false,
+                    },
+                    entry(ROOT, "g", f, FileType::File),
+                    end(2),
+                ],
+            ),
+            ("a lower directory moved without its parent", over(), vec![dir(x, b, Some(x & !LOWER_TAG), 2), end(2)]),
+            (
+                "a lower file reading another's bytes",
+                over(),
+                vec![
+                    Part::Inode {
+                        ino: f,
+                        shape: Shape::Lower { ino: a & !LOWER_TAG, size: 0 },
+                        mode: 0o644,
+                        nlink: 1,
+                        times: T0,
+                        orphan: false,
+                    },
+                    end(2),
+                ],
+            ),
+            (
+                "a merged directory of the upper",
+                fresh(),
+                vec![dir(2, ROOT, Some(3), 2), entry(ROOT, "a", 2, FileType::Dir), end(3)],
+            ),
+        ];
+        for (what, tree, parts) in bad_images {
+            let e = replayed(tree, &parts).err();
+            assert!(
+                matches!(
+                    e,
+                    Some(Error::CorruptJournal(crate::journal::CorruptJournal {
+                        kind: crate::journal::CorruptJournalKind::BadImage { .. },
+                        ..
+                    }))
+                ),
+                "{what}: {e:?}"
+            );
+        }
+        // What a tree over the pack writes is taken.
+        let mut tree = over();
+        tree.mkdir(a, "new", 0o755, now).unwrap();
+        tree.rename(ROOT, "f", b, "g", now).unwrap();
+        let body = {
+            let mut parts = Vec::new();
+            tree.image(|p| {
+                encode_part(&p, now, &mut parts);
+                Ok::<_, ()>(())
+            })
+            .unwrap();
+            parts
+        };
+        let header = Header { generation: 0, created: now, image: true };
+        replay(&mut over(), &header, &body).unwrap();
+    }
+
+    /// A tree whose parents form a cycle (restored part by part, never
+    /// checked whole): a directory rename ends with an error, not a walk
+    /// for ever; dropping links never takes a count below zero; and a
+    /// removed directory reaped with entries still in it takes them, and
+    /// their charges, with it.
+    #[test]
+    fn a_tree_that_disagrees_with_itself_never_hangs_nor_wraps() {
+        let now = Timestamp::new(0, 0);
+        let mut tree = Tree::new(now, Quota::default());
+        for part in [dir(ROOT, 2, None, 3), dir(2, ROOT, None, 2), entry(ROOT, "a", 2, FileType::Dir)] {
+            tree.restore(part).unwrap();
+        }
+        tree.mkdir(ROOT, "d", 0o755, now).unwrap();
+        assert!(matches!(tree.rename(ROOT, "d", 2, "d", now), Err(Error::Backend { .. })));
+
+        let mut tree = Tree::new(now, Quota::default());
+        let empty = tree.usage();
+        for part in [file(2, 1), entry(ROOT, "g", 2, FileType::File), entry(ROOT, "h", 2, FileType::File)] {
+            tree.restore(part).unwrap();
+        }
+        tree.unlink(ROOT, "g", now).unwrap();
+        tree.unlink(ROOT, "h", now).unwrap();
+        tree.reap_all();
+        assert_eq!(tree.usage(), empty);
+
+        let mut tree = Tree::new(now, Quota::default());
+        for part in [dir(2, ROOT, None, 0), dir(3, 2, None, 0), entry(2, "x", 3, FileType::Dir)] {
+            tree.restore(part).unwrap();
+        }
+        tree.reap_all();
+        assert_eq!(tree.usage(), empty, "the entry and both directories given back");
+        tree.check_consistency().unwrap();
     }
 }

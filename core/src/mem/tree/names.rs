@@ -3,13 +3,14 @@
 
 use super::*;
 use crate::path::validate_name;
-use crate::{Error, FileType, Ino, Result, SetTime, Timestamp};
+use crate::{BackendFault, Error, FileType, Ino, Result, SetTime, Timestamp};
 
 impl Tree {
     /// Drops one link of `ino`; an inode left with none becomes an orphan.
     pub(super) fn drop_link(&mut self, ino: Ino, now: Timestamp) -> Result<()> {
         let i = self.inode_mut(ino)?;
-        i.nlink = if matches!(i.data, Data::Dir { .. }) { 0 } else { i.nlink - 1 };
+        // Never below zero, whatever a lower or a log said the count was.
+        i.nlink = if matches!(i.data, Data::Dir { .. }) { 0 } else { i.nlink.saturating_sub(1) };
         i.ctime = now;
         if i.nlink == 0 {
             self.orphans.insert(ino, ());
@@ -140,7 +141,12 @@ impl Tree {
     }
 
     /// Directory `dir` is `ancestor` or beneath it: a walk up from `dir`.
+    /// Parents here never form a cycle (an image that has one is refused),
+    /// nor do a pack's; should they, the walk ends once it has taken more
+    /// steps here than there are inodes here, not under the writer lock
+    /// for ever.
     fn within(&self, ancestor: Ino, mut dir: Ino) -> Result<bool> {
+        let mut steps_here = 0;
         loop {
             if dir == ancestor {
                 return Ok(true);
@@ -148,6 +154,10 @@ impl Tree {
             let parent = self.parent(dir)?;
             if parent == dir {
                 return Ok(false);
+            }
+            steps_here += usize::from(self.inodes.get(&dir).is_some());
+            if steps_here > self.inodes.len() {
+                return Err(Error::backend(BackendFault::Contract, format!("directory {dir}'s parents form a cycle")));
             }
             dir = parent;
         }

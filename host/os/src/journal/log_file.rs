@@ -14,7 +14,7 @@ use packfs_core::mem::Tree;
 use packfs_core::sync::lock;
 use packfs_core::{BackendFault, Error, OsError, system_clock};
 
-use crate::publish::write_atomic;
+use crate::publish::write_atomic_keeping;
 
 /// A log is rewritten as the image of its tree once it is this many times
 /// longer than when it was last rewritten, and than the tree's usage, and
@@ -200,7 +200,7 @@ impl Sink for LogFile {
         // Called under the tree's writer lock: no change is being recorded,
         // and every one recorded so far is in `tree`.
         let mut published = false;
-        let written = write_atomic(&rewrite.path, |f| {
+        let written = write_atomic_keeping(&rewrite.path, |f| {
             let header = Header { generation: rewrite.generation, created: system_clock()(), image: true };
             let mut out = BufWriter::with_capacity(1 << 20, &*f);
             out.write_all(&header.encode())?;
@@ -215,10 +215,12 @@ impl Sink for LogFile {
             out.flush()?;
             drop(out);
             published = true;
-            Ok::<_, io::Error>((f.try_clone()?, len))
+            Ok::<_, io::Error>(len)
         });
         match written {
-            Ok((file, len)) => {
+            // Appends go to the file now at the log's path, which is not
+            // always the one written above (see `write_atomic_keeping`).
+            Ok((len, file)) => {
                 *lock(&self.file) = Arc::new(file);
                 (st.len, st.rewritten) = (len, len);
                 st.limit = rewrite.grows.map(|g| len.saturating_add(g));

@@ -250,3 +250,97 @@ fn opening_a_long_log_checkpoints_it() {
     assert_eq!(j.log_len(), HEADER_LEN as u64);
     assert_eq!((get(&**j.fs(), "small"), get(&**j.fs(), "big")), (b"x".to_vec(), vec![2; 1 << 20]));
 }
+
+/// Where `/proc` is not mounted (a chroot, a minimal container), a
+/// rewritten log is published as a copy of the file it was written to:
+/// every change acknowledged after a rewrite goes to the log now at the
+/// path, and comes back on reopen. On a3db56c they went to the unlinked
+/// file, and a reopen lost everything after the first rewrite.
+#[test]
+fn writes_after_a_rewrite_are_kept_without_proc() {
+    for no_proc in [true, false] {
+        crate::publish::NO_PROC.set(no_proc);
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
+        // A rewrite publishes a new file: a new inode at the log's path.
+        let log_ino = || std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(log_path(dir.path(), 0)).unwrap());
+        let (mut rewrites, mut last) = (0, log_ino());
+        for round in 0..12u8 {
+            put(j.fs(), "big", &vec![round; 1 << 20]);
+            put(j.fs(), &format!("r{round}"), &[round]);
+            rewrites += usize::from(log_ino() != last);
+            last = log_ino();
+        }
+        assert!(rewrites >= 2, "the log was rewritten {rewrites} times");
+        let counted = j.log_len();
+        drop(j);
+        assert_eq!(std::fs::metadata(log_path(dir.path(), 0)).unwrap().len(), counted, "no_proc {no_proc}");
+        let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
+        assert_eq!(get(&**j.fs(), "big"), vec![11; 1 << 20], "no_proc {no_proc}");
+        for round in 0..12u8 {
+            assert_eq!(get(&**j.fs(), &format!("r{round}")), [round], "no_proc {no_proc}");
+        }
+    }
+    crate::publish::NO_PROC.set(false);
+}
+
+/// A journal directory of generation `g` whose log is the image `parts`
+/// (version 2).
+fn journal_of_image(dir: &Path, g: u64, parts: &[packfs_core::mem::Part<'_>]) {
+    let created = packfs_core::Timestamp::new(0, 0);
+    let mut log = Header { generation: g, created, image: true }.encode().to_vec();
+    for part in parts {
+        packfs_core::journal::encode_part(part, created, &mut log);
+    }
+    std::fs::write(log_path(dir, g), log).unwrap();
+}
+
+/// Logs no journal could have written are refused at open, whole, over a
+/// checkpoint pack too; on a3db56c the first opened and then made a rename
+/// spin for ever under the writer lock, the second opened and acknowledged
+/// writes until the log's next rewrite, after which it never opened again.
+#[test]
+fn an_image_no_journal_could_write_is_refused_at_open() {
+    use packfs_core::mem::{LOWER_TAG, Part, ROOT, Shape};
+    let t0 = [packfs_core::Timestamp::new(0, 0); 3];
+    let dir = |ino, parent, lower, nlink| Part::Inode {
+        ino,
+        shape: Shape::Dir { parent, lower },
+        mode: 0o755,
+        nlink,
+        times: t0,
+        orphan: nlink == 0,
+    };
+    // Over a checkpoint pack of `a` and `b`: each the other's parent.
+    let over_pack = tempfile::tempdir().unwrap();
+    let base = MemFs::new();
+    base.mkdir(base.root(), "a", 0o755).unwrap();
+    base.mkdir(base.root(), "b", 0o755).unwrap();
+    write_pack(&base.snapshot(), File::create(base_path(over_pack.path(), 1)).unwrap()).unwrap();
+    let pack = open_pack(base_path(over_pack.path(), 1)).unwrap();
+    let (a, b) = (pack.lookup(pack.root(), "a").unwrap(), pack.lookup(pack.root(), "b").unwrap());
+    let cycle = [
+        dir(a | LOWER_TAG, b | LOWER_TAG, Some(a), 2),
+        dir(b | LOWER_TAG, a | LOWER_TAG, Some(b), 2),
+        Part::End { next_ino: 2 },
+    ];
+    // Without the cycle, the same parts open.
+    let good = [dir(a | LOWER_TAG, ROOT, Some(a), 2), Part::End { next_ino: 2 }];
+    let fresh = tempfile::tempdir().unwrap();
+    // Two removed directories, an entry from one to the other.
+    let orphans = [
+        dir(2, ROOT, None, 0),
+        dir(3, 2, None, 0),
+        Part::Entry { dir: 2, name: "x", ino: 3, kind: packfs_core::FileType::Dir },
+        Part::End { next_ino: 4 },
+    ];
+    journal_of_image(over_pack.path(), 1, &good);
+    let j = Journal::open(over_pack.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
+    assert_eq!(j.fs().read_dir(j.fs().root(), None, 10).unwrap().len(), 2);
+    drop(j);
+    for (what, at, g, parts) in [("a cycle", &over_pack, 1, &cycle[..]), ("orphans", &fresh, 0, &orphans[..])] {
+        journal_of_image(at.path(), g, parts);
+        let opened = Journal::open(at.path(), SyncPolicy::EveryOp, Quota::default());
+        assert!(matches!(opened, Err(JournalError::Corrupt { .. })), "{what}: {:?}", opened.err());
+    }
+}
