@@ -76,6 +76,14 @@ impl ByteSource for PackSource {
         }
     }
 
+    fn complete(&self) -> bool {
+        match self {
+            PackSource::Local(f) => f.complete(),
+            #[cfg(feature = "remote")]
+            PackSource::Remote(r) => r.complete(),
+        }
+    }
+
     fn checks_extents(&self) -> bool {
         match self {
             PackSource::Local(f) => f.checks_extents(),
@@ -315,5 +323,28 @@ mod remote_state {
         pub fn remote_cache(&self) -> Option<&Cache> {
             self.remote.options.get()?.cache.as_deref()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pack's source answers every question as the source it wraps: a
+    /// mapped file may change in place (so a pinned pack copies), holds
+    /// every byte, and checks none itself.
+    #[test]
+    fn a_pack_source_answers_as_what_it_wraps() {
+        type Answers = (u64, Option<Vec<u8>>, Option<Vec<u8>>, [bool; 4]);
+        fn answers(s: &impl ByteSource) -> Answers {
+            let flags = [s.complete(), s.checks_extents(), s.changeable(), s.at_hand(0, 0..4)];
+            (s.size(), s.get(0..4).map(<[u8]>::to_vec), s.extent(0, 0..4).map(<[u8]>::to_vec), flags)
+        }
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), b"some bytes").unwrap();
+        let mapped = || MappedFile::open(file.path()).unwrap();
+        let want = answers(&mapped());
+        assert_eq!(want.3, [true, false, true, true]);
+        assert_eq!(answers(&PackSource::Local(mapped())), want);
     }
 }

@@ -307,6 +307,12 @@ impl<S: ByteSource> PackFs<S> {
     /// it cannot be pinned.
     pub fn digest(&self) -> Option<Digest> {
         *self.digest.get_or_init(|| {
+            // A pinned pack matched its pin at open; its source may have
+            // changed since (a mapped file written in place), what it
+            // serves has not.
+            if self.pin.is_some() {
+                return self.pin;
+            }
             if !self.index.has_digests() {
                 return None;
             }

@@ -95,7 +95,10 @@ impl ByteSource for Vec<u8> {
     }
 }
 
-/// A source behind a pointer is the source.
+/// A source behind a pointer is the source, in every answer it gives:
+/// a method left to its default here would answer for the pointer, not
+/// for what it points at (a mapped file shared through an `Arc` taken for
+/// one that cannot change). The test below calls each through each.
 macro_rules! forward {
     ($($ptr:ty),*) => {$(
         impl<T: ByteSource + ?Sized> ByteSource for $ptr {
@@ -114,6 +117,9 @@ macro_rules! forward {
             fn checks_extents(&self) -> bool {
                 (**self).checks_extents()
             }
+            fn changeable(&self) -> bool {
+                (**self).changeable()
+            }
             fn at_hand(&self, k: u64, range: Range<u64>) -> bool {
                 (**self).at_hand(k, range)
             }
@@ -122,3 +128,58 @@ macro_rules! forward {
 }
 
 forward!(&T, Box<T>, Arc<T>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A source whose every answer differs from the trait's default.
+    struct Odd;
+
+    impl ByteSource for Odd {
+        fn size(&self) -> u64 {
+            7
+        }
+        fn get(&self, _: Range<u64>) -> Option<&[u8]> {
+            Some(b"get")
+        }
+        fn extent(&self, _: u64, _: Range<u64>) -> Option<&[u8]> {
+            Some(b"extent")
+        }
+        fn complete(&self) -> bool {
+            false
+        }
+        fn checks_extents(&self) -> bool {
+            true
+        }
+        fn changeable(&self) -> bool {
+            true
+        }
+        fn at_hand(&self, _: u64, _: Range<u64>) -> bool {
+            false
+        }
+    }
+
+    type Answers<'a> = (u64, Option<&'a [u8]>, Option<&'a [u8]>, bool, bool, bool, bool);
+
+    fn answers<S: ByteSource + ?Sized>(s: &S) -> Answers<'_> {
+        (s.size(), s.get(0..1), s.extent(0, 0..1), s.complete(), s.checks_extents(), s.changeable(), s.at_hand(0, 0..1))
+    }
+
+    /// Every pointer answers every question as what it points at does
+    /// (on a3db56c, `changeable` answered for the pointer: false).
+    #[test]
+    fn a_pointer_answers_as_what_it_points_at() {
+        let want = answers(&Odd);
+        assert_eq!(want, (7, Some(&b"get"[..]), Some(&b"extent"[..]), false, true, true, false));
+        let arc = Arc::new(Odd);
+        let dynamic: Arc<dyn ByteSource> = Arc::new(Odd);
+        let boxed: Box<dyn ByteSource> = Box::new(Odd);
+        assert_eq!(answers(&&Odd), want, "&");
+        assert_eq!(answers(&Box::new(Odd)), want, "Box");
+        assert_eq!(answers(&arc), want, "Arc");
+        assert_eq!(answers(&dynamic), want, "Arc<dyn>");
+        assert_eq!(answers(&boxed), want, "Box<dyn>");
+        assert_eq!(answers(&Box::new(arc.clone())), want, "Box<Arc>");
+    }
+}

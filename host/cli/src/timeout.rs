@@ -65,6 +65,16 @@ impl FileSystem for Timed<'_> {
     fn inode_count_hint(&self) -> Option<u64> {
         self.0.inode_count_hint()
     }
+    fn parent(&self, dir: packfs_core::Ino) -> packfs_core::Result<packfs_core::Ino> {
+        self.0.parent(dir)
+    }
+    fn loaded(&self, ino: packfs_core::Ino, offset: u64, len: u64) -> packfs_core::Result<()> {
+        self.check()?;
+        self.0.loaded(ino, offset, len)
+    }
+    fn may_wait(&self, ino: packfs_core::Ino, offset: u64, len: u64) -> bool {
+        self.0.may_wait(ino, offset, len)
+    }
     fn open(
         &self,
         dir: packfs_core::Ino,

@@ -228,13 +228,18 @@ mod tests {
     /// A pinned pack whose file another process changes in place after it
     /// was opened: no read returns a changed byte, in any layout (version 1
     /// blobs; version 2 raw and compressed chunks), nor does a lookup see a
-    /// changed name. Reads are served from the copies checked (the cache),
-    /// or, when the cache kept none, from a new copy that fails its digest
-    /// (`Corrupt`). On 65991d3 the second read returned the patched bytes:
-    /// raw bytes were checked once, then lent from the live mapping.
+    /// changed name, nor is the digest taken of the changed bytes; whether
+    /// the pack holds the mapped file or an `Arc`, a `Box` or a `&` of it.
+    /// Reads are served from the copies checked (the cache), or, when the
+    /// cache kept none, from a new copy that fails its digest (`Corrupt`).
+    /// On 65991d3 the second read returned the patched bytes: raw bytes were
+    /// checked once, then lent from the live mapping; on a3db56c, so it did
+    /// through an `Arc`, a `Box` or a `&`, which did not say that what they
+    /// point at may change.
     #[test]
     fn a_pinned_pack_never_serves_bytes_changed_after_it_was_opened() {
-        use packfs_core::pack::Compression;
+        use packfs_core::pack::{ByteSource, Compression, PackFs};
+        use std::sync::Arc;
         let data: Vec<u8> = (0..300_000u32).map(|i| i.wrapping_mul(2_654_435_761).to_le_bytes()[3]).collect();
         let text = b"HELLO-PINNED-OK ".repeat(20_000);
         let fs = MemFs::new();
@@ -243,6 +248,7 @@ mod tests {
             fs.write_at(f, 0, bytes).unwrap();
             fs.close(f);
         }
+        let want = [("noise", &data), ("text", &text)];
         let dir = tempfile::tempdir().unwrap();
         for (layout, compress) in [("v1", None), ("v2", Some(Compression::zstd(3)))] {
             let path = dir.path().join(format!("{layout}.pack"));
@@ -251,49 +257,82 @@ mod tests {
             let digest = open_pack(&path).unwrap().digest().unwrap();
             for cache in [128 << 20, 0] {
                 let opts = ReadOptions::new().pin(Some(digest)).cache_bytes(cache);
-                let pack = open_pack_with(&path, opts).unwrap();
-                let read = |name: &str| {
-                    let ino = pack.lookup(pack.root(), name)?;
-                    let mut buf = vec![0u8; 400_000];
-                    let n = pack.read_at(ino, 0, &mut buf)?;
-                    buf.truncate(n);
-                    Ok::<_, Error>(buf)
-                };
-                assert_eq!(read("noise").unwrap(), data, "{layout}");
-                assert_eq!(read("text").unwrap(), text, "{layout}");
-                assert_eq!(*pack.file_bytes(pack.lookup(pack.root(), "noise").unwrap()).unwrap(), data[..]);
-                // Patch every stored byte of the files, and the names, in
-                // place: the mapping shows it.
-                let mut bytes = std::fs::read(&path).unwrap();
-                let original = bytes.clone();
-                for (i, b) in bytes.iter_mut().enumerate().skip(64).take(original.len() - 64 - 128) {
-                    *b ^= (i as u8) | 1;
-                }
-                let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-                std::os::unix::fs::FileExt::write_all_at(&file, &bytes, 0).unwrap();
-                assert_eq!(pack.source().bytes(), &bytes[..], "the mapping shows the change");
-                let mut refused = 0;
-                for (name, want) in [("noise", &data), ("text", &text)] {
-                    match read(name) {
-                        Ok(got) => assert!(got == *want, "{layout}, cache {cache}: {name} read changed bytes"),
-                        Err(e) => {
-                            assert!(matches!(e, Error::Corrupt(_)), "{layout}, cache {cache}: {e}");
-                            refused += 1;
-                        }
-                    }
-                    let ino = pack.lookup(pack.root(), name).unwrap();
-                    if let Ok(got) = pack.file_bytes(ino) {
-                        assert!(*got == want[..], "{layout}, cache {cache}: {name} lent changed bytes");
-                    }
-                }
-                // The cache keeps only the last extent read: another one
-                // is copied again, and its changed bytes fail.
-                if cache == 0 {
-                    assert!(refused > 0, "{layout}: nothing refused with nothing kept");
-                }
-                std::os::unix::fs::FileExt::write_all_at(&file, &original, 0).unwrap();
+                let what = format!("{layout}, cache {cache}");
+                let map = || MappedFile::open(&path).unwrap();
+                let shared = map();
+                changed_in_place(&PackFs::open_with(map(), opts).unwrap(), &path, &want, &what);
+                changed_in_place(
+                    &PackFs::open_with(Arc::new(map()), opts).unwrap(),
+                    &path,
+                    &want,
+                    &(what.clone() + ", Arc"),
+                );
+                changed_in_place(
+                    &PackFs::open_with(Box::new(map()), opts).unwrap(),
+                    &path,
+                    &want,
+                    &(what.clone() + ", Box"),
+                );
+                changed_in_place(&PackFs::open_with(&shared, opts).unwrap(), &path, &want, &(what.clone() + ", &"));
+                let dynamic: Arc<dyn ByteSource> = Arc::new(map());
+                changed_in_place(&PackFs::open_with(dynamic, opts).unwrap(), &path, &want, &(what + ", Arc<dyn>"));
             }
         }
+    }
+
+    /// Reads the pinned `pack` (of `path`, holding the files `want`),
+    /// changes every stored byte of its file in place, and checks that
+    /// nothing changed is served; puts the file back.
+    fn changed_in_place<S: packfs_core::pack::ByteSource>(
+        pack: &packfs_core::pack::PackFs<S>,
+        path: &Path,
+        want: &[(&str, &Vec<u8>)],
+        what: &str,
+    ) {
+        let digest = pack.pinned().unwrap();
+        let read = |name: &str| {
+            let ino = pack.lookup(pack.root(), name)?;
+            let mut buf = vec![0u8; 400_000];
+            let n = pack.read_at(ino, 0, &mut buf)?;
+            buf.truncate(n);
+            Ok::<_, Error>(buf)
+        };
+        for &(name, bytes) in want {
+            assert_eq!(read(name).unwrap(), *bytes, "{what}");
+        }
+        let first = pack.lookup(pack.root(), want[0].0).unwrap();
+        assert_eq!(*pack.file_bytes(first).unwrap(), want[0].1[..], "{what}");
+        // Patch every stored byte of the files, and the names, in place:
+        // the mapping shows it.
+        let mut bytes = std::fs::read(path).unwrap();
+        let original = bytes.clone();
+        for (i, b) in bytes.iter_mut().enumerate().skip(64).take(original.len() - 64 - 128) {
+            *b ^= (i as u8) | 1;
+        }
+        let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&file, &bytes, 0).unwrap();
+        assert_eq!(pack.source().get(0..bytes.len() as u64), Some(&bytes[..]), "the mapping shows the change");
+        let mut refused = 0;
+        for &(name, bytes) in want {
+            match read(name) {
+                Ok(got) => assert!(got == *bytes, "{what}: {name} read changed bytes"),
+                Err(e) => {
+                    assert!(matches!(e, Error::Corrupt(_)), "{what}: {e}");
+                    refused += 1;
+                }
+            }
+            let ino = pack.lookup(pack.root(), name).unwrap();
+            if let Ok(got) = pack.file_bytes(ino) {
+                assert!(*got == bytes[..], "{what}: {name} lent changed bytes");
+            }
+        }
+        assert_eq!(pack.digest(), Some(digest), "{what}: the digest of what it serves");
+        // The cache keeps only the last extent read: another one is copied
+        // again, and its changed bytes fail.
+        if what.contains("cache 0") {
+            assert!(refused > 0, "{what}: nothing refused with nothing kept");
+        }
+        std::os::unix::fs::FileExt::write_all_at(&file, &original, 0).unwrap();
     }
 
     #[test]
