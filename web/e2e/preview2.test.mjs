@@ -11,9 +11,11 @@
 // host/tests/p2_scripts.rs ran natively (p2_script over an overlay of a
 // seed pack), each of which must answer here as it did there, call for
 // call. Then what the adapter refuses: a capability it does not know, and
-// a descriptor of another adapter.
+// a descriptor of another adapter; what it keeps apart across adapters
+// (device numbers); what a failed call leaves held; what a component
+// transpiled for JSPI may await; what a stdout callback's throw becomes.
 
-import { test, before } from "node:test";
+import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { readFileSync, readdirSync } from "node:fs";
@@ -21,14 +23,21 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
 import { DIR, GUESTS, transpile, transpileOne } from "./jco.mjs";
+import { startServer } from "./server.mjs";
 
-let packfs, preview2, out;
+const SHIM = new URL("../node_modules/@bytecodealliance/preview2-shim/dist/browser/", import.meta.url);
+const DISPOSE = Symbol.dispose ?? Symbol.for("dispose");
+let packfs, preview2, out, server;
 
 before(async () => {
   packfs = await import(new URL("../pkg/index.js", import.meta.url).href);
   await packfs.default();
   preview2 = await import(new URL("../pkg/preview2.js", import.meta.url).href);
   out = transpile();
+});
+
+after(async () => {
+  await server?.close();
 });
 
 /** Every path under `fs`'s root, as host/tests/guests.rs writes a tree:
@@ -150,7 +159,7 @@ test("randomized scripts of 0.2 calls answer through the adapter as natively", a
 });
 
 test("the adapter refuses what it does not know", async () => {
-  const io = await import(new URL("../node_modules/@bytecodealliance/preview2-shim/dist/browser/io.js", import.meta.url).href);
+  const io = await import(new URL("io.js", SHIM).href);
   assert.throws(() => new preview2.PackFsAdapter({}), TypeError);
   const adapter = new preview2.PackFsAdapter(io);
   assert.throws(() => adapter.getRoot({ fs: "/etc" }), TypeError);
@@ -177,8 +186,7 @@ test("the adapter refuses what it does not know", async () => {
 // not whenever the descriptor object is collected. A stream holds its
 // descriptor's file open until the stream is dropped too.
 test("a component's dropped descriptor closes its file at once; its streams hold it until they drop", async () => {
-  const shim = await import(new URL("../node_modules/@bytecodealliance/preview2-shim/dist/browser/index.js", import.meta.url).href);
-  const DISPOSE = Symbol.dispose ?? Symbol.for("dispose");
+  const shim = await import(new URL("index.js", SHIM).href);
   const fs = new packfs.MemFs({ maxBytes: 3 << 20 });
   const imports = await preview2.wasiImports({ preopens: { "/": fs }, shim });
   const [[root]] = imports["wasi:filesystem/preopens"].getDirectories();
@@ -212,4 +220,105 @@ test("a component's dropped descriptor closes its file at once; its streams hold
   again[DISPOSE]?.();
   root.createDirectoryAt("still-here");
   assert.equal(root.statAt({}, "still-here").type, "directory");
+});
+
+// Device numbers were each adapter's own, so the first filesystem of every
+// adapter was device 1: with one adapter per preopen, as the README shows,
+// two different files had one metadata-hash (and is-same-object said they
+// differed).
+test("two adapters' filesystems have different devices: different files, different metadata-hashes", async () => {
+  const io = await import(new URL("io.js", SHIM).href);
+  const roots = [new packfs.MemFs(), new packfs.MemFs()].map((fs) => new preview2.PackFsAdapter(io).getRoot(fs));
+  for (const root of roots) root.openAt({}, "f", { create: true }, { read: true, write: true });
+  const [a, b] = roots;
+  assert.notDeepEqual(a.metadataHash(), b.metadataHash(), "the two roots");
+  assert.notDeepEqual(a.metadataHashAt({}, "f"), b.metadataHashAt({}, "f"), "the two files");
+  assert.equal(a.isSameObject(b), false);
+  // One filesystem given to two adapters is one device: one file, one hash.
+  const shared = new packfs.MemFs();
+  const [c, d] = [0, 1].map(() => new preview2.PackFsAdapter(io).getRoot(shared));
+  c.openAt({}, "g", { create: true }, { read: true, write: true });
+  assert.deepEqual(c.metadataHashAt({}, "g"), d.metadataHashAt({}, "g"));
+  assert.deepEqual(c.metadataHash(), d.metadataHash());
+});
+
+// read-directory on a file took its hold on the descriptor before the
+// listing failed (not-directory), and never gave it back: the file stayed
+// open, and an unlinked one kept its bytes and its quota, until collected.
+test("a failed read-directory on a file holds nothing: the file closes when dropped", async () => {
+  const shim = await import(new URL("index.js", SHIM).href);
+  const fs = new packfs.MemFs({ maxBytes: 3 << 20 });
+  const imports = await preview2.wasiImports({ preopens: { "/": fs }, shim });
+  const [[root]] = imports["wasi:filesystem/preopens"].getDirectories();
+  const empty = fs.usage().bytes;
+  const f = root.openAt({}, "f", { create: true }, { read: true, write: true });
+  f.write(new Uint8Array(1 << 20).fill(7), 0n);
+  assert.throws(() => f.readDirectory(), (e) => e === "not-directory" || e?.payload === "not-directory");
+  f[DISPOSE]();
+  root.unlinkFileAt("f");
+  assert.equal(fs.usage().bytes, empty, "the unlinked file's bytes are given back");
+});
+
+// The shim sends input-stream.read (and skip) to a handler's blockingRead
+// when it has no read of its own: with JSPI, a promise, to an import not
+// among JSPI_IMPORTS, which the component does not await; skip took the
+// promise for bytes and failed.
+test("with JSPI, each input-stream read or skip over a lazy pack either answers at once or is among JSPI_IMPORTS", async () => {
+  const io = await import(new URL("io.js", SHIM).href);
+  const bytes = new Uint8Array(300_000).map((_, i) => (i * 13) & 0xff);
+  const fs = new packfs.MemFs();
+  fs.writeFileSync("big.bin", bytes);
+  fs.writeFileSync("tail.txt", "x".repeat(70_000));
+  server = await startServer({ files: { "/lazy.pack": Buffer.from(await fs.compact({ compress: "none" })) } });
+  const calls = [
+    ["read", "input-stream.read", (got) => assert.deepEqual(got, bytes.subarray(0, 4096))],
+    ["blockingRead", "input-stream.blocking-read", (got) => assert.deepEqual(got, bytes.subarray(0, 4096))],
+    ["skip", "input-stream.skip", (got) => assert.equal(got, 4096n)],
+    ["blockingSkip", "input-stream.blocking-skip", (got) => assert.equal(got, 4096n)],
+  ];
+  let awaited = 0;
+  for (const [method, name, check] of calls) {
+    // A pack of its own for each: the file's bytes not here yet.
+    const pack = await packfs.Pack.fromUrl(`${server.url}/lazy.pack`, { persist: false });
+    const root = new preview2.PackFsAdapter(io, { jspi: true }).getRoot(pack);
+    const stream = root.openAt({}, "big.bin", {}, { read: true }).readViaStream(0n);
+    let got = stream[method](4096n);
+    if (got instanceof Promise) {
+      assert.ok(preview2.JSPI_IMPORTS.includes(`wasi:io/streams#[method]${name}`), `${name} returned a promise, and is not among JSPI_IMPORTS`);
+      got = await got;
+      awaited += 1;
+    }
+    check(got);
+  }
+  assert.ok(awaited > 0, "some call awaited the pack's bytes");
+});
+
+// A stdout callback that threw unwound through the component (a trap, or
+// the embedder's own error out of run()); the WASI class gives the guest
+// EIO for the same, as a failed stream write.
+test("a stdout callback that throws fails the component's write, as a stream error", async () => {
+  const shim = await import(new URL("index.js", SHIM).href);
+  const imports = await preview2.wasiImports({
+    shim,
+    stdout: () => {
+      throw new Error("the embedder's bug");
+    },
+  });
+  const stdout = imports["wasi:cli/stdout"].getStdout();
+  assert.throws(() => stdout.blockingWriteAndFlush(new Uint8Array([104, 105])), (e) => e?.tag === "last-operation-failed");
+  // A p2 guest told so says it failed, and exits; nothing unwinds out of run().
+  const decoder = new TextDecoder();
+  let stderr = "";
+  const guest = await preview2.wasiImports({
+    preopens: { "/": new packfs.MemFs(), "/ro": packfs.Pack.fromBytes(readFileSync(join(DIR, "ro.pack"))) },
+    args: ["files"],
+    stdout: () => {
+      throw new Error("the embedder's bug");
+    },
+    stderr: (b) => (stderr += decoder.decode(b, { stream: true })),
+  });
+  const { instantiate } = await import(pathToFileURL(join(out, "files", "files.js")).href);
+  const instance = await instantiate(undefined, guest);
+  assert.throws(() => instance.run.run(), (e) => e instanceof WebAssembly.RuntimeError || e?.exitError);
+  assert.match(stderr, /failed printing to stdout/);
 });

@@ -16,7 +16,9 @@ export interface ShimIo {
 
 /** The shim's `BrowserFilesystemAdapter` over PackFS: pass it to
  *  `createFilesystem({ adapter, preopens })` or
- *  `_addPreopenWithAdapter(path, adapter, capability)`. */
+ *  `_addPreopenWithAdapter(path, adapter, capability)`. Device numbers
+ *  (and so `metadata-hash`) are one per filesystem across all adapters:
+ *  one adapter per preopen is fine. */
 export declare class PackFsAdapter {
   /** `jspi`: the component was transpiled with `--async-mode jspi` and
    *  JSPI_IMPORTS async; its reads of lazy bytes then await them. */
@@ -30,7 +32,9 @@ export interface WasiImportsOptions {
   args?: string[];
   env?: Record<string, string>;
   cwd?: string;
-  /** Each write's bytes; the console's when absent. */
+  /** Each write's bytes; the console's when absent. One that throws
+   *  fails that write (a stream error the component sees), as a `WASI`
+   *  callback's throw is EIO. */
   stdout?: (bytes: Uint8Array) => void;
   stderr?: (bytes: Uint8Array) => void;
   /** The shim's browser build, where a bare import cannot find it. */
@@ -47,5 +51,8 @@ export interface WasiImportsOptions {
  *  closed at once; through `PackFsAdapter` alone, when it is collected. */
 export declare function wasiImports(options?: WasiImportsOptions): Promise<Record<string, object>>;
 
-/** The imports to list with `jco transpile --async-mode jspi --async-imports`. */
+/** The imports to list with `jco transpile --async-mode jspi --async-imports`:
+ *  every read of a file (a descriptor's, and an input stream's read,
+ *  blocking-read, skip and blocking-skip), each of which may await a lazy
+ *  pack's bytes. */
 export declare const JSPI_IMPORTS: string[];

@@ -116,15 +116,18 @@ class PackFsDescriptor {
     this.#holds = preopen ? Infinity : 1;
   }
 
-  /** A stream over this descriptor: holds it open until dropped. */
+  /** A stream over this descriptor: holds it open until dropped (from
+   *  when it exists: a hold taken for a call that then failed would keep
+   *  the file until collection). */
   #stream(create, handler) {
-    this.#holds += 1;
     let open = true;
     handler.drop = () => {
       if (open) this.#release();
       open = false;
     };
-    return create(handler);
+    const stream = create(handler);
+    this.#holds += 1;
+    return stream;
   }
 
   #release() {
@@ -152,14 +155,19 @@ class PackFsDescriptor {
       at += BigInt(data.length);
       return data;
     };
-    const read = (len) => this.#read(len, at);
-    return this.#stream(io.inputStreamCreate, {
-      blockingRead(len) {
-        const data = streamCall(io, () => read(len));
-        if (data instanceof Promise) return data.then(took, (e) => Promise.reject(typeof e === "string" ? failed(io, e) : e));
-        return took(data);
-      },
-    });
+    // At once, or with JSPI a promise: the shim sends input-stream.read,
+    // skip and blocking-skip here too (to `blockingRead` when a handler
+    // has no `read`), so each is among JSPI_IMPORTS, which await it.
+    const read = (len) => {
+      const data = streamCall(io, () => this.#read(len, at));
+      if (data instanceof Promise) return data.then(took, (e) => Promise.reject(typeof e === "string" ? failed(io, e) : e));
+      return took(data);
+    };
+    const skip = (len) => {
+      const data = read(len);
+      return data instanceof Promise ? data.then((d) => BigInt(d.length)) : BigInt(data.length);
+    };
+    return this.#stream(io.inputStreamCreate, { read, blockingRead: read, skip, blockingSkip: skip });
   }
 
   writeViaStream(offset) {
@@ -220,11 +228,13 @@ class PackFsDescriptor {
     return this.#d.write(buffer, offset);
   }
   readDirectory() {
+    const d = this.#d;
+    // Read before the hold is taken: a file's read-directory fails, and
+    // must leave the file as free to close as it found it.
+    let page = d.readDir(undefined);
     // The shim forwards no drop of a directory stream: it holds the
     // descriptor until it is collected.
     this.#holds += 1;
-    const d = this.#d;
-    let page = d.readDir(undefined);
     let at = 0;
     return {
       readDirectoryEntry() {
@@ -288,8 +298,29 @@ class PackFsDescriptor {
  *  yet awaits them (with `{ jspi: true }`). */
 export const JSPI_IMPORTS = [
   "wasi:filesystem/types#[method]descriptor.read",
+  "wasi:io/streams#[method]input-stream.read",
   "wasi:io/streams#[method]input-stream.blocking-read",
+  "wasi:io/streams#[method]input-stream.skip",
+  "wasi:io/streams#[method]input-stream.blocking-skip",
 ];
+
+/** Each filesystem's device number, shared by every adapter: the
+ *  metadata-hash of two files of different filesystems differs however
+ *  many adapters (one per preopen, say) gave them out. Numbers are never
+ *  given twice, so one of a collected filesystem is no other's. */
+const devices = new WeakMap();
+let lastDevice = 0;
+
+/** `fs`'s device number, given it on its first call. */
+function deviceOf(fs) {
+  let device = devices.get(fs);
+  if (device === undefined) {
+    // WasiDescriptor takes 1 to 2^32 - 1.
+    if (lastDevice === 2 ** 32 - 1) throw new RangeError("no device numbers left for another filesystem");
+    devices.set(fs, (device = ++lastDevice));
+  }
+  return device;
+}
 
 /**
  * The shim's filesystem adapter over PackFS: a preopen's capability is a
@@ -303,8 +334,6 @@ export const JSPI_IMPORTS = [
 export class PackFsAdapter {
   #io;
   #jspi;
-  /** The filesystems rooted so far, so each has its own device number. */
-  #filesystems = [];
 
   constructor(io, { jspi = false } = {}) {
     if (typeof jspi !== "boolean") throw new TypeError("jspi must be true or false");
@@ -321,12 +350,10 @@ export class PackFsAdapter {
         ? { fs: capability }
         : (capability ?? {});
     if (typeof readOnly !== "boolean") throw new TypeError("readOnly must be true or false");
-    let device = this.#filesystems.indexOf(fs) + 1;
-    if (device === 0) device = this.#filesystems.push(fs);
     let d;
-    if (fs instanceof MemFs) d = WasiDescriptor.rootMemFs(fs, readOnly, device);
-    else if (fs instanceof Pack) d = WasiDescriptor.rootPack(fs, device);
-    else if (fs instanceof Overlay) d = WasiDescriptor.rootOverlay(fs, readOnly, device);
+    if (fs instanceof MemFs) d = WasiDescriptor.rootMemFs(fs, readOnly, deviceOf(fs));
+    else if (fs instanceof Pack) d = WasiDescriptor.rootPack(fs, deviceOf(fs));
+    else if (fs instanceof Overlay) d = WasiDescriptor.rootOverlay(fs, readOnly, deviceOf(fs));
     else throw new TypeError("a preopen is a MemFs, Pack or Overlay, or { fs, readOnly }");
     return new PackFsDescriptor(d, this.#io, this.#jspi, true);
   }
@@ -361,9 +388,19 @@ function forwardDrops(Descriptor) {
   };
 }
 
-/** Bytes written to a stdout or stderr: to `write(bytes)` when given. */
-function sink(write) {
-  return write && { write: (buf) => write(buf.slice()), blockingFlush() {}, flush() {} };
+/** Bytes written to a stdout or stderr: to `write(bytes)` when given. A
+ *  `write` that throws fails the component's write (a stream error, EIO
+ *  to a p1-style guest), as the WASI class's callbacks do, instead of
+ *  unwinding through the component. */
+function sink(io, write) {
+  const call = (buf) => {
+    try {
+      write(buf.slice());
+    } catch {
+      throw failed(io, "io");
+    }
+  };
+  return write && { write: call, blockingFlush() {}, flush() {} };
 }
 
 /**
@@ -384,8 +421,8 @@ export async function wasiImports({ preopens = {}, args = [], env = {}, cwd = "/
     arguments: args,
     environment: env,
     initialCwd: cwd,
-    stdout: sink(stdout),
-    stderr: sink(stderr),
+    stdout: sink(io, stdout),
+    stderr: sink(io, stderr),
   });
   return {
     "wasi:cli/environment": cli.environment,
