@@ -430,4 +430,10 @@ fn a_stuck_lower_listing_is_an_error() {
     let low = Arc::new(Counting { stuck: true, ..Arc::into_inner(counting(base.snapshot())).unwrap() });
     let fs = MemFs::overlay(low).unwrap();
     assert!(matches!(fs.read_dir(ROOT, None, 1000), Err(Error::Backend { fault: BackendFault::Contract, .. })));
+    // Nor when its subdirectories are counted (a lower that does not count
+    // them itself): on a3db56c the count never ended.
+    let base = MemFs::new();
+    base.mkdir(ROOT, "d", 0o755).unwrap();
+    let low = Counting { stuck: true, dirs_uncounted: true, ..Arc::into_inner(counting(base.snapshot())).unwrap() };
+    assert!(matches!(MemFs::overlay(Arc::new(low)), Err(Error::Backend { fault: BackendFault::Contract, .. })));
 }
