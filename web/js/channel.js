@@ -238,7 +238,11 @@ export function outputs(sinks, isolated) {
   };
   const write = (type, to, bytes) =>
     new Promise((done) => {
+      let once = false;
       const called = (error) => {
+        // A stream that calls back twice must not take the bytes twice.
+        if (once) return;
+        once = true;
         if (error) broke(type, error);
         taken(bytes.length);
         done();
@@ -246,7 +250,8 @@ export function outputs(sinks, isolated) {
       try {
         to.write(bytes, called);
       } catch (e) {
-        called(e);
+        broke(type, e);
+        called();
       }
     });
   return {
