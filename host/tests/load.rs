@@ -104,14 +104,16 @@ fn proc_exit_status_reaches_the_host() {
 /// One run's timeout does not end another run on the same `Runner`: the
 /// watchdog of the first bumps the engine's epoch while the second is
 /// asleep in `poll_oneoff`, and the second, not yet at its own deadline,
-/// goes on (it is interrupted only at its own).
+/// goes on (it is interrupted only at its own). The times leave each run
+/// 2 s for starting and ending, however loaded the machine: the sleeper
+/// starts 3 s into the spinner's 6 s, sleeps 4 s, and has 6 s of its own.
 #[test]
 fn a_timeout_ends_only_its_own_run() {
-    let limits = Limits { max_memory: None, timeout: Some(std::time::Duration::from_secs(2)) };
+    let limits = Limits { max_memory: None, timeout: Some(std::time::Duration::from_secs(6)) };
     let runner = Runner::new(&Engine::new(&Runner::config_for(&limits)).unwrap()).unwrap().with_limits(limits);
     let spin =
         wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "_start") (loop (br 0))))"#).unwrap();
-    // Sleeps 1.5 s (a clock subscription), passes a loop header, exits 42.
+    // Sleeps 4 s (a clock subscription), passes a loop header, exits 42.
     let sleeper = wat::parse_str(
         r#"(module
           (import "wasi_snapshot_preview1" "poll_oneoff" (func $poll (param i32 i32 i32 i32) (result i32)))
@@ -120,7 +122,7 @@ fn a_timeout_ends_only_its_own_run() {
           (func (export "_start")
             (i64.store8 (i32.const 8) (i64.const 0))
             (i32.store (i32.const 16) (i32.const 1))
-            (i64.store (i32.const 24) (i64.const 1500000000))
+            (i64.store (i32.const 24) (i64.const 4000000000))
             (drop (call $poll (i32.const 0) (i32.const 64) (i32.const 1) (i32.const 128)))
             (loop $after)
             (call $exit (i32.const 42))))"#,
@@ -128,7 +130,7 @@ fn a_timeout_ends_only_its_own_run() {
     .unwrap();
     let (spun, slept) = std::thread::scope(|s| {
         let spinning = s.spawn(|| run(&runner, &spin, Sandbox::new()));
-        std::thread::sleep(std::time::Duration::from_secs(1));
+        std::thread::sleep(std::time::Duration::from_secs(3));
         let slept = run(&runner, &sleeper, Sandbox::new());
         (spinning.join().unwrap(), slept)
     });
