@@ -84,6 +84,10 @@ enum Op {
     Rename(usize, usize, usize, usize),
     Unlink(usize, usize),
     Rmdir(usize, usize),
+    /// A link of an inode by its number (as a log's record names it), the
+    /// lower's included, whether or not a name shows it.
+    LinkNumber(u64, usize, usize),
+    Symlink(usize, usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -95,7 +99,9 @@ fn op() -> impl Strategy<Value = Op> {
         (d.clone(), n.clone(), d.clone(), n.clone()).prop_map(|(a, b, c, e)| Op::Link(a, b, c, e)),
         (d.clone(), n.clone(), d.clone(), n.clone()).prop_map(|(a, b, c, e)| Op::Rename(a, b, c, e)),
         (d.clone(), n.clone()).prop_map(|(d, n)| Op::Unlink(d, n)),
-        (d, n).prop_map(|(d, n)| Op::Rmdir(d, n)),
+        (d.clone(), n.clone()).prop_map(|(d, n)| Op::Rmdir(d, n)),
+        (0..24u64, d.clone(), n.clone()).prop_map(|(k, d, n)| Op::LinkNumber(k, d, n)),
+        (d, n).prop_map(|(d, n)| Op::Symlink(d, n)),
     ]
 }
 
@@ -109,7 +115,7 @@ struct Mutation {
 }
 
 fn mutation() -> impl Strategy<Value = Mutation> {
-    (any::<usize>(), 0..8u8, any::<u64>()).prop_map(|(at, how, with)| Mutation { at, how, with })
+    (any::<usize>(), 0..12u8, any::<u64>()).prop_map(|(at, how, with)| Mutation { at, how, with })
 }
 
 /// The directories of `tree` reached from the root, in order.
@@ -144,6 +150,12 @@ fn apply(tree: &mut Tree, op: &Op) {
         Op::Rename(p, n, q, m) => tree.rename(d(p), NAMES[n], d(q), NAMES[m], NOW),
         Op::Unlink(p, n) => tree.unlink(d(p), NAMES[n], NOW),
         Op::Rmdir(p, n) => tree.rmdir(d(p), NAMES[n], NOW),
+        // Numbers 2..12 here, and the lower's 1..12.
+        Op::LinkNumber(k, q, m) => {
+            let ino = if k < 12 { k } else { (k - 11) | LOWER_TAG };
+            tree.link(ino, d(q), NAMES[m], NOW)
+        }
+        Op::Symlink(p, n) => tree.symlink(d(p), NAMES[n], "a/b", NOW).map(drop),
     };
 }
 
@@ -191,6 +203,22 @@ fn mutate(parts: &mut Vec<Owned>, m: &Mutation) {
             *lower = if m.with.is_multiple_of(2) { None } else { Some(pick(m.with / 2) & !LOWER_TAG) };
         }
         (7, _) => parts.insert(at.min(parts.len() - 1), Owned::Gone { lower: (m.with % 16) + 1 }),
+        // Numbers near every bound: the tag, the mount table's bits.
+        (8, Owned::End { next_ino }) => {
+            *next_ino =
+                [*next_ino + 1, LOWER_TAG - 1, LOWER_TAG, LOWER_TAG + 1, 1 << 48, m.with][(m.with % 6) as usize];
+        }
+        (9, Owned::Inode { shape: OwnedShape::Lower { ino, size }, .. }) => match m.with % 3 {
+            0 => *ino = (m.with / 3) % 16,
+            1 => *size += 1,
+            _ => *size = m.with,
+        },
+        (10, Owned::Inode { shape: OwnedShape::File { size }, .. }) => {
+            *size = [packfs_core::MAX_FILE_SIZE, *size + 1, m.with][(m.with % 3) as usize];
+        }
+        (11, Owned::Inode { shape: OwnedShape::Symlink(target), .. }) => {
+            *target = ["", "a\0b", &"x".repeat(4097)][(m.with % 3) as usize].to_owned();
+        }
         _ => {}
     }
 }
@@ -241,7 +269,7 @@ proptest! {
         back.check_consistency().map_err(TestCaseError::fail)?;
         // A journal goes on: changes (a rename of a new directory into
         // each directory among them), then its next rewrite.
-        back.mkdir(ROOT, "new", 0o755, NOW).unwrap();
+        let _ = back.mkdir(ROOT, "new", 0o755, NOW); // NoSpace: numbers or bytes used up
         for d in dirs(&back) {
             let _ = back.rename(ROOT, "new", d, "new", NOW);
             let _ = back.rename(d, "new", ROOT, "new", NOW);

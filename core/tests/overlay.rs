@@ -20,6 +20,8 @@ struct Counting {
     dirs_uncounted: bool,
     /// List from the start whatever `after` says: a broken lower.
     stuck: bool,
+    /// List each page backwards: a broken lower.
+    backwards: bool,
 }
 
 impl FileSystem for Counting {
@@ -52,7 +54,10 @@ impl FileSystem for Counting {
         Ok(n)
     }
     fn read_dir(&self, dir: Ino, after: Option<&str>, max: usize) -> Result<Vec<DirEntry>> {
-        let page = self.inner.read_dir(dir, if self.stuck { None } else { after }, max)?;
+        let mut page = self.inner.read_dir(dir, if self.stuck { None } else { after }, max)?;
+        if self.backwards {
+            page.reverse();
+        }
         self.entries_listed.fetch_add(page.len(), Ordering::Relaxed);
         Ok(page)
     }
@@ -103,6 +108,7 @@ fn counting(inner: Snapshot) -> Arc<Counting> {
         entries_listed: AtomicUsize::new(0),
         dirs_uncounted: false,
         stuck: false,
+        backwards: false,
     })
 }
 
@@ -436,4 +442,17 @@ fn a_stuck_lower_listing_is_an_error() {
     base.mkdir(ROOT, "d", 0o755).unwrap();
     let low = Counting { stuck: true, dirs_uncounted: true, ..Arc::into_inner(counting(base.snapshot())).unwrap() };
     assert!(matches!(MemFs::overlay(Arc::new(low)), Err(Error::Backend { fault: BackendFault::Contract, .. })));
+    // Nor when only the end of its page goes back (each page listed
+    // backwards, from the start): on the first fix the count never ended.
+    put(&base, "z", b"");
+    let low = Counting {
+        stuck: true,
+        backwards: true,
+        dirs_uncounted: true,
+        ..Arc::into_inner(counting(base.snapshot())).unwrap()
+    };
+    assert!(matches!(MemFs::overlay(Arc::new(low)), Err(Error::Backend { fault: BackendFault::Contract, .. })));
+    let low = Counting { stuck: true, backwards: true, ..Arc::into_inner(counting(base.snapshot())).unwrap() };
+    let fs = MemFs::overlay(Arc::new(low)).unwrap();
+    assert!(matches!(fs.read_dir(ROOT, None, 1000), Err(Error::Backend { fault: BackendFault::Contract, .. })));
 }

@@ -94,11 +94,13 @@ fn publish<T, E>(
         Ok(out) => out,
         Err(e) => return Ok(Err(e)),
     };
+    // Named first: the file named may be a copy (no `/proc`), which is the
+    // one to keep the permissions, and to sync.
+    let temp = pending.name(dir, name)?;
     if let Some(permissions) = old {
         pending.file.set_permissions(permissions)?;
     }
     pending.file.sync_all()?;
-    let temp = pending.name(dir, name)?;
     std::fs::rename(&temp, path)?;
     pending.temp.0 = None; // published: nothing left to remove
     dir_file.sync_all().map_err(|e| io::Error::new(e.kind(), format!("published, but not synced to disk: {e}")))?;
@@ -183,12 +185,11 @@ impl Pending {
         Ok(self.temp.0.clone().expect("a named temporary"))
     }
 
-    /// A named temporary holding this file's content, synced.
+    /// A named temporary holding this file's content.
     fn copied_to_named(&mut self, dir: &Path, name: &str) -> io::Result<Pending> {
         let mut named = Pending::named(dir, name)?;
         self.file.seek(SeekFrom::Start(0))?;
         io::copy(&mut self.file, &mut named.file)?;
-        named.file.sync_all()?;
         Ok(named)
     }
 }
@@ -331,12 +332,16 @@ mod tests {
         std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
         let link = dir.path().join("link.pack");
         std::os::unix::fs::symlink("real.pack", &link).unwrap();
-        for how in [Temporary::Anonymous, Temporary::Named] {
+        // Without /proc too, where an anonymous file is published as a
+        // copy (which a3db56c made 0644).
+        for (how, no_proc) in [(Temporary::Anonymous, false), (Temporary::Named, false), (Temporary::Anonymous, true)] {
+            NO_PROC.set(no_proc);
             write_atomic_with(&link, how, |f| f.write_all(b"new")).unwrap();
             assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays");
             assert_eq!(std::fs::read(&real).unwrap(), b"new");
-            assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o600);
+            assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o600, "{how:?} {no_proc}");
         }
+        NO_PROC.set(false);
         let sub = dir.path().join("sub");
         std::fs::create_dir(&sub).unwrap();
         let mut called = false;

@@ -1,5 +1,8 @@
 //! Orphans (inodes with no name left) and the structural consistency check.
 
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
 use super::inode::counted;
 use super::*;
 use crate::{FileType, Ino};
@@ -69,17 +72,27 @@ impl Tree {
     /// whiteouts hide lower names, directories' parents and every link
     /// count agree with the names the tree shows (the lower's included),
     /// so every directory is reached from the root once and walks up to
-    /// it, orphans are exactly the unnamed inodes, usage adds up. For
-    /// restoring an image, tests and fuzzers; O(n) in the upper and the
-    /// lower.
+    /// it, a lower inode hidden is one this tree has taken, orphans are
+    /// exactly the unnamed inodes, usage adds up. For restoring an image,
+    /// tests and fuzzers: time O(n) in the upper and the lower, memory in
+    /// the upper and the directories.
     pub fn check_consistency(&self) -> std::result::Result<(), String> {
-        use std::collections::{HashMap, HashSet};
         // The root is its own parent, and merges the lower's root.
         let root_lower = self.lower.as_ref().map(|l| l.root());
         match self.inode(ROOT).map(|i| &i.data) {
             Ok(&Data::Dir { parent: ROOT, lower }) if lower == root_lower => {}
             _ => return Err("the root is not a directory of its own, over the lower's root".into()),
         }
+        self.check_entries()?;
+        self.check_hidden()?;
+        let shown = self.names_shown()?;
+        self.check_counts(&shown)
+    }
+
+    /// Each entry here: in a named directory, of a live inode of its kind
+    /// (a directory's parent being where it is named); a whiteout, or an
+    /// entry over a lower name, hides a lower inode this tree has taken.
+    fn check_entries(&self) -> std::result::Result<(), String> {
         for (k, &(ino, kind)) in self.dirents.iter() {
             let i = self.inode(k.dir).map_err(|_| format!("entry {:?} in missing dir {}", k.name, k.dir))?;
             let Data::Dir { lower, .. } = i.data else {
@@ -89,9 +102,22 @@ impl Tree {
             if i.nlink == 0 {
                 return Err(format!("entry {:?} in removed directory {}", k.name, k.dir));
             }
+            // A lower name is hidden only by a change, which takes (adopts)
+            // its inode first: one hidden but not taken would keep the
+            // lower's count, which a link by number would then raise.
+            let below = match lower.zip(self.lower.as_deref()) {
+                Some((l, low)) => match low.lookup(l, &k.name) {
+                    Ok(lino) => Some(lino),
+                    Err(Error::NotFound) => None,
+                    Err(e) => return Err(format!("looking {:?} up below {}: {e}", k.name, k.dir)),
+                },
+                None => None,
+            };
+            if below.is_some_and(|lino| self.seen.get(&lino).is_none()) {
+                return Err(format!("entry {:?} in {} hides a lower inode never taken", k.name, k.dir));
+            }
             if ino == WHITEOUT {
-                let hides = lower.zip(self.lower.as_deref()).is_some_and(|(l, low)| low.lookup(l, &k.name).is_ok());
-                if !hides {
+                if below.is_none() {
                     return Err(format!("whiteout {:?} in {} hides no lower name", k.name, k.dir));
                 }
                 continue;
@@ -106,56 +132,111 @@ impl Tree {
                 return Err(format!("directory {ino} has parent {parent}, entry in {}", k.dir));
             }
         }
-        // Every name the tree shows, from the root down, merged listings
-        // included: a lower inode's count is checked like any other.
-        let mut names: HashMap<Ino, u64> = HashMap::new();
-        let mut subdirs: HashMap<Ino, u64> = HashMap::new();
-        let (mut todo, mut dirs) = (vec![ROOT], HashSet::from([ROOT]));
-        while let Some(dir) = todo.pop() {
-            for e in self.read_dir(dir, None, usize::MAX).map_err(|e| format!("listing {dir}: {e}"))? {
-                // A lower name shows through: of a lower inode not gone.
-                if self.inodes.get(&e.ino).is_none() && self.lower_only(e.ino).is_none() {
-                    return Err(format!("entry {:?} in {dir} names removed inode {}", e.name, e.ino));
-                }
-                *names.entry(e.ino).or_default() += 1;
-                if e.kind == FileType::Dir {
-                    *subdirs.entry(dir).or_default() += 1;
-                    if !dirs.insert(e.ino) {
-                        return Err(format!("directory {} has two names", e.ino));
+        Ok(())
+    }
+
+    /// A lower directory hides its lower entries only once removed (a live
+    /// one merges its own), and then every one of them was taken first (it
+    /// was emptied), as they were of one gone altogether.
+    fn check_hidden(&self) -> std::result::Result<(), String> {
+        let Some(lower) = self.lower.as_deref() else { return Ok(()) };
+        for (&lino, ()) in self.seen.iter() {
+            let ino = super::overlay::from_lower(lower, lino).map_err(|e| format!("lower inode {lino}: {e}"))?;
+            let hides = match self.inodes.get(&ino) {
+                Some(Inode { data: Data::Dir { lower: None, .. }, nlink, .. }) if ino != ROOT => {
+                    if *nlink > 0 {
+                        return Err(format!("directory {ino} of the lower merges nothing"));
                     }
-                    // Named here, a lower one too: walks up end at the root.
-                    if self.parent(e.ino) != Ok(dir) {
-                        return Err(format!("directory {} listed in {dir} has another parent", e.ino));
-                    }
-                    todo.push(e.ino);
+                    true
                 }
-            }
-        }
-        // An inode only the lower holds has the lower's count, which its
-        // adoption takes: each of its names still shows (a name is hidden
-        // only by a change, which adopts the inode first).
-        for (&ino, &named) in &names {
-            if self.inodes.get(&ino).is_some() {
+                Some(_) => false,
+                None => lower.metadata(lino).map_err(|e| format!("lower inode {lino}: {e}"))?.kind == FileType::Dir,
+            };
+            if !hides {
                 continue;
             }
-            let md = self.metadata(ino).map_err(|e| format!("lower inode {ino}: {e}"))?;
-            let (have, want) = match md.kind {
-                // Below 2, the lower does not count subdirectories.
-                FileType::Dir if md.nlink < 2 => (0, 0),
-                FileType::Dir => (md.nlink, 2 + subdirs.get(&ino).copied().unwrap_or(0)),
-                _ => (md.nlink.max(1), named),
-            };
-            if have != want {
-                return Err(format!("lower inode {ino} nlink {have} != {want}"));
+            let mut after: Option<Arc<str>> = None;
+            loop {
+                let page = lower.read_dir(lino, after.as_deref(), PAGE).map_err(|e| format!("listing {lino}: {e}"))?;
+                let Some(last) = page.last() else { break };
+                if let Some(e) = page.iter().find(|e| self.seen.get(&e.ino).is_none()) {
+                    return Err(format!("lower inode {} hidden in {ino}, never taken", e.ino));
+                }
+                if after.as_deref().is_some_and(|a| last.name.as_bytes() <= a.as_bytes()) {
+                    return Err(format!("lower directory {lino} lists no further"));
+                }
+                after = Some(last.name.clone());
             }
         }
-        let mut usage = Usage { bytes: self.dirents.iter().map(|(k, _)| entry_bytes(&k.name)).sum(), inodes: 0 };
+        Ok(())
+    }
+
+    /// Every name the tree shows, from the root down, merged listings
+    /// included, of the inodes whose counts are to be checked: those here,
+    /// and those only the lower holds with more than one name there (one
+    /// with one shows it, or is hidden, and so taken). Every directory is
+    /// reached once, and names its parent.
+    fn names_shown(&self) -> std::result::Result<Shown, String> {
+        let mut shown = Shown::default();
+        let (mut todo, mut dirs) = (vec![ROOT], HashSet::from([ROOT]));
+        while let Some(dir) = todo.pop() {
+            let mut after: Option<Arc<str>> = None;
+            loop {
+                let page = self.read_dir(dir, after.as_deref(), PAGE).map_err(|e| format!("listing {dir}: {e}"))?;
+                let Some(last) = page.last() else { break };
+                after = Some(last.name.clone());
+                for e in page {
+                    let here = self.inodes.get(&e.ino).is_some();
+                    // A lower name shows through: of a lower inode not gone.
+                    if !here && self.lower_only(e.ino).is_none() {
+                        return Err(format!("entry {:?} in {dir} names removed inode {}", e.name, e.ino));
+                    }
+                    if e.kind == FileType::Dir {
+                        *shown.subdirs.entry(dir).or_default() += 1;
+                        if !dirs.insert(e.ino) {
+                            return Err(format!("directory {} has two names", e.ino));
+                        }
+                        // Named here, a lower one too: walks up end at the root.
+                        if self.parent(e.ino) != Ok(dir) {
+                            return Err(format!("directory {} listed in {dir} has another parent", e.ino));
+                        }
+                        todo.push(e.ino);
+                    }
+                    let counted = here
+                        || e.kind != FileType::Dir
+                            && self.metadata(e.ino).map_err(|err| format!("lower inode {}: {err}", e.ino))?.nlink > 1;
+                    if counted {
+                        *shown.names.entry(e.ino).or_default() += 1;
+                    }
+                }
+            }
+        }
+        Ok(shown)
+    }
+
+    /// Link counts, orphans and usage against the names shown.
+    fn check_counts(&self, shown: &Shown) -> std::result::Result<(), String> {
+        // One only the lower holds has the lower's count, which its
+        // adoption takes: each of its names still shows.
+        for (&ino, &named) in &shown.names {
+            if self.inodes.get(&ino).is_none() {
+                let have = self.metadata(ino).map_err(|e| format!("lower inode {ino}: {e}"))?.nlink;
+                if have != named {
+                    return Err(format!("lower inode {ino} nlink {have} != {named}"));
+                }
+            }
+        }
+        let overflow = || "usage past what a tree counts".to_string();
+        let mut usage = Usage { bytes: 0, inodes: 0 };
+        for (k, _) in self.dirents.iter() {
+            usage.bytes = usage.bytes.checked_add(entry_bytes(&k.name)).ok_or_else(overflow)?;
+        }
         for (&ino, i) in self.inodes.iter() {
-            usage.bytes += i.charge(ino);
+            usage.bytes = usage.bytes.checked_add(i.charge(ino)).ok_or_else(overflow)?;
             usage.inodes += u64::from(counted(ino));
-            let named = names.get(&ino).copied().unwrap_or(0);
+            let named = shown.names.get(&ino).copied().unwrap_or(0);
             let want = match i.data {
-                Data::Dir { .. } if ino == ROOT || named > 0 => 2 + subdirs.get(&ino).copied().unwrap_or(0),
+                Data::Dir { .. } if ino == ROOT || named > 0 => 2 + shown.subdirs.get(&ino).copied().unwrap_or(0),
                 _ => named,
             };
             if i.nlink != want {
@@ -174,4 +255,15 @@ impl Tree {
         }
         Ok(())
     }
+}
+
+/// Entries asked for per listing by the consistency check.
+const PAGE: usize = 1024;
+
+/// What [`Tree::names_shown`] counts: names per inode, subdirectories
+/// per directory.
+#[derive(Default)]
+struct Shown {
+    names: HashMap<Ino, u64>,
+    subdirs: HashMap<Ino, u64>,
 }

@@ -44,8 +44,9 @@ impl Tree {
             return Err(Error::Quota);
         }
         let is_dir = matches!(data, Data::Dir { .. });
-        // Upper-born inodes never carry the lower tag.
-        if self.next_ino & LOWER_TAG != 0 {
+        // Upper-born inodes stay below the lower tag (and so within the
+        // mount table's bits).
+        if self.next_ino >= LOWER_TAG {
             return Err(Error::NoSpace);
         }
         let inode =
@@ -89,15 +90,7 @@ impl Tree {
 
     /// Creates symlink `name` in `dir` to `target`.
     pub fn symlink(&mut self, dir: Ino, name: &str, target: &str, now: Timestamp) -> Result<Ino> {
-        if target.is_empty() {
-            return Err(Error::NotFound);
-        }
-        if target.len() > MAX_PATH {
-            return Err(Error::NameTooLong);
-        }
-        if target.contains('\0') {
-            return Err(Error::Invalid);
-        }
+        check_target(target)?;
         self.create(dir, name, Data::Symlink(target.into()), 0o777, now)
     }
 
@@ -199,4 +192,18 @@ impl Tree {
         i.ctime = now;
         Ok(data.len())
     }
+}
+
+/// A symbolic link's target as `symlink` takes one (and a pack can hold).
+pub(super) fn check_target(target: &str) -> Result<()> {
+    if target.is_empty() {
+        return Err(Error::NotFound);
+    }
+    if target.len() > MAX_PATH {
+        return Err(Error::NameTooLong);
+    }
+    if target.contains('\0') {
+        return Err(Error::Invalid);
+    }
+    Ok(())
 }

@@ -158,7 +158,10 @@ impl Tree {
                     Shape::Dir { parent, lower: Some(l) } if lower(ino) || ino == ROOT => {
                         Data::Dir { parent, lower: Some(l) }
                     }
-                    Shape::Symlink(target) => Data::Symlink(Arc::from(target)),
+                    Shape::Symlink(target) if super::data::check_target(target).is_ok() => {
+                        Data::Symlink(Arc::from(target))
+                    }
+                    Shape::Symlink(_) => return Err("a symbolic link no tree could make"),
                     _ => return Err("a lower inode or a merged directory that is not the lower's"),
                 };
                 let inode = Inode { data, mode: mode & 0o7777, nlink, atime, mtime, ctime };
@@ -171,7 +174,9 @@ impl Tree {
                     Some(_) => return Err("an inode twice, or a root that is not a directory"),
                     None => {}
                 }
-                self.usage.bytes = self.usage.bytes.saturating_add(inode.charge(ino));
+                // What a live tree could count (it refuses a write past it).
+                self.usage.bytes =
+                    self.usage.bytes.checked_add(inode.charge(ino)).ok_or("a tree larger than a tree holds")?;
                 self.usage.inodes += u64::from(counted(ino));
                 if lower(ino) {
                     self.seen.insert(ino & !LOWER_TAG, ());
@@ -210,8 +215,8 @@ impl Tree {
                 self.seen.insert(lino, ());
             }
             Part::End { next_ino } => {
-                if next_ino < self.next_ino || lower(next_ino) {
-                    return Err("a next inode number already taken");
+                if next_ino < self.next_ino || next_ino > LOWER_TAG {
+                    return Err("a next inode number already taken, or out of range");
                 }
                 self.next_ino = next_ino;
                 // Checked whole, over a lower too (listing it costs what
@@ -356,19 +361,22 @@ mod tests {
         Part::Entry { dir, name, ino, kind }
     }
 
-    /// A pack with directories `a` and `b` (`a/x` in it) and a file `f`:
-    /// a lower, and the numbers its inodes have over it.
-    fn lower_pack() -> (Arc<dyn FileSystem>, [Ino; 4]) {
+    /// A pack with directories `a` and `b` (`a/x` in it) and files `f`
+    /// (empty) and `g`: a lower, and the numbers its inodes have over it.
+    fn lower_pack() -> (Arc<dyn FileSystem>, [Ino; 5]) {
         let fs = MemFs::new();
         let a = fs.mkdir(ROOT, "a", 0o755).unwrap();
         fs.mkdir(ROOT, "b", 0o755).unwrap();
         fs.mkdir(a, "x", 0o755).unwrap();
         fs.close(fs.open(ROOT, "f", &OpenOptions::create()).unwrap());
+        let g = fs.open(ROOT, "g", &OpenOptions::create()).unwrap();
+        fs.write_at(g, 0, b"g").unwrap();
+        fs.close(g);
         let mut bytes = Vec::new();
         crate::pack::write_pack(&fs.snapshot(), &mut bytes).unwrap();
         let pack = crate::pack::PackFs::open(bytes).unwrap();
         let ino = |path: &str| crate::resolve::resolve(&pack, pack.root(), path, false).unwrap() | LOWER_TAG;
-        let inos = [ino("a"), ino("b"), ino("a/x"), ino("f")];
+        let inos = [ino("a"), ino("b"), ino("a/x"), ino("f"), ino("g")];
         (Arc::new(pack), inos)
     }
 
@@ -383,108 +391,96 @@ mod tests {
         Ok(tree)
     }
 
+    fn inode(ino: Ino, shape: Shape<'_>, nlink: u64) -> Part<'_> {
+        Part::Inode { ino, shape, mode: 0o644, nlink, times: T0, orphan: nlink == 0 }
+    }
+
     /// Images no live tree could have written, each of which a3db56c
-    /// replayed: a root whose parent is its own subdirectory, and over a
-    /// pack two directories each other's parent (a directory rename then
-    /// walked their parents for ever, under the writer lock); two removed
-    /// directories with an entry from one to the other (the reap left the
-    /// entry, and the next image could not be restored: the journal never
-    /// opened again); over a pack, a removed file with a name, two names
-    /// on a file of one link, a lower directory that is another's, a file
-    /// that reads another lower file's bytes. Each is refused.
+    /// replayed (but the merged upper directory): a root whose parent is
+    /// its own subdirectory, and over a pack two directories each other's
+    /// parent (a directory rename then walked their parents for ever,
+    /// under the writer lock); two removed directories with an entry from
+    /// one to the other (the reap left the entry, and the next image could
+    /// not be restored: the journal never opened again); over a pack, a
+    /// removed file with a name, two names on a file of one link, a lower
+    /// directory that is another's, a file that reads another lower file's
+    /// bytes; and what review found the first fix let through: a next inode
+    /// number past the upper's, a lower name hidden whose inode was never
+    /// taken (a link by number then raised the lower's count), a live lower
+    /// directory merging nothing, more bytes than a tree counts (a panic in
+    /// the check), symbolic links no tree makes (the checkpoint failed, and
+    /// with it every later open). Each is refused.
     #[test]
     fn images_no_tree_could_write_are_refused() {
+        use FileType::{Dir, File, Symlink};
         let now = Timestamp::new(0, 0);
         let fresh = || Tree::new(now, Quota::default());
-        let (lower, [a, b, x, f]) = lower_pack();
+        let (lower, [a, b, x, f, g]) = lower_pack();
         let over = || Tree::overlay(lower.clone(), now, Quota::default()).unwrap();
         let end = |next_ino| Part::End { next_ino };
+        let big = Shape::File { size: crate::MAX_FILE_SIZE };
+        let long = "x".repeat(crate::path::MAX_PATH + 1);
+        let lino = |ino: Ino| ino & !LOWER_TAG;
+        #[rustfmt::skip]
         let bad_images: Vec<(&str, Tree, Vec<Part<'_>>)> = vec![
-            (
-                "a root under its own subdirectory",
-                fresh(),
-                vec![dir(ROOT, 2, None, 3), dir(2, ROOT, None, 2), entry(ROOT, "a", 2, FileType::Dir), end(3)],
-            ),
-            (
-                "two directories each other's parent",
-                over(),
-                vec![dir(a, b, Some(a & !LOWER_TAG), 3), dir(b, a, Some(b & !LOWER_TAG), 2), end(2)],
-            ),
-            (
-                "an entry between removed directories",
-                fresh(),
-                vec![dir(2, ROOT, None, 0), dir(3, 2, None, 0), entry(2, "x", 3, FileType::Dir), end(4)],
-            ),
-            ("a removed file with a name", over(), vec![file(2, 0), entry(ROOT, "g", 2, FileType::File), end(3)]),
-            (
-                "two names, one link",
-                over(),
-                vec![file(2, 1), entry(ROOT, "g", 2, FileType::File), entry(ROOT, "h", 2, FileType::File), end(3)],
-            ),
-            (
-                "a lower file named again with its count",
-                over(),
-                vec![
-                    Part::Inode {
-                        ino: f,
-                        shape: Shape::Lower { ino: f & !LOWER_TAG, size: 0 },
-                        mode: 0o644,
-                        nlink: 1,
-                        times: T0,
-                        orphan: false,
-                    },
-                    entry(ROOT, "g", f, FileType::File),
-                    end(2),
-                ],
-            ),
-            ("a lower directory moved without its parent", over(), vec![dir(x, b, Some(x & !LOWER_TAG), 2), end(2)]),
-            (
-                "a lower file reading another's bytes",
-                over(),
-                vec![
-                    Part::Inode {
-                        ino: f,
-                        shape: Shape::Lower { ino: a & !LOWER_TAG, size: 0 },
-                        mode: 0o644,
-                        nlink: 1,
-                        times: T0,
-                        orphan: false,
-                    },
-                    end(2),
-                ],
-            ),
-            (
-                "a merged directory of the upper",
-                fresh(),
-                vec![dir(2, ROOT, Some(3), 2), entry(ROOT, "a", 2, FileType::Dir), end(3)],
-            ),
+            ("a root under its own subdirectory", fresh(),
+                vec![dir(ROOT, 2, None, 3), dir(2, ROOT, None, 2), entry(ROOT, "a", 2, Dir), end(3)]),
+            ("two directories each other's parent", over(),
+                vec![dir(a, b, Some(lino(a)), 3), dir(b, a, Some(lino(b)), 2), end(2)]),
+            ("an entry between removed directories", fresh(),
+                vec![dir(2, ROOT, None, 0), dir(3, 2, None, 0), entry(2, "x", 3, Dir), end(4)]),
+            ("a removed file with a name", over(), vec![file(2, 0), entry(ROOT, "n", 2, File), end(3)]),
+            ("two names, one link", over(),
+                vec![file(2, 1), entry(ROOT, "n", 2, File), entry(ROOT, "m", 2, File), end(3)]),
+            ("a lower file named again with its count", over(),
+                vec![inode(f, Shape::Lower { ino: lino(f), size: 0 }, 1), entry(ROOT, "n", f, File), end(2)]),
+            ("a lower directory moved without its parent", over(), vec![dir(x, b, Some(lino(x)), 2), end(2)]),
+            ("a lower file reading another's bytes", over(),
+                vec![inode(f, Shape::Lower { ino: lino(g), size: 0 }, 1), end(2)]),
+            ("a merged directory of the upper", over(),
+                vec![dir(2, ROOT, Some(lino(a)), 2), entry(ROOT, "n", 2, Dir), end(3)]),
+            ("a next inode number past the upper's", fresh(), vec![end(1 << 48)]),
+            ("a lower name hidden, its inode never taken", over(), vec![entry(ROOT, "g", 0, File), end(2)]),
+            ("a live lower directory merging nothing", over(), vec![dir(a, ROOT, None, 3), end(2)]),
+            ("a lower inode gone that the lower does not have", over(), vec![Part::Gone { lower: 999 }, end(2)]),
+            ("more bytes than a tree counts", fresh(), vec![
+                inode(2, big, 1), inode(3, big, 1), inode(4, big, 1),
+                entry(ROOT, "a", 2, File), entry(ROOT, "b", 3, File), entry(ROOT, "c", 4, File), end(5),
+            ]),
+            ("a symbolic link to nothing", fresh(),
+                vec![inode(2, Shape::Symlink(""), 1), entry(ROOT, "l", 2, Symlink), end(3)]),
+            ("a symbolic link with a NUL", fresh(),
+                vec![inode(2, Shape::Symlink("a\0b"), 1), entry(ROOT, "l", 2, Symlink), end(3)]),
+            ("a symbolic link longer than a path", fresh(),
+                vec![inode(2, Shape::Symlink(&long), 1), entry(ROOT, "l", 2, Symlink), end(3)]),
         ];
         for (what, tree, parts) in bad_images {
             let e = replayed(tree, &parts).err();
-            assert!(
+            let bad_image = |e: &Error| {
                 matches!(
                     e,
-                    Some(Error::CorruptJournal(crate::journal::CorruptJournal {
+                    Error::CorruptJournal(crate::journal::CorruptJournal {
                         kind: crate::journal::CorruptJournalKind::BadImage { .. },
                         ..
-                    }))
-                ),
-                "{what}: {e:?}"
-            );
+                    })
+                )
+            };
+            assert!(e.as_ref().is_some_and(bad_image), "{what}: {e:?}");
         }
-        // What a tree over the pack writes is taken.
+        // What a tree over the pack writes is taken, a removed lower file
+        // and directory and a lower link included.
         let mut tree = over();
         tree.mkdir(a, "new", 0o755, now).unwrap();
         tree.rename(ROOT, "f", b, "g", now).unwrap();
-        let body = {
-            let mut parts = Vec::new();
-            tree.image(|p| {
-                encode_part(&p, now, &mut parts);
-                Ok::<_, ()>(())
-            })
-            .unwrap();
-            parts
-        };
+        tree.rmdir(a, "x", now).unwrap();
+        tree.symlink(ROOT, "l", "g", now).unwrap();
+        tree.reap_all();
+        let mut body = Vec::new();
+        tree.image(|p| {
+            encode_part(&p, now, &mut body);
+            Ok::<_, ()>(())
+        })
+        .unwrap();
         let header = Header { generation: 0, created: now, image: true };
         replay(&mut over(), &header, &body).unwrap();
     }

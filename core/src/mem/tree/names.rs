@@ -141,10 +141,11 @@ impl Tree {
     }
 
     /// Directory `dir` is `ancestor` or beneath it: a walk up from `dir`.
-    /// Parents here never form a cycle (an image that has one is refused),
-    /// nor do a pack's; should they, the walk ends once it has taken more
-    /// steps here than there are inodes here, not under the writer lock
-    /// for ever.
+    /// Parents here never form a cycle (an image that has one is refused);
+    /// should they, the walk ends once it has taken more steps here than
+    /// there are inodes here, not under the writer lock for ever. Steps
+    /// through the lower are not counted: a pack's parents are checked
+    /// acyclic when it opens.
     fn within(&self, ancestor: Ino, mut dir: Ino) -> Result<bool> {
         let mut steps_here = 0;
         loop {

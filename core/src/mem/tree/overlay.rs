@@ -49,7 +49,10 @@ pub(super) fn lower_subdirs(lower: &dyn FileSystem, ldir: Ino) -> Result<u64> {
         let page = lower.read_dir(ldir, after.as_deref(), LOWER_PAGE)?;
         let Some(last) = page.last() else { return Ok(count) };
         // A lower that does not move past `after` would loop here.
-        if after.as_deref().is_some_and(|a| page[0].name.as_bytes() <= a.as_bytes()) {
+        if after
+            .as_deref()
+            .is_some_and(|a| page[0].name.as_bytes() <= a.as_bytes() || last.name.as_bytes() <= a.as_bytes())
+        {
             return Err(Error::backend(BackendFault::Contract, format!("lower directory {ldir} lists no further")));
         }
         after = Some(last.name.clone());

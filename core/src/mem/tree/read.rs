@@ -168,12 +168,12 @@ impl Tree {
             if below.is_empty() && !below_done {
                 let page = lower.read_dir(ldir, below_after.as_deref(), LOWER_PAGE)?;
                 // A lower that does not move past `after` would loop here.
-                if let (Some(a), Some(e)) = (&below_after, page.first())
-                    && e.name.as_bytes() <= a.as_bytes()
+                if let (Some(a), Some(first), Some(last)) = (&below_after, page.first(), page.last())
+                    && (first.name.as_bytes() <= a.as_bytes() || last.name.as_bytes() <= a.as_bytes())
                 {
                     return Err(Error::backend(
                         BackendFault::Contract,
-                        format!("lower directory {ldir} lists {:?} after {a:?}", e.name),
+                        format!("lower directory {ldir} lists {:?} after {a:?}", last.name),
                     ));
                 }
                 below_done = page.is_empty();

@@ -262,6 +262,10 @@ fn writes_after_a_rewrite_are_kept_without_proc() {
         crate::publish::NO_PROC.set(no_proc);
         let dir = tempfile::tempdir().unwrap();
         let j = Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap();
+        // Its owner made it private: every rewrite keeps it so.
+        use std::os::unix::fs::PermissionsExt;
+        let private = std::fs::Permissions::from_mode(0o600);
+        std::fs::set_permissions(log_path(dir.path(), 0), private).unwrap();
         // A rewrite publishes a new file: a new inode at the log's path.
         let log_ino = || std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(log_path(dir.path(), 0)).unwrap());
         let (mut rewrites, mut last) = (0, log_ino());
@@ -272,6 +276,8 @@ fn writes_after_a_rewrite_are_kept_without_proc() {
             last = log_ino();
         }
         assert!(rewrites >= 2, "the log was rewritten {rewrites} times");
+        let mode = std::fs::metadata(log_path(dir.path(), 0)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "no_proc {no_proc}");
         let counted = j.log_len();
         drop(j);
         assert_eq!(std::fs::metadata(log_path(dir.path(), 0)).unwrap().len(), counted, "no_proc {no_proc}");
