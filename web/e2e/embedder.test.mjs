@@ -296,6 +296,22 @@ for (const runtime of RUNTIMES) {
     assert.ok(found.thread.bytesFetched < found.thread.length / 4, JSON.stringify(found.thread));
   });
 
+  test(`${runtime}: sinks that answer with promises: waited for, a rejection is a failure (io), a short write's rest written`, async () => {
+    const { found } = await lives(runtime, "sinks that answer with promises");
+    assert.equal(found.rejects.kind, "io", JSON.stringify(found.rejects));
+    assert.equal(found.rejects.cause, "async sink failed");
+    assert.deepEqual(found.resolvesLate, { exitCode: 0, late: "hello\n" });
+    assert.deepEqual(found.byWriter, { exitCode: 0, streamed: "hello\n" });
+    assert.deepEqual(found.byShortWriter, { exitCode: 0, short: "hello\nagain\n" });
+    assert.match(found.refused, /^TypeError: stdout must be a function or a writable stream .*not object/);
+  });
+
+  test(`${runtime}: a guest that traps has its last output written before the run rejects`, async () => {
+    const { found } = await lives(runtime, "a trap's last words written before the run rejects");
+    assert.equal(found.kind, "trap", JSON.stringify(found));
+    assert.equal(found.written, "the last words\n");
+  });
+
   test(`${runtime}: a guest writing a byte at a time cannot put more than 4 MiB's worth of writes in flight`, async () => {
     const { found } = await lives(runtime, "a byte at a time");
     assert.equal(found.exitCode, 0, JSON.stringify(found));

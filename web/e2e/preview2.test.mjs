@@ -322,3 +322,35 @@ test("a stdout callback that throws fails the component's write, as a stream err
   assert.throws(() => instance.run.run(), (e) => e instanceof WebAssembly.RuntimeError || e?.exitError);
   assert.match(stderr, /failed printing to stdout/);
 });
+
+// wasiImports takes the sinks runP1 takes: a Node Writable wrote nothing
+// (every write EIO, its TypeError swallowed); an async callback's
+// rejection went unhandled. Other values are refused at the call.
+test("wasiImports takes runP1's sinks: a Node Writable, a rejecting async callback fails the next write; others refused", async () => {
+  const shim = await import(new URL("index.js", SHIM).href);
+  const { Writable } = await import("node:stream");
+  const hi = new Uint8Array([104, 105]);
+  const stdoutOf = async (stdout) => (await preview2.wasiImports({ shim, stdout }))["wasi:cli/stdout"].getStdout();
+  let written = "";
+  const writable = await stdoutOf(new Writable({ write: (chunk, _enc, done) => ((written += chunk), done()) }));
+  writable.blockingWriteAndFlush(hi);
+  await new Promise((done) => setImmediate(done));
+  assert.equal(written, "hi");
+  const unhandled = [];
+  const onUnhandled = (e) => unhandled.push(e);
+  process.on("unhandledRejection", onUnhandled);
+  try {
+    const rejecting = await stdoutOf(async () => {
+      throw new Error("async sink failed");
+    });
+    rejecting.blockingWriteAndFlush(hi);
+    await new Promise((done) => setImmediate(done));
+    assert.throws(() => rejecting.blockingWriteAndFlush(hi), (e) => e?.tag === "last-operation-failed");
+  } finally {
+    process.off("unhandledRejection", onUnhandled);
+  }
+  assert.deepEqual(unhandled, []);
+  for (const stdout of [{}, new WritableStream(), "out"]) {
+    await assert.rejects(preview2.wasiImports({ shim, stdout }), (e) => e instanceof TypeError && /^stdout must be a function or a writable stream/.test(e.message));
+  }
+});

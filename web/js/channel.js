@@ -205,15 +205,62 @@ export const STREAM_SLOT = { stdout: 1, stderr: 2 };
  *  not been told; has, and the guest was told (a write of its got EIO). */
 export const OPEN = 0, BROKEN = 1, TOLD = 2;
 
+/** Throws a TypeError unless `v` (the option `what`) is undefined or an
+ *  output sink {@link writeTo} takes: runP1 and wasiImports check alike. */
+export function checkSink(v, what) {
+  if (v !== undefined && typeof v !== "function" && typeof v?.write !== "function") {
+    const shown = v === null ? "null" : typeof v;
+    throw new TypeError(`${what} must be a function or a writable stream (a Node Writable, a WritableStream's writer, Deno.stdout), not ${shown}`);
+  }
+}
+
+/**
+ * Hands `bytes` to the sink `to`, and calls `done(failed, error)` once it
+ * has taken them. A function has at once, unless it returns a promise:
+ * then once that settles. A stream (any `write` method) has when its
+ * `write(bytes, callback)` calls back (a Node Writable), or when the
+ * promise `write` returns settles (a WritableStream's writer; Deno.stdout,
+ * whose promise of a count short of the bytes leaves the rest to write).
+ * A throw or a rejection, of any value, is a failure. Returns whether the
+ * sink answered with a promise: its next write must wait for it.
+ */
+export function writeTo(to, bytes, done) {
+  let once = false;
+  const end = (failed, error) => {
+    if (once) return;
+    once = true;
+    done(failed, error);
+  };
+  const fail = (e) => end(true, e);
+  try {
+    const r = typeof to === "function" ? to(bytes) : to.write(bytes, (e) => end(!!e, e));
+    if (typeof r?.then !== "function") {
+      if (typeof to === "function") end(false);
+      return false;
+    }
+    r.then((n) => {
+      if (typeof to === "function" || !Number.isSafeInteger(n) || n >= bytes.length) return end(false);
+      if (n <= 0) return fail(new Error(`the stream wrote ${n} of ${bytes.length} bytes`));
+      writeTo(to, bytes.subarray(n), end);
+    }, fail);
+    return true;
+  } catch (e) {
+    fail(e);
+    return false;
+  }
+}
+
 /**
  * The page's end of the guest's output: `sinks.stdout` and `sinks.stderr`
- * (functions called with each write's bytes, or writable streams whose
- * `write(bytes, done)` takes them), fed from the worker's messages.
+ * (each checked by {@link checkSink}), fed from the worker's messages.
  * `isolated`: the worker can share memory with the page, and so wait.
  *
- * A callback that throws, or a stream whose write fails, takes nothing
- * more for the rest of the run (a later write's bytes would follow a gap);
- * the guest's next write to it fails with EIO, as the WASI class's would.
+ * A sink that fails (see {@link writeTo}) takes nothing more for the rest
+ * of the run (a later write's bytes would follow a gap); the guest's next
+ * write to it fails with EIO, as the WASI class's would. A sink that
+ * answers with promises is handed each write once the one before has
+ * settled (an async function's writes, or Deno.stdout's, must not
+ * overlap); a write counts as in flight until taken.
  * `config` is what the worker's `output` takes; `hand(type, bytes)` gives
  * a message's bytes to its sink; `settled()` resolves once every stream
  * has written all it was handed, to a failure the guest was never told of
@@ -222,7 +269,10 @@ export const OPEN = 0, BROKEN = 1, TOLD = 2;
 export function outputs(sinks, isolated) {
   const flow = isolated ? new Int32Array(new SharedArrayBuffer(4 * 3)) : null;
   const failed = { stdout: null, stderr: null };
-  /** Every stream write not called back yet: the run resolves after. */
+  /** Each stream's last write, once its sink has answered with a promise:
+   *  the next write waits for it. */
+  const last = { stdout: null, stderr: null };
+  /** Every write not taken yet: the run resolves after. */
   const pending = new Set();
   const taken = (n) => {
     if (flow) {
@@ -236,23 +286,18 @@ export function outputs(sinks, isolated) {
     failed[type] ??= error ?? new Error(`${type}: the stream's write failed`);
     if (flow) Atomics.compareExchange(flow, STREAM_SLOT[type], OPEN, BROKEN);
   };
-  const write = (type, to, bytes) =>
+  // Whether the sink answered with a promise is known once it is called:
+  // `last` is set after, in `hand`.
+  let promised = false;
+  const write = (type, bytes) =>
     new Promise((done) => {
-      let once = false;
-      const called = (error) => {
-        // A stream that calls back twice must not take the bytes twice.
-        if (once) return;
-        once = true;
-        if (error) broke(type, error);
+      // Broken by a write this one waited for.
+      if (failed[type] !== null) return taken(bytes.length), done();
+      promised = writeTo(sinks[type], bytes, (failedNow, error) => {
+        if (failedNow) broke(type, error);
         taken(bytes.length);
         done();
-      };
-      try {
-        to.write(bytes, called);
-      } catch (e) {
-        broke(type, e);
-        called();
-      }
+      });
     });
   return {
     config: {
@@ -264,20 +309,12 @@ export function outputs(sinks, isolated) {
       stderr: sinks.stderr !== undefined,
     },
     hand(type, bytes) {
-      const to = sinks[type];
       if (failed[type] !== null) return taken(bytes.length);
-      if (typeof to?.write === "function") {
-        const p = write(type, to, bytes);
-        pending.add(p);
-        p.then(() => pending.delete(p));
-        return;
-      }
-      try {
-        to(bytes);
-      } catch (e) {
-        broke(type, e);
-      }
-      taken(bytes.length);
+      promised = false;
+      const p = last[type] ? last[type].then(() => write(type, bytes)) : write(type, bytes);
+      if (last[type] || promised) last[type] = p;
+      pending.add(p);
+      p.then(() => pending.delete(p));
     },
     async settled() {
       await Promise.all(pending);

@@ -2,6 +2,7 @@
 // components transpiled by jco (@bytecodealliance/preview2-shim 0.26).
 
 import type { MemFs, Overlay, Pack } from "./packfs_web.js";
+import type { Sink } from "./runner.js";
 
 /** A preopen: a filesystem, or one with `readOnly` (a Pack always is). */
 export type Capability = MemFs | Pack | Overlay | { fs: MemFs | Pack | Overlay; readOnly?: boolean };
@@ -32,11 +33,16 @@ export interface WasiImportsOptions {
   args?: string[];
   env?: Record<string, string>;
   cwd?: string;
-  /** Each write's bytes; the console's when absent. One that throws
+  /** Where each write's bytes go (the console when absent): what
+   *  `runP1`'s `stdout` takes, a callback or a writable stream (a Node
+   *  `Writable`, a `WritableStream`'s writer, `Deno.stdout`), anything
+   *  else a TypeError at the call. A component's write cannot wait, so a
+   *  promise the sink answers with is not waited for. One that throws
    *  fails that write (a stream error the component sees), as a `WASI`
-   *  callback's throw is EIO. */
-  stdout?: (bytes: Uint8Array) => void;
-  stderr?: (bytes: Uint8Array) => void;
+   *  callback's throw is EIO; one that fails later (its promise rejects,
+   *  a stream calls back an error) fails the next. */
+  stdout?: Sink;
+  stderr?: Sink;
   /** The shim's browser build, where a bare import cannot find it. */
   shim?: object;
   /** The component was transpiled for JSPI (see PackFsAdapter). */

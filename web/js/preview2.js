@@ -17,6 +17,7 @@
 //   run.run();
 
 import { MemFs, Overlay, Pack, WasiDescriptor } from "./packfs_web.js";
+import { checkSink, writeTo } from "./channel.js";
 
 // `descriptor-flags` and `open-flags` as WasiDescriptor takes them.
 const FLAGS = [
@@ -388,19 +389,21 @@ function forwardDrops(Descriptor) {
   };
 }
 
-/** Bytes written to a stdout or stderr: to `write(bytes)` when given. A
- *  `write` that throws fails the component's write (a stream error, EIO
- *  to a p1-style guest), as the WASI class's callbacks do, instead of
- *  unwinding through the component. */
-function sink(io, write) {
+/** Bytes written to a stdout or stderr: to `to` when given, a sink as
+ *  runP1 takes (see channel.js's writeTo). A component's write cannot
+ *  wait, so a promise the sink answers with is not waited for. A sink that
+ *  fails fails the component's write (a stream error, EIO to a p1-style
+ *  guest), as the WASI class's callbacks do, instead of unwinding through
+ *  the component: the write it threw in, or, failing later (a promise
+ *  rejected, a stream's callback), the next. */
+function sink(io, to) {
+  if (to === undefined) return undefined;
+  let broken = false;
   const call = (buf) => {
-    try {
-      write(buf.slice());
-    } catch {
-      throw failed(io, "io");
-    }
+    if (!broken) writeTo(to, buf.slice(), (bad) => (broken ||= bad));
+    if (broken) throw failed(io, "io");
   };
-  return write && { write: call, blockingFlush() {}, flush() {} };
+  return { write: call, blockingFlush() {}, flush() {} };
 }
 
 /**
@@ -414,6 +417,8 @@ function sink(io, write) {
  * component was transpiled for JSPI (see PackFsAdapter).
  */
 export async function wasiImports({ preopens = {}, args = [], env = {}, cwd = "/", stdout, stderr, shim: given, jspi = false } = {}) {
+  checkSink(stdout, "stdout");
+  checkSink(stderr, "stderr");
   const { cli: cliShim, clocks, filesystem, io, random } = given ?? (await shim());
   const fs = filesystem.createFilesystem({ adapter: new PackFsAdapter(io, { jspi }), preopens });
   forwardDrops(filesystem.types.Descriptor);

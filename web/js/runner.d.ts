@@ -46,18 +46,27 @@ export interface RunOptions extends Omit<Preview1Options, "stdin" | "stdout" | "
    *  (a Node `Readable`) is read as a stream. In Node, Deno and Bun a
    *  stream or function is always read as the guest reads. */
   stdin?: Uint8Array | ArrayBuffer | ReadableStream<Uint8Array | string> | AsyncIterable<Uint8Array | string> | StdinSource;
-  /** Called with each of the guest's writes to stdout; or a writable
-   *  stream (a Node `Writable`), whose `write` takes them: the guest waits
-   *  while more than 4 MiB it wrote are not yet written there, and the run
-   *  resolves once all are. A callback that throws, or a stream whose
-   *  write calls back with an error, is given nothing more: the guest's
-   *  next write to it fails with EIO (as the `WASI` class's does). Output
-   *  lost where the guest could not be told (it wrote no more there, or
-   *  the page is not cross-origin isolated) rejects the run with a
-   *  `RunError` of kind "io", its `cause` the callback's error. */
-  stdout?: ((bytes: Uint8Array) => void) | Writable;
+  /** Called with each of the guest's writes to stdout; a promise it
+   *  returns is waited for (the write counts as in flight until it
+   *  settles, and the next is not made before). Or a writable stream, whose
+   *  `write` takes them: a Node `Writable` (calling back), a
+   *  `WritableStream`'s writer or `Deno.stdout` (returning a promise; one
+   *  of a count short of the bytes has the rest written next). The guest
+   *  waits while more than 4 MiB it wrote are not yet written there, and
+   *  the run resolves once all are. A callback that throws or whose
+   *  promise rejects, or a stream whose write fails, is given nothing
+   *  more: the guest's next write to it fails with EIO (as the `WASI`
+   *  class's does). Output lost where the guest could not be told (it
+   *  wrote no more there, or the page is not cross-origin isolated)
+   *  rejects the run with a `RunError` of kind "io", its `cause` the
+   *  callback's error. A run that fails (a trap, a preopen) also settles
+   *  only once the output is written, within `timeout`; one ended by
+   *  `timeout`, `signal` or `close()` waits at most a second for it.
+   *  Anything else (a `WritableStream` itself: give its writer) is a
+   *  TypeError at the call. */
+  stdout?: Sink;
   /** As `stdout`, for stderr. */
-  stderr?: ((bytes: Uint8Array) => void) | Writable;
+  stderr?: Sink;
   preopens?: Preopen[];
   /** What a relative preopen `url` resolves against (default: the page's
    *  `location.href`; in Node, Deno and Bun, the working directory). */
@@ -69,11 +78,17 @@ export interface RunOptions extends Omit<Preview1Options, "stdin" | "stdout" | "
   signal?: AbortSignal;
 }
 
-/** What a writable stream (a Node `Writable`) offers: `write`, calling
- *  back once the bytes are written. */
+/** What a writable stream offers: `write`, calling back once the bytes
+ *  are written (a Node `Writable`), or returning a promise that settles
+ *  then (a `WritableStream`'s writer; `Deno.stdout`, its promise a count
+ *  of the bytes written). */
 export interface Writable {
   write(bytes: Uint8Array, written: (error?: Error | null) => void): unknown;
 }
+
+/** Where a guest's output goes: a callback (its promise, if it returns
+ *  one, waited for) or a writable stream. */
+export type Sink = ((bytes: Uint8Array) => void | PromiseLike<unknown>) | Writable;
 
 export interface RunResult {
   /** The status the guest passed to proc_exit, or 0 when _start returned. */

@@ -16,7 +16,7 @@
 // spinning. Every option is checked before the worker starts: a mistake is
 // a TypeError that names the option.
 
-import { channel, drain, outputs, pieces } from "./channel.js";
+import { channel, checkSink, drain, outputs, pieces } from "./channel.js";
 import { nodeWorker, server, wasmSource, workingDirectory } from "./runtime.js";
 
 /**
@@ -163,11 +163,8 @@ function check(module, options) {
   if (stdin !== undefined && !isBytes(stdin) && typeof stdin !== "function" && !isStream(stdin)) {
     throw bad("stdin", "a Uint8Array, an ArrayBuffer, a ReadableStream, an async iterable (a Node stream) or a function", stdin);
   }
-  for (const [k, f] of [["stdout", stdout], ["stderr", stderr]]) {
-    if (f !== undefined && typeof f !== "function" && typeof f?.write !== "function") {
-      throw bad(k, "a function or a writable stream", f);
-    }
-  }
+  checkSink(stdout, "stdout");
+  checkSink(stderr, "stderr");
   if (timeout !== undefined && !(typeof timeout === "number" && timeout >= 0)) {
     throw bad("timeout", "a number of milliseconds, 0 or more", timeout);
   }
@@ -190,6 +187,10 @@ function check(module, options) {
     preopens: checked,
   };
 }
+
+/** Most milliseconds a run ended from the page (its timeout, its signal,
+ *  close()) waits for the output its guest wrote to be written. */
+const OUTPUT_GRACE = 1000;
 
 /** setTimeout's longest delay, 2^31 − 1 ms (24.8 days): it fires a longer
  *  one, or Infinity, at once. */
@@ -369,28 +370,54 @@ class Runner {
     const out = outputs({ stdout, stderr }, isolated);
     return new Promise((resolve, reject) => {
       let cancelTimer = () => {};
-      const onAbort = () => fail(aborted());
-      // Ends the run; `gone`: and the worker, whatever it was doing. Its
-      // listeners go first: Deno's worker_threads says a terminated
+      /** "running"; "ending": the worker is done with, its output being
+       *  written; "settled". */
+      let phase = "running";
+      const onAbort = () => stop(aborted());
+      const settle = (finish) => {
+        if (phase === "settled") return;
+        phase = "settled";
+        if (this.#stop === stop) this.#stop = null;
+        cancelTimer();
+        signal?.removeEventListener("abort", onAbort);
+        finish();
+      };
+      // Done with the worker; `gone`: and it ends, whatever it was doing.
+      // Its listeners go first: Deno's worker_threads says a terminated
       // worker's exit within terminate(), which would end the run again.
-      const end = (settle, gone) => {
+      const quit = (gone) => {
+        phase = "ending";
         worker.onmessage = worker.onerror = null;
-        this.#stop = null;
         if (gone && this.#worker === worker) {
           worker.terminate();
           this.#worker = null;
         }
         worker.busy(false);
         fetches.abort();
-        cancelTimer();
-        signal?.removeEventListener("abort", onAbort);
         src?.close();
-        settle();
       };
-      const fail = (e) => end(() => reject(e), true);
-      this.#stop = fail;
+      // The guest ended (`outcome(lost)` says how): the run settles once
+      // its output is written, within what is left of `timeout` (the timer
+      // and `signal` still end it meanwhile), so that what it wrote last,
+      // a panic's message, is out when the embedder hears of it.
+      const ended = (gone, outcome) => {
+        quit(gone);
+        out.settled().then((lost) => settle(outcome(lost)));
+      };
+      // Ended from here (timeout, abort, close, a failed worker or stdin):
+      // the output handed on already gets OUTPUT_GRACE to be written.
+      // While the output of an ended guest is written, it ends that wait.
+      const stop = (e) => {
+        if (phase === "running") {
+          quit(true);
+          let timer;
+          const grace = new Promise((done) => (timer = setTimeout(done, OUTPUT_GRACE)));
+          Promise.race([out.settled(), grace]).then(() => (clearTimeout(timer), settle(() => reject(e))));
+        } else settle(() => reject(e));
+      };
+      this.#stop = stop;
       if (timeout !== undefined) {
-        cancelTimer = after(timeout, () => fail(new RunError("timeout", `the guest ran longer than its time limit of ${timeout} ms`)));
+        cancelTimer = after(timeout, () => stop(new RunError("timeout", `the guest ran longer than its time limit of ${timeout} ms`)));
       }
       signal?.addEventListener("abort", onAbort, { once: true });
       worker.busy(true);
@@ -401,28 +428,26 @@ class Runner {
         else if (m.type === "more") asked.more();
         else if (m.type === "stdout" || m.type === "stderr") out.hand(m.type, m.bytes);
         // A worker whose packfs-web is in doubt runs no other guest.
-        // It settles once its output streams have written all it wrote;
-        // output lost where the guest could not be told rejects it.
+        // Output lost where the guest could not be told rejects an exit.
         else if (m.type === "exit") {
           const { type, inDoubt, ...result } = m;
-          out.settled().then((lost) => {
-            if (this.#stop !== fail) return;
-            if (lost === null) return end(() => resolve(result), inDoubt);
+          ended(inDoubt, (lost) => {
+            if (lost === null) return () => resolve(result);
             const e = lost.error;
             const message = `${lost.type} failed: ${e?.message ?? e} (the guest, which exited ${result.exitCode}, was not told)`;
-            end(() => reject(new RunError("io", message, { cause: e, detail: e?.stack })), inDoubt);
+            return () => reject(new RunError("io", message, { cause: e, detail: e?.stack }));
           });
         } else {
-          end(() => reject(new RunError(m.kind, m.message, { detail: m.detail })), m.inDoubt);
+          ended(m.inDoubt, () => () => reject(new RunError(m.kind, m.message, { detail: m.detail })));
         }
       };
-      worker.onerror = (e) => fail(new RunError("io", `the worker failed: ${e.message ?? "it did not load"}`));
+      worker.onerror = (e) => stop(new RunError("io", `the worker failed: ${e.message ?? "it did not load"}`));
       const bytes = compiled instanceof WebAssembly.Module ? compiled : new Uint8Array(compiled);
       const input = asked && src ? Promise.resolve(true) : src ? drain(src) : Promise.resolve(msg.stdin);
       const ask = asked?.shared ?? null;
       Promise.all([input, engine]).then(
-        ([stdin, engine]) => this.#stop === fail && worker.postMessage({ module: bytes, engine, ...msg, stdin, output: out.config, ask }),
-        (e) => this.#stop === fail && fail(e instanceof RunError ? e : new RunError("io", `reading stdin: ${e?.message ?? e}`, { cause: e, detail: e?.stack })),
+        ([stdin, engine]) => phase === "running" && worker.postMessage({ module: bytes, engine, ...msg, stdin, output: out.config, ask }),
+        (e) => phase === "running" && stop(e instanceof RunError ? e : new RunError("io", `reading stdin: ${e?.message ?? e}`, { cause: e, detail: e?.stack })),
       );
     });
   }

@@ -208,6 +208,52 @@ const CASES = {
     const read = await pack.readFile("f/3.bin").then((b) => ({ read: b.length }), (e) => ({ code: e.code, message: e.message }));
     return { runner: { ...r, stderr: text(err) }, thread: { ...read, bytesFetched: pack.bytesFetched, length: pack.info().packLen } };
   },
+  // Sinks that answer with promises: an async callback that rejects (the
+  // run rejects, io, and nothing is left unhandled), one that resolves
+  // late (the run waits for it), a WritableStream's writer, a writer that
+  // writes at most 3 bytes a call (as Deno.stdout may), and a
+  // WritableStream itself, refused at the call.
+  async "sinks that answer with promises"() {
+    const echo = (stdout, more = []) => ended(runP1(TOOLBOX, { args: ["toolbox", "echo", "hello", ...more], stdout }));
+    const rejects = await echo(async () => {
+      throw new Error("async sink failed");
+    });
+    let late = "";
+    const resolvesLate = await echo(async (b) => {
+      await new Promise((done) => setTimeout(done, 100));
+      late += Buffer.from(b).toString();
+    });
+    let streamed = "";
+    const writer = new WritableStream({ write: (b) => void (streamed += Buffer.from(b).toString()) }).getWriter();
+    const byWriter = await echo(writer);
+    let short = "";
+    const shortWriter = {
+      write: async (b) => {
+        short += Buffer.from(b.subarray(0, 3)).toString();
+        return Math.min(3, b.length);
+      },
+    };
+    const byShortWriter = await echo(shortWriter, ["echo", "again"]);
+    const refused = await runP1(TOOLBOX, { stdout: new WritableStream() }).then(
+      () => "accepted",
+      (e) => `${e.name}: ${e.message}`,
+    );
+    return { rejects, resolvesLate: { ...resolvesLate, late }, byWriter: { ...byWriter, streamed }, byShortWriter: { ...byShortWriter, short }, refused };
+  },
+
+  // The guest writes to stderr, then traps; stderr calls back each write
+  // a while later (a slow disk). The run rejects once it has written.
+  async "a trap's last words written before the run rejects"() {
+    let written = "";
+    const stderr = new Writable({
+      write(chunk, _enc, done) {
+        setTimeout(() => ((written += chunk), done()), 200);
+      },
+    });
+    const r = await ended(runP1(TOOLBOX, { args: ["toolbox", "stderr", "the last words", "trap"], stderr }));
+    return { ...r, written };
+  },
+
   // 10,000 writes of a byte to stdout, then "done" to stderr; stdout calls
   // back none until stderr says done, or two seconds on. How many it was
   // handed before.
