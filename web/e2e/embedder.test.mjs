@@ -113,7 +113,7 @@ const DRIP = `(module
       (br_if $more (i32.lt_u (local.get $i) (i32.const 10000))))
     (drop (call $fd_write (i32.const 2) (i32.const 16) (i32.const 1) (i32.const 8)))))`;
 
-let guests, server, whole, sipFile, sipInput, big;
+let guests, server, whole, hostile, hostileSent, sipFile, sipInput, big;
 
 /** A pack of one file `f.bin` of `size` bytes (incompressible, stored). */
 async function onePack(size) {
@@ -158,19 +158,48 @@ before(async () => {
     }
   });
   await new Promise((ok) => whole.listen(0, "127.0.0.1", ok));
+  // The opening's tail request answered with a body without end: a 206
+  // (/endless, 64 MiB at most, then it ends), or a 200 that says it is
+  // 2 GiB (/huge, 64 KiB of it sent, then the connection cut).
+  hostile = createServer((req, res) => {
+    const chunk = Buffer.alloc(1 << 16, 0x41);
+    if (req.url === "/huge") {
+      res.writeHead(200, { "Content-Length": 2 ** 31 });
+      res.write(chunk);
+      return setTimeout(() => res.destroy(), 100);
+    }
+    res.writeHead(206, { "Content-Range": `bytes 0-65535/${1 << 30}` });
+    const pump = () => {
+      while (hostileSent < 64 << 20) {
+        hostileSent += chunk.length;
+        if (!res.write(chunk)) return;
+      }
+      res.end();
+    };
+    res.on("drain", pump);
+    req.on("close", () => res.destroy());
+    pump();
+  });
+  await new Promise((ok) => hostile.listen(0, "127.0.0.1", ok));
 });
 
 after(async () => {
   whole?.closeAllConnections();
   whole?.close();
+  hostile?.closeAllConnections();
+  hostile?.close();
   await server?.close();
   if (guests) rmSync(guests, { recursive: true, force: true });
 });
 
-/** The command that runs case `name` in `runtime`; `gc`: with a `gc()`. */
-function command(runtime, name, gc) {
+/** The command that runs case `name` in `runtime`; `gc`: with a `gc()`;
+ *  `location`: Deno's `location` (and so its Cache API's origin). */
+function command(runtime, name, gc, location) {
   if (runtime === "node") return [process.execPath, ...(gc ? ["--expose-gc"] : []), SCRIPT, name];
-  if (runtime === "deno") return [`${BIN}deno`, "run", "--allow-all", "--no-prompt", "--quiet", ...(gc ? ["--v8-flags=--expose-gc"] : []), SCRIPT, name];
+  if (runtime === "deno") {
+    const flags = [...(gc ? ["--v8-flags=--expose-gc"] : []), ...(location ? [`--location=${location}`] : [])];
+    return [`${BIN}deno`, "run", "--allow-all", "--no-prompt", "--quiet", ...flags, SCRIPT, name];
+  }
   return [`${BIN}bun`, SCRIPT, name];
 }
 
@@ -180,12 +209,12 @@ function command(runtime, name, gc) {
  * read until half a second after it starts (or it ends). A case that has
  * not ended after a minute is killed (`code` null): it hung.
  */
-async function runCase(runtime, name, { gc = false, readLate = false } = {}) {
+async function runCase(runtime, name, { gc = false, readLate = false, location } = {}) {
   const result = join(guests, `${runtime}-${name.replace(/\W+/g, "-")}.json`);
   rmSync(result, { force: true });
-  const [cmd, ...args] = command(runtime, name, gc);
+  const [cmd, ...args] = command(runtime, name, gc, location);
   const child = spawn(cmd, args, {
-    env: { ...process.env, PACKFS_GUESTS: guests, PACKFS_SERVER: server.url, PACKFS_WHOLE: `http://127.0.0.1:${whole.address().port}`, PACKFS_RESULT: result, NO_COLOR: "1" },
+    env: { ...process.env, PACKFS_GUESTS: guests, PACKFS_SERVER: server.url, PACKFS_WHOLE: `http://127.0.0.1:${whole.address().port}`, PACKFS_HOSTILE: `http://127.0.0.1:${hostile.address().port}`, PACKFS_RESULT: result, NO_COLOR: "1" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const out = [];
@@ -218,6 +247,15 @@ async function lives(runtime, name, options) {
   assert.notEqual(r.found, undefined, r.stderr);
   return r;
 }
+
+// Deno has the Cache API (given a location): each change a lazy pack made
+// there wrapped the ones before in another array, which persisted()
+// resolved to, all kept for the pack's lifetime.
+test("deno: a lazy pack's persisted() resolves to undefined after many changes to its Cache API store", async () => {
+  const { found } = await lives("deno", "persisted() after many changes", { location: "http://packfs-embedder.test/" });
+  assert.equal(found.caches, true, "Deno has the Cache API");
+  assert.equal(found.persisted, "undefined");
+});
 
 for (const runtime of RUNTIMES) {
   test(`${runtime}: stdin read before and after a lazy pack's file arrives whole, from every kind of source`, async () => {
@@ -310,6 +348,16 @@ for (const runtime of RUNTIMES) {
     const { found } = await lives(runtime, "a trap's last words written before the run rejects");
     assert.equal(found.kind, "trap", JSON.stringify(found));
     assert.equal(found.written, "the last words\n");
+  });
+
+  test(`${runtime}: the opening's tail answered without end is cut at what was asked (206), or at 1 GiB (200)`, async () => {
+    hostileSent = 0;
+    const { found } = await lives(runtime, "an opening's tail without end");
+    assert.equal(found.endless.code, "io", JSON.stringify(found.endless));
+    assert.match(found.endless.message, /longer than the 65536 bytes asked for/);
+    assert.ok(hostileSent < 64 << 20, `the server sent ${hostileSent} bytes: all it had`);
+    assert.equal(found.huge.code, "io", JSON.stringify(found.huge));
+    assert.match(found.huge.message, /longer than the 1073741824 bytes a pack served whole may be/);
   });
 
   test(`${runtime}: a guest writing a byte at a time cannot put more than 4 MiB's worth of writes in flight`, async () => {

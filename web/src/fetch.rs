@@ -15,10 +15,14 @@
 //! asked for; the core then checks the header, trailer and index as it
 //! does for any pack. A blob is fetched on the first read
 //! that needs it ([`Remote::run`]); adjacent wanted blobs are fetched in one
-//! request. A server that ignores `Range` and answers `200` with the whole
-//! pack is fine too: the pack is then simply complete. Any other reply is
-//! read no further than the range asked for (a server that sends more
-//! fails that request, and nothing it sent is buffered past the range).
+//! request. Every reply is read no further than the range asked for (a
+//! server that sends more fails that request, and nothing it sent is
+//! buffered past the range), with one exception: a server that ignores
+//! `Range` answers the opening's tail request with `200` and the whole
+//! pack, which is then complete; that reply is taken up to its
+//! `Content-Length`, and at most [`MAX_WHOLE_PACK`] (1 GiB) in any case.
+//! A `200` to any later request is refused: the server honoured `Range`
+//! at the opening.
 //!
 //! A pack replaced on the server while it is read is noticed by its `ETag`
 //! (else `Last-Modified`) when the server sends one: a reply that carries
@@ -49,6 +53,7 @@ use std::sync::Arc;
 use js_sys::{Function, Promise, Reflect, Uint8Array};
 use std::ops::Range;
 
+use packfs_core::pack::layout::MAX_FETCHED_INDEX;
 use packfs_core::pack::{LazyOpen, OpenStep, PackFs, Partial, ReadOptions, until_loaded, until_loaded_async};
 use packfs_core::{Error, RemoteFailure, Result};
 use wasm_bindgen::prelude::*;
@@ -259,11 +264,30 @@ fn start(url: &str, range: Option<&str>) -> Result<Pending> {
     Ok(Pending::Fetch(JsFuture::from(global_fetch(&req))))
 }
 
-/// The reply to `pending`, its body at most `limit` bytes (the length of
-/// the range asked for; `None` for the opening's tail, which a server
-/// without `Range` answers with the whole pack): a server that sends more
-/// fails the request as soon as it has, rather than have it all buffered.
-async fn finish(url: &str, pending: Pending, limit: Option<u64>) -> Result<Reply> {
+/// The most of a pack the opening takes from a server that ignores
+/// `Range` (a `200` to the tail request: the whole pack): 1 GiB, as much
+/// as it takes of an index region from one that honours it
+/// ([`MAX_FETCHED_INDEX`]). Without it a hostile server's endless body
+/// would be buffered whole.
+pub const MAX_WHOLE_PACK: u64 = MAX_FETCHED_INDEX;
+
+/// How much of a reply's body is taken, by its status: at most `.0`
+/// bytes, `.1` saying why in the error past it.
+type Limit = fn(u16, u64) -> (u64, &'static str);
+
+/// The range's length, whatever the status.
+const ASKED: Limit = |_, len| (len, "asked for");
+
+/// The opening's tail: a `206` the length asked for, a `200` the whole
+/// pack, at most [`MAX_WHOLE_PACK`].
+const TAIL: Limit =
+    |status, len| if status == 200 { (MAX_WHOLE_PACK, "a pack served whole may be") } else { (len, "asked for") };
+
+/// The reply to `pending`, its body at most what `limit` says for its
+/// status and `len`, the length of the range asked for: a server that
+/// sends more (or says it will, in `Content-Length`) fails the request as
+/// soon as it has, rather than have it all buffered.
+async fn finish(url: &str, pending: Pending, len: u64, limit: Limit) -> Result<Reply> {
     let pending = match pending {
         Pending::Fetch(f) => f,
         Pending::Answered(reply) => return reply,
@@ -273,19 +297,24 @@ async fn finish(url: &str, pending: Pending, limit: Option<u64>) -> Result<Reply
     let header = |name| resp.headers().get(name).ok().flatten();
     let range = header("Content-Range").as_deref().and_then(parse_content_range);
     let validator = header("ETag").or_else(|| header("Last-Modified"));
-    let body = match (limit, resp.body()) {
-        (Some(limit), Some(stream)) => body_within(url, &stream, limit).await?,
-        _ => {
-            let buf = resp.array_buffer().map_err(|e| thrown(url, &e))?;
-            Uint8Array::new(&JsFuture::from(buf).await.map_err(|e| thrown(url, &e))?).to_vec()
+    let (most, what) = limit(status, len);
+    let longer = || remote(url, RemoteFailure::BadReply, format!("the body is longer than the {most} bytes {what}"));
+    if header("Content-Length").and_then(|n| n.trim().parse::<u64>().ok()).is_some_and(|n| n > most) {
+        if let Some(stream) = resp.body() {
+            drop(stream.cancel());
         }
+        return Err(longer());
+    }
+    let body = match resp.body() {
+        Some(stream) => body_within(url, &stream, most, longer).await?,
+        None => Vec::new(),
     };
     Ok(Reply { status, range, validator, body })
 }
 
 /// `stream`'s bytes, read a chunk at a time; past `limit` the rest is
-/// cancelled, unread, and the reply refused.
-async fn body_within(url: &str, stream: &ReadableStream, limit: u64) -> Result<Vec<u8>> {
+/// cancelled, unread, and the reply refused (`longer()`).
+async fn body_within(url: &str, stream: &ReadableStream, limit: u64, longer: impl Fn() -> Error) -> Result<Vec<u8>> {
     let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
     let mut body = Vec::new();
     loop {
@@ -299,11 +328,7 @@ async fn body_within(url: &str, stream: &ReadableStream, limit: u64) -> Result<V
             .map_err(|_| remote(url, RemoteFailure::BadReply, "a body chunk is not bytes"))?;
         if body.len() as u64 + u64::from(bytes.length()) > limit {
             drop(reader.cancel());
-            return Err(remote(
-                url,
-                RemoteFailure::BadReply,
-                format!("the body is longer than the {limit} bytes asked for"),
-            ));
+            return Err(longer());
         }
         let at = body.len();
         body.resize(at + bytes.length() as usize, 0);
@@ -337,7 +362,7 @@ impl Remote {
         loop {
             match plan.next() {
                 OpenStep::Tail(len) => {
-                    let tail = finish(&url, start(&url, Some(&format!("bytes=-{len}")))?, None).await?;
+                    let tail = finish(&url, start(&url, Some(&format!("bytes=-{len}")))?, len, TAIL).await?;
                     tally(&tail);
                     validator = tail.validator.clone();
                     match (tail.status, tail.range) {
@@ -363,7 +388,7 @@ impl Remote {
                         pending.push((r.start, r.end - r.start, start(&url, Some(&range(&r)))?));
                     }
                     for (at, len, pending) in pending {
-                        let r = finish(&url, pending, Some(len)).await?;
+                        let r = finish(&url, pending, len, ASKED).await?;
                         tally(&r);
                         r.same_pack(&url, &validator)?;
                         match (r.status, r.range) {
@@ -416,7 +441,7 @@ impl Remote {
             pending.push((w, p));
         }
         for (w, p) in pending {
-            let r = finish(&self.url, p, Some(w.end - w.start)).await?;
+            let r = finish(&self.url, p, w.end - w.start, ASKED).await?;
             self.store(&w, &r)?;
         }
         Ok(())
@@ -455,8 +480,9 @@ impl Remote {
             {
                 w.start
             }
-            // The server ignored the range: take all of the data.
-            (200, _) if r.body.len() as u64 == total => 0,
+            // A 200 (the whole pack) cannot be here: the body was cut at
+            // the range's length, and a server that ignores ranges gave
+            // the whole pack at the opening.
             (s, _) => return Err(unanswered(&self.url, s, format!("HTTP {s} to a Range request at {}", w.start))),
         };
         self.pack.store(at, &r.body)?;

@@ -254,6 +254,24 @@ const CASES = {
     return { ...r, written };
   },
 
+  // The opening's tail answered by a hostile server, with a 206 and a
+  // body without end, and with a 200 saying it is 2 GiB.
+  async "an opening's tail without end"() {
+    const opened = (path) =>
+      Pack.fromUrl(`${env.PACKFS_HOSTILE}${path}`, { persist: false }).then(() => ({ opened: true }), (e) => ({ code: e.code, message: e.message }));
+    return { endless: await opened("/endless"), huge: await opened("/huge") };
+  },
+
+  // A lazy pack kept in the Cache API (Deno, given a location): what
+  // persisted() resolves to once its file has been read (changes to the
+  // store: the ledger at the opening, the file's bytes and the ledger).
+  async "persisted() after many changes"() {
+    const pack = await Pack.fromUrl(`${env.PACKFS_SERVER}/sip.pack`);
+    for (let i = 0; i < 3; i++) await pack.readFile("f.bin");
+    const v = await pack.persisted();
+    return { caches: typeof caches === "object", persisted: v === undefined ? "undefined" : JSON.stringify(v).slice(0, 200) };
+  },
+
   // 10,000 writes of a byte to stdout, then "done" to stderr; stdout calls
   // back none until stderr says done, or two seconds on. How many it was
   // handed before.

@@ -80,10 +80,19 @@ impl CacheApi {
 
     /// Counts `change` (a put or a delete) among those [`settled`](Self::settled)
     /// waits for. Its failure is dropped: a full store only costs the next
-    /// load a fetch.
+    /// load a fetch. The chain resolves to undefined, and holds the one
+    /// before only until that settles: an `all_settled` of the two would
+    /// resolve to an array holding the one before's result, and so on back
+    /// to the first, kept for the pack's lifetime.
     fn begun(&self, change: Promise) {
         let mut changes = self.changes.borrow_mut();
-        *changes = Promise::all_settled(&Array::of2(&changes, &change));
+        let before = JsFuture::from(changes.clone());
+        let change = JsFuture::from(change);
+        *changes = wasm_bindgen_futures::future_to_promise(async move {
+            let _ = before.await;
+            let _ = change.await;
+            Ok(JsValue::UNDEFINED)
+        });
     }
 
     /// A promise that resolves once every change begun so far has
