@@ -321,6 +321,8 @@ for (const runtime of RUNTIMES) {
     assert.match(found.fifo.message, /is not a regular file \(a FIFO\)/);
     assert.equal(found.directory.code, "io", JSON.stringify(found.directory));
     assert.match(found.directory.message, /is not a regular file \(a directory\)/);
+    // The URL named once, not three times.
+    assert.equal(found.fifo.message.split("fifo.pack").length, 2, found.fifo.message);
     assert.equal(found.runner.kind, "preopen", JSON.stringify(found.runner));
     assert.match(found.runner.message, /is not a regular file \(a FIFO\)/);
   });

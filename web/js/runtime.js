@@ -43,7 +43,7 @@ export function readFileRange(url, range) {
   const fd = fs.openSync(new URL(url), fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
   try {
     const st = fs.fstatSync(fd);
-    if (!st.isFile()) throw new Error(`${url} is not a regular file (${kindOf(st)})`);
+    if (!st.isFile()) throw new Error(`it is not a regular file (${kindOf(st)})`);
     const size = st.size;
     const validator = `${st.ino}-${size}-${st.mtimeMs}`;
     const m = /^bytes=(\d*)-(\d*)$/.exec(range);
@@ -54,7 +54,7 @@ export function readFileRange(url, range) {
     const body = new Uint8Array(b - a + 1);
     for (let at = 0; at < body.length; ) {
       const n = fs.readSync(fd, body, at, body.length - at, a + at);
-      if (n === 0) throw new Error(`${url} ended early: it changed while read`);
+      if (n === 0) throw new Error("it ended early: it changed while read");
       at += n;
     }
     return { status: 206, contentRange: `bytes ${a}-${b}/${size}`, validator, body };

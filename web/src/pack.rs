@@ -53,7 +53,10 @@ impl Pack {
             let opts = read_options(&options, true)?;
             let bound = opt_u64(&options, "cacheSize")?.unwrap_or(DEFAULT_CACHE_SIZE);
             let persist = opt_bool(&options, "persist")?.unwrap_or(true).then_some(bound);
-            let remote = Remote::open(url.clone(), opts, persist).await.map_err(|e| to_js(&e, Some(&url)))?;
+            // A remote failure names the URL already.
+            let named =
+                |e: &packfs_core::Error| (!matches!(e, packfs_core::Error::Remote { .. })).then_some(url.as_str());
+            let remote = Remote::open(url.clone(), opts, persist).await.map_err(|e| to_js(&e, named(&e)))?;
             let pack = remote.pack.clone();
             Ok(Pack { inner: Inner { backend: Backend::Pack(pack.clone()), remote: Some(Rc::new(remote)) }, pack }
                 .into())
