@@ -346,6 +346,16 @@ for (const runtime of RUNTIMES) {
     assert.match(found.refused, /^TypeError: stdout must be a function or a writable stream .*not object/);
   });
 
+  test(`${runtime}: a stdout stream whose "error" event nothing listens to fails the guest's write (EIO) or the run (io), and the process lives`, async () => {
+    const { found } = await lives(runtime, "a stdout stream that fails to open");
+    // Told in time, the guest exits 1; else the run rejects.
+    if (found.kind === undefined) assert.equal(found.exitCode, 1, JSON.stringify(found));
+    else {
+      assert.equal(found.kind, "io", JSON.stringify(found));
+      assert.match(found.cause, /ENOENT|no such file/i);
+    }
+  });
+
   test(`${runtime}: a guest that traps has its last output written before the run rejects`, async () => {
     const { found } = await lives(runtime, "a trap's last words written before the run rejects");
     assert.equal(found.kind, "trap", JSON.stringify(found));

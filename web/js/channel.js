@@ -264,7 +264,7 @@ export function writeTo(to, bytes, done) {
  * `config` is what the worker's `output` takes; `hand(type, bytes)` gives
  * a message's bytes to its sink; `settled()` resolves once every stream
  * has written all it was handed, to a failure the guest was never told of
- * (`{ type, error }`), or null.
+ * (`{ type, error }`), or null; `close()` ends the run's listening.
  */
 export function outputs(sinks, isolated) {
   const flow = isolated ? new Int32Array(new SharedArrayBuffer(4 * 3)) : null;
@@ -286,6 +286,16 @@ export function outputs(sinks, isolated) {
     failed[type] ??= error ?? new Error(`${type}: the stream's write failed`);
     if (flow) Atomics.compareExchange(flow, STREAM_SLOT[type], OPEN, BROKEN);
   };
+  // A Node stream's "error" event, heard by no one, ends the process: the
+  // run listens while it lasts (a failure of the stream's, as a write's).
+  const unlisten = [];
+  for (const type of ["stdout", "stderr"]) {
+    const to = sinks[type];
+    if (typeof to?.on !== "function" || typeof to.off !== "function") continue;
+    const heard = (e) => broke(type, e);
+    to.on("error", heard);
+    unlisten.push(() => to.off("error", heard));
+  }
   // Whether the sink answered with a promise is known once it is called:
   // `last` is set after, in `hand`.
   let promised = false;
@@ -323,6 +333,10 @@ export function outputs(sinks, isolated) {
         if (failed[type] !== null && !told) return { type, error: failed[type] };
       }
       return null;
+    },
+    /** Stops listening to the streams' "error" events. */
+    close() {
+      for (const off of unlisten.splice(0)) off();
     },
   };
 }

@@ -62,6 +62,8 @@ export interface RunOptions extends Omit<Preview1Options, "stdin" | "stdout" | "
    *  callback's error. A run that fails (a trap, a preopen) also settles
    *  only once the output is written, within `timeout`; one ended by
    *  `timeout`, `signal` or `close()` waits at most a second for it.
+   *  A Node stream's "error" events are listened to while the run lasts,
+   *  each a failure as a write's (unheard, one would end the process).
    *  Anything else (a `WritableStream` itself: give its writer) is a
    *  TypeError at the call. */
   stdout?: Sink;

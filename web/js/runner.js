@@ -380,6 +380,7 @@ class Runner {
         if (this.#stop === stop) this.#stop = null;
         cancelTimer();
         signal?.removeEventListener("abort", onAbort);
+        out.close();
         finish();
       };
       // Done with the worker; `gone`: and it ends, whatever it was doing.

@@ -7,7 +7,7 @@
 // server's address from PACKFS_SERVER.
 
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -239,6 +239,14 @@ const CASES = {
       (e) => `${e.name}: ${e.message}`,
     );
     return { rejects, resolvesLate: { ...resolvesLate, late }, byWriter: { ...byWriter, streamed }, byShortWriter: { ...byShortWriter, short }, refused };
+  },
+
+  // stdout a file stream into a directory that is not there: its "error"
+  // event, which nothing else listens to, fails the run instead of ending
+  // the process.
+  async "a stdout stream that fails to open"() {
+    const stdout = createWriteStream(join(tmpdir(), "packfs-no-such-directory", "out"));
+    return ended(runP1(TOOLBOX, { args: ["toolbox", "echo", "hello"], stdout }));
   },
 
   // The guest writes to stderr, then traps; stderr calls back each write
