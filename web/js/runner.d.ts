@@ -90,7 +90,10 @@ export interface Writable {
 
 /** Where a guest's output goes: a callback (its promise, if it returns
  *  one, waited for) or a writable stream. */
-export type Sink = ((bytes: Uint8Array) => void | PromiseLike<unknown>) | Writable;
+// Two function types, not one returning `void | PromiseLike`: a function
+// typed to return `void` takes any function, whatever it returns (an arrow
+// that appends to a string returns the string).
+export type Sink = ((bytes: Uint8Array) => void) | ((bytes: Uint8Array) => PromiseLike<unknown>) | Writable;
 
 export interface RunResult {
   /** The status the guest passed to proc_exit, or 0 when _start returned. */
