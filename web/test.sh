@@ -20,7 +20,8 @@
 #      web/examples/vite-app (its own npm ci), type-checked with tsc,
 #      bundled by Vite and run in the browser (e2e/package.test.mjs), and
 #      the package without a page, in Node, Deno and Bun
-#      (e2e/runtimes.test.mjs), and the p2 guests transpiled by jco on
+#      (e2e/runtimes.test.mjs; e2e/embedder.test.mjs: a careless embedder
+#      and a hostile server), and the p2 guests transpiled by jco on
 #      packfs-web/preview2 in Node, Deno and Bun (e2e/preview2.test.mjs,
 #      runtimes.test.mjs) and on a page and in a Worker
 #      (e2e/preview2-page.test.mjs). Screenshots: web/e2e/artifacts/.
@@ -67,5 +68,5 @@ echo "== packfs-web: demo page, Range laziness, p1 guests and the package in hea
 
 for engine in firefox webkit; do
     echo "== packfs-web: the same in $engine"
-    (cd web && PACKFS_BROWSER=$engine node --test --test-concurrency=1 $(ls e2e/*.test.mjs | grep -v 'runtimes\|/preview2\.test'))
+    (cd web && PACKFS_BROWSER=$engine node --test --test-concurrency=1 $(ls e2e/*.test.mjs | grep -v 'runtimes\|embedder\|/preview2\.test'))
 done
