@@ -8,7 +8,9 @@
 //! (over bit 0): the image built from the bytes, part by part, each
 //! number either small or one of the extremes (`u64::MAX`, 2^63, 2^47,
 //! 2^48 − 1, 4 GiB), so that sizes, offsets, link counts and inode
-//! numbers declare far more than the log holds.
+//! numbers declare far more than the log holds. Bit 3: replayed over a
+//! small pack (a checkpoint), whose inodes the image may name, hide and
+//! remove; the tree must then also write an image that replays again.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -34,14 +36,50 @@ fuzz_target!(|data: &[u8]| {
     };
     let created = Timestamp::new(1_600_000_000, 0);
     let header = Header { generation: 0, created, image: mode & 2 != 0 };
-    let mut tree = Tree::new(created, Quota::default());
+    let lower = (mode & 8 != 0).then(checkpoint);
+    let fresh = || match &lower {
+        Some(l) => Tree::overlay(l.clone(), created, Quota::default()).unwrap(),
+        None => Tree::new(created, Quota::default()),
+    };
+    let mut tree = fresh();
     if replay(&mut tree, &header, &log).is_ok() {
-        let snapshot = Snapshot::from(tree);
+        let snapshot = Snapshot::from(tree.clone());
         if let Err(e) = snapshot.check_consistency() {
             panic!("a replayed tree is inconsistent: {e}");
         }
+        // A journal that opened stays openable: its next image replays.
+        let mut again = Vec::new();
+        tree.image(|p| {
+            encode_part(&p, created, &mut again);
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+        let v2 = Header { image: true, ..header };
+        if let Err(e) = replay(&mut fresh(), &v2, &again) {
+            panic!("a replayed tree's image does not replay: {e}");
+        }
     }
 });
+
+/// A pack of a few directories, files (a hard link among them) and a
+/// symbolic link: the checkpoint a version-2 image lies over. Its inodes
+/// are numbers 1 to 8, tagged 2^47 + n over it, among those `number` makes.
+fn checkpoint() -> std::sync::Arc<dyn packfs_core::FileSystem> {
+    use packfs_core::{FileSystem, MemFs, OpenOptions};
+    let fs = MemFs::new();
+    let a = fs.mkdir(fs.root(), "m", 0o755).unwrap();
+    let b = fs.mkdir(a, "n", 0o755).unwrap();
+    for (dir, name) in [(fs.root(), "n"), (b, "m")] {
+        let f = fs.open(dir, name, &OpenOptions::create()).unwrap();
+        fs.write_at(f, 0, name.as_bytes()).unwrap();
+        fs.close(f);
+    }
+    fs.link(fs.lookup(b, "m").unwrap(), fs.root(), "l").unwrap();
+    fs.symlink(a, "m2", "n").unwrap();
+    let mut bytes = Vec::new();
+    packfs_core::pack::write_pack(&fs.snapshot(), &mut bytes).unwrap();
+    std::sync::Arc::new(packfs_core::pack::PackFs::open(bytes).unwrap())
+}
 
 /// A number from `b`: small, or an extreme that declares far more than
 /// any log holds.
@@ -69,11 +107,12 @@ fn image(mut b: &[u8]) -> Vec<u8> {
         let t = Timestamp::new(number(&mut b), 0);
         let part = match k % 6 {
             0 => {
-                let shape = match number(&mut b) % 4 {
+                let shape = match number(&mut b) % 5 {
                     0 => Shape::File { size: number(&mut b) },
                     1 => Shape::Lower { ino: number(&mut b), size: number(&mut b) },
                     2 => Shape::Dir { parent: number(&mut b), lower: Some(number(&mut b)).filter(|&l| l != 0) },
-                    _ => Shape::Symlink("t"),
+                    3 => Shape::Symlink(["t", "", "a\0b"][(k as usize >> 4) % 3]),
+                    _ => Shape::Symlink("n"),
                 };
                 let (ino, nlink) = (number(&mut b), number(&mut b));
                 Part::Inode { ino, shape, mode: 0o644, nlink, times: [t; 3], orphan: k & 8 != 0 }

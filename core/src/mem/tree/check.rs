@@ -49,15 +49,7 @@ impl Tree {
         // A removed directory holds no entries; should one hold some, they
         // go with it, or they would name nothing and count for ever.
         if self.has_entries_here(ino) {
-            let keys: Vec<DirKey> = self
-                .dirents
-                .iter_from(|k| k.dir >= ino)
-                .take_while(|(k, _)| k.dir == ino)
-                .map(|(k, _)| k.clone())
-                .collect();
-            for key in keys {
-                self.remove_dirent(&key);
-            }
+            let _ = self.clear_removed_dir(ino);
         }
         if let Some(i) = self.remove_inode(ino) {
             self.usage.bytes -= i.charge(ino);
@@ -155,17 +147,14 @@ impl Tree {
             if !hides {
                 continue;
             }
-            let mut after: Option<Arc<str>> = None;
-            loop {
-                let page = lower.read_dir(lino, after.as_deref(), PAGE).map_err(|e| format!("listing {lino}: {e}"))?;
-                let Some(last) = page.last() else { break };
-                if let Some(e) = page.iter().find(|e| self.seen.get(&e.ino).is_none()) {
-                    return Err(format!("lower inode {} hidden in {ino}, never taken", e.ino));
-                }
-                if after.as_deref().is_some_and(|a| last.name.as_bytes() <= a.as_bytes()) {
-                    return Err(format!("lower directory {lino} lists no further"));
-                }
-                after = Some(last.name.clone());
+            let mut untaken = None;
+            super::overlay::each_lower_page(lower, lino, |page| {
+                untaken = untaken.or_else(|| page.iter().find(|e| self.seen.get(&e.ino).is_none()).map(|e| e.ino));
+                Ok(())
+            })
+            .map_err(|e| format!("listing {lino}: {e}"))?;
+            if let Some(hidden) = untaken {
+                return Err(format!("lower inode {hidden} hidden in {ino}, never taken"));
             }
         }
         Ok(())

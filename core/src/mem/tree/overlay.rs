@@ -8,7 +8,7 @@ use super::key::Probe;
 use super::*;
 use crate::mem::content::Content;
 use crate::path::MAX_PATH;
-use crate::{BackendFault, Error, FileSystem, FileType, Ino, Metadata, Result, Timestamp};
+use crate::{BackendFault, DirEntry, Error, FileSystem, FileType, Ino, Metadata, Result, Timestamp};
 
 /// The number a lower inode has here. An overlay's own numbers carry the
 /// tag, so an overlay cannot be the lower of another (nor can anything with
@@ -44,11 +44,27 @@ pub(super) fn lower_record(lower: &dyn FileSystem, lino: Ino, md: &Metadata, par
 
 /// The subdirectories lower directory `ldir` lists.
 pub(super) fn lower_subdirs(lower: &dyn FileSystem, ldir: Ino) -> Result<u64> {
-    let (mut count, mut after): (u64, Option<Arc<str>>) = (0, None);
+    let mut count = 0;
+    each_lower_page(lower, ldir, |page| {
+        count += page.iter().filter(|e| e.kind == FileType::Dir).count() as u64;
+        Ok(())
+    })?;
+    Ok(count)
+}
+
+/// Calls `each` with every page of lower directory `ldir`'s listing, in
+/// order. A lower whose page does not move past the name it was given
+/// (its first or its last name not after it) would be listed for ever:
+/// `Contract`.
+pub(super) fn each_lower_page(
+    lower: &dyn FileSystem,
+    ldir: Ino,
+    mut each: impl FnMut(&[DirEntry]) -> Result<()>,
+) -> Result<()> {
+    let mut after: Option<Arc<str>> = None;
     loop {
         let page = lower.read_dir(ldir, after.as_deref(), LOWER_PAGE)?;
-        let Some(last) = page.last() else { return Ok(count) };
-        // A lower that does not move past `after` would loop here.
+        let Some(last) = page.last() else { return Ok(()) };
         if after
             .as_deref()
             .is_some_and(|a| page[0].name.as_bytes() <= a.as_bytes() || last.name.as_bytes() <= a.as_bytes())
@@ -56,7 +72,7 @@ pub(super) fn lower_subdirs(lower: &dyn FileSystem, ldir: Ino) -> Result<u64> {
             return Err(Error::backend(BackendFault::Contract, format!("lower directory {ldir} lists no further")));
         }
         after = Some(last.name.clone());
-        count += page.iter().filter(|e| e.kind == FileType::Dir).count() as u64;
+        each(&page)?;
     }
 }
 
