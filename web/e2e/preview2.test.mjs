@@ -354,3 +354,24 @@ test("wasiImports takes runP1's sinks: a Node Writable, a rejecting async callba
     await assert.rejects(preview2.wasiImports({ shim, stdout }), (e) => e instanceof TypeError && /^stdout must be a function or a writable stream/.test(e.message));
   }
 });
+
+// A sink whose write answers with a promise of how much it took (Deno's
+// stdout, a stream's short writes) gets a component's writes in order: on
+// the first fix of review it wrote the second write's bytes before the
+// rest of the first ("AAABBBAAABBB\n\n").
+test("wasiImports keeps a component's writes in order through a sink that writes a few bytes at a time", async () => {
+  const shim = await import(new URL("index.js", SHIM).href);
+  let got = "";
+  const dec = new TextDecoder();
+  const sink = {
+    write(b) {
+      got += dec.decode(b.subarray(0, 3));
+      return new Promise((resolve) => setTimeout(() => resolve(Math.min(3, b.length)), 1));
+    },
+  };
+  const stdout = (await preview2.wasiImports({ shim, stdout: sink }))["wasi:cli/stdout"].getStdout();
+  const enc = new TextEncoder();
+  for (const line of ["AAAAAA\n", "BBBBBB\n", "CC\n"]) stdout.blockingWriteAndFlush(enc.encode(line));
+  for (let i = 0; i < 1000 && got.length < 17; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(got, "AAAAAA\nBBBBBB\nCC\n");
+});

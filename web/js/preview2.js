@@ -399,12 +399,40 @@ function forwardDrops(Descriptor) {
 function sink(io, to) {
   if (to === undefined) return undefined;
   let broken = false;
+  // A sink that answered with a promise takes the next write only once
+  // that one is whole (a short write's rest goes first): until then writes
+  // wait here, in order, up to QUEUED_MAX bytes (a sink that never
+  // answers fails the write past it).
+  const queue = [];
+  let queued = 0;
+  let busy = false;
+  const next = () => {
+    while (!busy && !broken && queue.length) {
+      const buf = queue.shift();
+      queued -= buf.length;
+      busy = writeTo(to, buf, (bad) => {
+        broken ||= bad;
+        if (busy) {
+          busy = false;
+          next();
+        }
+      });
+    }
+  };
   const call = (buf) => {
-    if (!broken) writeTo(to, buf.slice(), (bad) => (broken ||= bad));
+    if (!broken) {
+      queue.push(buf.slice());
+      queued += buf.length;
+      broken = queued > QUEUED_MAX;
+      next();
+    }
     if (broken) throw failed(io, "io");
   };
   return { write: call, blockingFlush() {}, flush() {} };
 }
+
+/** Most bytes a component's output may have waiting for its sink. */
+const QUEUED_MAX = 16 << 20;
 
 /**
  * The imports of a component transpiled with `jco transpile
