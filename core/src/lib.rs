@@ -70,6 +70,7 @@ pub mod path;
 pub mod resolve;
 pub mod sync;
 pub mod treap;
+pub mod virt;
 pub mod wasi;
 mod whole;
 

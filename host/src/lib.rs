@@ -96,6 +96,8 @@ pub mod packs;
 mod pool;
 mod run;
 pub mod sandbox;
+#[cfg(feature = "virt")]
+pub mod virt;
 
 pub use limits::{Limits, RunError, Unenforceable};
 pub use pool::Pool;

@@ -107,6 +107,26 @@ impl MountTable {
         })
     }
 
+    /// Creates the missing directories above mount point `path`, as
+    /// `mkdir -p` does; one that is there must be a directory (`NotDir`).
+    pub fn make_parents(&self, path: &str) -> Result<()> {
+        let fs: &dyn FileSystem = self;
+        let names: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+        for i in 1..names.len() {
+            let above = names[..i].join("/");
+            match crate::resolve::resolve(fs, fs.root(), &above, true) {
+                Ok(ino) if fs.metadata(ino)?.kind == FileType::Dir => {}
+                Ok(_) => return Err(Error::NotDir),
+                Err(Error::NotFound) => {
+                    let parent = crate::resolve::resolve_parent(fs, fs.root(), &above)?;
+                    fs.mkdir(parent.dir, &parent.name, 0o755)?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
     /// Unmounts what is mounted at `path`, returning its filesystem. A mount
     /// with mounts inside it, or with files or directories open through the
     /// table, is `Busy`; a path with no mount is `Invalid`.

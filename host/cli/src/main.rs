@@ -35,6 +35,7 @@ mod stat;
 mod timeout;
 mod unpack;
 mod verify;
+mod virt;
 
 use std::process::ExitCode;
 
@@ -152,6 +153,8 @@ enum Command {
     Compact(compact::Args),
     /// Run a WASI guest on packs, in-memory trees, host directories and journals.
     Run(run::Args),
+    /// Make a guest a component that carries PackFS as its filesystem, for any WASI host.
+    Virt(virt::Args),
 }
 
 /// Exit status of an error (clap uses it for argument errors too).
@@ -179,6 +182,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => diff::run(args, &packs),
         Command::Compact(args) => compact::run(args),
         Command::Run(args) => run::run(args, &packs, cli.remote.stats),
+        Command::Virt(args) => virt::run(args),
     };
     if cli.remote.stats {
         cli.remote.report(&packs);

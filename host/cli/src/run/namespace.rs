@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use packfs_core::mem::Quota;
 use packfs_core::mount::MountTable;
 use packfs_core::pack::ReadOptions;
-use packfs_core::{Error, FileSystem, FileType, MemFs, resolve};
+use packfs_core::{FileSystem, MemFs};
 use packfs_os::dir::{DirFs, FdBudget};
 use packfs_os::journal::{Journal, SyncPolicy};
 
@@ -96,7 +96,7 @@ impl Namespace {
         let mut opened = vec![(root_spec.guest_path.clone(), root)];
         for spec in rest {
             let mount = open_source(&spec.source, packs, &dir_fds).with_context(|| context(spec))?;
-            make_parents(&table, &spec.guest_path).with_context(|| context(spec))?;
+            table.make_parents(&spec.guest_path).with_context(|| context(spec))?;
             table.mount(&spec.guest_path, mount.fs.clone(), mount.read_only).with_context(|| context(spec))?;
             opened.push((spec.guest_path.clone(), mount));
         }
@@ -146,25 +146,6 @@ impl Namespace {
             eprintln!("packfs: dir: mounts: full: {refused} open(s) refused for their limit of {max} host descriptors");
         }
     }
-}
-
-/// Creates the missing directories above mount point `path`, as `mkdir -p`.
-fn make_parents(table: &MountTable, path: &str) -> Result<()> {
-    let fs: &dyn FileSystem = table;
-    let names: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
-    for i in 1..names.len() {
-        let above = names[..i].join("/");
-        match resolve::resolve(fs, fs.root(), &above, true) {
-            Ok(ino) if fs.metadata(ino)?.kind == FileType::Dir => {}
-            Ok(_) => bail!("/{above}: {}", Error::NotDir),
-            Err(Error::NotFound) => {
-                let parent = resolve::resolve_parent(fs, fs.root(), &above)?;
-                fs.mkdir(parent.dir, &parent.name, 0o755).with_context(|| format!("creating /{above}"))?;
-            }
-            Err(e) => return Err(e).with_context(|| format!("/{above}")),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,293 @@
+//! The image `packfs virt` embeds in the component it makes: what the
+//! virtual filesystem inside the guest mounts where, and the packs it
+//! carries. The host writes it ([`Image::encode`]); the component reads it
+//! ([`Image::decode`]) when the guest first calls it. A component may have
+//! been changed since it was made, so the reader checks every field: a
+//! typed error, never a panic, whatever the bytes say.
+//!
+//! ```text
+//! "PACKFSV1"  u32 LE: n  n bytes of UTF-8 lines  the packs' bytes
+//! ```
+//!
+//! Each line is one entry, its fields separated by tabs:
+//!
+//! | line | meaning |
+//! |---|---|
+//! | `mem PATH MAX_BYTES MAX_INODES` | an empty in-memory tree at `PATH` |
+//! | `pack PATH OFFSET LEN DIGEST OVERLAY MAX_BYTES MAX_INODES` | the embedded pack at `OFFSET..OFFSET+LEN` of the image (from its start), pinned to `DIGEST`; `OVERLAY` 1: under an in-memory overlay |
+//! | `save HOST_PATH` | after the guest's run, the namespace is written as a pack to `HOST_PATH`, a file under one of the host's preopens |
+//!
+//! A limit of 0 is none. Paths are absolute, `/`-separated, without `.`,
+//! `..` or empty names.
+
+use crate::mem::Quota;
+use crate::pack::Digest;
+use crate::{Error, Result};
+
+/// The image's first bytes.
+pub const MAGIC: &[u8; 8] = b"PACKFSV1";
+
+/// Most bytes of lines an image may have: far more than any mount table,
+/// and bounded before the lines are read.
+pub const MAX_CONFIG: u32 = 1 << 20;
+
+/// Most mounts an image may have.
+pub const MAX_MOUNTS: usize = 256;
+
+/// What a mount holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// An empty in-memory tree.
+    Mem(Quota),
+    /// A pack in the image, at `offset..offset + len`, pinned to `digest`;
+    /// with `Some(quota)`, under an in-memory overlay.
+    Pack {
+        /// Where in the image.
+        offset: u64,
+        /// How long.
+        len: u64,
+        /// Its digest: nothing else opens.
+        digest: Digest,
+        /// The overlay's limits, if it has one.
+        overlay: Option<Quota>,
+    },
+}
+
+/// One mount: the guest path and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// Absolute, normalized.
+    pub path: String,
+    /// What is there.
+    pub source: Source,
+}
+
+/// What the virtual filesystem mounts, and what it does after the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Config {
+    /// The mounts, in any order.
+    pub mounts: Vec<Mount>,
+    /// Where the namespace is saved as a pack after the run.
+    pub save: Option<String>,
+}
+
+/// A decoded image: its configuration and the bytes the packs lie in.
+#[derive(Debug)]
+pub struct Image<'a> {
+    /// What to mount.
+    pub config: Config,
+    /// The whole image, which the packs' offsets count from.
+    pub bytes: &'a [u8],
+}
+
+/// An absolute path with only real names (the root is `/`).
+pub fn check_path(path: &str) -> Result<()> {
+    let rest = path.strip_prefix('/').ok_or(Error::Invalid)?;
+    if rest.is_empty() {
+        return Ok(());
+    }
+    for name in rest.split('/') {
+        crate::path::validate_name(name)?;
+        if name == "." || name == ".." {
+            return Err(Error::Invalid);
+        }
+    }
+    Ok(())
+}
+
+fn limit(v: Option<u64>) -> u64 {
+    v.unwrap_or(0)
+}
+
+fn quota_line(q: &Quota) -> String {
+    format!("{}\t{}", limit(q.max_bytes), limit(q.max_inodes))
+}
+
+impl Config {
+    /// The image: this configuration's lines, then `packs` (each mount's
+    /// offset must already say where its pack lies in it, counted from
+    /// the image's start: use [`Config::header_len`]).
+    pub fn encode(&self, packs: &[u8]) -> Result<Vec<u8>> {
+        let lines = self.lines()?;
+        let mut out = Vec::with_capacity(12 + lines.len() + packs.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&u32::try_from(lines.len()).map_err(|_| Error::Invalid)?.to_le_bytes());
+        out.extend_from_slice(lines.as_bytes());
+        out.extend_from_slice(packs);
+        Ok(out)
+    }
+
+    /// How many bytes precede the packs in this configuration's image.
+    /// The offsets are written as fixed-width numbers, so the length does
+    /// not depend on them.
+    pub fn header_len(&self) -> Result<u64> {
+        Ok(12 + self.lines()?.len() as u64)
+    }
+
+    fn lines(&self) -> Result<String> {
+        if self.mounts.len() > MAX_MOUNTS {
+            return Err(Error::Invalid);
+        }
+        let mut s = String::new();
+        for m in &self.mounts {
+            check_path(&m.path)?;
+            match &m.source {
+                Source::Mem(q) => s += &format!("mem\t{}\t{}\n", m.path, quota_line(q)),
+                Source::Pack { offset, len, digest, overlay } => {
+                    let (on, q) = match overlay {
+                        Some(q) => (1, *q),
+                        None => (0, Quota::default()),
+                    };
+                    s += &format!("pack\t{}\t{offset:020}\t{len:020}\t{digest}\t{on}\t{}\n", m.path, quota_line(&q));
+                }
+            }
+        }
+        if let Some(save) = &self.save {
+            if save.contains(['\t', '\n']) || save.is_empty() {
+                return Err(Error::Invalid);
+            }
+            s += &format!("save\t{save}\n");
+        }
+        if s.len() > MAX_CONFIG as usize {
+            return Err(Error::Invalid);
+        }
+        Ok(s)
+    }
+}
+
+impl<'a> Image<'a> {
+    /// Reads an image, checking every field and that each pack lies within
+    /// it; `Invalid` for anything else.
+    pub fn decode(bytes: &'a [u8]) -> Result<Image<'a>> {
+        let head = bytes.get(..12).ok_or(Error::Invalid)?;
+        if &head[..8] != MAGIC {
+            return Err(Error::Invalid);
+        }
+        let n = u32::from_le_bytes(head[8..12].try_into().map_err(|_| Error::Invalid)?);
+        if n > MAX_CONFIG {
+            return Err(Error::Invalid);
+        }
+        let lines = bytes.get(12..12 + n as usize).ok_or(Error::Invalid)?;
+        let lines = std::str::from_utf8(lines).map_err(|_| Error::Invalid)?;
+        let mut config = Config::default();
+        for line in lines.lines() {
+            let f: Vec<&str> = line.split('\t').collect();
+            let num = |s: &str| s.parse::<u64>().map_err(|_| Error::Invalid);
+            let quota = |b: &str, i: &str| -> Result<Quota> {
+                let some = |v: u64| (v != 0).then_some(v);
+                Ok(Quota { max_bytes: some(num(b)?), max_inodes: some(num(i)?) })
+            };
+            match f.as_slice() {
+                ["mem", path, b, i] => {
+                    check_path(path)?;
+                    config.mounts.push(Mount { path: (*path).into(), source: Source::Mem(quota(b, i)?) });
+                }
+                ["pack", path, offset, len, digest, on, b, i] => {
+                    check_path(path)?;
+                    let (offset, len) = (num(offset)?, num(len)?);
+                    let end = offset.checked_add(len).ok_or(Error::Invalid)?;
+                    if end > bytes.len() as u64 {
+                        return Err(Error::Invalid);
+                    }
+                    let digest = digest.parse().map_err(|_| Error::Invalid)?;
+                    let overlay = match *on {
+                        "0" => None,
+                        "1" => Some(quota(b, i)?),
+                        _ => return Err(Error::Invalid),
+                    };
+                    config
+                        .mounts
+                        .push(Mount { path: (*path).into(), source: Source::Pack { offset, len, digest, overlay } });
+                }
+                ["save", path] if config.save.is_none() && !path.is_empty() => config.save = Some((*path).into()),
+                _ => return Err(Error::Invalid),
+            }
+            if config.mounts.len() > MAX_MOUNTS {
+                return Err(Error::Invalid);
+            }
+        }
+        Ok(Image { config, bytes })
+    }
+
+    /// The bytes of a pack mount's pack.
+    pub fn pack(&self, offset: u64, len: u64) -> Result<&'a [u8]> {
+        let start = usize::try_from(offset).map_err(|_| Error::Invalid)?;
+        let end = usize::try_from(offset.checked_add(len).ok_or(Error::Invalid)?).map_err(|_| Error::Invalid)?;
+        self.bytes.get(start..end).ok_or(Error::Invalid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn digest() -> Digest {
+        Digest([7; 32])
+    }
+
+    #[test]
+    fn an_image_reads_back_as_written() {
+        let mut config = Config {
+            mounts: vec![
+                Mount {
+                    path: "/".into(),
+                    source: Source::Pack {
+                        offset: 0,
+                        len: 3,
+                        digest: digest(),
+                        overlay: Some(Quota { max_bytes: Some(9), max_inodes: None }),
+                    },
+                },
+                Mount { path: "/tmp/x".into(), source: Source::Mem(Quota { max_bytes: None, max_inodes: Some(5) }) },
+            ],
+            save: Some("/out/after.pack".into()),
+        };
+        let at = config.header_len().unwrap();
+        if let Source::Pack { offset, .. } = &mut config.mounts[0].source {
+            *offset = at;
+        }
+        let image = config.encode(b"abc").unwrap();
+        let read = Image::decode(&image).unwrap();
+        assert_eq!(read.config, config);
+        assert_eq!(read.pack(at, 3).unwrap(), b"abc");
+    }
+
+    #[test]
+    fn images_no_writer_makes_are_refused() {
+        let good =
+            Config { mounts: vec![Mount { path: "/".into(), source: Source::Mem(Quota::default()) }], save: None };
+        let image = good.encode(&[]).unwrap();
+        assert!(Image::decode(&image).is_ok());
+        let lines = |s: &str| {
+            let mut v = MAGIC.to_vec();
+            v.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            v.extend_from_slice(s.as_bytes());
+            v
+        };
+        let d = digest();
+        for bad in [
+            "mem\trel\t0\t0",
+            "mem\t/a/../b\t0\t0",
+            "mem\t/a//b\t0\t0",
+            "mem\t/\t-1\t0",
+            "mem\t/\t0",
+            &format!("pack\t/\t0\t100000\t{d}\t0\t0\t0"),
+            &format!("pack\t/\t18446744073709551615\t2\t{d}\t0\t0\t0"),
+            "pack\t/\t0\t0\tblake3:zz\t0\t0\t0",
+            &format!("pack\t/\t0\t0\t{d}\t2\t0\t0"),
+            "save\t",
+            "save\t/a\nsave\t/b",
+            "mount\t/",
+        ] {
+            assert!(Image::decode(&lines(bad)).is_err(), "{bad:?}");
+        }
+        // A length past the bytes, a wrong magic, too short.
+        let mut long = image.clone();
+        long[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(Image::decode(&long).is_err());
+        assert!(Image::decode(b"PACKFSV2\0\0\0\0").is_err());
+        assert!(Image::decode(b"PACK").is_err());
+        let many = "mem\t/\t0\t0\n".repeat(MAX_MOUNTS + 1);
+        assert!(Image::decode(&lines(&many)).is_err());
+    }
+}

@@ -1,0 +1,74 @@
+//! `packfs virt GUEST --mount GUEST_PATH=SOURCE... -o OUT`: the guest
+//! composed with PackFS as its filesystem, into one component that runs
+//! on any WASI 0.2 host (`wasmtime run OUT`), its packs embedded.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use packfs_core::pack::{PackFs, ReadOptions, split_pin};
+use packfs_host::virt::{Source as VirtSource, Virt};
+use packfs_os::publish::write_atomic;
+
+use crate::common::bytes;
+use crate::spec::{MountSpec, Source};
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "SOURCE is one of:\n  \
+    PACK          a pack file, embedded, read-only\n  \
+    PACK+mem      an in-memory overlay over an embedded pack: the guest's changes stay in the component's memory\n  \
+    mem           an empty in-memory tree\n  \
+    mem:LIMITS, PACK+mem:LIMITS   as above, with LIMITS: max-bytes=N,max-inodes=N; past one the guest gets EDQUOT\n  \
+    PACK@blake3:HEX   only the pack with that digest\n\n\
+    Every pack is pinned to its digest in the component. Without a mount at /, the root is an empty \
+    in-memory tree. Nothing of the host's filesystem is reachable from the guest.\n\n\
+    The guest may be a WASI 0.2 component or a preview1 module (adapted with wasmtime's standard adapter \
+    first). Run the result with any component host, e.g. `wasmtime run OUT.wasm`.")]
+pub(crate) struct Args {
+    /// The guest: a WASI 0.2 component or a preview1 module.
+    guest: PathBuf,
+    /// Mount SOURCE at GUEST_PATH (repeatable; mounts may nest).
+    #[arg(long = "mount", value_name = "GUEST_PATH=SOURCE")]
+    mounts: Vec<MountSpec>,
+    /// Where to write the component; an existing file is replaced atomically.
+    #[arg(short, long, value_name = "OUT.wasm")]
+    output: PathBuf,
+}
+
+/// The bytes of the pack at `path` (`PACK@blake3:HEX` must be that pack).
+fn pack_bytes(path: &Path) -> Result<Vec<u8>> {
+    let text = path.to_str().with_context(|| format!("{}: not UTF-8", path.display()))?;
+    let (name, pin) = split_pin(text).with_context(|| format!("{text}"))?;
+    if name.contains("://") {
+        bail!("{name}: packfs virt embeds pack files; fetch it first");
+    }
+    let bytes = std::fs::read(name).with_context(|| format!("{name}"))?;
+    if pin.is_some() {
+        PackFs::open_with(bytes.as_slice(), ReadOptions::new().pin(pin)).with_context(|| format!("{name}"))?;
+    }
+    Ok(bytes)
+}
+
+pub(crate) fn run(args: Args) -> Result<ExitCode> {
+    let guest = std::fs::read(&args.guest).with_context(|| format!("{}", args.guest.display()))?;
+    let mut virt = Virt::new();
+    for MountSpec { guest_path, source } in &args.mounts {
+        let context = || format!("--mount {guest_path}={source}");
+        let source = match source {
+            Source::Mem(q) => VirtSource::Mem(*q),
+            Source::Pack(p) => VirtSource::Pack { bytes: pack_bytes(p).with_context(context)?, overlay: None },
+            Source::PackOverlay(p, q) => {
+                VirtSource::Pack { bytes: pack_bytes(p).with_context(context)?, overlay: Some(*q) }
+            }
+            Source::Dir { .. } | Source::Journal(..) => {
+                bail!("{}: packfs virt mounts packs and mem; host directories are not reachable", context())
+            }
+        };
+        virt = virt.mount(guest_path, source);
+    }
+    let out = virt.build(&guest).with_context(|| format!("{}", args.guest.display()))?;
+    write_atomic(&args.output, |file| file.write_all(&out)).with_context(|| format!("{}", args.output.display()))?;
+    out!("{}: {} ({} of it the guest)", args.output.display(), bytes(out.len() as u64), bytes(guest.len() as u64));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,147 @@
+//! PackFS as the filesystem *inside* a component (`packfs virt`), so that
+//! any component host (the `wasmtime` command, wasmtime-py, jco's stock
+//! shim) gives the guest packs, overlays and quotas without knowing
+//! PackFS exists.
+//!
+//! [`Virt::build`] composes a guest with the virtual filesystem, a
+//! component built from `virt/` (PackFS's core and its descriptor model,
+//! for `wasm32-unknown-unknown`), into one component:
+//!
+//! ```text
+//!   guest (0.2 component, or a preview1 module adapted first)
+//!     │ wasi:filesystem · wasi:io · wasi:cli/std{in,out,err} · monotonic-clock
+//!   virtual filesystem: PackFS over the image (mounts, embedded packs)
+//!     │ the host's wasi:io, stdio, clocks       │ everything else the guest imports
+//!   host ◀─────────────────────────────────────┘
+//! ```
+//!
+//! The guest's own bytes and the virtual filesystem's memory are apart:
+//! the guest reaches the tree only through WASI calls. The virtual
+//! filesystem serves `wasi:io` too (a file's streams are its own), and
+//! wraps the host's stdio and clock pollables so they are the same
+//! resources.
+//!
+//! ```no_run
+//! use packfs_host::virt::{Source, Virt};
+//! use packfs_core::mem::Quota;
+//!
+//! let guest = std::fs::read("tool.wasm")?;
+//! let pack = std::fs::read("app.pack")?;
+//! let out = Virt::new()
+//!     .mount("/", Source::Pack { bytes: pack, overlay: Some(Quota::default()) })
+//!     .mount("/tmp", Source::Mem(Quota { max_bytes: Some(64 << 20), max_inodes: None }))
+//!     .build(&guest)?;
+//! std::fs::write("tool.virt.wasm", out)?;
+//! # Ok::<(), anyhow::Error>(())
+//! ```
+
+mod compose;
+mod place;
+
+use anyhow::{Context, Result, bail};
+use packfs_core::mem::Quota;
+use packfs_core::pack::{PackFs, ReadOptions};
+use packfs_core::virt::{Config, Mount, Source as ImageSource, check_path};
+
+/// The virtual filesystem's module (with its component type), as
+/// `virt/build.sh` builds it from `virt/`; a test checks it is that
+/// build's.
+pub const ADAPTER: &[u8] = include_bytes!("adapter.wasm");
+
+/// Where a pack starts in the image: a page of the guest's memory, so a
+/// pack aligned within itself stays aligned in memory.
+const PACK_ALIGN: u64 = 4096;
+
+/// What a mount holds.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// An empty in-memory tree, within its limits (`EDQUOT` past them).
+    Mem(Quota),
+    /// A pack embedded in the component, pinned to its digest (so it must
+    /// have a digest table); with `Some(limits)`, under an in-memory
+    /// overlay that takes the guest's changes.
+    Pack {
+        /// The pack's bytes.
+        bytes: Vec<u8>,
+        /// The overlay's limits, if it has one.
+        overlay: Option<Quota>,
+    },
+}
+
+/// What the virtual filesystem mounts; [`build`](Self::build) makes the
+/// component. Mounts nest as `packfs run`'s do: shallowest first; without
+/// a `/` mount the root is an empty `mem`; missing directories above a
+/// mount point are made in the mount holding them.
+#[derive(Debug, Clone, Default)]
+pub struct Virt {
+    mounts: Vec<(String, Source)>,
+}
+
+impl Virt {
+    /// Nothing mounted: the guest sees an empty in-memory `/`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Mounts `source` at the absolute guest `path`.
+    pub fn mount(mut self, path: &str, source: Source) -> Self {
+        self.mounts.push((path.to_string(), source));
+        self
+    }
+
+    /// The guest, a 0.2 component or a preview1 module, composed with the
+    /// virtual filesystem: one component that runs on any host giving
+    /// the rest of WASI 0.2.
+    pub fn build(&self, guest: &[u8]) -> Result<Vec<u8>> {
+        let image = self.image()?;
+        let module = place::place(ADAPTER, &image).context("placing the image")?;
+        let virt = wit_component::ComponentEncoder::default()
+            .module(&module)
+            .and_then(|e| e.validate(true).encode())
+            .context("making the virtual filesystem a component")?;
+        let guest = compose::component_of(guest)?;
+        compose::plug(&virt, &guest)
+    }
+
+    /// The image: the mount table, then each pack, checked and pinned.
+    fn image(&self) -> Result<Vec<u8>> {
+        let mut paths: Vec<&str> = self.mounts.iter().map(|(p, _)| p.as_str()).collect();
+        paths.sort_unstable();
+        if let Some(w) = paths.windows(2).find(|w| w[0] == w[1]) {
+            bail!("{}: mounted twice", w[0]);
+        }
+        let mut config = Config::default();
+        let mut packs: Vec<&[u8]> = Vec::new();
+        for (path, source) in &self.mounts {
+            check_path(path).map_err(|_| anyhow::anyhow!("{path:?}: not an absolute path of plain names"))?;
+            let source = match source {
+                Source::Mem(q) => ImageSource::Mem(*q),
+                Source::Pack { bytes, overlay } => {
+                    let pack = PackFs::open_with(bytes.as_slice(), ReadOptions::new())
+                        .with_context(|| format!("{path}: the pack"))?;
+                    let digest = pack.digest().with_context(|| {
+                        format!("{path}: the pack has no digest table, so it cannot be pinned (pack it without --no-digests)")
+                    })?;
+                    packs.push(bytes);
+                    ImageSource::Pack { offset: 0, len: bytes.len() as u64, digest, overlay: *overlay }
+                }
+            };
+            config.mounts.push(Mount { path: path.clone(), source });
+        }
+        // The offsets are fixed-width, so the header's length is known now.
+        let header = config.header_len()?;
+        let mut data = Vec::new();
+        // The packs, in the order of their mounts.
+        let offsets = config.mounts.iter_mut().filter_map(|m| match &mut m.source {
+            ImageSource::Pack { offset, .. } => Some(offset),
+            ImageSource::Mem(_) => None,
+        });
+        for (offset, bytes) in offsets.zip(packs) {
+            let start = (header + data.len() as u64).next_multiple_of(PACK_ALIGN);
+            data.resize((start - header) as usize, 0);
+            data.extend_from_slice(bytes);
+            *offset = start;
+        }
+        Ok(config.encode(&data)?)
+    }
+}

@@ -1,0 +1,247 @@
+//! `wasi:filesystem/types` and `preopens`, exported: each call looks its
+//! descriptor up, calls the model (`packfs_core::wasi::descriptor`) and
+//! converts values, as the host's own 0.2 adapter does (host/src/p2).
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use packfs_core::wasi::descriptor::{Access, Descriptor, Node};
+use packfs_core::{DirEntry, Error, FileSystem};
+
+use crate::Virt;
+use crate::bindings::exports::wasi::filesystem::{preopens, types as t};
+use crate::bindings::exports::wasi::io::error::ErrorBorrow;
+use crate::bindings::exports::wasi::io::streams::{InputStream, OutputStream};
+use crate::convert::{code, descriptor_flags, descriptor_type, follow, model_flags, open_flags, set_time, stat};
+use crate::io::{FileReader, FileWriter, IoError, Reader, Writer};
+use crate::namespace;
+
+/// The most bytes one `read` returns, as the host's adapter.
+pub(crate) const MAX_IO_CHUNK: usize = 1 << 20;
+
+/// Directory entries fetched per batch.
+const DIR_BATCH: usize = 128;
+
+type R<T> = Result<T, t::ErrorCode>;
+
+/// A descriptor: PackFS's, or the error the namespace failed to open with
+/// (the preopen then answers every call with it).
+pub(crate) enum Desc {
+    Ours(Descriptor),
+    Failed(Error),
+}
+
+impl Desc {
+    fn d(&self) -> R<&Descriptor> {
+        match self {
+            Desc::Ours(d) => Ok(d),
+            Desc::Failed(e) => Err(code(e)),
+        }
+    }
+
+    fn of<'a>(b: &'a t::DescriptorBorrow<'_>) -> R<&'a Descriptor> {
+        b.get::<Desc>().d()
+    }
+}
+
+fn ours<T>(r: packfs_core::Result<T>) -> R<T> {
+    r.map_err(|e| code(&e))
+}
+
+impl preopens::Guest for Virt {
+    fn get_directories() -> Vec<(t::Descriptor, String)> {
+        let root = namespace::with(|ns| {
+            let fs: Arc<dyn FileSystem> = ns.table.clone();
+            Descriptor::preopen(&fs, Access::ReadWrite, 1)
+        });
+        let desc = match root.and_then(|r| r) {
+            Ok(d) => Desc::Ours(d),
+            Err(e) => Desc::Failed(e),
+        };
+        vec![(t::Descriptor::new(desc), "/".to_string())]
+    }
+}
+
+impl t::Guest for Virt {
+    type Descriptor = Desc;
+    type DirectoryEntryStream = DirList;
+
+    fn filesystem_error_code(err: ErrorBorrow<'_>) -> Option<t::ErrorCode> {
+        match err.get::<IoError>() {
+            IoError::Fs(e) => Some(code(e)),
+            IoError::Host(_) => None,
+        }
+    }
+}
+
+impl t::GuestDescriptor for Desc {
+    fn read_via_stream(&self, offset: t::Filesize) -> R<InputStream> {
+        let node = Arc::clone(ours(self.d()?.reader_at(offset))?);
+        Ok(InputStream::new(Reader::File(FileReader::new(node, offset))))
+    }
+
+    fn write_via_stream(&self, offset: t::Filesize) -> R<OutputStream> {
+        let d = self.d()?;
+        let node = Arc::clone(ours(d.writer())?);
+        Ok(OutputStream::new(Writer::File(FileWriter::at(node, offset, d.syncs()))))
+    }
+
+    fn append_via_stream(&self) -> R<OutputStream> {
+        let d = self.d()?;
+        let node = Arc::clone(ours(d.writer())?);
+        Ok(OutputStream::new(Writer::File(FileWriter::append(node, d.syncs()))))
+    }
+
+    fn advise(&self, _offset: t::Filesize, _len: t::Filesize, _advice: t::Advice) -> R<()> {
+        ours(self.d()?.advise())
+    }
+
+    fn sync_data(&self) -> R<()> {
+        ours(self.d()?.sync())
+    }
+
+    fn get_flags(&self) -> R<t::DescriptorFlags> {
+        Ok(descriptor_flags(self.d()?.flags()))
+    }
+
+    fn get_type(&self) -> R<t::DescriptorType> {
+        Ok(if self.d()?.is_dir() { t::DescriptorType::Directory } else { t::DescriptorType::RegularFile })
+    }
+
+    fn set_size(&self, size: t::Filesize) -> R<()> {
+        ours(self.d()?.set_size(size))
+    }
+
+    fn set_times(&self, atime: t::NewTimestamp, mtime: t::NewTimestamp) -> R<()> {
+        ours(self.d()?.set_times(set_time(atime), set_time(mtime)))
+    }
+
+    fn read(&self, len: t::Filesize, offset: t::Filesize) -> R<(Vec<u8>, bool)> {
+        let len = usize::try_from(len).unwrap_or(usize::MAX).min(MAX_IO_CHUNK);
+        let data = ours(self.d()?.read(len, offset))?;
+        // As wasmtime-wasi: end of file is reported when nothing was read.
+        let eof = data.is_empty();
+        Ok((data, eof))
+    }
+
+    fn write(&self, buf: Vec<u8>, offset: t::Filesize) -> R<t::Filesize> {
+        Ok(ours(self.d()?.write(&buf, offset))? as t::Filesize)
+    }
+
+    fn read_directory(&self) -> R<t::DirectoryEntryStream> {
+        let node = Arc::clone(ours(self.d()?.lister())?);
+        Ok(t::DirectoryEntryStream::new(DirList { node, at: RefCell::default() }))
+    }
+
+    fn sync(&self) -> R<()> {
+        ours(self.d()?.sync())
+    }
+
+    fn create_directory_at(&self, path: String) -> R<()> {
+        ours(self.d()?.create_directory_at(&path))
+    }
+
+    fn stat(&self) -> R<t::DescriptorStat> {
+        Ok(stat(ours(self.d()?.stat())?))
+    }
+
+    fn stat_at(&self, flags: t::PathFlags, path: String) -> R<t::DescriptorStat> {
+        Ok(stat(ours(self.d()?.stat_at(follow(flags), &path, None))?.1))
+    }
+
+    fn set_times_at(&self, flags: t::PathFlags, path: String, atime: t::NewTimestamp, mtime: t::NewTimestamp) -> R<()> {
+        ours(self.d()?.set_times_at(follow(flags), &path, set_time(atime), set_time(mtime)))
+    }
+
+    fn link_at(
+        &self,
+        old_flags: t::PathFlags,
+        old_path: String,
+        new_dir: t::DescriptorBorrow<'_>,
+        new_path: String,
+    ) -> R<()> {
+        ours(self.d()?.link_at(follow(old_flags), &old_path, Desc::of(&new_dir)?, &new_path))
+    }
+
+    fn open_at(
+        &self,
+        path_flags: t::PathFlags,
+        path: String,
+        flags: t::OpenFlags,
+        descriptor_flags: t::DescriptorFlags,
+    ) -> R<t::Descriptor> {
+        let opened =
+            ours(self.d()?.open_at(follow(path_flags), &path, open_flags(flags), model_flags(descriptor_flags)))?;
+        Ok(t::Descriptor::new(Desc::Ours(opened)))
+    }
+
+    fn readlink_at(&self, path: String) -> R<String> {
+        ours(self.d()?.readlink_at(&path))
+    }
+
+    fn remove_directory_at(&self, path: String) -> R<()> {
+        ours(self.d()?.remove_directory_at(&path))
+    }
+
+    fn rename_at(&self, old_path: String, new_dir: t::DescriptorBorrow<'_>, new_path: String) -> R<()> {
+        ours(self.d()?.rename_at(&old_path, Desc::of(&new_dir)?, &new_path))
+    }
+
+    fn symlink_at(&self, target: String, path: String) -> R<()> {
+        ours(self.d()?.symlink_at(&target, &path))
+    }
+
+    fn unlink_file_at(&self, path: String) -> R<()> {
+        ours(self.d()?.unlink_file_at(&path))
+    }
+
+    fn is_same_object(&self, other: t::DescriptorBorrow<'_>) -> bool {
+        match (self.d(), Desc::of(&other)) {
+            (Ok(a), Ok(b)) => a.is_same_object(b),
+            _ => false,
+        }
+    }
+
+    fn metadata_hash(&self) -> R<t::MetadataHashValue> {
+        let (lower, upper) = self.d()?.metadata_hash();
+        Ok(t::MetadataHashValue { lower, upper })
+    }
+
+    fn metadata_hash_at(&self, flags: t::PathFlags, path: String) -> R<t::MetadataHashValue> {
+        let ((lower, upper), _, _) = ours(self.d()?.metadata_hash_at(follow(flags), &path, None))?;
+        Ok(t::MetadataHashValue { lower, upper })
+    }
+}
+
+/// A directory's entries in the backend's stable order, fetched in batches
+/// and resumed by name, as the host's `DirStream`: entries added or
+/// removed meanwhile neither repeat nor shift the rest.
+pub(crate) struct DirList {
+    node: Arc<Node>,
+    at: RefCell<Place>,
+}
+
+#[derive(Default)]
+struct Place {
+    /// The name to resume after; `None` before the first batch.
+    after: Option<Arc<str>>,
+    batch: VecDeque<DirEntry>,
+    done: bool,
+}
+
+impl t::GuestDirectoryEntryStream for DirList {
+    fn read_directory_entry(&self) -> R<Option<t::DirectoryEntry>> {
+        let mut at = self.at.borrow_mut();
+        if at.batch.is_empty() && !at.done {
+            let entries = ours(self.node.fs.read_dir(self.node.ino, at.after.as_deref(), DIR_BATCH))?;
+            // A short page need not be the last; only an empty one is.
+            at.done = entries.is_empty();
+            if let Some(last) = entries.last() {
+                at.after = Some(Arc::clone(&last.name));
+            }
+            at.batch = entries.into();
+        }
+        Ok(at.batch.pop_front().map(|e| t::DirectoryEntry { type_: descriptor_type(e.kind), name: e.name.to_string() }))
+    }
+}
