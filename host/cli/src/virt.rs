@@ -31,6 +31,12 @@ pub(crate) struct Args {
     /// Mount SOURCE at GUEST_PATH (repeatable; mounts may nest).
     #[arg(long = "mount", value_name = "GUEST_PATH=SOURCE")]
     mounts: Vec<MountSpec>,
+    /// After the guest's run returns, write the namespace as a pack to
+    /// HOST_PATH, a file under a directory the host preopens for the
+    /// component (`wasmtime run --dir OUT::/out` for `/out/after.pack`),
+    /// which the guest does not see.
+    #[arg(long, value_name = "HOST_PATH")]
+    save: Option<String>,
     /// Where to write the component; an existing file is replaced atomically.
     #[arg(short, long, value_name = "OUT.wasm")]
     output: PathBuf,
@@ -66,6 +72,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             }
         };
         virt = virt.mount(guest_path, source);
+    }
+    if let Some(to) = &args.save {
+        virt = virt.save(to);
     }
     let out = virt.build(&guest).with_context(|| format!("{}", args.guest.display()))?;
     write_atomic(&args.output, |file| file.write_all(&out)).with_context(|| format!("{}", args.output.display()))?;

@@ -2,7 +2,7 @@
 //! with the virtual filesystem.
 
 use anyhow::{Context, Result, bail};
-use wac_graph::types::Package;
+use wac_graph::types::{Package, are_semver_compatible};
 use wac_graph::{CompositionGraph, EncodeOptions};
 use wasmparser::{Parser, Payload};
 
@@ -43,16 +43,20 @@ fn exports_start(module: &[u8]) -> Result<bool> {
     Ok(false)
 }
 
-/// `guest` with each of its imports that `virt` exports (matched as
-/// semver allows: a guest's `wasi:io/streams@0.2.6` takes the virtual
-/// filesystem's 0.2.12) plugged in; the rest of its imports, and the
-/// virtual filesystem's own, are the composition's imports.
-pub(super) fn plug(virt: &[u8], guest: &[u8]) -> Result<Vec<u8>> {
+/// `guest` with each of its imports that `virt` exports plugged in
+/// (matched as semver allows: a guest's `wasi:io/streams@0.2.6` takes the
+/// virtual filesystem's 0.2.12); the rest of its imports, and the virtual
+/// filesystem's own, are the composition's imports, and its exports are
+/// the composition's. With `save`, its `wasi:cli/run` is wrapped so that
+/// the virtual filesystem saves the namespace after the run returns.
+pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> {
     let mut graph = CompositionGraph::new();
     let virt = Package::from_bytes("packfs:virt", None, virt.to_vec(), graph.types_mut())?;
     let guest = Package::from_bytes("guest:component", None, guest.to_vec(), graph.types_mut())
         .context("reading the guest component")?;
     let imports: Vec<String> = graph.types()[guest.ty()].imports.keys().cloned().collect();
+    let exports: Vec<String> = graph.types()[guest.ty()].exports.keys().cloned().collect();
+    let virt_exports: Vec<String> = graph.types()[virt.ty()].exports.keys().cloned().collect();
     if let Some(p3) = imports.iter().find(|i| i.starts_with("wasi:filesystem/") && i.contains("@0.3")) {
         bail!("the guest imports {p3}: packfs virt serves WASI 0.2 components and preview1 modules");
     }
@@ -65,6 +69,60 @@ pub(super) fn plug(virt: &[u8], guest: &[u8]) -> Result<Vec<u8>> {
     }
     let virt = graph.register_package(virt)?;
     let guest = graph.register_package(guest)?;
-    wac_graph::plug(&mut graph, vec![virt], guest).context("composing the guest with the virtual filesystem")?;
+    let (v, g) = (graph.instantiate(virt), graph.instantiate(guest));
+    for import in &imports {
+        let Some(export) = virt_exports.iter().find(|e| *e == import || are_semver_compatible(e, import)) else {
+            continue;
+        };
+        let from = graph.alias_instance_export(v, export)?;
+        graph.set_instantiation_argument(g, import, from).with_context(|| format!("plugging in {import}"))?;
+    }
+    let run = exports.iter().find(|e| e.starts_with("wasi:cli/run@"));
+    if save && run.is_none() {
+        bail!("--save needs a command (a guest exporting wasi:cli/run), to save after its run");
+    }
+    for export in &exports {
+        let mut from = graph.alias_instance_export(g, export)?;
+        if save && Some(export) == run {
+            let wrapper = Package::from_bytes("packfs:save", None, wrapper(export)?, graph.types_mut())?;
+            let wrapper = graph.register_package(wrapper)?;
+            let w = graph.instantiate(wrapper);
+            let control = graph.alias_instance_export(v, CONTROL)?;
+            graph.set_instantiation_argument(w, CONTROL, control)?;
+            graph.set_instantiation_argument(w, "guest-run", from)?;
+            from = graph.alias_instance_export(w, export)?;
+        }
+        graph.export(from, export)?;
+    }
     graph.encode(EncodeOptions::default()).context("encoding the composition")
+}
+
+/// The virtual filesystem's own interface.
+const CONTROL: &str = "packfs:virt/control";
+
+/// A component exporting `run` (named `name`, as the guest's) that calls
+/// the guest's run, then `save`: the run fails if the save does.
+fn wrapper(name: &str) -> Result<Vec<u8>> {
+    let wat = format!(
+        r#"(component
+  (import "{CONTROL}" (instance $control (export "save" (func (result (result))))))
+  (import "guest-run" (instance $guest (export "run" (func (result (result))))))
+  (alias export $control "save" (func $save))
+  (alias export $guest "run" (func $run))
+  (core func $save (canon lower (func $save)))
+  (core func $run (canon lower (func $run)))
+  (core module $m
+    (import "" "save" (func $save (result i32)))
+    (import "" "run" (func $run (result i32)))
+    (func (export "run") (result i32)
+      (local $status i32)
+      (local.set $status (call $run))
+      (if (call $save) (then (local.set $status (i32.const 1))))
+      (local.get $status)))
+  (core instance $i (instantiate $m (with "" (instance (export "save" (func $save)) (export "run" (func $run))))))
+  (func $wrapped (result (result)) (canon lift (core func $i "run")))
+  (instance $out (export "run" (func $wrapped)))
+  (export "{name}" (instance $out)))"#
+    );
+    wat::parse_str(wat).context("the run wrapper")
 }

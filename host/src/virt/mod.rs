@@ -75,6 +75,7 @@ pub enum Source {
 #[derive(Debug, Clone, Default)]
 pub struct Virt {
     mounts: Vec<(String, Source)>,
+    save: Option<String>,
 }
 
 impl Virt {
@@ -89,6 +90,15 @@ impl Virt {
         self
     }
 
+    /// After the guest's run returns, writes the namespace as a pack to
+    /// `host_path`, a file under one of the preopens the host gives the
+    /// component (`wasmtime run --dir OUT::/out` for `/out/after.pack`),
+    /// which the guest never sees. The guest must be a command.
+    pub fn save(mut self, host_path: &str) -> Self {
+        self.save = Some(host_path.to_string());
+        self
+    }
+
     /// The guest, a 0.2 component or a preview1 module, composed with the
     /// virtual filesystem: one component that runs on any host giving
     /// the rest of WASI 0.2.
@@ -100,7 +110,7 @@ impl Virt {
             .and_then(|e| e.validate(true).encode())
             .context("making the virtual filesystem a component")?;
         let guest = compose::component_of(guest)?;
-        compose::plug(&virt, &guest)
+        compose::compose(&virt, &guest, self.save.is_some())
     }
 
     /// The image: the mount table, then each pack, checked and pinned.
@@ -110,7 +120,7 @@ impl Virt {
         if let Some(w) = paths.windows(2).find(|w| w[0] == w[1]) {
             bail!("{}: mounted twice", w[0]);
         }
-        let mut config = Config::default();
+        let mut config = Config { save: self.save.clone(), ..Config::default() };
         let mut packs: Vec<&[u8]> = Vec::new();
         for (path, source) in &self.mounts {
             check_path(path).map_err(|_| anyhow::anyhow!("{path:?}: not an absolute path of plain names"))?;
