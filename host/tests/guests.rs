@@ -37,7 +37,7 @@ use packfs_os::mmap::open_pack;
 use packfs_remote::{Location, RemoteOptions};
 use packfs_testnet::{Fault, FileServer, Proxy};
 use support::oracle;
-use support::trees::{Entry, Layout, Tree, tree_of, tree_of_dir};
+use support::trees::{Entry, Tree, ro_layout, seed_layout, tree_of, tree_of_dir};
 use wasmtime::Engine;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx};
@@ -243,28 +243,6 @@ fn guest(name: &str, target: Target) -> Guest {
     let (guest, _) = packfs_host::load::load(engine(target), &guest_wasm(name, target), Some(&cache))
         .unwrap_or_else(|e| panic!("loading {name} ({target:?}): {e}"));
     guest
-}
-
-/// What each guest expects to find at `/ro`: two files.
-fn ro_layout() -> Layout {
-    let files = [("hello.txt", "hello from ro\n"), ("sub/inner.txt", "inner\n")];
-    Layout { dirs: &["sub"], files: files.map(|(p, d)| (p.to_owned(), d.as_bytes().to_vec())).into(), links: &[] }
-}
-
-/// What the writable root starts with, under `seed/`: on the overlay and
-/// pack backends it lies in the lower, so the `seeded` guest changes what
-/// is below (copy-up, whiteouts, merged listings). The other guests leave
-/// it alone.
-fn seed_layout() -> Layout {
-    let mut files = vec![
-        ("seed/a.txt".to_owned(), b"a\n".to_vec()),
-        ("seed/b.txt".to_owned(), b"b\n".to_vec()),
-        ("seed/c.txt".to_owned(), b"c\n".to_vec()),
-        ("seed/sub/d.txt".to_owned(), b"d\n".to_vec()),
-        ("seed/big.bin".to_owned(), (0..70_000u32).map(|i| (i * 7 % 251) as u8).collect()),
-    ];
-    files.extend((0..100).map(|i| (format!("seed/many/f{i:03}"), format!("{i}\n").into_bytes())));
-    Layout { dirs: &["seed", "seed/sub", "seed/empty", "seed/many"], files, links: &[] }
 }
 
 /// Output of one guest run.

@@ -67,6 +67,29 @@ impl Layout {
     }
 }
 
+/// What each guest test (`host/tests/guests.rs`, `virt`) expects to find
+/// at `/ro`: two files.
+pub fn ro_layout() -> Layout {
+    let files = [("hello.txt", "hello from ro\n"), ("sub/inner.txt", "inner\n")];
+    Layout { dirs: &["sub"], files: files.map(|(p, d)| (p.to_owned(), d.as_bytes().to_vec())).into(), links: &[] }
+}
+
+/// What the writable root starts with, under `seed/`: on the overlay and
+/// pack backends it lies in the lower, so the `seeded` guest changes what
+/// is below (copy-up, whiteouts, merged listings). The other guests leave
+/// it alone.
+pub fn seed_layout() -> Layout {
+    let mut files = vec![
+        ("seed/a.txt".to_owned(), b"a\n".to_vec()),
+        ("seed/b.txt".to_owned(), b"b\n".to_vec()),
+        ("seed/c.txt".to_owned(), b"c\n".to_vec()),
+        ("seed/sub/d.txt".to_owned(), b"d\n".to_vec()),
+        ("seed/big.bin".to_owned(), (0..70_000u32).map(|i| (i * 7 % 251) as u8).collect()),
+    ];
+    files.extend((0..100).map(|i| (format!("seed/many/f{i:03}"), format!("{i}\n").into_bytes())));
+    Layout { dirs: &["seed", "seed/sub", "seed/empty", "seed/many"], files, links: &[] }
+}
+
 /// A tree by path: what each entry is and holds (file bytes, symlink
 /// target), without times, modes or inode numbers, which differ between a
 /// real directory and PackFS by design.

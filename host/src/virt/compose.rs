@@ -10,7 +10,7 @@ use wasmparser::{Parser, Payload};
 /// standard adapter (as `wasm-tools component new --adapt` does: the
 /// command adapter for a module with `_start`, else the reactor's); a
 /// component as it is, if it speaks WASI 0.2.
-pub(super) fn component_of(guest: &[u8]) -> Result<Vec<u8>> {
+pub fn component_of(guest: &[u8]) -> Result<Vec<u8>> {
     if wasmparser::Parser::is_core_wasm(guest) {
         let command = exports_start(guest)?;
         let adapter = if command {

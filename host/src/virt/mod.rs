@@ -38,6 +38,8 @@
 mod compose;
 mod place;
 
+pub use compose::component_of;
+
 use anyhow::{Context, Result, bail};
 use packfs_core::mem::Quota;
 use packfs_core::pack::{PackFs, ReadOptions};

@@ -1,0 +1,1 @@
+//! What a damaged or hostile input makes of `packfs virt`.
