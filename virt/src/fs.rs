@@ -14,6 +14,7 @@ use crate::bindings::exports::wasi::filesystem::{preopens, types as t};
 use crate::bindings::exports::wasi::io::error::ErrorBorrow;
 use crate::bindings::exports::wasi::io::streams::{InputStream, OutputStream};
 use crate::convert::{code, descriptor_flags, descriptor_type, follow, model_flags, open_flags, set_time, stat};
+use crate::held::Held;
 use crate::io::{FileReader, FileWriter, IoError, Reader, Writer};
 use crate::namespace;
 
@@ -28,14 +29,14 @@ type R<T> = Result<T, t::ErrorCode>;
 /// A descriptor: PackFS's, or the error the namespace failed to open with
 /// (the preopen then answers every call with it).
 pub(crate) enum Desc {
-    Ours(Descriptor),
+    Ours { d: Descriptor, _held: Held },
     Failed(Error),
 }
 
 impl Desc {
     fn d(&self) -> R<&Descriptor> {
         match self {
-            Desc::Ours(d) => Ok(d),
+            Desc::Ours { d, .. } => Ok(d),
             Desc::Failed(e) => Err(code(e)),
         }
     }
@@ -49,14 +50,21 @@ fn ours<T>(r: packfs_core::Result<T>) -> R<T> {
     r.map_err(|e| code(&e))
 }
 
+/// A place for one more descriptor or stream ([`held`](crate::held)).
+fn room() -> R<Held> {
+    Held::open().ok_or(t::ErrorCode::InsufficientMemory)
+}
+
 impl preopens::Guest for Virt {
     fn get_directories() -> Vec<(t::Descriptor, String)> {
+        // Past the limit of what a guest may hold, no more preopens.
+        let Some(held) = Held::open() else { return Vec::new() };
         let root = namespace::with(|ns| {
             let fs: Arc<dyn FileSystem> = ns.table.clone();
             Descriptor::preopen(&fs, Access::ReadWrite, 1)
         });
         let desc = match root.and_then(|r| r) {
-            Ok(d) => Desc::Ours(d),
+            Ok(d) => Desc::Ours { d, _held: held },
             Err(e) => Desc::Failed(e),
         };
         vec![(t::Descriptor::new(desc), "/".to_string())]
@@ -78,19 +86,19 @@ impl t::Guest for Virt {
 impl t::GuestDescriptor for Desc {
     fn read_via_stream(&self, offset: t::Filesize) -> R<InputStream> {
         let node = Arc::clone(ours(self.d()?.reader_at(offset))?);
-        Ok(InputStream::new(Reader::File(FileReader::new(node, offset))))
+        Ok(InputStream::new(Reader::File(FileReader::new(node, offset, room()?))))
     }
 
     fn write_via_stream(&self, offset: t::Filesize) -> R<OutputStream> {
         let d = self.d()?;
         let node = Arc::clone(ours(d.writer())?);
-        Ok(OutputStream::new(Writer::File(FileWriter::at(node, offset, d.syncs()))))
+        Ok(OutputStream::new(Writer::File(FileWriter::at(node, offset, d.syncs(), room()?))))
     }
 
     fn append_via_stream(&self) -> R<OutputStream> {
         let d = self.d()?;
         let node = Arc::clone(ours(d.writer())?);
-        Ok(OutputStream::new(Writer::File(FileWriter::append(node, d.syncs()))))
+        Ok(OutputStream::new(Writer::File(FileWriter::append(node, d.syncs(), room()?))))
     }
 
     fn advise(&self, _offset: t::Filesize, _len: t::Filesize, _advice: t::Advice) -> R<()> {
@@ -131,7 +139,8 @@ impl t::GuestDescriptor for Desc {
 
     fn read_directory(&self) -> R<t::DirectoryEntryStream> {
         let node = Arc::clone(ours(self.d()?.lister())?);
-        Ok(t::DirectoryEntryStream::new(DirList { node, at: RefCell::default() }))
+        let held = Held::listing().ok_or(t::ErrorCode::InsufficientMemory)?;
+        Ok(t::DirectoryEntryStream::new(DirList { node, at: RefCell::default(), _held: held }))
     }
 
     fn sync(&self) -> R<()> {
@@ -171,9 +180,10 @@ impl t::GuestDescriptor for Desc {
         flags: t::OpenFlags,
         descriptor_flags: t::DescriptorFlags,
     ) -> R<t::Descriptor> {
+        let held = room()?;
         let opened =
             ours(self.d()?.open_at(follow(path_flags), &path, open_flags(flags), model_flags(descriptor_flags)))?;
-        Ok(t::Descriptor::new(Desc::Ours(opened)))
+        Ok(t::Descriptor::new(Desc::Ours { d: opened, _held: held }))
     }
 
     fn readlink_at(&self, path: String) -> R<String> {
@@ -220,6 +230,7 @@ impl t::GuestDescriptor for Desc {
 pub(crate) struct DirList {
     node: Arc<Node>,
     at: RefCell<Place>,
+    _held: Held,
 }
 
 #[derive(Default)]

@@ -17,6 +17,7 @@ use crate::Virt;
 use crate::bindings::exports::wasi::io::{error, poll, streams};
 use crate::bindings::wasi::io as host;
 use crate::fs::MAX_IO_CHUNK;
+use crate::held::Held;
 
 type StreamResult<T> = Result<T, streams::StreamError>;
 
@@ -106,11 +107,12 @@ pub(crate) struct FileReader {
     node: Arc<Node>,
     position: Cell<u64>,
     closed: Cell<bool>,
+    _held: Held,
 }
 
 impl FileReader {
-    pub(crate) fn new(node: Arc<Node>, position: u64) -> Self {
-        FileReader { node, position: Cell::new(position), closed: Cell::new(false) }
+    pub(crate) fn new(node: Arc<Node>, position: u64, held: Held) -> Self {
+        FileReader { node, position: Cell::new(position), closed: Cell::new(false), _held: held }
     }
 
     fn read(&self, len: u64) -> StreamResult<Vec<u8>> {
@@ -181,7 +183,7 @@ impl streams::GuestInputStream for Reader {
 
     fn subscribe(&self) -> poll::Pollable {
         pollable(match self {
-            Reader::File(_) => Ready::Now,
+            Reader::File(..) => Ready::Now,
             Reader::Host(h) => Ready::Host(h.subscribe()),
         })
     }
@@ -200,15 +202,16 @@ pub(crate) struct FileWriter {
     /// Sync after every write (the descriptor asked for integrity sync).
     sync: bool,
     closed: Cell<bool>,
+    _held: Held,
 }
 
 impl FileWriter {
-    pub(crate) fn at(node: Arc<Node>, position: u64, sync: bool) -> Self {
-        FileWriter { node, mode: Mode::At(Cell::new(position)), sync, closed: Cell::new(false) }
+    pub(crate) fn at(node: Arc<Node>, position: u64, sync: bool, held: Held) -> Self {
+        FileWriter { node, mode: Mode::At(Cell::new(position)), sync, closed: Cell::new(false), _held: held }
     }
 
-    pub(crate) fn append(node: Arc<Node>, sync: bool) -> Self {
-        FileWriter { node, mode: Mode::Append, sync, closed: Cell::new(false) }
+    pub(crate) fn append(node: Arc<Node>, sync: bool, held: Held) -> Self {
+        FileWriter { node, mode: Mode::Append, sync, closed: Cell::new(false), _held: held }
     }
 
     fn open(&self) -> StreamResult<()> {
@@ -293,21 +296,21 @@ impl streams::GuestOutputStream for Writer {
 
     fn subscribe(&self) -> poll::Pollable {
         pollable(match self {
-            Writer::File(_) => Ready::Now,
+            Writer::File(..) => Ready::Now,
             Writer::Host(h) => Ready::Host(h.subscribe()),
         })
     }
 
     fn write_zeroes(&self, len: u64) -> StreamResult<()> {
         match self {
-            Writer::File(_) => self.zeroes(len),
+            Writer::File(..) => self.zeroes(len),
             Writer::Host(h) => h.write_zeroes(len).map_err(host_error),
         }
     }
 
     fn blocking_write_zeroes_and_flush(&self, len: u64) -> StreamResult<()> {
         match self {
-            Writer::File(_) => self.zeroes(len),
+            Writer::File(..) => self.zeroes(len),
             Writer::Host(h) => h.blocking_write_zeroes_and_flush(len).map_err(host_error),
         }
     }

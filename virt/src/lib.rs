@@ -14,6 +14,7 @@
 mod cli;
 mod convert;
 mod fs;
+mod held;
 mod image;
 mod io;
 mod namespace;
