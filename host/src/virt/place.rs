@@ -120,3 +120,52 @@ impl Reencode for Placer<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(data: &str) -> Vec<u8> {
+        wat::parse_str(format!("(module (memory 3) {data})")).unwrap()
+    }
+
+    #[test]
+    fn the_image_lands_past_the_initial_pages_and_its_place_after_the_marker() {
+        let m = module(r#"(data (i32.const 16) "xPFSVIMAT\00\00\00\00\00\00\00\00y")"#);
+        let image = vec![7u8; 70_000];
+        let out = place(&m, &image).unwrap();
+        wasmparser::Validator::new().validate_all(&out).unwrap();
+        let (mut min, mut segments) = (0, Vec::new());
+        for payload in Parser::new(0).parse_all(&out) {
+            match payload.unwrap() {
+                Payload::MemorySection(s) => min = s.into_iter().next().unwrap().unwrap().initial,
+                Payload::DataSection(s) => segments.extend(s.into_iter().map(|d| d.unwrap().data.to_vec())),
+                _ => {}
+            }
+        }
+        // 3 pages, then 70,000 bytes: 2 pages more.
+        assert_eq!(min, 5);
+        let mut marked = b"xPFSVIMAT".to_vec();
+        marked.extend_from_slice(&(3 * 65536u32).to_le_bytes());
+        marked.extend_from_slice(&70_000u32.to_le_bytes());
+        marked.push(b'y');
+        assert_eq!(segments, [marked, image]);
+    }
+
+    #[test]
+    fn a_module_without_one_marker_with_room_is_refused() {
+        for data in [
+            "",
+            r#"(data (i32.const 0) "PFSVIMAT\00\00\00\00\00\00\00\00") (data (i32.const 64) "PFSVIMAT\00\00\00\00\00\00\00\00")"#,
+            r#"(data (i32.const 0) "PFSVIMAT\00\00\00")"#,
+            r#"(data "PFSVIMAT\00\00\00\00\00\00\00\00")"#,
+        ] {
+            assert!(place(&module(data), b"x").is_err(), "{data}");
+        }
+        assert!(place(&wat::parse_str("(module)").unwrap(), b"x").is_err());
+        // Past 4 GiB.
+        let m = module(r#"(data (i32.const 0) "PFSVIMAT\00\00\00\00\00\00\00\00")"#);
+        let huge = vec![0; (1 << 32) - 65536 * 3];
+        assert!(place(&m, &huge).is_err());
+    }
+}

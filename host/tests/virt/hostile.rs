@@ -1,1 +1,117 @@
-//! What a damaged or hostile input makes of `packfs virt`.
+//! What damaged input and a greedy guest make of a `packfs virt`
+//! component: an error the guest sees, never a trap nor a host that grows.
+
+use super::*;
+use packfs_core::mem::Quota;
+use packfs_core::pack::PackOptions;
+
+const TEXT: &[u8] = b"hello from inside the component\n";
+
+fn toolbox() -> Vec<u8> {
+    std::fs::read(support::rust_guest("toolbox", "wasm32-wasip2")).unwrap()
+}
+
+/// A pack of `/a.txt` holding [`TEXT`].
+fn pack(options: PackOptions) -> Vec<u8> {
+    let fs = MemFs::new();
+    packfs_core::write_file(&fs, "a.txt", TEXT).unwrap();
+    let mut out = Vec::new();
+    options.write(&fs.snapshot(), &mut out).unwrap();
+    out
+}
+
+/// Runs `component` on wasmtime-wasi with `args`: its exit status (an
+/// error if it trapped), stdout and stderr.
+fn run(component: &[u8], args: &[&str]) -> (wasmtime::Result<i32>, String, String) {
+    let component = Component::new(engine(), component).unwrap();
+    let (stdout, stderr) = (MemoryOutputPipe::new(1 << 20), MemoryOutputPipe::new(1 << 20));
+    let mut b = WasiCtx::builder();
+    b.stdout(stdout.clone()).stderr(stderr.clone()).args(args);
+    let status = oracle::P2::new(engine(), &component).and_then(|o| o.run(b.build()));
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (status, text(&stdout.contents()), text(&stderr.contents()))
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> usize {
+    let at: Vec<usize> =
+        haystack.windows(needle.len()).enumerate().filter(|(_, w)| *w == needle).map(|(i, _)| i).collect();
+    assert_eq!(at.len(), 1, "found {} times", at.len());
+    at[0]
+}
+
+#[test]
+fn a_damaged_embedded_pack_is_an_error_the_guest_sees_never_a_trap() {
+    let pack = pack(PackOptions::new());
+    let good = Virt::new().mount("/", Source::Pack { bytes: pack.clone(), overlay: None }).build(&toolbox()).unwrap();
+    let cat = ["toolbox", "cat", "/a.txt"];
+    let (status, out, err) = run(&good, &cat);
+    assert_eq!((status.unwrap(), out.as_bytes()), (0, TEXT), "{err}");
+
+    // The index damaged (the trailer's last byte): the namespace does not
+    // open, and the first call says so.
+    let at = find(&good, &pack);
+    let mut bad = good.clone();
+    bad[at + pack.len() - 1] ^= 0x55;
+    let (status, out, err) = run(&bad, &cat);
+    assert_eq!(status.expect("an exit status, not a trap"), 1, "{err}");
+    assert!(out.is_empty() && err.starts_with("toolbox: cat /a.txt: ") && err.contains("errno 29"), "{err}");
+
+    // The file's bytes damaged: the pin's digest refuses them (EIO), and
+    // the rest of the tree still answers.
+    let mut bad = good.clone();
+    bad[find(&good, TEXT)] ^= 0x01;
+    let (status, out, err) = run(&bad, &["toolbox", "ls", "/", "cat", "/a.txt"]);
+    assert_eq!(status.expect("an exit status, not a trap"), 1, "{err}");
+    assert_eq!(out, "a.txt\n");
+    assert!(err.starts_with("toolbox: cat /a.txt: ") && err.contains("errno 29"), "{err}");
+}
+
+#[test]
+fn a_mount_holds_the_guests_writes_within_its_limits() {
+    let limits = Quota { max_bytes: Some(256 << 10), max_inodes: Some(4) };
+    let virt = Virt::new().mount("/tmp", Source::Mem(limits)).build(&toolbox()).unwrap();
+    // 1 MiB into a mount of 256 KiB fails, after the small write took (a
+    // failed stream write is EIO to wasi-libc, as on PackFS's own host).
+    let (status, out, err) =
+        run(&virt, &["toolbox", "write", "/tmp/small", "hi", "cat", "/tmp/small", "fill", "/tmp/big", "1"]);
+    assert_eq!(status.unwrap(), 1, "{err}");
+    assert_eq!(out, "hi");
+    assert!(err.starts_with("toolbox: fill /tmp/big: Uncategorized (errno 29)"), "{err}");
+    // A fifth inode: EDQUOT.
+    let (status, _, err) = run(&virt, &["toolbox", "mkdir", "/tmp/a/b/c/d"]);
+    assert_eq!(status.unwrap(), 1, "{err}");
+    assert!(err.starts_with("toolbox: mkdir /tmp/a/b/c/d: QuotaExceeded"), "{err}");
+    // The root, not the limited mount, takes the same write.
+    let (status, _, err) = run(&virt, &["toolbox", "fill", "/big", "1"]);
+    assert_eq!(status.unwrap(), 0, "{err}");
+}
+
+#[test]
+fn what_packfs_virt_cannot_serve_is_refused_with_the_reason() {
+    let no_digests = Virt::new()
+        .mount("/", Source::Pack { bytes: pack(PackOptions::new().digests(false)), overlay: None })
+        .build(&toolbox());
+    assert!(format!("{:#}", no_digests.unwrap_err()).contains("no digest table"));
+    let damaged =
+        Virt::new().mount("/", Source::Pack { bytes: b"not a pack".to_vec(), overlay: None }).build(&toolbox());
+    assert!(damaged.is_err());
+    for bad in ["relative", "/a/../b", "/a//b", ""] {
+        let e = Virt::new().mount(bad, Source::Mem(Quota::default())).build(&toolbox()).unwrap_err();
+        assert!(format!("{e:#}").contains("not an absolute path"), "{bad}: {e:#}");
+    }
+    let twice = Virt::new().mount("/x", Source::Mem(Quota::default())).mount("/x", Source::Mem(Quota::default()));
+    assert!(format!("{:#}", twice.build(&toolbox()).unwrap_err()).contains("mounted twice"));
+    assert!(Virt::new().build(b"\0asm garbage").is_err());
+    // A module that imports no WASI has no files to virtualize.
+    let bare = wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "_start")))"#).unwrap();
+    let e = Virt::new().build(&bare).unwrap_err();
+    assert!(format!("{e:#}").contains("no wasi:filesystem"), "{e:#}");
+    // --save needs a run to save after.
+    let reactor = wat::parse_str(
+        r#"(module (import "wasi_snapshot_preview1" "fd_close" (func (param i32) (result i32)))
+           (memory (export "memory") 1) (func (export "f")))"#,
+    )
+    .unwrap();
+    let e = Virt::new().save("/out/x.pack").build(&reactor).unwrap_err();
+    assert!(format!("{e:#}").contains("needs a command"), "{e:#}");
+}
