@@ -119,6 +119,13 @@ echo "$report"
 [ "$(grep -c ' 3 \+6 \+20  total (2 files)$' <<<"$report")" = 2 ] ||
     { echo "pack_and_run: not the report both guests should have written" >&2; exit 1; }
 
+# packfs virt's example (docs/cli.md): the demo guest made a component
+# carrying its files and PackFS, run by the stock wasmtime command; what it
+# printed, and the report in the pack it saved, checked here.
+virt_report="$(examples/virt.sh)"
+[ "$(grep -c ' 12 \+112 \+571  total (4 files)$' <<<"$virt_report")" = 2 ] ||
+    { echo "examples/virt.sh: not the report the demo guest should have written and saved" >&2; exit 1; }
+
 # The pack fuzz target (its own workspace; cargo-fuzz runs it on nightly)
 # must keep building.
 cargo check --manifest-path fuzz/Cargo.toml --locked
