@@ -13,12 +13,14 @@
 //!
 //! | line | meaning |
 //! |---|---|
-//! | `mem PATH MAX_BYTES MAX_INODES` | an empty in-memory tree at `PATH` |
-//! | `pack PATH OFFSET LEN DIGEST OVERLAY MAX_BYTES MAX_INODES` | the embedded pack at `OFFSET..OFFSET+LEN` of the image (from its start), pinned to `DIGEST`; `OVERLAY` 1: under an in-memory overlay |
+//! | `WHERE mem PATH MAX_BYTES MAX_INODES` | an empty in-memory tree at `PATH` |
+//! | `WHERE pack PATH OFFSET LEN DIGEST OVERLAY MAX_BYTES MAX_INODES` | the embedded pack at `OFFSET..OFFSET+LEN` of the image (from its start), pinned to `DIGEST`; `OVERLAY` 1: under an in-memory overlay |
 //! | `save HOST_PATH` | after the guest's run, the namespace is written as a pack to `HOST_PATH`, a file under one of the host's preopens |
 //!
-//! A limit of 0 is none. Paths are absolute, `/`-separated, without `.`,
-//! `..` or empty names.
+//! `WHERE` is `mount` (in the namespace preopened at `/`) or `preopen` (a
+//! preopen of its own at `PATH`, as `wasmtime run --dir` gives). A limit
+//! of 0 is none. Paths are absolute, `/`-separated, without `.`, `..` or
+//! empty names.
 
 use crate::mem::Quota;
 use crate::pack::Digest;
@@ -60,6 +62,8 @@ pub struct Mount {
     pub path: String,
     /// What is there.
     pub source: Source,
+    /// A preopen of its own, not a mount in the namespace at `/`.
+    pub preopen: bool,
 }
 
 /// What the virtual filesystem mounts, and what it does after the run.
@@ -131,6 +135,7 @@ impl Config {
         let mut s = String::new();
         for m in &self.mounts {
             check_path(&m.path)?;
+            s += if m.preopen { "preopen\t" } else { "mount\t" };
             match &m.source {
                 Source::Mem(q) => s += &format!("mem\t{}\t{}\n", m.path, quota_line(q)),
                 Source::Pack { offset, len, digest, overlay } => {
@@ -171,18 +176,24 @@ impl<'a> Image<'a> {
         let lines = std::str::from_utf8(lines).map_err(|_| Error::Invalid)?;
         let mut config = Config::default();
         for line in lines.lines() {
-            let f: Vec<&str> = line.split('\t').collect();
+            let all: Vec<&str> = line.split('\t').collect();
+            // A mount's line says where it goes first; `save`'s does not.
+            let (preopen, f) = match all.split_first() {
+                Some((&"mount", rest)) => (Some(false), rest),
+                Some((&"preopen", rest)) => (Some(true), rest),
+                _ => (None, &all[..]),
+            };
             let num = |s: &str| s.parse::<u64>().map_err(|_| Error::Invalid);
             let quota = |b: &str, i: &str| -> Result<Quota> {
                 let some = |v: u64| (v != 0).then_some(v);
                 Ok(Quota { max_bytes: some(num(b)?), max_inodes: some(num(i)?) })
             };
-            match f.as_slice() {
-                ["mem", path, b, i] => {
+            match (preopen, f) {
+                (Some(preopen), ["mem", path, b, i]) => {
                     check_path(path)?;
-                    config.mounts.push(Mount { path: (*path).into(), source: Source::Mem(quota(b, i)?) });
+                    config.mounts.push(Mount { path: (*path).into(), source: Source::Mem(quota(b, i)?), preopen });
                 }
-                ["pack", path, offset, len, digest, on, b, i] => {
+                (Some(preopen), ["pack", path, offset, len, digest, on, b, i]) => {
                     check_path(path)?;
                     let (offset, len) = (num(offset)?, num(len)?);
                     let end = offset.checked_add(len).ok_or(Error::Invalid)?;
@@ -195,11 +206,15 @@ impl<'a> Image<'a> {
                         "1" => Some(quota(b, i)?),
                         _ => return Err(Error::Invalid),
                     };
-                    config
-                        .mounts
-                        .push(Mount { path: (*path).into(), source: Source::Pack { offset, len, digest, overlay } });
+                    config.mounts.push(Mount {
+                        path: (*path).into(),
+                        source: Source::Pack { offset, len, digest, overlay },
+                        preopen,
+                    });
                 }
-                ["save", path] if config.save.is_none() && !path.is_empty() => config.save = Some((*path).into()),
+                (None, ["save", path]) if config.save.is_none() && !path.is_empty() => {
+                    config.save = Some((*path).into())
+                }
                 _ => return Err(Error::Invalid),
             }
             if config.mounts.len() > MAX_MOUNTS {
@@ -237,8 +252,13 @@ mod tests {
                         digest: digest(),
                         overlay: Some(Quota { max_bytes: Some(9), max_inodes: None }),
                     },
+                    preopen: false,
                 },
-                Mount { path: "/tmp/x".into(), source: Source::Mem(Quota { max_bytes: None, max_inodes: Some(5) }) },
+                Mount {
+                    path: "/tmp/x".into(),
+                    source: Source::Mem(Quota { max_bytes: None, max_inodes: Some(5) }),
+                    preopen: true,
+                },
             ],
             save: Some("/out/after.pack".into()),
         };
@@ -254,8 +274,10 @@ mod tests {
 
     #[test]
     fn images_no_writer_makes_are_refused() {
-        let good =
-            Config { mounts: vec![Mount { path: "/".into(), source: Source::Mem(Quota::default()) }], save: None };
+        let good = Config {
+            mounts: vec![Mount { path: "/".into(), source: Source::Mem(Quota::default()), preopen: false }],
+            save: None,
+        };
         let image = good.encode(&[]).unwrap();
         assert!(Image::decode(&image).is_ok());
         let lines = |s: &str| {
@@ -266,15 +288,18 @@ mod tests {
         };
         let d = digest();
         for bad in [
-            "mem\trel\t0\t0",
-            "mem\t/a/../b\t0\t0",
-            "mem\t/a//b\t0\t0",
-            "mem\t/\t-1\t0",
-            "mem\t/\t0",
-            &format!("pack\t/\t0\t100000\t{d}\t0\t0\t0"),
-            &format!("pack\t/\t18446744073709551615\t2\t{d}\t0\t0\t0"),
-            "pack\t/\t0\t0\tblake3:zz\t0\t0\t0",
-            &format!("pack\t/\t0\t0\t{d}\t2\t0\t0"),
+            "mount\tmem\trel\t0\t0",
+            "mount\tmem\t/a/../b\t0\t0",
+            "mount\tmem\t/a//b\t0\t0",
+            "mount\tmem\t/\t-1\t0",
+            "mount\tmem\t/\t0",
+            "mem\t/\t0\t0",
+            "preopen\tsave\t/x",
+            "mount\tmount\tmem\t/\t0\t0",
+            &format!("mount\tpack\t/\t0\t100000\t{d}\t0\t0\t0"),
+            &format!("preopen\tpack\t/\t18446744073709551615\t2\t{d}\t0\t0\t0"),
+            "mount\tpack\t/\t0\t0\tblake3:zz\t0\t0\t0",
+            &format!("mount\tpack\t/\t0\t0\t{d}\t2\t0\t0"),
             "save\t",
             "save\t/a\nsave\t/b",
             "mount\t/",
@@ -287,7 +312,7 @@ mod tests {
         assert!(Image::decode(&long).is_err());
         assert!(Image::decode(b"PACKFSV2\0\0\0\0").is_err());
         assert!(Image::decode(b"PACK").is_err());
-        let many = "mem\t/\t0\t0\n".repeat(MAX_MOUNTS + 1);
+        let many = "mount\tmem\t/\t0\t0\n".repeat(MAX_MOUNTS + 1);
         assert!(Image::decode(&lines(&many)).is_err());
     }
 }

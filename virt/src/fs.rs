@@ -6,8 +6,8 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use packfs_core::wasi::descriptor::{Access, Descriptor, Node};
-use packfs_core::{DirEntry, Error, FileSystem};
+use packfs_core::wasi::descriptor::{Descriptor, Node, device_number};
+use packfs_core::{DirEntry, Error};
 
 use crate::Virt;
 use crate::bindings::exports::wasi::filesystem::{preopens, types as t};
@@ -30,14 +30,14 @@ type R<T> = Result<T, t::ErrorCode>;
 /// (the preopen then answers every call with it).
 pub(crate) enum Desc {
     Ours { d: Descriptor, _held: Held },
-    Failed(Error),
+    Failed { error: Error, _held: Held },
 }
 
 impl Desc {
     fn d(&self) -> R<&Descriptor> {
         match self {
             Desc::Ours { d, .. } => Ok(d),
-            Desc::Failed(e) => Err(code(e)),
+            Desc::Failed { error, .. } => Err(code(error)),
         }
     }
 
@@ -57,17 +57,31 @@ fn room() -> R<Held> {
 
 impl preopens::Guest for Virt {
     fn get_directories() -> Vec<(t::Descriptor, String)> {
-        // Past the limit of what a guest may hold, no more preopens.
-        let Some(held) = Held::open() else { return Vec::new() };
-        let root = namespace::with(|ns| {
-            let fs: Arc<dyn FileSystem> = ns.table.clone();
-            Descriptor::preopen(&fs, Access::ReadWrite, 1)
-        });
-        let desc = match root.and_then(|r| r) {
-            Ok(d) => Desc::Ours { d, _held: held },
-            Err(e) => Desc::Failed(e),
-        };
-        vec![(t::Descriptor::new(desc), "/".to_string())]
+        namespace::with(|ns| {
+            let mut out = Vec::new();
+            match ns {
+                Ok(ns) => {
+                    let all = || ns.preopens.iter().map(|(_, fs, _)| fs);
+                    for (path, fs, access) in &ns.preopens {
+                        // Past the limit of what a guest may hold, no more preopens.
+                        let Some(held) = Held::open() else { break };
+                        let desc = match Descriptor::preopen(fs, *access, device_number(all(), fs)) {
+                            Ok(d) => Desc::Ours { d, _held: held },
+                            Err(error) => Desc::Failed { error, _held: held },
+                        };
+                        out.push((t::Descriptor::new(desc), path.clone()));
+                    }
+                }
+                Err(failed) => {
+                    for path in &failed.paths {
+                        let Some(held) = Held::open() else { break };
+                        let desc = Desc::Failed { error: failed.error.clone(), _held: held };
+                        out.push((t::Descriptor::new(desc), path.clone()));
+                    }
+                }
+            }
+            out
+        })
     }
 }
 

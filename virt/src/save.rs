@@ -16,11 +16,14 @@ use crate::namespace;
 
 impl control::Guest for Virt {
     fn save() -> Result<(), ()> {
-        let saved = namespace::with(|ns| match &ns.save {
-            Some(to) => save(&*ns.table, to).map_err(|e| format!("saving to {to}: {e}")),
-            None => Ok(()),
+        let saved = namespace::with(|ns| match ns {
+            Ok(ns) => match (&ns.save, &ns.table) {
+                (Some(to), Some(table)) => save(&**table, to).map_err(|e| format!("saving to {to}: {e}")),
+                _ => Ok(()),
+            },
+            Err(failed) => Err(format!("the namespace did not open: {}", failed.error)),
         });
-        match saved.map_err(|e| format!("the namespace did not open: {e}")).and_then(|r| r) {
+        match saved {
             Ok(()) => Ok(()),
             Err(e) => {
                 let _ = stderr::get_stderr().blocking_write_and_flush(format!("packfs virt: {e}\n").as_bytes());

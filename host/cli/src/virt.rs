@@ -21,16 +21,23 @@ use crate::spec::{MountSpec, Source};
     mem           an empty in-memory tree\n  \
     mem:LIMITS, PACK+mem:LIMITS   as above, with LIMITS: max-bytes=N,max-inodes=N; past one the guest gets EDQUOT\n  \
     PACK@blake3:HEX   only the pack with that digest\n\n\
-    Every pack is pinned to its digest in the component. Without a mount at /, the root is an empty \
-    in-memory tree. Nothing of the host's filesystem is reachable from the guest.\n\n\
+    Every pack is pinned to its digest in the component. Without a mount at /, the namespace's root is an \
+    empty in-memory tree; without any --mount there is no namespace, only the --preopens. Nothing of the \
+    host's filesystem is reachable from the guest.\n\n\
     The guest may be a WASI 0.2 component or a preview1 module (adapted with wasmtime's standard adapter \
     first). Run the result with any component host, e.g. `wasmtime run OUT.wasm`.")]
 pub(crate) struct Args {
     /// The guest: a WASI 0.2 component or a preview1 module.
     guest: PathBuf,
-    /// Mount SOURCE at GUEST_PATH (repeatable; mounts may nest).
+    /// Mount SOURCE at GUEST_PATH of the namespace, which is preopened at /
+    /// (repeatable; mounts may nest).
     #[arg(long = "mount", value_name = "GUEST_PATH=SOURCE")]
     mounts: Vec<MountSpec>,
+    /// Preopen SOURCE at GUEST_PATH on its own, beside the namespace, as
+    /// `wasmtime run --dir` does a directory (repeatable): read-only if it
+    /// is a pack without +mem.
+    #[arg(long = "preopen", value_name = "GUEST_PATH=SOURCE")]
+    preopens: Vec<MountSpec>,
     /// After the guest's run returns, write the namespace as a pack to
     /// HOST_PATH, a file under a directory the host preopens for the
     /// component (`wasmtime run --dir OUT::/out` for `/out/after.pack`),
@@ -59,8 +66,10 @@ fn pack_bytes(path: &Path) -> Result<Vec<u8>> {
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let guest = std::fs::read(&args.guest).with_context(|| format!("{}", args.guest.display()))?;
     let mut virt = Virt::new();
-    for MountSpec { guest_path, source } in &args.mounts {
-        let context = || format!("--mount {guest_path}={source}");
+    let all = args.mounts.iter().map(|m| (m, false)).chain(args.preopens.iter().map(|m| (m, true)));
+    for (MountSpec { guest_path, source }, preopen) in all {
+        let flag = if preopen { "--preopen" } else { "--mount" };
+        let context = || format!("{flag} {guest_path}={source}");
         let source = match source {
             Source::Mem(q) => VirtSource::Mem(*q),
             Source::Pack(p) => VirtSource::Pack { bytes: pack_bytes(p).with_context(context)?, overlay: None },
@@ -71,7 +80,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
                 bail!("{}: packfs virt mounts packs and mem; host directories are not reachable", context())
             }
         };
-        virt = virt.mount(guest_path, source);
+        virt = if preopen { virt.preopen(guest_path, source) } else { virt.mount(guest_path, source) };
     }
     if let Some(to) = &args.save {
         virt = virt.save(to);

@@ -76,19 +76,31 @@ pub enum Source {
 /// mount point are made in the mount holding them.
 #[derive(Debug, Clone, Default)]
 pub struct Virt {
-    mounts: Vec<(String, Source)>,
+    /// Each mount's guest path, what it holds, and whether it is a preopen
+    /// of its own rather than a mount in the namespace.
+    mounts: Vec<(String, Source, bool)>,
     save: Option<String>,
 }
 
 impl Virt {
-    /// Nothing mounted: the guest sees an empty in-memory `/`.
+    /// Nothing mounted: the guest has no preopens.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Mounts `source` at the absolute guest `path`.
+    /// Mounts `source` at the absolute guest `path` of the namespace,
+    /// which is preopened at `/`.
     pub fn mount(mut self, path: &str, source: Source) -> Self {
-        self.mounts.push((path.to_string(), source));
+        self.mounts.push((path.to_string(), source, false));
+        self
+    }
+
+    /// Preopens `source` at `path` on its own, beside the namespace, as
+    /// `wasmtime run --dir` would a directory: read-only if it is a pack
+    /// without an overlay (a change is then `not-permitted`, where a
+    /// read-only mount's is `read-only`).
+    pub fn preopen(mut self, path: &str, source: Source) -> Self {
+        self.mounts.push((path.to_string(), source, true));
         self
     }
 
@@ -117,14 +129,22 @@ impl Virt {
 
     /// The image: the mount table, then each pack, checked and pinned.
     fn image(&self) -> Result<Vec<u8>> {
-        let mut paths: Vec<&str> = self.mounts.iter().map(|(p, _)| p.as_str()).collect();
-        paths.sort_unstable();
-        if let Some(w) = paths.windows(2).find(|w| w[0] == w[1]) {
-            bail!("{}: mounted twice", w[0]);
+        let has_namespace = self.mounts.iter().any(|(_, _, preopen)| !preopen);
+        let mut seen = std::collections::BTreeSet::new();
+        for (path, _, preopen) in &self.mounts {
+            if !seen.insert((*preopen, path.as_str())) {
+                bail!("{path}: mounted twice");
+            }
+        }
+        if has_namespace && seen.contains(&(true, "/")) {
+            bail!("/: preopened twice (the namespace is preopened at /)");
+        }
+        if self.save.is_some() && !has_namespace {
+            bail!("--save saves the namespace: it needs a mount");
         }
         let mut config = Config { save: self.save.clone(), ..Config::default() };
         let mut packs: Vec<&[u8]> = Vec::new();
-        for (path, source) in &self.mounts {
+        for (path, source, preopen) in &self.mounts {
             check_path(path).map_err(|_| anyhow::anyhow!("{path:?}: not an absolute path of plain names"))?;
             let source = match source {
                 Source::Mem(q) => ImageSource::Mem(*q),
@@ -138,7 +158,7 @@ impl Virt {
                     ImageSource::Pack { offset: 0, len: bytes.len() as u64, digest, overlay: *overlay }
                 }
             };
-            config.mounts.push(Mount { path: path.clone(), source });
+            config.mounts.push(Mount { path: path.clone(), source, preopen: *preopen });
         }
         // The offsets are fixed-width, so the header's length is known now.
         let header = config.header_len()?;

@@ -112,6 +112,13 @@ fn what_packfs_virt_cannot_serve_is_refused_with_the_reason() {
            (memory (export "memory") 1) (func (export "f")))"#,
     )
     .unwrap();
-    let e = Virt::new().save("/out/x.pack").build(&reactor).unwrap_err();
+    let mem = || Source::Mem(Quota::default());
+    let e = Virt::new().mount("/", mem()).save("/out/x.pack").build(&reactor).unwrap_err();
     assert!(format!("{e:#}").contains("needs a command"), "{e:#}");
+    // It saves the namespace, which only mounts make.
+    let e = Virt::new().preopen("/", mem()).save("/out/x.pack").build(&toolbox()).unwrap_err();
+    assert!(format!("{e:#}").contains("needs a mount"), "{e:#}");
+    // The namespace is preopened at `/`: no other preopen may be.
+    let e = Virt::new().mount("/a", mem()).preopen("/", mem()).build(&toolbox()).unwrap_err();
+    assert!(format!("{e:#}").contains("preopened twice"), "{e:#}");
 }

@@ -17,6 +17,9 @@
 use packfs_test_support as support;
 
 mod hostile;
+#[path = "../script/mod.rs"]
+mod script;
+mod scripts;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

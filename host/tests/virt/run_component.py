@@ -1,13 +1,14 @@
 # Runs a WASI 0.2 command component on wasmtime-py, as an embedder of it
-# would: `python run_component.py COMPONENT OUT_DIR ARGV0`. Stdio is
-# inherited; OUT_DIR is preopened at /out; exits with the component's
-# status (0 for ok, 1 for err, the code it exits with).
+# would: `python run_component.py COMPONENT OUT_DIR ARGV0 [ARGS...]`.
+# Stdout and stderr are inherited; OUT_DIR is preopened at /out; exits
+# with the component's status (0 for ok, 1 for err, the code it exits
+# with).
 import sys
 
 import wasmtime
 from wasmtime.component import Component, Linker
 
-path, out_dir, argv0 = sys.argv[1:4]
+path, out_dir = sys.argv[1:3]
 engine = wasmtime.Engine()
 linker = Linker(engine)
 linker.add_wasip2()
@@ -16,7 +17,7 @@ store = wasmtime.Store(engine)
 wasi = wasmtime.WasiConfig()
 wasi.inherit_stdout()
 wasi.inherit_stderr()
-wasi.argv = [argv0]
+wasi.argv = sys.argv[3:]
 wasi.preopen_dir(out_dir, "/out")
 store.set_wasi(wasi)
 instance = linker.instantiate(store, component)
