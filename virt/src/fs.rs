@@ -15,7 +15,7 @@ use crate::bindings::exports::wasi::io::error::ErrorBorrow;
 use crate::bindings::exports::wasi::io::streams::{InputStream, OutputStream};
 use crate::convert::{code, descriptor_flags, descriptor_type, follow, model_flags, open_flags, set_time, stat};
 use crate::held::Held;
-use crate::io::{FileReader, FileWriter, IoError, Reader, Writer};
+use crate::io::{FileReader, FileWriter, IoError, Reader, Writer, scratch};
 use crate::namespace;
 
 /// The most bytes one `read` returns, as the host's adapter.
@@ -141,7 +141,8 @@ impl t::GuestDescriptor for Desc {
 
     fn read(&self, len: t::Filesize, offset: t::Filesize) -> R<(Vec<u8>, bool)> {
         let len = usize::try_from(len).unwrap_or(usize::MAX).min(MAX_IO_CHUNK);
-        let data = ours(self.d()?.read(len, offset))?;
+        let d = self.d()?;
+        let data = ours(scratch(len, |buf| d.read_into(buf, offset)))?;
         // As wasmtime-wasi: end of file is reported when nothing was read.
         let eof = data.is_empty();
         Ok((data, eof))

@@ -119,19 +119,18 @@ impl FileReader {
         if self.closed.get() {
             return Err(streams::StreamError::Closed);
         }
-        let mut buf = vec![0; usize::try_from(len).unwrap_or(usize::MAX).min(MAX_IO_CHUNK)];
-        if buf.is_empty() {
-            return Ok(buf);
+        let len = usize::try_from(len).unwrap_or(usize::MAX).min(MAX_IO_CHUNK);
+        if len == 0 {
+            return Ok(Vec::new());
         }
-        match self.node.fs.read_at(self.node.ino, self.position.get(), &mut buf) {
-            Ok(0) => {
+        match scratch(len, |buf| self.node.fs.read_at(self.node.ino, self.position.get(), buf)) {
+            Ok(bytes) if bytes.is_empty() => {
                 self.closed.set(true);
                 Err(streams::StreamError::Closed)
             }
-            Ok(n) => {
-                buf.truncate(n);
-                self.position.set(self.position.get() + n as u64);
-                Ok(buf)
+            Ok(bytes) => {
+                self.position.set(self.position.get() + bytes.len() as u64);
+                Ok(bytes)
             }
             Err(e) => {
                 self.closed.set(true);
@@ -139,6 +138,28 @@ impl FileReader {
             }
         }
     }
+}
+
+thread_local! {
+    /// Where reads land before the bytes read are copied out: a guest
+    /// asking for 1 MiB of a 100-byte file costs 100 bytes, not a 1 MiB
+    /// buffer zeroed.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `read` on a buffer of `len` bytes (at most [`MAX_IO_CHUNK`]) and
+/// returns the bytes it says it read.
+pub(crate) fn scratch(
+    len: usize,
+    read: impl FnOnce(&mut [u8]) -> packfs_core::Result<usize>,
+) -> packfs_core::Result<Vec<u8>> {
+    SCRATCH.with_borrow_mut(|buf| {
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        let n = read(&mut buf[..len])?;
+        Ok(buf[..n.min(len)].to_vec())
+    })
 }
 
 /// An input stream: a file's, or the host's (stdin).

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use packfs_core::mem::Quota;
 use packfs_core::mount::MountTable;
-use packfs_core::pack::{PackFs, ReadOptions};
+use packfs_core::pack::{CorruptKind, CorruptPack, PackFs, ReadOptions};
 use packfs_core::virt::{Image, Mount, Source};
 use packfs_core::wasi::descriptor::Access;
 use packfs_core::{Clock, Error, FileSystem, MemFs, Result, Timestamp};
@@ -62,7 +62,21 @@ fn open(image: &Image<'static>, source: &Source) -> Result<(Arc<dyn FileSystem>,
         Source::Mem(quota) => (mem(*quota), false),
         Source::Pack { offset, len, digest, overlay } => {
             let bytes = image.pack(*offset, *len)?;
-            let pack: Arc<dyn FileSystem> = Arc::new(PackFs::open_with(bytes, ReadOptions::new().pin(Some(*digest)))?);
+            // The pack is this component's own bytes: it must be the one
+            // pinned (its digest, over its header, index and trailer, which
+            // commit to every extent), and each extent is checked against
+            // its checksum on its first read, a damaged byte being `EIO`.
+            // (Hashing each extent again, as a pack from elsewhere is, would
+            // guard against nothing that could not as well change the
+            // component's code.)
+            let pack = PackFs::open_with(bytes, ReadOptions::new().verify_on_read(true))?;
+            let actual =
+                pack.digest().ok_or(Error::Corrupt(CorruptPack { offset: 0, kind: CorruptKind::NoDigests }))?;
+            if actual != *digest {
+                let kind = CorruptKind::Pinned { expected: *digest, actual };
+                return Err(Error::Corrupt(CorruptPack { offset: 0, kind }));
+            }
+            let pack: Arc<dyn FileSystem> = Arc::new(pack);
             match overlay {
                 None => (pack, true),
                 Some(quota) => (Arc::new(MemFs::overlay_with_options(pack, *quota, clock())?), false),
