@@ -22,9 +22,13 @@
 //! of 0 is none. Paths are absolute, `/`-separated, without `.`, `..` or
 //! empty names.
 
+use std::sync::Arc;
+
 use crate::mem::Quota;
+use crate::mount::MountTable;
 use crate::pack::Digest;
-use crate::{Error, Result};
+use crate::wasi::descriptor::Access;
+use crate::{Clock, Error, FileSystem, MemFs, Result};
 
 /// The image's first bytes.
 pub const MAGIC: &[u8; 8] = b"PACKFSV1";
@@ -157,6 +161,92 @@ impl Config {
             return Err(Error::Invalid);
         }
         Ok(s)
+    }
+}
+
+/// A preopen: its path, its filesystem and what it may do.
+pub type Preopen = (String, Arc<dyn FileSystem>, Access);
+
+/// What a configuration opens to: the namespace (every mount in one
+/// mount table, preopened at `/`), if anything is mounted, and each
+/// preopen, the namespace's first.
+pub struct Opened {
+    /// The namespace.
+    pub table: Option<Arc<MountTable>>,
+    /// Every preopen, in order.
+    pub preopens: Vec<Preopen>,
+}
+
+fn depth(m: &Mount) -> usize {
+    m.path.split('/').filter(|c| !c.is_empty()).count()
+}
+
+impl Config {
+    /// The preopens' paths: `/` for the namespace if anything is mounted,
+    /// then each preopen's.
+    pub fn preopen_paths(&self) -> Vec<String> {
+        let namespace = self.mounts.iter().any(|m| !m.preopen).then(|| "/".to_string());
+        namespace.into_iter().chain(self.mounts.iter().filter(|m| m.preopen).map(|m| m.path.clone())).collect()
+    }
+
+    /// Opens every mount: `mem` trees (and overlays) keep time by `clock`,
+    /// and `pack` opens the pack a pack mount names (at `offset`, `len`
+    /// bytes, pinned to `digest`), as the caller holds its bytes. Mounts
+    /// nest as `packfs run`'s: shallowest first; without a `/` mount the
+    /// root is an empty `mem`; missing directories above a mount point are
+    /// made. `Invalid` for a path mounted or preopened twice, or a save
+    /// with nothing mounted.
+    pub fn open(
+        &self,
+        clock: &Clock,
+        pack: &dyn Fn(u64, u64, &Digest) -> Result<Arc<dyn FileSystem>>,
+    ) -> Result<Opened> {
+        let source = |s: &Source| -> Result<(Arc<dyn FileSystem>, bool)> {
+            Ok(match s {
+                Source::Mem(q) => (Arc::new(MemFs::with_options(*q, clock.clone())), false),
+                Source::Pack { offset, len, digest, overlay } => {
+                    let lower = pack(*offset, *len, digest)?;
+                    match overlay {
+                        None => (lower, true),
+                        Some(q) => (Arc::new(MemFs::overlay_with_options(lower, *q, clock.clone())?), false),
+                    }
+                }
+            })
+        };
+        let mut paths = self.preopen_paths();
+        paths.sort();
+        let (mut mounts, preopens): (Vec<&Mount>, Vec<&Mount>) = self.mounts.iter().partition(|m| !m.preopen);
+        if paths.windows(2).any(|w| w[0] == w[1]) || (self.save.is_some() && mounts.is_empty()) {
+            return Err(Error::Invalid);
+        }
+        let mut out = Opened { table: None, preopens: Vec::new() };
+        if !mounts.is_empty() {
+            // Shallowest first, so that a mount's parent is in place before it.
+            mounts.sort_by(|a, b| (depth(a), &a.path).cmp(&(depth(b), &b.path)));
+            if mounts.windows(2).any(|w| w[0].path == w[1].path) {
+                return Err(Error::Invalid);
+            }
+            let (root, rest) = match mounts.split_first() {
+                Some((first, rest)) if first.path == "/" => (source(&first.source)?, rest),
+                _ => (
+                    (Arc::new(MemFs::with_options(Quota::default(), clock.clone())) as Arc<dyn FileSystem>, false),
+                    &mounts[..],
+                ),
+            };
+            let table = Arc::new(MountTable::new(root.0, root.1));
+            for m in rest {
+                let (fs, read_only) = source(&m.source)?;
+                table.make_parents(&m.path)?;
+                table.mount(&m.path, fs, read_only)?;
+            }
+            out.preopens.push(("/".into(), table.clone(), Access::ReadWrite));
+            out.table = Some(table);
+        }
+        for m in preopens {
+            let (fs, read_only) = source(&m.source)?;
+            out.preopens.push((m.path.clone(), fs, if read_only { Access::ReadOnly } else { Access::ReadWrite }));
+        }
+        Ok(out)
     }
 }
 
@@ -314,5 +404,51 @@ mod tests {
         assert!(Image::decode(b"PACK").is_err());
         let many = "mount\tmem\t/\t0\t0\n".repeat(MAX_MOUNTS + 1);
         assert!(Image::decode(&lines(&many)).is_err());
+    }
+
+    fn mount(path: &str, preopen: bool) -> Mount {
+        Mount { path: path.into(), source: Source::Mem(Quota::default()), preopen }
+    }
+
+    fn open(mounts: Vec<Mount>, save: Option<&str>) -> Result<Opened> {
+        let config = Config { mounts, save: save.map(Into::into) };
+        let no_pack = |_: u64, _: u64, _: &Digest| -> Result<Arc<dyn FileSystem>> { Err(Error::Invalid) };
+        config.open(&crate::system_clock(), &no_pack)
+    }
+
+    #[test]
+    fn mounts_nest_and_preopens_stand_apart() {
+        let opened =
+            open(vec![mount("/a/b/c", false), mount("/", false), mount("/x", true), mount("/a", false)], None).unwrap();
+        let paths: Vec<&str> = opened.preopens.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(paths, ["/", "/x"]);
+        let table = opened.table.unwrap();
+        let fs: &dyn FileSystem = &*table;
+        // `/a/b` was made in `/a`'s mount, and `/a/b/c` is a mount point.
+        assert!(crate::resolve::resolve(fs, fs.root(), "a/b/c", true).is_ok());
+        assert_eq!(table.mounts().len(), 2, "two mounted over the root");
+        // Only preopens: no namespace.
+        let opened = open(vec![mount("/ro", true)], None).unwrap();
+        assert!(opened.table.is_none());
+        assert_eq!(opened.preopens.len(), 1);
+    }
+
+    #[test]
+    fn a_configuration_no_writer_makes_does_not_open() {
+        for (mounts, save) in [
+            (vec![mount("/a", false), mount("/a", false)], None),
+            (vec![mount("/a", true), mount("/a", true)], None),
+            (vec![mount("/a", false), mount("/", true)], None),
+            (vec![mount("/a", true)], Some("/out/x")),
+        ] {
+            assert_eq!(open(mounts, save).err(), Some(Error::Invalid));
+        }
+        // A pack that does not open is the error.
+        let pack = Mount {
+            path: "/".into(),
+            source: Source::Pack { offset: 0, len: 0, digest: digest(), overlay: None },
+            preopen: false,
+        };
+        assert_eq!(open(vec![pack], None).err(), Some(Error::Invalid));
     }
 }

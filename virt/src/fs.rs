@@ -61,8 +61,9 @@ impl preopens::Guest for Virt {
             let mut out = Vec::new();
             match ns {
                 Ok(ns) => {
-                    let all = || ns.preopens.iter().map(|(_, fs, _)| fs);
-                    for (path, fs, access) in &ns.preopens {
+                    let preopens = &ns.opened.preopens;
+                    let all = || preopens.iter().map(|(_, fs, _)| fs);
+                    for (path, fs, access) in preopens {
                         // Past the limit of what a guest may hold, no more preopens.
                         let Some(held) = Held::open() else { break };
                         let desc = match Descriptor::preopen(fs, *access, device_number(all(), fs)) {

@@ -17,7 +17,7 @@ use crate::namespace;
 impl control::Guest for Virt {
     fn save() -> Result<(), ()> {
         let saved = namespace::with(|ns| match ns {
-            Ok(ns) => match (&ns.save, &ns.table) {
+            Ok(ns) => match (&ns.save, &ns.opened.table) {
                 (Some(to), Some(table)) => save(&**table, to).map_err(|e| format!("saving to {to}: {e}")),
                 _ => Ok(()),
             },
