@@ -37,7 +37,7 @@ use packfs_os::mmap::open_pack;
 use packfs_remote::{Location, RemoteOptions};
 use packfs_testnet::{Fault, FileServer, Proxy};
 use support::oracle;
-use support::trees::{Entry, Tree, ro_layout, seed_layout, tree_of, tree_of_dir};
+use support::trees::{Entry, Tree, hashed, ro_layout, seed_layout, tree_of, tree_of_dir};
 use wasmtime::Engine;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx};
@@ -509,19 +509,11 @@ fn browser_dir() -> std::path::PathBuf {
 /// left (`NAME.tree`: a line per path, its kind and a hash of a file's
 /// bytes). The packs are the p1 guests' (`for_the_browser`).
 fn for_jco(name: &str, run: &Run) {
-    use sha2::Digest;
     let dir = browser_dir().join("p2");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(support::rust_guest(name, "wasm32-wasip2"), dir.join(format!("{name}.wasm"))).unwrap();
     std::fs::write(dir.join(format!("{name}.txt")), &run.stdout).unwrap();
-    let tree: String = run
-        .tree
-        .iter()
-        .map(|(path, entry)| match entry {
-            Entry::File(bytes) => format!("{path} file {:x}\n", sha2::Sha256::digest(bytes)),
-            other => format!("{path} {other:?}\n"),
-        })
-        .collect();
+    let tree = hashed(&run.tree);
     std::fs::write(dir.join(format!("{name}.tree")), tree).unwrap();
 }
 

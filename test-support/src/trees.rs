@@ -233,3 +233,15 @@ fn links<K>(inodes: BTreeMap<K, Vec<String>>) -> BTreeSet<Vec<String>> {
         })
         .collect()
 }
+
+/// `tree` as the JavaScript tests read one: a line per path, its kind, a
+/// file by the SHA-256 of its bytes, a symlink with its target.
+pub fn hashed(tree: &Tree) -> String {
+    use sha2::Digest;
+    tree.iter()
+        .map(|(path, entry)| match entry {
+            Entry::File(bytes) => format!("{path} file {:x}\n", sha2::Sha256::digest(bytes)),
+            other => format!("{path} {other:?}\n"),
+        })
+        .collect()
+}

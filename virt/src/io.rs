@@ -347,8 +347,9 @@ impl streams::GuestOutputStream for Writer {
 
 impl Writer {
     /// `splice`: the host's own between two of its streams, else a read
-    /// then a write of what the read gave (at most what this stream
-    /// takes now).
+    /// then a write of what the read gave: at most what this stream takes
+    /// now, or, blocking, in pieces of what it takes (a host's stream takes
+    /// at most 4 KiB a `blocking-write-and-flush`).
     fn splice_from(&self, src: &Reader, len: u64, blocking: bool) -> StreamResult<u64> {
         use streams::{GuestInputStream, GuestOutputStream};
         if let (Writer::Host(out), Reader::Host(input)) = (self, src) {
@@ -358,10 +359,13 @@ impl Writer {
         let room = if blocking { len } else { len.min(self.check_write()?) };
         let bytes = if blocking { src.blocking_read(room)? } else { src.read(room)? };
         let n = bytes.len() as u64;
-        if blocking {
-            self.blocking_write_and_flush(bytes)?
-        } else {
-            self.write(bytes)?
+        match (self, blocking) {
+            (Writer::Host(h), true) => {
+                for piece in bytes.chunks(4096) {
+                    h.blocking_write_and_flush(piece).map_err(host_error)?;
+                }
+            }
+            _ => self.write(bytes)?,
         }
         Ok(n)
     }

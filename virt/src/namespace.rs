@@ -24,6 +24,8 @@ pub(crate) struct Namespace {
 pub(crate) struct Failed {
     pub(crate) error: Error,
     pub(crate) paths: Vec<String>,
+    /// Whether the image said to save the namespace.
+    pub(crate) save: bool,
 }
 
 thread_local! {
@@ -59,10 +61,10 @@ fn pack(image: &Image<'static>, offset: u64, len: u64, digest: &Digest) -> Resul
 }
 
 fn open(bytes: &'static [u8]) -> std::result::Result<Namespace, Failed> {
-    let image = Image::decode(bytes).map_err(|error| Failed { error, paths: vec!["/".into()] })?;
+    let image = Image::decode(bytes).map_err(|error| Failed { error, paths: vec!["/".into()], save: false })?;
     let config = &image.config;
     match config.open(&clock(), &|offset, len, digest| pack(&image, offset, len, digest)) {
         Ok(opened) => Ok(Namespace { opened, save: config.save.clone() }),
-        Err(error) => Err(Failed { error, paths: config.preopen_paths() }),
+        Err(error) => Err(Failed { error, paths: config.preopen_paths(), save: config.save.is_some() }),
     }
 }

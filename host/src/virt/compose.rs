@@ -47,8 +47,9 @@ fn exports_start(module: &[u8]) -> Result<bool> {
 /// (matched as semver allows: a guest's `wasi:io/streams@0.2.6` takes the
 /// virtual filesystem's 0.2.12); the rest of its imports, and the virtual
 /// filesystem's own, are the composition's imports, and its exports are
-/// the composition's. With `save`, its `wasi:cli/run` is wrapped so that
-/// the virtual filesystem saves the namespace after the run returns.
+/// the composition's. With `save`, each `wasi:cli/run` it exports is
+/// wrapped so that the virtual filesystem saves the namespace after the
+/// run returns (and its exit saves first).
 pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> {
     let mut graph = CompositionGraph::new();
     let virt = Package::from_bytes("packfs:virt", None, virt.to_vec(), graph.types_mut())?;
@@ -57,6 +58,9 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
     let imports: Vec<String> = graph.types()[guest.ty()].imports.keys().cloned().collect();
     let exports: Vec<String> = graph.types()[guest.ty()].exports.keys().cloned().collect();
     let virt_exports: Vec<String> = graph.types()[virt.ty()].exports.keys().cloned().collect();
+    if imports.iter().any(|i| i == CONTROL || i.starts_with("packfs:")) {
+        bail!("the guest imports {CONTROL}, the virtual filesystem's own interface");
+    }
     if let Some(p3) = imports.iter().find(|i| i.starts_with("wasi:filesystem/") && i.contains("@0.3")) {
         bail!("the guest imports {p3}: packfs virt serves WASI 0.2 components and preview1 modules");
     }
@@ -71,19 +75,29 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
     let guest = graph.register_package(guest)?;
     let (v, g) = (graph.instantiate(virt), graph.instantiate(guest));
     for import in &imports {
-        let Some(export) = virt_exports.iter().find(|e| *e == import || are_semver_compatible(e, import)) else {
-            continue;
-        };
-        let from = graph.alias_instance_export(v, export)?;
-        graph.set_instantiation_argument(g, import, from).with_context(|| format!("plugging in {import}"))?;
+        let export =
+            virt_exports.iter().filter(|e| *e != CONTROL).find(|e| *e == import || are_semver_compatible(e, import));
+        match export {
+            Some(export) => {
+                let from = graph.alias_instance_export(v, export)?;
+                graph.set_instantiation_argument(g, import, from).with_context(|| format!("plugging in {import}"))?;
+            }
+            // An interface the virtual filesystem serves, in a version it
+            // cannot serve, would be the host's: its files, or wasi:io
+            // resources the guest's files cannot be mixed with.
+            None if must_plug(import, save) => {
+                bail!("the guest imports {import}, which packfs virt must serve and cannot in that version")
+            }
+            None => {}
+        }
     }
-    let run = exports.iter().find(|e| e.starts_with("wasi:cli/run@"));
-    if save && run.is_none() {
+    let runs: Vec<&String> = exports.iter().filter(|e| e.starts_with("wasi:cli/run@")).collect();
+    if save && runs.is_empty() {
         bail!("--save needs a command (a guest exporting wasi:cli/run), to save after its run");
     }
     for export in &exports {
         let mut from = graph.alias_instance_export(g, export)?;
-        if save && Some(export) == run {
+        if save && runs.contains(&export) {
             let wrapper = Package::from_bytes("packfs:save", None, wrapper(export)?, graph.types_mut())?;
             let wrapper = graph.register_package(wrapper)?;
             let w = graph.instantiate(wrapper);
@@ -95,6 +109,25 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
         graph.export(from, export)?;
     }
     graph.encode(EncodeOptions::default()).context("encoding the composition")
+}
+
+/// Whether a guest's import of `name` must be the virtual filesystem's:
+/// its files, and what hands out `wasi:io` resources; with `save`, its
+/// exit too, which saves first.
+fn must_plug(name: &str, save: bool) -> bool {
+    let interface = name.split('@').next().unwrap_or(name);
+    matches!(
+        interface,
+        "wasi:filesystem/types"
+            | "wasi:filesystem/preopens"
+            | "wasi:io/error"
+            | "wasi:io/poll"
+            | "wasi:io/streams"
+            | "wasi:cli/stdin"
+            | "wasi:cli/stdout"
+            | "wasi:cli/stderr"
+            | "wasi:clocks/monotonic-clock"
+    ) || (save && interface == "wasi:cli/exit")
 }
 
 /// The virtual filesystem's own interface.

@@ -154,6 +154,13 @@ impl Virt {
                     let digest = pack.digest().with_context(|| {
                         format!("{path}: the pack has no digest table, so it cannot be pinned (pack it without --no-digests)")
                     })?;
+                    // Every extent must be what the digest commits to: the
+                    // component checks only checksums as it reads.
+                    let pinned = PackFs::open_with(bytes.as_slice(), ReadOptions::new().pin(Some(digest)))?;
+                    let report = pinned.verify().with_context(|| format!("{path}: verifying the pack"))?;
+                    if !report.is_ok() {
+                        bail!("{path}: {} extent(s) of the pack do not match its digest table", report.bad.len());
+                    }
                     packs.push(bytes);
                     ImageSource::Pack { offset: 0, len: bytes.len() as u64, digest, overlay: *overlay }
                 }

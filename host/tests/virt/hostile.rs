@@ -122,3 +122,62 @@ fn what_packfs_virt_cannot_serve_is_refused_with_the_reason() {
     let e = Virt::new().mount("/a", mem()).preopen("/", mem()).build(&toolbox()).unwrap_err();
     assert!(format!("{e:#}").contains("preopened twice"), "{e:#}");
 }
+
+#[test]
+fn a_pack_whose_data_is_not_what_its_digest_table_says_is_refused() {
+    // One incompressible file, stored raw; its bytes replaced and its
+    // checksum (xxh3, in the index) made to match, the index resealed: the
+    // pack opens and every checksum holds, but the digest table does not.
+    let old: Vec<u8> = (0..128u32).map(|i| (i * 97 % 251) as u8).collect();
+    let new: Vec<u8> = old.iter().map(|b| b ^ 0x20).collect();
+    let fs = MemFs::new();
+    packfs_core::write_file(&fs, "blob.bin", &old).unwrap();
+    let mut pack = Vec::new();
+    PackOptions::new().write(&fs.snapshot(), &mut pack).unwrap();
+    let at = find(&pack, &old);
+    pack[at..at + old.len()].copy_from_slice(&new);
+    let sum = |b: &[u8]| xxhash_rust::xxh3::xxh3_64(b).to_le_bytes();
+    let at = find(&pack, &sum(&old));
+    pack[at..at + 8].copy_from_slice(&sum(&new));
+    packfs_core::pack::fuzzing::reseal(&mut pack);
+    let opened =
+        packfs_core::pack::PackFs::open_with(pack.clone(), packfs_core::pack::ReadOptions::new().verify_on_read(true));
+    let read = opened.map(|p| packfs_core::read_file(&p, "blob.bin"));
+    assert_eq!(read.unwrap().unwrap(), new, "the checksums hold");
+    let e = Virt::new().mount("/", Source::Pack { bytes: pack, overlay: None }).build(&toolbox()).unwrap_err();
+    assert!(format!("{e:#}").contains("do not match its digest table"), "{e:#}");
+}
+
+#[test]
+fn a_guest_cannot_reach_the_virtual_filesystems_own_interface_nor_the_hosts_files() {
+    let component = |import: &str| wat::parse_str(format!(r#"(component (import "{import}" (instance)))"#)).unwrap();
+    let e = Virt::new().build(&component("packfs:virt/control")).unwrap_err();
+    assert!(format!("{e:#}").contains("the virtual filesystem's own interface"), "{e:#}");
+    // A version the virtual filesystem cannot serve would be the host's.
+    for import in ["wasi:filesystem/types@0.2.12-x", "wasi:filesystem/preopens@1.0.0", "wasi:filesystem/types"] {
+        let e = Virt::new().build(&component(import)).unwrap_err();
+        assert!(format!("{e:#}").contains("must serve and cannot in that version"), "{import}: {e:#}");
+    }
+}
+
+#[test]
+fn an_exit_saves_first_and_a_save_writes_only_its_own_files() {
+    let virt = Virt::new().mount("/", Source::Mem(Quota::default())).save(SAVE).build(&toolbox()).unwrap();
+    let path = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(path.path(), &virt).unwrap();
+    // Rust's `exit(3)` on WASI 0.2 is `exit(err)`: status 1, as natively.
+    for (code, status) in [("0", 0), ("3", 1)] {
+        let out = tempfile::tempdir().unwrap();
+        // What an earlier save's temporary name was: never written nor removed.
+        let bystander = out.path().join("after.pack.packfs-saving");
+        std::fs::write(&bystander, "mine").unwrap();
+        let (got, _, err) =
+            wasmtime_wasi_args(path.path(), &["toolbox", "write", "/x", "hi", "exit", code], out.path());
+        assert_eq!(got, status, "{err}");
+        let tree = saved(out.path(), "exit");
+        assert!(matches!(tree.get("/x"), Some(support::trees::Entry::File(b)) if b == b"hi"), "{tree:?}");
+        assert_eq!(std::fs::read(&bystander).unwrap(), b"mine");
+        let names: Vec<_> = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 2, "only the pack saved and the bystander: {names:?}");
+    }
+}

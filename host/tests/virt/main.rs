@@ -33,7 +33,7 @@ use packfs_host::sandbox::{Access, Capture};
 use packfs_host::virt::{Source, Virt, component_of};
 use packfs_host::{Runner, Sandbox};
 use support::oracle;
-use support::trees::{Entry, Tree, ro_layout, seed_layout, tree_of};
+use support::trees::{Tree, hashed, ro_layout, seed_layout, tree_of};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
@@ -114,11 +114,16 @@ type Host = fn(path: &Path, name: &str, out: &Path) -> (i32, String, String);
 
 /// wasmtime-wasi, linked as any embedder links it.
 fn wasmtime_wasi(path: &Path, name: &str, out: &Path) -> (i32, String, String) {
+    wasmtime_wasi_args(path, &[name], out)
+}
+
+/// [`wasmtime_wasi`] with the arguments `args`.
+fn wasmtime_wasi_args(path: &Path, args: &[&str], out: &Path) -> (i32, String, String) {
     let component = Component::from_file(engine(), path).unwrap();
     let (stdout, stderr) = (MemoryOutputPipe::new(16 << 20), MemoryOutputPipe::new(16 << 20));
     let mut b = WasiCtx::builder();
     b.preopened_dir(out, "/out", FsPerms::ReadWrite).unwrap();
-    b.stdout(stdout.clone()).stderr(stderr.clone()).args(&[name]);
+    b.stdout(stdout.clone()).stderr(stderr.clone()).args(args);
     let status = oracle::P2::new(engine(), &component).and_then(|o| o.run(b.build())).unwrap();
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     (status, text(&stdout.contents()), text(&stderr.contents()))
@@ -166,19 +171,11 @@ fn hosts() -> Vec<(&'static str, Host)> {
 
 /// Where the jco test finds each component, its transcript and tree.
 fn for_jco(file: &str, component: &[u8], run: &Run) {
-    use sha2::Digest;
     let dir = support::guest_target_dir().join("virt");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join(format!("{file}.wasm")), component).unwrap();
     std::fs::write(dir.join(format!("{file}.txt")), &run.stdout).unwrap();
-    let tree: String = run
-        .tree
-        .iter()
-        .map(|(path, entry)| match entry {
-            Entry::File(bytes) => format!("{path} file {:x}\n", sha2::Sha256::digest(bytes)),
-            other => format!("{path} {other:?}\n"),
-        })
-        .collect();
+    let tree = hashed(&run.tree);
     std::fs::write(dir.join(format!("{file}.tree")), tree).unwrap();
 }
 
