@@ -20,6 +20,9 @@
 //! rewrite PATH N    write a file of 1 MiB over itself N times (round `r`
 //!                   all bytes `r % 251`, one write at offset 0), until
 //!                   one fails; prints how many were done
+//! splice PATH       the file to stdout by `wasi:io`'s `blocking-splice`
+//!                   from its `read-via-stream` (WASI 0.2 only), in
+//!                   splices of 64 KiB
 //! stderr TEXT       TEXT and a newline to stderr
 //! exit N            exit with status N at once
 //! trap              hit an `unreachable` instruction
@@ -111,6 +114,10 @@ fn command(cmd: &str, a: &[String], argv0: &str) -> io::Result<()> {
             out.flush()?;
             result
         }
+        "splice" => {
+            out.flush()?;
+            splice(&a[0])
+        }
         "stderr" => writeln!(io::stderr(), "{}", a[0]),
         "exit" => {
             out.flush()?;
@@ -122,6 +129,37 @@ fn command(cmd: &str, a: &[String], argv0: &str) -> io::Result<()> {
         }
         _ => fail(cmd, "unknown command"),
     }
+}
+
+/// `splice`: the file at absolute `path` (under the preopen `/`) to stdout.
+#[cfg(target_env = "p2")]
+fn splice(path: &str) -> io::Result<()> {
+    use wasi::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+    use wasi::io::streams::StreamError;
+    let failed = |e: String| io::Error::other(e);
+    let root = wasi::filesystem::preopens::get_directories()
+        .into_iter()
+        .find(|(_, p)| p == "/")
+        .ok_or_else(|| failed("no preopen /".into()))?
+        .0;
+    let path = path.trim_start_matches('/');
+    let file = root
+        .open_at(PathFlags::empty(), path, OpenFlags::empty(), DescriptorFlags::READ)
+        .map_err(|e| failed(format!("{e:?}")))?;
+    let from = file.read_via_stream(0).map_err(|e| failed(format!("{e:?}")))?;
+    let stdout = wasi::cli::stdout::get_stdout();
+    loop {
+        match stdout.blocking_splice(&from, 64 << 10) {
+            Ok(_) => {}
+            Err(StreamError::Closed) => return Ok(()),
+            Err(StreamError::LastOperationFailed(e)) => return Err(failed(e.to_debug_string())),
+        }
+    }
+}
+
+#[cfg(not(target_env = "p2"))]
+fn splice(_: &str) -> io::Result<()> {
+    Err(io::Error::other("splice is WASI 0.2's"))
 }
 
 #[cfg(target_family = "wasm")]

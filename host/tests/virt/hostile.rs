@@ -23,13 +23,18 @@ fn pack(options: PackOptions) -> Vec<u8> {
 /// Runs `component` on wasmtime-wasi with `args`: its exit status (an
 /// error if it trapped), stdout and stderr.
 fn run(component: &[u8], args: &[&str]) -> (wasmtime::Result<i32>, String, String) {
+    let (status, out, err) = run_raw(component, args);
+    (status, String::from_utf8_lossy(&out).into_owned(), err)
+}
+
+/// [`run`], stdout as bytes.
+fn run_raw(component: &[u8], args: &[&str]) -> (wasmtime::Result<i32>, Vec<u8>, String) {
     let component = Component::new(engine(), component).unwrap();
-    let (stdout, stderr) = (MemoryOutputPipe::new(1 << 20), MemoryOutputPipe::new(1 << 20));
+    let (stdout, stderr) = (MemoryOutputPipe::new(4 << 20), MemoryOutputPipe::new(1 << 20));
     let mut b = WasiCtx::builder();
     b.stdout(stdout.clone()).stderr(stderr.clone()).args(args);
     let status = oracle::P2::new(engine(), &component).and_then(|o| o.run(b.build()));
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    (status, text(&stdout.contents()), text(&stderr.contents()))
+    (status, stdout.contents().to_vec(), String::from_utf8_lossy(&stderr.contents()).into_owned())
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> usize {
@@ -180,4 +185,15 @@ fn an_exit_saves_first_and_a_save_writes_only_its_own_files() {
         let names: Vec<_> = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 2, "only the pack saved and the bystander: {names:?}");
     }
+}
+
+#[test]
+fn a_file_spliced_to_stdout_arrives_whole() {
+    // 64 KiB splices from a file's stream to the host's stdout, which
+    // takes at most 4 KiB a blocking write: 1 MiB arrives, byte for byte.
+    let virt = Virt::new().mount("/", Source::Mem(Quota::default())).build(&toolbox()).unwrap();
+    let (status, out, err) = run_raw(&virt, &["toolbox", "fill", "/big", "1", "splice", "/big"]);
+    assert_eq!(status.expect("no trap"), 0, "{err}");
+    let want: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
+    assert!(out == want, "{} bytes, not the file's", out.len());
 }
