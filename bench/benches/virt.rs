@@ -30,7 +30,9 @@
 //! command rows. `VIRT_BENCH_TREE`: the tree (default
 //! `/usr/lib/python3.11`, CPython's standard library as Debian ships it),
 //! to which a 16 MiB file of random bytes is added for the bulk read;
-//! `VIRT_BENCH_RUNS`: runs per configuration (default 5), interleaved.
+//! `VIRT_BENCH_RUNS`: runs per configuration (default 5), interleaved;
+//! `VIRT_BENCH_COMPRESS`: how the pack is compressed, `zstd` (level 9, the
+//! default), `lz4` or `none`.
 //! Under `cargo test` it is a smoke run: a small generated tree, once.
 //!
 //! Each phase is timed inside the guest (the WASI monotonic clock);
@@ -182,7 +184,12 @@ fn main() {
     std::fs::create_dir(&tree).unwrap();
     make_tree(source.as_deref(), &tree, if bench { 16 << 20 } else { 2 << 20 });
     let pack = work.path().join("tree.pack");
-    packfs_os::pack::pack_dir(&tree, &pack, &PackOptions::new().compress(Some(Compression::zstd(9)))).unwrap();
+    let compression = match std::env::var("VIRT_BENCH_COMPRESS").as_deref() {
+        Ok("lz4") => Some(Compression::lz4()),
+        Ok("none") => None,
+        _ => Some(Compression::zstd(9)),
+    };
+    packfs_os::pack::pack_dir(&tree, &pack, &PackOptions::new().compress(compression)).unwrap();
     let pack = std::fs::read(&pack).unwrap();
     let guest = std::fs::read(support::rust_guest("tree_walk", "wasm32-wasip2")).unwrap();
     let tmp = |name: &str| {
