@@ -167,6 +167,10 @@ impl Config {
 /// A preopen: its path, its filesystem and what it may do.
 pub type Preopen = (String, Arc<dyn FileSystem>, Access);
 
+/// How [`Config::open`] opens a pack mount's pack: from its `offset` and
+/// `len` in the image, pinned to its digest.
+pub type OpenPack<'a> = &'a dyn Fn(u64, u64, &Digest) -> Result<Arc<dyn FileSystem>>;
+
 /// What a configuration opens to: the namespace (every mount in one
 /// mount table, preopened at `/`), if anything is mounted, and each
 /// preopen, the namespace's first.
@@ -196,11 +200,7 @@ impl Config {
     /// root is an empty `mem`; missing directories above a mount point are
     /// made. `Invalid` for a path mounted or preopened twice, or a save
     /// with nothing mounted.
-    pub fn open(
-        &self,
-        clock: &Clock,
-        pack: &dyn Fn(u64, u64, &Digest) -> Result<Arc<dyn FileSystem>>,
-    ) -> Result<Opened> {
+    pub fn open(&self, clock: &Clock, pack: OpenPack<'_>) -> Result<Opened> {
         let source = |s: &Source| -> Result<(Arc<dyn FileSystem>, bool)> {
             Ok(match s {
                 Source::Mem(q) => (Arc::new(MemFs::with_options(*q, clock.clone())), false),

@@ -52,13 +52,13 @@ pub(crate) struct Args {
 /// The bytes of the pack at `path` (`PACK@blake3:HEX` must be that pack).
 fn pack_bytes(path: &Path) -> Result<Vec<u8>> {
     let text = path.to_str().with_context(|| format!("{}: not UTF-8", path.display()))?;
-    let (name, pin) = split_pin(text).with_context(|| format!("{text}"))?;
+    let (name, pin) = split_pin(text).with_context(|| text.to_string())?;
     if name.contains("://") {
         bail!("{name}: packfs virt embeds pack files; fetch it first");
     }
-    let bytes = std::fs::read(name).with_context(|| format!("{name}"))?;
+    let bytes = std::fs::read(name).with_context(|| name.to_string())?;
     if pin.is_some() {
-        PackFs::open_with(bytes.as_slice(), ReadOptions::new().pin(pin)).with_context(|| format!("{name}"))?;
+        PackFs::open_with(bytes.as_slice(), ReadOptions::new().pin(pin)).with_context(|| name.to_string())?;
     }
     Ok(bytes)
 }

@@ -151,6 +151,7 @@ impl Namespace {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use packfs_core::resolve;
 
     fn names(table: &MountTable, path: &str) -> Vec<String> {
         let fs: &dyn FileSystem = table;
