@@ -784,7 +784,10 @@ fn errors_are_one_line() {
         (&["run", "--mount", "/d=dir:app.pack", g], &["app.pack", "not a directory"]),
         (&["run", "--mount", "/t=mem", "--mount", "/t/=mem", g], &["/t", "mounted twice"]),
         (&["run", "--mount", "/=app.pack", "--mount", "/etc/motd/x=mem", g], &["/etc/motd", "not a directory"]),
-        (&["run", "--mount", "/=app.pack", "--mount", "/new/x=mem", g], &["creating /new", "read-only"]),
+        (
+            &["run", "--mount", "/=app.pack", "--mount", "/new/x=mem", g],
+            &["/new/x=mem: making the directories above it", "read-only"],
+        ),
         (&["run", "--env", "NOEQUALS", g], &["--env", "K=V"]),
         (&["compact", "missing", "-o", "x.pack"], &["missing", "No such file"]),
         (&["compact", "app.pack", "-o", "x.pack"], &["app.pack", "not a directory"]),

@@ -96,7 +96,9 @@ impl Namespace {
         let mut opened = vec![(root_spec.guest_path.clone(), root)];
         for spec in rest {
             let mount = open_source(&spec.source, packs, &dir_fds).with_context(|| context(spec))?;
-            table.make_parents(&spec.guest_path).with_context(|| context(spec))?;
+            table
+                .make_parents(&spec.guest_path)
+                .with_context(|| format!("{}: making the directories above it", context(spec)))?;
             table.mount(&spec.guest_path, mount.fs.clone(), mount.read_only).with_context(|| context(spec))?;
             opened.push((spec.guest_path.clone(), mount));
         }
