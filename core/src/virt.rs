@@ -1,6 +1,6 @@
 //! The image `packfs virt` embeds in the component it makes: what the
 //! virtual filesystem inside the guest mounts where, and the packs it
-//! carries. The host writes it ([`Image::encode`]); the component reads it
+//! carries. The host writes it ([`Config::encode`]); the component reads it
 //! ([`Image::decode`]) when the guest first calls it. A component may have
 //! been changed since it was made, so the reader checks every field: a
 //! typed error, never a panic, whatever the bytes say.

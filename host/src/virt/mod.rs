@@ -46,9 +46,9 @@ use packfs_core::pack::{PackFs, ReadOptions};
 use packfs_core::virt::{Config, Mount, Source as ImageSource, check_path};
 
 /// The virtual filesystem's module (with its component type), as
-/// `virt/build.sh` builds it from `virt/`; a test checks it is that
-/// build's.
-pub const ADAPTER: &[u8] = include_bytes!("adapter.wasm");
+/// `virt/build.sh` builds it from `virt/`; the test command checks it is
+/// that build's.
+const ADAPTER: &[u8] = include_bytes!("adapter.wasm");
 
 /// Where a pack starts in the image: a page of the guest's memory, so a
 /// pack aligned within itself stays aligned in memory.
