@@ -11,12 +11,16 @@ cd "$(dirname "$0")/.."
 rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 root="$(pwd)"
 target="$(realpath -m "${CARGO_TARGET_DIR:-target}")/virt"
+# The fixed place is in a shared directory: it must be ours, made fresh
+# (mkdir fails if anyone made it meanwhile), never a symlink followed.
 place=/tmp/packfs-virt-build
-exec 9>"$place.lock"
-flock 9
-rm -rf "$place" && mkdir -p "$place"
-# The sources the module is built from (tar keeps their times, so an
-# unchanged tree rebuilds nothing).
+if [ -e "$place" ] || [ -L "$place" ]; then
+    { [ -O "$place" ] && [ ! -L "$place" ]; } || { echo "$place: not this user's directory; remove it" >&2; exit 1; }
+    rm -rf "$place"
+fi
+mkdir -m 700 "$place"
+trap 'rm -rf "$place"' EXIT
+# The sources the module is built from.
 tar -c --exclude=virt/target Cargo.toml core virt | tar -x -C "$place"
 export RUSTFLAGS="--remap-path-prefix=$place=/packfs --remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo"
 (cd "$place/virt" && CARGO_TARGET_DIR="$target" cargo build --locked --release --target wasm32-unknown-unknown)
@@ -27,4 +31,3 @@ if [ "${1:-}" = --check ]; then
 else
     cp "$out" "$root/host/src/virt/adapter.wasm"
 fi
-rm -rf "$place"
