@@ -3,11 +3,10 @@
 //! converts values, as the host's own 0.2 adapter does (host/src/p2).
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::sync::Arc;
 
-use packfs_core::wasi::descriptor::{Descriptor, Node, device_number};
-use packfs_core::{DirEntry, Error};
+use packfs_core::Error;
+use packfs_core::wasi::descriptor::{Descriptor, Listing, device_number};
 
 use crate::Virt;
 use crate::bindings::exports::wasi::filesystem::{preopens, types as t};
@@ -20,9 +19,6 @@ use crate::namespace;
 
 /// The most bytes one `read` returns, as the host's adapter.
 pub(crate) const MAX_IO_CHUNK: usize = 1 << 20;
-
-/// Directory entries fetched per batch.
-const DIR_BATCH: usize = 128;
 
 type R<T> = Result<T, t::ErrorCode>;
 
@@ -156,7 +152,7 @@ impl t::GuestDescriptor for Desc {
     fn read_directory(&self) -> R<t::DirectoryEntryStream> {
         let node = Arc::clone(ours(self.d()?.lister())?);
         let held = Held::listing().ok_or(t::ErrorCode::InsufficientMemory)?;
-        Ok(t::DirectoryEntryStream::new(DirList { node, at: RefCell::default(), _held: held }))
+        Ok(t::DirectoryEntryStream::new(DirList { listing: RefCell::new(Listing::new(node)), _held: held }))
     }
 
     fn sync(&self) -> R<()> {
@@ -240,35 +236,15 @@ impl t::GuestDescriptor for Desc {
     }
 }
 
-/// A directory's entries in the backend's stable order, fetched in batches
-/// and resumed by name, as the host's `DirStream`: entries added or
-/// removed meanwhile neither repeat nor shift the rest.
+/// A directory's entries ([`Listing`]), counted among what the guest holds.
 pub(crate) struct DirList {
-    node: Arc<Node>,
-    at: RefCell<Place>,
+    listing: RefCell<Listing>,
     _held: Held,
-}
-
-#[derive(Default)]
-struct Place {
-    /// The name to resume after; `None` before the first batch.
-    after: Option<Arc<str>>,
-    batch: VecDeque<DirEntry>,
-    done: bool,
 }
 
 impl t::GuestDirectoryEntryStream for DirList {
     fn read_directory_entry(&self) -> R<Option<t::DirectoryEntry>> {
-        let mut at = self.at.borrow_mut();
-        if at.batch.is_empty() && !at.done {
-            let entries = ours(self.node.fs.read_dir(self.node.ino, at.after.as_deref(), DIR_BATCH))?;
-            // A short page need not be the last; only an empty one is.
-            at.done = entries.is_empty();
-            if let Some(last) = entries.last() {
-                at.after = Some(Arc::clone(&last.name));
-            }
-            at.batch = entries.into();
-        }
-        Ok(at.batch.pop_front().map(|e| t::DirectoryEntry { type_: descriptor_type(e.kind), name: e.name.to_string() }))
+        let next = ours(self.listing.borrow_mut().next_entry())?;
+        Ok(next.map(|(e, _)| t::DirectoryEntry { type_: descriptor_type(e.kind), name: e.name.to_string() }))
     }
 }

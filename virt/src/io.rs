@@ -11,7 +11,7 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use packfs_core::wasi::descriptor::{Node, write_all};
+use packfs_core::wasi::descriptor::Node;
 
 use crate::Virt;
 use crate::bindings::exports::wasi::io::{error, poll, streams};
@@ -210,16 +210,11 @@ impl streams::GuestInputStream for Reader {
     }
 }
 
-/// Where a [`FileWriter`] writes.
-enum Mode {
-    At(Cell<u64>),
-    Append,
-}
-
 /// A file written from a position onwards, or appended to.
 pub(crate) struct FileWriter {
     node: Arc<Node>,
-    mode: Mode,
+    /// Where the next write goes; `None`: appended.
+    at: Cell<Option<u64>>,
     /// Sync after every write (the descriptor asked for integrity sync).
     sync: bool,
     closed: Cell<bool>,
@@ -228,11 +223,11 @@ pub(crate) struct FileWriter {
 
 impl FileWriter {
     pub(crate) fn at(node: Arc<Node>, position: u64, sync: bool, held: Held) -> Self {
-        FileWriter { node, mode: Mode::At(Cell::new(position)), sync, closed: Cell::new(false), _held: held }
+        FileWriter { node, at: Cell::new(Some(position)), sync, closed: Cell::new(false), _held: held }
     }
 
     pub(crate) fn append(node: Arc<Node>, sync: bool, held: Held) -> Self {
-        FileWriter { node, mode: Mode::Append, sync, closed: Cell::new(false), _held: held }
+        FileWriter { node, at: Cell::new(None), sync, closed: Cell::new(false), _held: held }
     }
 
     fn open(&self) -> StreamResult<()> {
@@ -244,17 +239,13 @@ impl FileWriter {
         if data.is_empty() {
             return Ok(());
         }
-        let (fs, ino) = (&self.node.fs, self.node.ino);
-        let done = match &self.mode {
-            Mode::At(position) => write_all(&**fs, ino, position.get(), data).map(|()| {
-                position.set(position.get() + data.len() as u64);
-            }),
-            Mode::Append => fs.append(ino, data).map(drop),
-        };
-        done.and_then(|()| if self.sync { fs.sync(ino) } else { Ok(()) }).map_err(|e| {
+        let at = self.at.get();
+        self.node.write_to(at, data, self.sync).map_err(|e| {
             self.closed.set(true);
             failed(e)
-        })
+        })?;
+        self.at.set(at.map(|p| p + data.len() as u64));
+        Ok(())
     }
 }
 

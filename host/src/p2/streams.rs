@@ -19,7 +19,7 @@ use wasmtime_wasi::async_trait;
 use wasmtime_wasi::p2::{InputStream, OutputStream, Pollable, StreamError, StreamResult};
 
 use crate::filesystem::MAX_IO_CHUNK;
-use packfs_core::wasi::descriptor::{Node, write_all};
+use packfs_core::wasi::descriptor::Node;
 
 fn failed(e: packfs_core::Error) -> StreamError {
     StreamError::LastOperationFailed(wasmtime::Error::new(e))
@@ -69,16 +69,11 @@ impl InputStream for FileReader {
     }
 }
 
-/// Where a [`FileWriter`] writes.
-enum Mode {
-    At(u64),
-    Append,
-}
-
 /// A file written from a position onwards, or appended to.
 pub(crate) struct FileWriter {
     node: Arc<Node>,
-    mode: Mode,
+    /// Where the next write goes; `None`: appended.
+    at: Option<u64>,
     /// Sync after every write (the descriptor asked for integrity sync).
     sync: bool,
     closed: bool,
@@ -86,25 +81,19 @@ pub(crate) struct FileWriter {
 
 impl FileWriter {
     pub(crate) fn at(node: Arc<Node>, position: u64, sync: bool) -> Self {
-        FileWriter { node, mode: Mode::At(position), sync, closed: false }
+        FileWriter { node, at: Some(position), sync, closed: false }
     }
 
     pub(crate) fn append(node: Arc<Node>, sync: bool) -> Self {
-        FileWriter { node, mode: Mode::Append, sync, closed: false }
+        FileWriter { node, at: None, sync, closed: false }
     }
 
     fn write_all(&mut self, data: &[u8]) -> Result<()> {
-        let (fs, ino) = (&self.node.fs, self.node.ino);
-        match &mut self.mode {
-            Mode::At(position) => {
-                write_all(&**fs, ino, *position, data)?;
-                *position += data.len() as u64;
-            }
-            Mode::Append => {
-                fs.append(ino, data)?;
-            }
+        self.node.write_to(self.at, data, self.sync)?;
+        if let Some(position) = &mut self.at {
+            *position += data.len() as u64;
         }
-        if self.sync { fs.sync(ino) } else { Ok(()) }
+        Ok(())
     }
 
     fn open(&self) -> StreamResult<()> {

@@ -27,7 +27,7 @@ use super::bindings::types::{DirectoryEntry, ErrorCode};
 use super::convert::descriptor_type;
 use super::offload::{Offload, Waits};
 use crate::filesystem::{DirStream, MAX_IO_CHUNK};
-use packfs_core::wasi::descriptor::{Node, write_all};
+use packfs_core::wasi::descriptor::Node;
 
 /// The bytes a host-side reader of a file stream is given per poll
 /// (a guest reader is given what its buffer holds, up to [`MAX_IO_CHUNK`]).
@@ -202,18 +202,6 @@ impl FileConsumer {
     }
 }
 
-/// Writes `data` to `node` at `at` (`None`: appends), then syncs if asked.
-fn write_to(node: &Node, at: Option<u64>, data: &[u8], sync: bool) -> packfs_core::Result<()> {
-    let (fs, ino) = (&node.fs, node.ino);
-    match at {
-        Some(position) => write_all(&**fs, ino, position, data)?,
-        None => {
-            fs.append(ino, data)?;
-        }
-    }
-    if sync { fs.sync(ino) } else { Ok(()) }
-}
-
 impl<D: 'static> StreamConsumer<D> for FileConsumer {
     type Item = u8;
 
@@ -242,7 +230,7 @@ impl<D: 'static> StreamConsumer<D> for FileConsumer {
             if len == 0 {
                 return Poll::Ready(Ok(StreamResult::Completed));
             }
-            let written = write_to(&me.node, me.at(), &src.remaining()[..len], me.sync);
+            let written = me.node.write_to(me.at(), &src.remaining()[..len], me.sync);
             if written.is_ok() {
                 src.mark_read(len);
             }
@@ -257,7 +245,7 @@ impl<D: 'static> StreamConsumer<D> for FileConsumer {
         // one holds none (the guest may lend one buffer to many streams).
         let (node, data, at, sync) = (Arc::clone(&me.node), src.remaining()[..len].to_vec(), me.at(), me.sync);
         src.mark_read(len);
-        me.waiting.run(move || (write_to(&node, at, &data, sync), len));
+        me.waiting.run(move || (node.write_to(at, &data, sync), len));
         me.poll_waiting(cx)
     }
 }

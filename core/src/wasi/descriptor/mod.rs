@@ -26,6 +26,7 @@
 //! numbers and `metadata-hash`.
 
 mod identity;
+mod listing;
 mod paths;
 
 use std::sync::Arc;
@@ -35,6 +36,7 @@ use crate::{BackendFault, Error, FileSystem, FileType, Ino, MAX_FILE_SIZE, Metad
 use identity::metadata_hash;
 
 pub use identity::device_number;
+pub use listing::{LISTING_BATCH, Listing};
 
 /// Where an inode is, across filesystems: the filesystem's device number
 /// (see [`Node::device`]) and the inode.
@@ -80,6 +82,18 @@ impl Node {
     /// Where this inode is.
     pub fn at(&self) -> At {
         (self.device(), self.ino)
+    }
+
+    /// A file stream's write: all of `data` at `at` (`None`: appended),
+    /// then a sync if `sync` (the descriptor asked for integrity sync).
+    pub fn write_to(&self, at: Option<u64>, data: &[u8], sync: bool) -> Result<()> {
+        match at {
+            Some(offset) => write_all(&*self.fs, self.ino, offset, data)?,
+            None => {
+                self.fs.append(self.ino, data)?;
+            }
+        }
+        if sync { self.fs.sync(self.ino) } else { Ok(()) }
     }
 }
 
