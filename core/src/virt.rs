@@ -88,8 +88,13 @@ pub struct Image<'a> {
     pub bytes: &'a [u8],
 }
 
-/// An absolute path with only real names (the root is `/`).
+/// An absolute path with only real names (the root is `/`), and no
+/// control character: one would not read back as itself from the lines
+/// (a tab starts a field, a line break a line).
 pub fn check_path(path: &str) -> Result<()> {
+    if path.chars().any(char::is_control) {
+        return Err(Error::Invalid);
+    }
     let rest = path.strip_prefix('/').ok_or(Error::Invalid)?;
     if rest.is_empty() {
         return Ok(());
@@ -152,7 +157,7 @@ impl Config {
             }
         }
         if let Some(save) = &self.save {
-            if save.contains(['\t', '\n']) || save.is_empty() {
+            if save.chars().any(char::is_control) || save.is_empty() {
                 return Err(Error::Invalid);
             }
             s += &format!("save\t{save}\n");
@@ -393,6 +398,7 @@ mod tests {
             "save\t",
             "save\t/a\nsave\t/b",
             "mount\t/",
+            "mount\tmem\t/a\rb\t0\t0",
         ] {
             assert!(Image::decode(&lines(bad)).is_err(), "{bad:?}");
         }
@@ -450,5 +456,17 @@ mod tests {
             preopen: false,
         };
         assert_eq!(open(vec![pack], None).err(), Some(Error::Invalid));
+    }
+
+    #[test]
+    fn a_path_that_would_not_read_back_as_itself_is_refused() {
+        // A tab or a line break in a path or a save would start another
+        // field or line: another mount, a save nobody asked for.
+        for path in ["/a\t0\t0\nsave\t/out/x.pack\nmount\tmem\t/b", "/x\ty", "/a\rb", "/a\u{7f}"] {
+            let config = Config { mounts: vec![mount(path, false)], save: None };
+            assert_eq!(config.encode(&[]).err(), Some(Error::Invalid), "{path:?}");
+        }
+        let config = Config { mounts: vec![mount("/", false)], save: Some("/out/x\r".into()) };
+        assert_eq!(config.encode(&[]).err(), Some(Error::Invalid));
     }
 }

@@ -375,3 +375,37 @@ test("wasiImports keeps a component's writes in order through a sink that writes
   for (let i = 0; i < 1000 && got.length < 17; i++) await new Promise((r) => setTimeout(r, 10));
   assert.equal(got, "AAAAAA\nBBBBBB\nCC\n");
 });
+
+// Past what may wait for a slow sink (16 MiB), the write that does not fit
+// fails, and nothing already taken is lost: on review, the writes queued
+// before the one that overflowed were dropped with everything after.
+test("wasiImports delivers every write it took when a slow sink's queue fills", async () => {
+  const shim = await import(new URL("index.js", SHIM).href);
+  let delivered = 0;
+  const sink = {
+    write(b) {
+      return new Promise((resolve) =>
+        setTimeout(() => {
+          delivered += b.length;
+          resolve(b.length);
+        }, 5),
+      );
+    },
+  };
+  const stdout = (await preview2.wasiImports({ shim, stdout: sink }))["wasi:cli/stdout"].getStdout();
+  const piece = new Uint8Array(1_000_000);
+  let accepted = 0;
+  let failed = 0;
+  for (let i = 0; i < 20; i++) {
+    try {
+      stdout.checkWrite();
+      stdout.write(piece);
+      accepted += piece.length;
+    } catch {
+      failed++;
+    }
+  }
+  assert.ok(failed > 0 && accepted >= 16_000_000, `accepted ${accepted}, failed ${failed}`);
+  for (let i = 0; i < 2000 && delivered < accepted; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(delivered, accepted);
+});

@@ -402,7 +402,7 @@ function sink(io, to) {
   // A sink that answered with a promise takes the next write only once
   // that one is whole (a short write's rest goes first): until then writes
   // wait here, in order, up to QUEUED_MAX bytes (a sink that never
-  // answers fails the write past it).
+  // answers fails each write past it; what was taken is still written).
   const queue = [];
   let queued = 0;
   let busy = false;
@@ -420,13 +420,11 @@ function sink(io, to) {
     }
   };
   const call = (buf) => {
-    if (!broken) {
-      queue.push(buf.slice());
-      queued += buf.length;
-      broken = queued > QUEUED_MAX;
-      next();
-    }
-    if (broken) throw failed(io, "io");
+    // Past what may wait, this write fails; those taken before still go.
+    if (broken || queued + buf.length > QUEUED_MAX) throw failed(io, "io");
+    queue.push(buf.slice());
+    queued += buf.length;
+    next();
   };
   return { write: call, blockingFlush() {}, flush() {} };
 }

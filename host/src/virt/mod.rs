@@ -43,7 +43,11 @@ pub use compose::component_of;
 use anyhow::{Context, Result, bail};
 use packfs_core::mem::Quota;
 use packfs_core::pack::{PackFs, ReadOptions};
-use packfs_core::virt::{Config, Mount, Source as ImageSource, check_path};
+use std::sync::Arc;
+
+use packfs_core::pack::Digest;
+use packfs_core::virt::{Config, Image, Mount, Source as ImageSource, check_path};
+use packfs_core::{FileSystem, system_clock};
 
 /// The virtual filesystem's module (with its component type), as
 /// `virt/build.sh` builds it from `virt/`; the test command checks it is
@@ -181,6 +185,21 @@ impl Virt {
             data.extend_from_slice(bytes);
             *offset = start;
         }
-        Ok(config.encode(&data)?)
+        let image = config.encode(&data)?;
+        opens(&image)?;
+        Ok(image)
     }
+}
+
+/// Opens what `image` configures as the component will, so that a layout
+/// that cannot open (a mount under a file, or beneath a read-only pack
+/// where a directory is missing) is refused now, as `packfs run` refuses
+/// it, not at the guest's first call.
+fn opens(image: &[u8]) -> Result<()> {
+    let image = Image::decode(image)?;
+    let pack = |offset: u64, len: u64, _: &Digest| -> packfs_core::Result<Arc<dyn FileSystem>> {
+        Ok(Arc::new(PackFs::open(image.pack(offset, len)?.to_vec())?))
+    };
+    image.config.open(&system_clock(), &pack).context("the mounts")?;
+    Ok(())
 }

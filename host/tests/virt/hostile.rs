@@ -197,3 +197,17 @@ fn a_file_spliced_to_stdout_arrives_whole() {
     let want: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
     assert!(out == want, "{} bytes, not the file's", out.len());
 }
+
+#[test]
+fn a_mount_layout_that_cannot_open_is_refused_when_the_component_is_made() {
+    // `/new` cannot be made in a read-only pack, nor `/a.txt/x` under a
+    // file: as `packfs run` refuses them, not a component whose every call
+    // then fails.
+    let pack = pack(PackOptions::new());
+    let ro = Source::Pack { bytes: pack.clone(), overlay: None };
+    let e = Virt::new().mount("/", ro).mount("/new/x", Source::Mem(Quota::default())).build(&toolbox()).unwrap_err();
+    assert!(format!("{e:#}").contains("read-only"), "{e:#}");
+    let rw = Source::Pack { bytes: pack, overlay: Some(Quota::default()) };
+    let e = Virt::new().mount("/", rw).mount("/a.txt/x", Source::Mem(Quota::default())).build(&toolbox()).unwrap_err();
+    assert!(format!("{e:#}").contains("not a directory"), "{e:#}");
+}
