@@ -425,6 +425,8 @@ function sink(io, to) {
     queue.push(buf.slice());
     queued += buf.length;
     next();
+    // A sink that failed at once fails the write it failed in.
+    if (broken) throw failed(io, "io");
   };
   return { write: call, blockingFlush() {}, flush() {} };
 }

@@ -37,7 +37,7 @@ impl Drop for StreamPlace {
 }
 
 /// A directory's entries ([`Listing`]), counted among the guest's
-/// streams, with the [`Recent`](super::recent::Recent) epoch its batch was
+/// streams, with the epoch of the recent names (`recent.rs`) its batch was
 /// read in. The `directory-entry-stream` resource.
 pub struct DirStream {
     listing: Listing,
