@@ -15,7 +15,12 @@
 //! |---|---|
 //! | `WHERE mem PATH MAX_BYTES MAX_INODES` | an empty in-memory tree at `PATH` |
 //! | `WHERE pack PATH OFFSET LEN DIGEST OVERLAY MAX_BYTES MAX_INODES` | the embedded pack at `OFFSET..OFFSET+LEN` of the image (from its start), pinned to `DIGEST`; `OVERLAY` 1: under an in-memory overlay |
-//! | `save HOST_PATH` | after the guest's run, the namespace is written as a pack to `HOST_PATH`, a file under one of the host's preopens |
+//! | `WHERE hostpack PATH HOST_PATH DIGEST OVERLAY MAX_BYTES MAX_INODES` | the pack in the host's file `HOST_PATH`, read through the host's filesystem as reads need it, pinned to `DIGEST` |
+//! | `preopen hostdir PATH HOST_PATH READ_ONLY` | the host's directory `HOST_PATH` passed through (`READ_ONLY` 1: every change refused) |
+//! | `save HOST_PATH` | after the guest's run, the namespace is written as a pack to `HOST_PATH` |
+//!
+//! A `HOST_PATH` is a path under one of the preopens the host gives the
+//! component (by the preopen's name: `/out/x.pack` under `/out`).
 //!
 //! `WHERE` is `mount` (in the namespace preopened at `/`) or `preopen` (a
 //! preopen of its own at `PATH`, as `wasmtime run --dir` gives). A limit
@@ -45,18 +50,38 @@ pub const MAX_MOUNTS: usize = 256;
 pub enum Source {
     /// An empty in-memory tree.
     Mem(Quota),
-    /// A pack in the image, at `offset..offset + len`, pinned to `digest`;
-    /// with `Some(quota)`, under an in-memory overlay.
+    /// A pack, pinned to `digest`; with `Some(quota)`, under an in-memory
+    /// overlay.
     Pack {
-        /// Where in the image.
-        offset: u64,
-        /// How long.
-        len: u64,
+        /// Where its bytes are.
+        at: PackAt,
         /// Its digest: nothing else opens.
         digest: Digest,
         /// The overlay's limits, if it has one.
         overlay: Option<Quota>,
     },
+    /// A directory of the host's, passed through as the host serves it
+    /// (a preopen only: it is not PackFS's, so it cannot be mounted).
+    HostDir {
+        /// Where the host has it.
+        host_path: String,
+        /// Every change refused.
+        read_only: bool,
+    },
+}
+
+/// Where a pack's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PackAt {
+    /// In the image, at `offset..offset + len`.
+    Image {
+        /// Where in the image.
+        offset: u64,
+        /// How long.
+        len: u64,
+    },
+    /// In the host's file at this host path.
+    Host(String),
 }
 
 /// One mount: the guest path and what it holds.
@@ -108,6 +133,11 @@ pub fn check_path(path: &str) -> Result<()> {
     Ok(())
 }
 
+/// A host path as a line can hold it: not empty, no control character.
+pub fn check_host_path(path: &str) -> Result<()> {
+    if path.is_empty() || path.chars().any(char::is_control) { Err(Error::Invalid) } else { Ok(()) }
+}
+
 fn limit(v: Option<u64>) -> u64 {
     v.unwrap_or(0)
 }
@@ -147,19 +177,33 @@ impl Config {
             s += if m.preopen { "preopen\t" } else { "mount\t" };
             match &m.source {
                 Source::Mem(q) => s += &format!("mem\t{}\t{}\n", m.path, quota_line(q)),
-                Source::Pack { offset, len, digest, overlay } => {
+                Source::Pack { at, digest, overlay } => {
                     let (on, q) = match overlay {
                         Some(q) => (1, *q),
                         None => (0, Quota::default()),
                     };
-                    s += &format!("pack\t{}\t{offset:020}\t{len:020}\t{digest}\t{on}\t{}\n", m.path, quota_line(&q));
+                    let (path, q) = (&m.path, quota_line(&q));
+                    s += &match at {
+                        PackAt::Image { offset, len } => {
+                            format!("pack\t{path}\t{offset:020}\t{len:020}\t{digest}\t{on}\t{q}\n")
+                        }
+                        PackAt::Host(host) => {
+                            check_host_path(host)?;
+                            format!("hostpack\t{path}\t{host}\t{digest}\t{on}\t{q}\n")
+                        }
+                    };
+                }
+                Source::HostDir { host_path, read_only } => {
+                    check_host_path(host_path)?;
+                    if !m.preopen {
+                        return Err(Error::Invalid);
+                    }
+                    s += &format!("hostdir\t{}\t{host_path}\t{}\n", m.path, u8::from(*read_only));
                 }
             }
         }
         if let Some(save) = &self.save {
-            if save.chars().any(char::is_control) || save.is_empty() {
-                return Err(Error::Invalid);
-            }
+            check_host_path(save)?;
             s += &format!("save\t{save}\n");
         }
         if s.len() > MAX_CONFIG as usize {
@@ -172,18 +216,33 @@ impl Config {
 /// A preopen: its path, its filesystem and what it may do.
 pub type Preopen = (String, Arc<dyn FileSystem>, Access);
 
-/// How [`Config::open`] opens a pack mount's pack: from its `offset` and
-/// `len` in the image, pinned to its digest.
-pub type OpenPack<'a> = &'a dyn Fn(u64, u64, &Digest) -> Result<Arc<dyn FileSystem>>;
+/// How [`Config::open`] opens a pack mount's pack, from where it is,
+/// pinned to its digest.
+pub type OpenPack<'a> = &'a dyn Fn(&PackAt, &Digest) -> Result<Arc<dyn FileSystem>>;
+
+/// A host directory passed through: the guest path it is preopened at,
+/// the host path, and whether every change is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostDir {
+    /// Where the guest has it.
+    pub path: String,
+    /// Where the host has it.
+    pub host_path: String,
+    /// Every change refused.
+    pub read_only: bool,
+}
 
 /// What a configuration opens to: the namespace (every mount in one
-/// mount table, preopened at `/`), if anything is mounted, and each
-/// preopen, the namespace's first.
+/// mount table, preopened at `/`), if anything is mounted, each preopen
+/// of PackFS's, the namespace's first, and each host directory passed
+/// through, preopened after them.
 pub struct Opened {
     /// The namespace.
     pub table: Option<Arc<MountTable>>,
-    /// Every preopen, in order.
+    /// Every preopen of PackFS's, in order.
     pub preopens: Vec<Preopen>,
+    /// Every host directory, in order.
+    pub host_dirs: Vec<HostDir>,
 }
 
 fn depth(m: &Mount) -> usize {
@@ -191,31 +250,37 @@ fn depth(m: &Mount) -> usize {
 }
 
 impl Config {
-    /// The preopens' paths: `/` for the namespace if anything is mounted,
-    /// then each preopen's.
+    /// The preopens' paths, in the order [`Opened`] has them: `/` for the
+    /// namespace if anything is mounted, each preopen of PackFS's, then
+    /// each host directory's.
     pub fn preopen_paths(&self) -> Vec<String> {
         let namespace = self.mounts.iter().any(|m| !m.preopen).then(|| "/".to_string());
-        namespace.into_iter().chain(self.mounts.iter().filter(|m| m.preopen).map(|m| m.path.clone())).collect()
+        let host = |m: &&Mount| matches!(m.source, Source::HostDir { .. });
+        let ours = self.mounts.iter().filter(|m| m.preopen && !host(m));
+        let hosts = self.mounts.iter().filter(|m| m.preopen && host(m));
+        namespace.into_iter().chain(ours.chain(hosts).map(|m| m.path.clone())).collect()
     }
 
     /// Opens every mount: `mem` trees (and overlays) keep time by `clock`,
-    /// and `pack` opens the pack a pack mount names (at `offset`, `len`
-    /// bytes, pinned to `digest`), as the caller holds its bytes. Mounts
+    /// and `pack` opens the pack a pack mount names, pinned to its digest,
+    /// as the caller reaches its bytes. Host directories are listed, not
+    /// opened: they are the caller's to reach. Mounts
     /// nest as `packfs run`'s: shallowest first; without a `/` mount the
     /// root is an empty `mem`; missing directories above a mount point are
-    /// made. `Invalid` for a path mounted or preopened twice, or a save
-    /// with nothing mounted.
+    /// made. `Invalid` for a path mounted or preopened twice, a host
+    /// directory mounted in the namespace, or a save with nothing mounted.
     pub fn open(&self, clock: &Clock, pack: OpenPack<'_>) -> Result<Opened> {
         let source = |s: &Source| -> Result<(Arc<dyn FileSystem>, bool)> {
             Ok(match s {
                 Source::Mem(q) => (Arc::new(MemFs::with_options(*q, clock.clone())), false),
-                Source::Pack { offset, len, digest, overlay } => {
-                    let lower = pack(*offset, *len, digest)?;
+                Source::Pack { at, digest, overlay } => {
+                    let lower = pack(at, digest)?;
                     match overlay {
                         None => (lower, true),
                         Some(q) => (Arc::new(MemFs::overlay_with_options(lower, *q, clock.clone())?), false),
                     }
                 }
+                Source::HostDir { .. } => return Err(Error::Invalid),
             })
         };
         let mut paths = self.preopen_paths();
@@ -224,7 +289,7 @@ impl Config {
         if paths.windows(2).any(|w| w[0] == w[1]) || (self.save.is_some() && mounts.is_empty()) {
             return Err(Error::Invalid);
         }
-        let mut out = Opened { table: None, preopens: Vec::new() };
+        let mut out = Opened { table: None, preopens: Vec::new(), host_dirs: Vec::new() };
         if !mounts.is_empty() {
             // Shallowest first, so that a mount's parent is in place before it.
             mounts.sort_by(|a, b| (depth(a), &a.path).cmp(&(depth(b), &b.path)));
@@ -248,6 +313,11 @@ impl Config {
             out.table = Some(table);
         }
         for m in preopens {
+            if let Source::HostDir { host_path, read_only } = &m.source {
+                let (path, host_path) = (m.path.clone(), host_path.clone());
+                out.host_dirs.push(HostDir { path, host_path, read_only: *read_only });
+                continue;
+            }
             let (fs, read_only) = source(&m.source)?;
             out.preopens.push((m.path.clone(), fs, if read_only { Access::ReadOnly } else { Access::ReadWrite }));
         }
@@ -283,6 +353,11 @@ impl<'a> Image<'a> {
                 let some = |v: u64| (v != 0).then_some(v);
                 Ok(Quota { max_bytes: some(num(b)?), max_inodes: some(num(i)?) })
             };
+            let overlay = |on: &str, b: &str, i: &str| match on {
+                "0" => Ok(None),
+                "1" => quota(b, i).map(Some),
+                _ => Err(Error::Invalid),
+            };
             match (preopen, f) {
                 (Some(preopen), ["mem", path, b, i]) => {
                     check_path(path)?;
@@ -295,19 +370,38 @@ impl<'a> Image<'a> {
                     if end > bytes.len() as u64 {
                         return Err(Error::Invalid);
                     }
-                    let digest = digest.parse().map_err(|_| Error::Invalid)?;
-                    let overlay = match *on {
-                        "0" => None,
-                        "1" => Some(quota(b, i)?),
-                        _ => return Err(Error::Invalid),
-                    };
+                    let (digest, overlay) = (digest.parse().map_err(|_| Error::Invalid)?, overlay(on, b, i)?);
+                    let at = PackAt::Image { offset, len };
                     config.mounts.push(Mount {
                         path: (*path).into(),
-                        source: Source::Pack { offset, len, digest, overlay },
+                        source: Source::Pack { at, digest, overlay },
                         preopen,
                     });
                 }
-                (None, ["save", path]) if config.save.is_none() && !path.is_empty() => {
+                (Some(preopen), ["hostpack", path, host, digest, on, b, i]) => {
+                    check_path(path)?;
+                    check_host_path(host)?;
+                    let (digest, overlay) = (digest.parse().map_err(|_| Error::Invalid)?, overlay(on, b, i)?);
+                    let at = PackAt::Host((*host).into());
+                    config.mounts.push(Mount {
+                        path: (*path).into(),
+                        source: Source::Pack { at, digest, overlay },
+                        preopen,
+                    });
+                }
+                (Some(true), ["hostdir", path, host, ro]) => {
+                    check_path(path)?;
+                    check_host_path(host)?;
+                    let read_only = match *ro {
+                        "0" => false,
+                        "1" => true,
+                        _ => return Err(Error::Invalid),
+                    };
+                    let source = Source::HostDir { host_path: (*host).into(), read_only };
+                    config.mounts.push(Mount { path: (*path).into(), source, preopen: true });
+                }
+                (None, ["save", path]) if config.save.is_none() => {
+                    check_host_path(path)?;
                     config.save = Some((*path).into())
                 }
                 _ => return Err(Error::Invalid),
@@ -342,8 +436,7 @@ mod tests {
                 Mount {
                     path: "/".into(),
                     source: Source::Pack {
-                        offset: 0,
-                        len: 3,
+                        at: PackAt::Image { offset: 0, len: 3 },
                         digest: digest(),
                         overlay: Some(Quota { max_bytes: Some(9), max_inodes: None }),
                     },
@@ -354,11 +447,25 @@ mod tests {
                     source: Source::Mem(Quota { max_bytes: None, max_inodes: Some(5) }),
                     preopen: true,
                 },
+                Mount {
+                    path: "/lib".into(),
+                    source: Source::Pack {
+                        at: PackAt::Host("/packs/lib.pack".into()),
+                        digest: digest(),
+                        overlay: None,
+                    },
+                    preopen: false,
+                },
+                Mount {
+                    path: "/data".into(),
+                    source: Source::HostDir { host_path: "/srv/data".into(), read_only: true },
+                    preopen: true,
+                },
             ],
             save: Some("/out/after.pack".into()),
         };
         let at = config.header_len().unwrap();
-        if let Source::Pack { offset, .. } = &mut config.mounts[0].source {
+        if let Source::Pack { at: PackAt::Image { offset, .. }, .. } = &mut config.mounts[0].source {
             *offset = at;
         }
         let image = config.encode(b"abc").unwrap();
@@ -399,6 +506,12 @@ mod tests {
             "save\t/a\nsave\t/b",
             "mount\t/",
             "mount\tmem\t/a\rb\t0\t0",
+            "mount\thostdir\t/a\t/srv\t0",
+            "preopen\thostdir\t/a\t\t0",
+            "preopen\thostdir\t/a\t/srv\t2",
+            &format!("mount\thostpack\t/\t\t{d}\t0\t0\t0"),
+            &format!("mount\thostpack\t/\t/p\x01\t{d}\t0\t0\t0"),
+            "mount\thostpack\t/\t/p\tblake3:00\t0\t0\t0",
         ] {
             assert!(Image::decode(&lines(bad)).is_err(), "{bad:?}");
         }
@@ -418,7 +531,7 @@ mod tests {
 
     fn open(mounts: Vec<Mount>, save: Option<&str>) -> Result<Opened> {
         let config = Config { mounts, save: save.map(Into::into) };
-        let no_pack = |_: u64, _: u64, _: &Digest| -> Result<Arc<dyn FileSystem>> { Err(Error::Invalid) };
+        let no_pack = |_: &PackAt, _: &Digest| -> Result<Arc<dyn FileSystem>> { Err(Error::Invalid) };
         config.open(&crate::system_clock(), &no_pack)
     }
 
@@ -452,10 +565,27 @@ mod tests {
         // A pack that does not open is the error.
         let pack = Mount {
             path: "/".into(),
-            source: Source::Pack { offset: 0, len: 0, digest: digest(), overlay: None },
+            source: Source::Pack { at: PackAt::Image { offset: 0, len: 0 }, digest: digest(), overlay: None },
             preopen: false,
         };
         assert_eq!(open(vec![pack], None).err(), Some(Error::Invalid));
+        // A host directory is not PackFS's: it cannot be in the namespace.
+        let dir = |preopen| Mount {
+            path: "/d".into(),
+            source: Source::HostDir { host_path: "/srv".into(), read_only: false },
+            preopen,
+        };
+        assert_eq!(open(vec![dir(false)], None).err(), Some(Error::Invalid));
+        let config = Config { mounts: vec![dir(false)], save: None };
+        assert_eq!(config.encode(&[]).err(), Some(Error::Invalid));
+        // Preopened, it is listed after PackFS's preopens, and twice is refused.
+        let opened = open(vec![dir(true), mount("/x", true)], None).unwrap();
+        assert_eq!(opened.preopens.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(), ["/x"]);
+        let want = HostDir { path: "/d".into(), host_path: "/srv".into(), read_only: false };
+        assert_eq!(opened.host_dirs, [want]);
+        let config = Config { mounts: vec![dir(true), mount("/x", true)], save: None };
+        assert_eq!(config.preopen_paths(), ["/x", "/d"]);
+        assert_eq!(open(vec![dir(true), mount("/d", true)], None).err(), Some(Error::Invalid));
     }
 
     #[test]
@@ -468,5 +598,13 @@ mod tests {
         }
         let config = Config { mounts: vec![mount("/", false)], save: Some("/out/x\r".into()) };
         assert_eq!(config.encode(&[]).err(), Some(Error::Invalid));
+        for host in ["/packs/a\tb", "/packs/a\nsave\t/x", ""] {
+            let pack = Source::Pack { at: PackAt::Host(host.into()), digest: digest(), overlay: None };
+            let config = Config { mounts: vec![Mount { path: "/".into(), source: pack, preopen: false }], save: None };
+            assert_eq!(config.encode(&[]).err(), Some(Error::Invalid), "{host:?}");
+            let dir = Source::HostDir { host_path: host.into(), read_only: false };
+            let config = Config { mounts: vec![Mount { path: "/d".into(), source: dir, preopen: true }], save: None };
+            assert_eq!(config.encode(&[]).err(), Some(Error::Invalid), "{host:?}");
+        }
     }
 }

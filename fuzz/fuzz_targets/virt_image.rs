@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use packfs_core::pack::{PackFs, ReadOptions};
-use packfs_core::virt::{Image, MAGIC};
+use packfs_core::virt::{Image, MAGIC, PackAt};
 use packfs_core::{Error, FileSystem, system_clock};
 
 fuzz_target!(|data: &[u8]| {
@@ -26,7 +26,9 @@ fuzz_target!(|data: &[u8]| {
         rest.to_vec()
     };
     let Ok(image) = Image::decode(&bytes) else { return };
-    let open_pack = |offset: u64, len: u64, digest: &packfs_core::pack::Digest| -> packfs_core::Result<Arc<dyn FileSystem>> {
+    let open_pack = |at: &PackAt, digest: &packfs_core::pack::Digest| -> packfs_core::Result<Arc<dyn FileSystem>> {
+        // A host's pack is the host's to give: none here.
+        let PackAt::Image { offset, len } = *at else { return Err(Error::Invalid) };
         let pack = PackFs::open_with(image.pack(offset, len)?.to_vec(), ReadOptions::new().verify_on_read(true))?;
         if pack.digest() != Some(*digest) {
             return Err(Error::Invalid);

@@ -12,19 +12,19 @@ use crate::io::{Reader, Ready, Writer};
 
 impl stdin::Guest for Virt {
     fn get_stdin() -> streams::InputStream {
-        streams::InputStream::new(Reader::Host(host_cli::stdin::get_stdin()))
+        streams::InputStream::new(Reader::Host { s: host_cli::stdin::get_stdin(), _held: None })
     }
 }
 
 impl stdout::Guest for Virt {
     fn get_stdout() -> streams::OutputStream {
-        streams::OutputStream::new(Writer::Host(host_cli::stdout::get_stdout()))
+        streams::OutputStream::new(Writer::Host { s: host_cli::stdout::get_stdout(), _held: None })
     }
 }
 
 impl stderr::Guest for Virt {
     fn get_stderr() -> streams::OutputStream {
-        streams::OutputStream::new(Writer::Host(host_cli::stderr::get_stderr()))
+        streams::OutputStream::new(Writer::Host { s: host_cli::stderr::get_stderr(), _held: None })
     }
 }
 

@@ -1,5 +1,6 @@
 //! `wasi:io`, exported: a stream is a file's (served here) or the host's
-//! (stdio: forwarded), and so are errors and pollables. A file's stream is
+//! (stdio, a host directory's files: forwarded), and so are errors and
+//! pollables. A file's stream is
 //! always ready: each call does its I/O on the spot, so its pollable is
 //! ready at once, and `poll` waits on the host only when none of ours is.
 //!
@@ -162,10 +163,11 @@ pub(crate) fn scratch(
     })
 }
 
-/// An input stream: a file's, or the host's (stdin).
+/// An input stream: a file's, or the host's (stdin; a host file's, which
+/// is counted among what the guest holds).
 pub(crate) enum Reader {
     File(FileReader),
-    Host(host::streams::InputStream),
+    Host { s: host::streams::InputStream, _held: Option<Held> },
 }
 
 impl streams::Guest for Virt {
@@ -177,35 +179,35 @@ impl streams::GuestInputStream for Reader {
     fn read(&self, len: u64) -> StreamResult<Vec<u8>> {
         match self {
             Reader::File(f) => f.read(len),
-            Reader::Host(h) => h.read(len).map_err(host_error),
+            Reader::Host { s: h, .. } => h.read(len).map_err(host_error),
         }
     }
 
     fn blocking_read(&self, len: u64) -> StreamResult<Vec<u8>> {
         match self {
             Reader::File(f) => f.read(len),
-            Reader::Host(h) => h.blocking_read(len).map_err(host_error),
+            Reader::Host { s: h, .. } => h.blocking_read(len).map_err(host_error),
         }
     }
 
     fn skip(&self, len: u64) -> StreamResult<u64> {
         match self {
             Reader::File(f) => f.read(len).map(|b| b.len() as u64),
-            Reader::Host(h) => h.skip(len).map_err(host_error),
+            Reader::Host { s: h, .. } => h.skip(len).map_err(host_error),
         }
     }
 
     fn blocking_skip(&self, len: u64) -> StreamResult<u64> {
         match self {
             Reader::File(f) => f.read(len).map(|b| b.len() as u64),
-            Reader::Host(h) => h.blocking_skip(len).map_err(host_error),
+            Reader::Host { s: h, .. } => h.blocking_skip(len).map_err(host_error),
         }
     }
 
     fn subscribe(&self) -> poll::Pollable {
         pollable(match self {
             Reader::File(..) => Ready::Now,
-            Reader::Host(h) => Ready::Host(h.subscribe()),
+            Reader::Host { s: h, .. } => Ready::Host(h.subscribe()),
         })
     }
 }
@@ -249,10 +251,11 @@ impl FileWriter {
     }
 }
 
-/// An output stream: a file's, or the host's (stdout, stderr).
+/// An output stream: a file's, or the host's (stdout, stderr; a host
+/// file's, counted among what the guest holds).
 pub(crate) enum Writer {
     File(FileWriter),
-    Host(host::streams::OutputStream),
+    Host { s: host::streams::OutputStream, _held: Option<Held> },
 }
 
 impl Writer {
@@ -274,56 +277,56 @@ impl streams::GuestOutputStream for Writer {
     fn check_write(&self) -> StreamResult<u64> {
         match self {
             Writer::File(f) => f.open().map(|()| MAX_IO_CHUNK as u64),
-            Writer::Host(h) => h.check_write().map_err(host_error),
+            Writer::Host { s: h, .. } => h.check_write().map_err(host_error),
         }
     }
 
     fn write(&self, contents: Vec<u8>) -> StreamResult<()> {
         match self {
             Writer::File(f) => f.write(&contents),
-            Writer::Host(h) => h.write(&contents).map_err(host_error),
+            Writer::Host { s: h, .. } => h.write(&contents).map_err(host_error),
         }
     }
 
     fn blocking_write_and_flush(&self, contents: Vec<u8>) -> StreamResult<()> {
         match self {
             Writer::File(f) => f.write(&contents),
-            Writer::Host(h) => h.blocking_write_and_flush(&contents).map_err(host_error),
+            Writer::Host { s: h, .. } => h.blocking_write_and_flush(&contents).map_err(host_error),
         }
     }
 
     fn flush(&self) -> StreamResult<()> {
         match self {
             Writer::File(f) => f.open(),
-            Writer::Host(h) => h.flush().map_err(host_error),
+            Writer::Host { s: h, .. } => h.flush().map_err(host_error),
         }
     }
 
     fn blocking_flush(&self) -> StreamResult<()> {
         match self {
             Writer::File(f) => f.open(),
-            Writer::Host(h) => h.blocking_flush().map_err(host_error),
+            Writer::Host { s: h, .. } => h.blocking_flush().map_err(host_error),
         }
     }
 
     fn subscribe(&self) -> poll::Pollable {
         pollable(match self {
             Writer::File(..) => Ready::Now,
-            Writer::Host(h) => Ready::Host(h.subscribe()),
+            Writer::Host { s: h, .. } => Ready::Host(h.subscribe()),
         })
     }
 
     fn write_zeroes(&self, len: u64) -> StreamResult<()> {
         match self {
             Writer::File(..) => self.zeroes(len),
-            Writer::Host(h) => h.write_zeroes(len).map_err(host_error),
+            Writer::Host { s: h, .. } => h.write_zeroes(len).map_err(host_error),
         }
     }
 
     fn blocking_write_zeroes_and_flush(&self, len: u64) -> StreamResult<()> {
         match self {
             Writer::File(..) => self.zeroes(len),
-            Writer::Host(h) => h.blocking_write_zeroes_and_flush(len).map_err(host_error),
+            Writer::Host { s: h, .. } => h.blocking_write_zeroes_and_flush(len).map_err(host_error),
         }
     }
 
@@ -343,7 +346,7 @@ impl Writer {
     /// at most 4 KiB a `blocking-write-and-flush`).
     fn splice_from(&self, src: &Reader, len: u64, blocking: bool) -> StreamResult<u64> {
         use streams::{GuestInputStream, GuestOutputStream};
-        if let (Writer::Host(out), Reader::Host(input)) = (self, src) {
+        if let (Writer::Host { s: out, .. }, Reader::Host { s: input, .. }) = (self, src) {
             let done = if blocking { out.blocking_splice(input, len) } else { out.splice(input, len) };
             return done.map_err(host_error);
         }
@@ -351,7 +354,7 @@ impl Writer {
         let bytes = if blocking { src.blocking_read(room)? } else { src.read(room)? };
         let n = bytes.len() as u64;
         match (self, blocking) {
-            (Writer::Host(h), true) => {
+            (Writer::Host { s: h, .. }, true) => {
                 for piece in bytes.chunks(4096) {
                     h.blocking_write_and_flush(piece).map_err(host_error)?;
                 }

@@ -9,15 +9,20 @@
 //! Here: the bindings; `image`: finding the embedded image; `namespace`:
 //! the mount table it describes, built on the guest's first call; `fs`:
 //! `wasi:filesystem`; `io`: `wasi:io`; `cli`: stdio and the clock; `save`:
-//! the namespace written as a pack after the run.
+//! the namespace written as a pack after the run; `host`: places in the
+//! host's filesystem the image names; `host_pack`: a pack read from one;
+//! `passthrough`: a host directory passed through.
 
 mod cli;
 mod convert;
 mod fs;
 mod held;
+mod host;
+mod host_pack;
 mod image;
 mod io;
 mod namespace;
+mod passthrough;
 mod save;
 
 mod bindings {

@@ -7,7 +7,7 @@ use std::cell::OnceCell;
 use std::sync::Arc;
 
 use packfs_core::pack::{CorruptKind, CorruptPack, Digest, PackFs, ReadOptions};
-use packfs_core::virt::{Image, Opened};
+use packfs_core::virt::{Image, Opened, PackAt};
 use packfs_core::{Clock, Error, FileSystem, Result, Timestamp};
 
 use crate::bindings::wasi::clocks::wall_clock;
@@ -63,7 +63,11 @@ fn pack(image: &Image<'static>, offset: u64, len: u64, digest: &Digest) -> Resul
 fn open(bytes: &'static [u8]) -> std::result::Result<Namespace, Failed> {
     let image = Image::decode(bytes).map_err(|error| Failed { error, paths: vec!["/".into()], save: false })?;
     let config = &image.config;
-    match config.open(&clock(), &|offset, len, digest| pack(&image, offset, len, digest)) {
+    let open_pack = |at: &PackAt, digest: &Digest| match at {
+        PackAt::Image { offset, len } => pack(&image, *offset, *len, digest),
+        PackAt::Host(path) => crate::host_pack::open(path, digest),
+    };
+    match config.open(&clock(), &open_pack) {
         Ok(opened) => Ok(Namespace { opened, save: config.save.clone() }),
         Err(error) => Err(Failed { error, paths: config.preopen_paths(), save: config.save.is_some() }),
     }

@@ -17,8 +17,9 @@ use crate::bindings::exports::packfs::virt::control;
 use crate::bindings::exports::wasi::cli::exit;
 use crate::bindings::wasi::cli::exit as host_exit;
 use crate::bindings::wasi::cli::stderr;
-use crate::bindings::wasi::filesystem::{preopens, types as host};
+use crate::bindings::wasi::filesystem::types as host;
 use crate::bindings::wasi::random::random;
+use crate::host::place;
 use crate::namespace;
 
 impl control::Guest for Virt {
@@ -64,20 +65,6 @@ thread_local! {
     static SAVED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// The host's preopen holding `path` (the longest that does) and the rest
-/// of `path` below it.
-fn place(path: &str) -> Result<(host::Descriptor, String), String> {
-    let mut best: Option<(host::Descriptor, String, usize)> = None;
-    for (dir, name) in preopens::get_directories() {
-        let name = name.trim_end_matches('/');
-        let Some(rest) = path.strip_prefix(name).and_then(|r| r.strip_prefix('/')) else { continue };
-        if !rest.is_empty() && best.as_ref().is_none_or(|b| name.len() > b.2) {
-            best = Some((dir, rest.to_string(), name.len()));
-        }
-    }
-    best.map(|(d, rest, _)| (d, rest)).ok_or_else(|| "no preopen of the host's holds it".to_string())
-}
-
 /// Writes into a host file from its start.
 struct HostFile {
     file: host::Descriptor,
@@ -114,7 +101,7 @@ fn create_beside(dir: &host::Descriptor, rest: &str) -> Result<(String, host::De
 }
 
 fn save(fs: &dyn packfs_core::FileSystem, to: &str) -> Result<(), String> {
-    let (dir, rest) = place(to)?;
+    let (dir, rest) = place(to).filter(|(_, rest)| !rest.is_empty()).ok_or("no preopen of the host's holds it")?;
     let (temp, file) = create_beside(&dir, &rest)?;
     let mut out = HostFile { file, at: 0 };
     let written = write_pack(fs, &mut out).map_err(|e| e.to_string());

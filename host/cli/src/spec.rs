@@ -27,6 +27,10 @@ pub(crate) enum Source {
     },
     /// `journal:DIR`: a durable in-memory tree ([`Journal`](packfs_os::journal::Journal)).
     Journal(PathBuf, Quota),
+    /// `host:PACK`, `host:PACK+mem[:LIMITS]` (`packfs virt` only): a pack
+    /// the component reads through its host's filesystem, with an overlay
+    /// if `Some`.
+    Host(PathBuf, Option<Quota>),
 }
 
 impl FromStr for Source {
@@ -44,6 +48,12 @@ impl FromStr for Source {
             Source::Dir { path: path("dir:", p)?, read_only: false }
         } else if let Some(p) = s.strip_prefix("dir-ro:") {
             Source::Dir { path: path("dir-ro:", p)?, read_only: true }
+        } else if let Some(p) = s.strip_prefix("host:") {
+            match p.parse()? {
+                Source::Pack(p) => Source::Host(p, None),
+                Source::PackOverlay(p, q) => Source::Host(p, Some(q)),
+                _ => return Err(format!("`host:` takes a pack (host:PACK or host:PACK+mem), not `{p}`")),
+            }
         } else if let Some(p) = s.strip_prefix("journal:") {
             // `journal:DIR:LIMITS`, where the last `:` starts the limits.
             match p.rsplit_once(':').filter(|(_, opts)| opts.starts_with("max-")) {
@@ -71,6 +81,8 @@ impl fmt::Display for Source {
             Source::Dir { path, read_only: false } => write!(f, "dir:{}", path.display()),
             Source::Dir { path, read_only: true } => write!(f, "dir-ro:{}", path.display()),
             Source::Journal(p, l) => write!(f, "journal:{}{}", p.display(), LimitsShown(l)),
+            Source::Host(p, None) => write!(f, "host:{}", p.display()),
+            Source::Host(p, Some(l)) => write!(f, "host:{}+mem{}", p.display(), LimitsShown(l)),
         }
     }
 }
@@ -213,6 +225,9 @@ mod tests {
         // Only the prefix is a keyword.
         assert_eq!(src("dir:a=b:c"), Ok(Source::Dir { path: "a=b:c".into(), read_only: false }));
         assert_eq!(src("journal:x+mem"), Ok(Source::Journal("x+mem".into(), Quota::default())));
+        assert_eq!(src("host:/p/a.pack"), Ok(Source::Host("/p/a.pack".into(), None)));
+        let five = Quota { max_inodes: Some(5), ..Quota::default() };
+        assert_eq!(src("host:/p/a.pack+mem:max-inodes=5"), Ok(Source::Host("/p/a.pack".into(), Some(five))));
         for bad in [
             "",
             "dir:",
@@ -226,6 +241,10 @@ mod tests {
             "mem:max-bytes=1,max-bytes=2",
             "mem:max-bytes=99999999999G",
             "p+mem:max-inodes=-1",
+            "host:",
+            "host:mem",
+            "host:dir:/x",
+            "host:host:/x",
         ] {
             assert!(src(bad).is_err(), "{bad:?}");
         }
@@ -242,6 +261,9 @@ mod tests {
             "journal:j",
             "mem:max-bytes=7",
             "a+mem:max-bytes=1,max-inodes=2",
+            "host:/p/a.pack",
+            "host:a+mem",
+            "host:a+mem:max-bytes=1",
         ] {
             assert_eq!(src(s).unwrap().to_string(), s);
         }

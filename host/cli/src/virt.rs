@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use packfs_core::pack::{PackFs, ReadOptions, split_pin};
+use packfs_core::pack::{Digest, PackFs, ReadOptions, split_pin};
 use packfs_host::virt::{Source as VirtSource, Virt};
 use packfs_os::publish::write_atomic;
 
@@ -20,10 +20,16 @@ use crate::spec::{MountSpec, Source};
     PACK+mem      an in-memory overlay over an embedded pack: the guest's changes stay in the component's memory\n  \
     mem           an empty in-memory tree\n  \
     mem:LIMITS, PACK+mem:LIMITS   as above, with LIMITS: max-bytes=N,max-inodes=N; past one the guest gets EDQUOT\n  \
-    PACK@blake3:HEX   only the pack with that digest\n\n\
-    Every pack is pinned to its digest in the component. Without a mount at /, the namespace's root is an \
-    empty in-memory tree; without any --mount there is no namespace, only the --preopens. Nothing of the \
-    host's filesystem is reachable from the guest.\n\n\
+    PACK@blake3:HEX   only the pack with that digest\n  \
+    host:PACK, host:PACK+mem[:LIMITS]   a pack in a file of the host's, read through the host's filesystem \
+    as reads need it (its digest that of the file at PACK here, or named: host:PACK@blake3:HEX)\n  \
+    dir:PATH, dir-ro:PATH   (--preopen only) a directory of the host's passed through; dir-ro: refuses \
+    every change\n\n\
+    A host path (host:, dir:, --save) is under a directory the host preopens for the component \
+    (`wasmtime run --dir packs::/packs` for host:/packs/app.pack). Every pack is pinned to its digest in the \
+    component. Without a mount at /, the namespace's root is an empty in-memory tree; without any --mount \
+    there is no namespace, only the --preopens. Nothing else of the host's filesystem is reachable from \
+    the guest.\n\n\
     The guest may be a WASI 0.2 component or a preview1 module (adapted with wasmtime's standard adapter \
     first). Run the result with any component host, e.g. `wasmtime run OUT.wasm`.")]
 pub(crate) struct Args {
@@ -63,6 +69,22 @@ fn pack_bytes(path: &Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// A `host:` pack's host path and digest: the one pinned (`@blake3:HEX`),
+/// else that of the file at the same path here.
+fn host_pack(path: &Path) -> Result<(String, Digest)> {
+    let text = path.to_str().with_context(|| format!("{}: not UTF-8", path.display()))?;
+    let (name, pin) = split_pin(text).with_context(|| text.to_string())?;
+    if let Some(digest) = pin {
+        return Ok((name.to_string(), digest));
+    }
+    let bytes = std::fs::read(name)
+        .with_context(|| format!("{name}: not here to pin; name its digest instead (host:{name}@blake3:HEX)"))?;
+    let pack = PackFs::open(bytes.as_slice()).with_context(|| name.to_string())?;
+    let digest =
+        pack.digest().with_context(|| format!("{name}: the pack has no digest table, so it cannot be pinned"))?;
+    Ok((name.to_string(), digest))
+}
+
 pub(crate) fn run(args: Args) -> Result<ExitCode> {
     let guest = std::fs::read(&args.guest).with_context(|| format!("{}", args.guest.display()))?;
     let mut virt = Virt::new();
@@ -76,9 +98,16 @@ pub(crate) fn run(args: Args) -> Result<ExitCode> {
             Source::PackOverlay(p, q) => {
                 VirtSource::Pack { bytes: pack_bytes(p).with_context(context)?, overlay: Some(*q) }
             }
-            Source::Dir { .. } | Source::Journal(..) => {
-                bail!("{}: packfs virt mounts packs and mem; host directories are not reachable", context())
+            Source::Host(p, overlay) => {
+                let (host_path, digest) = host_pack(p).with_context(context)?;
+                VirtSource::HostPack { host_path, digest, overlay: *overlay }
             }
+            Source::Dir { path, read_only } if preopen => {
+                let host_path = path.to_str().with_context(|| format!("{}: not UTF-8", context()))?;
+                VirtSource::HostDir { host_path: host_path.into(), read_only: *read_only }
+            }
+            Source::Dir { .. } => bail!("{}: a host directory is passed through as a --preopen of its own", context()),
+            Source::Journal(..) => bail!("{}: packfs virt mounts packs, mem and host: packs", context()),
         };
         virt = if preopen { virt.preopen(guest_path, source) } else { virt.mount(guest_path, source) };
     }

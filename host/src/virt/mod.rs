@@ -46,7 +46,7 @@ use packfs_core::pack::{PackFs, ReadOptions};
 use std::sync::Arc;
 
 use packfs_core::pack::Digest;
-use packfs_core::virt::{Config, Image, Mount, Source as ImageSource, check_path};
+use packfs_core::virt::{Config, Image, Mount, PackAt, Source as ImageSource, check_host_path, check_path};
 use packfs_core::{FileSystem, system_clock};
 
 /// The virtual filesystem's module (with its component type), as
@@ -71,6 +71,31 @@ pub enum Source {
         bytes: Vec<u8>,
         /// The overlay's limits, if it has one.
         overlay: Option<Quota>,
+    },
+    /// A pack in a file of the host's, read through the host's
+    /// `wasi:filesystem` as reads need it (its index when the guest first
+    /// calls, then each extent on its first read, checked against the
+    /// pack's digest table), pinned to `digest`: a file that differs is
+    /// refused. `host_path` is under one of the preopens the host gives
+    /// the component (`/packs/app.pack` under `--dir packs::/packs`).
+    HostPack {
+        /// Where the host has it.
+        host_path: String,
+        /// The pack's digest: nothing else opens.
+        digest: Digest,
+        /// The overlay's limits, if it has one.
+        overlay: Option<Quota>,
+    },
+    /// A directory of the host's, under one of the preopens the host gives
+    /// the component, passed through as the host serves it: only with
+    /// [`Virt::preopen`] (it is not PackFS's, so it cannot be mounted in
+    /// the namespace). `read_only`: every change is refused
+    /// (`not-permitted`, as wasmtime's read-only preopen).
+    HostDir {
+        /// Where the host has it.
+        host_path: String,
+        /// Every change refused.
+        read_only: bool,
     },
 }
 
@@ -166,7 +191,19 @@ impl Virt {
                         bail!("{path}: {} extent(s) of the pack do not match its digest table", report.bad.len());
                     }
                     packs.push(bytes);
-                    ImageSource::Pack { offset: 0, len: bytes.len() as u64, digest, overlay: *overlay }
+                    let at = PackAt::Image { offset: 0, len: bytes.len() as u64 };
+                    ImageSource::Pack { at, digest, overlay: *overlay }
+                }
+                Source::HostPack { host_path, digest, overlay } => {
+                    check_host_path(host_path).map_err(|_| anyhow::anyhow!("{host_path:?}: not a host path"))?;
+                    ImageSource::Pack { at: PackAt::Host(host_path.clone()), digest: *digest, overlay: *overlay }
+                }
+                Source::HostDir { host_path, read_only } => {
+                    check_host_path(host_path).map_err(|_| anyhow::anyhow!("{host_path:?}: not a host path"))?;
+                    if !preopen {
+                        bail!("{path}: a host directory is preopened on its own, not mounted in the namespace");
+                    }
+                    ImageSource::HostDir { host_path: host_path.clone(), read_only: *read_only }
                 }
             };
             config.mounts.push(Mount { path: path.clone(), source, preopen: *preopen });
@@ -176,8 +213,8 @@ impl Virt {
         let mut data = Vec::new();
         // The packs, in the order of their mounts.
         let offsets = config.mounts.iter_mut().filter_map(|m| match &mut m.source {
-            ImageSource::Pack { offset, .. } => Some(offset),
-            ImageSource::Mem(_) => None,
+            ImageSource::Pack { at: PackAt::Image { offset, .. }, .. } => Some(offset),
+            _ => None,
         });
         for (offset, bytes) in offsets.zip(packs) {
             let start = (header + data.len() as u64).next_multiple_of(PACK_ALIGN);
@@ -194,11 +231,15 @@ impl Virt {
 /// Opens what `image` configures as the component will, so that a layout
 /// that cannot open (a mount under a file, or beneath a read-only pack
 /// where a directory is missing) is refused now, as `packfs run` refuses
-/// it, not at the guest's first call.
+/// it, not at the guest's first call. A host's pack is not here: an empty
+/// tree stands in for it (mounts beneath it are checked when it opens).
 fn opens(image: &[u8]) -> Result<()> {
     let image = Image::decode(image)?;
-    let pack = |offset: u64, len: u64, _: &Digest| -> packfs_core::Result<Arc<dyn FileSystem>> {
-        Ok(Arc::new(PackFs::open(image.pack(offset, len)?.to_vec())?))
+    let pack = |at: &PackAt, _: &Digest| -> packfs_core::Result<Arc<dyn FileSystem>> {
+        Ok(match *at {
+            PackAt::Image { offset, len } => Arc::new(PackFs::open(image.pack(offset, len)?.to_vec())?),
+            PackAt::Host(_) => Arc::new(packfs_core::MemFs::new()),
+        })
     };
     image.config.open(&system_clock(), &pack).context("the mounts")?;
     Ok(())

@@ -5,7 +5,12 @@
 //! overlay over the seed tree's, `/ro` the `/ro` tree's) and saving its
 //! namespace after the run, must print on each host what the same
 //! component prints on PackFS's own host over the same namespace, and
-//! leave the same tree (read back from the pack it saved).
+//! leave the same tree (read back from the pack it saved): with the packs
+//! embedded, and with the packs in the host's files (`host:`), read
+//! through the host's filesystem. Composed with the starting trees as
+//! host directories passed through instead (`dir:` at `/`, `dir-ro:` at
+//! `/ro`), it must print what it prints on wasmtime-wasi over the same
+//! directories, and leave the same tree in them.
 //!
 //! The hosts: wasmtime-wasi as any embedder links it (in this process),
 //! the `wasmtime` command and wasmtime-py (from PyPI, which the test
@@ -33,7 +38,7 @@ use packfs_host::sandbox::{Access, Capture};
 use packfs_host::virt::{Source, Virt, component_of};
 use packfs_host::{Runner, Sandbox};
 use support::oracle;
-use support::trees::{Tree, hashed, ro_layout, seed_layout, tree_of};
+use support::trees::{Tree, hashed, ro_layout, seed_layout, tree_of, tree_of_dir};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
@@ -70,14 +75,89 @@ fn native_namespace() -> Arc<MountTable> {
     table
 }
 
-fn virtualized(guest: &[u8]) -> Vec<u8> {
+/// How the starting trees reach the virtual filesystem.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Trees {
+    /// Packs embedded in the component.
+    Embedded,
+    /// Packs in the host's files under `/out` (`host:`).
+    HostPacks,
+    /// Host directories under `/out`, passed through (`dir:`, `dir-ro:`).
+    HostDirs,
+}
+
+fn digest(pack: &[u8]) -> packfs_core::pack::Digest {
+    PackFs::open(pack).unwrap().digest().unwrap()
+}
+
+fn virtualized(guest: &[u8], trees: Trees) -> Vec<u8> {
     let (seed, ro) = packs();
-    Virt::new()
-        .mount("/", Source::Pack { bytes: seed.clone(), overlay: Some(Default::default()) })
-        .mount("/ro", Source::Pack { bytes: ro.clone(), overlay: None })
-        .save(SAVE)
-        .build(guest)
-        .unwrap()
+    let virt = match trees {
+        Trees::Embedded => Virt::new()
+            .mount("/", Source::Pack { bytes: seed.clone(), overlay: Some(Default::default()) })
+            .mount("/ro", Source::Pack { bytes: ro.clone(), overlay: None }),
+        Trees::HostPacks => Virt::new()
+            .mount(
+                "/",
+                Source::HostPack {
+                    host_path: "/out/seed.pack".into(),
+                    digest: digest(seed),
+                    overlay: Some(Default::default()),
+                },
+            )
+            .mount("/ro", Source::HostPack { host_path: "/out/ro.pack".into(), digest: digest(ro), overlay: None }),
+        Trees::HostDirs => {
+            return Virt::new()
+                .preopen("/", Source::HostDir { host_path: "/out/root".into(), read_only: false })
+                .preopen("/ro", Source::HostDir { host_path: "/out/ro".into(), read_only: true })
+                .build(guest)
+                .unwrap();
+        }
+    };
+    virt.save(SAVE).build(guest).unwrap()
+}
+
+/// What the host's directory `out` holds before a run of `trees`.
+fn prepare(out: &Path, trees: Trees) {
+    let (seed, ro) = packs();
+    match trees {
+        Trees::Embedded => {}
+        Trees::HostPacks => {
+            std::fs::write(out.join("seed.pack"), seed).unwrap();
+            std::fs::write(out.join("ro.pack"), ro).unwrap();
+        }
+        Trees::HostDirs => {
+            for (name, layout) in [("root", seed_layout()), ("ro", ro_layout())] {
+                std::fs::create_dir(out.join(name)).unwrap();
+                layout.write_to(&out.join(name));
+            }
+        }
+    }
+}
+
+/// The tree a run of `trees` left: saved as a pack, or in the directory.
+fn left(out: &Path, trees: Trees, who: &str) -> Tree {
+    match trees {
+        Trees::HostDirs => tree_of_dir(&out.join("root")),
+        _ => saved(out, who),
+    }
+}
+
+/// The component on wasmtime-wasi over real directories, `/` and `/ro`
+/// (read-only): what a passed-through run must match.
+fn oracle_on_dirs(name: &str, component: &[u8]) -> Run {
+    let (root, ro) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    seed_layout().write_to(root.path());
+    ro_layout().write_to(ro.path());
+    let component = Component::new(engine(), component).unwrap();
+    let (stdout, stderr) = (MemoryOutputPipe::new(16 << 20), MemoryOutputPipe::new(16 << 20));
+    let mut b = WasiCtx::builder();
+    b.preopened_dir(root.path(), "/", FsPerms::ReadWrite).unwrap();
+    b.preopened_dir(ro.path(), "/ro", FsPerms::ReadOnly).unwrap();
+    b.stdout(stdout.clone()).stderr(stderr.clone()).args(&[name]);
+    let status = oracle::P2::new(engine(), &component).and_then(|o| o.run(b.build())).unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    Run { status, stdout: text(&stdout.contents()), stderr: text(&stderr.contents()), tree: tree_of_dir(root.path()) }
 }
 
 #[derive(Debug)]
@@ -184,22 +264,30 @@ fn check(name: &str, target: &str, wasm: PathBuf) {
     let guest = std::fs::read(&wasm).unwrap_or_else(|e| panic!("{}: {e}", wasm.display()));
     let component = component_of(&guest).unwrap();
     let reference = native(name, &component);
-    assert_eq!(reference.status, 0, "{file} natively exited {}:\n{}", reference.status, reference.stderr);
-    assert!(reference.stdout.ends_with("done\n"), "{file} natively did not finish:\n{}", reference.stdout);
-    let virt = virtualized(&guest);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(format!("{file}.virt.wasm"));
-    std::fs::write(&path, &virt).unwrap();
-    for (host, run) in hosts() {
-        let out = tempfile::tempdir().unwrap();
-        let (status, stdout, stderr) = run(&path, name, out.path());
-        let who = format!("{file} virtualized, on {host}");
-        assert_eq!(status, 0, "{who} exited {status}:\n{stderr}");
-        assert_eq!(stdout, reference.stdout, "{who}: not the native transcript");
-        let tree = saved(out.path(), &who);
-        assert!(tree == reference.tree, "{who}: not the tree left natively");
+    let on_dirs = oracle_on_dirs(name, &component);
+    for (run, on) in [(&reference, "natively"), (&on_dirs, "on wasmtime-wasi's directories")] {
+        assert_eq!(run.status, 0, "{file} {on} exited {}:\n{}", run.status, run.stderr);
+        assert!(run.stdout.ends_with("done\n"), "{file} {on} did not finish:\n{}", run.stdout);
     }
-    for_jco(&file, &virt, &reference);
+    let dir = tempfile::tempdir().unwrap();
+    for trees in [Trees::Embedded, Trees::HostPacks, Trees::HostDirs] {
+        let want = if trees == Trees::HostDirs { &on_dirs } else { &reference };
+        let virt = virtualized(&guest, trees);
+        let path = dir.path().join(format!("{file}-{trees:?}.virt.wasm"));
+        std::fs::write(&path, &virt).unwrap();
+        for (host, run) in hosts() {
+            let out = tempfile::tempdir().unwrap();
+            prepare(out.path(), trees);
+            let (status, stdout, stderr) = run(&path, name, out.path());
+            let who = format!("{file} virtualized ({trees:?}), on {host}");
+            assert_eq!(status, 0, "{who} exited {status}:\n{stderr}");
+            assert_eq!(stdout, want.stdout, "{who}: not the transcript of the run it must match");
+            assert!(left(out.path(), trees, &who) == want.tree, "{who}: not the tree the run it must match left");
+        }
+        if trees == Trees::Embedded {
+            for_jco(&file, &virt, &reference);
+        }
+    }
 }
 
 macro_rules! guests {

@@ -57,6 +57,9 @@ fn open_source(source: &Source, packs: &Packs, dir_fds: &FdBudget) -> Result<Ope
             let fs = DirFs::open(path, *read_only).with_context(|| format!("{shown}"))?;
             plain(Arc::new(fs.with_budget(dir_fds.clone())), *read_only)
         }
+        Source::Host(path, _) => {
+            bail!("host:{}: a pack read through the component's host is for packfs virt", path.display())
+        }
         Source::Journal(dir, limits) => {
             let journal = Journal::open(dir, SyncPolicy::EveryOp, *limits)
                 .with_context(|| format!("journal {}", dir.display()))?;

@@ -1,0 +1,316 @@
+//! Host directories passed through (`--preopen /data=dir:/srv/data`):
+//! each call on one of their descriptors is the host's own, its values
+//! converted between the host's `wasi:filesystem` types (imported) and the
+//! guest's (exported: the same shapes), its streams wrapped as the
+//! guest's (`io`). A read-only one (`dir-ro:`) refuses every change with
+//! `not-permitted`, as wasmtime's read-only preopen does, after the checks
+//! wasmtime makes first (a file's call on a directory fails as the host
+//! says); what it opens is opened without write access, and read-only
+//! too.
+
+use crate::bindings::exports::wasi::filesystem::types as t;
+use crate::bindings::exports::wasi::io::streams::{InputStream, OutputStream};
+use crate::bindings::wasi::filesystem::types as host;
+use crate::fs::{Desc, DirList};
+use crate::held::Held;
+use crate::io::{Reader, Writer};
+
+type R<T> = Result<T, t::ErrorCode>;
+
+/// One of the host's descriptors.
+pub(crate) struct HostDesc {
+    pub(crate) d: host::Descriptor,
+    pub(crate) read_only: bool,
+}
+
+/// The same enum, both ways.
+macro_rules! same_enum {
+    ($to:ident, $from:ident: $a:path => $b:path { $($v:ident),* $(,)? }) => {
+        pub(crate) fn $to(x: $a) -> $b {
+            use $a as A;
+            use $b as B;
+            match x { $(A::$v => B::$v),* }
+        }
+        #[allow(dead_code, reason = "one direction of the pair may be unused")]
+        pub(crate) fn $from(x: $b) -> $a {
+            use $a as A;
+            use $b as B;
+            match x { $(B::$v => A::$v),* }
+        }
+    };
+}
+
+same_enum!(code, _code_back: host::ErrorCode => t::ErrorCode {
+    Access, WouldBlock, Already, BadDescriptor, Busy, Deadlock, Quota, Exist, FileTooLarge,
+    IllegalByteSequence, InProgress, Interrupted, Invalid, Io, IsDirectory, Loop, TooManyLinks,
+    MessageSize, NameTooLong, NoDevice, NoEntry, NoLock, InsufficientMemory, InsufficientSpace,
+    NotDirectory, NotEmpty, NotRecoverable, Unsupported, NoTty, NoSuchDevice, Overflow,
+    NotPermitted, Pipe, ReadOnly, InvalidSeek, TextFileBusy, CrossDevice,
+});
+
+same_enum!(kind, _kind_back: host::DescriptorType => t::DescriptorType {
+    Unknown, BlockDevice, CharacterDevice, Directory, Fifo, SymbolicLink, RegularFile, Socket,
+});
+
+same_enum!(_advice_to, advice: host::Advice => t::Advice {
+    Normal, Sequential, Random, WillNeed, DontNeed, NoReuse,
+});
+
+fn path_flags(f: t::PathFlags) -> host::PathFlags {
+    host::PathFlags::from_bits_retain(f.bits())
+}
+
+fn open_flags(f: t::OpenFlags) -> host::OpenFlags {
+    host::OpenFlags::from_bits_retain(f.bits())
+}
+
+fn time(t: t::NewTimestamp) -> host::NewTimestamp {
+    match t {
+        t::NewTimestamp::NoChange => host::NewTimestamp::NoChange,
+        t::NewTimestamp::Now => host::NewTimestamp::Now,
+        t::NewTimestamp::Timestamp(t) => host::NewTimestamp::Timestamp(t),
+    }
+}
+
+fn stat(s: host::DescriptorStat) -> t::DescriptorStat {
+    t::DescriptorStat {
+        type_: kind(s.type_),
+        link_count: s.link_count,
+        size: s.size,
+        data_access_timestamp: s.data_access_timestamp,
+        data_modification_timestamp: s.data_modification_timestamp,
+        status_change_timestamp: s.status_change_timestamp,
+    }
+}
+
+fn hash(h: host::MetadataHashValue) -> t::MetadataHashValue {
+    t::MetadataHashValue { lower: h.lower, upper: h.upper }
+}
+
+fn host<T>(r: Result<T, host::ErrorCode>) -> R<T> {
+    r.map_err(code)
+}
+
+/// A place for one more descriptor or stream.
+fn room() -> R<Held> {
+    Held::open().ok_or(t::ErrorCode::InsufficientMemory)
+}
+
+/// The host descriptor behind `b`: `cross-device` for one of PackFS's.
+fn other<'a>(b: &'a t::DescriptorBorrow<'_>) -> R<&'a HostDesc> {
+    match b.get::<Desc>() {
+        Desc::Host { h, .. } => Ok(h),
+        _ => Err(t::ErrorCode::CrossDevice),
+    }
+}
+
+impl HostDesc {
+    /// A change through this descriptor, of a file (`file`) or of a
+    /// directory: refused if read-only and the descriptor is of that kind
+    /// (of the other, the host refuses the call itself).
+    fn change(&self, file: bool) -> R<()> {
+        if !self.read_only {
+            return Ok(());
+        }
+        let is_dir = self.d.get_type() == Ok(host::DescriptorType::Directory);
+        if is_dir == file { Ok(()) } else { Err(t::ErrorCode::NotPermitted) }
+    }
+
+    fn file_change(&self) -> R<()> {
+        self.change(true)
+    }
+
+    fn dir_change(&self) -> R<()> {
+        self.change(false)
+    }
+}
+
+impl t::GuestDescriptor for HostDesc {
+    fn read_via_stream(&self, offset: t::Filesize) -> R<InputStream> {
+        let held = room()?;
+        Ok(InputStream::new(Reader::Host { s: host(self.d.read_via_stream(offset))?, _held: Some(held) }))
+    }
+
+    fn write_via_stream(&self, offset: t::Filesize) -> R<OutputStream> {
+        self.file_change()?;
+        let held = room()?;
+        Ok(OutputStream::new(Writer::Host { s: host(self.d.write_via_stream(offset))?, _held: Some(held) }))
+    }
+
+    fn append_via_stream(&self) -> R<OutputStream> {
+        self.file_change()?;
+        let held = room()?;
+        Ok(OutputStream::new(Writer::Host { s: host(self.d.append_via_stream())?, _held: Some(held) }))
+    }
+
+    fn advise(&self, offset: t::Filesize, len: t::Filesize, a: t::Advice) -> R<()> {
+        host(self.d.advise(offset, len, advice(a)))
+    }
+
+    fn sync_data(&self) -> R<()> {
+        host(self.d.sync_data())
+    }
+
+    fn get_flags(&self) -> R<t::DescriptorFlags> {
+        let mut flags = t::DescriptorFlags::from_bits_retain(host(self.d.get_flags())?.bits());
+        if self.read_only {
+            flags.remove(t::DescriptorFlags::WRITE | t::DescriptorFlags::MUTATE_DIRECTORY);
+        }
+        Ok(flags)
+    }
+
+    fn get_type(&self) -> R<t::DescriptorType> {
+        host(self.d.get_type()).map(kind)
+    }
+
+    fn set_size(&self, size: t::Filesize) -> R<()> {
+        self.file_change()?;
+        host(self.d.set_size(size))
+    }
+
+    fn set_times(&self, atime: t::NewTimestamp, mtime: t::NewTimestamp) -> R<()> {
+        if self.read_only {
+            return Err(t::ErrorCode::NotPermitted);
+        }
+        host(self.d.set_times(time(atime), time(mtime)))
+    }
+
+    fn read(&self, len: t::Filesize, offset: t::Filesize) -> R<(Vec<u8>, bool)> {
+        host(self.d.read(len, offset))
+    }
+
+    fn write(&self, buf: Vec<u8>, offset: t::Filesize) -> R<t::Filesize> {
+        self.file_change()?;
+        host(self.d.write(&buf, offset))
+    }
+
+    fn read_directory(&self) -> R<t::DirectoryEntryStream> {
+        let held = Held::listing().ok_or(t::ErrorCode::InsufficientMemory)?;
+        let entries = host(self.d.read_directory())?;
+        Ok(t::DirectoryEntryStream::new(DirList::Host { entries, _held: held }))
+    }
+
+    fn sync(&self) -> R<()> {
+        host(self.d.sync())
+    }
+
+    fn create_directory_at(&self, path: String) -> R<()> {
+        self.dir_change()?;
+        host(self.d.create_directory_at(&path))
+    }
+
+    fn stat(&self) -> R<t::DescriptorStat> {
+        host(self.d.stat()).map(stat)
+    }
+
+    fn stat_at(&self, flags: t::PathFlags, path: String) -> R<t::DescriptorStat> {
+        host(self.d.stat_at(path_flags(flags), &path)).map(stat)
+    }
+
+    fn set_times_at(&self, flags: t::PathFlags, path: String, atime: t::NewTimestamp, mtime: t::NewTimestamp) -> R<()> {
+        self.dir_change()?;
+        host(self.d.set_times_at(path_flags(flags), &path, time(atime), time(mtime)))
+    }
+
+    fn link_at(&self, old_flags: t::PathFlags, old: String, new_dir: t::DescriptorBorrow<'_>, new: String) -> R<()> {
+        let to = other(&new_dir)?;
+        self.dir_change()?;
+        if to.read_only {
+            return Err(t::ErrorCode::NotPermitted);
+        }
+        host(self.d.link_at(path_flags(old_flags), &old, &to.d, &new))
+    }
+
+    fn open_at(
+        &self,
+        flags: t::PathFlags,
+        path: String,
+        open: t::OpenFlags,
+        mut descriptor_flags: t::DescriptorFlags,
+    ) -> R<t::Descriptor> {
+        if self.read_only {
+            use t::DescriptorFlags as D;
+            use t::OpenFlags as O;
+            // What wasmtime checks before its permissions.
+            if descriptor_flags.intersects(D::FILE_INTEGRITY_SYNC | D::DATA_INTEGRITY_SYNC | D::REQUESTED_WRITE_SYNC) {
+                return Err(t::ErrorCode::Unsupported);
+            }
+            if open.contains(O::DIRECTORY) && open.intersects(O::CREATE | O::EXCLUSIVE | O::TRUNCATE) {
+                return Err(t::ErrorCode::Invalid);
+            }
+            if open.intersects(O::CREATE | O::TRUNCATE) || descriptor_flags.contains(D::WRITE) {
+                return Err(t::ErrorCode::NotPermitted);
+            }
+            descriptor_flags.remove(D::MUTATE_DIRECTORY);
+        }
+        let held = room()?;
+        let flags_out = host::DescriptorFlags::from_bits_retain(descriptor_flags.bits());
+        let d = host(self.d.open_at(path_flags(flags), &path, open_flags(open), flags_out))?;
+        Ok(t::Descriptor::new(Desc::Host { h: HostDesc { d, read_only: self.read_only }, _held: held }))
+    }
+
+    fn readlink_at(&self, path: String) -> R<String> {
+        host(self.d.readlink_at(&path))
+    }
+
+    fn remove_directory_at(&self, path: String) -> R<()> {
+        self.dir_change()?;
+        host(self.d.remove_directory_at(&path))
+    }
+
+    fn rename_at(&self, old: String, new_dir: t::DescriptorBorrow<'_>, new: String) -> R<()> {
+        let to = other(&new_dir)?;
+        self.dir_change()?;
+        if to.read_only {
+            return Err(t::ErrorCode::NotPermitted);
+        }
+        host(self.d.rename_at(&old, &to.d, &new))
+    }
+
+    fn symlink_at(&self, target: String, path: String) -> R<()> {
+        self.dir_change()?;
+        host(self.d.symlink_at(&target, &path))
+    }
+
+    fn unlink_file_at(&self, path: String) -> R<()> {
+        self.dir_change()?;
+        host(self.d.unlink_file_at(&path))
+    }
+
+    fn is_same_object(&self, other_desc: t::DescriptorBorrow<'_>) -> bool {
+        other(&other_desc).is_ok_and(|o| self.d.is_same_object(&o.d))
+    }
+
+    fn metadata_hash(&self) -> R<t::MetadataHashValue> {
+        host(self.d.metadata_hash()).map(hash)
+    }
+
+    fn metadata_hash_at(&self, flags: t::PathFlags, path: String) -> R<t::MetadataHashValue> {
+        host(self.d.metadata_hash_at(path_flags(flags), &path)).map(hash)
+    }
+}
+
+/// The next entry of the host's listing.
+pub(crate) fn next_entry(entries: &host::DirectoryEntryStream) -> R<Option<t::DirectoryEntry>> {
+    let next = host(entries.read_directory_entry())?;
+    Ok(next.map(|e| t::DirectoryEntry { type_: kind(e.type_), name: e.name }))
+}
+
+/// The host's error code of a stream's error, as the guest's.
+pub(crate) fn stream_error_code(e: &crate::bindings::wasi::io::error::Error) -> Option<t::ErrorCode> {
+    host::filesystem_error_code(e).map(code)
+}
+
+/// Opens the host directory at `host_path` for a preopen.
+pub(crate) fn open_dir(host_path: &str, read_only: bool) -> R<HostDesc> {
+    let (dir, rest) = crate::host::place(host_path).ok_or(t::ErrorCode::NoEntry)?;
+    if rest.is_empty() {
+        return Ok(HostDesc { d: dir, read_only });
+    }
+    let mut flags = host::DescriptorFlags::READ;
+    if !read_only {
+        flags |= host::DescriptorFlags::MUTATE_DIRECTORY;
+    }
+    let d = host(dir.open_at(host::PathFlags::SYMLINK_FOLLOW, &rest, host::OpenFlags::DIRECTORY, flags))?;
+    Ok(HostDesc { d, read_only })
+}
