@@ -8,6 +8,7 @@
 //! append PATH TEXT  append to a file (created when missing)
 //! mkdir PATH        create a directory and its missing parents
 //! rm PATH           remove a file
+//! mv FROM TO        rename
 //! ls PATH           the directory's names, sorted, one a line
 //! echo WORD         WORD and a newline to stdout
 //! argv0             the program name the guest was given
@@ -41,7 +42,7 @@ fn main() {
     while let Some((cmd, tail)) = rest.split_first() {
         let arity = match cmd.as_str() {
             "argv0" | "trap" | "lines" => 0,
-            "write" | "append" | "tick" | "rewrite" | "fill" => 2,
+            "write" | "append" | "tick" | "rewrite" | "fill" | "mv" => 2,
             _ => 1,
         };
         if tail.len() < arity {
@@ -64,6 +65,7 @@ fn command(cmd: &str, a: &[String], argv0: &str) -> io::Result<()> {
         "append" => fs::OpenOptions::new().append(true).create(true).open(&a[0])?.write_all(a[1].as_bytes()),
         "mkdir" => fs::create_dir_all(&a[0]),
         "rm" => fs::remove_file(&a[0]),
+        "mv" => fs::rename(&a[0], &a[1]),
         "ls" => {
             let mut names = fs::read_dir(&a[0])?
                 .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))

@@ -211,3 +211,132 @@ fn a_mount_layout_that_cannot_open_is_refused_when_the_component_is_made() {
     let e = Virt::new().mount("/", rw).mount("/a.txt/x", Source::Mem(Quota::default())).build(&toolbox()).unwrap_err();
     assert!(format!("{e:#}").contains("not a directory"), "{e:#}");
 }
+
+/// Runs `component` on wasmtime-wasi with the directory `out` preopened
+/// at `/out`: status, stdout, stderr.
+fn run_with_out(component: &[u8], args: &[&str], out: &Path) -> (i32, String, String) {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), component).unwrap();
+    wasmtime_wasi_args(file.path(), args, out)
+}
+
+#[test]
+fn a_pack_in_the_hosts_file_is_the_pinned_one_or_an_error_the_guest_sees() {
+    let good = pack(PackOptions::new());
+    let other = {
+        let fs = MemFs::new();
+        packfs_core::write_file(&fs, "a.txt", b"another pack altogether\n").unwrap();
+        let mut out = Vec::new();
+        PackOptions::new().write(&fs.snapshot(), &mut out).unwrap();
+        out
+    };
+    let host_pack = |overlay| Source::HostPack { host_path: "/out/app.pack".into(), digest: digest(&good), overlay };
+    let virt = Virt::new().mount("/", host_pack(None)).build(&toolbox()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let at = out.path().join("app.pack");
+    let cat = ["toolbox", "ls", "/", "cat", "/a.txt"];
+
+    std::fs::write(&at, &good).unwrap();
+    let (status, stdout, err) = run_with_out(&virt, &cat, out.path());
+    assert_eq!((status, stdout.as_bytes()), (0, [b"a.txt\n", TEXT].concat().as_slice()), "{err}");
+    // Written over, with an overlay: the host's file is never written.
+    let writable = Virt::new().mount("/", host_pack(Some(Quota::default()))).build(&toolbox()).unwrap();
+    let (status, stdout, err) =
+        run_with_out(&writable, &["toolbox", "write", "/a.txt", "mine", "cat", "/a.txt"], out.path());
+    assert_eq!((status, stdout.as_str()), (0, "mine"), "{err}");
+    assert_eq!(std::fs::read(&at).unwrap(), good);
+
+    // Another pack at the path, none, a truncated one, a directory: the
+    // namespace does not open, and the first call says so; no trap.
+    let mut bad_bytes = good.clone();
+    bad_bytes[find(&good, TEXT)] ^= 0x01;
+    for (what, put) in [
+        ("another pack", Some(other.clone())),
+        ("no file", None),
+        ("a truncated pack", Some(good[..good.len() - 1].to_vec())),
+        ("an empty file", Some(Vec::new())),
+    ] {
+        let _ = std::fs::remove_file(&at);
+        if let Some(bytes) = put {
+            std::fs::write(&at, bytes).unwrap();
+        }
+        let (status, stdout, err) = run_with_out(&virt, &cat, out.path());
+        assert_eq!(status, 1, "{what}: {err}");
+        assert!(stdout.is_empty() && err.starts_with("toolbox: ls /: "), "{what}: {stdout:?} {err}");
+    }
+    std::fs::remove_file(&at).unwrap();
+    std::fs::create_dir(&at).unwrap();
+    let (status, _, err) = run_with_out(&virt, &cat, out.path());
+    assert!(status == 1 && err.starts_with("toolbox: ls /: "), "a directory: {err}");
+    std::fs::remove_dir(&at).unwrap();
+
+    // The same index over other data: it opens, and the file whose bytes
+    // differ from the digest table is EIO; the listing still answers.
+    std::fs::write(&at, &bad_bytes).unwrap();
+    let (status, stdout, err) = run_with_out(&virt, &cat, out.path());
+    assert_eq!((status, stdout.as_str()), (1, "a.txt\n"), "{err}");
+    assert!(err.starts_with("toolbox: cat /a.txt: ") && err.contains("errno 29"), "{err}");
+}
+
+#[test]
+fn a_host_directory_passed_through_is_all_the_guest_reaches_of_the_hosts() {
+    let out = tempfile::tempdir().unwrap();
+    for d in ["rw", "ro"] {
+        std::fs::create_dir(out.path().join(d)).unwrap();
+        std::fs::write(out.path().join(d).join("file"), d).unwrap();
+    }
+    std::fs::write(out.path().join("secret"), "not yours").unwrap();
+    let virt = Virt::new()
+        .mount("/", Source::Mem(Quota::default()))
+        .preopen("/rw", Source::HostDir { host_path: "/out/rw".into(), read_only: false })
+        .preopen("/ro", Source::HostDir { host_path: "/out/ro/".into(), read_only: true })
+        .build(&toolbox())
+        .unwrap();
+    let run = |args: &[&str]| run_with_out(&virt, &[&["toolbox"], args].concat(), out.path());
+
+    // Read and written through, as the host serves them.
+    let (status, stdout, err) = run(&["cat", "/ro/file", "write", "/rw/new", "hi", "cat", "/rw/new", "ls", "/rw"]);
+    assert_eq!((status, stdout.as_str()), (0, "rohifile\nnew\n"), "{err}");
+    assert_eq!(std::fs::read(out.path().join("rw/new")).unwrap(), b"hi");
+
+    // Nothing beside them: the host's preopen they are in is not the guest's.
+    for path in ["/rw/../secret", "/ro/../secret", "/out/secret", "/rw/../../secret"] {
+        let (status, _, err) = run(&["cat", path]);
+        assert_eq!(status, 1, "{path}: {err}");
+    }
+    // The read-only one refuses every change, and is left as it was.
+    for change in [
+        &["write", "/ro/file", "x"][..],
+        &["write", "/ro/new", "x"],
+        &["append", "/ro/file", "x"],
+        &["mkdir", "/ro/d"],
+        &["rm", "/ro/file"],
+        &["mv", "/ro/file", "/ro/moved"],
+        &["mv", "/rw/new", "/ro/moved"],
+        &["mv", "/ro/file", "/rw/moved"],
+    ] {
+        let (status, _, err) = run(change);
+        assert_eq!(status, 1, "{change:?}: {err}");
+        assert!(err.contains("PermissionDenied") || err.contains("errno 63"), "{change:?}: {err}");
+    }
+    let names: Vec<_> = std::fs::read_dir(out.path().join("ro")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["file"]);
+    assert_eq!(std::fs::read(out.path().join("ro/file")).unwrap(), b"ro");
+    // Between PackFS's tree and the host's, a rename is across devices.
+    let (status, _, err) = run(&["write", "/x", "mine", "mv", "/x", "/rw/x"]);
+    assert_eq!(status, 1, "{err}");
+    assert!(err.starts_with("toolbox: mv /x: CrossesDevices"), "{err}");
+    // A host directory that is not there: its preopen answers with the error.
+    let missing = Virt::new()
+        .preopen("/m", Source::HostDir { host_path: "/out/missing".into(), read_only: false })
+        .build(&toolbox())
+        .unwrap();
+    let (status, _, err) = run_with_out(&missing, &["toolbox", "ls", "/m"], out.path());
+    assert!(status == 1 && err.starts_with("toolbox: ls /m: "), "{err}");
+    // Only as a preopen of its own: it is not PackFS's, so not mounted.
+    let e = Virt::new()
+        .mount("/m", Source::HostDir { host_path: "/out/rw".into(), read_only: false })
+        .build(&toolbox())
+        .unwrap_err();
+    assert!(format!("{e:#}").contains("preopened on its own"), "{e:#}");
+}
