@@ -152,8 +152,14 @@ impl t::GuestDescriptor for Desc {
         Ok(descriptor_flags(self.d()?.flags()))
     }
 
+    /// A failed preopen is still a directory: wasmtime's preview1 adapter
+    /// asks each preopen's type before the guest's first call, and traps
+    /// if that fails, where the guest must see the error.
     fn get_type(&self) -> R<t::DescriptorType> {
         host_first!(self.get_type());
+        if let Desc::Failed { .. } = self {
+            return Ok(t::DescriptorType::Directory);
+        }
         Ok(if self.d()?.is_dir() { t::DescriptorType::Directory } else { t::DescriptorType::RegularFile })
     }
 

@@ -69,6 +69,17 @@ fn a_damaged_embedded_pack_is_an_error_the_guest_sees_never_a_trap() {
     assert_eq!(status.expect("an exit status, not a trap"), 1, "{err}");
     assert_eq!(out, "a.txt\n");
     assert!(err.starts_with("toolbox: cat /a.txt: ") && err.contains("errno 29"), "{err}");
+
+    // A preview1 guest too: wasmtime's adapter asks each preopen's type
+    // first, and traps if that fails.
+    let p1 = std::fs::read(support::rust_guest("toolbox", "wasm32-wasip1")).unwrap();
+    let good = Virt::new().mount("/", Source::Pack { bytes: pack.clone(), overlay: None }).build(&p1).unwrap();
+    let mut bad = good.clone();
+    let at = find(&good, &pack);
+    bad[at + pack.len() - 1] ^= 0x55;
+    let (status, out, err) = run(&bad, &cat);
+    assert_eq!(status.expect("an exit status, not a trap"), 1, "{err}");
+    assert!(out.is_empty() && err.starts_with("toolbox: cat /a.txt: ") && err.contains("errno 29"), "{err}");
 }
 
 #[test]
