@@ -5,13 +5,15 @@
 // leaves it in target/guest-tests/virt/ with its transcript and tree on
 // PackFS natively. `jco run` must print the native transcript, and the
 // pack the component saves to the one directory it is given (/out) must
-// hold the native tree, hash for hash.
+// hold the native tree, hash for hash. A `-hostpacks` component reads its
+// packs from that directory (`host:/out/seed.pack`), through the shim's
+// filesystem.
 
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -50,11 +52,17 @@ function treeOf(fs) {
   return lines.sort().join("\n");
 }
 
-test("there are components to run", () => assert.ok(COMPONENTS.length >= 15, COMPONENTS.join(", ")));
+test("there are components to run", () => {
+  assert.ok(COMPONENTS.length >= 30, COMPONENTS.join(", "));
+  assert.ok(COMPONENTS.filter((c) => c.endsWith("-hostpacks")).length >= 15, COMPONENTS.join(", "));
+});
 
 for (const name of COMPONENTS) {
   test(`${name}, virtualized, on jco's stock shim`, () => {
     const out = mkdtempSync(join(tmpdir(), "packfs-virt-"));
+    if (name.endsWith("-hostpacks")) {
+      for (const pack of ["seed.pack", "ro.pack"]) copyFileSync(join(DIR, pack), join(out, pack));
+    }
     try {
       const stdout = execFileSync(JCO, ["run", "--jco-import", PREOPENS, join(DIR, `${name}.wasm`)], {
         env: { ...process.env, PACKFS_VIRT_OUT: out },

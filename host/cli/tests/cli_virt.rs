@@ -25,7 +25,9 @@ fn packfs<S: AsRef<OsStr>>(cwd: &Path, args: impl IntoIterator<Item = S>) -> (i3
 fn wasmtime() -> Option<std::ffi::OsString> {
     let found = std::env::var_os("PACKFS_WASMTIME");
     if found.is_none() && std::env::var("PACKFS_VIRT_HOSTS").is_ok_and(|v| v == "all") {
-        panic!("PACKFS_WASMTIME is not set: the wasmtime command must run what packfs virt makes (./test.sh installs it)");
+        panic!(
+            "PACKFS_WASMTIME is not set: the wasmtime command must run what packfs virt makes (./test.sh installs it)"
+        );
     }
     found
 }
@@ -72,7 +74,8 @@ fn host_packs_and_host_directories_from_the_command_line() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, "from the host's pack\nfrom the host's directory\n");
     assert_eq!(std::fs::read(at("srv/new")).unwrap(), b"hi", "written through to the host's directory");
-    let (code, _, err) = run(&wasmtime, dir.path(), [&["run"][..], &dirs, &["out.wasm", "write", "/ro/x", "no"]].concat());
+    let (code, _, err) =
+        run(&wasmtime, dir.path(), [&["run"][..], &dirs, &["out.wasm", "write", "/ro/x", "no"]].concat());
     assert!(code == 1 && err.contains("errno 63"), "{err}");
     assert!(!at("srv/x").exists());
     // Another pack at the path: not the pinned one, refused at the first call.

@@ -249,10 +249,15 @@ fn hosts() -> Vec<(&'static str, Host)> {
     hosts
 }
 
-/// Where the jco test finds each component, its transcript and tree.
+/// Where the jco test finds each component, its transcript and tree; and
+/// the packs a `HostPacks` component reads from its `/out`.
 fn for_jco(file: &str, component: &[u8], run: &Run) {
     let dir = support::guest_target_dir().join("virt");
     std::fs::create_dir_all(&dir).unwrap();
+    let (seed, ro) = packs();
+    for (name, pack) in [("seed.pack", seed), ("ro.pack", ro)] {
+        std::fs::write(dir.join(name), pack).unwrap();
+    }
     std::fs::write(dir.join(format!("{file}.wasm")), component).unwrap();
     std::fs::write(dir.join(format!("{file}.txt")), &run.stdout).unwrap();
     let tree = hashed(&run.tree);
@@ -284,8 +289,12 @@ fn check(name: &str, target: &str, wasm: PathBuf) {
             assert_eq!(stdout, want.stdout, "{who}: not the transcript of the run it must match");
             assert!(left(out.path(), trees, &who) == want.tree, "{who}: not the tree the run it must match left");
         }
-        if trees == Trees::Embedded {
-            for_jco(&file, &virt, &reference);
+        match trees {
+            Trees::Embedded => for_jco(&file, &virt, &reference),
+            Trees::HostPacks => for_jco(&format!("{file}-hostpacks"), &virt, &reference),
+            // jco's shim's directories are not wasmtime-wasi's: the
+            // transcripts would not be the oracle's.
+            Trees::HostDirs => {}
         }
     }
 }
