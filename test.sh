@@ -52,12 +52,15 @@ PACKFS_WASMTIME="$("$hosts_venv/bin/python" -c 'import wasmtime_cli; print(wasmt
 chmod +x "$PACKFS_WASMTIME"
 export PACKFS_WASMTIME PACKFS_PYTHON="$hosts_venv/bin/python" PACKFS_VIRT_HOSTS=all
 
-# The virtual filesystem's module that packfs-host embeds must be what
-# virt/ builds (virt/build.sh writes it); its crate is linted as ours.
+# The virtual filesystem's modules that packfs-host embeds must be what
+# virt/ builds (virt/build.sh writes them); its crate is linted as ours,
+# in both its worlds.
 virt/build.sh --check
 cargo fmt --manifest-path virt/Cargo.toml --check
-CARGO_TARGET_DIR="$(realpath "${CARGO_TARGET_DIR:-target}")/virt" \
-    cargo clippy --locked --manifest-path virt/Cargo.toml --target wasm32-unknown-unknown -- -D warnings
+for features in "" "--features sockets"; do
+    CARGO_TARGET_DIR="$(realpath "${CARGO_TARGET_DIR:-target}")/virt" \
+        cargo clippy --locked --manifest-path virt/Cargo.toml --target wasm32-unknown-unknown $features -- -D warnings
+done
 
 # The lint policy: formatted, and no clippy warning (clippy.toml adds the
 # project's own rules).

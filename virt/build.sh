@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the virtual filesystem's module and copies it where the host crate
-# embeds it (host/src/virt/adapter.wasm); `--check` instead compares it
-# with that file, as the test command does. The build is reproducible: the
+# Builds the virtual filesystem's modules and copies them where the host
+# crate embeds them (host/src/virt/adapter.wasm, adapter-sockets.wasm);
+# `--check` instead compares them with those files, as the test command
+# does. The build is reproducible: the
 # same toolchain gives the same bytes from any checkout. Paths are
 # remapped, and the sources are built from one fixed place, because cargo
 # names a path dependency's symbols by where it is, and the order of
@@ -23,11 +24,17 @@ trap 'rm -rf "$place"' EXIT
 # The sources the module is built from.
 tar -c --exclude=virt/target Cargo.toml core virt | tar -x -C "$place"
 export RUSTFLAGS="--remap-path-prefix=$place=/packfs --remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo"
-(cd "$place/virt" && CARGO_TARGET_DIR="$target" cargo build --locked --release --target wasm32-unknown-unknown)
-out="$target/wasm32-unknown-unknown/release/packfs_virt_adapter.wasm"
-if [ "${1:-}" = --check ]; then
-    cmp "$out" "$root/host/src/virt/adapter.wasm" ||
-        { echo "host/src/virt/adapter.wasm is not what virt/ builds: run virt/build.sh" >&2; exit 1; }
-else
-    cp "$out" "$root/host/src/virt/adapter.wasm"
-fi
+# Two modules, one per world: `adapter`, and `adapter-sockets` for a guest
+# that imports wasi:sockets (feature `sockets`).
+for variant in adapter adapter-sockets; do
+    features=()
+    [ "$variant" = adapter-sockets ] && features=(--features sockets)
+    (cd "$place/virt" && CARGO_TARGET_DIR="$target" cargo build --locked --release --target wasm32-unknown-unknown "${features[@]}")
+    out="$target/wasm32-unknown-unknown/release/packfs_virt_adapter.wasm"
+    if [ "${1:-}" = --check ]; then
+        cmp "$out" "$root/host/src/virt/$variant.wasm" ||
+            { echo "host/src/virt/$variant.wasm is not what virt/ builds: run virt/build.sh" >&2; exit 1; }
+    else
+        cp "$out" "$root/host/src/virt/$variant.wasm"
+    fi
+done

@@ -11,7 +11,26 @@
 //! `wasi:filesystem`; `io`: `wasi:io`; `cli`: stdio and the clock; `save`:
 //! the namespace written as a pack after the run; `host`: places in the
 //! host's filesystem the image names; `host_pack`: a pack read from one;
-//! `passthrough`: a host directory passed through.
+//! `passthrough`: a host directory passed through; `sockets` (feature
+//! `sockets`): the host's sockets, wrapped for their `wasi:io` resources.
+
+/// The same enum, both ways: the host's type (imported) and the guest's
+/// (exported) are the same shape, and distinct Rust types.
+macro_rules! same_enum {
+    ($to:ident, $from:ident: $a:path => $b:path { $($v:ident),* $(,)? }) => {
+        pub(crate) fn $to(x: $a) -> $b {
+            use $a as A;
+            use $b as B;
+            match x { $(A::$v => B::$v),* }
+        }
+        #[allow(dead_code, reason = "one direction of the pair may be unused")]
+        pub(crate) fn $from(x: $b) -> $a {
+            use $a as A;
+            use $b as B;
+            match x { $(B::$v => A::$v),* }
+        }
+    };
+}
 
 mod cli;
 mod convert;
@@ -24,11 +43,21 @@ mod io;
 mod namespace;
 mod passthrough;
 mod save;
+#[cfg(feature = "sockets")]
+mod sockets;
 
 mod bindings {
+    #[cfg(not(feature = "sockets"))]
     wit_bindgen::generate!({
         path: "wit",
         world: "adapter",
+        generate_all,
+        pub_export_macro: true,
+    });
+    #[cfg(feature = "sockets")]
+    wit_bindgen::generate!({
+        path: "wit",
+        world: "adapter-sockets",
         generate_all,
         pub_export_macro: true,
     });

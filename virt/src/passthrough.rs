@@ -23,23 +23,6 @@ pub(crate) struct HostDesc {
     pub(crate) read_only: bool,
 }
 
-/// The same enum, both ways.
-macro_rules! same_enum {
-    ($to:ident, $from:ident: $a:path => $b:path { $($v:ident),* $(,)? }) => {
-        pub(crate) fn $to(x: $a) -> $b {
-            use $a as A;
-            use $b as B;
-            match x { $(A::$v => B::$v),* }
-        }
-        #[allow(dead_code, reason = "one direction of the pair may be unused")]
-        pub(crate) fn $from(x: $b) -> $a {
-            use $a as A;
-            use $b as B;
-            match x { $(B::$v => A::$v),* }
-        }
-    };
-}
-
 same_enum!(code, _code_back: host::ErrorCode => t::ErrorCode {
     Access, WouldBlock, Already, BadDescriptor, Busy, Deadlock, Quota, Exist, FileTooLarge,
     IllegalByteSequence, InProgress, Interrupted, Invalid, Io, IsDirectory, Loop, TooManyLinks,

@@ -64,8 +64,8 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
     if let Some(p3) = imports.iter().find(|i| i.starts_with("wasi:filesystem/") && i.contains("@0.3")) {
         bail!("the guest imports {p3}: packfs virt serves WASI 0.2 components and preview1 modules");
     }
-    // Their streams and pollables would be the host's, not the guest's.
-    if let Some(io) = imports.iter().find(|i| i.starts_with("wasi:sockets/") || i.starts_with("wasi:http/")) {
+    // Its streams and pollables would be the host's, not the guest's.
+    if let Some(io) = imports.iter().find(|i| i.starts_with("wasi:http/")) {
         bail!("the guest imports {io}, which hands out wasi:io resources that packfs virt does not pass through yet");
     }
     if !imports.iter().any(|i| i.starts_with("wasi:filesystem/")) {
@@ -112,8 +112,9 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
 }
 
 /// Whether a guest's import of `name` must be the virtual filesystem's:
-/// its files, and what hands out `wasi:io` resources; with `save`, its
-/// exit too, which saves first.
+/// its files, and what hands out `wasi:io` resources (sockets among them:
+/// their network and addresses stay the host's); with `save`, its exit
+/// too, which saves first.
 fn must_plug(name: &str, save: bool) -> bool {
     let interface = name.split('@').next().unwrap_or(name);
     matches!(
@@ -127,7 +128,20 @@ fn must_plug(name: &str, save: bool) -> bool {
             | "wasi:cli/stdout"
             | "wasi:cli/stderr"
             | "wasi:clocks/monotonic-clock"
+            | "wasi:sockets/ip-name-lookup"
+            | "wasi:sockets/tcp"
+            | "wasi:sockets/tcp-create-socket"
+            | "wasi:sockets/udp"
+            | "wasi:sockets/udp-create-socket"
     ) || (save && interface == "wasi:cli/exit")
+}
+
+/// Whether the guest component imports any of `wasi:sockets`.
+pub(super) fn imports_sockets(guest: &[u8]) -> Result<bool> {
+    let mut graph = CompositionGraph::new();
+    let guest = Package::from_bytes("guest:component", None, guest.to_vec(), graph.types_mut())
+        .context("reading the guest component")?;
+    Ok(graph.types()[guest.ty()].imports.keys().any(|i| i.starts_with("wasi:sockets/")))
 }
 
 /// The virtual filesystem's own interface.

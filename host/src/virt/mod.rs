@@ -54,6 +54,12 @@ use packfs_core::{FileSystem, system_clock};
 /// that build's.
 const ADAPTER: &[u8] = include_bytes!("adapter.wasm");
 
+/// The same, serving `wasi:sockets` too (its `adapter-sockets` world): for
+/// a guest that imports it, whose sockets hand out `wasi:io` resources.
+/// A guest without sockets gets the other, so that its component imports
+/// none from the host.
+const ADAPTER_SOCKETS: &[u8] = include_bytes!("adapter-sockets.wasm");
+
 /// Where a pack starts in the image: a page of the guest's memory, so a
 /// pack aligned within itself stays aligned in memory.
 const PACK_ALIGN: u64 = 4096;
@@ -147,12 +153,13 @@ impl Virt {
     /// the rest of WASI 0.2.
     pub fn build(&self, guest: &[u8]) -> Result<Vec<u8>> {
         let image = self.image()?;
-        let module = place::place(ADAPTER, &image).context("placing the image")?;
+        let guest = compose::component_of(guest)?;
+        let adapter = if compose::imports_sockets(&guest)? { ADAPTER_SOCKETS } else { ADAPTER };
+        let module = place::place(adapter, &image).context("placing the image")?;
         let virt = wit_component::ComponentEncoder::default()
             .module(&module)
             .and_then(|e| e.validate(true).encode())
             .context("making the virtual filesystem a component")?;
-        let guest = compose::component_of(guest)?;
         compose::compose(&virt, &guest, self.save.is_some())
     }
 

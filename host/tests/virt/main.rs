@@ -25,6 +25,7 @@ mod hostile;
 #[path = "../script/mod.rs"]
 mod script;
 mod scripts;
+mod sockets;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
