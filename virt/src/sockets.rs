@@ -43,6 +43,15 @@ fn streams(
     (input, OutputStream::new(Writer::Host { s: output, _held: held.pop() }))
 }
 
+/// Methods that are the host's own, called as they are.
+macro_rules! forward {
+    ($($name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
+        $(fn $name(&self $(, $arg: $ty)*) -> $ret {
+            self.h.$name($($arg),*)
+        })*
+    };
+}
+
 /// One of the host's resources, counted among what the guest holds.
 pub(crate) struct Counted<T> {
     h: T,
@@ -69,8 +78,8 @@ impl ip_name_lookup::Guest for Virt {
 }
 
 impl ip_name_lookup::GuestResolveAddressStream for Resolve {
-    fn resolve_next_address(&self) -> R<Option<host::network::IpAddress>> {
-        self.h.resolve_next_address()
+    forward! {
+        resolve_next_address(&self) -> R<Option<host::network::IpAddress>>;
     }
 
     fn subscribe(&self) -> Pollable {
@@ -94,16 +103,31 @@ impl tcp_create_socket::Guest for Virt {
 }
 
 impl tcp::GuestTcpSocket for Tcp {
-    fn start_bind(&self, network: &Network, local: IpSocketAddress) -> R<()> {
-        self.h.start_bind(network, local)
-    }
-
-    fn finish_bind(&self) -> R<()> {
-        self.h.finish_bind()
-    }
-
-    fn start_connect(&self, network: &Network, remote: IpSocketAddress) -> R<()> {
-        self.h.start_connect(network, remote)
+    forward! {
+        start_bind(&self, network: &Network, local: IpSocketAddress) -> R<()>;
+        finish_bind(&self) -> R<()>;
+        start_connect(&self, network: &Network, remote: IpSocketAddress) -> R<()>;
+        start_listen(&self) -> R<()>;
+        finish_listen(&self) -> R<()>;
+        local_address(&self) -> R<IpSocketAddress>;
+        remote_address(&self) -> R<IpSocketAddress>;
+        is_listening(&self) -> bool;
+        address_family(&self) -> IpAddressFamily;
+        set_listen_backlog_size(&self, value: u64) -> R<()>;
+        keep_alive_enabled(&self) -> R<bool>;
+        set_keep_alive_enabled(&self, value: bool) -> R<()>;
+        keep_alive_idle_time(&self) -> R<u64>;
+        set_keep_alive_idle_time(&self, value: u64) -> R<()>;
+        keep_alive_interval(&self) -> R<u64>;
+        set_keep_alive_interval(&self, value: u64) -> R<()>;
+        keep_alive_count(&self) -> R<u32>;
+        set_keep_alive_count(&self, value: u32) -> R<()>;
+        hop_limit(&self) -> R<u8>;
+        set_hop_limit(&self, value: u8) -> R<()>;
+        receive_buffer_size(&self) -> R<u64>;
+        set_receive_buffer_size(&self, value: u64) -> R<()>;
+        send_buffer_size(&self) -> R<u64>;
+        set_send_buffer_size(&self, value: u64) -> R<()>;
     }
 
     fn finish_connect(&self) -> R<(InputStream, OutputStream)> {
@@ -111,95 +135,11 @@ impl tcp::GuestTcpSocket for Tcp {
         Ok(streams(self.h.finish_connect()?, &mut held))
     }
 
-    fn start_listen(&self) -> R<()> {
-        self.h.start_listen()
-    }
-
-    fn finish_listen(&self) -> R<()> {
-        self.h.finish_listen()
-    }
-
     fn accept(&self) -> R<(tcp::TcpSocket, InputStream, OutputStream)> {
         let mut held = room(3)?;
         let (socket, input, output) = self.h.accept()?;
         let (input, output) = streams((input, output), &mut held);
         Ok((tcp::TcpSocket::new(Tcp::new(socket, &mut held)), input, output))
-    }
-
-    fn local_address(&self) -> R<IpSocketAddress> {
-        self.h.local_address()
-    }
-
-    fn remote_address(&self) -> R<IpSocketAddress> {
-        self.h.remote_address()
-    }
-
-    fn is_listening(&self) -> bool {
-        self.h.is_listening()
-    }
-
-    fn address_family(&self) -> IpAddressFamily {
-        self.h.address_family()
-    }
-
-    fn set_listen_backlog_size(&self, value: u64) -> R<()> {
-        self.h.set_listen_backlog_size(value)
-    }
-
-    fn keep_alive_enabled(&self) -> R<bool> {
-        self.h.keep_alive_enabled()
-    }
-
-    fn set_keep_alive_enabled(&self, value: bool) -> R<()> {
-        self.h.set_keep_alive_enabled(value)
-    }
-
-    fn keep_alive_idle_time(&self) -> R<u64> {
-        self.h.keep_alive_idle_time()
-    }
-
-    fn set_keep_alive_idle_time(&self, value: u64) -> R<()> {
-        self.h.set_keep_alive_idle_time(value)
-    }
-
-    fn keep_alive_interval(&self) -> R<u64> {
-        self.h.keep_alive_interval()
-    }
-
-    fn set_keep_alive_interval(&self, value: u64) -> R<()> {
-        self.h.set_keep_alive_interval(value)
-    }
-
-    fn keep_alive_count(&self) -> R<u32> {
-        self.h.keep_alive_count()
-    }
-
-    fn set_keep_alive_count(&self, value: u32) -> R<()> {
-        self.h.set_keep_alive_count(value)
-    }
-
-    fn hop_limit(&self) -> R<u8> {
-        self.h.hop_limit()
-    }
-
-    fn set_hop_limit(&self, value: u8) -> R<()> {
-        self.h.set_hop_limit(value)
-    }
-
-    fn receive_buffer_size(&self) -> R<u64> {
-        self.h.receive_buffer_size()
-    }
-
-    fn set_receive_buffer_size(&self, value: u64) -> R<()> {
-        self.h.set_receive_buffer_size(value)
-    }
-
-    fn send_buffer_size(&self) -> R<u64> {
-        self.h.send_buffer_size()
-    }
-
-    fn set_send_buffer_size(&self, value: u64) -> R<()> {
-        self.h.set_send_buffer_size(value)
     }
 
     fn subscribe(&self) -> Pollable {
@@ -231,12 +171,18 @@ impl udp_create_socket::Guest for Virt {
 }
 
 impl udp::GuestUdpSocket for Udp {
-    fn start_bind(&self, network: &Network, local: IpSocketAddress) -> R<()> {
-        self.h.start_bind(network, local)
-    }
-
-    fn finish_bind(&self) -> R<()> {
-        self.h.finish_bind()
+    forward! {
+        start_bind(&self, network: &Network, local: IpSocketAddress) -> R<()>;
+        finish_bind(&self) -> R<()>;
+        local_address(&self) -> R<IpSocketAddress>;
+        remote_address(&self) -> R<IpSocketAddress>;
+        address_family(&self) -> IpAddressFamily;
+        unicast_hop_limit(&self) -> R<u8>;
+        set_unicast_hop_limit(&self, value: u8) -> R<()>;
+        receive_buffer_size(&self) -> R<u64>;
+        set_receive_buffer_size(&self, value: u64) -> R<()>;
+        send_buffer_size(&self) -> R<u64>;
+        set_send_buffer_size(&self, value: u64) -> R<()>;
     }
 
     fn stream(&self, remote: Option<IpSocketAddress>) -> R<(udp::IncomingDatagramStream, udp::OutgoingDatagramStream)> {
@@ -244,42 +190,6 @@ impl udp::GuestUdpSocket for Udp {
         let (incoming, outgoing) = self.h.stream(remote)?;
         let incoming = udp::IncomingDatagramStream::new(Incoming::new(incoming, &mut held));
         Ok((incoming, udp::OutgoingDatagramStream::new(Outgoing::new(outgoing, &mut held))))
-    }
-
-    fn local_address(&self) -> R<IpSocketAddress> {
-        self.h.local_address()
-    }
-
-    fn remote_address(&self) -> R<IpSocketAddress> {
-        self.h.remote_address()
-    }
-
-    fn address_family(&self) -> IpAddressFamily {
-        self.h.address_family()
-    }
-
-    fn unicast_hop_limit(&self) -> R<u8> {
-        self.h.unicast_hop_limit()
-    }
-
-    fn set_unicast_hop_limit(&self, value: u8) -> R<()> {
-        self.h.set_unicast_hop_limit(value)
-    }
-
-    fn receive_buffer_size(&self) -> R<u64> {
-        self.h.receive_buffer_size()
-    }
-
-    fn set_receive_buffer_size(&self, value: u64) -> R<()> {
-        self.h.set_receive_buffer_size(value)
-    }
-
-    fn send_buffer_size(&self) -> R<u64> {
-        self.h.send_buffer_size()
-    }
-
-    fn set_send_buffer_size(&self, value: u64) -> R<()> {
-        self.h.set_send_buffer_size(value)
     }
 
     fn subscribe(&self) -> Pollable {
@@ -299,8 +209,8 @@ impl udp::GuestIncomingDatagramStream for Incoming {
 }
 
 impl udp::GuestOutgoingDatagramStream for Outgoing {
-    fn check_send(&self) -> R<u64> {
-        self.h.check_send()
+    forward! {
+        check_send(&self) -> R<u64>;
     }
 
     fn send(&self, datagrams: Vec<udp::OutgoingDatagram>) -> R<u64> {
