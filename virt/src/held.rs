@@ -4,7 +4,7 @@
 //! (each a batch of names). Past a limit an open fails with
 //! `insufficient-memory`, as the host's own adapter refuses a listing; so
 //! the component's memory is bounded by its trees' quotas, the packs'
-//! indexes and these.
+//! indexes, what it keeps of a host's pack (`host_pack`) and these.
 
 use std::cell::Cell;
 

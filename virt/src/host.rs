@@ -9,11 +9,14 @@ use packfs_core::Error;
 use crate::bindings::wasi::filesystem::{preopens, types as host};
 
 /// The host's preopen holding `path` (the longest that does) and the rest
-/// of `path` below it (empty for the preopen itself).
+/// of `path` below it (empty for the preopen itself). A relative path is
+/// also under a preopen named `.` (`wasmtime run --dir .`).
 pub(crate) fn place(path: &str) -> Option<(host::Descriptor, String)> {
     let mut best: Option<(host::Descriptor, String, usize)> = None;
     for (dir, name) in preopens::get_directories() {
         let name = name.trim_end_matches('/');
+        let relative = name == "." && !path.starts_with('/') && !path.starts_with("./");
+        let path = if relative { format!("./{path}") } else { path.to_string() };
         let rest = match path.strip_prefix(name) {
             Some("") | Some("/") => "",
             Some(r) => match r.strip_prefix('/') {

@@ -2,11 +2,14 @@
 //! each call on one of their descriptors is the host's own, its values
 //! converted between the host's `wasi:filesystem` types (imported) and the
 //! guest's (exported: the same shapes), its streams wrapped as the
-//! guest's (`io`). A read-only one (`dir-ro:`) refuses every change with
-//! `not-permitted`, as wasmtime's read-only preopen does, after the checks
-//! wasmtime makes first (a file's call on a directory fails as the host
-//! says); what it opens is opened without write access, and read-only
-//! too.
+//! guest's (`io`). A read-only one (`dir-ro:`) answers every change here,
+//! never passing it to the host (hosts differ on what a directory's call
+//! on a file does: jco's shim takes the empty path as the file itself):
+//! `not-permitted`, as wasmtime's read-only preopen does, or, for a call
+//! on the wrong kind of descriptor, the error wasmtime gives first
+//! (`bad-descriptor` for a file's call on a directory, `not-directory` for
+//! a directory's on a file). What it opens is opened without write access,
+//! and read-only too.
 
 use crate::bindings::exports::wasi::filesystem::types as t;
 use crate::bindings::exports::wasi::io::streams::{InputStream, OutputStream};
@@ -89,14 +92,19 @@ fn other<'a>(b: &'a t::DescriptorBorrow<'_>) -> R<&'a HostDesc> {
 
 impl HostDesc {
     /// A change through this descriptor, of a file (`file`) or of a
-    /// directory: refused if read-only and the descriptor is of that kind
-    /// (of the other, the host refuses the call itself).
+    /// directory: always refused if read-only, with the error wasmtime
+    /// would give (see the module doc); one whose kind the host cannot say
+    /// is refused too.
     fn change(&self, file: bool) -> R<()> {
         if !self.read_only {
             return Ok(());
         }
-        let is_dir = self.d.get_type() == Ok(host::DescriptorType::Directory);
-        if is_dir == file { Ok(()) } else { Err(t::ErrorCode::NotPermitted) }
+        Err(match (self.d.get_type(), file) {
+            (Ok(host::DescriptorType::Directory), true) => t::ErrorCode::BadDescriptor,
+            (Ok(host::DescriptorType::Directory), false) | (Err(_), _) => t::ErrorCode::NotPermitted,
+            (Ok(_), true) => t::ErrorCode::NotPermitted,
+            (Ok(_), false) => t::ErrorCode::NotDirectory,
+        })
     }
 
     fn file_change(&self) -> R<()> {
@@ -198,9 +206,7 @@ impl t::GuestDescriptor for HostDesc {
     fn link_at(&self, old_flags: t::PathFlags, old: String, new_dir: t::DescriptorBorrow<'_>, new: String) -> R<()> {
         let to = other(&new_dir)?;
         self.dir_change()?;
-        if to.read_only {
-            return Err(t::ErrorCode::NotPermitted);
-        }
+        to.dir_change()?;
         host(self.d.link_at(path_flags(old_flags), &old, &to.d, &new))
     }
 
@@ -244,9 +250,7 @@ impl t::GuestDescriptor for HostDesc {
     fn rename_at(&self, old: String, new_dir: t::DescriptorBorrow<'_>, new: String) -> R<()> {
         let to = other(&new_dir)?;
         self.dir_change()?;
-        if to.read_only {
-            return Err(t::ErrorCode::NotPermitted);
-        }
+        to.dir_change()?;
         host(self.d.rename_at(&old, &to.d, &new))
     }
 
@@ -284,16 +288,23 @@ pub(crate) fn stream_error_code(e: &crate::bindings::wasi::io::error::Error) -> 
     host::filesystem_error_code(e).map(code)
 }
 
-/// Opens the host directory at `host_path` for a preopen.
+/// Opens the host directory at `host_path` for a preopen: read-write if
+/// the host allows it (jco's shim refuses `mutate-directory` as
+/// unsupported, and mutates all the same; wasmtime judges by the preopen,
+/// not the flag), else as the host allows.
 pub(crate) fn open_dir(host_path: &str, read_only: bool) -> R<HostDesc> {
     let (dir, rest) = crate::host::place(host_path).ok_or(t::ErrorCode::NoEntry)?;
     if rest.is_empty() {
         return Ok(HostDesc { d: dir, read_only });
     }
-    let mut flags = host::DescriptorFlags::READ;
-    if !read_only {
-        flags |= host::DescriptorFlags::MUTATE_DIRECTORY;
-    }
-    let d = host(dir.open_at(host::PathFlags::SYMLINK_FOLLOW, &rest, host::OpenFlags::DIRECTORY, flags))?;
-    Ok(HostDesc { d, read_only })
+    let open = |flags| dir.open_at(host::PathFlags::SYMLINK_FOLLOW, &rest, host::OpenFlags::DIRECTORY, flags);
+    let read = host::DescriptorFlags::READ;
+    let d = match read_only {
+        true => open(read),
+        false => open(read | host::DescriptorFlags::MUTATE_DIRECTORY).or_else(|e| match e {
+            host::ErrorCode::Unsupported => open(read),
+            e => Err(e),
+        }),
+    };
+    Ok(HostDesc { d: host(d)?, read_only })
 }

@@ -13,7 +13,7 @@ import { test, before } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { copyFileSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -78,3 +78,39 @@ for (const name of COMPONENTS) {
     }
   });
 }
+
+/** Names, contents and times of a directory's entries. */
+function snapshot(dir) {
+  return readdirSync(dir)
+    .sort()
+    .map((name) => {
+      const s = lstatSync(join(dir, name));
+      return [name, s.isFile() ? readFileSync(join(dir, name)).toString("hex") : "", s.mtimeMs];
+    });
+}
+
+// host/tests/virt/hostile.rs leaves a component whose `/ro` is a dir-ro:
+// host directory and `/` a dir: one, and the p2_script ops that try every
+// change to `/ro` (through files opened from it too, with the empty path,
+// which the shim takes as the file itself), then make a file in `/`.
+test("a dir-ro: directory stays as it was whatever the guest does, on jco's stock shim", () => {
+  const attack = join(DIR, "attack");
+  const out = mkdtempSync(join(tmpdir(), "packfs-virt-"));
+  try {
+    mkdirSync(join(out, "rw"));
+    mkdirSync(join(out, "ro"));
+    for (const name of ["secret.txt", "victim.txt", "gone.txt", "stamp.txt"]) writeFileSync(join(out, "ro", name), name);
+    const before = snapshot(join(out, "ro"));
+    const args = readFileSync(join(attack, "dir-ro.args"), "utf8").split("\n");
+    execFileSync(JCO, ["run", "--jco-import", PREOPENS, join(attack, "dir-ro.wasm"), ...args], {
+      env: { ...process.env, PACKFS_VIRT_OUT: out },
+      stdio: ["ignore", "pipe", "pipe"],
+      encoding: "utf8",
+    });
+    assert.deepEqual(snapshot(join(out, "ro")), before);
+    assert.deepEqual(readdirSync(join(out, "rw")), ["made.txt"]);
+    assert.equal(readFileSync(join(out, "rw", "made.txt")).length, 5);
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});

@@ -77,9 +77,8 @@ fn host_pack(path: &Path) -> Result<(String, Digest)> {
     if let Some(digest) = pin {
         return Ok((name.to_string(), digest));
     }
-    let bytes = std::fs::read(name)
+    let pack = packfs_os::mmap::open_pack(name)
         .with_context(|| format!("{name}: not here to pin; name its digest instead (host:{name}@blake3:HEX)"))?;
-    let pack = PackFs::open(bytes.as_slice()).with_context(|| name.to_string())?;
     let digest =
         pack.digest().with_context(|| format!("{name}: the pack has no digest table, so it cannot be pinned"))?;
     Ok((name.to_string(), digest))

@@ -78,6 +78,22 @@ fn host_packs_and_host_directories_from_the_command_line() {
         run(&wasmtime, dir.path(), [&["run"][..], &dirs, &["out.wasm", "write", "/ro/x", "no"]].concat());
     assert!(code == 1 && err.contains("errno 63"), "{err}");
     assert!(!at("srv/x").exists());
+    // A relative host path, pinned from the file here, is under the
+    // host's preopen named `.`.
+    let (code, _, err) = packfs(
+        dir.path(),
+        [
+            "virt".as_ref(),
+            toolbox.as_os_str(),
+            "--mount".as_ref(),
+            "/=host:packs/app.pack".as_ref(),
+            "-o".as_ref(),
+            "rel.wasm".as_ref(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run(&wasmtime, dir.path(), ["run", "--dir", ".", "rel.wasm", "cat", "/a.txt"]);
+    assert_eq!((code, out.as_str()), (0, "from the host's pack\n"), "{err}");
     // Another pack at the path: not the pinned one, refused at the first call.
     std::fs::write(at("tree/a.txt"), "another tree\n").unwrap();
     let (code, _, err) = packfs(dir.path(), ["pack", "tree", "-o", "packs/app.pack"]);

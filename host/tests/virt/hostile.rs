@@ -363,3 +363,77 @@ fn a_host_directory_passed_through_is_all_the_guest_reaches_of_the_hosts() {
         .unwrap_err();
     assert!(format!("{e:#}").contains("preopened on its own"), "{e:#}");
 }
+
+/// `p2_script` ops on `/` (slot 0: `dir:/out/rw`) and `/ro` (slot 1:
+/// `dir-ro:/out/ro`): every change to `/ro`, through its directory and
+/// through files opened from it with the empty path (which jco's shim
+/// takes as the file itself); then a file made in `/`.
+pub(crate) const RO_ATTACK: &[&str] = &[
+    "open|2|1|f||r|stamp.txt",
+    "timesat|2|f||1.0|1.0",
+    "times|2|1.0|1.0",
+    "size|2|0",
+    "open|3|1|f||r|secret.txt",
+    "link|3||0|stolen",
+    "open|5|1|f||r|victim.txt",
+    "rename|5||0|moved",
+    "open|6|1|f||r|gone.txt",
+    "unlink|6|",
+    "unlink|1|secret.txt",
+    "rename|1|victim.txt|0|moved",
+    "timesat|1|f|secret.txt|1.0|1.0",
+    "mkdir|1|d",
+    "symlink|1|x|l",
+    "open|4|1|f|c|rw|new.txt",
+    "open|7|0|f|c|rw|made.txt",
+    "write|7|0|5|7|5",
+];
+
+/// The directories [`RO_ATTACK`] runs on, under `out`.
+pub(crate) fn ro_attack_dirs(out: &Path) {
+    std::fs::create_dir(out.join("rw")).unwrap();
+    std::fs::create_dir(out.join("ro")).unwrap();
+    for name in ["secret.txt", "victim.txt", "gone.txt", "stamp.txt"] {
+        std::fs::write(out.join("ro").join(name), name).unwrap();
+    }
+}
+
+/// Names, contents and times of a directory's entries.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>, std::time::SystemTime)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            let bytes = if m.is_file() { std::fs::read(e.path()).unwrap() } else { Vec::new() };
+            (e.file_name().into_string().unwrap(), bytes, m.modified().unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_read_only_host_directory_stays_as_it_was_whatever_the_guest_does() {
+    let component = Virt::new()
+        .preopen("/", Source::HostDir { host_path: "/out/rw".into(), read_only: false })
+        .preopen("/ro", Source::HostDir { host_path: "/out/ro".into(), read_only: true })
+        .build(&std::fs::read(support::rust_guest("p2_script", "wasm32-wasip2")).unwrap())
+        .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    ro_attack_dirs(out.path());
+    let before = snapshot(&out.path().join("ro"));
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), &component).unwrap();
+    let (status, stdout, err) = wasmtime_wasi_args(file.path(), &[&["p2_script"][..], RO_ATTACK].concat(), out.path());
+    assert_eq!(status, 0, "{err}");
+    assert_eq!(snapshot(&out.path().join("ro")), before, "the read-only directory changed:\n{stdout}");
+    assert_eq!(std::fs::read(out.path().join("rw/made.txt")).unwrap().len(), 5, "{stdout}");
+    let names: Vec<_> = snapshot(&out.path().join("rw")).into_iter().map(|e| e.0).collect();
+    assert_eq!(names, ["made.txt"], "{stdout}");
+    // The same on jco's stock shim (web/e2e/virt.test.mjs).
+    let dir = support::guest_target_dir().join("virt/attack");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("dir-ro.wasm"), &component).unwrap();
+    std::fs::write(dir.join("dir-ro.args"), RO_ATTACK.join("\n")).unwrap();
+}

@@ -21,6 +21,7 @@
 
 use packfs_test_support as support;
 
+mod host_packs;
 mod hostile;
 #[path = "../script/mod.rs"]
 mod script;
