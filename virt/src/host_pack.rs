@@ -23,8 +23,9 @@ use crate::host::{error, place};
 const PIECE: u64 = 1 << 20;
 
 /// The most bytes of a host pack's header, index and trailer read to open
-/// it; a larger index (some millions of files) is for an embedded pack.
-pub(crate) const MAX_INDEX: u64 = 256 << 20;
+/// it (about a million files; opening them takes up to twice as much
+/// memory, briefly); a larger index is for an embedded pack.
+pub(crate) const MAX_INDEX: u64 = 128 << 20;
 
 /// The most bytes of a host pack's extents kept in the component.
 pub(crate) const MAX_KEPT: u64 = 1 << 30;

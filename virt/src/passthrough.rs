@@ -107,6 +107,28 @@ impl HostDesc {
         })
     }
 
+    /// `not-directory` unless this is a directory (wasmtime's first check
+    /// of a directory's call).
+    fn is_dir(&self) -> R<()> {
+        match self.d.get_type() {
+            Ok(host::DescriptorType::Directory) => Ok(()),
+            Ok(_) => Err(t::ErrorCode::NotDirectory),
+            Err(e) => Err(code(e)),
+        }
+    }
+
+    /// A change of a directory's entries naming `to` too (link, rename):
+    /// where either is read-only, both must be directories first, as
+    /// wasmtime checks, then neither may be read-only.
+    fn change_between(&self, to: &HostDesc) -> R<()> {
+        if self.read_only || to.read_only {
+            self.is_dir()?;
+            to.is_dir()?;
+        }
+        self.dir_change()?;
+        to.dir_change()
+    }
+
     fn file_change(&self) -> R<()> {
         self.change(true)
     }
@@ -205,8 +227,7 @@ impl t::GuestDescriptor for HostDesc {
 
     fn link_at(&self, old_flags: t::PathFlags, old: String, new_dir: t::DescriptorBorrow<'_>, new: String) -> R<()> {
         let to = other(&new_dir)?;
-        self.dir_change()?;
-        to.dir_change()?;
+        self.change_between(to)?;
         host(self.d.link_at(path_flags(old_flags), &old, &to.d, &new))
     }
 
@@ -220,15 +241,21 @@ impl t::GuestDescriptor for HostDesc {
         if self.read_only {
             use t::DescriptorFlags as D;
             use t::OpenFlags as O;
-            // What wasmtime checks before its permissions.
-            if descriptor_flags.intersects(D::FILE_INTEGRITY_SYNC | D::DATA_INTEGRITY_SYNC | D::REQUESTED_WRITE_SYNC) {
-                return Err(t::ErrorCode::Unsupported);
-            }
-            if open.contains(O::DIRECTORY) && open.intersects(O::CREATE | O::EXCLUSIVE | O::TRUNCATE) {
-                return Err(t::ErrorCode::Invalid);
-            }
-            if open.intersects(O::CREATE | O::TRUNCATE) || descriptor_flags.contains(D::WRITE) {
-                return Err(t::ErrorCode::NotPermitted);
+            // What wasmtime checks before its permissions, in its order.
+            let refused = if descriptor_flags
+                .intersects(D::FILE_INTEGRITY_SYNC | D::DATA_INTEGRITY_SYNC | D::REQUESTED_WRITE_SYNC)
+            {
+                Some(t::ErrorCode::Unsupported)
+            } else if open.contains(O::DIRECTORY) && open.intersects(O::CREATE | O::EXCLUSIVE | O::TRUNCATE) {
+                Some(t::ErrorCode::Invalid)
+            } else if open.intersects(O::CREATE | O::TRUNCATE) || descriptor_flags.contains(D::WRITE) {
+                Some(t::ErrorCode::NotPermitted)
+            } else {
+                None
+            };
+            if let Some(code) = refused {
+                self.is_dir()?;
+                return Err(code);
             }
             descriptor_flags.remove(D::MUTATE_DIRECTORY);
         }
@@ -249,8 +276,7 @@ impl t::GuestDescriptor for HostDesc {
 
     fn rename_at(&self, old: String, new_dir: t::DescriptorBorrow<'_>, new: String) -> R<()> {
         let to = other(&new_dir)?;
-        self.dir_change()?;
-        to.dir_change()?;
+        self.change_between(to)?;
         host(self.d.rename_at(&old, &to.d, &new))
     }
 

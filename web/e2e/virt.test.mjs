@@ -98,16 +98,17 @@ test("a dir-ro: directory stays as it was whatever the guest does, on jco's stoc
   const out = mkdtempSync(join(tmpdir(), "packfs-virt-"));
   try {
     mkdirSync(join(out, "rw"));
-    mkdirSync(join(out, "ro"));
-    for (const name of ["secret.txt", "victim.txt", "gone.txt", "stamp.txt"]) writeFileSync(join(out, "ro", name), name);
-    const before = snapshot(join(out, "ro"));
+    mkdirSync(join(out, "ro", "sub"), { recursive: true });
+    writeFileSync(join(out, "ro", "f.txt"), "f");
+    writeFileSync(join(out, "ro", "sub", "in.txt"), "in");
+    const before = [snapshot(join(out, "ro")), snapshot(join(out, "ro", "sub"))];
     const args = readFileSync(join(attack, "dir-ro.args"), "utf8").split("\n");
     execFileSync(JCO, ["run", "--jco-import", PREOPENS, join(attack, "dir-ro.wasm"), ...args], {
       env: { ...process.env, PACKFS_VIRT_OUT: out },
       stdio: ["ignore", "pipe", "pipe"],
       encoding: "utf8",
     });
-    assert.deepEqual(snapshot(join(out, "ro")), before);
+    assert.deepEqual([snapshot(join(out, "ro")), snapshot(join(out, "ro", "sub"))], before);
     assert.deepEqual(readdirSync(join(out, "rw")), ["made.txt"]);
     assert.equal(readFileSync(join(out, "rw", "made.txt")).length, 5);
   } finally {

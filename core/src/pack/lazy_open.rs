@@ -252,10 +252,20 @@ impl LazyOpen {
         let (mut checked, mut between) = (Vec::new(), Vec::new());
         for (at, bytes) in self.pieces {
             let end = at + bytes.len() as u64;
+            let (lo, hi) = (at.clamp(data.start, data.end), end.clamp(data.start, data.end));
+            // A piece wholly of one kind moves (it may be most of a large
+            // index); one across the data's edges is cut.
+            if lo == hi {
+                checked.push((at, bytes));
+                continue;
+            }
+            if (lo, hi) == (at, end) {
+                between.push((at, bytes));
+                continue;
+            }
             // Each range lies in `at..end`, so `cut` finds it.
             let piece =
                 |from: u64, to: u64| Ok::<_, Error>((from, cut(&bytes, at, from..to).ok_or(Error::Invalid)?.to_vec()));
-            let (lo, hi) = (at.clamp(data.start, data.end), end.clamp(data.start, data.end));
             if at < lo {
                 checked.push(piece(at, lo.min(end))?);
             }

@@ -28,7 +28,10 @@ impl Pieces {
                     // bytes; only what lies past the run is new.
                     let run_end = *start + run.len() as u64;
                     if end > run_end {
-                        run.extend_from_slice(cut(&bytes, at, run_end..end).ok_or(Error::Invalid)?);
+                        let more = cut(&bytes, at, run_end..end).ok_or(Error::Invalid)?;
+                        // Exactly: a run may be most of a large index.
+                        run.try_reserve_exact(more.len()).map_err(|_| Error::NoSpace)?;
+                        run.extend_from_slice(more);
                     }
                 }
                 _ => runs.push((at, bytes)),

@@ -365,26 +365,84 @@ fn a_host_directory_passed_through_is_all_the_guest_reaches_of_the_hosts() {
 }
 
 /// `p2_script` ops on `/` (slot 0: `dir:/out/rw`) and `/ro` (slot 1:
-/// `dir-ro:/out/ro`): every change to `/ro`, through its directory and
-/// through files opened from it with the empty path (which jco's shim
-/// takes as the file itself); then a file made in `/`.
+/// `dir-ro:/out/ro`): every change to `/ro`, through its directory, a
+/// subdirectory and a file opened from it (with the empty path too, which
+/// jco's shim takes as the file itself), every open that could write;
+/// then a file made in `/`.
 pub(crate) const RO_ATTACK: &[&str] = &[
-    "open|2|1|f||r|stamp.txt",
-    "timesat|2|f||1.0|1.0",
-    "times|2|1.0|1.0",
-    "size|2|0",
-    "open|3|1|f||r|secret.txt",
-    "link|3||0|stolen",
-    "open|5|1|f||r|victim.txt",
-    "rename|5||0|moved",
-    "open|6|1|f||r|gone.txt",
-    "unlink|6|",
-    "unlink|1|secret.txt",
-    "rename|1|victim.txt|0|moved",
-    "timesat|1|f|secret.txt|1.0|1.0",
-    "mkdir|1|d",
-    "symlink|1|x|l",
-    "open|4|1|f|c|rw|new.txt",
+    // the preopen itself
+    "times|1|1.0|1.0",
+    "size|1|0",
+    "write|1|0|5|7|5",
+    "append|1|5|7|5",
+    "mkdir|1|newdir",
+    "rmdir|1|sub",
+    "unlink|1|f.txt",
+    "rename|1|f.txt|1|g.txt",
+    "link|1|f.txt|1|h.txt",
+    "symlink|1|f.txt|s",
+    "timesat|1|f|f.txt|1.0|1.0",
+    "timesat|1|n|f.txt|1.0|1.0",
+    "timesat|1|f||1.0|1.0",
+    "timesat|1|f|.|1.0|1.0",
+    "timesat|1|f|sub|1.0|1.0",
+    // opens with every flag that could write
+    "open|2|1|f|c|r|new1",
+    "open|2|1|f|t|r|f.txt",
+    "open|2|1|f|e|r|f.txt",
+    "open|2|1|f|ce|r|new2",
+    "open|2|1|f||w|f.txt",
+    "open|2|1|f||rw|f.txt",
+    "open|2|1|f||m|sub",
+    "open|2|1|f|d|m|sub",
+    "open|2|1|f|d|rm|sub",
+    "open|2|1|f|dt|r|sub",
+    "open|2|1|f|dc|r|new3",
+    "open|2|1|n|t|r|f.txt",
+    "open|2|1|f|t||f.txt",
+    // a file opened read-only, every change through it
+    "open|3|1|f||r|f.txt",
+    "write|3|0|5|7|5",
+    "append|3|5|7|5",
+    "size|3|0",
+    "times|3|1.0|1.0",
+    "timesat|3|f||1.0|1.0",
+    "timesat|3|f|.|1.0|1.0",
+    "unlink|3|",
+    "unlink|3|.",
+    "rmdir|3|",
+    "mkdir|3|x",
+    "symlink|3|x|",
+    "rename|3||1|moved",
+    "rename|1|f.txt|3|",
+    "link|3||1|linked",
+    "link|1|f.txt|3|",
+    "open|4|3|f|t|r|",
+    "open|4|3|f|c|r|",
+    "open|4|3|f||m|",
+    "sync|3",
+    "syncdata|3",
+    "advise|3",
+    // a subdirectory opened with mutate-directory dropped
+    "open|5|1|f|d|r|sub",
+    "flags|5",
+    "mkdir|5|x",
+    "unlink|5|in.txt",
+    "rename|5|in.txt|1|out.txt",
+    "rename|1|f.txt|5|in2.txt",
+    "link|5|in.txt|1|out2.txt",
+    "timesat|5|f|in.txt|1.0|1.0",
+    "times|5|1.0|1.0",
+    "open|6|5|f|t|r|in.txt",
+    "open|6|5|f||r|in.txt",
+    "write|6|0|5|7|5",
+    "size|6|0",
+    "times|6|1.0|1.0",
+    "flags|1",
+    "flags|3",
+    "sync|1",
+    "syncdata|1",
+    "list|1|100",
     "open|7|0|f|c|rw|made.txt",
     "write|7|0|5|7|5",
 ];
@@ -392,10 +450,9 @@ pub(crate) const RO_ATTACK: &[&str] = &[
 /// The directories [`RO_ATTACK`] runs on, under `out`.
 pub(crate) fn ro_attack_dirs(out: &Path) {
     std::fs::create_dir(out.join("rw")).unwrap();
-    std::fs::create_dir(out.join("ro")).unwrap();
-    for name in ["secret.txt", "victim.txt", "gone.txt", "stamp.txt"] {
-        std::fs::write(out.join("ro").join(name), name).unwrap();
-    }
+    std::fs::create_dir_all(out.join("ro/sub")).unwrap();
+    std::fs::write(out.join("ro/f.txt"), "f").unwrap();
+    std::fs::write(out.join("ro/sub/in.txt"), "in").unwrap();
 }
 
 /// Names, contents and times of a directory's entries.
