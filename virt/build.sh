@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the virtual filesystem's modules and copies them where the host
-# crate embeds them (host/src/virt/adapter.wasm, adapter-sockets.wasm);
+# crate embeds them (host/src/virt/adapter.wasm, adapter-sockets.wasm,
+# adapter-p3.wasm);
 # `--check` instead compares them with those files, as the test command
 # does. The build is reproducible: the
 # same toolchain gives the same bytes from any checkout. Paths are
@@ -24,11 +25,13 @@ trap 'rm -rf "$place"' EXIT
 # The sources the module is built from.
 tar -c --exclude=virt/target Cargo.toml core virt | tar -x -C "$place"
 export RUSTFLAGS="--remap-path-prefix=$place=/packfs --remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo"
-# Two modules, one per world: `adapter`, and `adapter-sockets` for a guest
-# that imports wasi:sockets (feature `sockets`).
-for variant in adapter adapter-sockets; do
+# One module per world: `adapter`, `adapter-sockets` for a guest that
+# imports wasi:sockets (feature `sockets`), `adapter-p3` for a WASI 0.3
+# guest (feature `p3`).
+for variant in adapter adapter-sockets adapter-p3; do
     features=()
     [ "$variant" = adapter-sockets ] && features=(--features sockets)
+    [ "$variant" = adapter-p3 ] && features=(--features p3)
     (cd "$place/virt" && CARGO_TARGET_DIR="$target" cargo build --locked --release --target wasm32-unknown-unknown "${features[@]}")
     out="$target/wasm32-unknown-unknown/release/packfs_virt_adapter.wasm"
     if [ "${1:-}" = --check ]; then

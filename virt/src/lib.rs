@@ -35,6 +35,8 @@ macro_rules! same_enum {
 mod cli;
 mod convert;
 mod fs;
+#[cfg(feature = "p3")]
+mod fs3;
 mod held;
 mod host;
 mod host_pack;
@@ -42,28 +44,52 @@ mod image;
 mod io;
 mod namespace;
 mod passthrough;
+#[cfg(feature = "p3")]
+mod pump;
 mod save;
 #[cfg(feature = "sockets")]
 mod sockets;
 
+#[cfg(all(feature = "sockets", feature = "p3"))]
+compile_error!("one world per module: `sockets` or `p3`");
+
 mod bindings {
-    #[cfg(not(feature = "sockets"))]
-    wit_bindgen::generate!({
-        path: "wit",
-        world: "adapter",
-        generate_all,
-        pub_export_macro: true,
-    });
-    #[cfg(feature = "sockets")]
-    wit_bindgen::generate!({
-        path: "wit",
-        world: "adapter-sockets",
-        generate_all,
-        pub_export_macro: true,
-    });
+    // wit/ holds two versions of wasi:filesystem and of wasi:clocks (0.3's
+    // for `adapter-p3`), so wit-bindgen names their modules by version:
+    // they are named here as the code names them.
+    pub(crate) mod generated {
+        #[cfg(not(any(feature = "sockets", feature = "p3")))]
+        wit_bindgen::generate!({ path: "wit", world: "adapter", generate_all, pub_export_macro: true });
+        #[cfg(feature = "sockets")]
+        wit_bindgen::generate!({ path: "wit", world: "adapter-sockets", generate_all, pub_export_macro: true });
+        #[cfg(feature = "p3")]
+        wit_bindgen::generate!({ path: "wit", world: "adapter-p3", generate_all, pub_export_macro: true });
+    }
+    pub(crate) use generated::export;
+    #[cfg(feature = "p3")]
+    pub(crate) use generated::{wit_future, wit_stream};
+    pub(crate) mod wasi {
+        pub(crate) use super::generated::wasi::clocks0_2_12 as clocks;
+        pub(crate) use super::generated::wasi::filesystem0_2_12 as filesystem;
+        #[cfg(feature = "sockets")]
+        pub(crate) use super::generated::wasi::sockets;
+        pub(crate) use super::generated::wasi::{cli, io, random};
+    }
+    pub(crate) mod exports {
+        pub(crate) use super::generated::exports::packfs;
+        pub(crate) mod wasi {
+            pub(crate) use super::super::generated::exports::wasi::clocks0_2_12 as clocks;
+            pub(crate) use super::super::generated::exports::wasi::filesystem0_2_12 as filesystem;
+            #[cfg(feature = "p3")]
+            pub(crate) use super::super::generated::exports::wasi::filesystem0_3_0 as filesystem3;
+            #[cfg(feature = "sockets")]
+            pub(crate) use super::super::generated::exports::wasi::sockets;
+            pub(crate) use super::super::generated::exports::wasi::{cli, io};
+        }
+    }
 }
 
-bindings::export!(Virt with_types_in bindings);
+bindings::export!(Virt with_types_in bindings::generated);
 
 /// The component's exports.
 struct Virt;

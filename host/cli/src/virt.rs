@@ -1,6 +1,6 @@
 //! `packfs virt GUEST --mount GUEST_PATH=SOURCE... -o OUT`: the guest
 //! composed with PackFS as its filesystem, into one component that runs
-//! on any WASI 0.2 host (`wasmtime run OUT`), its packs embedded.
+//! on any host of its WASI version (`wasmtime run OUT`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -30,10 +30,11 @@ use crate::spec::{MountSpec, Source};
     component. Without a mount at /, the namespace's root is an empty in-memory tree; without any --mount \
     there is no namespace, only the --preopens. Nothing else of the host's filesystem is reachable from \
     the guest.\n\n\
-    The guest may be a WASI 0.2 component or a preview1 module (adapted with wasmtime's standard adapter \
-    first). Run the result with any component host, e.g. `wasmtime run OUT.wasm`.")]
+    The guest may be a WASI 0.3 or 0.2 component or a preview1 module (adapted with wasmtime's standard \
+    adapter first). Run the result with any component host, e.g. `wasmtime run OUT.wasm` \
+    (`wasmtime run -Wcomponent-model-async -Sp3 OUT.wasm` for a 0.3 guest).")]
 pub(crate) struct Args {
-    /// The guest: a WASI 0.2 component or a preview1 module.
+    /// The guest: a WASI 0.3 or 0.2 component, or a preview1 module.
     guest: PathBuf,
     /// Mount SOURCE at GUEST_PATH of the namespace, which is preopened at /
     /// (repeatable; mounts may nest).

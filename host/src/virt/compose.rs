@@ -9,7 +9,7 @@ use wasmparser::{Parser, Payload};
 /// The guest as a component: a preview1 module adapted with wasmtime's
 /// standard adapter (as `wasm-tools component new --adapt` does: the
 /// command adapter for a module with `_start`, else the reactor's); a
-/// component as it is, if it speaks WASI 0.2.
+/// component as it is.
 pub fn component_of(guest: &[u8]) -> Result<Vec<u8>> {
     if wasmparser::Parser::is_core_wasm(guest) {
         let command = exports_start(guest)?;
@@ -58,11 +58,8 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
     let imports: Vec<String> = graph.types()[guest.ty()].imports.keys().cloned().collect();
     let exports: Vec<String> = graph.types()[guest.ty()].exports.keys().cloned().collect();
     let virt_exports: Vec<String> = graph.types()[virt.ty()].exports.keys().cloned().collect();
-    if imports.iter().any(|i| i == CONTROL || i.starts_with("packfs:")) {
+    if imports.iter().any(|i| i.starts_with("packfs:")) {
         bail!("the guest imports {CONTROL}, the virtual filesystem's own interface");
-    }
-    if let Some(p3) = imports.iter().find(|i| i.starts_with("wasi:filesystem/") && i.contains("@0.3")) {
-        bail!("the guest imports {p3}: packfs virt serves WASI 0.2 components and preview1 modules");
     }
     // Its streams and pollables would be the host's, not the guest's.
     if let Some(io) = imports.iter().find(|i| i.starts_with("wasi:http/")) {
@@ -75,8 +72,10 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
     let guest = graph.register_package(guest)?;
     let (v, g) = (graph.instantiate(virt), graph.instantiate(guest));
     for import in &imports {
-        let export =
-            virt_exports.iter().filter(|e| *e != CONTROL).find(|e| *e == import || are_semver_compatible(e, import));
+        let export = virt_exports
+            .iter()
+            .filter(|e| !e.starts_with("packfs:"))
+            .find(|e| *e == import || are_semver_compatible(e, import));
         match export {
             Some(export) => {
                 let from = graph.alias_instance_export(v, export)?;
@@ -95,8 +94,20 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
     if save && runs.is_empty() {
         bail!("--save needs a command (a guest exporting wasi:cli/run), to save after its run");
     }
+    // A WASI 0.3 guest's run first starts the task that writes the
+    // virtual filesystem's 0.3 streams (virt/src/pump.rs).
+    let pumps = virt_exports.iter().any(|e| e == PUMP);
     for export in &exports {
         let mut from = graph.alias_instance_export(g, export)?;
+        if pumps && export.starts_with("wasi:cli/run@0.3") {
+            let wrapper = Package::from_bytes("packfs:start", None, start_wrapper(export)?, graph.types_mut())?;
+            let wrapper = graph.register_package(wrapper)?;
+            let w = graph.instantiate(wrapper);
+            let pump = graph.alias_instance_export(v, PUMP)?;
+            graph.set_instantiation_argument(w, PUMP, pump)?;
+            graph.set_instantiation_argument(w, "guest-run", from)?;
+            from = graph.alias_instance_export(w, export)?;
+        }
         if save && runs.contains(&export) {
             let wrapper = Package::from_bytes("packfs:save", None, wrapper(export)?, graph.types_mut())?;
             let wrapper = graph.register_package(wrapper)?;
@@ -136,16 +147,45 @@ fn must_plug(name: &str, save: bool) -> bool {
     ) || (save && interface == "wasi:cli/exit")
 }
 
-/// Whether the guest component imports any of `wasi:sockets`.
-pub(super) fn imports_sockets(guest: &[u8]) -> Result<bool> {
+/// The guest component's imports, by name.
+pub(super) fn imports_of(guest: &[u8]) -> Result<Vec<String>> {
     let mut graph = CompositionGraph::new();
     let guest = Package::from_bytes("guest:component", None, guest.to_vec(), graph.types_mut())
         .context("reading the guest component")?;
-    Ok(graph.types()[guest.ty()].imports.keys().any(|i| i.starts_with("wasi:sockets/")))
+    Ok(graph.types()[guest.ty()].imports.keys().cloned().collect())
 }
 
 /// The virtual filesystem's own interface.
 const CONTROL: &str = "packfs:virt/control";
+
+/// The virtual filesystem's interface that starts its 0.3 streams' task.
+const PUMP: &str = "packfs:virt/pump";
+
+/// A component exporting a WASI 0.3 `run` (named `name`, as the guest's)
+/// that starts the virtual filesystem's stream task, then calls the
+/// guest's run.
+fn start_wrapper(name: &str) -> Result<Vec<u8>> {
+    let wat = format!(
+        r#"(component
+  (import "{PUMP}" (instance $pump (export "start" (func async))))
+  (import "guest-run" (instance $guest (export "run" (func async (result (result))))))
+  (alias export $pump "start" (func $start))
+  (alias export $guest "run" (func $run))
+  (core func $start (canon lower (func $start)))
+  (core func $run (canon lower (func $run)))
+  (core module $m
+    (import "" "start" (func $start))
+    (import "" "run" (func $run (result i32)))
+    (func (export "run") (result i32)
+      (call $start)
+      (call $run)))
+  (core instance $i (instantiate $m (with "" (instance (export "start" (func $start)) (export "run" (func $run))))))
+  (func $wrapped async (result (result)) (canon lift (core func $i "run")))
+  (instance $out (export "run" (func $wrapped)))
+  (export "{name}" (instance $out)))"#
+    );
+    wat::parse_str(wat).context("the run wrapper")
+}
 
 /// A component exporting `run` (named `name`, as the guest's) that calls
 /// the guest's run, then `save`: the run fails if the save does.

@@ -8,8 +8,8 @@
 //! for `wasm32-unknown-unknown`), into one component:
 //!
 //! ```text
-//!   guest (0.2 component, or a preview1 module adapted first)
-//!     │ wasi:filesystem · wasi:io · wasi:cli/std{in,out,err} · monotonic-clock
+//!   guest (0.3 or 0.2 component, or a preview1 module adapted first)
+//!     │ wasi:filesystem · wasi:io · wasi:cli/std{in,out,err} · monotonic-clock · wasi:sockets
 //!   virtual filesystem: PackFS over the image (mounts, embedded packs)
 //!     │ the host's wasi:io, stdio, clocks       │ everything else the guest imports
 //!   host ◀─────────────────────────────────────┘
@@ -59,6 +59,10 @@ const ADAPTER: &[u8] = include_bytes!("adapter.wasm");
 /// A guest without sockets gets the other, so that its component imports
 /// none from the host.
 const ADAPTER_SOCKETS: &[u8] = include_bytes!("adapter-sockets.wasm");
+
+/// The same, serving `wasi:filesystem@0.3.0` too (its `adapter-p3`
+/// world), over the same namespace: for a WASI 0.3 guest.
+const ADAPTER_P3: &[u8] = include_bytes!("adapter-p3.wasm");
 
 /// Where a pack starts in the image: a page of the guest's memory, so a
 /// pack aligned within itself stays aligned in memory.
@@ -148,13 +152,27 @@ impl Virt {
         self
     }
 
-    /// The guest, a 0.2 component or a preview1 module, composed with the
-    /// virtual filesystem: one component that runs on any host giving
-    /// the rest of WASI 0.2.
+    /// The guest, a 0.3 or 0.2 component or a preview1 module, composed
+    /// with the virtual filesystem: one component that runs on any host
+    /// giving the rest of its WASI version.
     pub fn build(&self, guest: &[u8]) -> Result<Vec<u8>> {
         let image = self.image()?;
         let guest = compose::component_of(guest)?;
-        let adapter = if compose::imports_sockets(&guest)? { ADAPTER_SOCKETS } else { ADAPTER };
+        let imports = compose::imports_of(&guest)?;
+        let imports = |prefix: &str| imports.iter().any(|i| i.starts_with(prefix));
+        let p3 = imports("wasi:filesystem/types@0.3") || imports("wasi:filesystem/preopens@0.3");
+        let adapter = match (p3, imports("wasi:sockets/")) {
+            (false, false) => ADAPTER,
+            (false, true) => ADAPTER_SOCKETS,
+            (true, false) => ADAPTER_P3,
+            (true, true) => bail!("a WASI 0.3 guest importing wasi:sockets: packfs virt does not serve both yet"),
+        };
+        if p3 && self.save.is_some() {
+            bail!("--save wraps a WASI 0.2 command's run: not a WASI 0.3 guest's yet");
+        }
+        if p3 && self.mounts.iter().any(|(_, s, _)| matches!(s, Source::HostDir { .. })) {
+            bail!("a host directory is passed through to WASI 0.2 calls only, not a WASI 0.3 guest's");
+        }
         let module = place::place(adapter, &image).context("placing the image")?;
         let virt = wit_component::ComponentEncoder::default()
             .module(&module)

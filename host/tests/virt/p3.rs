@@ -1,0 +1,183 @@
+//! WASI 0.3 guests (`guest-tests/p3`: `p3_files`, `p3_dirs`), composed
+//! with the virtual filesystem over the packs of the starting trees, each
+//! a preopen of its own as these guests ask (`/` an overlay over the seed
+//! tree's, `/ro` the `/ro` tree's, read-only), embedded or
+//! in the host's files: each must print on wasmtime-wasi's 0.3 (in this
+//! process) and on the `wasmtime` command (`-Wcomponent-model-async
+//! -Sp3`) what it prints on PackFS's own host over the same namespace.
+//! (wasmtime-py and jco's shim serve no WASI 0.3.)
+
+use super::*;
+
+fn p3_engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| Engine::new(&Runner::config_p3()).unwrap())
+}
+
+/// The guest on PackFS's own host over the namespace `virtualized` builds.
+fn native(name: &str, wasm: &[u8]) -> String {
+    let runner = Runner::new(p3_engine()).unwrap();
+    let guest = packfs_host::load::load(p3_engine(), wasm, None).unwrap().0;
+    let out = Capture::new(16 << 20);
+    let (seed, ro) = packs();
+    let seed: Arc<dyn FileSystem> = Arc::new(PackFs::open(seed.clone()).unwrap());
+    let sandbox = Sandbox::new()
+        .arg(name)
+        .stdout(out.clone())
+        .preopen("/", Arc::new(MemFs::overlay(seed).unwrap()), Access::ReadWrite)
+        .preopen("/ro", Arc::new(PackFs::open(ro.clone()).unwrap()), Access::ReadOnly);
+    let status = runner.run(&guest, sandbox).unwrap_or_else(|e| panic!("{name} natively: {e:?}"));
+    assert_eq!(status, 0, "{name} natively");
+    String::from_utf8(out.contents()).unwrap()
+}
+
+fn on_wasmtime_wasi(component: &[u8], name: &str, out: &Path) -> (i32, String, String) {
+    let component = Component::new(p3_engine(), component).unwrap();
+    let (stdout, stderr) = (MemoryOutputPipe::new(16 << 20), MemoryOutputPipe::new(16 << 20));
+    let mut b = WasiCtx::builder();
+    b.preopened_dir(out, "/out", FsPerms::ReadWrite).unwrap();
+    b.stdout(stdout.clone()).stderr(stderr.clone()).args(&[name]);
+    let status = oracle::P3::new(p3_engine(), &component).and_then(|o| o.run(b.build())).unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (status, text(&stdout.contents()), text(&stderr.contents()))
+}
+
+fn on_wasmtime_command(component: &Path, name: &str, out: &Path) -> (i32, String, String) {
+    let mut c = Command::new(std::env::var_os("PACKFS_WASMTIME").unwrap());
+    c.args(["run", "-Wcomponent-model-async", "-Sp3", "--dir"]).arg(format!("{}::/out", out.display()));
+    c.args(["--argv0", name]).arg(component);
+    command(c)
+}
+
+fn check(name: &str) {
+    let wasm = std::fs::read(support::p3_guest(name)).unwrap();
+    let want = native(name, &wasm);
+    assert!(want.ends_with("done\n"), "{name} natively did not finish:\n{want}");
+    let dir = tempfile::tempdir().unwrap();
+    for trees in [Trees::Embedded, Trees::HostPacks] {
+        let (seed, ro) = packs();
+        let virt = match trees {
+            Trees::Embedded => Virt::new()
+                .preopen("/", Source::Pack { bytes: seed.clone(), overlay: Some(Default::default()) })
+                .preopen("/ro", Source::Pack { bytes: ro.clone(), overlay: None }),
+            _ => Virt::new()
+                .preopen(
+                    "/",
+                    Source::HostPack {
+                        host_path: "/out/seed.pack".into(),
+                        digest: digest(seed),
+                        overlay: Some(Default::default()),
+                    },
+                )
+                .preopen(
+                    "/ro",
+                    Source::HostPack { host_path: "/out/ro.pack".into(), digest: digest(ro), overlay: None },
+                ),
+        };
+        let component = virt.build(&wasm).unwrap();
+        let path = dir.path().join(format!("{name}-{trees:?}.wasm"));
+        std::fs::write(&path, &component).unwrap();
+        // wasmtime-wasi in this process (a debug build: tens of seconds a
+        // run) takes the embedded packs; the command takes both.
+        let mut hosts: Vec<(&str, Box<dyn Fn(&Path) -> (i32, String, String)>)> = Vec::new();
+        if trees == Trees::Embedded {
+            hosts.push(("wasmtime-wasi", Box::new(|out: &Path| on_wasmtime_wasi(&component, name, out))));
+        }
+        if std::env::var_os("PACKFS_WASMTIME").is_some() {
+            hosts.push(("the wasmtime command", Box::new(|out: &Path| on_wasmtime_command(&path, name, out))));
+        }
+        for (host, run) in hosts {
+            let out = tempfile::tempdir().unwrap();
+            prepare(out.path(), trees);
+            let (status, stdout, stderr) = run(out.path());
+            let who = format!("{name} virtualized ({trees:?}), on {host}");
+            assert_eq!(status, 0, "{who} exited {status}:\n{stderr}");
+            assert_eq!(stdout, want, "{who}: not the native transcript");
+        }
+    }
+}
+
+#[test]
+fn p3_files() {
+    check("p3_files");
+}
+
+#[test]
+fn p3_dirs() {
+    check("p3_dirs");
+}
+
+/// `p3_script`'s transcript on PackFS's own host and virtualized (on the
+/// wasmtime command, else wasmtime-wasi), over the same preopens.
+fn script(ops: &[&str]) -> (String, String) {
+    let wasm = std::fs::read(support::p3_guest("p3_script")).unwrap();
+    let args: Vec<&str> = [&["p3_script"][..], ops].concat();
+    let (seed, ro) = packs();
+    let runner = Runner::new(p3_engine()).unwrap();
+    let guest = packfs_host::load::load(p3_engine(), &wasm, None).unwrap().0;
+    let out = Capture::new(1 << 20);
+    let lower: Arc<dyn FileSystem> = Arc::new(PackFs::open(seed.clone()).unwrap());
+    let sandbox = Sandbox::new()
+        .args(args.iter().copied())
+        .stdout(out.clone())
+        .preopen("/", Arc::new(MemFs::overlay(lower).unwrap()), Access::ReadWrite)
+        .preopen("/ro", Arc::new(PackFs::open(ro.clone()).unwrap()), Access::ReadOnly);
+    assert_eq!(runner.run(&guest, sandbox).unwrap(), 0);
+    let native = String::from_utf8(out.contents()).unwrap();
+    let component = Virt::new()
+        .preopen("/", Source::Pack { bytes: seed.clone(), overlay: Some(Default::default()) })
+        .preopen("/ro", Source::Pack { bytes: ro.clone(), overlay: None })
+        .build(&wasm)
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (status, virt, err) = match std::env::var_os("PACKFS_WASMTIME") {
+        Some(cli) => {
+            let path = dir.path().join("p3_script.wasm");
+            std::fs::write(&path, &component).unwrap();
+            let mut c = Command::new(cli);
+            c.args(["run", "-Wcomponent-model-async", "-Sp3", "--argv0", "p3_script"]).arg(&path).args(ops);
+            // A stream nobody writes would wait for ever: killed, it fails.
+            let child = c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+            support::kill_after(child.id(), std::time::Duration::from_secs(60));
+            let out = child.wait_with_output().unwrap();
+            let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+            (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+        }
+        None => {
+            let component = Component::new(p3_engine(), &component).unwrap();
+            let stdout = MemoryOutputPipe::new(1 << 20);
+            let mut b = WasiCtx::builder();
+            b.stdout(stdout.clone()).args(&args);
+            let status = oracle::P3::new(p3_engine(), &component).and_then(|o| o.run(b.build())).unwrap();
+            (status, String::from_utf8_lossy(&stdout.contents()).into_owned(), String::new())
+        }
+    };
+    assert_eq!(status, 0, "{err}");
+    (native, virt)
+}
+
+#[test]
+fn a_first_call_that_hands_out_a_stream_finds_the_streams_task_running() {
+    // `read-directory` and `read-via-stream` on a preopen, before any
+    // call that could start the task: the run's wrapper started it.
+    let (native, virt) = script(&["list|0|100", "read|0|0|0|10", "list|1|100"]);
+    assert_eq!(virt, native);
+    assert!(native.starts_with("0 list|0|100: [1 of") && native.ends_with("done\n"), "{native}");
+}
+
+#[test]
+fn what_a_0_3_guest_cannot_have_yet_is_refused_with_the_reason() {
+    let wasm = std::fs::read(support::p3_guest("p3_files")).unwrap();
+    let mem = || Source::Mem(Default::default());
+    let e = Virt::new().mount("/", mem()).save("/out/x.pack").build(&wasm).unwrap_err();
+    assert!(format!("{e:#}").contains("not a WASI 0.3 guest's yet"), "{e:#}");
+    let dir = Source::HostDir { host_path: "/out".into(), read_only: true };
+    let e = Virt::new().mount("/", mem()).preopen("/d", dir).build(&wasm).unwrap_err();
+    assert!(format!("{e:#}").contains("WASI 0.2 calls only"), "{e:#}");
+    let both = wat::parse_str(
+        r#"(component (import "wasi:filesystem/types@0.3.0" (instance)) (import "wasi:sockets/tcp@0.2.12" (instance)))"#,
+    )
+    .unwrap();
+    let e = Virt::new().mount("/", mem()).build(&both).unwrap_err();
+    assert!(format!("{e:#}").contains("does not serve both yet"), "{e:#}");
+}
