@@ -49,6 +49,9 @@ fn on_wasmtime_command(component: &Path, name: &str, out: &Path) -> (i32, String
     command(c)
 }
 
+/// A host's run of the component with `out` preopened at `/out`.
+type RunIn<'a> = dyn Fn(&Path) -> (i32, String, String) + 'a;
+
 fn check(name: &str) {
     let wasm = std::fs::read(support::p3_guest(name)).unwrap();
     let want = native(name, &wasm);
@@ -79,7 +82,7 @@ fn check(name: &str) {
         std::fs::write(&path, &component).unwrap();
         // wasmtime-wasi in this process (a debug build: tens of seconds a
         // run) takes the embedded packs; the command takes both.
-        let mut hosts: Vec<(&str, Box<dyn Fn(&Path) -> (i32, String, String)>)> = Vec::new();
+        let mut hosts: Vec<(&str, Box<RunIn<'_>>)> = Vec::new();
         if trees == Trees::Embedded {
             hosts.push(("wasmtime-wasi", Box::new(|out: &Path| on_wasmtime_wasi(&component, name, out))));
         }
