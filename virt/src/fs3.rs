@@ -21,7 +21,6 @@ use crate::bindings::exports::wasi::filesystem3::{preopens, types as t};
 use crate::bindings::generated::wasi::clocks0_3_0::system_clock::Instant;
 use crate::bindings::{wit_future, wit_stream};
 use crate::convert::{descriptor_flags, follow, model_flags, open_flags};
-use crate::fs::MAX_IO_CHUNK;
 use crate::held::Held;
 use crate::io::scratch;
 use crate::{namespace, pump};
@@ -189,14 +188,24 @@ impl crate::bindings::exports::packfs::virt::pump::Guest for Virt {
     }
 }
 
+/// Bytes a stream moves at a time: what a stream the guest holds and has
+/// not read (or written) costs the component while it waits.
+const PIECE: usize = 16 << 10;
+
 /// Writes a file, from `at` or appended, from the guest's stream until it
-/// ends; the future says how that went.
+/// ends or a write fails; the future then says how that went. (Bytes are
+/// read from the guest before they can be written: a write that fails has
+/// taken them, where the host's adapter takes none.)
 fn consume(node: Arc<Node>, at: Option<u64>, sync: bool, mut data: StreamReader<u8>) -> Done {
+    let Some(held) = Held::stream() else {
+        drop(data);
+        return settled(Err(E::InsufficientMemory));
+    };
     let (tx, rx) = wit_future::new::<R<()>>(|| Err(E::Io));
     pump::submit(async move {
         let mut at = at;
         let done = loop {
-            let (status, buf) = data.read(Vec::with_capacity(MAX_IO_CHUNK.min(64 << 10))).await;
+            let (status, buf) = data.read(Vec::with_capacity(PIECE)).await;
             match status {
                 StreamResult::Complete(_) if !buf.is_empty() => {
                     if let Err(e) = node.write_to(at, &buf, sync) {
@@ -208,6 +217,8 @@ fn consume(node: Arc<Node>, at: Option<u64>, sync: bool, mut data: StreamReader<
                 StreamResult::Dropped | StreamResult::Cancelled => break Ok(()),
             }
         };
+        // The guest's writer is let go at once, and the place given back.
+        drop((data, held));
         let _ = tx.write(done).await;
     });
     rx
@@ -219,26 +230,29 @@ impl t::GuestDescriptor for Desc3 {
             Ok(node) => Arc::clone(node),
             Err(e) => return ended(Err(e)),
         };
-        let Some(held) = Held::open() else { return ended(Err(E::InsufficientMemory)) };
+        let Some(held) = Held::stream() else { return ended(Err(E::InsufficientMemory)) };
         let (mut tx, rx) = wit_stream::new::<u8>();
         let (ftx, frx) = wit_future::new::<R<()>>(|| Err(E::Io));
         pump::submit(async move {
-            let _held = held;
             let mut position = offset;
             let done = loop {
-                match scratch(MAX_IO_CHUNK.min(64 << 10), |buf| node.fs.read_at(node.ino, position, buf)) {
+                // Read when the guest reads, as the host's adapter does:
+                // nothing is held for a stream not read, and what comes is
+                // what the file holds then. Of a piece the guest takes part
+                // of, the rest is read again next time.
+                if let (StreamResult::Dropped | StreamResult::Cancelled, _) = tx.write(Vec::new()).await {
+                    break Ok(());
+                }
+                match scratch(PIECE, |buf| node.fs.read_at(node.ino, position, buf)) {
                     Ok(bytes) if bytes.is_empty() => break Ok(()),
-                    Ok(bytes) => {
-                        position += bytes.len() as u64;
-                        if !tx.write_all(bytes).await.is_empty() {
-                            // The guest dropped its end.
-                            break Ok(());
-                        }
-                    }
+                    Ok(bytes) => match tx.write(bytes).await {
+                        (StreamResult::Complete(n), _) => position += n as u64,
+                        _ => break Ok(()),
+                    },
                     Err(e) => break Err(code(&e)),
                 }
             };
-            drop(tx);
+            drop((tx, held));
             let _ = ftx.write(done).await;
         });
         (rx, frx)
@@ -267,7 +281,6 @@ impl t::GuestDescriptor for Desc3 {
         let (mut tx, rx) = wit_stream::new::<t::DirectoryEntry>();
         let (ftx, frx) = wit_future::new::<R<()>>(|| Err(E::Io));
         pump::submit(async move {
-            let _held = held;
             let listing = RefCell::new(Listing::new(node));
             let done = 'list: loop {
                 let mut batch = Vec::new();
@@ -285,7 +298,7 @@ impl t::GuestDescriptor for Desc3 {
                     break Ok(());
                 }
             };
-            drop(tx);
+            drop((tx, held));
             let _ = ftx.write(done).await;
         });
         (rx, frx)

@@ -16,9 +16,14 @@ pub(crate) const MAX_OPEN: usize = 65_536;
 /// up to 128 names).
 pub(crate) const MAX_LISTINGS: usize = 512;
 
+/// Most WASI 0.3 file streams (read or written) open at once: each may
+/// hold a piece of 16 KiB while the guest takes it.
+pub(crate) const MAX_STREAMS: usize = 4096;
+
 thread_local! {
     static OPEN: Cell<usize> = const { Cell::new(0) };
     static LISTINGS: Cell<usize> = const { Cell::new(0) };
+    static STREAMS: Cell<usize> = const { Cell::new(0) };
 }
 
 /// One place among those held, given back when dropped.
@@ -38,6 +43,12 @@ impl Held {
     /// A place for a listing, if there is room.
     pub(crate) fn listing() -> Option<Held> {
         Self::take(&LISTINGS, MAX_LISTINGS)
+    }
+
+    /// A place for a WASI 0.3 file stream, if there is room.
+    #[cfg_attr(not(feature = "p3"), allow(dead_code, reason = "0.3's only"))]
+    pub(crate) fn stream() -> Option<Held> {
+        Self::take(&STREAMS, MAX_STREAMS)
     }
 }
 

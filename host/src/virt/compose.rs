@@ -123,16 +123,16 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
 }
 
 /// Whether a guest's import of `name` must be the virtual filesystem's:
-/// its files, and what hands out `wasi:io` resources (sockets among them:
-/// their network and addresses stay the host's); with `save`, its exit
-/// too, which saves first.
+/// its files (0.2's and 0.3's), and, at 0.2, what hands out `wasi:io`
+/// resources (sockets among them: their network and addresses stay the
+/// host's); with `save`, its exit too, which saves first. (0.3's stdio
+/// and clocks hand out none: they are the host's.)
 fn must_plug(name: &str, save: bool) -> bool {
-    let interface = name.split('@').next().unwrap_or(name);
-    matches!(
+    let (interface, version) = name.split_once('@').unwrap_or((name, ""));
+    let files = matches!(interface, "wasi:filesystem/types" | "wasi:filesystem/preopens");
+    let io = matches!(
         interface,
-        "wasi:filesystem/types"
-            | "wasi:filesystem/preopens"
-            | "wasi:io/error"
+        "wasi:io/error"
             | "wasi:io/poll"
             | "wasi:io/streams"
             | "wasi:cli/stdin"
@@ -144,7 +144,8 @@ fn must_plug(name: &str, save: bool) -> bool {
             | "wasi:sockets/tcp-create-socket"
             | "wasi:sockets/udp"
             | "wasi:sockets/udp-create-socket"
-    ) || (save && interface == "wasi:cli/exit")
+    );
+    files || (io && !version.starts_with("0.3")) || (save && interface == "wasi:cli/exit")
 }
 
 /// The guest component's imports, by name.

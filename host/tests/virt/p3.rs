@@ -184,3 +184,77 @@ fn what_a_0_3_guest_cannot_have_yet_is_refused_with_the_reason() {
     let e = Virt::new().mount("/", mem()).build(&both).unwrap_err();
     assert!(format!("{e:#}").contains("does not serve both yet"), "{e:#}");
 }
+
+/// `p3_streams ARGS` on PackFS's own host (`/` an empty tree) and
+/// virtualized over the same on the wasmtime command with `-W` options
+/// `limits`, killed if it hangs: the native transcript, and the
+/// virtualized exit status and transcript. None without the command.
+fn streams(args: &[&str], limits: &[&str]) -> Option<(String, i32, String)> {
+    let cli = std::env::var_os("PACKFS_WASMTIME");
+    let Some(cli) = cli else {
+        assert!(std::env::var("PACKFS_VIRT_HOSTS").is_err(), "PACKFS_WASMTIME is not set");
+        return None;
+    };
+    let wasm = std::fs::read(support::p3_guest("p3_streams")).unwrap();
+    let runner = Runner::new(p3_engine()).unwrap();
+    let guest = packfs_host::load::load(p3_engine(), &wasm, None).unwrap().0;
+    let out = Capture::new(1 << 20);
+    let root: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let sandbox = Sandbox::new().arg("p3_streams").args(args.iter().copied()).stdout(out.clone()).preopen(
+        "/",
+        root,
+        Access::ReadWrite,
+    );
+    assert_eq!(runner.run(&guest, sandbox).unwrap(), 0, "p3_streams {args:?} natively");
+    let native = String::from_utf8(out.contents()).unwrap();
+    let component = Virt::new().preopen("/", Source::Mem(Default::default())).build(&wasm).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p3_streams.wasm");
+    std::fs::write(&path, &component).unwrap();
+    let mut c = Command::new(cli);
+    c.args(["run", "-Wcomponent-model-async", "-Sp3"]);
+    for limit in limits {
+        c.args(["-W", limit]);
+    }
+    c.args(["--argv0", "p3_streams"]).arg(&path).args(args);
+    let child = c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    support::kill_after(child.id(), std::time::Duration::from_secs(60));
+    let out = child.wait_with_output().unwrap();
+    Some((native, out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned()))
+}
+
+#[test]
+fn a_read_stream_gives_what_the_file_holds_when_the_guest_reads() {
+    let Some((native, status, virt)) = streams(&["stale"], &[]) else { return };
+    assert!(native.contains("bytes 10..1010 are new") && native.ends_with("done\n"), "{native}");
+    assert_eq!((status, virt), (0, native));
+}
+
+#[test]
+fn a_listing_read_to_its_end_holds_no_place() {
+    let Some((native, status, virt)) = streams(&["listings", "512"], &[]) else { return };
+    assert!(native.contains("one more listing: 1 entries"), "{native}");
+    assert_eq!((status, virt), (0, native));
+}
+
+#[test]
+fn streams_the_guest_holds_unread_or_unwritten_cost_the_component_little() {
+    // A stream holds no piece of the file until the guest reads it, and a
+    // write stream no buffer until the guest writes: thousands of each
+    // fit in 128 MiB.
+    for args in [["unread", "4000"], ["pending", "4000"]] {
+        let Some((native, status, virt)) = streams(&args, &["max-memory-size=134217728"]) else { return };
+        assert_eq!((status, virt), (0, native), "{args:?}");
+    }
+}
+
+#[test]
+fn a_write_stream_that_fails_lets_the_guests_writer_go() {
+    // The guest writes all before it awaits the future: its writer must be
+    // let go at the error (it waited for ever). The bytes taken differ: the
+    // component reads them to try the write, the host's adapter takes none.
+    let Some((native, status, virt)) = streams(&["seqerr", "200000"], &[]) else { return };
+    assert!(native.ends_with("taken 0\nfuture: err ErrorCode::Invalid\ndone\n"), "{native}");
+    assert_eq!(status, 0, "{virt}");
+    assert!(virt.ends_with("future: err ErrorCode::Invalid\ndone\n"), "{virt}");
+}
