@@ -205,6 +205,11 @@ fn consume(node: Arc<Node>, at: Option<u64>, sync: bool, mut data: StreamReader<
     pump::submit(async move {
         let mut at = at;
         let done = loop {
+            // A buffer only once the guest writes (a zero-length read waits
+            // for it): a stream not written holds none.
+            if let (StreamResult::Dropped | StreamResult::Cancelled, _) = data.read(Vec::new()).await {
+                break Ok(());
+            }
             let (status, buf) = data.read(Vec::with_capacity(PIECE)).await;
             match status {
                 StreamResult::Complete(_) if !buf.is_empty() => {
@@ -217,8 +222,9 @@ fn consume(node: Arc<Node>, at: Option<u64>, sync: bool, mut data: StreamReader<
                 StreamResult::Dropped | StreamResult::Cancelled => break Ok(()),
             }
         };
-        // The guest's writer is let go at once, and the place given back.
-        drop((data, held));
+        // The guest's writer is let go at once, and the place given back
+        // with all the stream held.
+        drop((data, held, node));
         let _ = tx.write(done).await;
     });
     rx
@@ -252,7 +258,7 @@ impl t::GuestDescriptor for Desc3 {
                     Err(e) => break Err(code(&e)),
                 }
             };
-            drop((tx, held));
+            drop((tx, held, node));
             let _ = ftx.write(done).await;
         });
         (rx, frx)
@@ -298,7 +304,7 @@ impl t::GuestDescriptor for Desc3 {
                     break Ok(());
                 }
             };
-            drop((tx, held));
+            drop((tx, held, listing));
             let _ = ftx.write(done).await;
         });
         (rx, frx)

@@ -28,8 +28,7 @@ fn flush() {
 }
 
 /// Lets the other tasks run (a call to the virtual filesystem's async
-/// exports returns at once, without yielding; a wait on wasi:clocks@0.3
-/// would make packfs virt refuse the guest).
+/// exports returns at once, without yielding).
 async fn yield_some(_f: &Descriptor, n: usize) {
     for _ in 0..n {
         wit_bindgen::yield_async().await;
