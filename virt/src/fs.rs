@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use packfs_core::wasi::descriptor::{Descriptor, Listing, device_number};
+use packfs_core::wasi::descriptor::{Descriptor, Listing};
 
 use crate::Virt;
 use crate::bindings::exports::wasi::filesystem::{preopens, types as t};
@@ -58,40 +58,27 @@ fn room() -> R<Held> {
 
 impl preopens::Guest for Virt {
     fn get_directories() -> Vec<(t::Descriptor, String)> {
-        namespace::with(|ns| {
-            let mut out = Vec::new();
-            match ns {
-                Ok(ns) => {
-                    let preopens = &ns.opened.preopens;
-                    let all = || preopens.iter().map(|(_, fs, _)| fs);
-                    for (path, fs, access) in preopens {
-                        // Past the limit of what a guest may hold, no more preopens.
-                        let Some(held) = Held::open() else { break };
-                        let desc = match Descriptor::preopen(fs, *access, device_number(all(), fs)) {
-                            Ok(d) => Desc::Ours { d, _held: held },
-                            Err(error) => Desc::Failed { code: code(&error), _held: held },
-                        };
-                        out.push((t::Descriptor::new(desc), path.clone()));
-                    }
-                    for dir in &ns.opened.host_dirs {
-                        let Some(held) = Held::open() else { break };
-                        let desc = match passthrough::open_dir(&dir.host_path, dir.read_only) {
-                            Ok(h) => Desc::Host { h, _held: held },
-                            Err(code) => Desc::Failed { code, _held: held },
-                        };
-                        out.push((t::Descriptor::new(desc), dir.path.clone()));
-                    }
-                }
-                Err(failed) => {
-                    for path in &failed.paths {
-                        let Some(held) = Held::open() else { break };
-                        let desc = Desc::Failed { code: code(&failed.error), _held: held };
-                        out.push((t::Descriptor::new(desc), path.clone()));
-                    }
-                }
-            }
-            out
-        })
+        let mut out: Vec<_> = namespace::preopens()
+            .into_iter()
+            .map(|(path, d, held)| {
+                let desc = match d {
+                    Ok(d) => Desc::Ours { d, _held: held },
+                    Err(error) => Desc::Failed { code: code(&error), _held: held },
+                };
+                (t::Descriptor::new(desc), path)
+            })
+            .collect();
+        // Then the host directories passed through (0.2's only).
+        let host_dirs = namespace::with(|ns| ns.map(|ns| ns.opened.host_dirs.clone()).unwrap_or_default());
+        for dir in host_dirs {
+            let Some(held) = Held::open() else { break };
+            let desc = match passthrough::open_dir(&dir.host_path, dir.read_only) {
+                Ok(h) => Desc::Host { h, _held: held },
+                Err(code) => Desc::Failed { code, _held: held },
+            };
+            out.push((t::Descriptor::new(desc), dir.path));
+        }
+        out
     }
 }
 

@@ -12,7 +12,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use packfs_core::wasi::descriptor::{Descriptor, Listing, Node, device_number};
+use packfs_core::wasi::descriptor::{Descriptor, Listing, Node};
 use packfs_core::{Code, Error, Metadata, SetTime, Timestamp};
 
 use crate::Virt;
@@ -150,31 +150,14 @@ fn room() -> R<Held> {
 
 impl preopens::Guest for Virt {
     fn get_directories() -> Vec<(t::Descriptor, String)> {
-        namespace::with(|ns| {
-            let mut out = Vec::new();
-            match ns {
-                Ok(ns) => {
-                    let preopens = &ns.opened.preopens;
-                    let all = || preopens.iter().map(|(_, fs, _)| fs);
-                    for (path, fs, access) in preopens {
-                        let Some(held) = Held::open() else { break };
-                        let desc = match Descriptor::preopen(fs, *access, device_number(all(), fs)) {
-                            Ok(d) => Desc3::Ours { d, _held: held },
-                            Err(error) => Desc3::Failed { error, _held: held },
-                        };
-                        out.push((t::Descriptor::new(desc), path.clone()));
-                    }
-                }
-                Err(failed) => {
-                    for path in &failed.paths {
-                        let Some(held) = Held::open() else { break };
-                        let desc = Desc3::Failed { error: failed.error.clone(), _held: held };
-                        out.push((t::Descriptor::new(desc), path.clone()));
-                    }
-                }
-            }
-            out
-        })
+        let into = |(path, d, held): (String, packfs_core::Result<Descriptor>, Held)| {
+            let desc = match d {
+                Ok(d) => Desc3::Ours { d, _held: held },
+                Err(error) => Desc3::Failed { error, _held: held },
+            };
+            (t::Descriptor::new(desc), path)
+        };
+        namespace::preopens().into_iter().map(into).collect()
     }
 }
 

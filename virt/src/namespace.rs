@@ -8,7 +8,10 @@ use std::sync::Arc;
 
 use packfs_core::pack::{CorruptKind, CorruptPack, Digest, PackFs, ReadOptions};
 use packfs_core::virt::{Image, Opened, PackAt};
+use packfs_core::wasi::descriptor::{Descriptor, device_number};
 use packfs_core::{Clock, Error, FileSystem, Result, Timestamp};
+
+use crate::held::Held;
 
 use crate::bindings::wasi::clocks::wall_clock;
 
@@ -71,4 +74,31 @@ fn open(bytes: &'static [u8]) -> std::result::Result<Namespace, Failed> {
         Ok(opened) => Ok(Namespace { opened, save: config.save.clone() }),
         Err(error) => Err(Failed { error, paths: config.preopen_paths(), save: config.save.is_some() }),
     }
+}
+
+/// PackFS's preopens, for either version's `get-directories`: each path
+/// with its descriptor, or the error its preopen (or the whole namespace)
+/// failed to open with, and its place among what the guest holds. Past
+/// the limit of that, no more.
+pub(crate) fn preopens() -> Vec<(String, Result<Descriptor>, Held)> {
+    with(|ns| {
+        let mut out = Vec::new();
+        match ns {
+            Ok(ns) => {
+                let preopens = &ns.opened.preopens;
+                let all = || preopens.iter().map(|(_, fs, _)| fs);
+                for (path, fs, access) in preopens {
+                    let Some(held) = Held::open() else { break };
+                    out.push((path.clone(), Descriptor::preopen(fs, *access, device_number(all(), fs)), held));
+                }
+            }
+            Err(failed) => {
+                for path in &failed.paths {
+                    let Some(held) = Held::open() else { break };
+                    out.push((path.clone(), Err(failed.error.clone()), held));
+                }
+            }
+        }
+        out
+    })
 }
