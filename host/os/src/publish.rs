@@ -80,7 +80,7 @@ fn publish<T, E>(
     };
     let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
     let name = name.to_str().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "file name is not UTF-8"))?;
-    remove_stale_temporaries(dir, name);
+    remove_stale_temporaries(dir, |target| target == name);
     let dir_file = File::open(dir)?;
     let anonymous = match how {
         Temporary::Anonymous => Pending::anonymous(&dir_file).ok(),
@@ -258,22 +258,16 @@ fn temp_name(name: &str) -> String {
     format!(".{name}.{}.{}{TEMP_SUFFIX}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
-/// Removes the temporaries for `name` that no live writer holds locked.
-/// Best effort: one that cannot be opened, locked or removed (another
-/// user's, say), or a directory that cannot be listed, is left, and does
-/// not stop the publication.
-fn remove_stale_temporaries(dir: &Path, name: &str) {
+/// Removes the temporaries of the targets `of` picks that no live writer
+/// holds locked. Best effort: one that cannot be opened, locked or
+/// removed (another user's, say), or a directory that cannot be listed,
+/// is left, and does not stop the publication.
+pub(crate) fn remove_stale_temporaries(dir: &Path, of: impl Fn(&str) -> bool) {
     use std::os::unix::fs::OpenOptionsExt;
-    let prefix = format!(".{name}.");
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries {
         let Ok(entry) = entry else { continue };
-        let file_name = entry.file_name();
-        // Exactly `.{name}.{pid}.{n}.packfs-tmp`: `a`'s are not `a.b`'s.
-        let ours =
-            file_name.to_str().and_then(|n| n.strip_prefix(&prefix)?.strip_suffix(TEMP_SUFFIX)).is_some_and(|mid| {
-                mid.split_once('.').is_some_and(|(pid, n)| canonical_number(pid) && canonical_number(n))
-            });
+        let ours = entry.file_name().to_str().and_then(temp_target).is_some_and(&of);
         if !ours || !entry.file_type().is_ok_and(|t| t.is_file()) {
             continue;
         }
@@ -288,6 +282,15 @@ fn remove_stale_temporaries(dir: &Path, name: &str) {
             let _ = std::fs::remove_file(&path);
         }
     }
+}
+
+/// The target a temporary is for, if `file_name` is exactly as
+/// [`temp_name`] writes one: `.{name}.{pid}.{n}.packfs-tmp`.
+fn temp_target(file_name: &str) -> Option<&str> {
+    let mid = file_name.strip_prefix('.')?.strip_suffix(TEMP_SUFFIX)?;
+    let (rest, n) = mid.rsplit_once('.')?;
+    let (name, pid) = rest.rsplit_once('.')?;
+    (canonical_number(pid) && canonical_number(n) && !name.is_empty()).then_some(name)
 }
 
 /// Whether `s` is a number as `format!` writes one: digits, no sign, no

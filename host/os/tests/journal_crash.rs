@@ -241,8 +241,13 @@ fn kills_during_log_rewrites_lose_nothing() {
         let after = Journal::read(dir.path()).unwrap();
         let got = read_round(&after).map_or(0, u32::from_le_bytes);
         assert!(got == acked || got == acked + 1, "kill {kill}: round {got} after {acked} acknowledged");
-        let log: u64 = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
-        assert!(log < 4 << 20, "kill {kill}: {log} bytes in the journal");
+        let files: Vec<(String, u64)> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), e.metadata().unwrap().len()))
+            .collect();
+        let log: u64 = files.iter().map(|(_, len)| len).sum();
+        assert!(log < 4 << 20, "kill {kill}: {log} bytes in the journal: {files:?}");
         last = got;
     }
     assert!(acked_total > 200, "children barely ran ({acked_total} rounds): the test proved little");

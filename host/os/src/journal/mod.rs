@@ -342,7 +342,10 @@ impl Journal {
     }
 }
 
+/// Removes other generations' files, and the temporaries dead writers
+/// left of any generation's (a kill between naming and renaming one).
 fn remove_other_generations(dir: &Path, keep: u64) -> Result<()> {
+    crate::publish::remove_stale_temporaries(dir, |target| parse_name(target).is_some());
     for entry in std::fs::read_dir(dir).map_err(JournalError::io("reading", dir))? {
         let entry = entry.map_err(JournalError::io("reading", dir))?;
         if let Some((g, _)) = entry.file_name().to_str().and_then(parse_name)

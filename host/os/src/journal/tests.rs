@@ -29,6 +29,36 @@ fn only_its_own_names_are_removed() {
     assert_eq!(parse_name("journal-007.log"), None);
 }
 
+/// A writer killed while publishing a log or pack leaves a named
+/// temporary (killed between naming and renaming it). Opening removes
+/// those of every generation, not only the ones a later publication of
+/// the same name would: a kill mid-rewrite followed by a checkpoint left
+/// the old generation's for ever, and 40 kills left 4 MiB.
+#[test]
+fn opening_removes_dead_writers_temporaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let stale = [".journal-3.log.77.0.packfs-tmp", ".base-4.pack.77.1.packfs-tmp", ".journal-0.log.78.2.packfs-tmp"];
+    for name in stale {
+        std::fs::write(dir.path().join(name), b"a dead writer's").unwrap();
+    }
+    let theirs = [".notes.txt.77.0.packfs-tmp", ".journal-3.log.77.packfs-tmp"];
+    for name in theirs {
+        std::fs::write(dir.path().join(name), name).unwrap();
+    }
+    // A live writer's (locked) is kept.
+    let live = dir.path().join(".journal-9.log.79.3.packfs-tmp");
+    let held = std::fs::File::create(&live).unwrap();
+    held.lock().unwrap();
+    drop(Journal::open(dir.path(), SyncPolicy::EveryOp, Quota::default()).unwrap());
+    for name in stale {
+        assert!(!dir.path().join(name).exists(), "{name} stays");
+    }
+    for name in theirs {
+        assert_eq!(std::fs::read_to_string(dir.path().join(name)).unwrap(), name);
+    }
+    assert!(live.exists(), "a live writer's temporary goes");
+}
+
 fn put(fs: &MemFs, name: &str, data: &[u8]) {
     let f = fs.open(fs.root(), name, &OpenOptions::create()).unwrap();
     fs.write_at(f, 0, data).unwrap();
