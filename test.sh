@@ -57,7 +57,7 @@ export PACKFS_WASMTIME PACKFS_PYTHON="$hosts_venv/bin/python" PACKFS_VIRT_HOSTS=
 # in both its worlds.
 virt/build.sh --check
 cargo fmt --manifest-path virt/Cargo.toml --check
-for features in "" "--features sockets" "--features p3"; do
+for features in "" "--features sockets" "--features http" "--features p3"; do
     CARGO_TARGET_DIR="$(realpath "${CARGO_TARGET_DIR:-target}")/virt" \
         cargo clippy --locked --manifest-path virt/Cargo.toml --target wasm32-unknown-unknown $features -- -D warnings
 done

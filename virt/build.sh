@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the virtual filesystem's modules and copies them where the host
 # crate embeds them (host/src/virt/adapter.wasm, adapter-sockets.wasm,
-# adapter-p3.wasm);
+# adapter-http.wasm, adapter-p3.wasm);
 # `--check` instead compares them with those files, as the test command
 # does. The build is reproducible: the
 # same toolchain gives the same bytes from any checkout. Paths are
@@ -26,11 +26,13 @@ trap 'rm -rf "$place"' EXIT
 tar -c --exclude=virt/target Cargo.toml core virt | tar -x -C "$place"
 export RUSTFLAGS="--remap-path-prefix=$place=/packfs --remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo"
 # One module per world: `adapter`, `adapter-sockets` for a guest that
-# imports wasi:sockets (feature `sockets`), `adapter-p3` for a WASI 0.3
-# guest (feature `p3`).
-for variant in adapter adapter-sockets adapter-p3; do
+# imports wasi:sockets (feature `sockets`), `adapter-http` for one that
+# imports wasi:http (feature `http`), `adapter-p3` for a WASI 0.3 guest
+# (feature `p3`).
+for variant in adapter adapter-sockets adapter-http adapter-p3; do
     features=()
     [ "$variant" = adapter-sockets ] && features=(--features sockets)
+    [ "$variant" = adapter-http ] && features=(--features http)
     [ "$variant" = adapter-p3 ] && features=(--features p3)
     (cd "$place/virt" && CARGO_TARGET_DIR="$target" cargo build --locked --release --target wasm32-unknown-unknown "${features[@]}")
     out="$target/wasm32-unknown-unknown/release/packfs_virt_adapter.wasm"

@@ -123,9 +123,11 @@ const DIFFERENCES: &[Difference] = &[
 /// Rust guests that are not compared with the oracle: `toolbox` (driven by
 /// `cli_run.rs`), `demo` (the README's demo), `bench_workload` (timed by
 /// `bench/benches/guest.rs`), `p2_script` (run by `p2_scripts.rs`),
-/// `tree_walk` (timed by `bench/benches/virt.rs`) and `net` (sockets,
-/// run by `virt/sockets.rs`).
-const TOOLS: &[&str] = &["bench_workload", "demo", "net", "p2_script", "toolbox", "tree_walk"];
+/// `tree_walk` (timed by `bench/benches/virt.rs`), `net` (sockets, run by
+/// `virt/sockets.rs`) and `http_fetch`, `http_serve` (run by
+/// `virt/http.rs`).
+const TOOLS: &[&str] =
+    &["bench_workload", "demo", "http_fetch", "http_serve", "net", "p2_script", "toolbox", "tree_walk"];
 
 /// The p3 guests that are not compared here: `p3_tool` (driven by
 /// `cli_run.rs`), `p3_hostile` (by `p3_hostile.rs`), `p3_script` (by

@@ -12,7 +12,8 @@
 //! the namespace written as a pack after the run; `host`: places in the
 //! host's filesystem the image names; `host_pack`: a pack read from one;
 //! `passthrough`: a host directory passed through; `sockets` (feature
-//! `sockets`): the host's sockets, wrapped for their `wasi:io` resources.
+//! `sockets`): the host's sockets, wrapped for their `wasi:io` resources;
+//! `http` (feature `http`): `wasi:http`, wrapped for the same reason.
 
 /// The same enum, both ways: the host's type (imported) and the guest's
 /// (exported) are the same shape, and distinct Rust types.
@@ -32,6 +33,17 @@ macro_rules! same_enum {
     };
 }
 
+/// Methods that are the host's own, called as they are on the host's
+/// resource, `self.h`.
+#[cfg(any(feature = "sockets", feature = "http"))]
+macro_rules! forward {
+    ($($name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
+        $(fn $name(&self $(, $arg: $ty)*) -> $ret {
+            self.h.$name($($arg),*)
+        })*
+    };
+}
+
 mod cli;
 mod convert;
 mod fs;
@@ -40,6 +52,8 @@ mod fs3;
 mod held;
 mod host;
 mod host_pack;
+#[cfg(feature = "http")]
+mod http;
 mod image;
 mod io;
 mod namespace;
@@ -50,18 +64,24 @@ mod save;
 #[cfg(feature = "sockets")]
 mod sockets;
 
-#[cfg(all(feature = "sockets", feature = "p3"))]
-compile_error!("one world per module: `sockets` or `p3`");
+#[cfg(any(
+    all(feature = "sockets", feature = "p3"),
+    all(feature = "sockets", feature = "http"),
+    all(feature = "http", feature = "p3")
+))]
+compile_error!("one world per module: `sockets`, `http` or `p3`");
 
 mod bindings {
     // wit/ holds two versions of wasi:filesystem and of wasi:clocks (0.3's
     // for `adapter-p3`), so wit-bindgen names their modules by version:
     // they are named here as the code names them.
     pub(crate) mod generated {
-        #[cfg(not(any(feature = "sockets", feature = "p3")))]
+        #[cfg(not(any(feature = "sockets", feature = "http", feature = "p3")))]
         wit_bindgen::generate!({ path: "wit", world: "adapter", generate_all, pub_export_macro: true });
         #[cfg(feature = "sockets")]
         wit_bindgen::generate!({ path: "wit", world: "adapter-sockets", generate_all, pub_export_macro: true });
+        #[cfg(feature = "http")]
+        wit_bindgen::generate!({ path: "wit", world: "adapter-http", generate_all, pub_export_macro: true });
         #[cfg(feature = "p3")]
         wit_bindgen::generate!({ path: "wit", world: "adapter-p3", generate_all, pub_export_macro: true });
     }
@@ -71,6 +91,8 @@ mod bindings {
     pub(crate) mod wasi {
         pub(crate) use super::generated::wasi::clocks0_2_12 as clocks;
         pub(crate) use super::generated::wasi::filesystem0_2_12 as filesystem;
+        #[cfg(feature = "http")]
+        pub(crate) use super::generated::wasi::http;
         #[cfg(feature = "sockets")]
         pub(crate) use super::generated::wasi::sockets;
         pub(crate) use super::generated::wasi::{cli, io, random};
@@ -82,6 +104,8 @@ mod bindings {
             pub(crate) use super::super::generated::exports::wasi::filesystem0_2_12 as filesystem;
             #[cfg(feature = "p3")]
             pub(crate) use super::super::generated::exports::wasi::filesystem0_3_0 as filesystem3;
+            #[cfg(feature = "http")]
+            pub(crate) use super::super::generated::exports::wasi::http;
             #[cfg(feature = "sockets")]
             pub(crate) use super::super::generated::exports::wasi::sockets;
             pub(crate) use super::super::generated::exports::wasi::{cli, io};

@@ -43,15 +43,6 @@ fn streams(
     (input, OutputStream::new(Writer::Host { s: output, _held: held.pop() }))
 }
 
-/// Methods that are the host's own, called as they are.
-macro_rules! forward {
-    ($($name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
-        $(fn $name(&self $(, $arg: $ty)*) -> $ret {
-            self.h.$name($($arg),*)
-        })*
-    };
-}
-
 /// One of the host's resources, counted among what the guest holds.
 pub(crate) struct Counted<T> {
     h: T,

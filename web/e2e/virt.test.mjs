@@ -11,12 +11,17 @@
 
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { copyFileSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createServer as createHttpServer } from "node:http";
+import { createServer as createNetServer } from "node:net";
+import { promisify } from "node:util";
+
+const execFileAsync = promisify(execFile);
 
 const DIR = fileURLToPath(new URL("../../target/guest-tests/virt/", import.meta.url));
 const JCO = fileURLToPath(new URL("../node_modules/.bin/jco", import.meta.url));
@@ -112,6 +117,91 @@ test("a dir-ro: directory stays as it was whatever the guest does, on jco's stoc
     assert.deepEqual(readdirSync(join(out, "rw")), ["made.txt"]);
     assert.equal(readFileSync(join(out, "rw", "made.txt")).length, 5);
   } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});
+
+// Guests using wasi:http beside their files (host/tests/virt/http.rs
+// leaves them in target/guest-tests/virt-http/ with what they did on the
+// `wasmtime` command): on jco's stock shim, `http_fetch` against a server
+// that answers as that test's must print the same transcript, and
+// `http_serve` under `jco serve` must answer each request the same.
+const HTTP = fileURLToPath(new URL("../../target/guest-tests/virt-http/", import.meta.url));
+
+/** A port nothing listens on (now). */
+async function freePort() {
+  const server = createNetServer();
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  const { port } = server.address();
+  await new Promise((ok) => server.close(ok));
+  return port;
+}
+
+/** `a`-`z` in capitals, every other byte as it is. */
+const capitals = (bytes) => Buffer.from(bytes.map((b) => (b >= 97 && b <= 122 ? b - 32 : b)));
+
+test("http_fetch, virtualized, on jco's stock shim", async () => {
+  // As http.rs's: a POST's body in capitals, with `x-echo` naming its
+  // `x-packfs` header and length; anything else a greeting.
+  const server = createHttpServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      const tag = req.headers["x-packfs"] ?? "";
+      const [echo, reply] =
+        req.method === "POST" ? [`${tag};${body.length}`, capitals(body)] : [`${tag};get`, Buffer.from("hello from the server")];
+      res.writeHead(200, { "content-length": reply.length, "x-echo": echo });
+      res.end(reply);
+    });
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  const out = mkdtempSync(join(tmpdir(), "packfs-virt-"));
+  try {
+    const url = `http://127.0.0.1:${server.address().port}/echo`;
+    const refused = `http://127.0.0.1:${await freePort()}/`;
+    const { stdout } = await execFileAsync(JCO, ["run", "--jco-import", PREOPENS, join(HTTP, "http_fetch.wasm"), url, refused], {
+      env: { ...process.env, PACKFS_VIRT_OUT: out },
+    });
+    assert.equal(stdout, readFileSync(join(HTTP, "http_fetch.txt"), "utf8"));
+  } finally {
+    server.close();
+    rmSync(out, { recursive: true, force: true });
+  }
+});
+
+test("http_serve, virtualized, under jco serve on its stock shim", async () => {
+  const port = await freePort();
+  const out = mkdtempSync(join(tmpdir(), "packfs-virt-"));
+  const serve = spawn(JCO, ["serve", "--jco-import", PREOPENS, "--host", "127.0.0.1", "--port", `${port}`, join(HTTP, "http_serve.wasm")], {
+    env: { ...process.env, PACKFS_VIRT_OUT: out },
+    stdio: ["ignore", "pipe", "pipe"],
+    // Its own process group: jco serves from a child of its own.
+    detached: true,
+  });
+  try {
+    // It says when it listens (on stderr, from jco 1.35).
+    await new Promise((ok, fail) => {
+      let said = "";
+      const hear = (d) => (said += d).includes("listening") && ok();
+      serve.stdout.on("data", hear);
+      serve.stderr.on("data", hear);
+      serve.on("exit", (code) => fail(new Error(`jco serve ended (${code}) before it listened: ${said}`)));
+    });
+    const asks = readFileSync(join(HTTP, "http_serve.txt"), "utf8").trim().split("\n");
+    assert.ok(asks.length >= 5, asks.join("\n"));
+    for (const [i, line] of asks.entries()) {
+      const [method, path, status] = line.split(" ");
+      const body = method === "POST" ? readFileSync(join(HTTP, `ask-${i}.in`)) : undefined;
+      const res = await fetch(`http://127.0.0.1:${port}${path}`, { method, body });
+      const got = Buffer.from(await res.arrayBuffer());
+      assert.equal(`${res.status}`, status, `${method} ${path}`);
+      assert.ok(got.equals(readFileSync(join(HTTP, `ask-${i}.out`))), `${method} ${path}: ${got.length} bytes`);
+    }
+  } finally {
+    process.kill(-serve.pid, "SIGKILL");
+    serve.stdout.destroy();
+    serve.stderr.destroy();
     rmSync(out, { recursive: true, force: true });
   }
 });

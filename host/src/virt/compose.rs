@@ -58,12 +58,9 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
     let imports: Vec<String> = graph.types()[guest.ty()].imports.keys().cloned().collect();
     let exports: Vec<String> = graph.types()[guest.ty()].exports.keys().cloned().collect();
     let virt_exports: Vec<String> = graph.types()[virt.ty()].exports.keys().cloned().collect();
+    let virt_imports: Vec<String> = graph.types()[virt.ty()].imports.keys().cloned().collect();
     if imports.iter().any(|i| i.starts_with("packfs:")) {
         bail!("the guest imports {CONTROL}, the virtual filesystem's own interface");
-    }
-    // Its streams and pollables would be the host's, not the guest's.
-    if let Some(io) = imports.iter().find(|i| i.starts_with("wasi:http/")) {
-        bail!("the guest imports {io}, which hands out wasi:io resources that packfs virt does not pass through yet");
     }
     if !imports.iter().any(|i| i.starts_with("wasi:filesystem/")) {
         bail!("the guest imports no wasi:filesystem: it has no files to virtualize");
@@ -97,8 +94,33 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
     // A WASI 0.3 guest's run first starts the task that writes the
     // virtual filesystem's 0.3 streams (virt/src/pump.rs).
     let pumps = virt_exports.iter().any(|e| e == PUMP);
+    // A guest's incoming handler takes the guest's request, which only
+    // the virtual filesystem makes from the host's (virt/src/http.rs).
+    let bridges = virt_exports.iter().any(|e| e == BRIDGE);
     for export in &exports {
         let mut from = graph.alias_instance_export(g, export)?;
+        if export.starts_with("wasi:http/incoming-handler@0.2") {
+            if !bridges {
+                bail!("the guest exports {export}, but imports no wasi:http: packfs virt cannot bridge its requests");
+            }
+            let host_types = virt_imports.iter().find(|i| i.starts_with("wasi:http/types@"));
+            let host_types = host_types.context("the virtual filesystem imports no wasi:http/types")?;
+            let guest_types = virt_exports.iter().find(|e| e.starts_with("wasi:http/types@"));
+            let guest_types = guest_types.context("the virtual filesystem exports no wasi:http/types")?;
+            let wrapper = handler_wrapper(export, host_types)?;
+            let wrapper = Package::from_bytes("packfs:handler", None, wrapper, graph.types_mut())?;
+            let wrapper = graph.register_package(wrapper)?;
+            let w = graph.instantiate(wrapper);
+            for (arg, node) in [
+                ("guest-types", graph.alias_instance_export(v, guest_types)?),
+                ("accept", graph.alias_instance_export(v, "accept")?),
+                (BRIDGE, graph.alias_instance_export(v, BRIDGE)?),
+                ("guest-handler", from),
+            ] {
+                graph.set_instantiation_argument(w, arg, node).with_context(|| format!("bridging {export}: {arg}"))?;
+            }
+            from = graph.alias_instance_export(w, export)?;
+        }
         if pumps && export.starts_with("wasi:cli/run@0.3") {
             let wrapper = Package::from_bytes("packfs:start", None, start_wrapper(export)?, graph.types_mut())?;
             let wrapper = graph.register_package(wrapper)?;
@@ -124,8 +146,8 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
 
 /// Whether a guest's import of `name` must be the virtual filesystem's:
 /// its files (0.2's and 0.3's), and, at 0.2, what hands out `wasi:io`
-/// resources (sockets among them: their network and addresses stay the
-/// host's); with `save`, its exit too, which saves first. (0.3's stdio
+/// resources (sockets and HTTP among them: sockets' network and addresses
+/// stay the host's); with `save`, its exit too, which saves first. (0.3's stdio
 /// and clocks hand out none: they are the host's.)
 fn must_plug(name: &str, save: bool) -> bool {
     let (interface, version) = name.split_once('@').unwrap_or((name, ""));
@@ -144,6 +166,8 @@ fn must_plug(name: &str, save: bool) -> bool {
             | "wasi:sockets/tcp-create-socket"
             | "wasi:sockets/udp"
             | "wasi:sockets/udp-create-socket"
+            | "wasi:http/types"
+            | "wasi:http/outgoing-handler"
     );
     files || (io && !version.starts_with("0.3")) || (save && interface == "wasi:cli/exit")
 }
@@ -186,6 +210,61 @@ fn start_wrapper(name: &str) -> Result<Vec<u8>> {
   (export "{name}" (instance $out)))"#
     );
     wat::parse_str(wat).context("the run wrapper")
+}
+
+/// The virtual filesystem's interface that hands a guest's incoming
+/// handler the request `accept` took.
+const BRIDGE: &str = "packfs:virt/http-bridge";
+
+/// A component exporting the host's `wasi:http/incoming-handler` (named
+/// `name`, as the guest's; its types from the host's `host_types`) that
+/// hands the host's request and response-outparam to the virtual
+/// filesystem's `accept`, takes the guest's from the bridge, and calls the
+/// guest's handler with them.
+fn handler_wrapper(name: &str, host_types: &str) -> Result<Vec<u8>> {
+    let wat = format!(
+        r#"(component
+  (import "{host_types}" (instance $host
+    (export "incoming-request" (type (sub resource)))
+    (export "response-outparam" (type (sub resource)))))
+  (alias export $host "incoming-request" (type $hreq))
+  (alias export $host "response-outparam" (type $hout))
+  (import "guest-types" (instance $gtypes
+    (export "incoming-request" (type (sub resource)))
+    (export "response-outparam" (type (sub resource)))))
+  (alias export $gtypes "incoming-request" (type $greq))
+  (alias export $gtypes "response-outparam" (type $gout))
+  (import "accept" (func $accept (param "request" (own $hreq)) (param "response-out" (own $hout))))
+  (import "{BRIDGE}" (instance $bridge
+    (export "take-request" (func (result (own $greq))))
+    (export "take-outparam" (func (result (own $gout))))))
+  (import "guest-handler" (instance $guest
+    (export "handle" (func (param "request" (own $greq)) (param "response-out" (own $gout))))))
+  (alias export $bridge "take-request" (func $take-request))
+  (alias export $bridge "take-outparam" (func $take-outparam))
+  (alias export $guest "handle" (func $handle))
+  (core func $accept (canon lower (func $accept)))
+  (core func $take-request (canon lower (func $take-request)))
+  (core func $take-outparam (canon lower (func $take-outparam)))
+  (core func $handle (canon lower (func $handle)))
+  (core module $m
+    (import "" "accept" (func $accept (param i32 i32)))
+    (import "" "take-request" (func $take-request (result i32)))
+    (import "" "take-outparam" (func $take-outparam (result i32)))
+    (import "" "handle" (func $handle (param i32 i32)))
+    (func (export "handle") (param i32 i32)
+      (call $accept (local.get 0) (local.get 1))
+      (call $handle (call $take-request) (call $take-outparam))))
+  (core instance $i (instantiate $m (with "" (instance
+    (export "accept" (func $accept))
+    (export "take-request" (func $take-request))
+    (export "take-outparam" (func $take-outparam))
+    (export "handle" (func $handle))))))
+  (func $wrapped (param "request" (own $hreq)) (param "response-out" (own $hout)) (canon lift (core func $i "handle")))
+  (instance $out (export "handle" (func $wrapped)))
+  (export "{name}" (instance $out)))"#
+    );
+    wat::parse_str(wat).context("the incoming handler's wrapper")
 }
 
 /// A component exporting `run` (named `name`, as the guest's) that calls

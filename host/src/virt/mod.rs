@@ -9,7 +9,7 @@
 //!
 //! ```text
 //!   guest (0.3 or 0.2 component, or a preview1 module adapted first)
-//!     │ wasi:filesystem · wasi:io · wasi:cli/std{in,out,err} · monotonic-clock · wasi:sockets
+//!     │ wasi:filesystem · wasi:io · wasi:cli/std{in,out,err} · monotonic-clock · wasi:sockets · wasi:http
 //!   virtual filesystem: PackFS over the image (mounts, embedded packs)
 //!     │ the host's wasi:io, stdio, clocks       │ everything else the guest imports
 //!   host ◀─────────────────────────────────────┘
@@ -59,6 +59,11 @@ const ADAPTER: &[u8] = include_bytes!("adapter.wasm");
 /// A guest without sockets gets the other, so that its component imports
 /// none from the host.
 const ADAPTER_SOCKETS: &[u8] = include_bytes!("adapter-sockets.wasm");
+
+/// The same, serving `wasi:http` too (its `adapter-http` world): for a
+/// guest that imports it, whose requests, responses and bodies hand out
+/// `wasi:io` resources.
+const ADAPTER_HTTP: &[u8] = include_bytes!("adapter-http.wasm");
 
 /// The same, serving `wasi:filesystem@0.3.0` too (its `adapter-p3`
 /// world), over the same namespace: for a WASI 0.3 guest.
@@ -161,11 +166,17 @@ impl Virt {
         let imports = compose::imports_of(&guest)?;
         let imports = |prefix: &str| imports.iter().any(|i| i.starts_with(prefix));
         let p3 = imports("wasi:filesystem/types@0.3") || imports("wasi:filesystem/preopens@0.3");
-        let adapter = match (p3, imports("wasi:sockets/")) {
-            (false, false) => ADAPTER,
-            (false, true) => ADAPTER_SOCKETS,
-            (true, false) => ADAPTER_P3,
-            (true, true) => bail!("a WASI 0.3 guest importing wasi:sockets: packfs virt does not serve both yet"),
+        let adapter = match (p3, imports("wasi:sockets/"), imports("wasi:http/")) {
+            (false, false, false) => ADAPTER,
+            (false, true, false) => ADAPTER_SOCKETS,
+            (false, false, true) => ADAPTER_HTTP,
+            (true, false, false) => ADAPTER_P3,
+            (true, ..) => {
+                bail!("a WASI 0.3 guest importing wasi:sockets or wasi:http: packfs virt does not serve both yet")
+            }
+            (false, true, true) => {
+                bail!("a guest importing wasi:sockets and wasi:http: packfs virt does not serve both yet")
+            }
         };
         if p3 && self.save.is_some() {
             bail!("--save wraps a WASI 0.2 command's run: not a WASI 0.3 guest's yet");

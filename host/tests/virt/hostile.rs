@@ -183,9 +183,15 @@ fn a_guest_cannot_reach_the_virtual_filesystems_own_interface_nor_the_hosts_file
         let e = Virt::new().build(&two("wasi:filesystem/types@0.2.0", import)).unwrap_err();
         assert!(format!("{e:#}").contains("must serve and cannot in that version"), "{import}: {e:#}");
     }
-    // HTTP's bodies are wasi:io streams too, not passed through yet.
-    let e = Virt::new().build(&two("wasi:filesystem/types@0.2.0", "wasi:http/types@0.2.0")).unwrap_err();
-    assert!(format!("{e:#}").contains("does not pass through yet"), "{e:#}");
+    // So do HTTP's bodies and futures.
+    for import in ["wasi:http/types@0.2.0-rc-2023-11-10", "wasi:http/outgoing-handler@0.2.13-x", "wasi:http/types"] {
+        let e = Virt::new().build(&two("wasi:filesystem/types@0.2.0", import)).unwrap_err();
+        assert!(format!("{e:#}").contains("must serve and cannot in that version"), "{import}: {e:#}");
+    }
+    let e = Virt::new().build(&two("wasi:sockets/tcp@0.2.0", "wasi:http/types@0.2.0")).unwrap_err();
+    assert!(format!("{e:#}").contains("does not serve both yet"), "{e:#}");
+    let e = Virt::new().build(&component("packfs:virt/http-bridge")).unwrap_err();
+    assert!(format!("{e:#}").contains("the virtual filesystem's own interface"), "{e:#}");
 }
 
 #[test]

@@ -23,6 +23,7 @@ use packfs_test_support as support;
 
 mod host_packs;
 mod hostile;
+mod http;
 mod p3;
 #[path = "../script/mod.rs"]
 mod script;
