@@ -453,6 +453,33 @@ pub(crate) const RO_ATTACK: &[&str] = &[
     "write|7|0|5|7|5",
 ];
 
+/// [`p2_script`](../../../guest-tests/src/bin/p2_script.rs) ops on the
+/// `dir:` preopen (slot 0, the host's `out/rw`) that try to reach its
+/// sibling `out/ro` with `..`, directly and through a symlink: each must
+/// fail, on every host (the host's confinement is the passthrough's).
+pub(crate) const ESCAPES: &[&str] = &[
+    "open|8|0|f||r|../ro/f.txt",
+    "open|8|0|f|d|r|..",
+    "open|8|0|f|c|rw|../ro/planted",
+    "statat|0|f|../ro/f.txt",
+    "readlink|0|../ro/f.txt",
+    "unlink|0|../ro/f.txt",
+    "mkdir|0|../ro/evil",
+    "rename|0|made.txt|0|../ro/moved",
+    "symlink|0|../ro|escape",
+    "open|8|0|f|d|r|escape",
+    "open|8|0|f||r|escape/f.txt",
+    "statat|0|f|escape/f.txt",
+];
+
+/// Each line of `stdout` that reports one of [`ESCAPES`], which must be
+/// an error (but the symlink's own making, which reaches nothing).
+pub(crate) fn escaped(stdout: &str) -> Vec<&str> {
+    let report =
+        |l: &&str| ESCAPES.iter().any(|op| l.split_once(' ').is_some_and(|(_, r)| r.starts_with(&format!("{op}: "))));
+    stdout.lines().filter(report).filter(|l| !l.contains(": err ") && !l.contains("|escape: ")).collect()
+}
+
 /// The directories [`RO_ATTACK`] runs on, under `out`.
 pub(crate) fn ro_attack_dirs(out: &Path) {
     std::fs::create_dir(out.join("rw")).unwrap();
@@ -488,15 +515,19 @@ fn a_read_only_host_directory_stays_as_it_was_whatever_the_guest_does() {
     let before = snapshot(&out.path().join("ro"));
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), &component).unwrap();
-    let (status, stdout, err) = wasmtime_wasi_args(file.path(), &[&["p2_script"][..], RO_ATTACK].concat(), out.path());
+    let args = [&["p2_script"][..], RO_ATTACK, ESCAPES].concat();
+    let (status, stdout, err) = wasmtime_wasi_args(file.path(), &args, out.path());
     assert_eq!(status, 0, "{err}");
     assert_eq!(snapshot(&out.path().join("ro")), before, "the read-only directory changed:\n{stdout}");
     assert_eq!(std::fs::read(out.path().join("rw/made.txt")).unwrap().len(), 5, "{stdout}");
     let names: Vec<_> = snapshot(&out.path().join("rw")).into_iter().map(|e| e.0).collect();
-    assert_eq!(names, ["made.txt"], "{stdout}");
+    assert_eq!(names, ["escape", "made.txt"], "{stdout}");
+    assert!(stdout.contains("|escape: ok") && stdout.ends_with("done\n"), "the script ran to its end: {stdout}");
+    assert_eq!(escaped(&stdout), Vec::<&str>::new(), "reached past the dir: preopen");
     // The same on jco's stock shim (web/e2e/virt.test.mjs).
     let dir = support::guest_target_dir().join("virt/attack");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("dir-ro.wasm"), &component).unwrap();
-    std::fs::write(dir.join("dir-ro.args"), RO_ATTACK.join("\n")).unwrap();
+    std::fs::write(dir.join("dir-ro.args"), [RO_ATTACK, ESCAPES].concat().join("\n")).unwrap();
+    std::fs::write(dir.join("dir-ro.escapes"), ESCAPES.join("\n")).unwrap();
 }
