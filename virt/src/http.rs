@@ -11,7 +11,9 @@
 //! A body's stream is counted among what the guest holds (`held`), as a
 //! file's or a socket's is: past the limit, `stream` and `write` fail.
 //! Every other resource here is one of the host's, bounded as the host
-//! bounds its own.
+//! bounds its own; each holds two handles in the host's table (the
+//! host's resource, and the guest's handle to its wrap), so a per-instance
+//! handle limit is reached at half the resources.
 
 use std::cell::RefCell;
 

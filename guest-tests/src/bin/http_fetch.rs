@@ -2,8 +2,10 @@
 //! (`host/tests/virt/http.rs`; WASI 0.2 only): `http_fetch URL REFUSED`.
 //! It posts `/request.txt` from its tree to URL (through an output stream
 //! the host's body hands out), writes the reply's body to `/reply.txt` and
-//! reads it back; then it asks REFUSED, where nothing listens, and prints
-//! the error. Each step prints what it got, digests for bodies.
+//! reads it back; then, with a response ready and a file's stream open,
+//! it polls both (a host's pollable beside one of the tree's) and says
+//! whether the response was reported; then it asks REFUSED, where nothing listens, and
+//! prints the error. Each step prints what it got, digests for bodies.
 //!
 //! Built for wasm32-wasip2 only; the wasm32-wasip1 build is a stub.
 
@@ -24,7 +26,11 @@ mod fetch {
 
     use packfs_guests::digest;
     use wasi::http::outgoing_handler;
-    use wasi::http::types::{Fields, IncomingBody, Method, OutgoingBody, OutgoingRequest, Scheme};
+    use wasi::filesystem::preopens;
+    use wasi::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+    use wasi::http::types::{
+        Fields, FutureIncomingResponse, IncomingBody, Method, OutgoingBody, OutgoingRequest, Scheme,
+    };
 
     struct Reply {
         status: u16,
@@ -33,7 +39,8 @@ mod fetch {
         trailers: usize,
     }
 
-    fn request(url: &str, body: Option<&[u8]>) -> Result<Reply, String> {
+    /// The request sent, its body written and finished.
+    fn send(url: &str, body: Option<&[u8]>) -> Result<FutureIncomingResponse, String> {
         let rest = url.strip_prefix("http://").ok_or("not an http:// URL")?;
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
         let mut headers = vec![("x-packfs".to_string(), b"yes".to_vec())];
@@ -54,6 +61,11 @@ mod fetch {
             out.write().unwrap().write_all(body).map_err(|e| format!("write: {e}"))?;
         }
         OutgoingBody::finish(out, None).map_err(|e| format!("finish: {e:?}"))?;
+        Ok(future)
+    }
+
+    fn request(url: &str, body: Option<&[u8]>) -> Result<Reply, String> {
+        let future = send(url, body)?;
         future.subscribe().block();
         let response = future.get().expect("ready").expect("once").map_err(|e| format!("response: {e:?}"))?;
         let (status, echo) = (response.status(), response.headers().get("x-echo"));
@@ -88,6 +100,24 @@ mod fetch {
         ))
     }
 
+    /// Whether `poll` over a ready response's pollable and a file stream's
+    /// reports the response. (Whether it reports the stream is the host's
+    /// to say: wasmtime's file streams are ready once a read in the
+    /// background is done, a tree's in memory at once.)
+    fn poll_mixed(url: &str) -> Result<String, String> {
+        let future = send(url, None)?;
+        future.subscribe().block();
+        let root = preopens::get_directories().into_iter().find(|(_, path)| path == "/");
+        let (root, _) = root.ok_or("no / preopen")?;
+        let file = root
+            .open_at(PathFlags::empty(), "request.txt", OpenFlags::empty(), DescriptorFlags::READ)
+            .map_err(|e| format!("open: {e:?}"))?;
+        let stream = file.read_via_stream(0).map_err(|e| format!("read-via-stream: {e:?}"))?;
+        let (response, bytes) = (future.subscribe(), stream.subscribe());
+        let ready = wasi::io::poll::poll(&[&response, &bytes]);
+        Ok(format!("response reported {}", ready.contains(&0)))
+    }
+
     pub(crate) fn main() {
         let args: Vec<String> = std::env::args().collect();
         let show = |step: &str, r: Result<String, String>| match r {
@@ -96,6 +126,7 @@ mod fetch {
         };
         show("post", post(&args[1]));
         show("get", request(&args[1], None).map(|r| format!("status {} {}", r.status, String::from_utf8_lossy(&r.body))));
+        show("poll", poll_mixed(&args[1]));
         show("refused", request(&args[2], None).map(|r| format!("status {}", r.status)));
         println!("done");
     }

@@ -1,10 +1,14 @@
 //! The guest made a component if it is a preview1 module, and composed
 //! with the virtual filesystem.
 
+use std::collections::HashSet;
+
 use anyhow::{Context, Result, bail};
-use wac_graph::types::{Package, are_semver_compatible};
+use wac_graph::types::{Package, ResourceId, are_semver_compatible};
 use wac_graph::{CompositionGraph, EncodeOptions};
 use wasmparser::{Parser, Payload};
+
+use super::uses::{Uses, defined_resources};
 
 /// The guest as a component: a preview1 module adapted with wasmtime's
 /// standard adapter (as `wasm-tools component new --adapt` does: the
@@ -62,18 +66,18 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
     if imports.iter().any(|i| i.starts_with("packfs:")) {
         bail!("the guest imports {CONTROL}, the virtual filesystem's own interface");
     }
+    if let Some(i) = imports.iter().find(|i| i.starts_with("wasi:http/incoming-handler@")) {
+        bail!("the guest imports {i}: packfs virt does not serve a guest an incoming handler (a middleware's) yet");
+    }
     if !imports.iter().any(|i| i.starts_with("wasi:filesystem/")) {
         bail!("the guest imports no wasi:filesystem: it has no files to virtualize");
     }
+    let guest_ty = guest.ty();
     let virt = graph.register_package(virt)?;
     let guest = graph.register_package(guest)?;
     let (v, g) = (graph.instantiate(virt), graph.instantiate(guest));
     for import in &imports {
-        let export = virt_exports
-            .iter()
-            .filter(|e| !e.starts_with("packfs:"))
-            .find(|e| *e == import || are_semver_compatible(e, import));
-        match export {
+        match plug_for(import, &virt_exports) {
             Some(export) => {
                 let from = graph.alias_instance_export(v, export)?;
                 graph.set_instantiation_argument(g, import, from).with_context(|| format!("plugging in {import}"))?;
@@ -85,6 +89,29 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
                 bail!("the guest imports {import}, which packfs virt must serve and cannot in that version")
             }
             None => {}
+        }
+    }
+    // What stays a host import cannot name a type of what was plugged in
+    // (the component's own, which no host can be handed).
+    let world = &graph.types()[guest_ty];
+    let uses_of = |import: &str| {
+        let mut uses = Uses::new(graph.types());
+        uses.item(&world.imports[import]);
+        uses
+    };
+    let plugged: Vec<(&String, HashSet<ResourceId>)> = imports
+        .iter()
+        .filter(|i| plugs(i, &virt_exports))
+        .map(|i| (i, defined_resources(graph.types(), &world.imports[i])))
+        .collect();
+    for import in imports.iter().filter(|i| !plugs(i, &virt_exports)) {
+        let uses = uses_of(import);
+        let names = |p: &String| uses.names.iter().any(|u| u == p || are_semver_compatible(u, p));
+        let shared = plugged.iter().find(|(p, own)| names(p) || !uses.resources.is_disjoint(own));
+        if let Some((used, _)) = shared {
+            bail!(
+                "the guest imports {import}, which names types of {used}: a host cannot be handed the virtual filesystem's own"
+            );
         }
     }
     let runs: Vec<&String> = exports.iter().filter(|e| e.starts_with("wasi:cli/run@")).collect();
@@ -113,7 +140,7 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
             let w = graph.instantiate(wrapper);
             for (arg, node) in [
                 ("guest-types", graph.alias_instance_export(v, guest_types)?),
-                ("accept", graph.alias_instance_export(v, "accept")?),
+                (ACCEPT, graph.alias_instance_export(v, ACCEPT)?),
                 (BRIDGE, graph.alias_instance_export(v, BRIDGE)?),
                 ("guest-handler", from),
             ] {
@@ -142,6 +169,19 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
         graph.export(from, export)?;
     }
     graph.encode(EncodeOptions::default()).context("encoding the composition")
+}
+
+/// The virtual filesystem's export that a guest's `import` takes, if any
+/// (matched as semver allows; never its own interfaces, nor `accept`).
+fn plug_for<'a>(import: &str, virt_exports: &'a [String]) -> Option<&'a String> {
+    virt_exports
+        .iter()
+        .filter(|e| !e.starts_with("packfs:") && *e != ACCEPT)
+        .find(|e| *e == import || are_semver_compatible(e, import))
+}
+
+fn plugs(import: &str, virt_exports: &[String]) -> bool {
+    plug_for(import, virt_exports).is_some()
 }
 
 /// Whether a guest's import of `name` must be the virtual filesystem's:
@@ -216,6 +256,11 @@ fn start_wrapper(name: &str) -> Result<Vec<u8>> {
 /// handler the request `accept` took.
 const BRIDGE: &str = "packfs:virt/http-bridge";
 
+/// The virtual filesystem's function that takes the host's request (a
+/// top-level export: it is typed by the host's `wasi:http/types`, which
+/// an interface of its own could not name). Never plugged into a guest.
+const ACCEPT: &str = "accept";
+
 /// A component exporting the host's `wasi:http/incoming-handler` (named
 /// `name`, as the guest's; its types from the host's `host_types`) that
 /// hands the host's request and response-outparam to the virtual
@@ -234,7 +279,7 @@ fn handler_wrapper(name: &str, host_types: &str) -> Result<Vec<u8>> {
     (export "response-outparam" (type (sub resource)))))
   (alias export $gtypes "incoming-request" (type $greq))
   (alias export $gtypes "response-outparam" (type $gout))
-  (import "accept" (func $accept (param "request" (own $hreq)) (param "response-out" (own $hout))))
+  (import "{ACCEPT}" (func $accept (param "request" (own $hreq)) (param "response-out" (own $hout))))
   (import "{BRIDGE}" (instance $bridge
     (export "take-request" (func (result (own $greq))))
     (export "take-outparam" (func (result (own $gout))))))

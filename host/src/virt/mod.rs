@@ -37,6 +37,7 @@
 
 mod compose;
 mod place;
+mod uses;
 
 pub use compose::component_of;
 
