@@ -4,11 +4,11 @@
 use std::collections::HashSet;
 
 use anyhow::{Context, Result, bail};
-use wac_graph::types::{Package, ResourceId, are_semver_compatible};
+use wac_graph::types::{ItemKind, Package, ResourceId, Type, are_semver_compatible};
 use wac_graph::{CompositionGraph, EncodeOptions};
 use wasmparser::{Parser, Payload};
 
-use super::uses::{Uses, defined_resources};
+use super::uses;
 
 /// The guest as a component: a preview1 module adapted with wasmtime's
 /// standard adapter (as `wasm-tools component new --adapt` does: the
@@ -91,26 +91,34 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
             None => {}
         }
     }
-    // What stays a host import cannot name a type of what was plugged in
-    // (the component's own, which no host can be handed).
-    let world = &graph.types()[guest_ty];
-    let uses_of = |import: &str| {
-        let mut uses = Uses::new(graph.types());
-        uses.item(&world.imports[import]);
-        uses
-    };
+    // What stays a host import cannot name a resource of what was
+    // plugged in (the component's own, which no host can hand it), nor
+    // one wac-graph cannot encode in the composition's import.
+    let types = graph.types();
+    let world = &types[guest_ty];
     let plugged: Vec<(&String, HashSet<ResourceId>)> = imports
         .iter()
         .filter(|i| plugs(i, &virt_exports))
-        .map(|i| (i, defined_resources(graph.types(), &world.imports[i])))
+        .map(|i| (i, uses::defined_resources(types, &world.imports[i])))
+        .collect();
+    let top: HashSet<&str> = world
+        .imports
+        .values()
+        .filter_map(|item| match item {
+            ItemKind::Type(Type::Resource(r)) => Some(types[*r].name.as_str()),
+            _ => None,
+        })
         .collect();
     for import in imports.iter().filter(|i| !plugs(i, &virt_exports)) {
-        let uses = uses_of(import);
-        let names = |p: &String| uses.names.iter().any(|u| u == p || are_semver_compatible(u, p));
-        let shared = plugged.iter().find(|(p, own)| names(p) || !uses.resources.is_disjoint(own));
-        if let Some((used, _)) = shared {
+        let named = uses::resources(types, &world.imports[import]);
+        if let Some((used, _)) = plugged.iter().find(|(_, own)| !named.is_disjoint(own)) {
             bail!(
-                "the guest imports {import}, which names types of {used}: a host cannot be handed the virtual filesystem's own"
+                "the guest imports {import}, which names resources of {used}: a host cannot hand it the virtual filesystem's own"
+            );
+        }
+        if let Some(resource) = uses::out_of_scope(types, &world.imports[import], &top) {
+            bail!(
+                "the guest imports {import}, which names resource `{resource}` outside its own scope: packfs virt cannot compose that import"
             );
         }
     }
@@ -168,7 +176,12 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
         }
         graph.export(from, export)?;
     }
-    graph.encode(EncodeOptions::default()).context("encoding the composition")
+    // The checks above refuse what wac-graph is known to panic on; should
+    // a guest find another shape, it is an error here, not a crash.
+    let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| graph.encode(EncodeOptions::default())));
+    encoded
+        .map_err(|_| anyhow::anyhow!("wac-graph could not compose the guest's imports"))?
+        .context("encoding the composition")
 }
 
 /// The virtual filesystem's export that a guest's `import` takes, if any

@@ -1,36 +1,106 @@
-//! What a component's import names of other interfaces: a composition
-//! cannot leave as a host import an item whose types are an instance's
-//! inside it (wac-graph panics on one), so `compose` refuses it first.
+//! Which resources a guest's import names, for what `compose` may leave
+//! to the host: not one the virtual filesystem defines (no host can hand
+//! it over), and not one wac-graph cannot encode in the composition's
+//! import (it panics on those: a resource its own scope does not export).
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 
 use wac_graph::types::{
     DefinedType, DefinedTypeId, FuncTypeId, InterfaceId, ItemKind, ResourceId, Type, Types, ValueType,
 };
 
-/// The interfaces (by name) and the resources an item names, through its
-/// functions, resources and value types, each type visited once.
-pub(super) struct Uses<'a> {
+/// The resources an item names (and those they alias), through its
+/// functions, instances and value types, each type visited once.
+pub(super) fn resources(types: &Types, item: &ItemKind) -> HashSet<ResourceId> {
+    let mut walk = Walk { types, seen: HashSet::new(), found: Vec::new() };
+    walk.item(item);
+    let mut out = HashSet::new();
+    for (r, _) in walk.found {
+        let mut r = Some(r);
+        while let Some(at) = r.filter(|at| out.insert(*at)) {
+            r = types[at].alias.as_ref().map(|a| a.source);
+        }
+    }
+    out
+}
+
+/// The resources an imported interface defines itself (not those it
+/// takes from another interface).
+pub(super) fn defined_resources(types: &Types, item: &ItemKind) -> HashSet<ResourceId> {
+    let ItemKind::Instance(i) = item else { return HashSet::new() };
+    let resources = types[*i].exports.values().filter_map(|e| match e {
+        ItemKind::Type(Type::Resource(r)) if types[*r].alias.is_none() => Some(*r),
+        _ => None,
+    });
+    resources.collect()
+}
+
+/// The name of a resource a host import names outside the scope it can be
+/// encoded in, if any: an instance's functions and types may name only
+/// the resources that instance exports (a nested instance, its own); a
+/// top-level function or type only the resources imported at the top
+/// level (`top`), and never as a borrow.
+pub(super) fn out_of_scope(types: &Types, item: &ItemKind, top: &HashSet<&str>) -> Option<String> {
+    match item {
+        ItemKind::Instance(i) => instance_out_of_scope(types, *i),
+        ItemKind::Func(_) | ItemKind::Type(Type::Func(_) | Type::Value(_)) | ItemKind::Value(_) => {
+            let mut walk = Walk { types, seen: HashSet::new(), found: Vec::new() };
+            walk.item(item);
+            walk.found
+                .iter()
+                .find(|(r, borrow)| *borrow || !top.contains(types[*r].name.as_str()))
+                .map(|(r, _)| name(types, *r))
+        }
+        _ => None,
+    }
+}
+
+fn instance_out_of_scope(types: &Types, i: InterfaceId) -> Option<String> {
+    let exports = &types[i].exports;
+    let scope: HashSet<&str> = exports
+        .values()
+        .filter_map(|e| match e {
+            ItemKind::Type(Type::Resource(r)) => Some(types[*r].name.as_str()),
+            _ => None,
+        })
+        .collect();
+    for export in exports.values() {
+        let bad = match export {
+            ItemKind::Instance(nested) => instance_out_of_scope(types, *nested),
+            ItemKind::Type(Type::Resource(_)) | ItemKind::Component(_) | ItemKind::Module(_) => None,
+            item => {
+                let mut walk = Walk { types, seen: HashSet::new(), found: Vec::new() };
+                walk.item(item);
+                walk.found.iter().find(|(r, _)| !scope.contains(types[*r].name.as_str())).map(|(r, _)| name(types, *r))
+            }
+        };
+        if bad.is_some() {
+            return bad;
+        }
+    }
+    None
+}
+
+fn name(types: &Types, r: ResourceId) -> String {
+    types[r].name.clone()
+}
+
+/// A walk over value types, collecting each `own` and `borrow` it meets
+/// (the resource, and whether borrowed), without entering instances.
+struct Walk<'a> {
     types: &'a Types,
-    pub(super) names: BTreeSet<String>,
-    /// The resources it names (and those they alias).
-    pub(super) resources: HashSet<ResourceId>,
     seen: HashSet<Seen>,
+    found: Vec<(ResourceId, bool)>,
 }
 
 #[derive(PartialEq, Eq, Hash)]
 enum Seen {
     Interface(InterfaceId),
     Defined(DefinedTypeId),
-    Resource(ResourceId),
 }
 
-impl<'a> Uses<'a> {
-    pub(super) fn new(types: &'a Types) -> Self {
-        Uses { types, names: BTreeSet::new(), resources: HashSet::new(), seen: HashSet::new() }
-    }
-
-    pub(super) fn item(&mut self, item: &ItemKind) {
+impl Walk<'_> {
+    fn item(&mut self, item: &ItemKind) {
         match item {
             ItemKind::Type(t) => self.ty(t),
             ItemKind::Func(f) => self.func(*f),
@@ -42,7 +112,7 @@ impl<'a> Uses<'a> {
 
     fn ty(&mut self, t: &Type) {
         match t {
-            Type::Resource(r) => self.resource(*r),
+            Type::Resource(r) => self.found.push((*r, false)),
             Type::Func(f) => self.func(*f),
             Type::Value(v) => self.value(v),
             Type::Interface(i) => self.interface(*i),
@@ -50,49 +120,23 @@ impl<'a> Uses<'a> {
         }
     }
 
-    fn name(&mut self, i: InterfaceId) {
-        if let Some(id) = &self.types[i].id {
-            self.names.insert(id.clone());
-        }
-    }
-
     fn interface(&mut self, i: InterfaceId) {
-        if !self.seen.insert(Seen::Interface(i)) {
-            return;
-        }
-        let types = self.types;
-        for used in types[i].uses.values() {
-            self.name(used.interface);
-        }
-        for item in types[i].exports.values() {
-            self.item(item);
+        if self.seen.insert(Seen::Interface(i)) {
+            let types = self.types;
+            types[i].exports.values().for_each(|item| self.item(item));
         }
     }
 
     fn func(&mut self, f: FuncTypeId) {
         let types = self.types;
-        for v in types[f].params.values().chain(&types[f].result) {
-            self.value(v);
-        }
-    }
-
-    fn resource(&mut self, r: ResourceId) {
-        if !self.seen.insert(Seen::Resource(r)) {
-            return;
-        }
-        self.resources.insert(r);
-        if let Some(alias) = &self.types[r].alias {
-            if let Some(owner) = alias.owner {
-                self.name(owner);
-            }
-            self.resource(alias.source);
-        }
+        types[f].params.values().chain(&types[f].result).for_each(|v| self.value(v));
     }
 
     fn value(&mut self, v: &ValueType) {
         let d = match v {
             ValueType::Primitive(_) => return,
-            ValueType::Borrow(r) | ValueType::Own(r) => return self.resource(*r),
+            ValueType::Own(r) => return self.found.push((*r, false)),
+            ValueType::Borrow(r) => return self.found.push((*r, true)),
             ValueType::Defined(d) => *d,
         };
         if !self.seen.insert(Seen::Defined(d)) {
@@ -114,15 +158,4 @@ impl<'a> Uses<'a> {
             DefinedType::Flags(_) | DefinedType::Enum(_) => {}
         }
     }
-}
-
-/// The resources an imported interface defines itself (not those it
-/// takes from another interface).
-pub(super) fn defined_resources(types: &Types, item: &ItemKind) -> HashSet<ResourceId> {
-    let ItemKind::Instance(i) = item else { return HashSet::new() };
-    let resources = types[*i].exports.values().filter_map(|e| match e {
-        ItemKind::Type(Type::Resource(r)) if types[*r].alias.is_none() => Some(*r),
-        _ => None,
-    });
-    resources.collect()
 }

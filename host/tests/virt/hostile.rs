@@ -220,7 +220,7 @@ fn a_guest_cannot_reach_the_virtual_filesystems_own_interface_nor_the_hosts_file
     )
     .unwrap();
     let e = Virt::new().build(&takes_descriptor).unwrap_err();
-    assert!(format!("{e:#}").contains("names types of wasi:filesystem/types@0.2"), "{e:#}");
+    assert!(format!("{e:#}").contains("names resources of wasi:filesystem/types@0.2"), "{e:#}");
     // The component's `accept` (which takes the host's request) is never
     // plugged into a guest's import of that name: that stays the host's.
     let guest = wat::parse_str(
@@ -232,6 +232,51 @@ fn a_guest_cannot_reach_the_virtual_filesystems_own_interface_nor_the_hosts_file
     let ty = Component::new(engine(), &virt).unwrap().component_type();
     let imports: Vec<String> = ty.imports(engine()).map(|(name, _)| name.to_string()).collect();
     assert!(imports.iter().any(|i| i == "accept"), "{imports:?}");
+}
+
+/// Imports a guest may leave to the host, each beside
+/// `wasi:filesystem/types`: those that compose, and those refused with
+/// the reason (wac-graph panicked on each of these).
+#[test]
+fn a_guests_own_imports_compose_or_are_refused_never_a_panic() {
+    const FS: &str = r#"(import "wasi:filesystem/types@0.2.0" (instance $fs (export "descriptor" (type (sub resource)))))
+  (alias export $fs "descriptor" (type $d))"#;
+    const HOST_R: &str = r#"(import "my:pkg/t" (instance $t (export "r" (type (sub resource)))))
+  (alias export $t "r" (type $r))"#;
+    let build = |body: &str| Virt::new().build(&wat::parse_str(format!("(component {FS} {body})")).unwrap());
+    let composes = [
+        // A host resource its instance exports, as WIT makes them.
+        format!(
+            r#"{HOST_R} (import "my:pkg/use" (instance (export "r" (type $r2 (eq $r))) (export "f" (func (param "x" (own $r2))))))"#
+        ),
+        // A value type of a plugged interface (matched by structure).
+        r#"(import "wasi:clocks/monotonic-clock@0.2.0" (instance $c (type $u u64) (export "duration" (type (eq $u)))))
+  (alias export $c "duration" (type $dur))
+  (import "my:pkg/timer" (instance (export "duration" (type $d2 (eq $dur))) (export "sleep" (func (param "d" $d2)))))"#
+            .to_string(),
+        // A type import equal to a host instance's resource.
+        format!(r#"{HOST_R} (import "r2" (type (eq $r)))"#),
+        // A top-level resource, owned by a top-level function.
+        r#"(import "r" (type $r (sub resource))) (import "f" (func (param "x" (own $r))))"#.to_string(),
+    ];
+    for body in &composes {
+        assert!(build(body).is_ok(), "{body}: {:#}", build(body).unwrap_err());
+    }
+    let refused = [
+        // The component's own resource, at any depth.
+        (r#"(type $deep (list (option (tuple u8 (own $d))))) (import "my:pkg/files" (instance (export "take" (func (param "d" $deep)))))"#.to_string(), "names resources of wasi:filesystem/types"),
+        (r#"(import "my:pkg/x" (instance (export "descriptor" (type $d2 (eq $d))) (type $rec (record (field "d" (own $d2)))) (export "rec" (type $r2 (eq $rec))) (export "f" (func (param "r" $r2)))))"#.to_string(), "names resources of wasi:filesystem/types"),
+        (r#"(import "f" (func (param "x" (borrow $d))))"#.to_string(), "names resources of wasi:filesystem/types"),
+        // A host resource named outside the scope that exports it.
+        (format!(r#"{HOST_R} (type $deep (list (own $r))) (import "my:pkg/files" (instance (export "take" (func (param "d" $deep)))))"#), "outside its own scope"),
+        (format!(r#"{HOST_R} (import "f" (func (param "x" (own $r))))"#), "outside its own scope"),
+        (r#"(import "r" (type $r (sub resource))) (import "f" (func (param "x" (borrow $r))))"#.to_string(), "outside its own scope"),
+        (r#"(import "my:pkg/x" (instance (export "r" (type $r (sub resource))) (export "i" (instance (export "f" (func (param "x" (own $r))))))))"#.to_string(), "outside its own scope"),
+    ];
+    for (body, why) in &refused {
+        let e = build(body).unwrap_err();
+        assert!(format!("{e:#}").contains(why), "{body}: {e:#}");
+    }
 }
 
 #[test]
