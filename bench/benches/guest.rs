@@ -79,14 +79,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use packfs_core::pack::write_pack;
-use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::Wasi;
-use packfs_core::wasi::p1::io::Capture;
 use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_host::filesystem::PackFsCtx;
 use packfs_host::load::GuestCache;
-use packfs_host::p1::HostPlatform;
-use packfs_host::{GuestState, Prepared, Runner, Sandbox};
+use packfs_host::p1::{HostPlatform, Wasi};
+use packfs_host::{Access, Capture, GuestState, Prepared, Runner, Sandbox};
 use packfs_os::mmap::open_pack;
 use support::oracle;
 use wasmtime::component::{Component, Linker};

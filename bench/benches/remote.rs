@@ -38,7 +38,7 @@ use packfs_bench::trees::Rng;
 use packfs_core::pack::{Compression, PackFs, PackOptions};
 use packfs_core::{FileSystem, MemFs, OpenOptions, resolve};
 use packfs_host::load::GuestCache;
-use packfs_host::sandbox::{Access, Output};
+use packfs_host::{Access, Output};
 use packfs_host::{Runner, Sandbox};
 use packfs_testnet::{ACCESS_KEY, Proxy, ProxyStats, SECRET_KEY, Seaweed};
 

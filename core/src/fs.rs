@@ -7,7 +7,7 @@ use crate::{DirEntry, Error, FileType, Ino, Metadata, OpenOptions, Result, SetTi
 /// It speaks inodes and single names, never paths: `dir` is an inode, `name`
 /// one validated component ([`validate_name`](crate::path::validate_name)).
 /// `..`, symlinks and mount points are resolved above it
-/// ([`resolve`](crate::resolve)). Every method is atomic: it either happens
+/// (as [`read_file`](crate::read_file) does). Every method is atomic: it either happens
 /// whole or fails and changes nothing.
 ///
 /// Inode numbers stay valid until the inode is gone. An inode pinned by

@@ -5,7 +5,6 @@
 //! - [`FileSystem`]: the one object-safe backend trait, over inodes and
 //!   single names, with errors ([`Error`]) that each map onto one WASI
 //!   `error-code`;
-//! - [`treap::Treap`]: the persistent ordered map every index is built on;
 //! - [`MemFs`]: the in-memory backend, with lock-free MVCC snapshot reads
 //!   ([`Snapshot`]), O(1) forks, quotas ([`mem::Quota`]) and atomic
 //!   multi-operation batches — and, over a read-only lower filesystem, the
@@ -13,21 +12,13 @@
 //! - [`pack`]: the read-only random-access archive format: a streaming,
 //!   deduplicating writer (compaction of any tree) and a zero-copy reader;
 //! - [`mount`]: the mount table, itself a `FileSystem`;
-//! - [`journal`]: the write-ahead log format that makes a `MemFs` durable
-//!   (the host writes the file);
-//! - [`path`] and [`resolve`]: name validation and the path walk that
-//!   resolves `..` and symlinks *above* the backends, never past the root;
-//!   [`read_file`] and [`write_file`]: a whole file by path;
-//! - [`wasi`]: the WASI descriptor model and `wasi_snapshot_preview1`
-//!   itself, over any guest memory (wasmtime's, or a browser Worker's);
-//! - [`deadline`]: a guest's deadline as every wait made on its behalf
-//!   sees it (preview1's sleeps and stdio, a remote pack's fetch).
+//! - [`path`]: name validation; [`read_file`] and [`write_file`]: a whole
+//!   file by path, resolving `..` and symlinks *above* the backends, never
+//!   past the root.
 //!
 //! ```text
 //!   host (WASI) / web (JS) / CLI
-//!              │ paths
-//!        resolve::resolve ── `..`, symlinks, containment
-//!              │ (dir inode, name)
+//!              │ paths: `..`, symlinks, containment
 //!        dyn FileSystem ── MountTable ─┬─ MemFs · Snapshot · overlay
 //!              │                       ├─ PackFs (pack bytes, mmap, fetch)
 //!              │                       └─ (host: DirFs)
@@ -38,8 +29,14 @@
 //! `wasm32-unknown-unknown` (pass a [`Clock`]), no permission checks per
 //! handle (the layer holding handles enforces read/write rights).
 //!
+//! Beside this face, hidden from the documentation and outside the API
+//! (they change without notice, as rustls's `internal` does): the plumbing
+//! PackFS's host and packfs-web share — the treap, the locks, the path
+//! walk, the WASI descriptor model and preview1, the journal's format,
+//! `packfs virt`'s image, deadlines.
+//!
 //! ```
-//! use packfs_core::{resolve, FileSystem, MemFs, OpenOptions};
+//! use packfs_core::{FileSystem, MemFs, OpenOptions, read_file};
 //!
 //! let fs = MemFs::new();
 //! let root = fs.root();
@@ -49,32 +46,40 @@
 //! fs.close(f);
 //! fs.symlink(root, "m", "etc/motd")?;
 //!
-//! let ino = resolve::resolve(&fs, root, "etc/../m", true)?;
-//! assert_eq!(ino, f);
-//! assert_eq!(resolve::resolve(&fs, root, "..", true), Err(packfs_core::Error::NotPermitted));
+//! assert_eq!(read_file(&fs, "etc/../m")?, b"hi\n");
+//! assert_eq!(read_file(&fs, "../etc/motd"), Err(packfs_core::Error::NotPermitted));
 //! # Ok::<(), packfs_core::Error>(())
 //! ```
 
 #![forbid(unsafe_code)]
 
-pub mod deadline;
 mod error;
 mod fold;
 mod fs;
-pub mod journal;
 pub mod mem;
 mod meta;
 pub mod mount;
 pub mod pack;
 pub mod path;
-pub mod resolve;
-pub mod sync;
-pub mod treap;
-pub mod virt;
-pub mod wasi;
 mod whole;
 
-pub use error::{BackendFault, Code, Error, OsError, RemoteFailure, Result};
+// The plumbing (see above): public for PackFS's own crates, not an API.
+#[doc(hidden)]
+pub mod deadline;
+#[doc(hidden)]
+pub mod journal;
+#[doc(hidden)]
+pub mod resolve;
+#[doc(hidden)]
+pub mod sync;
+#[doc(hidden)]
+pub mod treap;
+#[doc(hidden)]
+pub mod virt;
+#[doc(hidden)]
+pub mod wasi;
+
+pub use error::{BackendFault, Code, CorruptJournal, CorruptJournalKind, Error, OsError, RemoteFailure, Result};
 pub use fs::FileSystem;
 pub use mem::{MemFs, Snapshot};
 pub use meta::{Clock, DirEntry, FileType, Ino, Metadata, OpenOptions, SetTime, Timestamp, system_clock};

@@ -15,10 +15,9 @@
 
 use std::sync::Arc;
 
-use packfs_core::wasi::Access;
-use packfs_core::wasi::p1::{Wasi, io::Capture};
 use packfs_core::{FileSystem, FileType, MemFs, read_file, write_file};
-use packfs_host::p1::{HostPlatform, Inherit};
+use packfs_host::p1::{HostPlatform, Inherit, Wasi};
+use packfs_host::{Access, Capture};
 use wasmtime::{Engine, Linker, Module, Store};
 
 /// The plugin host's own store data, with the guest's preview1 state in it.

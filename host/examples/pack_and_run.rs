@@ -17,7 +17,7 @@ use std::time::Duration;
 use packfs_core::mem::Quota;
 use packfs_core::pack::PackOptions;
 use packfs_core::{MemFs, read_file};
-use packfs_host::sandbox::{Access, Capture};
+use packfs_host::{Access, Capture};
 use packfs_host::{Limits, Runner, Sandbox};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

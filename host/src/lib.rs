@@ -51,9 +51,8 @@
 //! ```
 //! use std::sync::Arc;
 //! use packfs_core::MemFs;
-//! use packfs_core::wasi::Access;
-//! use packfs_core::wasi::p1::{Wasi, io::Capture};
-//! use packfs_host::p1::{HostPlatform, add_to_linker};
+//! use packfs_host::p1::{HostPlatform, Wasi, add_to_linker};
+//! use packfs_host::{Access, Capture};
 //! use wasmtime::{Engine, Linker, Module, Store};
 //!
 //! let engine = Engine::default();
@@ -81,7 +80,7 @@
 //! What it does not do: no sockets for p1
 //! guests (their `sock_*` calls answer as wasmtime's do); no
 //! per-descriptor `mutate-directory` enforcement beyond the preopen's
-//! [`Access`](packfs_core::wasi::Access), as in wasmtime-wasi.
+//! [`Access`], as in wasmtime-wasi.
 
 #[cfg(feature = "p2")]
 pub mod filesystem;
@@ -95,7 +94,7 @@ pub mod p3;
 pub mod packs;
 mod pool;
 mod run;
-pub mod sandbox;
+mod sandbox;
 #[cfg(feature = "virt")]
 pub mod virt;
 
@@ -104,7 +103,7 @@ pub use pool::Pool;
 #[cfg(feature = "p2")]
 pub use run::{GuestState, MAX_RESOURCES};
 pub use run::{P1State, Prepared, Runner};
-pub use sandbox::Sandbox;
+pub use sandbox::{Access, Capture, Output, Sandbox, Stdin};
 /// The wasmtime an embedder hands its engine and linkers from: the one
 /// this crate links.
 pub use wasmtime;

@@ -14,9 +14,14 @@ use std::time::{Duration, Instant};
 use packfs_core::Timestamp;
 use packfs_core::deadline;
 use packfs_core::wasi::p1::calls::Outcome;
-use packfs_core::wasi::p1::{Errno, Exit, Input, Output, Platform, Wasi};
+use packfs_core::wasi::p1::{Errno, Exit, Input, Output, Platform};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use wasmtime::{Caller, Extern, Linker, Trap};
+
+// PackFS's preview1 state and its builder, for a host with its own
+// linker (core's WASI model is plumbing): shown here, their one path.
+#[doc(inline)]
+pub use packfs_core::wasi::p1::{Wasi, WasiBuilder};
 
 /// The import module of every preview1 function.
 pub const MODULE: &str = "wasi_snapshot_preview1";

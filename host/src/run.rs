@@ -122,7 +122,7 @@ enum Linked<T: 'static> {
 /// use std::sync::Arc;
 /// use packfs_core::MemFs;
 /// use packfs_host::Runner;
-/// use packfs_host::sandbox::{Access, Sandbox};
+/// use packfs_host::{Access, Sandbox};
 ///
 /// let runner = Runner::new(&wasmtime::Engine::new(&Runner::config())?)?;
 /// let guest = runner.load_file("guest.wasm".as_ref())?; // a module or a component
@@ -158,7 +158,7 @@ enum Linked<T: 'static> {
 /// use std::sync::Arc;
 /// use packfs_core::{FileSystem, MemFs};
 /// use packfs_host::{Limits, Pool, Runner};
-/// use packfs_host::sandbox::{Access, Sandbox};
+/// use packfs_host::{Access, Sandbox};
 ///
 /// let limits = Limits { max_memory: Some(64 << 20), ..Limits::default() };
 /// let runner = Runner::pooled(limits, &Pool { instances: 100, ..Pool::default() })?;

@@ -3,7 +3,7 @@
 //! host functions it links ([`Runner::run`](crate::Runner::run)).
 //!
 //! A p1 module gets it as PackFS's preview1 state
-//! ([`Wasi`]), a component as wasmtime-wasi's
+//! (`packfs_core`'s `Wasi`), a component as wasmtime-wasi's
 //! `WasiCtx` beside PackFS's [`PackFsCtx`](crate::filesystem::PackFsCtx): those
 //! stay reachable for a host that builds its own stores.
 
@@ -12,7 +12,10 @@ use std::sync::Arc;
 use packfs_core::FileSystem;
 use packfs_core::wasi::p1::{Wasi, io};
 
+// Core's, whose WASI model is plumbing: shown here, their one path.
+#[doc(inline)]
 pub use packfs_core::wasi::Access;
+#[doc(inline)]
 pub use packfs_core::wasi::p1::io::Capture;
 
 use crate::p1::{HostPlatform, Inherit};
@@ -54,7 +57,7 @@ impl From<Capture> for Output {
 /// ```
 /// use std::sync::Arc;
 /// use packfs_core::MemFs;
-/// use packfs_host::sandbox::{Access, Capture, Sandbox};
+/// use packfs_host::{Access, Capture, Sandbox};
 ///
 /// let out = Capture::new(1 << 20);
 /// let sandbox = Sandbox::new()

@@ -6,9 +6,9 @@ use packfs_test_support as support;
 
 use std::sync::Arc;
 
-use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::Wasi;
 use packfs_core::{FileSystem, MemFs};
+use packfs_host::Access;
 use packfs_host::GuestState;
 use packfs_host::filesystem::PackFsCtx;
 use packfs_host::p1::HostPlatform;

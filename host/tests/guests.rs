@@ -29,7 +29,7 @@ use packfs_core::pack::PackOptions;
 use packfs_core::pack::write_pack;
 use packfs_core::{FileSystem, MemFs};
 use packfs_host::load::{Guest, GuestCache};
-use packfs_host::sandbox::{Access, Capture};
+use packfs_host::{Access, Capture};
 use packfs_host::{Runner, Sandbox};
 use packfs_os::dir::DirFs;
 use packfs_os::journal::{Journal, SyncPolicy};
@@ -579,7 +579,7 @@ mod reads_over_packs {
     use packfs_core::pack::{Codec, Compression, PackOptions};
     use packfs_core::{FileSystem, MemFs};
     use packfs_host::load::Guest;
-    use packfs_host::sandbox::{Access, Capture};
+    use packfs_host::{Access, Capture};
     use packfs_host::{Runner, Sandbox};
     use packfs_os::mmap::open_pack;
     use wasmtime_wasi::{FsPerms, WasiCtx};

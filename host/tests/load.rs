@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use packfs_core::{FileSystem, MemFs};
+use packfs_host::Access;
 use packfs_host::load::{self as p1, Guest, LoadError};
-use packfs_host::sandbox::Access;
 use packfs_host::{Limits, RunError, Runner, Sandbox};
 use wasmtime::Engine;
 

@@ -7,10 +7,10 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::Wasi;
 use packfs_core::wasi::p1::calls::{FUNCTIONS, ValType};
 use packfs_core::{FileSystem, MemFs};
+use packfs_host::Access;
 use packfs_host::Runner;
 use packfs_host::load::Guest;
 use packfs_host::p1::HostPlatform;

@@ -10,7 +10,8 @@ use packfs_core::{FileSystem, Ino, MemFs};
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, StreamError};
 
-use packfs_host::filesystem::{Access, Descriptor, MAX_DIR_STREAMS, PackFsCtx, PackFsCtxView};
+use packfs_host::Access;
+use packfs_host::filesystem::{Descriptor, MAX_DIR_STREAMS, PackFsCtx, PackFsCtxView};
 use packfs_host::p2::FsError;
 use packfs_host::p2::bindings::preopens::Host as _;
 use packfs_host::p2::bindings::types::{

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use packfs_core::pack::{PackFs, write_pack};
 use packfs_core::{FileSystem, MemFs};
 use packfs_host::load::Guest;
-use packfs_host::sandbox::{Access, Capture};
+use packfs_host::{Access, Capture};
 use packfs_host::{Runner, Sandbox};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};

@@ -113,7 +113,7 @@ use std::sync::{Arc, OnceLock};
 
 use packfs_core::{FileSystem, MemFs};
 use packfs_host::load::Guest;
-use packfs_host::sandbox::{Access, Capture};
+use packfs_host::{Access, Capture};
 use packfs_host::{Prepared, Runner, Sandbox};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;

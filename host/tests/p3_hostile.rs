@@ -19,7 +19,7 @@ use packfs_core::mem::Quota;
 use packfs_core::pack::PackOptions;
 use packfs_core::{FileSystem, MemFs};
 use packfs_host::load::Guest;
-use packfs_host::sandbox::{Access, Capture};
+use packfs_host::{Access, Capture};
 use packfs_host::{Limits, MAX_RESOURCES, RunError, Runner, Sandbox};
 use packfs_remote::{Location, RemoteOptions};
 use packfs_testnet::{FileServer, Proxy};

@@ -9,7 +9,7 @@ use std::time::Duration;
 use packfs_core::pack::{PackFs, write_pack};
 use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_host::load::Guest;
-use packfs_host::sandbox::{Access, Capture, Stdin};
+use packfs_host::{Access, Capture, Stdin};
 use packfs_host::{Limits, Pool, RunError, Runner, Sandbox, Unenforceable};
 use wasmtime::{Engine, Instance, Module, Store};
 

@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use packfs_core::pack::write_pack;
 use packfs_core::{FileSystem, MemFs, OpenOptions};
+use packfs_host::Access;
 use packfs_host::load::GuestCache;
-use packfs_host::sandbox::Access;
 use packfs_host::{Limits, Pool, Runner, Sandbox};
 use wasmtime::{Config, Engine, Module};
 

@@ -16,9 +16,14 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
+// A journal's plumbing (the change record, an image's parts), hidden as
+// the crate's other plumbing is.
+#[doc(hidden)]
 pub use op::Op;
 use tree::Touch;
-pub use tree::{CONTENT_PIECE, ENTRY_BYTES, INODE_BYTES, LOWER_TAG, Part, Quota, ROOT, Shape, Tree, Usage};
+#[doc(hidden)]
+pub use tree::{CONTENT_PIECE, LOWER_TAG, Part, Shape};
+pub use tree::{ENTRY_BYTES, INODE_BYTES, Quota, ROOT, Tree, Usage};
 
 use crate::fold::FoldState;
 use crate::meta::system_clock;
@@ -42,6 +47,7 @@ struct Pin {
 /// The journal's record format implements it for every
 /// [`journal::Sink`](crate::journal::Sink) of bytes; `mem` knows no more
 /// of journals than this.
+#[doc(hidden)]
 pub trait Log: Send + Sync {
     /// Records `op`, applied at `now` (all of it, or none of it); returns
     /// its sequence number. Called under the writer lock, before the
@@ -217,6 +223,7 @@ impl MemFs {
     /// A filesystem holding `tree` (typically replayed from a journal) whose
     /// every change is recorded in `sink` before it is acknowledged (any
     /// [`journal::Sink`](crate::journal::Sink) is a [`Log`]).
+    #[doc(hidden)]
     pub fn journaled(tree: Tree, sink: Arc<dyn Log>, clock: Clock) -> Self {
         MemFs { journal: Some(sink), ..Self::from_tree(tree, clock) }
     }

@@ -34,7 +34,7 @@ use std::time::Duration;
 use packfs_core::mem::Quota;
 use packfs_core::pack::{Compression, PackFs, PackOptions};
 use packfs_core::{Error, FileSystem, MemFs, read_file, write_file};
-use packfs_host::sandbox::{Access, Capture, Stdin};
+use packfs_host::{Access, Capture, Stdin};
 use packfs_host::{Limits, Pool, RunError, Runner, Sandbox};
 
 /// The plugin, a p1 module; fd 3 is `/data`, its fork. It prints

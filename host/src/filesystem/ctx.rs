@@ -52,7 +52,8 @@ impl PackFsCtx {
     /// ```
     /// use std::sync::Arc;
     /// use packfs_core::{FileSystem, MemFs};
-    /// use packfs_host::filesystem::{Access, PackFsCtx};
+    /// use packfs_host::Access;
+    /// use packfs_host::filesystem::PackFsCtx;
     ///
     /// let work = Arc::new(MemFs::new());
     /// let assets = Arc::new(work.snapshot());

@@ -38,7 +38,7 @@ pub(crate) use convert::conversions;
 pub use ctx::{PackFsCtx, PackFsCtxBuilder};
 pub use dir_stream::{DirStream, MAX_DIR_STREAMS};
 pub use error::TrappableError;
-pub use packfs_core::wasi::{Access, Descriptor};
+pub use packfs_core::wasi::Descriptor;
 pub use view::{PackFsCtxView, PackFsFilesystem, PackFsView};
 
 /// Most bytes one stream call reads or accepts: bounds the host memory a

@@ -2,9 +2,9 @@
 //! native preview1 on a temporary directory holding the same tree.
 
 use crate::compare::*;
-use packfs_core::wasi::Access;
 use packfs_core::wasi::p1::Wasi;
 use packfs_core::{FileSystem, MemFs, OpenOptions};
+use packfs_host::Access;
 use packfs_host::p1::HostPlatform;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -11,6 +11,7 @@ use super::{Errno, Exit, Memory, Wasi};
 /// [`Wasi`] method's argument: `u32` and `i32` are wasm `i32`, `u64` and
 /// `i64` wasm `i64`. Every function returns an errno (wasm `i32`), but
 /// `proc_exit`, which returns [`Exit`].
+#[doc(hidden)]
 #[macro_export]
 macro_rules! for_each_p1_function {
     ($m:ident) => {

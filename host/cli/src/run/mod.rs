@@ -47,7 +47,7 @@ use packfs_core::FileSystem;
 use packfs_core::deadline::Deadline;
 use packfs_core::mount::MountTable;
 use packfs_core::pack::PackStats;
-use packfs_core::wasi::Access;
+use packfs_host::Access;
 use packfs_host::load::{Guest, GuestCache};
 use packfs_host::{Limits, Prepared, RunError, Runner, Sandbox};
 use packfs_os::publish::write_atomic;
