@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use anyhow::{Context, Result, bail};
-use wac_graph::types::{ItemKind, Package, ResourceId, Type, are_semver_compatible};
+use wac_graph::types::{ItemKind, Package, ResourceId, are_semver_compatible};
 use wac_graph::{CompositionGraph, EncodeOptions};
 use wasmparser::{Parser, Payload};
 
@@ -55,6 +55,26 @@ fn exports_start(module: &[u8]) -> Result<bool> {
 /// wrapped so that the virtual filesystem saves the namespace after the
 /// run returns (and its exit saves first).
 pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> {
+    guarded(|| compose_unguarded(virt, guest, save))
+}
+
+/// wac-graph's answer, or its panic as an error: it panics on components
+/// no toolchain makes (a hostile guest's: shapes of types it does not
+/// expect), which `packfs virt` must report, not crash on. (The panic's
+/// message is printed by the panic hook too, which is global: not ours to
+/// swap.)
+fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let why = payload.downcast_ref::<&str>().map(|s| s.to_string());
+            let why = why.or_else(|| payload.downcast_ref::<String>().cloned()).unwrap_or_default();
+            bail!("wac-graph could not compose the guest's imports and exports: {why}")
+        }
+    }
+}
+
+fn compose_unguarded(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> {
     let mut graph = CompositionGraph::new();
     let virt = Package::from_bytes("packfs:virt", None, virt.to_vec(), graph.types_mut())?;
     let guest = Package::from_bytes("guest:component", None, guest.to_vec(), graph.types_mut())
@@ -91,34 +111,30 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
             None => {}
         }
     }
-    // What stays a host import cannot name a resource of what was
-    // plugged in (the component's own, which no host can hand it), nor
-    // one wac-graph cannot encode in the composition's import.
     let types = graph.types();
     let world = &types[guest_ty];
+    // An import typed as another (a type shared by two imports, or an
+    // `implements` label) would be taken for that one: a guest's own
+    // import could get the host's exit, which skips a save.
+    for import in &imports {
+        if let ItemKind::Instance(i) = &world.imports[import]
+            && let Some(id) = types[*i].id.as_ref().filter(|id| *id != import)
+        {
+            bail!("the guest imports {import} as {id}: packfs virt cannot tell the two apart");
+        }
+    }
+    // What stays a host import cannot name a resource of what was plugged
+    // in: the component's own, which no host can hand it.
     let plugged: Vec<(&String, HashSet<ResourceId>)> = imports
         .iter()
         .filter(|i| plugs(i, &virt_exports))
         .map(|i| (i, uses::defined_resources(types, &world.imports[i])))
-        .collect();
-    let top: HashSet<&str> = world
-        .imports
-        .values()
-        .filter_map(|item| match item {
-            ItemKind::Type(Type::Resource(r)) => Some(types[*r].name.as_str()),
-            _ => None,
-        })
         .collect();
     for import in imports.iter().filter(|i| !plugs(i, &virt_exports)) {
         let named = uses::resources(types, &world.imports[import]);
         if let Some((used, _)) = plugged.iter().find(|(_, own)| !named.is_disjoint(own)) {
             bail!(
                 "the guest imports {import}, which names resources of {used}: a host cannot hand it the virtual filesystem's own"
-            );
-        }
-        if let Some(resource) = uses::out_of_scope(types, &world.imports[import], &top) {
-            bail!(
-                "the guest imports {import}, which names resource `{resource}` outside its own scope: packfs virt cannot compose that import"
             );
         }
     }
@@ -176,12 +192,7 @@ pub(super) fn compose(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> 
         }
         graph.export(from, export)?;
     }
-    // The checks above refuse what wac-graph is known to panic on; should
-    // a guest find another shape, it is an error here, not a crash.
-    let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| graph.encode(EncodeOptions::default())));
-    encoded
-        .map_err(|_| anyhow::anyhow!("wac-graph could not compose the guest's imports"))?
-        .context("encoding the composition")
+    graph.encode(EncodeOptions::default()).context("encoding the composition")
 }
 
 /// The virtual filesystem's export that a guest's `import` takes, if any
@@ -227,10 +238,12 @@ fn must_plug(name: &str, save: bool) -> bool {
 
 /// The guest component's imports, by name.
 pub(super) fn imports_of(guest: &[u8]) -> Result<Vec<String>> {
-    let mut graph = CompositionGraph::new();
-    let guest = Package::from_bytes("guest:component", None, guest.to_vec(), graph.types_mut())
-        .context("reading the guest component")?;
-    Ok(graph.types()[guest.ty()].imports.keys().cloned().collect())
+    guarded(|| {
+        let mut graph = CompositionGraph::new();
+        let guest = Package::from_bytes("guest:component", None, guest.to_vec(), graph.types_mut())
+            .context("reading the guest component")?;
+        Ok(graph.types()[guest.ty()].imports.keys().cloned().collect())
+    })
 }
 
 /// The virtual filesystem's own interface.

@@ -1,7 +1,6 @@
 //! Which resources a guest's import names, for what `compose` may leave
-//! to the host: not one the virtual filesystem defines (no host can hand
-//! it over), and not one wac-graph cannot encode in the composition's
-//! import (it panics on those: a resource its own scope does not export).
+//! to the host: not one the virtual filesystem defines, which no host can
+//! hand it.
 
 use std::collections::HashSet;
 
@@ -15,7 +14,7 @@ pub(super) fn resources(types: &Types, item: &ItemKind) -> HashSet<ResourceId> {
     let mut walk = Walk { types, seen: HashSet::new(), found: Vec::new() };
     walk.item(item);
     let mut out = HashSet::new();
-    for (r, _) in walk.found {
+    for r in walk.found {
         let mut r = Some(r);
         while let Some(at) = r.filter(|at| out.insert(*at)) {
             r = types[at].alias.as_ref().map(|a| a.source);
@@ -35,62 +34,11 @@ pub(super) fn defined_resources(types: &Types, item: &ItemKind) -> HashSet<Resou
     resources.collect()
 }
 
-/// The name of a resource a host import names outside the scope it can be
-/// encoded in, if any: an instance's functions and types may name only
-/// the resources that instance exports (a nested instance, its own); a
-/// top-level function or type only the resources imported at the top
-/// level (`top`), and never as a borrow.
-pub(super) fn out_of_scope(types: &Types, item: &ItemKind, top: &HashSet<&str>) -> Option<String> {
-    match item {
-        ItemKind::Instance(i) => instance_out_of_scope(types, *i),
-        ItemKind::Func(_) | ItemKind::Type(Type::Func(_) | Type::Value(_)) | ItemKind::Value(_) => {
-            let mut walk = Walk { types, seen: HashSet::new(), found: Vec::new() };
-            walk.item(item);
-            walk.found
-                .iter()
-                .find(|(r, borrow)| *borrow || !top.contains(types[*r].name.as_str()))
-                .map(|(r, _)| name(types, *r))
-        }
-        _ => None,
-    }
-}
-
-fn instance_out_of_scope(types: &Types, i: InterfaceId) -> Option<String> {
-    let exports = &types[i].exports;
-    let scope: HashSet<&str> = exports
-        .values()
-        .filter_map(|e| match e {
-            ItemKind::Type(Type::Resource(r)) => Some(types[*r].name.as_str()),
-            _ => None,
-        })
-        .collect();
-    for export in exports.values() {
-        let bad = match export {
-            ItemKind::Instance(nested) => instance_out_of_scope(types, *nested),
-            ItemKind::Type(Type::Resource(_)) | ItemKind::Component(_) | ItemKind::Module(_) => None,
-            item => {
-                let mut walk = Walk { types, seen: HashSet::new(), found: Vec::new() };
-                walk.item(item);
-                walk.found.iter().find(|(r, _)| !scope.contains(types[*r].name.as_str())).map(|(r, _)| name(types, *r))
-            }
-        };
-        if bad.is_some() {
-            return bad;
-        }
-    }
-    None
-}
-
-fn name(types: &Types, r: ResourceId) -> String {
-    types[r].name.clone()
-}
-
-/// A walk over value types, collecting each `own` and `borrow` it meets
-/// (the resource, and whether borrowed), without entering instances.
+/// A walk over an item's types, collecting each resource it meets.
 struct Walk<'a> {
     types: &'a Types,
     seen: HashSet<Seen>,
-    found: Vec<(ResourceId, bool)>,
+    found: Vec<ResourceId>,
 }
 
 #[derive(PartialEq, Eq, Hash)]
@@ -112,7 +60,7 @@ impl Walk<'_> {
 
     fn ty(&mut self, t: &Type) {
         match t {
-            Type::Resource(r) => self.found.push((*r, false)),
+            Type::Resource(r) => self.found.push(*r),
             Type::Func(f) => self.func(*f),
             Type::Value(v) => self.value(v),
             Type::Interface(i) => self.interface(*i),
@@ -135,8 +83,7 @@ impl Walk<'_> {
     fn value(&mut self, v: &ValueType) {
         let d = match v {
             ValueType::Primitive(_) => return,
-            ValueType::Own(r) => return self.found.push((*r, false)),
-            ValueType::Borrow(r) => return self.found.push((*r, true)),
+            ValueType::Own(r) | ValueType::Borrow(r) => return self.found.push(*r),
             ValueType::Defined(d) => *d,
         };
         if !self.seen.insert(Seen::Defined(d)) {

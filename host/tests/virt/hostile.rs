@@ -236,13 +236,14 @@ fn a_guest_cannot_reach_the_virtual_filesystems_own_interface_nor_the_hosts_file
 
 /// Imports a guest may leave to the host, each beside
 /// `wasi:filesystem/types`: those that compose, and those refused with
-/// the reason (wac-graph panicked on each of these).
+/// the reason (each of these panicked in wac-graph, or composed wrongly).
 #[test]
 fn a_guests_own_imports_compose_or_are_refused_never_a_panic() {
     const FS: &str = r#"(import "wasi:filesystem/types@0.2.0" (instance $fs (export "descriptor" (type (sub resource)))))
   (alias export $fs "descriptor" (type $d))"#;
     const HOST_R: &str = r#"(import "my:pkg/t" (instance $t (export "r" (type (sub resource)))))
   (alias export $t "r" (type $r))"#;
+    const WAC: &str = "wac-graph could not compose";
     let build = |body: &str| Virt::new().build(&wat::parse_str(format!("(component {FS} {body})")).unwrap());
     let composes = [
         // A host resource its instance exports, as WIT makes them.
@@ -256,6 +257,12 @@ fn a_guests_own_imports_compose_or_are_refused_never_a_panic() {
             .to_string(),
         // A type import equal to a host instance's resource.
         format!(r#"{HOST_R} (import "r2" (type (eq $r)))"#),
+        // A WIT `use` of a record holding a resource of another interface.
+        r#"(import "my:pkg/a" (instance $a (export "r" (type $ar (sub resource)))
+    (type $rr (record (field "x" (own $ar)))) (export "rec" (type (eq $rr)))))
+  (alias export $a "rec" (type $rec))
+  (import "my:pkg/b" (instance (export "rec" (type $r2 (eq $rec))) (export "f" (func (param "x" $r2)))))"#
+            .to_string(),
         // A top-level resource, owned by a top-level function.
         r#"(import "r" (type $r (sub resource))) (import "f" (func (param "x" (own $r))))"#.to_string(),
     ];
@@ -267,11 +274,20 @@ fn a_guests_own_imports_compose_or_are_refused_never_a_panic() {
         (r#"(type $deep (list (option (tuple u8 (own $d))))) (import "my:pkg/files" (instance (export "take" (func (param "d" $deep)))))"#.to_string(), "names resources of wasi:filesystem/types"),
         (r#"(import "my:pkg/x" (instance (export "descriptor" (type $d2 (eq $d))) (type $rec (record (field "d" (own $d2)))) (export "rec" (type $r2 (eq $rec))) (export "f" (func (param "r" $r2)))))"#.to_string(), "names resources of wasi:filesystem/types"),
         (r#"(import "f" (func (param "x" (borrow $d))))"#.to_string(), "names resources of wasi:filesystem/types"),
-        // A host resource named outside the scope that exports it.
-        (format!(r#"{HOST_R} (type $deep (list (own $r))) (import "my:pkg/files" (instance (export "take" (func (param "d" $deep)))))"#), "outside its own scope"),
-        (format!(r#"{HOST_R} (import "f" (func (param "x" (own $r))))"#), "outside its own scope"),
-        (r#"(import "r" (type $r (sub resource))) (import "f" (func (param "x" (borrow $r))))"#.to_string(), "outside its own scope"),
-        (r#"(import "my:pkg/x" (instance (export "r" (type $r (sub resource))) (export "i" (instance (export "f" (func (param "x" (own $r))))))))"#.to_string(), "outside its own scope"),
+        // Shapes wac-graph panics on (a host resource named outside the
+        // scope that exports it, or before it; an instance type two
+        // imports share): its panic, reported.
+        (format!(r#"{HOST_R} (type $deep (list (own $r))) (import "my:pkg/files" (instance (export "take" (func (param "d" $deep)))))"#), WAC),
+        (format!(r#"{HOST_R} (import "f" (func (param "x" (own $r))))"#), WAC),
+        (r#"(import "r" (type $r (sub resource))) (import "f" (func (param "x" (borrow $r))))"#.to_string(), WAC),
+        (r#"(import "my:pkg/x" (instance (export "r" (type $r (sub resource))) (export "i" (instance (export "f" (func (param "x" (own $r))))))))"#.to_string(), WAC),
+        (format!(r#"{HOST_R} (import "my:pkg/x" (instance (export "f" (func (param "x" (own $r)))) (export "r" (type (eq $r)))))"#), WAC),
+        (r#"(type $T (instance (export "r" (type (sub resource))) (type $u u32) (export "n" (type (eq $u)))))
+  (import "a:b/x" (instance (type $T))) (import "a:b/y" (instance (type $T)))"#.to_string(), WAC),
+        // A guest's own import typed as the host's exit, which would skip
+        // the save that the component's exit makes first.
+        (r#"(type $E (instance (export "exit" (func (param "status" (result))))))
+  (import "wasi:cli/exit@0.2.0" (instance (type $E))) (import "my:pkg/e" (instance (type $E)))"#.to_string(), "cannot tell the two apart"),
     ];
     for (body, why) in &refused {
         let e = build(body).unwrap_err();
