@@ -123,6 +123,15 @@ fn compose_unguarded(virt: &[u8], guest: &[u8], save: bool) -> Result<Vec<u8>> {
             bail!("the guest imports {import} as {id}: packfs virt cannot tell the two apart");
         }
     }
+    // The bridge serves an incoming handler's `handle` alone: any other
+    // function the guest exports there would be dropped.
+    for export in exports.iter().filter(|e| e.starts_with("wasi:http/incoming-handler@0.2")) {
+        if let ItemKind::Instance(i) = &world.exports[export]
+            && types[*i].exports.iter().any(|(name, item)| matches!(item, ItemKind::Func(_)) && name != "handle")
+        {
+            bail!("the guest exports {export} with more than `handle`, which packfs virt's bridge alone serves");
+        }
+    }
     // What stays a host import cannot name a resource of what was plugged
     // in: the component's own, which no host can hand it.
     let plugged: Vec<(&String, HashSet<ResourceId>)> = imports

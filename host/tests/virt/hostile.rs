@@ -209,6 +209,26 @@ fn a_guest_cannot_reach_the_virtual_filesystems_own_interface_nor_the_hosts_file
     .unwrap();
     let e = Virt::new().build(&middleware).unwrap_err();
     assert!(format!("{e:#}").contains("does not serve a guest an incoming handler"), "{e:#}");
+    // An incoming handler exporting more than `handle`: the bridge serves
+    // `handle` alone, so the rest would be dropped without a word.
+    let handler = wat::parse_str(
+        r#"(component
+  (import "wasi:filesystem/types@0.2.0" (instance))
+  (import "wasi:http/types@0.2.0" (instance $t
+    (export "incoming-request" (type (sub resource)))
+    (export "response-outparam" (type (sub resource)))))
+  (alias export $t "incoming-request" (type $r))
+  (alias export $t "response-outparam" (type $o))
+  (core module $m (func (export "h") (param i32 i32)) (func (export "x")))
+  (core instance $i (instantiate $m))
+  (func $h (param "request" (own $r)) (param "response-out" (own $o)) (canon lift (core func $i "h")))
+  (func $x (canon lift (core func $i "x")))
+  (instance $out (export "handle" (func $h)) (export "extra" (func $x)))
+  (export "wasi:http/incoming-handler@0.2.0" (instance $out)))"#,
+    )
+    .unwrap();
+    let Err(e) = Virt::new().build(&handler) else { panic!("composed") };
+    assert!(format!("{e:#}").contains("more than `handle`"), "{e:#}");
     // So is any import left to the host that names the component's own
     // types (a descriptor, a stream), however deep in its types.
     let takes_descriptor = wat::parse_str(
