@@ -108,8 +108,8 @@ if have_nightly; then
 fi
 
 # The embedding a plugin host writes first (host/examples/pack_and_run.rs):
-# a directory packed, the README's demo guest run on it as a p1 module and
-# as a 0.2 component, each on its own overlay; its report checked here.
+# a directory packed, the README's demo guest run on it as a p1 module, a
+# 0.2 and a 0.3 component, each on its own overlay; its report checked here.
 # (The guests were built by the host tests above.)
 demo_data="$(mktemp -d)"
 trap 'rm -rf "$demo_data"' EXIT
@@ -117,10 +117,11 @@ mkdir "$demo_data/sub"
 printf 'one two three\n' >"$demo_data/a.txt"
 printf 'x\ny z\n' >"$demo_data/sub/b.txt"
 report="$(cargo run -q -p packfs-host --example pack_and_run -- "$demo_data" \
-    target/guest-tests/wasm32-wasip1/release/demo.wasm target/guest-tests/wasm32-wasip2/release/demo.wasm)"
+    target/guest-tests/wasm32-wasip1/release/demo.wasm target/guest-tests/wasm32-wasip2/release/demo.wasm \
+    target/guest-tests/p3/wasm32-wasip2/release/p3_demo.wasm)"
 echo "$report"
-[ "$(grep -c ' 3 \+6 \+20  total (2 files)$' <<<"$report")" = 2 ] ||
-    { echo "pack_and_run: not the report both guests should have written" >&2; exit 1; }
+[ "$(grep -c ' 3 \+6 \+20  total (2 files)$' <<<"$report")" = 3 ] ||
+    { echo "pack_and_run: not the report the three guests should have written" >&2; exit 1; }
 
 # packfs virt's example (docs/cli.md): the demo guest made a component
 # carrying its files and PackFS, run by the stock wasmtime command; what it

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Fails if two source files of one crate import each other, directly or
-around a longer loop: each file should depend on the ones below it only.
+around a longer loop: each file should depend on the ones below it only;
+and if two modules (a file and what it nests) do, through any of their
+files: `filesystem` using `p3` while `p3` uses `filesystem` is a cycle
+between two concerns even when no two files name each other.
 
 A file's imports are the crate paths its code names (`crate::a::b`, `super::x`,
 `self::x`, and a child module by its bare name), each resolved to the file
@@ -159,7 +162,41 @@ def check(src):
         if m not in color:
             visit(m)
     show = lambda m: str(mods[m].relative_to(ROOT) if mods[m].is_relative_to(ROOT) else mods[m])
-    return [" -> ".join(show(m) for m in c) for c in cycles]
+    found = [" -> ".join(show(m) for m in c) for c in cycles]
+
+    # Between modules: an edge from one file to another joins the two
+    # siblings, under their nearest common module, that hold them (a
+    # module's own use of what it nests, or of its parent, is nesting).
+    siblings, witness = {}, {}
+    for m, targets in edges.items():
+        for t in targets:
+            n = 0
+            while n < min(len(m), len(t)) and m[n] == t[n]:
+                n += 1
+            if n == len(m) or n == len(t):
+                continue
+            a, b = m[: n + 1], t[: n + 1]
+            siblings.setdefault(a, set()).add(b)
+            witness.setdefault((a, b), (m, t))
+    color = {}
+
+    def visit_module(m, path):
+        color[m] = 1
+        path.append(m)
+        for t in sorted(siblings.get(m, ())):
+            if color.get(t) == 1:
+                loop = path[path.index(t):] + [t]
+                steps = [f"{show(witness[(x, y)][0])} uses {show(witness[(x, y)][1])}" for x, y in zip(loop, loop[1:])]
+                found.append(" -> ".join("::".join(x) for x in loop) + " (" + "; ".join(steps) + ")")
+            elif t not in color:
+                visit_module(t, path)
+        path.pop()
+        color[m] = 2
+
+    for m in sorted(siblings):
+        if m not in color:
+            visit_module(m, [])
+    return found
 
 
 def main():

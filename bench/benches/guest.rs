@@ -29,9 +29,9 @@
 //! `wasi:filesystem` against wasmtime-wasi's (`wasi-*`). p3 guests (the
 //! same workload through `wasi:filesystem@0.3.0`:
 //! `guest-tests/p3/src/bin/p3_bench_workload.rs`) run as `packfs run` runs
-//! them, on a [`Runner`] of [`Runner::config_p3`] ([`Runner::run_prepared`]),
-//! against wasmtime-wasi's own p3 (`wasi-*`, on an engine of the same
-//! configuration), as `wasmtime run` links it.
+//! them, on a [`Runner`] ([`Runner::run_prepared`]), against
+//! wasmtime-wasi's own p3 (`wasi-*`, on the runner's engine for them), as
+//! `wasmtime run` links it.
 //!
 //! The pack is read-only: on it, and on the overlay's lower layer, the
 //! guest runs only its read phases (`ro`) over a pack holding the same files
@@ -57,9 +57,8 @@
 //! - `GUEST_BENCH_ONLY`: comma-separated substrings of `target/backend` to
 //!   keep, e.g. `p1/mem,p1/wasi-p1-shm`;
 //! - `GUEST_BENCH_DEFAULT_ENGINE`: `Engine::default()` (with the component
-//!   model's concurrency support) for every run, instead of
-//!   `Runner::config()` for p1 and p2 and `Runner::config_p3()` for p3,
-//!   which `packfs run` uses;
+//!   model's concurrency support) for p1 and p2, instead of the engine a
+//!   `Runner` makes for them, which `packfs run` uses;
 //! - `GUEST_BENCH_WASI_SPAWN_BLOCKING`: wasmtime-wasi's default file I/O
 //!   through `spawn_blocking` instead;
 //! - `GUEST_BENCH_PHASES`: the guest's PHASES for the read-write
@@ -83,7 +82,8 @@ use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_host::filesystem::PackFsCtx;
 use packfs_host::load::GuestCache;
 use packfs_host::p1::{HostPlatform, Wasi};
-use packfs_host::{Access, Capture, GuestState, Prepared, Runner, Sandbox};
+use packfs_host::p2::GuestState;
+use packfs_host::{Access, Capture, Prepared, Runner, Sandbox};
 use packfs_os::mmap::open_pack;
 use support::oracle;
 use wasmtime::component::{Component, Linker};
@@ -267,24 +267,18 @@ enum Guest {
     },
     P3 {
         /// A runner as `packfs run`'s, and the guest linked on it.
-        runner: Box<Runner>,
+        runner: Arc<Runner>,
         packfs: Prepared,
         oracle: oracle::P3,
     },
 }
 
-/// The target's guest, compiled on `engine` (for p3, one with the
-/// component model's concurrency).
-fn load(engine: &Engine, target: Target) -> Guest {
+/// The target's guest, compiled on `engine` (p1 and p2) or on `runner`'s
+/// engine for it (p3, with the component model's concurrency).
+fn load(runner: &Arc<Runner>, engine: &Engine, target: Target) -> Guest {
     let path = target.guest();
     let wasm = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let component = || {
-        let cache = GuestCache::new(support::guest_cache_dir()).expect("guest cache dir");
-        match packfs_host::load::load(engine, &wasm, Some(&cache)) {
-            Ok((packfs_host::load::Guest::Component(c), _)) => c,
-            _ => panic!("{}: not a component", path.display()),
-        }
-    };
+    let component = || Component::new(engine, &wasm).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let on_packfs = |component: &Component| {
         let mut linker = Linker::<GuestState>::new(engine);
         packfs_host::p2::add_to_linker_sync(&mut linker).unwrap();
@@ -306,10 +300,11 @@ fn load(engine: &Engine, target: Target) -> Guest {
             Guest::P2 { packfs: on_packfs(&component), oracle: oracle::P2::new(engine, &component).unwrap() }
         }
         Target::P3 => {
-            let component = component();
-            let runner = Box::new(Runner::new(engine).unwrap());
-            let packfs = runner.prepare(&packfs_host::load::Guest::Component(component.clone())).unwrap();
-            Guest::P3 { runner, packfs, oracle: oracle::P3::new(engine, &component).unwrap() }
+            let guest = runner.load(&wasm).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let component = guest.component().expect("a component");
+            let packfs = runner.prepare(&guest).unwrap();
+            let oracle = oracle::P3::new(component.engine(), component).unwrap();
+            Guest::P3 { runner: Arc::clone(runner), packfs, oracle }
         }
     }
 }
@@ -511,11 +506,12 @@ fn main() {
     // The same engine for PackFS and the baselines; p3's has the component
     // model's concurrency, as `packfs run` makes it for a p3 guest.
     let default_engine = std::env::var_os("GUEST_BENCH_DEFAULT_ENGINE").is_some();
-    let engine = if default_engine { Engine::default() } else { Engine::new(&Runner::config()).unwrap() };
-    let engine_p3 = if default_engine { engine.clone() } else { Engine::new(&Runner::config_p3()).unwrap() };
+    let cache = GuestCache::new(support::guest_cache_dir()).expect("guest cache dir");
+    let runner = Arc::new(Runner::builder().cache(cache).build().unwrap());
+    let engine =
+        if default_engine { Engine::default() } else { runner.engine(packfs_host::load::Kind::P1).unwrap().clone() };
     let t = Instant::now();
-    let guests: Vec<Guest> =
-        targets.iter().map(|&t| load(if t == Target::P3 { &engine_p3 } else { &engine }, t)).collect();
+    let guests: Vec<Guest> = targets.iter().map(|&t| load(&runner, &engine, t)).collect();
     eprintln!("guests compiled in {:.1} s", t.elapsed().as_secs_f64());
     let pack_dir = tempfile::tempdir_in("/tmp").unwrap();
     let needs_pack = targets.iter().any(|&t| backends(t).into_iter().any(|b| keep(t, b) && b.uses_pack()));
@@ -598,7 +594,7 @@ fn main() {
         if default_engine {
             "Engine::default()"
         } else {
-            "Runner::config() (concurrency_support(false), as packfs run); p3 Runner::config_p3() (concurrency_support(true))"
+            "a Runner's (concurrency_support(false) for p1 and p2, true for p3, as packfs run)"
         }
     );
     for &target in &targets {

@@ -109,8 +109,7 @@ fn child(a: &[String]) {
     for f in std::fs::read_to_string(list).unwrap().lines() {
         argv.extend(["cat".to_owned(), format!("/{f}")]);
     }
-    let engine = wasmtime::Engine::new(&Runner::config_for(&Default::default())).unwrap();
-    let runner = Runner::new(&engine).unwrap().with_cache(GuestCache::new(guest_cache).unwrap());
+    let runner = Runner::builder().cache(GuestCache::new(guest_cache).unwrap()).build().unwrap();
     let guest = runner.load(&std::fs::read(guest).unwrap()).unwrap();
     let sandbox =
         Sandbox::new().args(&argv).stdout(Output::Inherit).stderr(Output::Inherit).preopen("/", fs, Access::ReadOnly);

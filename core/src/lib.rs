@@ -53,6 +53,7 @@
 
 #![forbid(unsafe_code)]
 
+mod digest;
 mod error;
 mod fold;
 mod fs;
@@ -81,7 +82,7 @@ pub mod wasi;
 
 pub use error::{BackendFault, Code, CorruptJournal, CorruptJournalKind, Error, OsError, RemoteFailure, Result};
 pub use fs::FileSystem;
-pub use mem::{MemFs, Snapshot};
+pub use mem::memfs::{MemFs, MemFsBuilder, Snapshot};
 pub use meta::{Clock, DirEntry, FileType, Ino, Metadata, OpenOptions, SetTime, Timestamp, system_clock};
 pub use whole::{read_file, write_file};
 

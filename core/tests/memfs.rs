@@ -307,7 +307,7 @@ fn times_and_modes() {
 #[test]
 fn clock_is_pluggable() {
     let fixed = Timestamp::new(42, 0);
-    let fs = MemFs::with_options(Quota::default(), std::sync::Arc::new(move || fixed));
+    let fs = MemFs::builder().clock(std::sync::Arc::new(move || fixed)).build();
     let f = file(&fs, ROOT, "f", b"x");
     assert_eq!(fs.metadata(f).unwrap().mtime, fixed);
     assert!(system_clock()().secs > 1_600_000_000);
@@ -333,7 +333,7 @@ fn quotas_fail_without_changing_anything() {
     // Room for the root, `f` and 100 bytes.
     let fixed = 2 * INODE_BYTES + ENTRY_BYTES + 1;
     let limits = Quota { max_bytes: Some(fixed + 100), max_inodes: None };
-    let fs = MemFs::with_quota(limits);
+    let fs = MemFs::builder().quota(limits).build();
     let f = file(&fs, ROOT, "f", &[1; 60]);
     let before = fs.snapshot();
     assert_eq!(fs.write_at(f, 60, &[2; 41]), Err(Error::Quota));
@@ -358,7 +358,7 @@ fn quotas_fail_without_changing_anything() {
     assert_eq!(read(&before, f), [1; 60]);
 
     // Inodes: the root and three more.
-    let fs = MemFs::with_quota(Quota { max_bytes: None, max_inodes: Some(4) });
+    let fs = MemFs::builder().quota(Quota { max_bytes: None, max_inodes: Some(4) }).build();
     let f = file(&fs, ROOT, "f", b"");
     fs.mkdir(ROOT, "d", 0o755).unwrap();
     file(&fs, ROOT, "e", b"");
@@ -377,7 +377,7 @@ fn quotas_fail_without_changing_anything() {
 /// 475 bytes of the host's memory while the mount reported 1 byte used.
 #[test]
 fn links_and_names_are_charged_as_the_memory_they_hold() {
-    let fs = MemFs::with_quota(Quota { max_bytes: Some(1024), max_inodes: Some(2) });
+    let fs = MemFs::builder().quota(Quota { max_bytes: Some(1024), max_inodes: Some(2) }).build();
     let f = file(&fs, ROOT, "f", b"x");
     let mut made = 0;
     let refused = (0..300_000).find(|i| {

@@ -356,7 +356,7 @@ fn open_lower_file_outlives_its_name() {
 fn a_cut_lower_file_counts_what_it_keeps() {
     let low = lower();
     let limits = Quota { max_bytes: Some(10 << 20), max_inodes: None };
-    let fs = MemFs::overlay_with_quota(low.clone(), limits).unwrap();
+    let fs = MemFs::builder().lower(low.clone()).quota(limits).build().unwrap();
     let big = resolve(&fs, ROOT, "big.bin", true).unwrap();
     let keep = (1 << 20) + 1; // more than one piece of the copy
     fs.set_len(big, keep).unwrap();
@@ -378,7 +378,7 @@ fn a_cut_lower_file_counts_what_it_keeps() {
 fn empty_writes_leave_a_lower_file_alone() {
     let low = lower();
     let limits = Quota { max_bytes: Some(1024), max_inodes: None };
-    let fs = MemFs::overlay_with_quota(low.clone(), limits).unwrap();
+    let fs = MemFs::builder().lower(low.clone()).quota(limits).build().unwrap();
     let big = resolve(&fs, ROOT, "big.bin", true).unwrap();
     let before = fs.metadata(big).unwrap();
     assert_eq!(fs.write_at(big, 5, b""), Ok(0));
@@ -395,7 +395,7 @@ fn empty_writes_leave_a_lower_file_alone() {
 #[test]
 fn quota_counts_only_the_upper() {
     let limits = Quota { max_bytes: Some(1 << 20), max_inodes: Some(3) };
-    let fs = MemFs::overlay_with_quota(lower(), limits).unwrap();
+    let fs = MemFs::builder().lower(lower()).quota(limits).build().unwrap();
     assert_eq!(names(&fs, "etc").len(), 2, "merging costs no quota");
     assert_eq!(fs.usage().inodes, 1);
     let big = resolve(&fs, ROOT, "big.bin", true).unwrap();

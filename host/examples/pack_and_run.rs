@@ -4,13 +4,16 @@
 //!
 //!     cargo run -p packfs-host --example pack_and_run -- DIR GUEST.wasm...
 //!
-//! Each guest (a p1 module or a 0.2 component: the runner tells them
-//! apart) is run as `GUEST /data /data/report.txt`, the README demo
-//! (`guest-tests/src/bin/demo.rs`), which counts the words of `/data`'s
-//! text files and writes its report there; the host prints what it
-//! printed and what it left in its overlay. The test command runs it with
-//! the demo built both ways.
+//! Each guest (a p1 module, a 0.2 or a 0.3 component: the runner tells
+//! them apart, and makes the engine a 0.3 component needs at the first
+//! one) is run as `GUEST /data /data/report.txt`, the README demo
+//! (`guest-tests/src/bin/demo.rs`, and `guest-tests/p3/src/bin/p3_demo.rs`
+//! for WASI 0.3), which counts the words of `/data`'s text files and
+//! writes its report there; the host prints what it printed and what it
+//! left in its overlay. The test command runs it with the demo built the
+//! three ways.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,13 +35,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     packfs_os::pack::pack_dir(dir.as_ref(), &pack, &PackOptions::new())?;
     let base = Arc::new(packfs_os::mmap::open_pack(&pack)?);
 
-    let runner = Runner::limited(Limits { max_memory: Some(64 << 20), timeout: Some(Duration::from_secs(30)) })?;
+    let limits = Limits { max_memory: Some(64 << 20), timeout: Some(Duration::from_secs(30)) };
+    let runner = Runner::builder().limits(limits).build()?;
     for path in guests {
-        let guest = runner.load_file(path.as_ref())?;
+        let guest = runner.load(Path::new(path))?;
         // The pack at /data under an overlay of the guest's own: its
         // writes stay there, at most 1 MiB of them; the pack never changes.
         let quota = Quota { max_bytes: Some(1 << 20), ..Quota::default() };
-        let fork = Arc::new(MemFs::overlay_with_quota(base.clone(), quota)?);
+        let fork = Arc::new(MemFs::builder().lower(base.clone()).quota(quota).build()?);
         let stdout = Capture::new(64 << 10);
         let sandbox = Sandbox::new().args(["demo", "/data", "/data/report.txt"]).stdout(stdout.clone()).preopen(
             "/data",

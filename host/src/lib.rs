@@ -33,16 +33,17 @@
 //! - [`load`]: compiling guests, with an on-disk cache of compiled code;
 //! - [`Runner`]: load and run a command guest against PackFS preopens,
 //!   with [`Limits`] on memory and time, and a [`Pool`] of sandboxes;
-//! - [`packs`]: opening packs by path, mapped, or by URL.
+//! - [`virt`]: PackFS composed into a component, for any host.
 //!
 //! Features, all on by default: `p2` serves components (it brings
 //! wasmtime-wasi, and so tokio); `p3` serves WASI 0.3 components too (the
-//! component model's async); `remote` opens packs by URL (tokio,
-//! object_store, an HTTP stack). An embedder who runs p1 modules on mem,
-//! pack and dir mounts turns both off (`default-features = false`).
+//! component model's async); `virt` composes components. An embedder who
+//! runs p1 modules alone turns them off (`default-features = false`).
 //!
 //! The trees on the host's own filesystem — host directories, mapped
-//! packs, journals — are [`packfs_os`]'s, which needs no wasmtime; the
+//! packs, journals — are [`packfs_os`]'s, which needs no wasmtime; packs
+//! in object stores and on web servers, and an opener of packs wherever
+//! they are (`packfs_remote::packs::Packs`), are `packfs_remote`'s; the
 //! filesystems themselves and preview1 are [`packfs_core`]'s.
 //!
 //! A plugin host adds preview1 to its own linker and gives the guest a
@@ -91,7 +92,6 @@ pub mod p1;
 pub mod p2;
 #[cfg(feature = "p3")]
 pub mod p3;
-pub mod packs;
 mod pool;
 mod run;
 mod sandbox;
@@ -100,9 +100,7 @@ pub mod virt;
 
 pub use limits::{Limits, RunError, Unenforceable};
 pub use pool::Pool;
-#[cfg(feature = "p2")]
-pub use run::{GuestState, MAX_RESOURCES};
-pub use run::{P1State, Prepared, Runner};
+pub use run::{Prepared, Runner, RunnerBuilder};
 pub use sandbox::{Access, Capture, Output, Sandbox, Stdin};
 /// The wasmtime an embedder hands its engine and linkers from: the one
 /// this crate links.

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use wasmtime::ResourceLimiter;
+use wasmtime::{Engine, ResourceLimiter};
 
 /// Refuses growth past [`Limits::max_memory`] with [`MemoryLimitHit`].
 #[derive(Debug, Default)]
@@ -36,26 +36,23 @@ impl ResourceLimiter for Limiter {
 
 /// What a sandbox bounds: the guest's memory and its time.
 ///
-/// Each needs something of the runner's engine, which the `Runner::config*`
-/// functions make given the same limits (`Runner::config_for`,
-/// `config_p3_for`, `config_pooled`, or `Runner::pooled`): a runner whose
-/// engine lacks it refuses every run before the guest starts
-/// ([`RunError::Unenforceable`]; `Runner::check_limits` asks up front),
-/// rather than run it unbounded.
+/// Each needs something of the runner's engines, which the runner makes
+/// with it ([`RunnerBuilder::limits`](crate::RunnerBuilder::limits)); a
+/// base configuration that cannot hold them is refused when the runner is
+/// made ([`Unenforceable`]), rather than run guests unbounded.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Limits {
     /// Most bytes of linear memory (each memory) and table growth; a
     /// guest growing past it traps with [`RunError::MemoryLimit`]. Under
-    /// a pool (`Runner::pooled`) it is also each memory slot's size. The
-    /// engine must let a memory grow that far: not a pool of smaller
-    /// slots, nor a smaller reservation that memories may not move out of
-    /// ([`Unenforceable::MemoryPastEngine`]).
+    /// a pool ([`RunnerBuilder::pool`](crate::RunnerBuilder::pool)) it is
+    /// also each memory slot's size. The engine must let a memory grow
+    /// that far: not a smaller reservation that memories may not move out
+    /// of ([`Unenforceable::MemoryPastEngine`]).
     pub max_memory: Option<usize>,
     /// Most wall-clock time a run takes; past it the guest is interrupted
-    /// ([`RunError::Timeout`]). Needs an engine with epoch interruption
-    /// (`Runner::config_for`; else [`Unenforceable::TimeoutWithoutEpochs`]),
-    /// whose compiled code checks the epoch at every function entry and
-    /// loop back-edge: compiling is slower (up to 1.4x,
+    /// ([`RunError::Timeout`]). The runner's engines then have epoch
+    /// interruption, whose compiled code checks the epoch at every
+    /// function entry and loop back-edge: compiling is slower (up to 1.4x,
     /// `bench/load-results.md`) and so is the guest, a little.
     ///
     /// A p1 module blocked in a host call stops at the deadline too: every
@@ -67,28 +64,19 @@ pub struct Limits {
     pub timeout: Option<Duration>,
 }
 
-/// A limit, or an engine setting, that a runner cannot honour: refused up
-/// front, never accepted and then left undone (a time limit on an engine
-/// whose code never looks at the time let a guest in a loop run on).
+/// A limit, or an engine setting, that a runner cannot honour: refused
+/// when the runner is made, never accepted and then left undone.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Unenforceable {
-    /// [`Limits::timeout`] on an engine without epoch interruption, whose
-    /// compiled code never checks the time: a guest in a loop would run
-    /// past it, for ever.
-    #[error(
-        "a time limit needs an engine with epoch interruption: make it with Runner::config_for \
-         (or config_p3_for, config_pooled) given the same limits"
-    )]
-    TimeoutWithoutEpochs,
     /// [`Limits::max_memory`] past what the engine lets one linear memory
-    /// grow to: its pool's memory slots (`Runner::config_pooled` given a
-    /// smaller limit), or a reservation that memories may not move out of
-    /// (`Config::memory_may_move(false)`). A guest would see `memory.grow`
-    /// fail below the limit, not [`RunError::MemoryLimit`] at it.
+    /// grow to: a base configuration's reservation that memories may not
+    /// move out of (`Config::memory_may_move(false)`). A guest would see
+    /// `memory.grow` fail below the limit, not [`RunError::MemoryLimit`]
+    /// at it.
     #[error(
         "a memory limit of {limit} bytes is past the {bound} bytes this engine lets a memory grow to: \
-         make the engine with Runner::config_pooled (or config_for) given the same limits"
+         let memories move, or reserve as much"
     )]
     MemoryPastEngine {
         /// The limit asked for.
@@ -96,9 +84,8 @@ pub enum Unenforceable {
         /// How far the engine lets a memory grow.
         bound: usize,
     },
-    /// An engine that consumes fuel: a runner gives its stores none, so
-    /// every guest would trap at its first instruction. `Runner::new`
-    /// refuses such an engine; bound time with [`Limits::timeout`].
+    /// A base configuration that consumes fuel: a runner gives its stores
+    /// none, so every guest would trap at its first instruction.
     #[error("the engine consumes fuel, of which a runner gives its guests none: bound their time with Limits::timeout")]
     Fuel,
 }
@@ -120,11 +107,36 @@ pub enum RunError {
     /// The guest trapped.
     #[error("the guest trapped: {0:?}")]
     Trap(wasmtime::Error),
-    /// The runner's limits need what its engine lacks; the guest did not
-    /// start.
-    #[error("cannot bound it here: {0}")]
-    Unenforceable(Unenforceable),
     /// The sandbox's preopens could not be opened; the guest did not start.
     #[error("setting up the guest's preopens: {0}")]
     Sandbox(packfs_core::Error),
+}
+
+/// Whether a runner's `engine` can run guests under `limits`: not one that
+/// consumes fuel, and one that lets a memory grow as far as the limit.
+/// (The builder gives an engine epoch interruption whenever there is a
+/// timeout.)
+pub(crate) fn check(engine: &Engine, limits: &Limits) -> Result<(), Unenforceable> {
+    if engine.get_consume_fuel() {
+        return Err(Unenforceable::Fuel);
+    }
+    if let (Some(limit), Some(bound)) = (limits.max_memory, memory_bound(engine))
+        && limit > bound
+    {
+        return Err(Unenforceable::MemoryPastEngine { limit, bound });
+    }
+    Ok(())
+}
+
+/// How far `engine` lets one linear memory grow, where it bounds that: a
+/// pool's memory slots, or a reservation that memories may not move out
+/// of. `None` where a memory may grow as far as its type allows.
+fn memory_bound(engine: &Engine) -> Option<usize> {
+    if let Some(pool) = engine.get_pooling_config() {
+        return Some(pool.get_max_memory_size());
+    }
+    if !engine.get_memory_may_move() {
+        return Some(usize::try_from(engine.get_memory_reservation()).unwrap_or(usize::MAX));
+    }
+    None
 }

@@ -5,6 +5,7 @@
 //!
 //! - [`add_to_linker`]: every `wasi_snapshot_preview1` function, over the
 //!   guest's exported `memory` and a [`Wasi`] the store data lends;
+//! - [`P1State`]: a [`Runner`](crate::Runner)'s store data for a module;
 //! - [`HostPlatform`]: this process's clocks, randomness and sleep;
 //! - [`Inherit`]: this process's stdin, stdout or stderr.
 
@@ -22,6 +23,24 @@ use wasmtime::{Caller, Extern, Linker, Trap};
 // linker (core's WASI model is plumbing): shown here, their one path.
 #[doc(inline)]
 pub use packfs_core::wasi::p1::{Wasi, WasiBuilder};
+
+use crate::limits::Limiter;
+
+/// A p1 module's store data, as a [`Runner`](crate::Runner) makes it.
+pub struct P1State<T = ()> {
+    /// The guest's preview1 state.
+    pub wasi: Wasi,
+    /// The embedder's data ([`Sandbox::with_data`](crate::Sandbox::with_data)),
+    /// for its host functions.
+    pub data: T,
+    pub(crate) limiter: Limiter,
+}
+
+impl<T> P1State<T> {
+    pub(crate) fn new(wasi: Wasi, data: T) -> Self {
+        P1State { wasi, data, limiter: Limiter::default() }
+    }
+}
 
 /// The import module of every preview1 function.
 pub const MODULE: &str = "wasi_snapshot_preview1";

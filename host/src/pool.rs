@@ -1,7 +1,7 @@
 //! The pooling allocator for hosts that start many sandboxes of one
 //! module: [`Pool`] says how many may be alive at once, and
-//! [`Runner::config_pooled`](crate::Runner::config_pooled) turns it into an
-//! engine configuration.
+//! [`RunnerBuilder::pool`](crate::RunnerBuilder::pool) makes the runner's
+//! engine allocate from it.
 //!
 //! wasmtime's pooling allocator reserves every slot's address space when
 //! the engine is made, and reuses slots from then on: an instantiation

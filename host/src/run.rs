@@ -1,7 +1,8 @@
 //! Running a command guest with PackFS as its filesystem: the ready-made
-//! embedding that `packfs run`, the examples and the guest tests use. One
-//! [`Sandbox`] describes what the guest sees, whatever its kind, which
-//! [`Runner::run`] finds from the guest itself:
+//! embedding that `packfs run`, the examples and the guest tests use. A
+//! [`Runner`] is made once ([`Runner::builder`]) and owns its engines; one
+//! [`Sandbox`] describes what a guest sees, whatever its kind, which the
+//! load finds from the guest itself ([`Guest::kind`]):
 //!
 //! - a p1 core module runs its `_start` over PackFS's own preview1
 //!   ([`crate::p1`]);
@@ -10,7 +11,8 @@
 //! - a WASI 0.3 component (one that imports or exports a `wasi:`
 //!   interface of 0.3) runs over `wasi:filesystem` 0.3 ([`crate::p3`])
 //!   and 0.2, with wasmtime-wasi's p3 and 0.2 for the rest, driven by
-//!   wasmtime's concurrent calls on an engine of [`Runner::config_p3`].
+//!   wasmtime's concurrent calls on an engine of its own, made at the
+//!   first such guest.
 //!
 //! Plugin hosts with their own store data call
 //! [`p1::add_to_linker`](crate::p1::add_to_linker) or
@@ -21,87 +23,28 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use packfs_core::deadline::Deadline;
-use packfs_core::wasi::p1::Wasi;
 #[cfg(feature = "p2")]
-use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::component::Linker;
 use wasmtime::{Engine, InstancePre, ResourceLimiter, Store, Trap, UpdateDeadline};
 #[cfg(feature = "p2")]
+use wasmtime_wasi::I32Exit;
+#[cfg(feature = "p2")]
 use wasmtime_wasi::p2::bindings::sync::CommandPre;
-#[cfg(feature = "p2")]
-use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 
+use crate::limits::{Limiter, Limits, MemoryLimitHit, RunError};
+use crate::load::{self, Guest, GuestCache, Kind, LoadError, Source};
+use crate::p1::P1State;
 #[cfg(feature = "p2")]
-use crate::filesystem::{PackFsCtx, PackFsCtxView, PackFsView};
-use crate::limits::{Limiter, Limits, MemoryLimitHit, RunError, Unenforceable};
-use crate::load::{self, CacheStatus, Guest, GuestCache, LoadError};
-use crate::pool::Pool;
+use crate::p2::{GuestState, MAX_RESOURCES};
 use crate::sandbox::Sandbox;
 
-/// WASI 0.3 components: their linker and runs.
+/// Making a runner: its engines' configuration, limits, pool and cache.
+mod builder;
+/// WASI 0.3 components: their engine, linker and runs.
 #[cfg(feature = "p3")]
 mod concurrent;
-/// The engine configurations a runner's engine is made with.
-mod config;
 
-/// Most resources a component guest holds at once in a [`GuestState`]; a
-/// call that would make one more traps (wasmtime's `ResourceTableError::Full`).
-/// It is also the store's bound on the guest's component-model handles
-/// (wasmtime's `Store::set_max_component_handles`): a WASI 0.3 stream or
-/// future is one, and holds host memory that no resource table counts.
-#[cfg(feature = "p2")]
-pub const MAX_RESOURCES: usize = 1 << 16;
-
-/// A component guest's store data: wasmtime-wasi's context for everything
-/// but the filesystem, PackFS's for the filesystem, one resource table,
-/// and the embedder's own data.
-#[cfg(feature = "p2")]
-pub struct GuestState<T = ()> {
-    /// Arguments, environment, stdio, clocks, random, sockets. Its own
-    /// preopens are never seen: the guest's filesystem is `packfs`'s.
-    pub wasi: WasiCtx,
-    /// Preopens.
-    pub packfs: PackFsCtx,
-    /// Every resource the guest holds.
-    pub table: ResourceTable,
-    /// The embedder's data ([`Sandbox::with_data`]), for its host functions.
-    pub data: T,
-    limiter: Limiter,
-}
-
-#[cfg(feature = "p2")]
-impl<T> GuestState<T> {
-    /// State for one guest run. The guest holds at most [`MAX_RESOURCES`]
-    /// resources (descriptors, streams, pollables, ...) at once, as a p1
-    /// guest holds at most 65,536 descriptors: each is host memory.
-    pub fn new(wasi: WasiCtx, packfs: PackFsCtx, data: T) -> Self {
-        let mut table = ResourceTable::new();
-        table.set_max_capacity(MAX_RESOURCES);
-        GuestState { wasi, packfs, table, data, limiter: Limiter::default() }
-    }
-}
-
-#[cfg(feature = "p2")]
-impl<T: Send> WasiView for GuestState<T> {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
-    }
-}
-
-#[cfg(feature = "p2")]
-impl<T: Send> PackFsView for GuestState<T> {
-    fn packfs(&mut self) -> PackFsCtxView<'_> {
-        PackFsCtxView { ctx: &mut self.packfs, table: &mut self.table }
-    }
-}
-
-/// A p1 module's store data.
-pub struct P1State<T = ()> {
-    /// The guest's preview1 state.
-    pub wasi: Wasi,
-    /// The embedder's data ([`Sandbox::with_data`]), for its host functions.
-    pub data: T,
-    limiter: Limiter,
-}
+pub use builder::RunnerBuilder;
 
 /// A guest linked once for many runs ([`Runner::prepare`]).
 pub struct Prepared<T: 'static = ()>(Linked<T>);
@@ -114,18 +57,19 @@ enum Linked<T: 'static> {
     Concurrent(wasmtime::component::InstancePre<GuestState<T>>),
 }
 
-/// Loads and runs command guests (p1 modules and components) against
-/// PackFS preopens: each run in a fresh store of its own, described by a
-/// [`Sandbox`], whose data `T` the embedder's host functions reach.
+/// Loads and runs command guests (p1 modules, 0.2 and 0.3 components)
+/// against PackFS preopens: each run in a fresh store of its own,
+/// described by a [`Sandbox`], whose data `T` the embedder's host
+/// functions reach.
 ///
 /// ```no_run
+/// use std::path::Path;
 /// use std::sync::Arc;
 /// use packfs_core::MemFs;
-/// use packfs_host::Runner;
-/// use packfs_host::{Access, Sandbox};
+/// use packfs_host::{Access, Runner, Sandbox};
 ///
-/// let runner = Runner::new(&wasmtime::Engine::new(&Runner::config())?)?;
-/// let guest = runner.load_file("guest.wasm".as_ref())?; // a module or a component
+/// let runner = Runner::builder().build()?;
+/// let guest = runner.load(Path::new("guest.wasm"))?; // a module or a component
 /// let sandbox = Sandbox::new()
 ///     .arg("guest")
 ///     .inherit_stdio()
@@ -137,32 +81,34 @@ enum Linked<T: 'static> {
 /// # Many sandboxes
 ///
 /// A plugin or serverless host that starts many short runs of one module,
-/// one after another or many at once, makes its runner with
-/// [`Runner::pooled`] (or its engine with [`Runner::config_pooled`]):
-/// wasmtime's pooling allocator with copy-on-write memory images. A
-/// sandbox then takes a slot that is already mapped, and its data segments
-/// are mapped from the module, not copied. Its cost is address space
-/// reserved up front: [`Pool::instances`] memory slots of wasmtime's
+/// one after another or many at once, gives its runner a [`Pool`](crate::Pool)
+/// ([`RunnerBuilder::pool`]): wasmtime's pooling allocator with
+/// copy-on-write memory images. A sandbox then takes a slot that is
+/// already mapped, and its data segments are mapped from the module, not
+/// copied. Its cost is address space reserved up front:
+/// [`Pool::instances`](crate::Pool::instances) memory slots of wasmtime's
 /// reservation (4 GiB, so compiled code needs no bounds checks, or
 /// [`Limits::max_memory`] if larger) plus a 32 MiB guard each, about 4 TiB
 /// for the default 1,000 sandboxes. That is reserved, not resident, but
-/// making the engine can fail under `ulimit -v` or strict overcommit
-/// (`vm.overcommit_memory=2`): there, use fewer instances, or a smaller
-/// reservation ([`Runner::config_pooled`]).
+/// making the runner can fail under `ulimit -v` or strict overcommit
+/// (`vm.overcommit_memory=2`): there, use fewer instances. (WASI 0.3
+/// components, whose calls run on fibers, are not pooled.)
 ///
 /// Such a host also links its guest once ([`Runner::prepare`]) and gives
 /// each run its own fork of one base tree
 /// ([`MemFs::overlay`](packfs_core::MemFs::overlay), O(1)):
 ///
 /// ```no_run
+/// use std::path::Path;
 /// use std::sync::Arc;
 /// use packfs_core::{FileSystem, MemFs};
-/// use packfs_host::{Limits, Pool, Runner};
-/// use packfs_host::{Access, Sandbox};
+/// use packfs_host::{Access, Limits, Pool, Runner, Sandbox};
 ///
-/// let limits = Limits { max_memory: Some(64 << 20), ..Limits::default() };
-/// let runner = Runner::pooled(limits, &Pool { instances: 100, ..Pool::default() })?;
-/// let pre = runner.prepare(&runner.load_file("plugin.wasm".as_ref())?)?;
+/// let runner = Runner::builder()
+///     .limits(Limits { max_memory: Some(64 << 20), ..Limits::default() })
+///     .pool(Pool { instances: 100, ..Pool::default() })
+///     .build()?;
+/// let pre = runner.prepare(&runner.load(Path::new("plugin.wasm"))?)?;
 /// let base: Arc<dyn FileSystem> = Arc::new(MemFs::new());
 /// for _ in 0..1000 {
 ///     let fork = Arc::new(MemFs::overlay(base.clone())?);
@@ -171,153 +117,52 @@ enum Linked<T: 'static> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Runner<T: 'static = ()> {
+    /// p1 modules' and 0.2 components': without the component model's
+    /// concurrency, which costs a 0.2 component's every host call a host
+    /// task (about a sixth of a small-file read, `bench/guest-results.md`).
     engine: Engine,
+    p1: wasmtime::Linker<P1State<T>>,
     /// WASI 0.2, made at the first component (or `linker_mut`): a start
     /// that runs a module does not pay for it.
     #[cfg(feature = "p2")]
     linker: std::sync::OnceLock<Linker<GuestState<T>>>,
-    p1: wasmtime::Linker<P1State<T>>,
-    /// WASI 0.3 and 0.2, made at the first 0.3 component: it needs an
-    /// engine with concurrency, and costs the others nothing.
+    /// WASI 0.3 components' engine and linker, made at the first one.
     #[cfg(feature = "p3")]
-    p3: std::sync::OnceLock<Result<Linker<GuestState<T>>, String>>,
+    p3: concurrent::Concurrent<T>,
     cache: Option<GuestCache>,
     limits: Limits,
 }
 
-impl Runner<()> {
-    /// A runner with an engine of its own made by
-    /// [`Runner::config_pooled`], bounded by `limits`. Fails when the
-    /// pool's address space cannot be reserved.
-    pub fn pooled(limits: Limits, pool: &Pool) -> wasmtime::Result<Runner> {
-        let engine = Engine::new(&Runner::config_pooled(&limits, pool))?;
-        Ok(Runner::new(&engine)?.with_limits(limits))
-    }
-
-    /// A runner with an engine of its own made by [`Runner::config_for`],
-    /// bounded by `limits`: p1 modules and 0.2 components. (A 0.3
-    /// component needs an engine of [`Runner::config_p3_for`].)
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use packfs_host::{Limits, Runner};
-    ///
-    /// let limits = Limits { max_memory: Some(64 << 20), timeout: Some(Duration::from_secs(5)) };
-    /// assert_eq!(Runner::limited(limits)?.check_limits(), Ok(()));
-    /// # Ok::<(), wasmtime::Error>(())
-    /// ```
-    pub fn limited(limits: Limits) -> wasmtime::Result<Runner> {
-        let engine = Engine::new(&Runner::config_for(&limits))?;
-        Ok(Runner::new(&engine)?.with_limits(limits))
-    }
-
-    /// A runner on `engine`, driving guests synchronously, without a
-    /// compilation cache or limits, its stores holding no data of the
-    /// embedder's ([`with_data`](Self::with_data) gives them some). Any
-    /// engine serves but one that consumes fuel, which is refused
-    /// ([`Unenforceable::Fuel`], inside the error): a runner gives its
-    /// stores none, so every guest would trap at once. [`Runner::config`]
-    /// makes the fastest engine for it; limits need more of the engine
-    /// ([`with_limits`](Self::with_limits)).
-    pub fn new(engine: &Engine) -> wasmtime::Result<Runner> {
-        if engine.get_consume_fuel() {
-            return Err(wasmtime::Error::new(Unenforceable::Fuel));
-        }
-        Ok(Runner::on(engine.clone(), None, Limits::default()))
-    }
-}
-
 impl<T: Send + 'static> Runner<T> {
-    fn on(engine: Engine, cache: Option<GuestCache>, limits: Limits) -> Runner<T> {
-        let mut p1 = wasmtime::Linker::new(&engine);
-        // Only a name defined twice fails, and a new linker has none.
-        crate::p1::add_to_linker(&mut p1, |s: &mut P1State<T>| &mut s.wasi)
-            .expect("preview1 links into an empty linker");
-        Runner {
-            engine,
-            #[cfg(feature = "p2")]
-            linker: std::sync::OnceLock::new(),
-            p1,
+    /// Compiles a p1 module or a component, from its bytes or its file
+    /// ([`Source`]), for the engine its [`Kind`] runs on (a WASI 0.3
+    /// component's is made at the first one), through the cache if the
+    /// runner has one ([`Guest::cache_status`] says whether it served it).
+    ///
+    /// ```
+    /// let runner = packfs_host::Runner::builder().build()?;
+    /// let guest = runner.load(&wat::parse_str("(module (func (export \"_start\")))")?)?;
+    /// assert_eq!(guest.kind(), packfs_host::load::Kind::P1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn load<'a>(&self, source: impl Into<Source<'a>>) -> Result<Guest, LoadError> {
+        load::load(source.into(), self.cache.as_ref(), |kind| self.engine(kind).map_err(LoadError::Engine))
+    }
+
+    /// The engine guests of `kind` are compiled for and run on: p1 modules
+    /// and 0.2 components share one; a WASI 0.3 component's, with the
+    /// component model's concurrency, is made at the first call that asks.
+    pub fn engine(&self, kind: Kind) -> wasmtime::Result<&Engine> {
+        match kind {
             #[cfg(feature = "p3")]
-            p3: std::sync::OnceLock::new(),
-            cache,
-            limits,
+            Kind::P3 => self.p3.engine(),
+            _ => Ok(&self.engine),
         }
     }
 
-    /// The same runner with stores that hold the embedder's data `U`
-    /// ([`Sandbox::with_data`]), which host functions it links reach
-    /// ([`P1State::data`], [`GuestState::data`]). Call it before adding
-    /// host functions: the linkers start anew.
-    ///
-    /// ```
-    /// use packfs_host::{Runner, wasmtime};
-    ///
-    /// struct Plugin { calls: u32 }
-    /// let mut runner = Runner::new(&wasmtime::Engine::default())?.with_data::<Plugin>();
-    /// runner.module_linker_mut().func_wrap("host", "count", |mut c: wasmtime::Caller<'_, packfs_host::P1State<Plugin>>| {
-    ///     c.data_mut().data.calls += 1;
-    /// })?;
-    /// # Ok::<(), wasmtime::Error>(())
-    /// ```
-    pub fn with_data<U: Send + 'static>(self) -> Runner<U> {
-        Runner::on(self.engine, self.cache, self.limits)
-    }
-
-    /// Caches compiled guests in `cache`.
-    pub fn with_cache(mut self, cache: GuestCache) -> Self {
-        self.cache = Some(cache);
-        self
-    }
-
-    /// Bounds every run's memory and time, on an engine that can hold
-    /// them: one made by [`Runner::config_for`] (or
-    /// [`config_p3_for`](Self::config_p3_for),
-    /// [`config_pooled`](Self::config_pooled)) given the same limits, as
-    /// [`Runner::pooled`] does. On another, every run is refused before the
-    /// guest starts ([`RunError::Unenforceable`]), never run without the
-    /// bound; [`check_limits`](Self::check_limits) tells up front.
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Whether this runner's engine can hold its limits: a timeout needs
-    /// epoch interruption ([`Unenforceable::TimeoutWithoutEpochs`]), a
-    /// memory limit an engine that lets a memory grow that far
-    /// ([`Unenforceable::MemoryPastEngine`]). Every run asks this first.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use packfs_host::{Limits, Runner, Unenforceable};
-    ///
-    /// let limits = Limits { timeout: Some(Duration::from_secs(5)), ..Limits::default() };
-    /// let plain = Runner::new(&wasmtime::Engine::new(&Runner::config())?)?.with_limits(limits);
-    /// assert_eq!(plain.check_limits(), Err(Unenforceable::TimeoutWithoutEpochs));
-    /// let timed = Runner::new(&wasmtime::Engine::new(&Runner::config_for(&limits))?)?.with_limits(limits);
-    /// assert_eq!(timed.check_limits(), Ok(()));
-    /// # Ok::<(), wasmtime::Error>(())
-    /// ```
-    pub fn check_limits(&self) -> Result<(), Unenforceable> {
-        if self.limits.timeout.is_some() && !self.engine.get_epoch_interruption() {
-            return Err(Unenforceable::TimeoutWithoutEpochs);
-        }
-        if let (Some(limit), Some(bound)) = (self.limits.max_memory, memory_bound(&self.engine))
-            && limit > bound
-        {
-            return Err(Unenforceable::MemoryPastEngine { limit, bound });
-        }
-        Ok(())
-    }
-
-    /// The engine guests are compiled for.
-    pub fn engine(&self) -> &Engine {
-        &self.engine
-    }
-
-    /// The component linker, with all of WASI 0.2 defined; add host
-    /// functions of your own, which reach the sandbox's data as
-    /// [`GuestState::data`].
+    /// The component linker of 0.2 components, with all of WASI 0.2
+    /// defined; add host functions of your own, which reach the sandbox's
+    /// data as [`GuestState::data`].
     #[cfg(feature = "p2")]
     pub fn linker_mut(&mut self) -> &mut Linker<GuestState<T>> {
         self.linker();
@@ -342,49 +187,88 @@ impl<T: Send + 'static> Runner<T> {
         &mut self.p1
     }
 
-    /// Compiles a p1 module or a component.
-    pub fn load(&self, wasm: &[u8]) -> Result<Guest, LoadError> {
-        self.load_with_status(wasm).map(|(g, _)| g)
-    }
-
-    /// As [`load`](Self::load), also saying whether the cache served it.
-    pub fn load_with_status(&self, wasm: &[u8]) -> Result<(Guest, CacheStatus), LoadError> {
-        load::load(&self.engine, wasm, self.cache.as_ref())
-    }
-
-    /// Loads the p1 module or component at `path`; with a cache, a warm
-    /// load does not read the file ([`load::load_file`]).
-    pub fn load_file(&self, path: &std::path::Path) -> Result<Guest, LoadError> {
-        self.load_file_with_status(path).map(|(g, _)| g)
-    }
-
-    /// As [`load_file`](Self::load_file), also saying whether the cache
-    /// served it.
-    pub fn load_file_with_status(&self, path: &std::path::Path) -> Result<(Guest, CacheStatus), LoadError> {
-        load::load_file(&self.engine, path, self.cache.as_ref())
-    }
-
     /// Checks that `guest` can run here: every import it has is defined,
     /// and it exports `_start` (a module) or `wasi:cli/run` (a component).
     /// The runs fail the same way without it; this tells such a guest from
     /// one that traps.
-    pub fn check(&self, guest: &Guest) -> wasmtime::Result<()> {
-        match self.prepare(guest) {
-            Ok(_) => Ok(()),
-            Err(RunError::Instantiate(e)) => Err(e),
-            Err(e) => Err(wasmtime::Error::new(e)),
+    pub fn check(&self, guest: &Guest) -> Result<(), RunError> {
+        self.prepare(guest).map(drop)
+    }
+
+    /// Links `guest` once, for many runs
+    /// ([`run_prepared`](Self::run_prepared)): each run then only
+    /// instantiates, with no import resolution. A p1 module is linked
+    /// against preview1, a 0.2 component against WASI 0.2, a 0.3 one
+    /// against 0.3 and 0.2. A guest loaded by another runner is refused.
+    pub fn prepare(&self, guest: &Guest) -> Result<Prepared<T>, RunError> {
+        let refuse = |why: &str| Err(RunError::Instantiate(wasmtime::Error::msg(why.to_owned())));
+        let engine = self.engine(guest.kind()).map_err(RunError::Instantiate)?;
+        let loaded_here = match (guest.module(), guest.component()) {
+            (Some(m), _) => Engine::same(m.engine(), engine),
+            (_, Some(c)) => Engine::same(c.engine(), engine),
+            (None, None) => false,
+        };
+        if !loaded_here {
+            return refuse("the guest was loaded by another runner");
+        }
+        let linked = match (guest.kind(), guest.module(), guest.component()) {
+            (Kind::P1, Some(m), _) => {
+                if !matches!(m.get_export("_start"), Some(wasmtime::ExternType::Func(_))) {
+                    return refuse("the module exports no `_start` function");
+                }
+                Linked::Module(self.p1.instantiate_pre(m).map_err(RunError::Instantiate)?)
+            }
+            #[cfg(feature = "p3")]
+            (Kind::P3, _, Some(c)) => Linked::Concurrent(self.p3.link(c).map_err(RunError::Instantiate)?),
+            #[cfg(feature = "p2")]
+            (Kind::P2, _, Some(c)) => Linked::Component(
+                self.linker().instantiate_pre(c).and_then(CommandPre::new).map_err(RunError::Instantiate)?,
+            ),
+            (Kind::P3, ..) => return refuse("WASI 0.3 components need packfs-host's `p3` feature"),
+            _ => return refuse("components need packfs-host's `p2` feature"),
+        };
+        Ok(Prepared(linked))
+    }
+
+    /// Runs `guest` to completion in `sandbox`; returns its exit status: a
+    /// module's 0 when `_start` returns, else the code it passed to
+    /// `proc_exit`; a component's 0 for success, 1 for `run` returning an
+    /// error, or the code it passed to `exit`; modulo 256, as a POSIX
+    /// exit status.
+    pub fn run(&self, guest: &Guest, sandbox: Sandbox<T>) -> Result<i32, RunError> {
+        self.run_prepared(&self.prepare(guest)?, sandbox)
+    }
+
+    /// As [`run`](Self::run), for a guest linked by
+    /// [`prepare`](Self::prepare) on this runner.
+    pub fn run_prepared(&self, pre: &Prepared<T>, sandbox: Sandbox<T>) -> Result<i32, RunError> {
+        match &pre.0 {
+            Linked::Module(pre) => {
+                let (wasi, data) = sandbox.p1().map_err(RunError::Sandbox)?;
+                self.run_module(pre, P1State::new(wasi, data))
+            }
+            #[cfg(feature = "p2")]
+            Linked::Component(pre) => {
+                let (wasi, packfs, data) = sandbox.p2();
+                self.run_component(pre, GuestState::new(wasi, packfs, data))
+            }
+            #[cfg(feature = "p3")]
+            Linked::Concurrent(pre) => {
+                let (wasi, packfs, data) = sandbox.p2();
+                self.run_p3(pre, GuestState::new(wasi, packfs, data))
+            }
         }
     }
 
-    /// A store for one run, bounded by the limits: refused if the engine
-    /// cannot hold them ([`check_limits`](Self::check_limits)).
+    /// A store on `engine` for one run, bounded by the limits (which the
+    /// builder checked the engine can hold).
     fn store<D>(
         &self,
+        engine: &Engine,
         data: D,
         limiter: impl Fn(&mut D) -> &mut Limiter + Send + Sync + 'static,
-    ) -> Result<Store<D>, RunError> {
-        self.check_limits().map_err(RunError::Unenforceable)?;
-        let mut store = Store::new(&self.engine, data);
+    ) -> Store<D> {
+        let mut store = Store::new(engine, data);
         #[cfg(feature = "p2")]
         store.set_max_component_handles(MAX_RESOURCES);
         limiter(store.data_mut()).max = self.limits.max_memory;
@@ -398,30 +282,23 @@ impl<T: Send + 'static> Runner<T> {
             store.epoch_deadline_callback(move |_| {
                 if Instant::now() >= deadline { Err(Trap::Interrupt.into()) } else { Ok(UpdateDeadline::Continue(1)) }
             });
-        } else if self.engine.get_epoch_interruption() {
-            // No time limit, on an engine whose code checks the epoch: a
-            // new store's deadline is the epoch now, so its guest would
-            // trap at its first check, and another runner's watchdog may
-            // bump the epoch. It goes on whatever the epoch.
-            store.set_epoch_deadline(1);
-            store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Continue(1)));
         }
-        Ok(store)
+        store
     }
 
-    /// Runs `f` under the timeout, if there is one: a watchdog bumps the
-    /// engine's epoch when it passes, and the store's deadline callback
+    /// Runs `f` under the timeout, if there is one: a watchdog bumps
+    /// `engine`'s epoch when it passes, and the store's deadline callback
     /// interrupts the guest's code. A guest blocked in a host call is cut
     /// short too: every wait a host call makes on this thread ends at the
     /// [`Deadline`], and past it a preview1 call traps instead of
     /// returning ([`crate::p1::add_to_linker`]).
-    fn timed<R>(&self, f: impl FnOnce() -> R) -> (R, bool) {
+    fn timed<R>(&self, engine: &Engine, f: impl FnOnce() -> R) -> (R, bool) {
         let Some(timeout) = self.limits.timeout else { return (f(), false) };
         let done = Arc::new((Mutex::new(false), Condvar::new()));
         let fired = Arc::new(AtomicBool::new(false));
         let deadline = Deadline::new(Instant::now() + timeout);
         let watchdog = {
-            let (done, fired, engine) = (Arc::clone(&done), Arc::clone(&fired), self.engine.clone());
+            let (done, fired, engine) = (Arc::clone(&done), Arc::clone(&fired), engine.clone());
             let deadline = Arc::clone(&deadline);
             std::thread::spawn(move || {
                 let (lock, cvar) = &*done;
@@ -455,70 +332,10 @@ impl<T: Send + 'static> Runner<T> {
         RunError::Trap(e)
     }
 
-    /// Links `guest` once, for many runs
-    /// ([`run_prepared`](Self::run_prepared)): each run then only
-    /// instantiates, with no import resolution. A p1 module is linked
-    /// against preview1, a component against WASI 0.2, and one that speaks
-    /// WASI 0.3 ([`crate::p3::uses_p3`]) against 0.3 and 0.2, on an engine
-    /// of [`Runner::config_p3`].
-    pub fn prepare(&self, guest: &Guest) -> Result<Prepared<T>, RunError> {
-        let linked = match guest {
-            Guest::Module(m) => {
-                if !matches!(m.get_export("_start"), Some(wasmtime::ExternType::Func(_))) {
-                    return Err(RunError::Instantiate(wasmtime::Error::msg("the module exports no `_start` function")));
-                }
-                Linked::Module(self.p1.instantiate_pre(m).map_err(RunError::Instantiate)?)
-            }
-            #[cfg(feature = "p3")]
-            Guest::Component(c) if crate::p3::uses_p3(&self.engine, c) => {
-                Linked::Concurrent(self.link_p3(c).map_err(RunError::Instantiate)?)
-            }
-            #[cfg(feature = "p2")]
-            Guest::Component(c) => Linked::Component(
-                self.linker().instantiate_pre(c).and_then(CommandPre::new).map_err(RunError::Instantiate)?,
-            ),
-            #[cfg(not(feature = "p2"))]
-            Guest::Component(_) => {
-                return Err(RunError::Instantiate(wasmtime::Error::msg("components need packfs-host's `p2` feature")));
-            }
-        };
-        Ok(Prepared(linked))
-    }
-
-    /// Runs `guest` to completion in `sandbox`; returns its exit status: a
-    /// module's 0 when `_start` returns, else the code it passed to
-    /// `proc_exit`; a component's 0 for success, 1 for `run` returning an
-    /// error, or the code it passed to `exit`; modulo 256, as a POSIX
-    /// exit status.
-    pub fn run(&self, guest: &Guest, sandbox: Sandbox<T>) -> Result<i32, RunError> {
-        self.run_prepared(&self.prepare(guest)?, sandbox)
-    }
-
-    /// As [`run`](Self::run), for a guest linked by
-    /// [`prepare`](Self::prepare) on this runner.
-    pub fn run_prepared(&self, pre: &Prepared<T>, sandbox: Sandbox<T>) -> Result<i32, RunError> {
-        match &pre.0 {
-            Linked::Module(pre) => {
-                let (wasi, data) = sandbox.p1().map_err(RunError::Sandbox)?;
-                self.run_module(pre, P1State { wasi, data, limiter: Limiter::default() })
-            }
-            #[cfg(feature = "p2")]
-            Linked::Component(pre) => {
-                let (wasi, packfs, data) = sandbox.p2();
-                self.run_component(pre, GuestState::new(wasi, packfs, data))
-            }
-            #[cfg(feature = "p3")]
-            Linked::Concurrent(pre) => {
-                let (wasi, packfs, data) = sandbox.p2();
-                self.run_p3(pre, GuestState::new(wasi, packfs, data))
-            }
-        }
-    }
-
     /// Runs a p1 module's `_start`.
     fn run_module(&self, pre: &InstancePre<P1State<T>>, state: P1State<T>) -> Result<i32, RunError> {
-        let mut store = self.store(state, |s| &mut s.limiter)?;
-        let (r, timed_out) = self.timed(|| {
+        let mut store = self.store(&self.engine, state, |s| &mut s.limiter);
+        let (r, timed_out) = self.timed(&self.engine, || {
             let instance = pre.instantiate(&mut store).map_err(RunError::Instantiate)?;
             let start = instance.get_typed_func::<(), ()>(&mut store, "_start").map_err(RunError::Instantiate)?;
             Ok(start.call(&mut store, ()))
@@ -535,10 +352,54 @@ impl<T: Send + 'static> Runner<T> {
     /// Runs a 0.2 component's `wasi:cli/run`.
     #[cfg(feature = "p2")]
     fn run_component(&self, pre: &CommandPre<GuestState<T>>, state: GuestState<T>) -> Result<i32, RunError> {
-        let mut store = self.store(state, |s| &mut s.limiter)?;
-        let (r, timed_out) = self.timed(|| {
+        let mut store = self.store(&self.engine, state, |s| &mut s.limiter);
+        let (r, timed_out) = self.timed(&self.engine, || {
             let command = pre.instantiate(&mut store).map_err(RunError::Instantiate)?;
             Ok(command.wasi_cli_run().call_run(&mut store))
+        });
+        self.exit_status(r?, timed_out)
+    }
+
+    /// Runs a WASI 0.3 component's `wasi:cli/run` (of 0.3, or else of
+    /// 0.2) to completion, with `wasi:filesystem` of both versions served
+    /// by PackFS.
+    ///
+    /// The run is driven on wasmtime-wasi's tokio runtime. Under
+    /// [`Limits::timeout`](crate::Limits::timeout) it ends at the deadline wherever the guest is:
+    /// in its own code (the epoch), or waiting on a host future (the run's
+    /// future is dropped, and with it every stream and task it held).
+    #[cfg(feature = "p3")]
+    fn run_p3(
+        &self,
+        pre: &wasmtime::component::InstancePre<GuestState<T>>,
+        state: GuestState<T>,
+    ) -> Result<i32, RunError> {
+        use wasmtime_wasi::p2::bindings::Command as Command2;
+        use wasmtime_wasi::p3::bindings::Command as Command3;
+
+        let engine = pre.engine().clone();
+        let mut store = self.store(&engine, state, |s| &mut s.limiter);
+        let timeout = self.limits.timeout;
+        let (r, timed_out) = self.timed(&engine, || {
+            wasmtime_wasi::runtime::in_tokio(async {
+                let run = async {
+                    let instance = pre.instantiate_async(&mut store).await.map_err(RunError::Instantiate)?;
+                    Ok(match Command3::new(&mut store, &instance) {
+                        Ok(command) => store
+                            .run_concurrent(async |s| command.wasi_cli_run().call_run(s).await)
+                            .await
+                            .and_then(|r| r),
+                        Err(_) => {
+                            let command = Command2::new(&mut store, &instance).map_err(RunError::Instantiate)?;
+                            command.wasi_cli_run().call_run(&mut store).await
+                        }
+                    })
+                };
+                match timeout {
+                    Some(t) => tokio::time::timeout(t, run).await.unwrap_or_else(|_| Ok(Err(Trap::Interrupt.into()))),
+                    None => run.await,
+                }
+            })
         });
         self.exit_status(r?, timed_out)
     }
@@ -555,17 +416,4 @@ impl<T: Send + 'static> Runner<T> {
             },
         }
     }
-}
-
-/// How far `engine` lets one linear memory grow, where it bounds that: a
-/// pool's memory slots, or a reservation that memories may not move out
-/// of. `None` where a memory may grow as far as its type allows.
-fn memory_bound(engine: &Engine) -> Option<usize> {
-    if let Some(pool) = engine.get_pooling_config() {
-        return Some(pool.get_max_memory_size());
-    }
-    if !engine.get_memory_may_move() {
-        return Some(usize::try_from(engine.get_memory_reservation()).unwrap_or(usize::MAX));
-    }
-    None
 }

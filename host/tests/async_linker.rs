@@ -9,9 +9,9 @@ use std::sync::Arc;
 use packfs_core::wasi::p1::Wasi;
 use packfs_core::{FileSystem, MemFs};
 use packfs_host::Access;
-use packfs_host::GuestState;
 use packfs_host::filesystem::PackFsCtx;
 use packfs_host::p1::HostPlatform;
+use packfs_host::p2::GuestState;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, Module, Store};
 

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, SystemTime};
 
-use packfs_host::load::{self, CacheStatus, Guest, GuestCache, LoadError};
+use packfs_host::load::{CacheStatus, Guest, GuestCache, LoadError, Source};
 use packfs_host::{Runner, Sandbox};
-use wasmtime::Engine;
+use wasmtime::{Config, Engine};
 
 /// A p1 command exiting `code` (one digit, so that every such module has
 /// the same size).
@@ -29,17 +29,40 @@ fn module(code: u8) -> Vec<u8> {
     .unwrap()
 }
 
-/// Runs a loaded p1 guest, giving its exit status.
-fn run(engine: &Engine, guest: &Guest) -> i32 {
-    assert!(matches!(guest, Guest::Module(_)), "not a module");
-    let runner = Runner::new(engine).unwrap();
-    runner.run(guest, Sandbox::new()).unwrap()
+/// A guest and the runner that loaded it, on which it runs.
+struct Loaded {
+    runner: Runner,
+    guest: Guest,
+}
+
+impl Loaded {
+    /// Runs the p1 guest, giving its exit status.
+    fn run(&self) -> i32 {
+        assert_eq!(self.guest.kind(), packfs_host::load::Kind::P1, "not a module");
+        self.runner.run(&self.guest, Sandbox::new()).unwrap()
+    }
+}
+
+/// Loads `source` on a runner of `config` caching in `cache`, if any.
+fn load<'a>(
+    config: &Config,
+    source: impl Into<Source<'a>>,
+    cache: Option<&GuestCache>,
+) -> Result<(Loaded, CacheStatus), LoadError> {
+    let mut builder = Runner::builder().config(config.clone());
+    if let Some(cache) = cache {
+        builder = builder.cache(cache.clone());
+    }
+    let runner = builder.build().unwrap();
+    let guest = runner.load(source)?;
+    let status = guest.cache_status().clone();
+    Ok((Loaded { runner, guest }, status))
 }
 
 /// Loads `wasm` through `cache`, runs it, and gives its status and exit.
-fn load_run(engine: &Engine, cache: &GuestCache, wasm: &[u8]) -> (CacheStatus, i32) {
-    let (guest, status) = load::load(engine, wasm, Some(cache)).unwrap();
-    (status, run(engine, &guest))
+fn load_run(config: &Config, cache: &GuestCache, wasm: &[u8]) -> (CacheStatus, i32) {
+    let (guest, status) = load(config, wasm, Some(cache)).unwrap();
+    (status, guest.run())
 }
 
 /// The cache's files whose names start with `prefix`, sorted.
@@ -88,10 +111,10 @@ fn write_in_place(path: &Path, at: u64, bytes: &[u8]) {
 
 #[test]
 fn stores_then_hits_and_each_engine_has_its_own_artifact() {
-    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let (config, dir) = (Config::new(), tempfile::tempdir().unwrap());
     let cache = new_cache(dir.path());
-    assert_status(load_run(&engine, &cache, &module(7)).0, 7, ("Stored", 7));
-    let (status, exit) = load_run(&engine, &cache, &module(7));
+    assert_status(load_run(&config, &cache, &module(7)).0, 7, ("Stored", 7));
+    let (status, exit) = load_run(&config, &cache, &module(7));
     assert_status(status, exit, ("Hit", 7));
     let art = artifact(&cache);
     assert_eq!(fs::metadata(&art).unwrap().mode() & 0o7777, 0o400);
@@ -99,9 +122,8 @@ fn stores_then_hits_and_each_engine_has_its_own_artifact() {
     // Exactly wasmtime's bytes: it knows them for its own.
     assert_eq!(Engine::detect_precompiled_file(&art).unwrap(), Some(wasmtime::Precompiled::Module));
 
-    let mut config = wasmtime::Config::new();
-    config.cranelift_opt_level(wasmtime::OptLevel::None);
-    let other = Engine::new(&config).unwrap();
+    let mut other = wasmtime::Config::new();
+    other.cranelift_opt_level(wasmtime::OptLevel::None);
     let (status, exit) = load_run(&other, &cache, &module(7));
     assert_status(status, exit, ("Stored", 7));
     assert_eq!(named(&cache, "a-").len(), 2);
@@ -111,13 +133,13 @@ fn stores_then_hits_and_each_engine_has_its_own_artifact() {
 
 #[test]
 fn a_component_is_stored_and_hit() {
-    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let (config, dir) = (Config::new(), tempfile::tempdir().unwrap());
     let cache = new_cache(dir.path());
     let wasm = wat::parse_str("(component (core module (func (export \"f\"))))").unwrap();
-    let (guest, status) = load::load(&engine, &wasm, Some(&cache)).unwrap();
-    assert!(is(&status, "Stored") && matches!(guest, Guest::Component(_)), "{status:?}");
-    let (guest, status) = load::load(&engine, &wasm, Some(&cache)).unwrap();
-    assert!(is(&status, "Hit") && matches!(guest, Guest::Component(_)), "{status:?}");
+    let (guest, status) = load(&config, &wasm, Some(&cache)).unwrap();
+    assert!(is(&status, "Stored") && guest.guest.kind() == packfs_host::load::Kind::P2, "{status:?}");
+    let (guest, status) = load(&config, &wasm, Some(&cache)).unwrap();
+    assert!(is(&status, "Hit") && guest.guest.kind() == packfs_host::load::Kind::P2, "{status:?}");
     assert_eq!(Engine::detect_precompiled_file(artifact(&cache)).unwrap(), Some(wasmtime::Precompiled::Component));
 }
 
@@ -126,22 +148,22 @@ fn a_component_is_stored_and_hit() {
 /// the racy window is not recorded.
 #[test]
 fn load_file_hits_by_the_file_s_identity() {
-    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let (config, dir) = (Config::new(), tempfile::tempdir().unwrap());
     let cache = new_cache(dir.path()).with_racy_window(Duration::from_millis(100));
     let path = dir.path().join("guest.wasm");
     fs::write(&path, module(7)).unwrap();
-    let (guest, status) = load::load_file(&engine, &path, Some(&cache)).unwrap();
-    assert!(is(&status, "Stored") && run(&engine, &guest) == 7, "{status:?}");
+    let (guest, status) = load(&config, &path, Some(&cache)).unwrap();
+    assert!(is(&status, "Stored") && guest.run() == 7, "{status:?}");
     assert!(named(&cache, "f-").is_empty(), "a file written just now is not recorded");
 
     std::thread::sleep(Duration::from_millis(200));
-    let (guest, status) = load::load_file(&engine, &path, Some(&cache)).unwrap();
-    assert!(is(&status, "Hit") && run(&engine, &guest) == 7, "{status:?}");
+    let (guest, status) = load(&config, &path, Some(&cache)).unwrap();
+    assert!(is(&status, "Hit") && guest.run() == 7, "{status:?}");
     let entry = named(&cache, "f-");
     assert_eq!(entry.len(), 1);
     // Now from the entry, without reading the module.
-    let (guest, status) = load::load_file(&engine, &path, Some(&cache)).unwrap();
-    assert!(is(&status, "Hit") && run(&engine, &guest) == 7, "{status:?}");
+    let (guest, status) = load(&config, &path, Some(&cache)).unwrap();
+    assert!(is(&status, "Hit") && guest.run() == 7, "{status:?}");
 
     // A pipe is read every time, its identity never recorded.
     let fifo = dir.path().join("fifo.wasm");
@@ -152,16 +174,16 @@ fn load_file_hits_by_the_file_s_identity() {
             let fifo = fifo.clone();
             std::thread::spawn(move || fs::write(fifo, module(code)).unwrap())
         };
-        let (guest, _) = load::load_file(&engine, &fifo, Some(&cache)).unwrap();
+        let (guest, _) = load(&config, &fifo, Some(&cache)).unwrap();
         writer.join().unwrap();
-        assert_eq!(run(&engine, &guest), i32::from(code));
+        assert_eq!(guest.run(), i32::from(code));
     }
     assert_eq!(named(&cache, "f-").len(), 1);
 
     // Without a cache, and on a missing file.
-    let (guest, status) = load::load_file(&engine, &path, None).unwrap();
-    assert!(is(&status, "Off") && run(&engine, &guest) == 7);
-    let missing = load::load_file(&engine, &dir.path().join("nope.wasm"), Some(&cache));
+    let (guest, status) = load(&config, &path, None).unwrap();
+    assert!(is(&status, "Off") && guest.run() == 7);
+    let missing = load(&config, &dir.path().join("nope.wasm"), Some(&cache));
     assert!(matches!(missing, Err(LoadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound));
 }
 
@@ -170,13 +192,13 @@ fn load_file_hits_by_the_file_s_identity() {
 /// content is what runs.
 #[test]
 fn a_module_rewritten_with_its_old_mtime_is_recompiled() {
-    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let (config, dir) = (Config::new(), tempfile::tempdir().unwrap());
     let cache = new_cache(dir.path()).with_racy_window(Duration::from_millis(100));
     let path = dir.path().join("guest.wasm");
     fs::write(&path, module(7)).unwrap();
     std::thread::sleep(Duration::from_millis(200));
-    let (guest, status) = load::load_file(&engine, &path, Some(&cache)).unwrap();
-    assert!(is(&status, "Stored") && run(&engine, &guest) == 7, "{status:?}");
+    let (guest, status) = load(&config, &path, Some(&cache)).unwrap();
+    assert!(is(&status, "Stored") && guest.run() == 7, "{status:?}");
     assert_eq!(named(&cache, "f-").len(), 1, "the identity is recorded");
 
     let before = fs::metadata(&path).unwrap();
@@ -193,27 +215,27 @@ fn a_module_rewritten_with_its_old_mtime_is_recompiled() {
         (before.ino(), before.len(), before.modified().unwrap())
     );
 
-    let (guest, status) = load::load_file(&engine, &path, Some(&cache)).unwrap();
-    assert!(is(&status, "Stored") && run(&engine, &guest) == 8, "{status:?}");
+    let (guest, status) = load(&config, &path, Some(&cache)).unwrap();
+    assert!(is(&status, "Stored") && guest.run() == 8, "{status:?}");
 }
 
 /// A byte flipped in place after the racy window: the ctime no longer
 /// matches the pin.
 #[test]
 fn a_byte_flipped_in_an_artifact_is_never_run() {
-    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let (config, dir) = (Config::new(), tempfile::tempdir().unwrap());
     let cache = new_cache(dir.path()).with_racy_window(Duration::ZERO);
     let wasm = module(7);
-    assert!(is(&load_run(&engine, &cache, &wasm).0, "Stored"));
+    assert!(is(&load_run(&config, &cache, &wasm).0, "Stored"));
     // Past the filesystem's timestamp tick.
     std::thread::sleep(Duration::from_millis(50));
     let art = artifact(&cache);
     let len = fs::metadata(&art).unwrap().len();
     let byte = fs::read(&art).unwrap()[len as usize / 2];
     write_in_place(&art, len / 2, &[byte ^ 0x55]);
-    let (status, exit) = load_run(&engine, &cache, &wasm);
+    let (status, exit) = load_run(&config, &cache, &wasm);
     assert_status(status, exit, ("Replaced", 7));
-    let (status, exit) = load_run(&engine, &cache, &wasm);
+    let (status, exit) = load_run(&config, &cache, &wasm);
     assert_status(status, exit, ("Hit", 7));
 }
 
@@ -221,33 +243,33 @@ fn a_byte_flipped_in_an_artifact_is_never_run() {
 /// such a hit hashes the artifact.
 #[test]
 fn a_byte_flipped_just_after_the_store_is_never_run() {
-    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let (config, dir) = (Config::new(), tempfile::tempdir().unwrap());
     let cache = new_cache(dir.path());
     let wasm = module(7);
-    assert!(is(&load_run(&engine, &cache, &wasm).0, "Stored"));
+    assert!(is(&load_run(&config, &cache, &wasm).0, "Stored"));
     let art = artifact(&cache);
     let len = fs::metadata(&art).unwrap().len();
     // Every byte, a few, through the whole file: code, data, metadata.
     for at in [len / 3, len / 2, len - 1] {
         let byte = fs::read(&art).unwrap()[at as usize];
         write_in_place(&art, at, &[!byte]);
-        let (status, exit) = load_run(&engine, &cache, &wasm);
+        let (status, exit) = load_run(&config, &cache, &wasm);
         assert_status(status, exit, ("Replaced", 7));
     }
 }
 
 #[test]
 fn a_truncated_artifact_is_never_run() {
-    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let (config, dir) = (Config::new(), tempfile::tempdir().unwrap());
     let cache = new_cache(dir.path());
     let wasm = module(7);
-    assert!(is(&load_run(&engine, &cache, &wasm).0, "Stored"));
+    assert!(is(&load_run(&config, &cache, &wasm).0, "Stored"));
     for len in [1000, 0] {
         let art = artifact(&cache);
         fs::set_permissions(&art, fs::Permissions::from_mode(0o600)).unwrap();
         fs::OpenOptions::new().write(true).open(&art).unwrap().set_len(len).unwrap();
         fs::set_permissions(&art, fs::Permissions::from_mode(0o400)).unwrap();
-        let (status, exit) = load_run(&engine, &cache, &wasm);
+        let (status, exit) = load_run(&config, &cache, &wasm);
         assert_status(status, exit, ("Replaced", 7));
     }
 }
@@ -256,27 +278,27 @@ fn a_truncated_artifact_is_never_run() {
 /// or without its pin: A still runs as A.
 #[test]
 fn another_module_s_artifact_renamed_over_is_never_run() {
-    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let (config, dir) = (Config::new(), tempfile::tempdir().unwrap());
     let cache = new_cache(dir.path());
     let (seven, eight) = (module(7), module(8));
-    assert!(is(&load_run(&engine, &cache, &seven).0, "Stored"));
+    assert!(is(&load_run(&config, &cache, &seven).0, "Stored"));
     let a = artifact(&cache);
     let pin_a = named(&cache, "p-").pop().unwrap();
-    assert!(is(&load_run(&engine, &cache, &eight).0, "Stored"));
+    assert!(is(&load_run(&config, &cache, &eight).0, "Stored"));
     let b = named(&cache, "a-").into_iter().find(|p| *p != a).unwrap();
     let pin_b = named(&cache, "p-").into_iter().find(|p| *p != pin_a).unwrap();
 
     fs::rename(&b, &a).unwrap();
-    let (status, exit) = load_run(&engine, &cache, &seven);
+    let (status, exit) = load_run(&config, &cache, &seven);
     assert_status(status, exit, ("Replaced", 7));
 
     // Now the artifact and its pin together: the pin names its own key.
     // (B's pin was left without its artifact: B is replaced.)
-    assert!(is(&load_run(&engine, &cache, &eight).0, "Replaced"));
+    assert!(is(&load_run(&config, &cache, &eight).0, "Replaced"));
     let b = named(&cache, "a-").into_iter().find(|p| *p != a).unwrap();
     fs::rename(&b, &a).unwrap();
     fs::rename(&pin_b, &pin_a).unwrap();
-    let (status, exit) = load_run(&engine, &cache, &seven);
+    let (status, exit) = load_run(&config, &cache, &seven);
     assert_status(status, exit, ("Replaced", 7));
 }
 
@@ -285,25 +307,25 @@ fn another_module_s_artifact_renamed_over_is_never_run() {
 /// waited on.
 #[test]
 fn an_artifact_without_its_pin_is_never_run() {
-    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let (config, dir) = (Config::new(), tempfile::tempdir().unwrap());
     let cache = new_cache(dir.path());
     let (seven, eight) = (module(7), module(8));
-    assert!(is(&load_run(&engine, &cache, &eight).0, "Stored"));
+    assert!(is(&load_run(&config, &cache, &eight).0, "Stored"));
     let compiled_eight = fs::read(artifact(&cache)).unwrap();
-    assert!(is(&load_run(&engine, &cache, &seven).0, "Stored"));
+    assert!(is(&load_run(&config, &cache, &seven).0, "Stored"));
     let a = named(&cache, "a-").into_iter().find(|p| fs::read(p).unwrap() != compiled_eight).unwrap();
     let pin = a.with_file_name(a.file_name().unwrap().to_str().unwrap().replacen("a-", "p-", 1));
 
     // The pin removed: even its own artifact is not run.
     fs::remove_file(&pin).unwrap();
-    let (status, exit) = load_run(&engine, &cache, &seven);
+    let (status, exit) = load_run(&config, &cache, &seven);
     assert_status(status, exit, ("Replaced", 7));
 
     // A planted file with wasmtime's own bytes (of another module), 0400.
     fs::remove_file(&a).unwrap();
     fs::write(&a, &compiled_eight).unwrap();
     fs::set_permissions(&a, fs::Permissions::from_mode(0o400)).unwrap();
-    let (status, exit) = load_run(&engine, &cache, &seven);
+    let (status, exit) = load_run(&config, &cache, &seven);
     assert_status(status, exit, ("Replaced", 7));
 
     // A symlink to another artifact: not followed, its target left alone.
@@ -311,7 +333,7 @@ fn an_artifact_without_its_pin_is_never_run() {
     fs::write(&target, &compiled_eight).unwrap();
     fs::remove_file(&a).unwrap();
     std::os::unix::fs::symlink(&target, &a).unwrap();
-    let (status, exit) = load_run(&engine, &cache, &seven);
+    let (status, exit) = load_run(&config, &cache, &seven);
     assert_status(status, exit, ("Replaced", 7));
     assert_eq!(fs::read(&target).unwrap(), compiled_eight);
 
@@ -319,7 +341,7 @@ fn an_artifact_without_its_pin_is_never_run() {
     fs::remove_file(&a).unwrap();
     let made = std::process::Command::new("mkfifo").arg(&a).status().unwrap();
     assert!(made.success());
-    let (status, exit) = load_run(&engine, &cache, &seven);
+    let (status, exit) = load_run(&config, &cache, &seven);
     assert_status(status, exit, ("Replaced", 7));
     assert!(fs::metadata(&a).unwrap().is_file());
 }
@@ -346,24 +368,24 @@ fn repin(cache: &GuestCache) {
 /// so as a normal user it checked nothing.
 #[test]
 fn another_user_s_artifact_or_directory_is_refused() {
-    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let (config, dir) = (Config::new(), tempfile::tempdir().unwrap());
     let cache = new_cache(dir.path());
     let wasm = module(7);
-    assert!(is(&load_run(&engine, &cache, &wasm).0, "Stored"));
+    assert!(is(&load_run(&config, &cache, &wasm).0, "Stored"));
 
     // The pin rewritten after a chmod that changes nothing else is
     // trusted: what follows is refused for what it changes, not for that.
     let chmod = |mode: u32| fs::set_permissions(artifact(&cache), fs::Permissions::from_mode(mode)).unwrap();
     chmod(0o400);
     repin(&cache);
-    let (status, exit) = load_run(&engine, &cache, &wasm);
+    let (status, exit) = load_run(&config, &cache, &wasm);
     assert_status(status, exit, ("Hit", 7));
     // Writable by its group or by others: not the file the cache wrote
     // (0400), and another user's process could change it.
     for mode in [0o666, 0o620, 0o602, 0o420, 0o402] {
         chmod(mode);
         repin(&cache);
-        let (status, exit) = load_run(&engine, &cache, &wasm);
+        let (status, exit) = load_run(&config, &cache, &wasm);
         assert_status(status, exit, ("Replaced", 7));
         assert_eq!(fs::metadata(artifact(&cache)).unwrap().mode() & 0o7777, 0o400, "{mode:o} replaced by 0400");
     }
@@ -371,7 +393,7 @@ fn another_user_s_artifact_or_directory_is_refused() {
     let other = dir.path().join("other-name");
     fs::hard_link(artifact(&cache), &other).unwrap();
     repin(&cache);
-    let (status, exit) = load_run(&engine, &cache, &wasm);
+    let (status, exit) = load_run(&config, &cache, &wasm);
     assert_status(status, exit, ("Replaced", 7));
     assert_eq!(fs::metadata(artifact(&cache)).unwrap().nlink(), 1);
 
@@ -392,7 +414,7 @@ fn another_user_s_artifact_or_directory_is_refused() {
     // match, so that only the owner is wrong.
     rustix::fs::chown(artifact(&cache), nobody, None).unwrap();
     repin(&cache);
-    let (status, exit) = load_run(&engine, &cache, &wasm);
+    let (status, exit) = load_run(&config, &cache, &wasm);
     assert_status(status, exit, ("Replaced", 7));
     assert_eq!(fs::metadata(artifact(&cache)).unwrap().uid(), 0);
 
@@ -410,10 +432,10 @@ fn a_pin_of_another_boot_is_checked_by_hash() {
     if !Path::new("/proc/sys/kernel/random/boot_id").exists() {
         return;
     }
-    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let (config, dir) = (Config::new(), tempfile::tempdir().unwrap());
     let cache = new_cache(dir.path()).with_racy_window(Duration::ZERO);
     let wasm = module(7);
-    assert!(is(&load_run(&engine, &cache, &wasm).0, "Stored"));
+    assert!(is(&load_run(&config, &cache, &wasm).0, "Stored"));
     let pin = named(&cache, "p-").pop().unwrap();
     let art = artifact(&cache);
     // Fields: magic key kind dev ino size ctime pinned boot sha256.
@@ -434,7 +456,7 @@ fn a_pin_of_another_boot_is_checked_by_hash() {
     let this_boot = boot_of(&pin);
 
     rewrite_pin("0000-another-boot");
-    let (status, exit) = load_run(&engine, &cache, &wasm);
+    let (status, exit) = load_run(&config, &cache, &wasm);
     assert_status(status, exit, ("Hit", 7));
     assert_eq!(boot_of(&pin), this_boot, "re-pinned");
 
@@ -442,7 +464,7 @@ fn a_pin_of_another_boot_is_checked_by_hash() {
     let len = fs::metadata(&art).unwrap().len();
     write_in_place(&art, len / 2, &[0xff, 0x00, 0xff]);
     rewrite_pin("0000-another-boot");
-    let (status, exit) = load_run(&engine, &cache, &wasm);
+    let (status, exit) = load_run(&config, &cache, &wasm);
     assert_status(status, exit, ("Replaced", 7));
 }
 
@@ -471,17 +493,17 @@ fn a_directory_others_can_write_to_or_a_symlink_is_refused() {
 /// once: one compiles and stores, the others wait for it and hit.
 #[test]
 fn concurrent_writers_store_once() {
-    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let (config, dir) = (Config::new(), tempfile::tempdir().unwrap());
     let caches = [new_cache(dir.path()), new_cache(dir.path())];
     let wasm = module(7);
     let barrier = Arc::new(Barrier::new(8));
     let statuses: Vec<String> = std::thread::scope(|s| {
         let runs: Vec<_> = (0..8)
             .map(|i| {
-                let (cache, barrier, engine, wasm) = (&caches[i % 2], barrier.clone(), &engine, &wasm);
+                let (cache, barrier, config, wasm) = (&caches[i % 2], barrier.clone(), &config, &wasm);
                 s.spawn(move || {
                     barrier.wait();
-                    let (status, exit) = load_run(engine, cache, wasm);
+                    let (status, exit) = load_run(config, cache, wasm);
                     assert_eq!(exit, 7);
                     format!("{status:?}")
                 })
@@ -500,20 +522,20 @@ fn concurrent_writers_store_once() {
 /// artifact went keeps running; files not of the cache's forms stay.
 #[test]
 fn eviction_keeps_the_cache_within_its_limit() {
-    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let (config, dir) = (Config::new(), tempfile::tempdir().unwrap());
     let cache = new_cache(dir.path());
     let foreign = ["notes.txt", "0123abcd.cwasm", "a-not-a-key"].map(|n| cache.dir().join(n));
     for f in &foreign {
         fs::write(f, vec![0; 4096]).unwrap();
     }
-    let (seven, _) = load::load(&engine, &module(7), Some(&cache)).unwrap();
+    let (seven, _) = load(&config, &module(7), Some(&cache)).unwrap();
     let one = fs::metadata(artifact(&cache)).unwrap().len();
     // The first is used less recently than the second.
     let pin = named(&cache, "p-").pop().unwrap();
     fs::File::open(&pin).unwrap().set_modified(SystemTime::now() - Duration::from_secs(60)).unwrap();
 
     let cache = cache.with_limit(one * 3 / 2 + 4096);
-    let (eight, status) = load::load(&engine, &module(8), Some(&cache)).unwrap();
+    let (eight, status) = load(&config, &module(8), Some(&cache)).unwrap();
     assert!(is(&status, "Stored"));
     let kept = named(&cache, "a-");
     assert_eq!(kept.len(), 1, "{kept:?}");
@@ -526,15 +548,15 @@ fn eviction_keeps_the_cache_within_its_limit() {
         .map(|e| e.metadata().unwrap().len())
         .sum();
     assert!(own <= cache.limit(), "{own} > {}", cache.limit());
-    assert_eq!(run(&engine, &seven), 7, "an evicted guest still runs");
+    assert_eq!(seven.run(), 7, "an evicted guest still runs");
 
     // With no room at all, every artifact goes, the one just stored too.
     let cache = cache.with_limit(0);
-    let (nine, status) = load::load(&engine, &module(9), Some(&cache)).unwrap();
+    let (nine, status) = load(&config, &module(9), Some(&cache)).unwrap();
     assert!(is(&status, "Stored"));
     assert!(named(&cache, "a-").iter().all(|p| foreign.contains(p)));
     assert!(named(&cache, "p-").is_empty());
-    assert_eq!((run(&engine, &eight), run(&engine, &nine)), (8, 9));
+    assert_eq!((eight.run(), nine.run()), (8, 9));
     for f in &foreign {
         assert!(f.exists(), "{} was removed", f.display());
     }
@@ -546,7 +568,7 @@ fn eviction_keeps_the_cache_within_its_limit() {
         fs::write(t, b"half an artifact").unwrap();
     }
     fs::File::open(&stale).unwrap().set_modified(SystemTime::now() - Duration::from_secs(7200)).unwrap();
-    load::load(&engine, &module(1), Some(&cache)).unwrap();
+    load(&config, &module(1), Some(&cache)).unwrap();
     assert!(!stale.exists() && fresh.exists());
 }
 
@@ -555,21 +577,21 @@ fn eviction_keeps_the_cache_within_its_limit() {
 /// the right guest, whatever it finds half gone.
 #[test]
 fn loads_run_while_an_evictor_empties_the_cache() {
-    let (engine, dir) = (Engine::default(), tempfile::tempdir().unwrap());
+    let (config, dir) = (Config::new(), tempfile::tempdir().unwrap());
     let reader = new_cache(dir.path());
     let evictor = new_cache(dir.path()).with_limit(0);
     let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
         s.spawn(|| {
             for code in (0..30).map(|i| 1 + i % 6) {
-                load::load(&engine, &module(code), Some(&evictor)).unwrap();
+                load(&config, &module(code), Some(&evictor)).unwrap();
             }
             done.store(true, std::sync::atomic::Ordering::Relaxed);
         });
         let wasm = module(7);
         let mut loads = 0;
         while !done.load(std::sync::atomic::Ordering::Relaxed) || loads < 10 {
-            let (status, exit) = load_run(&engine, &reader, &wasm);
+            let (status, exit) = load_run(&config, &reader, &wasm);
             assert_eq!(exit, 7, "{status:?}");
             assert!(!is(&status, "Off") && !format!("{status:?}").starts_with("StoreFailed"), "{status:?}");
             loads += 1;

@@ -28,7 +28,7 @@ use std::sync::{Arc, OnceLock};
 use packfs_core::pack::PackOptions;
 use packfs_core::pack::write_pack;
 use packfs_core::{FileSystem, MemFs};
-use packfs_host::load::{Guest, GuestCache};
+use packfs_host::load::{Guest, GuestCache, Kind};
 use packfs_host::{Access, Capture};
 use packfs_host::{Runner, Sandbox};
 use packfs_os::dir::DirFs;
@@ -38,7 +38,6 @@ use packfs_remote::{Location, RemoteOptions};
 use packfs_testnet::{Fault, FileServer, Proxy};
 use support::oracle;
 use support::trees::{Entry, Tree, hashed, ro_layout, seed_layout, tree_of, tree_of_dir};
-use wasmtime::Engine;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx};
 
@@ -230,22 +229,25 @@ fn guest_wasm(name: &str, target: Target) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The engine `packfs run` makes for a guest of `target`: WASI 0.3 needs
-/// concurrency (the p1 cache and async linker tests cover
+/// A runner as `packfs run` makes it, through the guests' cache: its
+/// engines are the oracle's too (the p1 cache and async linker tests cover
 /// `Engine::default()`).
-fn engine(target: Target) -> &'static Engine {
-    static ENGINE: OnceLock<Engine> = OnceLock::new();
-    static P3_ENGINE: OnceLock<Engine> = OnceLock::new();
-    match target {
-        Target::P3 => P3_ENGINE.get_or_init(|| Engine::new(&packfs_host::Runner::config_p3()).unwrap()),
-        _ => ENGINE.get_or_init(|| Engine::new(&packfs_host::Runner::config()).unwrap()),
-    }
+fn runner() -> &'static Runner {
+    static RUNNER: OnceLock<Runner> = OnceLock::new();
+    RUNNER.get_or_init(|| {
+        let cache = GuestCache::new(support::guest_cache_dir()).expect("cache dir");
+        Runner::builder().cache(cache).build().unwrap()
+    })
 }
 
 fn guest(name: &str, target: Target) -> Guest {
-    let cache = GuestCache::new(support::guest_cache_dir()).expect("cache dir");
-    let (guest, _) = packfs_host::load::load(engine(target), &guest_wasm(name, target), Some(&cache))
-        .unwrap_or_else(|e| panic!("loading {name} ({target:?}): {e}"));
+    let guest = runner().load(&guest_wasm(name, target)).unwrap_or_else(|e| panic!("loading {name} ({target:?}): {e}"));
+    let kind = match target {
+        Target::P3 => Kind::P3,
+        Target::P2 => Kind::P2,
+        _ => Kind::P1,
+    };
+    assert_eq!(guest.kind(), kind, "{name} ({target:?})");
     guest
 }
 
@@ -405,7 +407,7 @@ fn run_packfs(name: &str, target: Target, backend: Backend) -> Run {
         }
     };
     // One sandbox for every kind of guest; the runner finds the kind.
-    let runner = Runner::new(engine(target)).unwrap();
+    let runner = runner();
     let (out, err) = (Capture::new(16 << 20), Capture::new(16 << 20));
     let sandbox = Sandbox::new()
         .arg(name)
@@ -444,12 +446,12 @@ fn run_oracle(name: &str, target: Target) -> Run {
     b.preopened_dir(root.path(), "/", FsPerms::ReadWrite).unwrap();
     b.preopened_dir(ro.path(), "/ro", FsPerms::ReadOnly).unwrap();
     b.stdout(out.clone()).stderr(err.clone()).args(&[name]);
-    let status = match guest(name, target) {
-        Guest::Module(module) => oracle::P1::new(engine(target), &module).and_then(|o| o.run(b.build_p1())),
-        Guest::Component(component) if target == Target::P3 => {
-            oracle::P3::new(engine(target), &component).and_then(|o| o.run(b.build()))
-        }
-        Guest::Component(component) => oracle::P2::new(engine(target), &component).and_then(|o| o.run(b.build())),
+    let guest = guest(name, target);
+    let status = match (guest.kind(), guest.module(), guest.component()) {
+        (_, Some(module), _) => oracle::P1::new(module.engine(), module).and_then(|o| o.run(b.build_p1())),
+        (Kind::P3, _, Some(c)) => oracle::P3::new(c.engine(), c).and_then(|o| o.run(b.build())),
+        (_, _, Some(c)) => oracle::P2::new(c.engine(), c).and_then(|o| o.run(b.build())),
+        _ => unreachable!("a guest is a module or a component"),
     };
     let status = status.unwrap_or_else(|e| panic!("{name} ({target:?}) on the oracle trapped: {e:?}"));
     collect(status, out, err, tree_of_dir(root.path()))
@@ -578,14 +580,14 @@ mod reads_over_packs {
 
     use packfs_core::pack::{Codec, Compression, PackOptions};
     use packfs_core::{FileSystem, MemFs};
+    use packfs_host::Sandbox;
     use packfs_host::load::Guest;
     use packfs_host::{Access, Capture};
-    use packfs_host::{Runner, Sandbox};
     use packfs_os::mmap::open_pack;
     use wasmtime_wasi::{FsPerms, WasiCtx};
 
     use super::support::{oracle, trees::Layout};
-    use super::{Target, engine, guest, pipes, text};
+    use super::{Target, guest, pipes, runner, text};
 
     /// File sizes: empty, one byte, around 4 KiB, 64 KiB and 128 KiB
     /// (chunk sizes), around 1 MiB (a chunk size, and the browser's copy
@@ -671,7 +673,8 @@ mod reads_over_packs {
 
     /// c_reads on wasmtime's native preview1 over the tree in a real
     /// directory (writable for `write`).
-    fn oracle(tree: &Layout, module: &wasmtime::Module, mode: &str) -> String {
+    fn oracle(tree: &Layout, guest: &Guest, mode: &str) -> String {
+        let module = guest.module().expect("c_reads is a p1 module");
         let dir = tempfile::tempdir().unwrap();
         tree.write_to(dir.path());
         let (out, err) = pipes();
@@ -679,7 +682,7 @@ mod reads_over_packs {
         let perms = if mode == "write" { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
         b.preopened_dir(dir.path(), AT, perms).unwrap();
         b.stdout(out.clone()).stderr(err.clone()).args(&["c_reads", AT, mode]);
-        let status = oracle::P1::new(engine(Target::P1), module).and_then(|o| o.run(b.build_p1()));
+        let status = oracle::P1::new(module.engine(), module).and_then(|o| o.run(b.build_p1()));
         assert!(
             matches!(status, Ok(0)),
             "c_reads {mode} on the oracle: {status:?}\nstderr:\n{}",
@@ -689,12 +692,12 @@ mod reads_over_packs {
     }
 
     /// c_reads on PackFS's preview1 over `fs`.
-    fn packfs(fs: Arc<dyn FileSystem>, module: &wasmtime::Module, mode: &str, who: &str) -> String {
+    fn packfs(fs: Arc<dyn FileSystem>, guest: &Guest, mode: &str, who: &str) -> String {
         let (out, err) = (Capture::new(16 << 20), Capture::new(16 << 20));
         let access = if mode == "write" { Access::ReadWrite } else { Access::ReadOnly };
         let sandbox =
             Sandbox::new().args(["c_reads", AT, mode]).stdout(out.clone()).stderr(err.clone()).preopen(AT, fs, access);
-        let status = Runner::new(engine(Target::P1)).unwrap().run(&Guest::Module(module.clone()), sandbox);
+        let status = runner().run(guest, sandbox);
         let stderr = text(&err.contents());
         assert_eq!(status.unwrap_or_else(|e| panic!("{who} trapped: {e:?}\nstderr:\n{stderr}")), 0, "{who}: {stderr}");
         text(&out.contents())
@@ -735,7 +738,7 @@ mod reads_over_packs {
 
     #[test]
     fn p1() {
-        let Guest::Module(module) = guest("c_reads", Target::C) else { panic!("c_reads is a p1 module") };
+        let module = guest("c_reads", Target::C);
         let tree = reads_tree();
         let dir = super::support::guest_target_dir().join("browser/reads");
         std::fs::create_dir_all(&dir).unwrap();

@@ -12,7 +12,6 @@ use packfs_core::wasi::p1::calls::{FUNCTIONS, ValType};
 use packfs_core::{FileSystem, MemFs};
 use packfs_host::Access;
 use packfs_host::Runner;
-use packfs_host::load::Guest;
 use packfs_host::p1::HostPlatform;
 
 /// Where the guest stores each call's errno (one page of memory).
@@ -55,7 +54,7 @@ fn guest(fd: u32, v32: u32, v64: u64) -> String {
 
 #[test]
 fn every_function_answers_a_hostile_guest_with_errnos() {
-    let runner = Runner::new(&wasmtime::Engine::default()).unwrap();
+    let runner = Runner::builder().build().unwrap();
     let calls = FUNCTIONS.len() - 1;
     for (fd, v32, v64) in [
         (3, u32::MAX, u64::MAX),
@@ -66,17 +65,18 @@ fn every_function_answers_a_hostile_guest_with_errnos() {
     ] {
         let fs = Arc::new(MemFs::new());
         let wasm = wat::parse_str(guest(fd, v32, v64)).unwrap();
-        let Guest::Module(module) = runner.load(&wasm).unwrap() else { panic!("not a module") };
+        let guest = runner.load(&wasm).unwrap();
+        let module = guest.module().expect("a module");
         let wasi = Wasi::builder(Box::new(HostPlatform::default()))
             .arg("hostile")
             .preopen("/", fs.clone(), Access::ReadWrite)
             .build()
             .unwrap();
         // The run must end normally: no trap, no exit.
-        let mut store = wasmtime::Store::new(runner.engine(), State { wasi });
-        let mut linker = wasmtime::Linker::new(runner.engine());
+        let mut store = wasmtime::Store::new(module.engine(), State { wasi });
+        let mut linker = wasmtime::Linker::new(module.engine());
         packfs_host::p1::add_to_linker(&mut linker, |s: &mut State| &mut s.wasi).unwrap();
-        let instance = linker.instantiate(&mut store, &module).unwrap();
+        let instance = linker.instantiate(&mut store, module).unwrap();
         instance.get_typed_func::<(), ()>(&mut store, "_start").unwrap().call(&mut store, ()).unwrap();
         let memory = instance.get_memory(&mut store, "memory").unwrap();
         let data = memory.data(&store);

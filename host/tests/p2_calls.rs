@@ -288,7 +288,7 @@ fn access_modes() {
 fn streams_end_and_fail_as_wasi_io_says() {
     // Room for the root, `f` and 10 bytes of it.
     let room = 2 * packfs_core::mem::INODE_BYTES + packfs_core::mem::ENTRY_BYTES + 1 + 10;
-    let fs = Arc::new(MemFs::with_quota(Quota { max_bytes: Some(room), max_inodes: None }));
+    let fs = Arc::new(MemFs::builder().quota(Quota { max_bytes: Some(room), max_inodes: None }).build());
     let mut g = rw(fs);
     let root = g.preopens().remove(0);
     let f = open(&mut g, &root, "f", CREATE, DF::READ | DF::WRITE).unwrap();

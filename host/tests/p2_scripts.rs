@@ -16,24 +16,21 @@ use std::sync::Arc;
 
 use packfs_core::pack::{PackFs, write_pack};
 use packfs_core::{FileSystem, MemFs};
-use packfs_host::load::Guest;
+use packfs_host::load::Kind;
 use packfs_host::{Access, Capture};
 use packfs_host::{Runner, Sandbox};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use script::{Op, script, seed};
-use wasmtime::Engine;
 
 /// Scripts written.
 const COUNT: usize = 48;
 
 #[test]
 fn p2_scripts_run_natively_for_the_jco_adapter() {
-    let engine = Engine::new(&Runner::config()).unwrap();
-    let wasm = std::fs::read(support::rust_guest("p2_script", "wasm32-wasip2")).unwrap();
-    let component = packfs_host::load::load(&engine, &wasm, None).unwrap().0;
-    assert!(matches!(component, Guest::Component(_)), "p2_script is a component");
-    let runner = Runner::new(&engine).unwrap();
+    let runner = Runner::builder().build().unwrap();
+    let component = runner.load(&support::rust_guest("p2_script", "wasm32-wasip2")).unwrap();
+    assert_eq!(component.kind(), Kind::P2, "p2_script is a 0.2 component");
     let base = MemFs::new();
     seed(&base);
     let mut pack = Vec::new();

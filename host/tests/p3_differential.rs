@@ -112,14 +112,12 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use packfs_core::{FileSystem, MemFs};
-use packfs_host::load::Guest;
 use packfs_host::{Access, Capture};
 use packfs_host::{Prepared, Runner, Sandbox};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use script::*;
 use support::oracle;
-use wasmtime::Engine;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx};
 
@@ -137,14 +135,12 @@ struct Hosts {
 fn hosts() -> &'static Hosts {
     static HOSTS: OnceLock<Hosts> = OnceLock::new();
     HOSTS.get_or_init(|| {
-        let engine = Engine::new(&Runner::config_p3()).unwrap();
-        let wasm = std::fs::read(support::p3_guest("p3_script")).unwrap();
         let cache = packfs_host::load::GuestCache::new(support::guest_cache_dir()).expect("cache dir");
-        let guest = packfs_host::load::load(&engine, &wasm, Some(&cache)).unwrap().0;
-        let Guest::Component(component) = &guest else { panic!("p3_script is a component") };
-        let runner = Runner::new(&engine).unwrap();
+        let runner = Runner::builder().cache(cache).build().unwrap();
+        let guest = runner.load(&support::p3_guest("p3_script")).unwrap();
+        let component = guest.component().expect("p3_script is a component");
         let ours = runner.prepare(&guest).unwrap();
-        let theirs = oracle::P3::new(&engine, component).unwrap();
+        let theirs = oracle::P3::new(component.engine(), component).unwrap();
         Hosts { runner, ours, theirs }
     })
 }

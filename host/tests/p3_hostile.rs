@@ -11,19 +11,19 @@
 use packfs_test_support as support;
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use packfs_core::mem::Quota;
 use packfs_core::pack::PackOptions;
 use packfs_core::{FileSystem, MemFs};
-use packfs_host::load::Guest;
+use packfs_host::load::{Guest, GuestCache, Kind};
+use packfs_host::p2::MAX_RESOURCES;
 use packfs_host::{Access, Capture};
-use packfs_host::{Limits, MAX_RESOURCES, RunError, Runner, Sandbox};
+use packfs_host::{Limits, RunError, Runner, Sandbox};
 use packfs_remote::{Location, RemoteOptions};
 use packfs_testnet::{FileServer, Proxy};
-use wasmtime::Engine;
 
 /// The host's heap: bytes live now, and the most since [`Heap::reset`].
 struct Heap;
@@ -72,21 +72,14 @@ unsafe impl GlobalAlloc for Heap {
 #[global_allocator]
 static HEAP: Heap = Heap;
 
-fn engine() -> &'static Engine {
-    static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| {
-        Engine::new(&Runner::config_p3_for(&Limits { timeout: Some(Duration::ZERO), ..Limits::default() })).unwrap()
-    })
-}
-
-fn component() -> &'static Guest {
-    static GUEST: OnceLock<Guest> = OnceLock::new();
-    GUEST.get_or_init(|| {
-        let wasm = std::fs::read(support::p3_guest("p3_hostile")).unwrap();
-        let guest = Runner::new(engine()).unwrap().load(&wasm).unwrap();
-        assert!(matches!(guest, Guest::Component(_)), "p3_hostile is a component");
-        guest
-    })
+/// A runner under `limits` (through the guests' cache) and `p3_hostile`
+/// loaded on it.
+fn hosted(limits: Limits) -> (Runner, Guest) {
+    let cache = GuestCache::new(support::guest_cache_dir()).expect("guest cache dir");
+    let runner = Runner::builder().limits(limits).cache(cache).build().unwrap();
+    let guest = runner.load(&support::p3_guest("p3_hostile")).unwrap();
+    assert_eq!(guest.kind(), Kind::P3, "p3_hostile is a WASI 0.3 component");
+    (runner, guest)
 }
 
 /// What a run left: its outcome and what it printed.
@@ -104,14 +97,23 @@ fn run(fs: &Arc<MemFs>, limits: Limits, args: &[&str]) -> Outcome {
 
 /// [`run`], with the preopens of `more` beside `/`.
 fn run_with(fs: &Arc<MemFs>, more: impl FnOnce(Sandbox) -> Sandbox, limits: Limits, args: &[&str]) -> Outcome {
-    let runner = Runner::new(engine()).unwrap().with_limits(limits);
+    run_on(&hosted(limits), fs, more, args)
+}
+
+/// [`run_with`] on a runner already made.
+fn run_on(
+    (runner, guest): &(Runner, Guest),
+    fs: &Arc<MemFs>,
+    more: impl FnOnce(Sandbox) -> Sandbox,
+    args: &[&str],
+) -> Outcome {
     let out = Capture::new(1 << 20);
     let sandbox = Sandbox::new().arg("p3_hostile").args(args.iter().copied()).stdout(out.clone()).preopen(
         "/",
         fs.clone() as Arc<dyn FileSystem>,
         Access::ReadWrite,
     );
-    let status = runner.run(component(), more(sandbox));
+    let status = runner.run(guest, more(sandbox));
     assert_eq!(Arc::strong_count(fs), 1, "p3_hostile {args:?}: the host still holds the filesystem after the run");
     Outcome { status, stdout: String::from_utf8_lossy(&out.contents()).into_owned() }
 }
@@ -152,7 +154,7 @@ fn futures_never_awaited_do_not_lose_the_write() {
 #[test]
 fn a_stream_written_past_the_quota_stops_at_it() {
     let quota = 1 << 20;
-    let fs = Arc::new(MemFs::with_quota(Quota { max_bytes: Some(quota), max_inodes: None }));
+    let fs = Arc::new(MemFs::builder().quota(Quota { max_bytes: Some(quota), max_inodes: None }).build());
     let o = run(&fs, limits(60), &["quota"]);
     assert_eq!(o.status.unwrap(), 0, "{}", o.stdout);
     assert!(o.stdout.contains("write 4 MiB: err ErrorCode::Quota\n"), "{}", o.stdout);
@@ -222,10 +224,10 @@ fn writes_waiting_their_turn_hold_no_copy_of_their_bytes() {
         return;
     }
     let (r, _server) = slow_remote(Duration::from_millis(1500), true);
-    component();
+    let hosted = hosted(limits(120));
     let more = |s: Sandbox| s.preopen("/r", r, Access::ReadWrite);
     let base = Heap::reset();
-    let o = run_with(&Arc::new(MemFs::new()), more, limits(120), &["queued", "2000"]);
+    let o = run_on(&hosted, &Arc::new(MemFs::new()), more, &["queued", "2000"]);
     let peak = PEAK.load(Ordering::Relaxed) - base;
     assert_eq!(o.status.unwrap(), 0, "{}", o.stdout);
     assert!(o.stdout.contains("written 2000 of 2000\n"), "{}", o.stdout);

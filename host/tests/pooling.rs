@@ -1,4 +1,4 @@
-//! A pooled `Runner` (`Runner::pooled`, `Runner::config_pooled`): many
+//! A pooled `Runner` (`RunnerBuilder::pool`): many
 //! runs of one module over fresh overlays of one pack, one after another
 //! and from several threads; the memory limit under the pool; a pool that
 //! is full.
@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use packfs_core::pack::{PackFs, write_pack};
 use packfs_core::{FileSystem, MemFs, OpenOptions};
-use packfs_host::load::Guest;
+use packfs_host::load::{Guest, Kind};
 use packfs_host::{Access, Capture, Stdin};
-use packfs_host::{Limits, Pool, RunError, Runner, Sandbox, Unenforceable};
-use wasmtime::{Engine, Instance, Module, Store};
+use packfs_host::{Limits, Pool, RunError, Runner, Sandbox};
+use wasmtime::{Instance, Module, Store};
 
 const GREETING: &[u8] = b"hello from the pack\n";
 
@@ -67,7 +67,7 @@ fn grower(pages: u32) -> Vec<u8> {
 
 fn module(runner: &Runner, wasm: &[u8]) -> Guest {
     let guest = runner.load(wasm).unwrap();
-    assert!(matches!(guest, Guest::Module(_)), "not a module");
+    assert_eq!(guest.kind(), Kind::P1, "not a module");
     guest
 }
 
@@ -124,11 +124,16 @@ fn pool(instances: u32) -> Pool {
     Pool { instances, ..Pool::default() }
 }
 
+/// A runner of a pool of `instances` under `limits`.
+fn pooled(limits: Limits, instances: u32) -> Runner {
+    Runner::builder().limits(limits).pool(pool(instances)).build().unwrap()
+}
+
 #[test]
 fn many_sequential_runs_each_on_its_own_overlay() {
     let limits = Limits { max_memory: Some(16 << 20), ..Limits::default() };
-    let runner = Runner::pooled(limits, &pool(4)).unwrap();
-    assert!(runner.engine().get_pooling_config().is_some());
+    let runner = Runner::builder().limits(limits).pool(pool(4)).build().unwrap();
+    assert!(runner.engine(Kind::P1).unwrap().get_pooling_config().is_some());
     let (module, base) = (module(&runner, &wat::parse_str(GUEST).unwrap()), base());
     // 200 runs through a pool of 4: each store gives its slot back.
     for i in 0..200 {
@@ -138,7 +143,7 @@ fn many_sequential_runs_each_on_its_own_overlay() {
 
 #[test]
 fn prepared_runs_share_one_link() {
-    let runner = Runner::pooled(Limits { max_memory: Some(16 << 20), ..Limits::default() }, &pool(4)).unwrap();
+    let runner = pooled(Limits { max_memory: Some(16 << 20), ..Limits::default() }, 4);
     let (guest, base) = (module(&runner, &wat::parse_str(GUEST).unwrap()), base());
     let pre = runner.prepare(&guest).unwrap();
     // 1,000 runs of one prepared module, from 4 threads at once.
@@ -162,9 +167,9 @@ fn prepared_runs_share_one_link() {
 
 #[test]
 fn concurrent_runs_on_one_pooled_engine() {
-    // A timeout too: the pooled engine keeps config_for's epoch interruption.
+    // A timeout too: the pooled engine has epoch interruption as well.
     let limits = Limits { max_memory: Some(16 << 20), timeout: Some(Duration::from_secs(60)) };
-    let runner = Runner::pooled(limits, &pool(8)).unwrap();
+    let runner = pooled(limits, 8);
     let (module, base) = (module(&runner, &wat::parse_str(GUEST).unwrap()), base());
     std::thread::scope(|s| {
         for t in 0..4 {
@@ -182,7 +187,7 @@ fn concurrent_runs_on_one_pooled_engine() {
 fn memory_limit_under_the_pool() {
     // Not a whole number of pages: the slot rounds up, the limit holds.
     let max = (2 << 20) + 100;
-    let runner = Runner::pooled(Limits { max_memory: Some(max), ..Limits::default() }, &pool(2)).unwrap();
+    let runner = pooled(Limits { max_memory: Some(max), ..Limits::default() }, 2);
     // Up to the limit (1 + 31 pages = 2 MiB) grows.
     let fits = module(&runner, &grower(31));
     assert_eq!(runner.run(&fits, Sandbox::new()).unwrap(), 0);
@@ -202,9 +207,9 @@ fn memory_limit_under_the_pool() {
 fn a_reservation_of_the_limit_alone_holds_it_too() {
     // Less address space per slot, bounds checks in compiled code.
     let limits = Limits { max_memory: Some(2 << 20), ..Limits::default() };
-    let mut config = Runner::config_pooled(&limits, &pool(2));
+    let mut config = wasmtime::Config::new();
     config.memory_reservation(2 << 20);
-    let runner = Runner::new(&Engine::new(&config).unwrap()).unwrap().with_limits(limits);
+    let runner = Runner::builder().config(config).limits(limits).pool(pool(2)).build().unwrap();
     let (guest, base) = (module(&runner, &wat::parse_str(GUEST).unwrap()), base());
     run_once(&runner, &guest, &base, "small\n");
     let over = module(&runner, &grower(32));
@@ -212,25 +217,10 @@ fn a_reservation_of_the_limit_alone_holds_it_too() {
 }
 
 #[test]
-fn a_runner_with_a_larger_limit_than_the_slot_refuses_to_run() {
-    // Why `Runner::pooled` takes the limits once: the slot is 2 MiB, the
-    // runner's limit 8 MiB, so the pool would refuse the growth, as
-    // memory.grow returning -1, before the limiter saw anything past its
-    // limit. The runner refuses to run rather than hold a limit it cannot
-    // (it ran, and the guest saw the failed grow: issue 38, item 6).
-    let slot = Limits { max_memory: Some(2 << 20), ..Limits::default() };
-    let engine = Engine::new(&Runner::config_pooled(&slot, &pool(1))).unwrap();
-    let runner = Runner::new(&engine).unwrap().with_limits(Limits { max_memory: Some(8 << 20), ..slot });
-    let over = module(&runner, &grower(32));
-    let past = Unenforceable::MemoryPastEngine { limit: 8 << 20, bound: 2 << 20 };
-    assert!(matches!(runner.run(&over, Sandbox::new()), Err(RunError::Unenforceable(e)) if e == past));
-}
-
-#[test]
 fn a_full_pool_refuses_one_more_sandbox() {
     let limits = Limits { max_memory: Some(1 << 20), ..Limits::default() };
-    let engine = Engine::new(&Runner::config_pooled(&limits, &pool(2))).unwrap();
-    let runner = Runner::new(&engine).unwrap().with_limits(limits);
+    let runner = Runner::builder().limits(limits).pool(pool(2)).build().unwrap();
+    let engine = runner.engine(Kind::P1).unwrap().clone();
     let guest = module(&runner, &grower(0));
     // Two sandboxes alive at once, holding the pool's two memory slots.
     let held = Module::new(&engine, r#"(module (memory 1))"#).unwrap();
@@ -268,9 +258,9 @@ const COMPONENT: &str = r#"
 #[cfg(feature = "p2")]
 #[test]
 fn components_run_pooled_too() {
-    let runner = Runner::pooled(Limits { max_memory: Some(1 << 20), ..Limits::default() }, &pool(2)).unwrap();
+    let runner = pooled(Limits { max_memory: Some(1 << 20), ..Limits::default() }, 2);
     let component = runner.load(&wat::parse_str(COMPONENT).unwrap()).unwrap();
-    assert!(matches!(component, Guest::Component(_)), "not a component");
+    assert_eq!(component.kind(), Kind::P2, "not a component");
     // More runs than slots: each gives its slot back, run and prepared.
     let pre = runner.prepare(&component).unwrap();
     for _ in 0..10 {

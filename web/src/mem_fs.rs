@@ -28,7 +28,7 @@ impl MemFs {
     pub fn new(
         #[wasm_bindgen(unchecked_optional_param_type = "FsOptions")] options: Option<JsValue>,
     ) -> JsResult<MemFs> {
-        let mem = Arc::new(CoreMemFs::with_options(quota(&options)?, clock()));
+        let mem = Arc::new(CoreMemFs::builder().quota(quota(&options)?).clock(clock()).build());
         Ok(MemFs { inner: Inner { backend: Backend::Mem(mem.clone()), remote: None }, mem })
     }
 

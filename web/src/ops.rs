@@ -352,13 +352,13 @@ mod tests {
         use packfs_core::mem::{ENTRY_BYTES, INODE_BYTES};
         // Room for the root, `a` and 10 bytes of content.
         let room = 2 * INODE_BYTES + ENTRY_BYTES + 1 + 10;
-        let m = MemFs::with_quota(Quota { max_bytes: Some(room), max_inodes: None });
+        let m = MemFs::builder().quota(Quota { max_bytes: Some(room), max_inodes: None }).build();
         let b = Backend::Mem(Arc::new(m));
         write_file(&b, "a", b"12345").unwrap();
         assert_eq!(write_file(&b, "a", b"12345678901"), Err(Error::Quota));
         assert_eq!(read_file(b.fs(), "a").unwrap(), b"12345");
         // Inodes: the root and two more.
-        let m = MemFs::with_quota(Quota { max_bytes: None, max_inodes: Some(3) });
+        let m = MemFs::builder().quota(Quota { max_bytes: None, max_inodes: Some(3) }).build();
         let b = Backend::Mem(Arc::new(m));
         write_file(&b, "a", b"12345").unwrap();
         write_file(&b, "b", b"").unwrap();

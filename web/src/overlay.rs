@@ -34,7 +34,11 @@ impl Overlay {
         #[wasm_bindgen(unchecked_optional_param_type = "FsOptions")] options: Option<JsValue>,
     ) -> JsResult<Overlay> {
         let lower: Pack = arg::shared(&lower, "lower", "Pack")?;
-        let mem = CoreMemFs::overlay_with_options(lower.pack.clone(), quota(&options)?, clock())
+        let mem = CoreMemFs::builder()
+            .lower(lower.pack.clone())
+            .quota(quota(&options)?)
+            .clock(clock())
+            .build()
             .map_err(|e| to_js(&e, None))?;
         let mem = Arc::new(mem);
         let inner = Inner { backend: Backend::Mem(mem.clone()), remote: lower.inner.remote.clone() };

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use packfs_core::pack::write_pack;
 use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_host::Access;
-use packfs_host::load::GuestCache;
+use packfs_host::load::{GuestCache, Kind};
 use packfs_host::{Limits, Pool, Runner, Sandbox};
 use wasmtime::{Config, Engine, Module};
 
@@ -53,6 +53,17 @@ fn limits() -> Limits {
 /// A pool for `n` sandboxes at once, and a few more.
 fn pool(n: usize) -> Pool {
     Pool { instances: (n as u32).max(100) + 28, ..Pool::default() }
+}
+
+/// A runner of `n` pooled sandboxes under the bench's limits.
+fn pooled_runner(n: usize) -> packfs_host::RunnerBuilder {
+    Runner::builder().limits(limits()).pool(pool(n))
+}
+
+/// The engine such a runner runs p1 modules on: the peer's, so that both
+/// sides compile and allocate alike.
+fn pooled_engine(n: usize) -> Engine {
+    pooled_runner(n).build().unwrap().engine(Kind::P1).unwrap().clone()
 }
 
 /// The base as a pack file and as a directory, in `dir`.
@@ -106,7 +117,7 @@ pub(crate) fn instantiate(bench: bool) -> String {
     let dir = tempfile::tempdir().unwrap();
     let (pack, tree) = base(dir.path());
     let base: Arc<dyn FileSystem> = Arc::new(packfs_os::mmap::open_pack(&pack).unwrap());
-    let pooled = Engine::new(&Runner::config_pooled(&limits(), &pool(100))).unwrap();
+    let pooled = pooled_engine(100);
     let default = Engine::new(&Config::new()).unwrap();
     let mut md = String::new();
     for (what, reads) in [("one open, read, close", 1), ("no file at all", 0)] {
@@ -127,13 +138,13 @@ pub(crate) fn instantiate(bench: bool) -> String {
                 assert_eq!(status.unwrap(), 0);
             })
         };
-        let on_demand = || Runner::new(&Engine::new(&Runner::config()).unwrap()).unwrap().with_limits(limits());
+        let on_demand = || Runner::builder().limits(limits()).build().unwrap();
         let mut rows: Vec<(&str, Once<'_>)> = vec![
             ("wasmtime-wasi p1, pooled, `InstancePre`, a real directory", wasmtime(&pooled)),
             ("wasmtime-wasi p1, `Config::new()`, `InstancePre`, a real directory", wasmtime(&default)),
             (
-                "PackFS, pooled (`Runner::pooled`), prepared, an overlay of the mapped pack",
-                packfs(Runner::pooled(limits(), &pool(100)).unwrap(), true),
+                "PackFS, pooled (`RunnerBuilder::pool`), prepared, an overlay of the mapped pack",
+                packfs(pooled_runner(100).build().unwrap(), true),
             ),
             ("PackFS, on-demand allocator, prepared", packfs(on_demand(), true)),
             ("PackFS, on-demand allocator, `run` (links each run)", packfs(on_demand(), false)),
@@ -227,11 +238,10 @@ pub(crate) fn child(args: &[String]) -> bool {
     let park = Arc::new(Park::default());
     let sandbox: Arc<dyn Fn(usize) + Send + Sync> = match kind.as_str() {
         "packfs" => {
-            let mut runner =
-                Runner::pooled(limits(), &pool(n)).unwrap().with_cache(GuestCache::new(artifacts).unwrap());
+            let mut runner = pooled_runner(n).cache(GuestCache::new(artifacts).unwrap()).build().unwrap();
             let p = park.clone();
             runner.module_linker_mut().func_wrap("bench", "park", move || p.park()).unwrap();
-            let pre = runner.prepare(&runner.load_file(Path::new(module)).unwrap()).unwrap();
+            let pre = runner.prepare(&runner.load(Path::new(module)).unwrap()).unwrap();
             let base: Arc<dyn FileSystem> = Arc::new(packfs_os::mmap::open_pack(base).unwrap());
             Arc::new(move |_| {
                 let sandbox = match layout {
@@ -246,8 +256,7 @@ pub(crate) fn child(args: &[String]) -> bool {
             })
         }
         "wasmtime" | "wasmtime-default" => {
-            let config = if kind == "wasmtime" { Runner::config_pooled(&limits(), &pool(n)) } else { Config::new() };
-            let engine = Engine::new(&config).unwrap();
+            let engine = if kind == "wasmtime" { pooled_engine(n) } else { Engine::new(&Config::new()).unwrap() };
             let module = peer::deserialize(&engine, Path::new(artifacts));
             let mut linker = peer::linker(&engine);
             let p = park.clone();
@@ -343,11 +352,11 @@ pub(crate) fn density(bench: bool) -> String {
         std::fs::write(&module, &wasm).unwrap();
         // Compiled once per configuration, before anything is measured.
         let cache = at.join("guests");
-        let runner = Runner::pooled(limits(), &pool(count)).unwrap().with_cache(GuestCache::new(&cache).unwrap());
-        runner.load_file(&module).unwrap();
-        let cwasm = |config: Config, name: &str| {
+        let runner = pooled_runner(count).cache(GuestCache::new(&cache).unwrap()).build().unwrap();
+        runner.load(&module).unwrap();
+        let cwasm = |engine: Engine, name: &str| {
             let path = at.join(name);
-            std::fs::write(&path, Engine::new(&config).unwrap().precompile_module(&wasm).unwrap()).unwrap();
+            std::fs::write(&path, engine.precompile_module(&wasm).unwrap()).unwrap();
             path
         };
         let (theirs, ours, their_base): (&str, &str, &Path) = if shared {
@@ -360,7 +369,7 @@ pub(crate) fn density(bench: bool) -> String {
                 name: format!("wasmtime-wasi p1, pooled, {theirs}"),
                 kind: "wasmtime",
                 layout,
-                artifacts: cwasm(Runner::config_pooled(&limits(), &pool(count)), "pooled.cwasm"),
+                artifacts: cwasm(pooled_engine(count), "pooled.cwasm"),
                 base: their_base,
             },
             Setup { name: format!("PackFS, pooled, {ours}"), kind: "packfs", layout, artifacts: cache, base: &pack },
@@ -372,7 +381,7 @@ pub(crate) fn density(bench: bool) -> String {
                     name: format!("wasmtime-wasi p1, `Config::new()`, {theirs}"),
                     kind: "wasmtime-default",
                     layout,
-                    artifacts: cwasm(Config::new(), "default.cwasm"),
+                    artifacts: cwasm(Engine::new(&Config::new()).unwrap(), "default.cwasm"),
                     base: their_base,
                 },
             );

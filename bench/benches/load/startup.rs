@@ -5,9 +5,9 @@
 //! yields once and returns).
 //!
 //! The children (`--child KIND MODULE [CACHE]`):
-//! - `packfs`: `Runner::config()`, `Runner::load_file` through a
+//! - `packfs`: `Runner::builder()`, `Runner::load` through a
 //!   `GuestCache` in CACHE (none without), a `MemFs` preopen;
-//! - `packfs-timeout`: the same with a timeout, so `config_for`'s epoch
+//! - `packfs-timeout`: the same with a timeout, so the epoch
 //!   interruption is on, no cache;
 //! - `wasmtime`: `Config::new()`, with wasmtime's own cache in CACHE
 //!   (`Config::cache`, its default settings) or none, `Module::from_file`,
@@ -50,16 +50,15 @@ pub(crate) fn child(kind: &str, args: &[String]) -> bool {
         "packfs" | "packfs-timeout" => {
             let limits =
                 Limits { timeout: (kind == "packfs-timeout").then_some(Duration::from_secs(600)), ..Limits::default() };
-            let engine = Engine::new(&Runner::config_for(&limits)).unwrap();
-            split.mark("`Engine::new`");
-            let mut runner = Runner::new(&engine).unwrap().with_limits(limits);
-            split.mark("`Runner::new` (links preview1)");
+            let mut builder = Runner::builder().limits(limits);
             if let Some(dir) = cache {
-                runner = runner.with_cache(GuestCache::new(dir).unwrap());
+                builder = builder.cache(GuestCache::new(dir).unwrap());
             }
             split.mark("`GuestCache::new`");
-            let guest = runner.load_file(module).unwrap();
-            split.mark("`load_file`");
+            let runner = builder.build().unwrap();
+            split.mark("`RunnerBuilder::build` (the engine, preview1 linked)");
+            let guest = runner.load(module).unwrap();
+            split.mark("`Runner::load`");
             assert_eq!(runner.run(&guest, sandboxes::sandbox(Arc::new(MemFs::new()))).unwrap(), 0);
             split.mark("instantiate and run");
         }
@@ -144,7 +143,7 @@ fn rows_warm(packfs_bin: Option<&Path>, cwasm: &Path, cli: Option<&Arc<Cli>>, ev
             "wasmtime 48 `Module::deserialize_file` of a precompiled artifact",
             Box::new(move |_, _| with(proc::child("wasmtime-cwasm"), [&cwasm])),
         ),
-        ("PackFS API (`Runner::load_file`), its cache", Box::new(|m, c| with(proc::child("packfs"), [m, c]))),
+        ("PackFS API (`Runner::load`), its cache", Box::new(|m, c| with(proc::child("packfs"), [m, c]))),
     ];
     if let Some(bin) = packfs_bin {
         let bin = bin.to_owned();
@@ -366,13 +365,16 @@ fn table(title: &str, rows: &[Row], runs: &[Vec<Run>]) -> String {
     md
 }
 
-/// The lines where `Runner::config()` differs from `Config::new()`.
+/// The lines where a runner's engine of p1 modules and 0.2 components
+/// differs from `Config::new()`.
 pub(crate) fn config_diff() -> String {
-    let (ours, theirs) = (format!("{:#?}", Runner::config()), format!("{:#?}", Config::new()));
+    let runner = Runner::builder().build().unwrap();
+    let ours = format!("{:#?}", runner.engine(packfs_host::load::Kind::P1).unwrap().config());
+    let theirs = format!("{:#?}", Config::new());
     let theirs: std::collections::HashSet<&str> = theirs.lines().collect();
     let diff: Vec<&str> = ours.lines().filter(|l| !theirs.contains(l)).map(str::trim).collect();
     format!(
-        "`Runner::config()` against `Config::new()`: {}",
+        "The runner's engine (p1, 0.2) against `Config::new()`: {}",
         if diff.is_empty() { "the same".into() } else { diff.join(" ") }
     )
 }

@@ -1,4 +1,4 @@
-//! A change to a [`Tree`] as a value: what [`MemFs`](super::MemFs) applies,
+//! A change to a [`Tree`] as a value: what [`MemFs`](crate::MemFs) applies,
 //! journals, and replays. Applying the same ops with the same timestamps to
 //! the same tree gives the same tree, inode numbers included.
 

@@ -15,8 +15,8 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::corrupt::{CorruptKind, CorruptPack, Structure};
 use super::cursor::{le_u64, width};
+use crate::error::corrupt::{CorruptKind, CorruptPack, Structure};
 
 /// One record's size in bytes.
 pub(crate) const RECORD_LEN: u64 = 24;

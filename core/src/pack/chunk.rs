@@ -35,9 +35,9 @@
 //! 32,768 times the chunk table that describes it: no small pack can claim
 //! more than a proportionate size.
 
-use super::corrupt::{CorruptKind, CorruptPack, Structure};
 use super::cursor::{bad_field, le_u32, le_u64, range, width};
 use super::dictionary::Dictionary;
+use crate::error::corrupt::{CorruptKind, CorruptPack, Structure};
 
 /// One record's size in bytes.
 pub(crate) const RECORD_LEN: u64 = 32;

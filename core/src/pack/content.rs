@@ -13,8 +13,8 @@ use std::ops::{Deref, Range};
 use std::sync::Arc;
 
 use super::chunk::{self, ChunkRecord, ChunkTable, Codec};
-use super::corrupt::{CorruptKind, CorruptPack, Structure};
 use super::reader::{ByteSource, PackFs};
+use crate::error::corrupt::{CorruptKind, CorruptPack, Structure};
 use crate::{Error, Result};
 
 /// A chunk's content: lent by the source, or decoded and shared.

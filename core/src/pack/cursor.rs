@@ -11,7 +11,7 @@
 //! with [`le_u16`], [`le_u32`] and [`le_u64`] at constant offsets: the
 //! bounds are checked when the crate compiles, so these cannot fail.
 
-use super::corrupt::{CorruptKind, CorruptPack, Structure};
+use crate::error::corrupt::{CorruptKind, CorruptPack, Structure};
 
 /// Reads little-endian fields from the front of a byte slice.
 pub(crate) struct Cursor<'a> {

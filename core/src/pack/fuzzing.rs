@@ -265,9 +265,9 @@ pub fn exercise(bytes: &[u8]) -> bool {
     // Pinned too: to its own digest (a pack with a digest table opens
     // pinned exactly when it opens), and to another (never opens).
     let digest = PackFs::open(bytes).ok().and_then(|p| p.digest());
-    if let Ok(p) = PackFs::open_with(bytes, ReadOptions::new().pin(Some(super::digest::Digest::of(bytes)))) {
+    if let Ok(p) = PackFs::open_with(bytes, ReadOptions::new().pin(Some(crate::digest::Digest::of(bytes)))) {
         assert!(
-            p.digest() == Some(super::digest::Digest::of(bytes)),
+            p.digest() == Some(crate::digest::Digest::of(bytes)),
             "a pack opened pinned to a digest it does not have"
         );
     }

@@ -24,10 +24,10 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::corrupt::{CorruptKind, CorruptPack, Structure};
 use super::cursor::{Cursor, bad_field, width};
 use super::dictionary::{DICTIONARY, MAX_DICTIONARY};
 use crate::Error;
+use crate::error::corrupt::{CorruptKind, CorruptPack, Structure};
 
 /// The header's size in bytes.
 pub const HEADER_LEN: u64 = 64;

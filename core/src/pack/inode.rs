@@ -21,8 +21,8 @@
 //! exists and has `size` bytes, the entry run is where it should be, the
 //! tree is a tree) are made by [`Index`](super::index::Index).
 
-use super::corrupt::{CorruptPack, Structure};
 use super::cursor::{bad_field, le_u32, le_u64, width};
+use crate::error::corrupt::{CorruptPack, Structure};
 use crate::path::MAX_PATH;
 use crate::{FileType, Timestamp};
 
@@ -130,7 +130,7 @@ pub(crate) fn count(rec: &Raw) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pack::corrupt::CorruptKind;
+    use crate::error::corrupt::CorruptKind;
 
     #[test]
     fn inode_records_round_trip() {

@@ -32,10 +32,10 @@
 //! same checks.
 
 use super::chunk::Codec;
-use super::corrupt::{CorruptPack, Structure};
 use super::inode;
 use super::reader::{ByteSource, PackFs};
 use super::trailer::Trailer;
+use crate::error::corrupt::{CorruptPack, Structure};
 use crate::{FileType, Ino};
 use std::ops::Range;
 

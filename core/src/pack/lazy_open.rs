@@ -40,11 +40,11 @@
 
 use std::ops::Range;
 
-use super::corrupt::{CorruptKind, CorruptPack, Limit, Structure};
 use super::layout::{HEADER_LEN, Layout, MAX_FETCHED_INDEX, TRAILER_LEN};
 use super::partial::{MERGE_GAP, Partial, merge_ranges};
 use super::pieces::{Pieces, cut};
 use super::reader::{ByteSource, PackFs, ReadOptions};
+use crate::error::corrupt::{CorruptKind, CorruptPack, Limit, Structure};
 use crate::{Error, Result};
 
 /// Bytes asked for from the end of a pack first: 64 KiB. The trailer

@@ -38,10 +38,8 @@ mod blob;
 mod chunk;
 mod chunk_cache;
 mod content;
-mod corrupt;
 mod cursor;
 mod dictionary;
-mod digest;
 mod dirent;
 mod frame;
 #[cfg(any(test, feature = "fuzzing"))]
@@ -61,10 +59,10 @@ mod trailer;
 mod verify;
 mod writer;
 
+pub use crate::digest::{Digest, DigestError, split_pin};
+pub use crate::error::corrupt::{CorruptKind, CorruptPack, Limit, Structure};
 pub use blob::checksum;
 pub use chunk::{Codec, Compression, DEFAULT_CHUNK_SIZE, is_chunk_size};
-pub use corrupt::{CorruptKind, CorruptPack, Limit, Structure};
-pub use digest::{Digest, DigestError, split_pin};
 pub use layout::{CodecStats, ContentStats, Layout};
 pub use lazy_open::{LazyOpen, OpenStep, TAIL_LEN};
 pub use partial::{MERGE_GAP, Merged, Partial, merge_ranges, until_loaded, until_loaded_async};

@@ -24,11 +24,11 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::chunk_cache::ChunkCache;
-use super::digest::Digest;
 use super::hash_index::HashIndex;
 use super::index::Index;
 use super::inode::{self, Body, InodeRecord};
 use super::pieces::Pieces;
+use crate::digest::Digest;
 // Also the path content, layout, partial and verify name it by.
 pub(super) use super::source::ByteSource;
 use crate::path::validate_name;
@@ -318,7 +318,7 @@ impl<S: ByteSource> PackFs<S> {
             }
             let size = self.source.size();
             let head = self.source.get(0..super::header::HEADER_LEN)?;
-            Some(super::digest::pack_digest(head, self.source.get(self.index.trailer.index_offset..size)?))
+            Some(crate::digest::pack_digest(head, self.source.get(self.index.trailer.index_offset..size)?))
         })
     }
 

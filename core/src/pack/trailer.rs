@@ -34,9 +34,9 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::corrupt::{CorruptKind, CorruptPack, Structure};
 use super::cursor::{Cursor, bad_field, range, width};
 use super::header::{HEADER_LEN, Header};
+use crate::error::corrupt::{CorruptKind, CorruptPack, Structure};
 
 /// The trailer's size in bytes.
 pub const TRAILER_LEN: u64 = 128;

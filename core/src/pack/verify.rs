@@ -8,10 +8,10 @@ use xxhash_rust::xxh3::Xxh3Default;
 
 use super::blob::BlobRecord;
 use super::chunk::ChunkTable;
-use super::corrupt::{CorruptPack, Structure};
 use super::index::Index;
 use super::inode::Body;
 use super::reader::{ByteSource, PackFs};
+use crate::error::corrupt::{CorruptPack, Structure};
 use crate::path::MAX_PATH;
 use crate::{Error, Ino, Result};
 

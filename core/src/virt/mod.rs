@@ -272,12 +272,14 @@ impl Config {
     pub fn open(&self, clock: &Clock, pack: OpenPack<'_>) -> Result<Opened> {
         let source = |s: &Source| -> Result<(Arc<dyn FileSystem>, bool)> {
             Ok(match s {
-                Source::Mem(q) => (Arc::new(MemFs::with_options(*q, clock.clone())), false),
+                Source::Mem(q) => (Arc::new(MemFs::builder().quota(*q).clock(clock.clone()).build()), false),
                 Source::Pack { at, digest, overlay } => {
                     let lower = pack(at, digest)?;
                     match overlay {
                         None => (lower, true),
-                        Some(q) => (Arc::new(MemFs::overlay_with_options(lower, *q, clock.clone())?), false),
+                        Some(q) => {
+                            (Arc::new(MemFs::builder().lower(lower).quota(*q).clock(clock.clone()).build()?), false)
+                        }
                     }
                 }
                 Source::HostDir { .. } => return Err(Error::Invalid),
@@ -299,7 +301,7 @@ impl Config {
             let (root, rest) = match mounts.split_first() {
                 Some((first, rest)) if first.path == "/" => (source(&first.source)?, rest),
                 _ => (
-                    (Arc::new(MemFs::with_options(Quota::default(), clock.clone())) as Arc<dyn FileSystem>, false),
+                    (Arc::new(MemFs::builder().clock(clock.clone()).build()) as Arc<dyn FileSystem>, false),
                     &mounts[..],
                 ),
             };

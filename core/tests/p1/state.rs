@@ -87,7 +87,7 @@ fn a_write_is_one_change_whatever_its_iovecs_and_memory() {
     let quota = packfs_core::mem::Quota { max_bytes: Some(2 << 20), max_inodes: None };
     let journal = Arc::new(Counted::default());
     let trees = [
-        Arc::new(MemFs::with_quota(quota)),
+        Arc::new(MemFs::builder().quota(quota).build()),
         Arc::new(MemFs::journaled(
             packfs_core::mem::Tree::new(Timestamp::new(0, 0), quota),
             journal.clone(),

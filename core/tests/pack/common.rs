@@ -3,14 +3,13 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
-use packfs_core::mem::Quota;
 use packfs_core::pack::{CorruptKind, PackFs, fuzzing, write_pack};
 use packfs_core::{FileSystem, FileType, Ino, MemFs, OpenOptions, SetTime, Timestamp};
 pub(crate) use packfs_test_support::Rng;
 
 /// A MemFs whose clock always says the same time.
 pub(crate) fn fixed_fs() -> MemFs {
-    MemFs::with_options(Quota::default(), Arc::new(|| Timestamp::new(1_700_000_000, 5)))
+    MemFs::builder().clock(Arc::new(|| Timestamp::new(1_700_000_000, 5))).build()
 }
 
 pub(crate) fn write_file(fs: &dyn FileSystem, dir: Ino, name: &str, data: &[u8]) -> Ino {

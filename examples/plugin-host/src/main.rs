@@ -15,7 +15,7 @@
 //!
 //! - The module is compiled and linked once (`Runner::prepare`),
 //!   and the runner allocates from wasmtime's pooling allocator
-//!   (`Runner::pooled`): a plugin's start maps no memory, and its data
+//!   (`RunnerBuilder::pool`): a plugin's start maps no memory, and its data
 //!   segments are mapped copy-on-write from the compiled module.
 //!
 //! The plugins are one guest run 100 times at once, on threads of the
@@ -117,7 +117,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // One engine, runner and linked guest for every plugin, with a pool
     // slot for each plugin at once; the limits hold for each run.
     let limits = Limits { max_memory: Some(MEMORY), timeout: Some(Duration::from_secs(10)) };
-    let runner = Runner::pooled(limits, &Pool { instances: PLUGINS as u32, ..Pool::default() })?;
+    let runner = Runner::builder().limits(limits).pool(Pool { instances: PLUGINS as u32, ..Pool::default() }).build()?;
     let plugin = runner.prepare(&runner.load(&wat::parse_str(GUEST)?)?)?;
 
     // The plugins: name, input, how the run should end.
@@ -135,7 +135,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let quota = Quota { max_bytes: Some(QUOTA), ..Quota::default() };
     let forks = plugins
         .iter()
-        .map(|_| MemFs::overlay_with_quota(base.clone(), quota).map(Arc::new))
+        .map(|_| MemFs::builder().lower(base.clone()).quota(quota).build().map(Arc::new))
         .collect::<Result<Vec<_>, _>>()?;
 
     // Every plugin at once, each on a thread of its own.

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use packfs_core::pack::ReadOptions;
 use packfs_core::{DirEntry, FileSystem, FileType, Ino, Metadata, Timestamp, resolve};
-pub(crate) use packfs_host::packs::{Pack, Packs};
+pub(crate) use packfs_remote::packs::{Pack, Packs};
 
 /// Entries asked for per `read_dir` call.
 const DIR_PAGE: usize = 4096;

@@ -39,7 +39,7 @@ mod virt;
 
 use std::process::ExitCode;
 
-use packfs_host::packs::Packs;
+use packfs_remote::packs::Packs;
 
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};

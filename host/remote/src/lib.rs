@@ -20,6 +20,7 @@
 //!    table       what is known of each extent, and its check
 //!    flight      what a miss fetches (readahead), as which requests
 //!    fetch       from the cache, else the store
+//!  packs       Packs: opening packs wherever they are, mapped or by URL
 //!  early       a trace's extents asked for with the open's first request
 //!  object      one object, read at the version first seen
 //!  store       connecting (S3, HTTP); whole objects read and written
@@ -45,6 +46,7 @@ mod limits;
 mod location;
 mod object;
 mod open;
+pub mod packs;
 mod profile;
 mod runtime;
 mod source;

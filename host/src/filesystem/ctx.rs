@@ -37,7 +37,7 @@ pub struct PackFsCtx {
     pub(crate) streams: StreamCount,
     /// Its 0.3 streams' turns at work that waits on the network.
     #[cfg(feature = "p3")]
-    pub(crate) waits: crate::p3::Waits,
+    pub(crate) waits: super::waits::Waits,
 }
 
 impl Clone for PackFsCtx {

@@ -33,6 +33,8 @@ mod dir_stream;
 mod error;
 mod recent;
 mod view;
+#[cfg(feature = "p3")]
+pub(crate) mod waits;
 
 pub(crate) use convert::conversions;
 pub use ctx::{PackFsCtx, PackFsCtxBuilder};

@@ -1,60 +1,155 @@
-//! [`load`] and [`load_file`]: a guest from bytes or from a file, through
-//! the cache when there is one.
+//! A load: a guest from bytes or from a file, its kind found first so that
+//! it compiles for the engine that kind runs on, through the cache when
+//! there is one.
 
 use std::fs::File;
-use std::io::Read;
-use std::path::Path;
+use std::io::{BufReader, Cursor, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
 
 use rustix::fs::FileType;
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 
-use crate::load::guest::{CacheStatus, Guest, Kind, LoadError, compile};
+use crate::load::guest::{CacheStatus, Code, Form, Guest, Kind, LoadError, compile};
 use crate::load::guest_cache::{self, Digest32, GuestCache};
 use crate::load::identity::FileId;
+use crate::load::version::speaks_wasi_p3;
 
-/// Compiles `wasm`, a core module or a component, through `cache` when
-/// there is one. A hit hashes `wasm` (SHA-256, for its key) and maps the
-/// artifact; [`load_file`] does not read the module at all.
-pub fn load(engine: &Engine, wasm: &[u8], cache: Option<&GuestCache>) -> Result<(Guest, CacheStatus), LoadError> {
-    let kind = Kind::of(wasm)?;
-    match cache {
-        None => Ok((compile(engine, kind, wasm)?, CacheStatus::Off)),
-        Some(cache) => guest_cache::get_or_store(cache, engine, kind, wasm, &Sha256::digest(wasm).into()),
+/// Where a guest's bytes are: in memory, or in a file, which a warm load
+/// through the cache only opens and `fstat`s.
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'a> {
+    /// A module or component's bytes.
+    Bytes(&'a [u8]),
+    /// The file holding them.
+    File(&'a Path),
+}
+
+impl<'a> From<&'a [u8]> for Source<'a> {
+    fn from(wasm: &'a [u8]) -> Self {
+        Source::Bytes(wasm)
     }
 }
 
-/// Loads the module or component at `path`, through `cache` when there is
-/// one. When the cache has seen this file as it is now (same device,
-/// inode, size, mtime and ctime) and holds its compiled code, the file is
-/// only opened and `fstat`ed, not read; otherwise it is read and hashed
-/// as [`load`] does, and its identity recorded for the next time, unless
-/// it changed within the cache's racy window. Only a regular file has an
-/// identity that stands for its content: a pipe or a device is read.
-pub fn load_file(engine: &Engine, path: &Path, cache: Option<&GuestCache>) -> Result<(Guest, CacheStatus), LoadError> {
+impl<'a, const N: usize> From<&'a [u8; N]> for Source<'a> {
+    fn from(wasm: &'a [u8; N]) -> Self {
+        Source::Bytes(wasm)
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for Source<'a> {
+    fn from(wasm: &'a Vec<u8>) -> Self {
+        Source::Bytes(wasm)
+    }
+}
+
+impl<'a> From<&'a Path> for Source<'a> {
+    fn from(path: &'a Path) -> Self {
+        Source::File(path)
+    }
+}
+
+impl<'a> From<&'a PathBuf> for Source<'a> {
+    fn from(path: &'a PathBuf) -> Self {
+        Source::File(path)
+    }
+}
+
+/// Loads `source` for the engine `engine` gives its kind.
+pub(crate) fn load<'e>(
+    source: Source<'_>,
+    cache: Option<&GuestCache>,
+    engine: impl Fn(Kind) -> Result<&'e Engine, LoadError>,
+) -> Result<Guest, LoadError> {
+    match source {
+        Source::Bytes(wasm) => from_bytes(wasm, cache, engine),
+        Source::File(path) => from_file(path, cache, engine),
+    }
+}
+
+/// What the guest in `file` is, from its header and its top-level import
+/// and export sections alone (every other section is skipped).
+fn kind_of(file: &mut (impl Read + Seek)) -> Result<Kind, LoadError> {
+    let mut head = Vec::with_capacity(8);
+    file.take(8).read_to_end(&mut head).map_err(LoadError::Io)?;
+    let form = Form::of(&head)?;
+    file.seek(SeekFrom::Start(0)).map_err(LoadError::Io)?;
+    Ok(match form {
+        Form::Module => Kind::P1,
+        Form::Component if speaks_wasi_p3(file).map_err(LoadError::Io)? => Kind::P3,
+        Form::Component => Kind::P2,
+    })
+}
+
+/// The guest `code` is, compiled for `kind`'s engine: a module is p1
+/// whatever was read before (the file may have changed since).
+fn guest(code: Code, kind: Kind, status: CacheStatus) -> Guest {
+    let kind = match (&code, kind) {
+        (Code::Module(_), _) => Kind::P1,
+        (Code::Component(_), Kind::P3) => Kind::P3,
+        (Code::Component(_), _) => Kind::P2,
+    };
+    Guest::new(code, kind, status)
+}
+
+/// A hit hashes `wasm` (SHA-256, for its key) and maps the artifact.
+fn from_bytes<'e>(
+    wasm: &[u8],
+    cache: Option<&GuestCache>,
+    engine: impl Fn(Kind) -> Result<&'e Engine, LoadError>,
+) -> Result<Guest, LoadError> {
+    let kind = kind_of(&mut Cursor::new(wasm))?;
+    let engine = engine(kind)?;
+    let form = Form::of(wasm)?;
+    let (code, status) = match cache {
+        None => (compile(engine, form, wasm)?, CacheStatus::Off),
+        Some(cache) => guest_cache::get_or_store(cache, engine, form, wasm, &Sha256::digest(wasm).into())?,
+    };
+    Ok(guest(code, kind, status))
+}
+
+/// When the cache has seen this file as it is now (same device, inode,
+/// size, mtime and ctime) and holds its compiled code, the file is only
+/// opened, `fstat`ed and its import and export sections read; otherwise
+/// it is read and hashed as [`from_bytes`] does, and its identity recorded
+/// for the next time, unless it changed within the cache's racy window.
+/// Only a regular file has an identity that stands for its content: a
+/// pipe or a device is read once, whole.
+fn from_file<'e>(
+    path: &Path,
+    cache: Option<&GuestCache>,
+    engine: impl Fn(Kind) -> Result<&'e Engine, LoadError>,
+) -> Result<Guest, LoadError> {
     let file = File::open(path).map_err(LoadError::Io)?;
-    let Some(cache) = cache else { return load(engine, &read(&file)?, None) };
     let st = rustix::fs::fstat(&file).map_err(|e| LoadError::Io(e.into()))?;
-    let id = (FileType::from_raw_mode(st.st_mode) == FileType::RegularFile).then(|| FileId::of(&st));
-    if let Some(id) = &id
-        && let Some(digest) = guest_cache::digest_of(cache, id)
-        && let Some(guest) = guest_cache::hit(cache, engine, &guest_cache::key(engine, &digest))
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return from_bytes(&read(&file)?, cache, engine);
+    }
+    let kind = kind_of(&mut BufReader::new(&file))?;
+    let engine = engine(kind)?;
+    (&file).seek(SeekFrom::Start(0)).map_err(LoadError::Io)?;
+    let Some(cache) = cache else {
+        let wasm = read(&file)?;
+        return Ok(guest(compile(engine, Form::of(&wasm)?, &wasm)?, kind, CacheStatus::Off));
+    };
+    let id = FileId::of(&st);
+    if let Some(digest) = guest_cache::digest_of(cache, &id)
+        && let Some(code) = guest_cache::hit(cache, engine, &guest_cache::key(engine, &digest))
     {
-        return Ok((guest, CacheStatus::Hit));
+        return Ok(guest(code, kind, CacheStatus::Hit));
     }
     let wasm = read(&file)?;
     let digest: Digest32 = Sha256::digest(&wasm).into();
-    let loaded = guest_cache::get_or_store(cache, engine, Kind::of(&wasm)?, &wasm, &digest)?;
+    let (code, status) = guest_cache::get_or_store(cache, engine, Form::of(&wasm)?, &wasm, &digest)?;
     // What was read is what the identity names only if it did not change
     // meanwhile.
-    if let Some(id) = &id
-        && rustix::fs::fstat(&file).is_ok_and(|st| FileId::of(&st) == *id)
-    {
-        guest_cache::record(cache, id, &digest);
+    if rustix::fs::fstat(&file).is_ok_and(|st| FileId::of(&st) == id) {
+        guest_cache::record(cache, &id, &digest);
     }
-    Ok(loaded)
+    Ok(guest(code, kind, status))
 }
 
+/// The rest of the file.
 fn read(mut file: &File) -> Result<Vec<u8>, LoadError> {
     let mut wasm = Vec::new();
     file.read_to_end(&mut wasm).map_err(LoadError::Io)?;

@@ -1,18 +1,74 @@
-//! What a load gives and how it can fail: [`Guest`], [`LoadError`],
-//! [`CacheStatus`], and compiling without a cache.
+//! What a load gives and how it can fail: [`Guest`], its [`Kind`],
+//! [`LoadError`], [`CacheStatus`], and compiling without a cache.
 
 use std::io;
+use std::sync::Arc;
 
 use wasmparser::Parser;
 use wasmtime::component::Component;
 use wasmtime::{Engine, Module};
 
-/// A compiled guest.
+/// A guest compiled by a [`Runner`](crate::Runner) for the engine its
+/// kind runs on ([`Runner::load`](crate::Runner::load)).
 #[derive(Clone)]
-pub enum Guest {
-    /// A WASI preview1 core module, served by PackFS's own preview1.
+pub struct Guest {
+    pub(crate) code: Code,
+    kind: Kind,
+    status: Arc<CacheStatus>,
+}
+
+/// What a guest is, which says what serves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Kind {
+    /// A WASI preview1 core module, served by PackFS's own preview1
+    /// ([`crate::p1`]).
+    P1,
+    /// A component of WASI 0.2, served through `wasi:filesystem` 0.2
+    /// ([`crate::p2`]) and wasmtime-wasi.
+    P2,
+    /// A component that imports or exports an interface of WASI 0.3,
+    /// served through `wasi:filesystem` 0.3 and 0.2 ([`crate::p3`]) on an
+    /// engine with the component model's concurrency.
+    P3,
+}
+
+impl Guest {
+    pub(crate) fn new(code: Code, kind: Kind, status: CacheStatus) -> Guest {
+        Guest { code, kind, status: Arc::new(status) }
+    }
+
+    /// What the guest is.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Whether the load that made it used the cache.
+    pub fn cache_status(&self) -> &CacheStatus {
+        &self.status
+    }
+
+    /// The compiled module, for a p1 guest.
+    pub fn module(&self) -> Option<&Module> {
+        match &self.code {
+            Code::Module(m) => Some(m),
+            Code::Component(_) => None,
+        }
+    }
+
+    /// The compiled component, for a 0.2 or 0.3 guest.
+    pub fn component(&self) -> Option<&Component> {
+        match &self.code {
+            Code::Component(c) => Some(c),
+            Code::Module(_) => None,
+        }
+    }
+}
+
+/// Compiled code, of either form.
+#[derive(Clone)]
+pub(crate) enum Code {
     Module(Module),
-    /// A component (WASI 0.2), served through `wasi:filesystem`.
     Component(Component),
 }
 
@@ -27,13 +83,17 @@ pub enum LoadError {
     /// add a Rust backtrace under `RUST_BACKTRACE=1`.)
     #[error("compiling the guest: {0:#}")]
     Compile(wasmtime::Error),
-    /// The module file could not be opened or read (`load_file`).
+    /// The module file could not be opened or read.
     #[error("{0}")]
     Io(io::Error),
+    /// The engine for the guest's kind could not be made (a WASI 0.3
+    /// component's, made at the first one).
+    #[error("setting up wasmtime for it: {0:#}")]
+    Engine(wasmtime::Error),
 }
 
 /// Whether a load used the cache.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum CacheStatus {
     /// No cache configured.
@@ -46,23 +106,24 @@ pub enum CacheStatus {
     /// was damaged or from an incompatible engine, and was replaced.
     Replaced,
     /// Compiled, but storing it failed (the guest still runs).
-    StoreFailed(io::Error),
+    StoreFailed(Arc<io::Error>),
 }
 
-/// Which of the two a guest binary is; its compiled form says the same.
+/// Which of the two binary forms a guest has; its compiled code has the
+/// same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum Form {
     Module,
     Component,
 }
 
-impl Kind {
+impl Form {
     /// What `wasm` is, from its header.
-    pub(crate) fn of(wasm: &[u8]) -> Result<Kind, LoadError> {
+    pub(crate) fn of(wasm: &[u8]) -> Result<Form, LoadError> {
         if Parser::is_component(wasm) {
-            Ok(Kind::Component)
+            Ok(Form::Component)
         } else if Parser::is_core_wasm(wasm) {
-            Ok(Kind::Module)
+            Ok(Form::Module)
         } else {
             Err(LoadError::NotWasm)
         }
@@ -71,16 +132,16 @@ impl Kind {
     /// The byte a pin records it as.
     pub(crate) fn tag(self) -> char {
         match self {
-            Kind::Module => 'm',
-            Kind::Component => 'c',
+            Form::Module => 'm',
+            Form::Component => 'c',
         }
     }
 
-    /// The inverse of [`Kind::tag`].
-    pub(crate) fn from_tag(tag: &str) -> Option<Kind> {
+    /// The inverse of [`Form::tag`].
+    pub(crate) fn from_tag(tag: &str) -> Option<Form> {
         match tag {
-            "m" => Some(Kind::Module),
-            "c" => Some(Kind::Component),
+            "m" => Some(Form::Module),
+            "c" => Some(Form::Component),
             _ => None,
         }
     }
@@ -88,20 +149,20 @@ impl Kind {
 
 /// Compiles `wasm` into code in this process's memory, as wasmtime does
 /// without a cache.
-pub(crate) fn compile(engine: &Engine, kind: Kind, wasm: &[u8]) -> Result<Guest, LoadError> {
-    match kind {
-        Kind::Module => Module::new(engine, wasm).map(Guest::Module),
-        Kind::Component => Component::new(engine, wasm).map(Guest::Component),
+pub(crate) fn compile(engine: &Engine, form: Form, wasm: &[u8]) -> Result<Code, LoadError> {
+    match form {
+        Form::Module => Module::new(engine, wasm).map(Code::Module),
+        Form::Component => Component::new(engine, wasm).map(Code::Component),
     }
     .map_err(LoadError::Compile)
 }
 
 /// Compiles `wasm` into wasmtime's serialized form, the bytes an artifact
 /// holds.
-pub(crate) fn precompile(engine: &Engine, kind: Kind, wasm: &[u8]) -> Result<Vec<u8>, LoadError> {
-    match kind {
-        Kind::Module => engine.precompile_module(wasm),
-        Kind::Component => engine.precompile_component(wasm),
+pub(crate) fn precompile(engine: &Engine, form: Form, wasm: &[u8]) -> Result<Vec<u8>, LoadError> {
+    match form {
+        Form::Module => engine.precompile_module(wasm),
+        Form::Component => engine.precompile_component(wasm),
     }
     .map_err(LoadError::Compile)
 }

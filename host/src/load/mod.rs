@@ -1,13 +1,16 @@
-//! Loading guests: a WASI p1 core module or a component, compiled for the
-//! engine, through an on-disk cache of compiled code ([`GuestCache`]).
+//! Loading guests ([`Runner::load`](crate::Runner::load)): a WASI p1 core
+//! module or a component, its [`Kind`] found from its header and its
+//! top-level imports and exports, compiled for the engine that kind runs
+//! on, through an on-disk cache of compiled code ([`GuestCache`]).
 //!
 //! # The compiled-guest cache
 //!
 //! A guest is keyed by the SHA-256 of its bytes and the engine's
-//! compatibility hash. [`load_file`] first looks the module file up by
-//! its identity (device, inode, size, mtime, ctime): when a file entry
-//! records that identity, its content's SHA-256 is taken from it and the
-//! module is not read; otherwise it is read and hashed, and the entry
+//! compatibility hash. A load from a file ([`Source::File`]) first looks
+//! it up by its identity (device, inode, size, mtime, ctime): when a file
+//! entry records that identity, its content's SHA-256 is taken from it and
+//! the module is not read (only its import and export sections, for its
+//! kind); otherwise it is read and hashed, and the entry
 //! written unless the file changed within the racy window (2 s), where a
 //! second write in the same timestamp tick would not show.
 //!
@@ -55,7 +58,7 @@ mod guest_cache;
 mod identity;
 mod version;
 
-pub use entry::{load, load_file};
-pub use guest::{CacheStatus, Guest, LoadError};
+pub use entry::Source;
+pub(crate) use entry::load;
+pub use guest::{CacheStatus, Guest, Kind, LoadError};
 pub use guest_cache::{DEFAULT_LIMIT, GuestCache};
-pub use version::{is_wasi_p3, speaks_wasi_p3};

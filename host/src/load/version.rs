@@ -1,7 +1,6 @@
 //! Which WASI a component speaks, from its bytes, before an engine is
-//! chosen: a WASI 0.3 component needs the component model's concurrency
-//! (`Runner::config_p3`), which p1 modules and 0.2 components run slower
-//! with.
+//! chosen: a WASI 0.3 component needs an engine with the component model's
+//! concurrency, which p1 modules and 0.2 components run slower on.
 
 use std::io::{self, Read, Seek, SeekFrom};
 
@@ -20,7 +19,7 @@ const EXPORTS: u8 = 11;
 
 /// Whether `name` is an interface of a `wasi:` package at version 0.3
 /// (`wasi:filesystem/types@0.3.0`).
-pub fn is_wasi_p3(name: &str) -> bool {
+fn is_wasi_p3(name: &str) -> bool {
     name.strip_prefix("wasi:")
         .and_then(|rest| rest.split_once('@'))
         .is_some_and(|(_, version)| version.starts_with("0.3."))
@@ -31,7 +30,7 @@ pub fn is_wasi_p3(name: &str) -> bool {
 /// sections are read; every other section is skipped, so a warm start,
 /// which does not read the module, reads only those. A core module, or
 /// bytes that are no component, are not 0.3 (the load says what they are).
-pub fn speaks_wasi_p3(file: &mut (impl Read + Seek)) -> io::Result<bool> {
+pub(crate) fn speaks_wasi_p3(file: &mut (impl Read + Seek)) -> io::Result<bool> {
     let mut head = [0u8; 8];
     if file.read_exact(&mut head).is_err() || !Parser::is_component(&head) {
         return Ok(false);

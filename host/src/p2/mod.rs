@@ -44,6 +44,7 @@
 pub mod bindings;
 mod convert;
 mod io;
+mod state;
 mod streams;
 mod types;
 
@@ -51,6 +52,7 @@ use wasmtime::component::{HasData, Linker, ResourceTable};
 use wasmtime_wasi::WasiView;
 
 pub use bindings::FsError;
+pub use state::{GuestState, MAX_RESOURCES};
 
 use crate::filesystem::{PackFsFilesystem, PackFsView};
 

@@ -23,7 +23,8 @@
 //! components built with `wasm32-wasip2`'s standard library import
 //! `wasi:cli@0.2` and `wasi:filesystem@0.3.0` together. Both need an engine
 //! with the component model's concurrency
-//! ([`Runner::config_p3`](crate::Runner::config_p3)).
+//! ([`Config::concurrency_support`](wasmtime::Config::concurrency_support)),
+//! which a [`Runner`](crate::Runner) makes at its first 0.3 guest.
 //!
 //! Deliberate differences from wasmtime-wasi's p3, beside those of 0.2
 //! ([`crate::p2`]):
@@ -44,7 +45,6 @@ use wasmtime::component::Linker;
 use wasmtime_wasi::WasiView;
 
 pub use bindings::FsError;
-pub(crate) use offload::Waits;
 
 use crate::filesystem::{PackFsFilesystem, PackFsView};
 
@@ -63,7 +63,9 @@ use crate::filesystem::{PackFsFilesystem, PackFsView};
 ///     }
 /// }
 ///
-/// let engine = wasmtime::Engine::new(&packfs_host::Runner::config_p3())?;
+/// let mut config = wasmtime::Config::new();
+/// config.concurrency_support(true);
+/// let engine = wasmtime::Engine::new(&config)?;
 /// let mut linker = Linker::<Plugin>::new(&engine);
 /// packfs_host::p3::add_filesystem_to_linker(&mut linker)?;
 /// # Ok::<(), wasmtime::Error>(())
@@ -88,13 +90,4 @@ pub fn add_to_linker<T: WasiView + PackFsView + 'static>(linker: &mut Linker<T>)
     p3::sockets::add_to_linker(linker)?;
     add_filesystem_to_linker(linker)?;
     crate::p2::add_to_linker_async(linker)
-}
-
-/// Whether `component` speaks WASI 0.3: it imports or exports an interface
-/// of a `wasi:` package at 0.3 ([`crate::load::is_wasi_p3`]).
-pub fn uses_p3(engine: &wasmtime::Engine, component: &wasmtime::component::Component) -> bool {
-    let ty = component.component_type();
-    let names: Vec<String> =
-        ty.imports(engine).map(|(n, _)| n.to_owned()).chain(ty.exports(engine).map(|(n, _)| n.to_owned())).collect();
-    names.iter().any(|n| crate::load::is_wasi_p3(n))
 }

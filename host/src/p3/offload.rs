@@ -1,6 +1,6 @@
 //! Stream work that may wait on the network, done on tokio's blocking pool
-//! ([`Offload`]), at most [`MAX_WAITING`] pieces of one guest's at once
-//! ([`Waits`]).
+//! ([`Offload`]), at most `MAX_WAITING` pieces of one guest's at once
+//! (its [`Waits`]).
 //!
 //! Each piece holds a buffer (a read's [`HOST_READ`](super::streams)
 //! bytes, a write's up to 1 MiB) until it is done, and a guest may hold
@@ -14,21 +14,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
-use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{AcquireError, OwnedSemaphorePermit};
 use tokio::task::JoinHandle;
 
-/// Most pieces of one guest's stream work waiting on the network at once.
-pub(crate) const MAX_WAITING: usize = 16;
-
-/// A guest's turns at waiting work, shared by its streams.
-#[derive(Clone)]
-pub(crate) struct Waits(Arc<Semaphore>);
-
-impl Default for Waits {
-    fn default() -> Self {
-        Waits(Arc::new(Semaphore::new(MAX_WAITING)))
-    }
-}
+use crate::filesystem::waits::Waits;
 
 type Turn = Pin<Box<dyn Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send>>;
 
@@ -123,6 +112,7 @@ impl<T: Send + 'static> Offload<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filesystem::waits::MAX_WAITING;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 

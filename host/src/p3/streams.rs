@@ -25,7 +25,8 @@ use wasmtime::component::{Destination, Source, StreamConsumer, StreamProducer, S
 
 use super::bindings::types::{DirectoryEntry, ErrorCode};
 use super::convert::descriptor_type;
-use super::offload::{Offload, Waits};
+use super::offload::Offload;
+use crate::filesystem::waits::Waits;
 use crate::filesystem::{DirStream, MAX_IO_CHUNK};
 use packfs_core::wasi::descriptor::Node;
 

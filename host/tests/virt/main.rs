@@ -37,7 +37,7 @@ use std::sync::{Arc, OnceLock};
 use packfs_core::mount::MountTable;
 use packfs_core::pack::{PackFs, write_pack};
 use packfs_core::{FileSystem, MemFs};
-use packfs_host::load::Guest;
+use packfs_host::load::Kind;
 use packfs_host::virt::{Source, Virt, component_of};
 use packfs_host::{Access, Capture};
 use packfs_host::{Runner, Sandbox};
@@ -51,9 +51,15 @@ use wasmtime_wasi::{FsPerms, WasiCtx};
 /// Where the saved pack goes, under the host's preopen `/out`.
 const SAVE: &str = "/out/after.pack";
 
+/// PackFS's own host, run natively.
+fn runner() -> &'static Runner {
+    static RUNNER: OnceLock<Runner> = OnceLock::new();
+    RUNNER.get_or_init(|| Runner::builder().build().unwrap())
+}
+
+/// Its engine of 0.2 components, on which wasmtime-wasi runs them too.
 fn engine() -> &'static Engine {
-    static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| Engine::new(&Runner::config()).unwrap())
+    runner().engine(Kind::P2).unwrap()
 }
 
 /// The packs of the starting trees: (seed, ro).
@@ -174,9 +180,9 @@ struct Run {
 
 /// The component on PackFS's own host over the same namespace.
 fn native(name: &str, component: &[u8]) -> Run {
-    let runner = Runner::new(engine()).unwrap();
-    let guest = packfs_host::load::load(engine(), component, None).unwrap().0;
-    assert!(matches!(guest, Guest::Component(_)));
+    let runner = runner();
+    let guest = runner.load(component).unwrap();
+    assert_eq!(guest.kind(), Kind::P2);
     let table = native_namespace();
     let (out, err) = (Capture::new(16 << 20), Capture::new(16 << 20));
     let sandbox =

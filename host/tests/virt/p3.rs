@@ -9,15 +9,15 @@
 
 use super::*;
 
+/// The runner's engine of WASI 0.3 components.
 fn p3_engine() -> &'static Engine {
-    static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| Engine::new(&Runner::config_p3()).unwrap())
+    runner().engine(Kind::P3).unwrap()
 }
 
 /// The guest on PackFS's own host over the namespace `virtualized` builds.
 fn native(name: &str, wasm: &[u8]) -> String {
-    let runner = Runner::new(p3_engine()).unwrap();
-    let guest = packfs_host::load::load(p3_engine(), wasm, None).unwrap().0;
+    let runner = runner();
+    let guest = runner.load(wasm).unwrap();
     let out = Capture::new(16 << 20);
     let (seed, ro) = packs();
     let seed: Arc<dyn FileSystem> = Arc::new(PackFs::open(seed.clone()).unwrap());
@@ -116,8 +116,8 @@ fn script(ops: &[&str]) -> (String, String) {
     let wasm = std::fs::read(support::p3_guest("p3_script")).unwrap();
     let args: Vec<&str> = [&["p3_script"][..], ops].concat();
     let (seed, ro) = packs();
-    let runner = Runner::new(p3_engine()).unwrap();
-    let guest = packfs_host::load::load(p3_engine(), &wasm, None).unwrap().0;
+    let runner = runner();
+    let guest = runner.load(&wasm).unwrap();
     let out = Capture::new(1 << 20);
     let lower: Arc<dyn FileSystem> = Arc::new(PackFs::open(seed.clone()).unwrap());
     let sandbox = Sandbox::new()
@@ -206,8 +206,8 @@ fn streams(args: &[&str], limits: &[&str]) -> Option<(String, i32, String)> {
         return None;
     };
     let wasm = std::fs::read(support::p3_guest("p3_streams")).unwrap();
-    let runner = Runner::new(p3_engine()).unwrap();
-    let guest = packfs_host::load::load(p3_engine(), &wasm, None).unwrap().0;
+    let runner = runner();
+    let guest = runner.load(&wasm).unwrap();
     let out = Capture::new(1 << 20);
     let root: Arc<dyn FileSystem> = Arc::new(MemFs::new());
     let sandbox = Sandbox::new().arg("p3_streams").args(args.iter().copied()).stdout(out.clone()).preopen(

@@ -46,8 +46,8 @@ fn every_call_of_every_script_answers_as_natively() {
     }
     let python = std::env::var_os("PACKFS_PYTHON");
 
-    let runner = Runner::new(engine()).unwrap();
-    let native = packfs_host::load::load(engine(), &wasm, None).unwrap().0;
+    let runner = runner();
+    let native = runner.load(&wasm).unwrap();
     let mut rng = TestRunner::new_with_rng(Config::default(), TestRng::deterministic_rng(RngAlgorithm::ChaCha));
     for n in 0..COUNT {
         let ops: Vec<Op> = script().new_tree(&mut rng).unwrap().current();

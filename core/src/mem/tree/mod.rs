@@ -60,7 +60,7 @@ const WHITEOUT: Ino = 0;
 
 /// A complete filesystem as a persistent value: every read and write
 /// operation of PackFS's in-memory backend, with no locking and no clock.
-/// [`MemFs`](super::MemFs) publishes versions of it; `batch` hands one out
+/// [`MemFs`](crate::MemFs) publishes versions of it; `batch` hands one out
 /// to apply several operations atomically.
 #[derive(Clone)]
 pub struct Tree {

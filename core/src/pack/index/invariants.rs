@@ -16,8 +16,8 @@
 //!   agree with the entries.
 
 use super::{Index, at};
+use crate::error::corrupt::{CorruptKind, CorruptPack, Structure};
 use crate::pack::blob;
-use crate::pack::corrupt::{CorruptKind, CorruptPack, Structure};
 use crate::pack::cursor::{bad_field, range};
 use crate::pack::dirent;
 use crate::pack::inode::{self, Body};

@@ -39,10 +39,8 @@ use std::sync::Arc;
 
 use super::blob::{self, BlobRecord};
 use super::chunk::ChunkTable;
-use super::corrupt::{CorruptKind, CorruptPack, Limit, Structure};
 use super::cursor::{le_u64, width};
 use super::dictionary::{DICTIONARY, Dictionary};
-use super::digest::{self, DIGESTS, Digest};
 use super::dirent::{self, DirentRecord};
 use super::hash_index::Tables;
 use super::header::{HEADER_LEN, Header};
@@ -51,6 +49,8 @@ use super::limits::{MAX_DECODED_INDEX, MAX_EXTENTS};
 use super::source::ByteSource;
 use super::trailer::{TRAILER_LEN, Table, Trailer};
 use crate::Error;
+use crate::digest::{self, DIGESTS, Digest};
+use crate::error::corrupt::{CorruptKind, CorruptPack, Limit, Structure};
 
 mod invariants;
 mod search;

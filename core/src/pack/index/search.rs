@@ -3,7 +3,7 @@
 //! compare as bytes, eight at a time as one word.
 
 use super::{Index, at, table};
-use crate::pack::corrupt::{CorruptKind, CorruptPack, Structure};
+use crate::error::corrupt::{CorruptKind, CorruptPack, Structure};
 use crate::pack::cursor::{le_u16, le_u64, pool_get, width};
 use crate::pack::dirent::{self, DirentRecord};
 

@@ -11,9 +11,9 @@ use super::chunker::Chunker;
 use super::error::WriteError;
 use super::walk::Writer;
 use crate::FileSystem;
+use crate::digest::DIGESTS;
 use crate::pack::chunk::{Codec, Compression, DEFAULT_CHUNK_SIZE, is_chunk_size};
 use crate::pack::dictionary::{DICTIONARY, Trained};
-use crate::pack::digest::DIGESTS;
 use crate::pack::header::{ALIGN_LOG2, Header};
 
 /// What a written pack holds.

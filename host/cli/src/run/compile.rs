@@ -2,15 +2,16 @@
 //! cold compile runs while the mounts are set up; a spinner on a terminal
 //! while `packfs run` waits for a long one; and what `--stats` says of it.
 
-use std::io::{IsTerminal, Read, Seek};
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use packfs_host::load::{self, CacheStatus, Guest, GuestCache, LoadError};
-use wasmtime::Engine;
+use packfs_host::Runner;
+use packfs_host::load::{CacheStatus, Guest, LoadError};
 
 /// How long a load may take before a terminal is shown that it is under
 /// way: a warm start never shows it.
@@ -18,7 +19,7 @@ const QUIET_FOR: Duration = Duration::from_secs(1);
 /// The load parses and compiles with the main thread's stack depth.
 const STACK: usize = 8 << 20;
 
-type Loaded = Result<(Guest, CacheStatus), LoadError>;
+type Loaded = Result<Guest, LoadError>;
 
 /// A load under way: [`start`] it, [`Loading::wait`] for it.
 pub(super) struct Loading {
@@ -44,16 +45,12 @@ pub(super) struct Report {
 /// What [`probe`] found of the module.
 pub(super) struct Probe {
     pub(super) size: u64,
-    /// A component of WASI 0.3 ([`load::speaks_wasi_p3`]), which needs
-    /// an engine with concurrency.
-    pub(super) p3: bool,
 }
 
 /// Checks up front what the load would find first, so that a missing or
 /// non-wasm MODULE is said before any mount's error: that `path` opens,
 /// is not a directory and, if a regular file, starts as WebAssembly does.
-/// Its size, and whether it speaks WASI 0.3 (read from its import and
-/// export sections alone; a pipe, read once by the load, is taken for 0.2).
+/// Its size, for the spinner.
 pub(super) fn probe(path: &Path) -> anyhow::Result<Probe> {
     let mut file = std::fs::File::open(path)?;
     let meta = file.metadata()?;
@@ -61,31 +58,29 @@ pub(super) fn probe(path: &Path) -> anyhow::Result<Probe> {
         return Err(std::io::Error::from(rustix::io::Errno::ISDIR).into());
     }
     // A pipe is left whole for the load to read.
-    let mut p3 = false;
     if meta.is_file() {
         let mut magic = Vec::with_capacity(4);
         (&mut file).take(4).read_to_end(&mut magic)?;
         if magic != b"\0asm" {
             return Err(LoadError::NotWasm.into());
         }
-        file.seek(std::io::SeekFrom::Start(0))?;
-        p3 = load::speaks_wasi_p3(&mut std::io::BufReader::new(file))?;
     }
-    Ok(Probe { size: meta.len(), p3 })
+    Ok(Probe { size: meta.len() })
 }
 
 /// Starts loading the module at `path` (`name` as the user gave it,
-/// `size` bytes) through `cache`. A process that ends before
+/// `size` bytes) on `runner` (through its cache, for the engine the
+/// guest's kind needs). A process that ends before
 /// [`Loading::wait`] leaves it to die with it: a store cut short leaves at
 /// most a temporary file, which the cache's eviction removes.
-pub(super) fn start(engine: Engine, path: PathBuf, cache: Option<GuestCache>, name: String, size: u64) -> Loading {
+pub(super) fn start(runner: Arc<Runner>, path: PathBuf, name: String, size: u64) -> Loading {
     let (send, done) = mpsc::sync_channel(1);
     let began = Instant::now();
     let handle = std::thread::Builder::new()
         .name("packfs-compile".into())
         .stack_size(STACK)
         .spawn(move || {
-            let loaded = load::load_file(&engine, &path, cache.as_ref());
+            let loaded = runner.load(&path);
             // The receiver is gone only when the run ended without it.
             let _ = send.send((loaded, began.elapsed()));
         })
@@ -114,7 +109,8 @@ impl Loading {
                 Ok(()) => unreachable!("the compile thread ended without sending its result"),
             }
         };
-        let (guest, status) = loaded?;
+        let guest = loaded?;
+        let status = guest.cache_status().clone();
         Ok((guest, Report { name: self.name, status, took, waited }))
     }
 

@@ -48,7 +48,7 @@ use packfs_core::deadline::Deadline;
 use packfs_core::mount::MountTable;
 use packfs_core::pack::PackStats;
 use packfs_host::Access;
-use packfs_host::load::{Guest, GuestCache};
+use packfs_host::load::{GuestCache, Kind};
 use packfs_host::{Limits, Prepared, RunError, Runner, Sandbox};
 use packfs_os::publish::write_atomic;
 use packfs_remote::Location;
@@ -80,13 +80,13 @@ pub(crate) fn run(mut args: Args, packs: &Packs, stats: bool) -> Result<ExitCode
         None => None,
     };
     let limits = Limits { max_memory, timeout: args.timeout };
-    // A WASI 0.3 component needs the component model's concurrency, which
-    // costs the others (a 0.2 component's every host call).
-    let config = if probe.p3 { Runner::config_p3_for(&limits) } else { Runner::config_for(&limits) };
-    let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow!("setting up wasmtime: {e}"))?;
+    let mut builder = Runner::builder().limits(limits);
+    if let Some(cache) = guest_cache(args.no_cache, args.guest_cache_size) {
+        builder = builder.cache(cache);
+    }
+    let runner = Arc::new(builder.build().map_err(|e| anyhow!("setting up wasmtime: {e}"))?);
     // The guest compiles (on a cold start) while the mounts are set up.
-    let cache = guest_cache(args.no_cache, args.guest_cache_size);
-    let loading = compile::start(engine.clone(), module, cache, shown.clone(), probe.size);
+    let loading = compile::start(Arc::clone(&runner), module, shown.clone(), probe.size);
 
     if let Some(from) = &args.prefetch {
         // Before the mounts open: each asks for its traced chunks at once.
@@ -96,7 +96,6 @@ pub(crate) fn run(mut args: Args, packs: &Packs, stats: bool) -> Result<ExitCode
     }
     // No mounts, no preopens (as `wasmtime run` without `--dir`).
     let namespace = if args.mounts.is_empty() { None } else { Some(Namespace::build(&args.mounts, packs)?) };
-    let runner = Runner::new(&engine).map_err(|e| anyhow!("setting up wasmtime: {e}"))?.with_limits(limits);
     let (guest, loaded) = loading.wait().map_err(|e| anyhow!("{}", one_line(&e.to_string())).context(shown.clone()))?;
     // Linked once: a guest that cannot run here says so before it starts.
     let prepared =
@@ -105,7 +104,7 @@ pub(crate) fn run(mut args: Args, packs: &Packs, stats: bool) -> Result<ExitCode
     let root = namespace.as_ref().map(|ns| ns.table.clone() as Arc<dyn FileSystem>);
     // The run's deadline: the guest's, and then its --save's.
     let deadline = args.timeout.map(|t| Deadline::new(std::time::Instant::now() + t));
-    let outcome = run_guest(&runner, &prepared, matches!(guest, Guest::Component(_)), &argv, &args, root);
+    let outcome = run_guest(&runner, &prepared, guest.kind() != Kind::P1, &argv, &args, root);
     if let Some(ns) = &namespace {
         ns.report_limits();
     }

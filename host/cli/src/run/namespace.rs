@@ -40,11 +40,14 @@ fn open_source(source: &Source, packs: &Packs, dir_fds: &FdBudget) -> Result<Ope
         Opened { fs: fs.clone(), read_only: false, limited: has_limits.then_some(fs), journal: None }
     };
     Ok(match source {
-        Source::Mem(limits) => limited(MemFs::with_quota(*limits)),
+        Source::Mem(limits) => limited(MemFs::builder().quota(*limits).build()),
         Source::Pack(path) => plain(Arc::new(open_pack(packs, path, guest_reads())?), true),
         Source::PackOverlay(path, limits) => {
             let pack = Arc::new(open_pack(packs, path, guest_reads())?);
-            let overlay = MemFs::overlay_with_quota(pack, *limits)
+            let overlay = MemFs::builder()
+                .lower(pack)
+                .quota(*limits)
+                .build()
                 .with_context(|| format!("{}: mounting an overlay", path.display()))?;
             limited(overlay)
         }

@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 
 use super::dir::Inner;
 use super::layout::{self, Digest32, Pin};
-use crate::load::guest::Kind;
+use crate::load::guest::Form;
 use crate::load::identity::{self, FileId};
 
 /// What the cache holds under a key.
@@ -18,7 +18,7 @@ pub(super) enum Trust {
     /// or bytes that are not the pinned ones.
     Untrusted,
     /// The artifact, opened, as its store wrote it.
-    Trusted(File, Kind),
+    Trusted(File, Form),
 }
 
 /// Holds the artifact of `key` against its pin: it must be a regular

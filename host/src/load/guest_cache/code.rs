@@ -10,15 +10,15 @@ use rustix::fs::StatVfsMountFlags;
 use wasmtime::component::Component;
 use wasmtime::{Engine, Module};
 
-use crate::load::guest::{Guest, Kind};
+use crate::load::guest::{Code, Form};
 
 /// Loads the artifact `file`: mapped, or read whole from its descriptor
 /// on a filesystem mounted noexec (and a component where there is no
 /// /proc).
-pub(super) fn deserialize(engine: &Engine, file: File, kind: Kind) -> wasmtime::Result<Guest> {
+pub(super) fn deserialize(engine: &Engine, file: File, kind: Form) -> wasmtime::Result<Code> {
     let noexec = rustix::fs::fstatvfs(&file).is_ok_and(|v| v.f_flag.contains(StatVfsMountFlags::NOEXEC));
     // No /proc: no second name for the open file.
-    let reachable = kind == Kind::Module || Path::new("/proc/self/fd").is_dir();
+    let reachable = kind == Form::Module || Path::new("/proc/self/fd").is_dir();
     if noexec || !reachable {
         // A filesystem mounted noexec maps nothing executable: the same
         // bytes, read from the same descriptor, run from the heap.
@@ -38,7 +38,7 @@ pub(super) fn deserialize(engine: &Engine, file: File, kind: Kind) -> wasmtime::
 /// else is what `check::trusted` or the store vouches for: see the SAFETY
 /// comments and the module doc of [`crate::load`].
 #[allow(unsafe_code, reason = "running the code the cache compiled: see SAFETY")]
-fn mapped(engine: &Engine, file: File, kind: Kind) -> wasmtime::Result<Guest> {
+fn mapped(engine: &Engine, file: File, kind: Form) -> wasmtime::Result<Code> {
     match kind {
         // SAFETY: `file` is either the temporary file a store has just
         // written from `Engine::precompile_*` output, or an artifact that
@@ -57,8 +57,8 @@ fn mapped(engine: &Engine, file: File, kind: Kind) -> wasmtime::Result<Guest> {
         // engine's configuration. Not covered: a process of this user
         // writing into the cache in place (it can run code as this user
         // anyway) and media corruption within one boot.
-        Kind::Module => unsafe { Module::deserialize_open_file(engine, file) }.map(Guest::Module),
-        Kind::Component => {
+        Form::Module => unsafe { Module::deserialize_open_file(engine, file) }.map(Code::Module),
+        Form::Component => {
             // There is no `Component::deserialize_open_file`: the same
             // open file, reached again through /proc (a magic link to the
             // inode, not a path lookup in the cache).
@@ -67,7 +67,7 @@ fn mapped(engine: &Engine, file: File, kind: Kind) -> wasmtime::Result<Guest> {
             // open across the call.
             let component = unsafe { Component::deserialize_file(engine, &path) };
             drop(file);
-            component.map(Guest::Component)
+            component.map(Code::Component)
         }
     }
 }
@@ -75,15 +75,15 @@ fn mapped(engine: &Engine, file: File, kind: Kind) -> wasmtime::Result<Guest> {
 /// Loads compiled code from memory: a store's, when its file could not be
 /// written or mapped, or an artifact's read whole from its descriptor.
 #[allow(unsafe_code, reason = "running code just compiled: see SAFETY")]
-pub(super) fn from_memory(engine: &Engine, kind: Kind, bytes: &[u8]) -> wasmtime::Result<Guest> {
+pub(super) fn from_memory(engine: &Engine, kind: Form, bytes: &[u8]) -> wasmtime::Result<Code> {
     match kind {
         // SAFETY: `bytes` is either `Engine::precompile_module` output of
         // this engine, made in this process and held in its memory since,
         // or the bytes of an artifact read from the descriptor `deserialize`
         // was given, which its SAFETY comment vouches for.
-        Kind::Module => unsafe { Module::deserialize(engine, bytes) }.map(Guest::Module),
+        Form::Module => unsafe { Module::deserialize(engine, bytes) }.map(Code::Module),
         // SAFETY: as for a module (`precompile_component` output, or an
         // artifact's bytes).
-        Kind::Component => unsafe { Component::deserialize(engine, bytes) }.map(Guest::Component),
+        Form::Component => unsafe { Component::deserialize(engine, bytes) }.map(Code::Component),
     }
 }

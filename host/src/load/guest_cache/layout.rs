@@ -25,7 +25,7 @@ use std::hash::{Hash, Hasher};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 
-use crate::load::guest::Kind;
+use crate::load::guest::Form;
 use crate::load::identity::{FileId, Stamp};
 
 /// Bumped whenever what is cached, or how it is keyed, changes.
@@ -112,7 +112,7 @@ pub(crate) fn tmp(pid: u32, n: u64) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Pin {
     pub(crate) key: String,
-    pub(crate) kind: Kind,
+    pub(crate) kind: Form,
     pub(crate) dev: u64,
     pub(crate) ino: u64,
     pub(crate) size: u64,
@@ -136,7 +136,7 @@ impl Pin {
         let key = w.next()?;
         (Name::parse(&artifact(key)) == Some(Name::Artifact(key))).then_some(())?;
         let key = key.to_owned();
-        let kind = Kind::from_tag(w.next()?)?;
+        let kind = Form::from_tag(w.next()?)?;
         let (dev, ino, size) = (w.next()?.parse().ok()?, w.next()?.parse().ok()?, w.next()?.parse().ok()?);
         let (ctime, pinned) = (w.next()?.parse().ok()?, w.next()?.parse().ok()?);
         let boot = match w.next()? {
@@ -208,7 +208,7 @@ mod tests {
     fn records_round_trip_and_refuse_anything_else() {
         let pin = Pin {
             key: "0f".repeat(32),
-            kind: Kind::Component,
+            kind: Form::Component,
             dev: 2049,
             ino: 77,
             size: 4096,

@@ -8,10 +8,10 @@ use super::code::deserialize;
 use super::dir::GuestCache;
 use super::layout::{self, Digest32};
 use super::store;
-use crate::load::guest::{CacheStatus, Guest, Kind, LoadError};
+use crate::load::guest::{CacheStatus, Code, Form, LoadError};
 
 /// The guest the cache holds under `key`, if it is there and trusted.
-pub(crate) fn hit(cache: &GuestCache, engine: &Engine, key: &str) -> Option<Guest> {
+pub(crate) fn hit(cache: &GuestCache, engine: &Engine, key: &str) -> Option<Code> {
     match trusted(&cache.inner, key) {
         Trust::Trusted(file, kind) => deserialize(engine, file, kind).ok(),
         Trust::Absent | Trust::Untrusted => None,
@@ -23,10 +23,10 @@ pub(crate) fn hit(cache: &GuestCache, engine: &Engine, key: &str) -> Option<Gues
 pub(crate) fn get_or_store(
     cache: &GuestCache,
     engine: &Engine,
-    kind: Kind,
+    kind: Form,
     wasm: &[u8],
     digest: &Digest32,
-) -> Result<(Guest, CacheStatus), LoadError> {
+) -> Result<(Code, CacheStatus), LoadError> {
     let key = layout::key(engine, digest);
     if let Some(guest) = hit(cache, engine, &key) {
         return Ok((guest, CacheStatus::Hit));

@@ -12,7 +12,7 @@ use super::code::{deserialize, from_memory};
 use super::dir::Inner;
 use super::evict::evict;
 use super::layout::{self, Digest32, Pin};
-use crate::load::guest::{CacheStatus, Guest, Kind, LoadError, precompile};
+use crate::load::guest::{CacheStatus, Code, Form, LoadError, precompile};
 use crate::load::identity::{self, FileId};
 
 /// Compiles `wasm` and stores it under `key`, the caller holding the
@@ -22,16 +22,19 @@ use crate::load::identity::{self, FileId};
 pub(super) fn store(
     cache: &Inner,
     engine: &Engine,
-    kind: Kind,
+    kind: Form,
     wasm: &[u8],
     key: &str,
     replacing: bool,
-) -> Result<(Guest, CacheStatus), LoadError> {
+) -> Result<(Code, CacheStatus), LoadError> {
     let bytes = precompile(engine, kind, wasm)?;
     let (tmp, file, sha256) = match write_tmp(cache, &bytes) {
         Ok(written) => written,
         Err(e) => {
-            return Ok((from_memory(engine, kind, &bytes).map_err(LoadError::Compile)?, CacheStatus::StoreFailed(e)));
+            return Ok((
+                from_memory(engine, kind, &bytes).map_err(LoadError::Compile)?,
+                CacheStatus::StoreFailed(e.into()),
+            ));
         }
     };
     let mapped = file.try_clone().map_err(wasmtime::Error::from).and_then(|f| deserialize(engine, f, kind));
@@ -46,7 +49,7 @@ pub(super) fn store(
         Ok(()) => CacheStatus::Stored,
         Err(e) => {
             cache.remove(&tmp);
-            CacheStatus::StoreFailed(e)
+            CacheStatus::StoreFailed(e.into())
         }
     };
     evict(cache);
@@ -80,7 +83,7 @@ fn write_tmp(cache: &Inner, bytes: &[u8]) -> io::Result<(String, File, Digest32)
 fn publish(
     cache: &Inner,
     key: &str,
-    kind: Kind,
+    kind: Form,
     tmp: &str,
     file: &File,
     sha256: Digest32,

@@ -1,6 +1,6 @@
-//! Opening packs wherever they are: a file on this host, mapped; or, with
-//! the `remote` feature, a URL (`s3://`, `http://`, `https://`) read
-//! lazily through the host-wide cache (`packfs_remote`).
+//! Opening packs wherever they are: a file on this host, mapped
+//! (`packfs_os`); or a URL (`s3://`, `http://`, `https://`) read lazily
+//! through the host-wide cache.
 //!
 //! [`Packs`] is the opener a program keeps: it holds how remote packs are
 //! read and remembers those it opened, for their costs and their traces.
@@ -10,12 +10,12 @@
 //! ```no_run
 //! use packfs_core::FileSystem;
 //! use packfs_core::pack::ReadOptions;
-//! use packfs_host::packs::Packs;
+//! use packfs_remote::packs::Packs;
 //!
 //! let packs = Packs::local();
 //! let pack = packs.open("app.pack".as_ref(), ReadOptions::new())?;
 //! let _ = pack.root();
-//! # Ok::<(), packfs_host::packs::OpenError>(())
+//! # Ok::<(), packfs_remote::packs::OpenError>(())
 //! ```
 
 use std::ops::Range;
@@ -24,22 +24,13 @@ use std::path::{Path, PathBuf};
 use packfs_core::pack::{ByteSource, PackFs, ReadOptions, split_pin};
 use packfs_os::mmap::MappedFile;
 
-#[cfg(feature = "remote")]
-pub use remote::RemoteOptions;
-#[cfg(feature = "remote")]
-use remote::{Location, RemoteError, RemoteSource};
-
-/// The `packfs_remote` crate, for the options and the costs of remote
-/// packs.
-#[cfg(feature = "remote")]
-pub use packfs_remote as remote;
+use crate::{Location, RemoteError, RemoteOptions, RemoteSource};
 
 /// A pack's bytes: a mapped file, or an object in a store read lazily.
 pub enum PackSource {
     /// A file on this host, mapped.
     Local(MappedFile),
     /// An object in a store or on a web server.
-    #[cfg(feature = "remote")]
     Remote(RemoteSource),
 }
 
@@ -47,7 +38,6 @@ impl ByteSource for PackSource {
     fn size(&self) -> u64 {
         match self {
             PackSource::Local(f) => f.size(),
-            #[cfg(feature = "remote")]
             PackSource::Remote(r) => r.size(),
         }
     }
@@ -55,7 +45,6 @@ impl ByteSource for PackSource {
     fn get(&self, range: Range<u64>) -> Option<&[u8]> {
         match self {
             PackSource::Local(f) => f.get(range),
-            #[cfg(feature = "remote")]
             PackSource::Remote(r) => r.get(range),
         }
     }
@@ -63,7 +52,6 @@ impl ByteSource for PackSource {
     fn extent(&self, k: u64, range: Range<u64>) -> Option<&[u8]> {
         match self {
             PackSource::Local(f) => f.extent(k, range),
-            #[cfg(feature = "remote")]
             PackSource::Remote(r) => r.extent(k, range),
         }
     }
@@ -71,7 +59,6 @@ impl ByteSource for PackSource {
     fn at_hand(&self, k: u64, range: Range<u64>) -> bool {
         match self {
             PackSource::Local(f) => f.at_hand(k, range),
-            #[cfg(feature = "remote")]
             PackSource::Remote(r) => r.at_hand(k, range),
         }
     }
@@ -79,7 +66,6 @@ impl ByteSource for PackSource {
     fn complete(&self) -> bool {
         match self {
             PackSource::Local(f) => f.complete(),
-            #[cfg(feature = "remote")]
             PackSource::Remote(r) => r.complete(),
         }
     }
@@ -87,7 +73,6 @@ impl ByteSource for PackSource {
     fn checks_extents(&self) -> bool {
         match self {
             PackSource::Local(f) => f.checks_extents(),
-            #[cfg(feature = "remote")]
             PackSource::Remote(r) => r.checks_extents(),
         }
     }
@@ -95,7 +80,6 @@ impl ByteSource for PackSource {
     fn changeable(&self) -> bool {
         match self {
             PackSource::Local(f) => f.changeable(),
-            #[cfg(feature = "remote")]
             PackSource::Remote(r) => r.changeable(),
         }
     }
@@ -130,7 +114,6 @@ pub enum OpenError {
     },
     /// A remote pack could not be opened ([`RemoteError::Pack`]: it is
     /// damaged).
-    #[cfg(feature = "remote")]
     #[error(transparent)]
     Remote(#[from] RemoteError),
     /// A pin (`PACK@blake3:HEX`) that is no digest, or two that differ.
@@ -141,8 +124,8 @@ pub enum OpenError {
         /// What is wrong with the pin.
         detail: String,
     },
-    /// A URL, in a program built without the `remote` feature.
-    #[error("{}: remote packs are not built in (packfs-host's `remote` feature)", path.display())]
+    /// A URL, given to an opener of local packs ([`Packs::local`]).
+    #[error("{}: this opener opens packs on this host only", path.display())]
     NoRemote {
         /// The URL.
         path: PathBuf,
@@ -153,36 +136,26 @@ impl OpenError {
     /// Whether the pack was read and found damaged (or no pack), rather
     /// than not read at all.
     pub fn is_damaged(&self) -> bool {
-        match self {
-            OpenError::Damaged { .. } => true,
-            #[cfg(feature = "remote")]
-            OpenError::Remote(RemoteError::Pack { .. }) => true,
-            _ => false,
-        }
+        matches!(self, OpenError::Damaged { .. } | OpenError::Remote(RemoteError::Pack { .. }))
     }
 }
 
 /// Opens packs, and keeps what remote ones need: their options, and the
 /// packs opened so far.
 pub struct Packs {
-    #[cfg(feature = "remote")]
     remote: remote_state::State,
 }
 
 impl Packs {
     /// An opener of packs on this host only: a URL is refused.
     pub fn local() -> Self {
-        Packs {
-            #[cfg(feature = "remote")]
-            remote: remote_state::State::refusing(),
-        }
+        Packs { remote: remote_state::State::refusing() }
     }
 
     /// An opener of local and remote packs, the latter read with the
     /// options `make` gives. They are made when the first remote pack is
     /// opened, so a program that opens none never touches the cache
     /// directory.
-    #[cfg(feature = "remote")]
     pub fn with_remote(make: impl FnOnce() -> RemoteOptions + Send + 'static) -> Self {
         Packs { remote: remote_state::State::new(Box::new(make)) }
     }
@@ -197,7 +170,7 @@ impl Packs {
     ///
     /// ```no_run
     /// # use packfs_core::pack::{Digest, ReadOptions};
-    /// # use packfs_host::packs::Packs;
+    /// # use packfs_remote::packs::Packs;
     /// let packs = Packs::local();
     /// let digest: Digest = "blake3:6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85".parse()?;
     /// let by_name = packs.open(format!("app.pack@{digest}").as_ref(), ReadOptions::new());
@@ -209,13 +182,8 @@ impl Packs {
         let path = path.as_path();
         // A path with a scheme (`s3://`, `http://`, anything `://`) is a
         // URL, refused when it is of no kind remote packs come from.
-        #[cfg(feature = "remote")]
         if let Some(location) = path.to_str().and_then(Location::parse) {
             return self.remote.open(&location.map_err(RemoteError::from)?, read);
-        }
-        #[cfg(not(feature = "remote"))]
-        if path.to_str().is_some_and(|p| p.contains("://")) {
-            return Err(OpenError::NoRemote { path: path.to_owned() });
         }
         let file = MappedFile::open(path).map_err(|error| OpenError::Io { path: path.to_owned(), error })?;
         PackFs::open_with(PackSource::Local(file), read)
@@ -235,15 +203,14 @@ fn pinned(path: &Path, read: ReadOptions) -> Result<(PathBuf, ReadOptions), Open
     }
 }
 
-#[cfg(feature = "remote")]
 mod remote_state {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex, OnceLock};
 
+    use crate::trace::Trace;
+    use crate::{Cache, Location, RemoteOptions, RemoteSource};
     use packfs_core::pack::ReadOptions;
     use packfs_core::sync::lock;
-    use packfs_remote::trace::Trace;
-    use packfs_remote::{Cache, Location, RemoteOptions, RemoteSource};
 
     use super::{OpenError, Pack, PackSource, Packs};
 
@@ -287,7 +254,7 @@ mod remote_state {
             let find_trace = self.options().find_trace || self.find_traces.load(Ordering::Relaxed);
             let options =
                 RemoteOptions { read, prefetch: self.prefetch.get().cloned(), find_trace, ..self.options().clone() };
-            Ok(packfs_remote::open_as(location, &options, |source| {
+            Ok(crate::open_as(location, &options, |source| {
                 lock(&self.opened).push(source.clone());
                 PackSource::Remote(source)
             })?)

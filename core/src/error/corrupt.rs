@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use super::digest::Digest;
+use crate::digest::Digest;
 
 /// A pack failed a check: `kind` says which, `offset` is the absolute byte
 /// offset in the pack of the structure (header, record, blob) that failed.
@@ -83,19 +83,19 @@ impl fmt::Display for Structure {
 }
 
 /// What a lazily opened pack may not have more of than
-/// [`layout`](super::layout) allows ([`CorruptKind::TooLarge`]).
+/// [`layout`](crate::pack::layout) allows ([`CorruptKind::TooLarge`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Limit {
     /// Bytes of the index region with the trailer, fetched to open:
-    /// [`MAX_FETCHED_INDEX`](super::layout::MAX_FETCHED_INDEX). Refused on
+    /// [`MAX_FETCHED_INDEX`](crate::pack::layout::MAX_FETCHED_INDEX). Refused on
     /// the trailer alone, before any of it is fetched.
     FetchedIndex,
     /// Bytes of the index region once decoded (a version 2 pack's
-    /// `index_len`): [`MAX_DECODED_INDEX`](super::layout::MAX_DECODED_INDEX).
+    /// `index_len`): [`MAX_DECODED_INDEX`](crate::pack::layout::MAX_DECODED_INDEX).
     DecodedIndex,
     /// Extents, the pieces fetched one by one (blobs in version 1, chunks in
-    /// version 2): [`MAX_EXTENTS`](super::layout::MAX_EXTENTS).
+    /// version 2): [`MAX_EXTENTS`](crate::pack::layout::MAX_EXTENTS).
     Extents,
 }
 

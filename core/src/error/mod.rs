@@ -10,7 +10,10 @@
 
 use std::sync::Arc;
 
-use crate::pack::CorruptPack;
+use corrupt::CorruptPack;
+
+/// What is wrong with a pack, and where (shown as `pack::CorruptPack`).
+pub(crate) mod corrupt;
 
 /// Result of a filesystem operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
