@@ -131,8 +131,9 @@ const TOOLS: &[&str] =
 /// The p3 guests that are not compared here: `p3_tool` (driven by
 /// `cli_run.rs`), `p3_hostile` (by `p3_hostile.rs`), `p3_script` (by
 /// `p3_differential.rs`), `p3_bench_workload` (timed by
-/// `bench/benches/guest.rs`) and `p3_streams` (by `virt/p3.rs`).
-const P3_TOOLS: &[&str] = &["p3_bench_workload", "p3_hostile", "p3_script", "p3_streams", "p3_tool"];
+/// `bench/benches/guest.rs`), `p3_streams` (by `virt/p3.rs`) and
+/// `p3_demo` (the README's demo, run by `examples/pack_and_run.rs`).
+const P3_TOOLS: &[&str] = &["p3_bench_workload", "p3_demo", "p3_hostile", "p3_script", "p3_streams", "p3_tool"];
 
 /// Generates one test per guest and target, and the lists of guests that
 /// `every_guest_has_a_test` checks against `guest-tests/src/bin/*.rs` (less
