@@ -35,9 +35,7 @@ wasm-bindgen --target web --out-dir web/pkg \
 # and the demo page's guest (guest-tests/src/bin/demo.rs), as pkg/demo.wasm.
 # The entry point (index.js: init in every runtime), the WASI class and
 # what differs between runtimes.
-cp web/js/runner.js web/js/runner.d.ts web/js/channel.js web/js/worker.js web/js/imports.js \
-    web/js/index.js web/js/index.d.ts web/js/wasi.js web/js/wasi.d.ts web/js/runtime.js \
-    web/js/preview2.js web/js/preview2.d.ts web/pkg/
+cp web/js/*.js web/js/*.d.ts web/pkg/
 # The npm package: its manifest (the workspace's version) and README.
 crate_version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)"
 sed "s/@VERSION@/$crate_version/" web/npm/package.json.in >web/pkg/package.json

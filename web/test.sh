@@ -51,6 +51,23 @@ if ! (cd web && npm ls --all >/dev/null 2>&1); then
     (cd web && npm ci --no-audit --no-fund)
 fi
 
+echo "== packfs-web: the JavaScript checked against its declarations, and its public face"
+# The code type-checked (tsc --checkJs), its JSDoc types being the
+# declarations' (import("./runner.js").RunOptions, ...); then every export
+# of every entry point against the .d.ts files, listed as api/*.txt lists
+# the crates' (PACKFS_API_UPDATE=1 writes it anew).
+(cd web/pkg && ../node_modules/typescript/bin/tsc --allowJs --checkJs --noEmit --target es2022 --module nodenext \
+    --moduleResolution nodenext --lib esnext,dom --skipLibCheck $(cd ../js && ls ./*.js))
+api_out="$(realpath "${CARGO_TARGET_DIR:-target}")/api"
+mkdir -p "$api_out"
+node .ci/js-api.mjs web/pkg >"$api_out/packfs-web.txt"
+if [ -n "${PACKFS_API_UPDATE:-}" ]; then
+    cp "$api_out/packfs-web.txt" api/packfs-web.txt
+elif ! diff -u api/packfs-web.txt "$api_out/packfs-web.txt"; then
+    echo "packfs-web's public API changed (above); if that is meant: PACKFS_API_UPDATE=1 ./test.sh" >&2
+    exit 1
+fi
+
 echo "== packfs-web: unit tests (host)"
 cargo test -p packfs-web
 

@@ -9,7 +9,7 @@
 import { execFileSync } from "node:child_process";
 
 const [url, dir] = process.argv.slice(2);
-const { default: init, Overlay, Pack } = await import("../pkg/index.js");
+const { default: init, MemFs, Pack } = await import("../pkg/index.js");
 const { wasiImports } = await import("../pkg/preview2.js");
 await init();
 
@@ -30,7 +30,7 @@ Pack.setBlockingGet((u, range) => {
 const pack = await Pack.fromUrl(url);
 const open = { requests: pack.requests, bytes: pack.bytesFetched };
 const chunks = [];
-const imports = await wasiImports({ preopens: { "/": new Overlay(pack) }, args: ["toolbox", "cat", "/f/7.bin"], stdout: (b) => chunks.push(b) });
+const imports = await wasiImports({ preopens: [{ path: "/", fs: new MemFs({ lower: pack }) }], args: ["toolbox", "cat", "/f/7.bin"], stdout: (b) => chunks.push(b) });
 const { instantiate } = await import(new URL(`file://${dir}/toolbox.js`).href);
 try {
   (await instantiate(undefined, imports)).run.run();
@@ -39,5 +39,5 @@ try {
 }
 const read = { requests: pack.requests, bytes: pack.bytesFetched };
 const printed = Buffer.concat(chunks);
-const file = await new Overlay(pack).readFile("f/7.bin");
+const file = await new MemFs({ lower: pack }).readFile("f/7.bin");
 process.stdout.write(`${JSON.stringify({ open, read, same: printed.length === 1 << 20 && printed.equals(Buffer.from(file)) })}\n`);

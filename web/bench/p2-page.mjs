@@ -35,7 +35,7 @@ async function once(config, args, name) {
   const out = { stdout: "", stderr: "" };
   const journal = config === "journal" ? await MemFs.openJournal(name) : null;
   const imports = await wasiImports({
-    preopens: { "/": journal ?? new MemFs() },
+    preopens: [{ path: "/", fs: journal ?? new MemFs() }],
     args,
     stdout: (b) => (out.stdout += dec.decode(b, { stream: true })),
     stderr: (b) => (out.stderr += dec.decode(b, { stream: true })),

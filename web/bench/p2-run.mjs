@@ -67,7 +67,7 @@ async function run() {
     marks.push(inside);
   };
   const stderr = (b) => (out.stderr += dec.decode(b, { stream: true }));
-  const imports = await wasiImports({ preopens: { "/": new MemFs() }, args, stdout, stderr, shim });
+  const imports = await wasiImports({ preopens: [{ path: "/", fs: new MemFs() }], args, stdout, stderr, shim });
   if (config === "shim") {
     const fs = shim.filesystem.createFilesystem({
       adapter: new shim.filesystem.InMemoryFilesystemAdapter(),

@@ -31,7 +31,7 @@ async function guest(module, n, watch) {
     },
     stderr: (b) => (stdout += dec.decode(b)),
   });
-  p1.preopenMemFs("/", new MemFs());
+  p1.preopen("/", new MemFs());
   const imports = await wasiImports(p1, Preview1, wasm);
   if (watch) for (const name of names) imports[name] = watch.wrap(name, imports[name]);
   const instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: imports });

@@ -111,7 +111,7 @@ test("the TypeScript declarations describe the API", () => {
     "export class MemFs",
     "export class Pack",
     "export class Overlay",
-    "constructor(options?: FsOptions);",
+    "constructor(options?: MemFsOptions);",
     "constructor(lower: Pack, options?: FsOptions);",
     "static fromBytes(bytes: Uint8Array, options?: PackOptions): Pack;",
     "static fromUrl(url: string, options?: PackOptions): Promise<Pack>;",

@@ -59,6 +59,7 @@ async function outcomes(classes) {
       Pack: [5, {}, undefined, null, mem],
       MemFs: [5, {}, undefined, null, pack],
       Overlay: [5, {}, undefined, null, mem],
+      tree: [5, {}, undefined, null, "/tmp"],
       Memory: [5, {}, undefined, null],
       function: [5, {}, "f"],
     };
@@ -77,6 +78,7 @@ async function outcomes(classes) {
       pack: ["Pack", pack],
       fs: ["MemFs", mem],
       overlay: ["Overlay", overlay],
+      tree: ["tree", mem],
       readOnly: ["boolean", undefined],
       memory: ["Memory", memory],
       get: ["function", null],
@@ -113,6 +115,7 @@ async function outcomes(classes) {
       ["Overlay", "constructor", ["lower", "options"], (...a) => new Overlay(...a)],
       ...fsOf("Overlay", overlay),
       ["Preview1", "constructor", ["options"], (...a) => new Preview1(...a)],
+      ["Preview1", "preopen", ["path", "tree", "readOnly"], (...a) => new Preview1({}).preopen(...a)],
       ...["preopenMemFs", "preopenPack", "preopenOverlay"].map((m) => {
         const params = { preopenMemFs: ["path", "fs", "readOnly"], preopenPack: ["path", "pack"] }[m] ?? [
           "path",
@@ -157,6 +160,7 @@ async function outcomes(classes) {
       ["options.recursive", () => mem.mkdir("d", { recursive: "yes" })],
       ["options.maxBytes", () => new MemFs({ maxBytes: "1" })],
       ["options.maxInodes", () => new Overlay(pack, { maxInodes: {} })],
+      ["options.lower", () => new MemFs({ lower: mem })],
       ["options.verifyOnRead", () => Pack.fromBytes(bytes, { verifyOnRead: 1 })],
       ["options.digest", () => Pack.fromBytes(bytes, { digest: 1 })],
       ["options.persist", () => Pack.fromUrl("/nothing.pack", { persist: "no" })],

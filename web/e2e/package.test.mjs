@@ -56,6 +56,7 @@ test("the packed tarball holds the package and nothing else", () => {
     "imports.js",
     "index.d.ts",
     "index.js",
+    "options.js",
     "package.json",
     "packfs_web.d.ts",
     "packfs_web.js",

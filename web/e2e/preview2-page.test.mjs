@@ -30,7 +30,7 @@ const PAGE = `<!doctype html>
 /** Runs guest `name` over the overlay `root` makes; in a worker, or here.
  *  `jspi`: its JSPI build, its reads awaiting a lazy pack's bytes. */
 const RUN = `
-import init, { Overlay, Pack } from "/pkg/index.js";
+import init, { MemFs, Pack } from "/pkg/index.js";
 import { wasiImports } from "/pkg/preview2.js";
 
 export async function run(name, lazy, jspi = false) {
@@ -41,7 +41,7 @@ export async function run(name, lazy, jspi = false) {
   const ro = Pack.fromBytes(new Uint8Array(await (await fetch("/fixtures/ro.pack")).arrayBuffer()));
   const chunks = [];
   const imports = await wasiImports({
-    preopens: { "/": new Overlay(seed), "/ro": ro },
+    preopens: [{ path: "/", fs: new MemFs({ lower: seed }) }, { path: "/ro", fs: ro }],
     args: [name],
     stdout: (b) => chunks.push(b),
     shim: await import("${SHIM}"),
@@ -82,7 +82,7 @@ onmessage = async ({ data: script }) => {
     const fs = await MemFs.openJournal("p2-journal");
     const chunks = [];
     const imports = await wasiImports({
-      preopens: { "/": fs, "/ro": { fs, readOnly: true } },
+      preopens: [{ path: "/", fs }, { path: "/ro", fs, readOnly: true }],
       args: ["p2_script", ...script],
       stdout: (b) => chunks.push(b),
       shim: await import("${SHIM}"),

@@ -82,8 +82,8 @@ function memOf(pack) {
 const seedBytes = () => readFileSync(join(DIR, "seed.pack"));
 const BACKENDS = {
   mem: async () => memOf(packfs.Pack.fromBytes(seedBytes())),
-  overlay: async () => new packfs.Overlay(packfs.Pack.fromBytes(seedBytes())),
-  url: async () => new packfs.Overlay(await packfs.Pack.fromUrl(pathToFileURL(join(DIR, "seed.pack")).href)),
+  overlay: async () => new packfs.MemFs({ lower: packfs.Pack.fromBytes(seedBytes()) }),
+  url: async () => new packfs.MemFs({ lower: await packfs.Pack.fromUrl(pathToFileURL(join(DIR, "seed.pack")).href) }),
 };
 
 /** Runs guest `name` with `root` at `/` and the read-only pack at `/ro`. */
@@ -93,7 +93,7 @@ async function run(name, root) {
   let stdout = "";
   let stderr = "";
   const imports = await preview2.wasiImports({
-    preopens: { "/": root, "/ro": ro },
+    preopens: [{ path: "/", fs: root }, { path: "/ro", fs: ro }],
     args: [name],
     stdout: (b) => (stdout += decoder.decode(b, { stream: true })),
     stderr: (b) => (stderr += decoder.decode(b, { stream: true })),
@@ -144,7 +144,7 @@ test("randomized scripts of 0.2 calls answer through the adapter as natively", a
     const decoder = new TextDecoder();
     let stdout = "";
     const imports = await preview2.wasiImports({
-      preopens: { "/": new packfs.Overlay(packfs.Pack.fromBytes(seed)), "/ro": packfs.Pack.fromBytes(seed) },
+      preopens: [{ path: "/", kind: "overlay", bytes: seed }, { path: "/ro", kind: "pack", bytes: seed }],
       args: ["p2_script", ...args],
       stdout: (b) => (stdout += decoder.decode(b, { stream: true })),
     });
@@ -310,7 +310,7 @@ test("a stdout callback that throws fails the component's write, as a stream err
   const decoder = new TextDecoder();
   let stderr = "";
   const guest = await preview2.wasiImports({
-    preopens: { "/": new packfs.MemFs(), "/ro": packfs.Pack.fromBytes(readFileSync(join(DIR, "ro.pack"))) },
+    preopens: [{ path: "/", fs: new packfs.MemFs() }, { path: "/ro", fs: packfs.Pack.fromBytes(readFileSync(join(DIR, "ro.pack"))) }],
     args: ["files"],
     stdout: () => {
       throw new Error("the embedder's bug");

@@ -44,7 +44,7 @@ test("a guest on the page's thread, over PackFS trees, prints what it printed na
   const { page, context, errors } = await newPage(browser);
   await page.goto(`${server.url}/www/`);
   const r = await page.evaluate(async () => {
-    const { default: init, Overlay, Pack } = await import("/pkg/index.js");
+    const { default: init, MemFs, Pack } = await import("/pkg/index.js");
     const { WASI } = await import("/pkg/wasi.js");
     await init();
     const bytes = async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer());
@@ -53,7 +53,10 @@ test("a guest on the page's thread, over PackFS trees, prints what it printed na
     const wasi = new WASI({
       version: "preview1",
       args: ["files"],
-      preopens: { "/": new Overlay(Pack.fromBytes(await bytes("/fixtures/seed.pack"))), "/ro": Pack.fromBytes(await bytes("/fixtures/ro.pack")) },
+      preopens: [
+        { path: "/", fs: new MemFs({ lower: Pack.fromBytes(await bytes("/fixtures/seed.pack")) }) },
+        { path: "/ro", fs: Pack.fromBytes(await bytes("/fixtures/ro.pack")) },
+      ],
       stdout: (b) => (out += dec.decode(b, { stream: true })),
       stderr: () => {},
     });

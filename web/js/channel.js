@@ -169,7 +169,7 @@ async function fetchRange(url, range, limit, signal) {
   const r = await fetch(url, { headers: { Range: range }, signal: AbortSignal.any ? AbortSignal.any([signal, timeout]) : signal });
   const chunks = [];
   let total = 0;
-  for await (const c of r.body ?? []) {
+  for await (const c of /** @type {AsyncIterable<Uint8Array>} */ (/** @type {unknown} */ (r.body ?? []))) {
     total += c.length;
     if (limit !== undefined && total > limit) {
       throw new Error(`${url} answered ${range} with more than the ${limit} bytes asked for`);

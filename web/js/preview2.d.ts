@@ -2,7 +2,7 @@
 // components transpiled by jco (@bytecodealliance/preview2-shim 0.26).
 
 import type { MemFs, Overlay, Pack } from "./packfs_web.js";
-import type { Sink } from "./runner.js";
+import type { Preopen, Sink } from "./runner.js";
 
 /** A preopen: a filesystem, or one with `readOnly` (a Pack always is). */
 export type Capability = MemFs | Pack | Overlay | { fs: MemFs | Pack | Overlay; readOnly?: boolean };
@@ -28,8 +28,11 @@ export declare class PackFsAdapter {
 }
 
 export interface WasiImportsOptions {
-  /** Guest paths to filesystems. */
-  preopens?: Record<string, Capability>;
+  /** The component's filesystems, as every entry point takes them
+   *  (`{ path, fs, readOnly }`, or a "mem" tree, a pack or an overlay
+   *  described from bytes). The object of guest paths to capabilities is
+   *  taken too (deprecated). */
+  preopens?: Preopen[] | Record<string, Capability>;
   args?: string[];
   env?: Record<string, string>;
   cwd?: string;

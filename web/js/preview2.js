@@ -18,8 +18,10 @@
 
 import { MemFs, Overlay, Pack, WasiDescriptor } from "./packfs_web.js";
 import { checkSink, writeTo } from "./channel.js";
+import { checkPreopens } from "./options.js";
 
 // `descriptor-flags` and `open-flags` as WasiDescriptor takes them.
+/** @type {[string, number][]} */
 const FLAGS = [
   ["read", 1],
   ["write", 2],
@@ -28,6 +30,7 @@ const FLAGS = [
   ["requestedWriteSync", 16],
   ["mutateDirectory", 32],
 ];
+/** @type {[string, number][]} */
 const OPEN = [
   ["create", 1],
   ["directory", 2],
@@ -365,7 +368,7 @@ export class PackFsAdapter {
  *  the browser build takes adapters). */
 async function shim() {
   const base = "@bytecodealliance/preview2-shim";
-  if (typeof document !== "undefined" || typeof WorkerGlobalScope !== "undefined") return import(base);
+  if (typeof document !== "undefined" || "WorkerGlobalScope" in globalThis) return import(base);
   const browser = new URL("../browser/index.js", import.meta.resolve(base));
   return import(browser.href);
 }
@@ -437,18 +440,25 @@ const QUEUED_MAX = 16 << 20;
 /**
  * The imports of a component transpiled with `jco transpile
  * --instantiation async`, with PackFS trees as its preopens: `preopens`
- * maps guest paths to capabilities (as PackFsAdapter's). `stdout` and
+ * is an array of preopens as every entry point takes them (options.js:
+ * `{ path, fs, readOnly }`, or a description), or the object of guest
+ * paths to capabilities (as PackFsAdapter's) it took first. `stdout` and
  * `stderr`, when given, take each write's bytes (else the console's).
  * `shim` is the shim's browser build (`import * as shim from
  * "@bytecodealliance/preview2-shim"`), for where a bare import cannot
  * find it (a worker, which import maps do not reach). `jspi`: the
  * component was transpiled for JSPI (see PackFsAdapter).
+ *
+ * @param {import("./preview2.js").WasiImportsOptions} [options]
+ * @returns {Promise<Record<string, object>>}
  */
-export async function wasiImports({ preopens = {}, args = [], env = {}, cwd = "/", stdout, stderr, shim: given, jspi = false } = {}) {
+export async function wasiImports({ preopens, args = [], env = {}, cwd = "/", stdout, stderr, shim: given, jspi = false } = {}) {
   checkSink(stdout, "stdout");
   checkSink(stderr, "stderr");
+  const trees = checkPreopens(preopens, "wasiImports", { trees: { MemFs, Pack, Overlay } });
   const { cli: cliShim, clocks, filesystem, io, random } = given ?? (await shim());
-  const fs = filesystem.createFilesystem({ adapter: new PackFsAdapter(io, { jspi }), preopens });
+  const capabilities = Object.fromEntries(trees.map(({ path, fs, readOnly }) => [path, { fs, readOnly }]));
+  const fs = filesystem.createFilesystem({ adapter: new PackFsAdapter(io, { jspi }), preopens: capabilities });
   forwardDrops(filesystem.types.Descriptor);
   const cli = cliShim.createCli({
     arguments: args,

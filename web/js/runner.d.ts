@@ -1,12 +1,19 @@
-import type { FsOptions, PackOptions, Preview1Options } from "./packfs_web.js";
+import type { FsOptions, MemFs, Overlay, Pack, PackOptions, Preview1Options } from "./packfs_web.js";
 
-/** A filesystem shown to the guest, in descriptor order (3, 4, ...). */
+/** A filesystem shown to a guest, in descriptor order (3, 4, ...): the one
+ *  shape `WASI`, `runP1`/`createRunner` and `wasiImports` take. Its tree
+ *  is given (`fs`), where the guest runs on this thread (`WASI`,
+ *  `wasiImports`), or described (`kind` and what it needs), everywhere it
+ *  can be built at once: a URL pack and a journal only in the runner,
+ *  whose worker may wait for them. */
 export interface Preopen {
   /** The guest path, e.g. "/" or "/data". */
   path: string;
+  /** The tree itself (not with `kind`). */
+  fs?: MemFs | Pack | Overlay;
   /** An empty in-memory tree, a read-only pack, an in-memory overlay over
    *  a pack, or a durable tree kept in the origin's private files (OPFS). */
-  kind: "mem" | "pack" | "overlay" | "journal";
+  kind?: "mem" | "pack" | "overlay" | "journal";
   /** A "journal" preopen's name (1 to 128 letters, digits, `.`, `_`, `-`):
    *  its tree, as the last run that had it left it (empty the first time),
    *  each change in OPFS before the guest's call returns, so that neither
@@ -28,7 +35,8 @@ export interface Preopen {
   readOnly?: boolean;
   /** Quotas of a "mem", "overlay" or "journal" preopen. */
   options?: FsOptions;
-  /** Return this filesystem compacted into a pack after the run. */
+  /** Return this filesystem compacted into a pack after the run (the
+   *  runner's). */
   save?: boolean;
 }
 

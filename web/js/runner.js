@@ -16,6 +16,7 @@
 // spinning. Every option is checked before the worker starts: a mistake is
 // a TypeError that names the option.
 
+import { bad, checkPreopens, isBytes, isObject, onlyKnown } from "./options.js";
 import { channel, checkSink, drain, outputs, pieces } from "./channel.js";
 import { nodeWorker, server, wasmSource, workingDirectory } from "./runtime.js";
 
@@ -35,6 +36,11 @@ import { nodeWorker, server, wasmSource, workingDirectory } from "./runtime.js";
  * `detail` holds the stack where it was raised, when there is one.
  */
 export class RunError extends Error {
+  /**
+   * @param {"trap" | "timeout" | "aborted" | "preopen" | "module" | "io"} kind
+   * @param {string} message
+   * @param {{ cause?: unknown, detail?: string }} [more]
+   */
   constructor(kind, message, { cause, detail } = {}) {
     super(message, cause === undefined ? undefined : { cause });
     this.name = kind === "timeout" ? "TimeoutError" : kind === "aborted" ? "AbortError" : "RunError";
@@ -43,99 +49,10 @@ export class RunError extends Error {
   }
 }
 
-const KINDS = ["mem", "pack", "overlay", "journal"];
 const OPTIONS = ["args", "env", "stdin", "stdout", "stderr", "preopens", "timeout", "signal", "baseUrl"];
-const PREOPEN = ["path", "kind", "url", "bytes", "readOnly", "options", "pack", "save", "name"];
-/** A journal's name: what packfs-web's MemFs.openJournal takes. */
-const JOURNAL_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]{1,128}$/;
-const FS_OPTIONS = ["maxBytes", "maxInodes"];
-const PACK_OPTIONS = ["verifyOnRead", "persist", "cacheSize", "digest"];
-/** A pack digest, as `packfs info` prints it. */
-const DIGEST = /^blake3:[0-9a-fA-F]{64}$/;
 
-const bad = (what, want, got) => {
-  const shown = typeof got === "string" ? JSON.stringify(got) : got === null ? "null" : typeof got;
-  return new TypeError(`${what} must be ${want}, not ${shown}`);
-};
-const isObject = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
-const isBytes = (v) => v instanceof Uint8Array || v instanceof ArrayBuffer;
 /** A ReadableStream, or any async iterable of pieces (a Node Readable). */
 const isStream = (v) => typeof ReadableStream === "function" && v instanceof ReadableStream || typeof v?.[Symbol.asyncIterator] === "function";
-
-/** Throws a TypeError naming any key of `obj` that is not in `known`. */
-function onlyKnown(obj, known, what) {
-  for (const k of Object.keys(obj)) {
-    if (!known.includes(k)) throw new TypeError(`${what} has no option ${JSON.stringify(k)} (${known.join(", ")})`);
-  }
-}
-
-function checkNumbers(obj, known, what) {
-  if (obj === undefined) return;
-  if (!isObject(obj)) throw bad(what, "an object", obj);
-  onlyKnown(obj, known, what);
-  for (const [k, v] of Object.entries(obj)) {
-    if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) throw bad(`${what}.${k}`, "a whole number, 0 or more", v);
-  }
-}
-
-/** The preopen `p` (the `i`th) as the worker takes it: checked, its URL
- *  made absolute against `base`. */
-function preopen(p, i, base) {
-  const what = `preopens[${i}]`;
-  if (!isObject(p)) throw bad(what, "an object", p);
-  onlyKnown(p, PREOPEN, what);
-  if (typeof p.path !== "string" || !p.path.startsWith("/") || p.path.split("/").includes("..") || p.path.includes("\0")) {
-    throw bad(`${what}.path`, 'a guest path starting with "/", without ".." or NUL', p.path);
-  }
-  if (!KINDS.includes(p.kind)) {
-    const names = KINDS.map((k) => JSON.stringify(k));
-    throw bad(`${what}.kind`, `${names.slice(0, -1).join(", ")} or ${names.at(-1)}`, p.kind);
-  }
-  for (const k of ["readOnly", "save"]) {
-    if (p[k] !== undefined && typeof p[k] !== "boolean") throw bad(`${what}.${k}`, "a boolean", p[k]);
-  }
-  const out = { ...p };
-  if (p.kind === "journal") {
-    if (typeof p.name !== "string" || !JOURNAL_NAME.test(p.name)) {
-      throw bad(`${what}.name`, "1 to 128 letters, digits, '.', '_' or '-' (not . or ..)", p.name);
-    }
-  } else if (p.name !== undefined) {
-    throw new TypeError(`${what}.name is for "journal" preopens, not ${JSON.stringify(p.kind)}`);
-  }
-  if (p.kind === "mem" || p.kind === "journal") {
-    for (const k of ["url", "bytes", "pack"]) {
-      if (p[k] !== undefined) throw new TypeError(`${what}.${k} is for "pack" and "overlay" preopens, not ${JSON.stringify(p.kind)}`);
-    }
-  } else {
-    if ((p.url === undefined) === (p.bytes === undefined)) {
-      throw new TypeError(`${what} (${JSON.stringify(p.kind)}) needs a url or bytes, one of the two`);
-    }
-    if (p.bytes !== undefined && !isBytes(p.bytes)) throw bad(`${what}.bytes`, "a Uint8Array or an ArrayBuffer", p.bytes);
-    if (p.url !== undefined) {
-      if (typeof p.url !== "string" && !(p.url instanceof URL)) throw bad(`${what}.url`, "a string or a URL", p.url);
-      try {
-        out.url = new URL(p.url, base || undefined).href;
-      } catch {
-        throw new TypeError(`${what}.url ${JSON.stringify(String(p.url))} is not a URL (against ${base})`);
-      }
-    }
-    if (p.pack !== undefined) {
-      if (!isObject(p.pack)) throw bad(`${what}.pack`, "an object", p.pack);
-      onlyKnown(p.pack, PACK_OPTIONS, `${what}.pack`);
-      for (const [k, v] of Object.entries(p.pack)) {
-        if (v === undefined) continue;
-        if (k === "cacheSize") {
-          if (!(Number.isSafeInteger(v) && v >= 0)) throw bad(`${what}.pack.${k}`, "a whole number, 0 or more", v);
-        } else if (k === "digest") {
-          if (typeof v !== "string" || !DIGEST.test(v)) throw bad(`${what}.pack.${k}`, "blake3: and 64 hex digits", v);
-        } else if (typeof v !== "boolean") throw bad(`${what}.pack.${k}`, "a boolean", v);
-      }
-    }
-  }
-  if (p.kind === "pack" && p.options !== undefined) throw new TypeError(`${what}.options (quotas) are for "mem", "overlay" and "journal" preopens`);
-  checkNumbers(p.options, FS_OPTIONS, `${what}.options`);
-  return out;
-}
 
 /** `options` checked, as the worker takes them (functions and limits apart). */
 function check(module, options) {
@@ -169,17 +86,13 @@ function check(module, options) {
     throw bad("timeout", "a number of milliseconds, 0 or more", timeout);
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw bad("signal", "an AbortSignal", signal);
-  if (preopens !== undefined && !Array.isArray(preopens)) throw bad("preopens", "an array", preopens);
   if (baseUrl !== undefined && typeof baseUrl !== "string" && !(baseUrl instanceof URL)) {
     throw bad("baseUrl", "a string or a URL", baseUrl);
   }
   // Relative URLs are the page's, as in fetch(): not the worker script's;
   // where there is no page, the working directory's.
   const base = String(baseUrl ?? globalThis.location?.href ?? workingDirectory() ?? "");
-  const checked = (preopens ?? []).map((p, i) => preopen(p, i, base));
-  checked.forEach((p, i) => {
-    if (checked.findIndex((q) => q.path === p.path) < i) throw bad(`preopens[${i}].path`, "a path no other preopen has", p.path);
-  });
+  const checked = checkPreopens(preopens, "runP1", { base });
   return {
     args,
     env,
@@ -299,7 +212,12 @@ class Runner {
     this.#keep = keep;
   }
 
-  /** Runs `module` as {@link runP1} does, in this runner's Worker. */
+  /**
+   * Runs `module` as {@link runP1} does, in this runner's Worker.
+   * @param {Uint8Array | ArrayBuffer | WebAssembly.Module} module
+   * @param {import("./runner.js").RunOptions} [options]
+   * @returns {Promise<import("./runner.js").RunResult>}
+   */
   run(module, options = {}) {
     let msg;
     try {
@@ -341,7 +259,9 @@ class Runner {
     }
   }
 
-  async #start(module, msg, { stdin, stdout, stderr, timeout, signal }) {
+  /** @param {import("./runner.js").RunOptions} options */
+  async #start(module, msg, options) {
+    const { stdin, stdout, stderr, timeout, signal } = options;
     const aborted = () => new RunError("aborted", "the run was aborted", { cause: signal.reason });
     if (this.#closed) throw new RunError("aborted", "the runner was closed");
     if (signal?.aborted) throw aborted();

@@ -139,6 +139,8 @@ export async function nodeWorker(name) {
  *  where this is such a worker (Node, Deno, Bun: reached at once, so that
  *  a worker's module has no top-level await), else `self`, a Web Worker's.
  *  Both take `postMessage(m, transfer)` and an `onmessage` of `{ data }`. */
+/** @returns {{ postMessage(message: unknown, transfer?: Transferable[]): void, onmessage: ((e: MessageEvent) => void) | null }} */
 export function parentPort() {
+  // @ts-ignore: a worker's `self` (or Node's port), not a page's window.
   return globalThis.process?.getBuiltinModule?.("node:worker_threads")?.parentPort ?? globalThis.self;
 }

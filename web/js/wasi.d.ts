@@ -1,4 +1,5 @@
 import type { MemFs, Overlay, Pack } from "./packfs_web.js";
+import type { Preopen } from "./runner.js";
 
 /** A PackFS tree a guest is given. */
 export type Tree = MemFs | Pack | Overlay;
@@ -10,8 +11,11 @@ export interface WASIOptions {
   args?: string[];
   /** The guest's environment. */
   env?: Record<string, string>;
-  /** Guest path → the PackFS tree it shows, in descriptor order (3, 4, ...). */
-  preopens?: Record<string, Tree>;
+  /** The guest's filesystems, in descriptor order (3, 4, ...): trees
+   *  given (`{ path, fs, readOnly }`) or described (a "mem" tree, a pack
+   *  or an overlay from bytes). node:wasi's shape, guest path → tree, is
+   *  taken too (deprecated: it has no `readOnly`). */
+  preopens?: Preopen[] | Record<string, Tree>;
   /** `start` returns the exit code (true, the default); false ends the
    *  process at `proc_exit` (Node, Deno, Bun). */
   returnOnExit?: boolean;

@@ -9,18 +9,16 @@
 //   import init, { MemFs } from "packfs-web";
 //   import { WASI } from "packfs-web/wasi";
 //   await init();
-//   const wasi = new WASI({ version: "preview1", args: ["app"], preopens: { "/": new MemFs() } });
+//   const wasi = new WASI({ version: "preview1", args: ["app"], preopens: [{ path: "/", fs: new MemFs() }] });
 //   const instance = await WebAssembly.instantiate(module, wasi.getImportObject());
 //   const exitCode = wasi.start(instance);
 
 import { MemFs, Overlay, Pack, Preview1 } from "./packfs_web.js";
 import { importsNow } from "./imports.js";
+import { bad, checkPreopens, isObject, onlyKnown } from "./options.js";
 import { readFd, readsFiles, writeFd } from "./runtime.js";
 
 const OPTIONS = ["version", "args", "env", "preopens", "returnOnExit", "stdin", "stdout", "stderr"];
-
-const shown = (v) => (typeof v === "string" ? JSON.stringify(v) : v === null ? "null" : typeof v);
-const bad = (what, want, got) => new TypeError(`${what} must be ${want}, not ${shown(got)}`);
 
 /** A stdio option as Preview1 takes it: a function as it is; a file
  *  descriptor of this process (node:wasi's form; Node, Deno and Bun)
@@ -49,25 +47,25 @@ export class WASI {
 
   /**
    * `version`: "preview1" (the default; "unstable", the older ABI, is not
-   * served); `args`, `env` as node:wasi takes them; `preopens`: guest path
-   * → a PackFS tree (a `MemFs`, a `Pack` or an `Overlay`), in order;
+   * served); `args`, `env` as node:wasi takes them; `preopens`: an array
+   * of `{ path, fs, readOnly }` (a `MemFs`, a `Pack` or an `Overlay`), or
+   * of descriptions (options.js), in order (node:wasi's object of guest
+   * paths to trees is taken too);
    * `returnOnExit` (true): `start` returns the exit code, else a
    * `proc_exit` ends the process; `stdin`, `stdout`, `stderr`: functions
    * as `Preview1` takes them, or file descriptors of this process (Node,
    * Deno, Bun: 0, 1 and 2 unless given).
    */
   constructor(options = {}) {
-    if (typeof options !== "object" || options === null) throw bad("options", "an object", options);
-    for (const k of Object.keys(options)) {
-      if (!OPTIONS.includes(k)) throw new TypeError(`WASI has no option ${JSON.stringify(k)} (${OPTIONS.join(", ")})`);
-    }
-    const { version = "preview1", args = [], env = {}, preopens = {}, returnOnExit = true } = options;
+    if (!isObject(options)) throw bad("options", "an object", options);
+    onlyKnown(options, OPTIONS, "WASI");
+    const { version = "preview1", args = [], env = {}, preopens, returnOnExit = true } = options;
     if (version !== "preview1") throw bad("version", '"preview1"', version);
     if (typeof returnOnExit !== "boolean") throw bad("returnOnExit", "a boolean", returnOnExit);
     if (!returnOnExit && typeof globalThis.process?.exit !== "function") {
       throw new TypeError("returnOnExit: false ends the process, and there is none here");
     }
-    if (typeof preopens !== "object" || preopens === null) throw bad("preopens", "an object", preopens);
+    const trees = checkPreopens(preopens, "WASI", { trees: { MemFs, Pack, Overlay } });
     this.#version = version;
     this.#returnOnExit = returnOnExit;
     const p1 = new Preview1({
@@ -77,14 +75,7 @@ export class WASI {
       stdout: stdio(options.stdout, "stdout", 1),
       stderr: stdio(options.stderr, "stderr", 2),
     });
-    for (const [path, fs] of Object.entries(preopens)) {
-      if (fs instanceof MemFs) p1.preopenMemFs(path, fs, false);
-      else if (fs instanceof Overlay) p1.preopenOverlay(path, fs, false);
-      else if (fs instanceof Pack) p1.preopenPack(path, fs);
-      else if (typeof fs === "string") {
-        throw new TypeError(`preopens[${JSON.stringify(path)}] is a host path: give a PackFS tree (MemFs, Pack or Overlay)`);
-      } else throw bad(`preopens[${JSON.stringify(path)}]`, "a MemFs, a Pack or an Overlay", fs);
-    }
+    for (const { path, fs, readOnly } of trees) p1.preopen(path, fs, readOnly);
     this.#p1 = p1;
     this.#imports = importsNow(p1, Preview1);
     /** The `wasi_snapshot_preview1` functions, as node:wasi's `wasiImport`. */
@@ -124,6 +115,7 @@ export class WASI {
     exports._initialize?.();
   }
 
+  /** @returns {Record<string, any>} the instance's exports, started. */
   #begin(instance) {
     if (!(instance instanceof WebAssembly.Instance)) throw bad("instance", "a WebAssembly.Instance", instance);
     if (this.#started) throw new Error("WASI instance has already started");

@@ -23,7 +23,7 @@
 //              packfs-web's state here can no longer be trusted (a call
 //              unwound through its frames), and the worker must go.
 
-import init, { MemFs, Overlay, Pack, Preview1 } from "./index.js";
+import init, { MemFs, Pack, Preview1 } from "./index.js";
 import { OPEN, STREAM_SLOT, TOLD } from "./channel.js";
 import { imports } from "./imports.js";
 import { parentPort, readFileRange, server } from "./runtime.js";
@@ -70,7 +70,7 @@ async function open(p) {
   if (p.kind === "journal") return { fs: await openJournal(p.name, p.options) };
   const pack = p.url !== undefined ? await Pack.fromUrl(p.url, p.pack) : Pack.fromBytes(p.bytes, p.pack);
   if (p.kind === "pack") return { fs: pack, pack };
-  return { fs: new Overlay(pack, p.options), pack };
+  return { fs: new MemFs({ ...p.options, lower: pack }), pack };
 }
 
 /** Asks the page through `shared` (channel.js's `channel`) and waits for
@@ -171,16 +171,16 @@ async function guest(msg, p1, wasm, opened) {
     const what = `preopen ${p.path}${p.url === undefined ? "" : ` (${p.url})`}`;
     const o = await as("preopen", what, () => open(p));
     await as("preopen", what, () => {
-      if (p.kind === "mem" || p.kind === "journal") p1.preopenMemFs(p.path, o.fs, p.readOnly);
-      else if (p.kind === "pack") p1.preopenPack(p.path, o.fs);
-      else p1.preopenOverlay(p.path, o.fs, p.readOnly);
+      p1.preopen(p.path, o.fs, p.readOnly);
     });
     opened.push({ ...o, spec: p });
   }
   const wasi = await imports(p1, Preview1, wasm);
   const instance = await as("module", "the module cannot run", async () => {
     const module = msg.module instanceof WebAssembly.Module ? msg.module : await WebAssembly.compile(msg.module);
-    const instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: wasi });
+    const instance = /** @type {WebAssembly.Instance} */ (
+      /** @type {unknown} */ (await WebAssembly.instantiate(module, { wasi_snapshot_preview1: wasi }))
+    );
     if (!(instance.exports.memory instanceof WebAssembly.Memory)) throw new Error("it exports no memory");
     if (typeof instance.exports._start !== "function") throw new Error("it exports no _start function");
     return instance;

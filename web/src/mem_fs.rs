@@ -5,13 +5,15 @@ use std::sync::Arc;
 use packfs_core::MemFs as CoreMemFs;
 use wasm_bindgen::prelude::*;
 
+use crate::arg;
 use crate::clock::clock;
-use crate::error::JsResult;
+use crate::error::{JsResult, to_js};
 use crate::inner::Inner;
 use crate::methods::fs_methods;
 use crate::objects;
 use crate::ops::Backend;
 use crate::options::quota;
+use crate::pack::Pack;
 
 /// A writable in-memory filesystem.
 #[wasm_bindgen]
@@ -23,13 +25,22 @@ pub struct MemFs {
 
 #[wasm_bindgen]
 impl MemFs {
-    /// An empty filesystem, with optional quotas.
+    /// An empty filesystem, with optional quotas; over a pack when
+    /// `options.lower` names one (an overlay, as Rust's
+    /// `MemFs::builder().lower(..)`).
     #[wasm_bindgen(constructor)]
     pub fn new(
-        #[wasm_bindgen(unchecked_optional_param_type = "FsOptions")] options: Option<JsValue>,
+        #[wasm_bindgen(unchecked_optional_param_type = "MemFsOptions")] options: Option<JsValue>,
     ) -> JsResult<MemFs> {
-        let mem = Arc::new(CoreMemFs::builder().quota(quota(&options)?).clock(clock()).build());
-        Ok(MemFs { inner: Inner { backend: Backend::Mem(mem.clone()), remote: None }, mem })
+        let builder = CoreMemFs::builder().quota(quota(&options)?).clock(clock());
+        let lower = arg::field(&options, "lower")?;
+        if lower.is_undefined() || lower.is_null() {
+            let mem = Arc::new(builder.build());
+            return Ok(MemFs { inner: Inner { backend: Backend::Mem(mem.clone()), remote: None }, mem });
+        }
+        let lower: Pack = arg::shared(&lower, "options.lower", "Pack")?;
+        let mem = Arc::new(builder.lower(lower.pack.clone()).build().map_err(|e| to_js(&e, None))?);
+        Ok(MemFs { inner: Inner { backend: Backend::Mem(mem.clone()), remote: lower.inner.remote.clone() }, mem })
     }
 
     /// Opens the durable tree `name` (made empty when missing), with

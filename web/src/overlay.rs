@@ -16,6 +16,10 @@ use crate::{arg, objects};
 
 /// A writable in-memory filesystem over a pack: reads see the pack until a
 /// path is changed; changes stay here (the pack is never modified).
+///
+/// @deprecated `new MemFs({ lower: pack })` makes the same, as Rust's
+/// `MemFs::builder().lower(..)` does; this class stays for the code
+/// written against it.
 #[wasm_bindgen]
 #[derive(Clone)]
 pub struct Overlay {

@@ -416,7 +416,7 @@ impl Preview1 {
             .collect()
     }
 
-    fn preopen(&mut self, path: &str, inner: &Inner, fs: Arc<dyn FileSystem>, access: Access) -> JsResult<()> {
+    fn add(&mut self, path: &str, inner: &Inner, fs: Arc<dyn FileSystem>, access: Access) -> JsResult<()> {
         // A guest resolves its paths against the preopens' own: one with
         // `..` names no directory, and a second of a name is never found.
         if path.is_empty() || path.contains('\0') || path.split('/').any(|c| c == "..") {
@@ -434,7 +434,28 @@ impl Preview1 {
         Ok(())
     }
 
-    /// Shows `fs` to the guest at `path` (descriptors 3, 4, ... in order).
+    /// Shows `tree`, a `MemFs`, a `Pack` or an `Overlay`, to the guest at
+    /// `path` (descriptors 3, 4, ... in order); `readOnly` refuses every
+    /// change (a pack always does).
+    pub fn preopen(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "MemFs | Pack | Overlay")] tree: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "boolean")] read_only: JsValue,
+    ) -> JsResult<()> {
+        let path = arg::string(&path, "path")?;
+        let access = access(&read_only)?;
+        if let Ok(mem) = arg::shared::<MemFs>(&tree, "tree", "MemFs") {
+            return self.add(&path, &mem.inner, mem.mem.clone(), access);
+        }
+        if let Ok(overlay) = arg::shared::<Overlay>(&tree, "tree", "Overlay") {
+            return self.add(&path, &overlay.inner, overlay.mem.clone(), access);
+        }
+        let pack: Pack = arg::shared(&tree, "tree", "MemFs, Pack or Overlay")?;
+        self.add(&path, &pack.inner, pack.pack.clone(), Access::ReadOnly)
+    }
+
+    /// @deprecated `preopen(path, tree, readOnly)` takes every tree.
     #[wasm_bindgen(js_name = preopenMemFs)]
     pub fn preopen_memfs(
         &mut self,
@@ -444,10 +465,10 @@ impl Preview1 {
     ) -> JsResult<()> {
         let (path, fs): (_, MemFs) = (arg::string(&path, "path")?, arg::shared(&fs, "fs", "MemFs")?);
         let access = access(&read_only)?;
-        self.preopen(&path, &fs.inner, fs.mem.clone(), access)
+        self.add(&path, &fs.inner, fs.mem.clone(), access)
     }
 
-    /// Shows `pack` to the guest at `path`, read-only.
+    /// @deprecated `preopen(path, pack)` takes every tree.
     #[wasm_bindgen(js_name = preopenPack)]
     pub fn preopen_pack(
         &mut self,
@@ -455,10 +476,10 @@ impl Preview1 {
         #[wasm_bindgen(unchecked_param_type = "Pack")] pack: JsValue,
     ) -> JsResult<()> {
         let (path, pack): (_, Pack) = (arg::string(&path, "path")?, arg::shared(&pack, "pack", "Pack")?);
-        self.preopen(&path, &pack.inner, pack.pack.clone(), Access::ReadOnly)
+        self.add(&path, &pack.inner, pack.pack.clone(), Access::ReadOnly)
     }
 
-    /// Shows `fs` to the guest at `path`.
+    /// @deprecated `preopen(path, tree, readOnly)` takes every tree.
     #[wasm_bindgen(js_name = preopenOverlay)]
     pub fn preopen_overlay(
         &mut self,
@@ -468,7 +489,7 @@ impl Preview1 {
     ) -> JsResult<()> {
         let (path, fs): (_, Overlay) = (arg::string(&path, "path")?, arg::shared(&overlay, "overlay", "Overlay")?);
         let access = access(&read_only)?;
-        self.preopen(&path, &fs.inner, fs.mem.clone(), access)
+        self.add(&path, &fs.inner, fs.mem.clone(), access)
     }
 
     /// Gives the guest's exported memory; the preopens are then fixed.

@@ -34,12 +34,19 @@ export interface Stats {
   ctimeMs: number;
 }
 
-/** Limits of a writable filesystem (`MemFs`, the upper of an `Overlay`). */
+/** Limits of a writable filesystem (a `MemFs`; an overlay's upper). */
 export interface FsOptions {
   /** Most bytes of file content and symlink targets. */
   maxBytes?: number;
   /** Most inodes, the root included. */
   maxInodes?: number;
+}
+
+/** How a `MemFs` is made: its limits, and the lower layer it overlays. */
+export interface MemFsOptions extends FsOptions {
+  /** Makes it an overlay over this pack: reads see the pack until a path
+   *  is changed; changes stay in the `MemFs` (the pack never changes). */
+  lower?: Pack;
 }
 
 /** How to open a pack. */

@@ -3,7 +3,7 @@
 // checksums, run a WASI guest over it, and download the result as a new
 // pack. No bundler: this module imports the wasm-bindgen package directly.
 
-import init, { MemFs, Overlay, Pack } from "../pkg/packfs_web.js";
+import init, { MemFs, Pack } from "../pkg/packfs_web.js";
 import { runP1 } from "../pkg/runner.js";
 
 const $ = (id) => document.getElementById(id);
@@ -11,7 +11,7 @@ const IMAGE_TYPES = { png: "image/png", jpg: "image/jpeg", jpeg: "image/jpeg", g
 
 const state = {
   pack: null, // Pack, or null for a fresh MemFs
-  fs: null, // Overlay over the pack, or a MemFs
+  fs: null, // a MemFs over the pack, or one of its own
   name: "",
   expanded: new Set([""]),
   changed: new Set(),
@@ -70,7 +70,7 @@ async function openBytes(bytes, name) {
   try {
     status(`Opening ${name}…`);
     const pack = Pack.fromBytes(bytes);
-    adopt(pack, new Overlay(pack), name);
+    adopt(pack, new MemFs({ lower: pack }), name);
     status(`Opened ${name} (${human(bytes.length)}).`);
     // The bytes are all here: checking them costs no network.
     await verify();
@@ -83,7 +83,7 @@ async function openUrl(url) {
   try {
     status(`Opening ${url}…`);
     const pack = await Pack.fromUrl(new URL(url, location.href).href);
-    adopt(pack, new Overlay(pack), url.split("/").pop() || url);
+    adopt(pack, new MemFs({ lower: pack }), url.split("/").pop() || url);
     const got = `${human(pack.bytesFetched)} in ${plural(pack.requests, "request")}`;
     status(
       pack.isComplete
@@ -190,7 +190,7 @@ async function runGuest() {
     const fetched = lazy ? ` · the guest fetched ${human(r.bytesFetched)} in ${plural(r.requests, "request")}` : "";
     result.textContent = `exit status ${r.exitCode}${fetched}`;
     const pack = Pack.fromBytes(r.saved[0].pack);
-    adopt(pack, new Overlay(pack), state.name);
+    adopt(pack, new MemFs({ lower: pack }), state.name);
     $("run-panel").hidden = false;
     status(`The guest exited with status ${r.exitCode}; the tree is as it left it.`);
   } catch (e) {

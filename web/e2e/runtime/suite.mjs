@@ -17,7 +17,7 @@ import { Readable, Writable } from "node:stream";
 const PKG = new URL("../../pkg/", import.meta.url);
 const TARGET = fileURLToPath(new URL("../../../target/guest-tests/", import.meta.url));
 const SERVER = process.env.PACKFS_SERVER;
-const { default: init, MemFs, Pack, Overlay } = await import(new URL("index.js", PKG).href);
+const { default: init, MemFs, Pack } = await import(new URL("index.js", PKG).href);
 const { runP1, createRunner, RunError } = await import(new URL("runner.js", PKG).href);
 const { WASI } = await import(new URL("wasi.js", PKG).href);
 // With nothing given, init finds its wasm by itself (read from disk).
@@ -172,7 +172,7 @@ test("WASI: node:wasi's shape over PackFS trees, on this thread: the files guest
     version: "preview1",
     args: ["files"],
     env: {},
-    preopens: { "/": new Overlay(Pack.fromBytes(SEED)), "/ro": Pack.fromBytes(RO) },
+    preopens: [{ path: "/", fs: new MemFs({ lower: Pack.fromBytes(SEED) }) }, { path: "/ro", fs: Pack.fromBytes(RO) }],
     stdout: (b) => out.push(Buffer.from(b)),
     stderr: () => {},
   });
@@ -181,6 +181,31 @@ test("WASI: node:wasi's shape over PackFS trees, on this thread: the files guest
   assert.equal(text(out), transcript("files"));
   assert.throws(() => wasi.start(instance), /already started/);
   assert.equal(typeof wasi.wasiImport.fd_write, "function");
+});
+
+test("WASI: one preopen shape: a tree described, node:wasi's object kept; what cannot be, refused by name", async () => {
+  await init();
+  const run = (preopens) => {
+    const out = [];
+    const wasi = new WASI({ version: "preview1", args: ["files"], preopens, stdout: (b) => out.push(Buffer.from(b)), stderr: () => {} });
+    return WebAssembly.instantiate(guest("files"), wasi.getImportObject()).then(({ instance }) => [wasi.start(instance), text(out)]);
+  };
+  // Described (the runner's shape), and node:wasi's object of trees (deprecated): the same transcript.
+  const described = [{ path: "/", kind: "overlay", bytes: SEED }, { path: "/ro", kind: "pack", bytes: new Uint8Array(RO).buffer }];
+  assert.deepEqual(await run(described), [0, transcript("files")]);
+  assert.deepEqual(await run({ "/": new MemFs({ lower: Pack.fromBytes(SEED) }), "/ro": Pack.fromBytes(RO) }), [0, transcript("files")]);
+  const refused = [
+    [[{ path: "/", kind: "pack", url: "file:///x.pack" }], /opens asynchronously/],
+    [[{ path: "/", kind: "journal", name: "j" }], /opens asynchronously/],
+    [[{ path: "/", kind: "mem", save: true }], /save is the runner's/],
+    [[{ path: "/", fs: new MemFs(), kind: "mem" }], /not both/],
+    [[{ path: "/", fs: new MemFs() }, { path: "/", fs: new MemFs() }], /no other preopen has/],
+    [[{ path: "/", fs: {} }], /preopens\[0\]\.fs must be a MemFs, a Pack or an Overlay/],
+    ["/", /preopens must be an array/],
+  ];
+  for (const [preopens, message] of refused) assert.throws(() => new WASI({ preopens }), (e) => e instanceof TypeError && message.test(e.message));
+  // A tree at hand cannot cross to the runner's worker: said so at the call.
+  await assert.rejects(runP1(TOOLBOX, { preopens: [{ path: "/", fs: new MemFs() }] }), /cannot cross to the runner's worker/);
 });
 
 test("WASI: proc_exit's status is start's result; wrong options are TypeErrors", async () => {
