@@ -57,6 +57,7 @@ test("the packed tarball holds the package and nothing else", () => {
     "index.d.ts",
     "index.js",
     "options.js",
+    "output.js",
     "package.json",
     "packfs_web.d.ts",
     "packfs_web.js",

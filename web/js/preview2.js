@@ -17,7 +17,7 @@
 //   run.run();
 
 import { MemFs, Overlay, Pack, WasiDescriptor } from "./packfs_web.js";
-import { checkSink, writeTo } from "./channel.js";
+import { checkSink, writeTo } from "./output.js";
 import { checkPreopens } from "./options.js";
 
 // `descriptor-flags` and `open-flags` as WasiDescriptor takes them.
@@ -393,7 +393,7 @@ function forwardDrops(Descriptor) {
 }
 
 /** Bytes written to a stdout or stderr: to `to` when given, a sink as
- *  runP1 takes (see channel.js's writeTo). A component's write cannot
+ *  runP1 takes (see output.js's writeTo). A component's write cannot
  *  wait, so a promise the sink answers with is not waited for. A sink that
  *  fails fails the component's write (a stream error, EIO to a p1-style
  *  guest), as the WASI class's callbacks do, instead of unwinding through

@@ -17,7 +17,8 @@
 // a TypeError that names the option.
 
 import { bad, checkPreopens, isBytes, isObject, onlyKnown } from "./options.js";
-import { channel, checkSink, drain, outputs, pieces } from "./channel.js";
+import { channel, drain, pieces } from "./channel.js";
+import { checkSink, outputs } from "./output.js";
 import { nodeWorker, server, wasmSource, workingDirectory } from "./runtime.js";
 
 /**

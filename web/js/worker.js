@@ -24,7 +24,7 @@
 //              unwound through its frames), and the worker must go.
 
 import init, { MemFs, Pack, Preview1 } from "./index.js";
-import { OPEN, STREAM_SLOT, TOLD } from "./channel.js";
+import { OPEN, STREAM_SLOT, TOLD } from "./output.js";
 import { imports } from "./imports.js";
 import { parentPort, readFileRange, server } from "./runtime.js";
 
@@ -109,7 +109,7 @@ const blockingGet = (ask) => (url, range, limit) => {
   return { ...head, body };
 };
 
-/** The guest's `type` output ("stdout" or "stderr") as channel.js's
+/** The guest's `type` output ("stdout" or "stderr") as output.js's
  *  `outputs` says: not sent where the page has no callback; else sent,
  *  each write's bytes moved, not copied. Where the page shares `flow`
  *  (the units sent and not yet taken, then each stream's state), a write
