@@ -2,7 +2,7 @@
 //! an engine must have for the bounds to hold ([`Unenforceable`]), and the
 //! store limiter that enforces the memory bound.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::{Engine, ResourceLimiter};
 
@@ -84,6 +84,10 @@ pub enum Unenforceable {
         /// How far the engine lets a memory grow.
         bound: usize,
     },
+    /// [`Limits::timeout`] past what this machine's clock can count to
+    /// from now: no deadline could be set.
+    #[error("a time limit of {0:?} is past what the clock can count to")]
+    TimeoutPastClock(Duration),
     /// A base configuration that consumes fuel: a runner gives its stores
     /// none, so every guest would trap at its first instruction.
     #[error("the engine consumes fuel, of which a runner gives its guests none: bound their time with Limits::timeout")]
@@ -113,12 +117,18 @@ pub enum RunError {
 }
 
 /// Whether a runner's `engine` can run guests under `limits`: not one that
-/// consumes fuel, and one that lets a memory grow as far as the limit.
+/// consumes fuel, a timeout the clock can count to, and an engine that
+/// lets a memory grow as far as the limit.
 /// (The builder gives an engine epoch interruption whenever there is a
 /// timeout.)
 pub(crate) fn check(engine: &Engine, limits: &Limits) -> Result<(), Unenforceable> {
     if engine.get_consume_fuel() {
         return Err(Unenforceable::Fuel);
+    }
+    if let Some(timeout) = limits.timeout
+        && Instant::now().checked_add(timeout).is_none()
+    {
+        return Err(Unenforceable::TimeoutPastClock(timeout));
     }
     if let (Some(limit), Some(bound)) = (limits.max_memory, memory_bound(engine))
         && limit > bound

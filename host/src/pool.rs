@@ -85,17 +85,30 @@ impl Pool {
             // A Runner calls guests synchronously: no fiber stacks, which
             // would each be 2 MiB of writable memory mapped up front.
             .total_stacks(0);
-        if let Some(max) = max_memory {
+        if let Some(slot) = slot(max_memory) {
             // The slot holds at least the limit, so the store's limiter
             // refuses a growth (`RunError::MemoryLimit`) before the pool
             // would (a plain failed `memory.grow`).
-            let slot = max.div_ceil(WASM_PAGE).saturating_mul(WASM_PAGE).max(WASM_PAGE);
             pooling.max_memory_size(slot);
-            if slot as u64 > DEFAULT_RESERVATION {
-                config.memory_reservation(slot as u64);
-            }
         }
+        reserve(config, max_memory);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
         config.memory_init_cow(true);
+    }
+}
+
+/// A memory slot holding `max_memory`, in whole wasm pages.
+fn slot(max_memory: Option<usize>) -> Option<usize> {
+    max_memory.map(|max| max.div_ceil(WASM_PAGE).saturating_mul(WASM_PAGE).max(WASM_PAGE))
+}
+
+/// Reserves at least a slot of `max_memory` per memory where that is more
+/// than wasmtime's default: a pooled engine's slots, and the 0.3 engine
+/// beside it, then let a memory grow to the limit.
+pub(crate) fn reserve(config: &mut Config, max_memory: Option<usize>) {
+    if let Some(slot) = slot(max_memory)
+        && slot as u64 > DEFAULT_RESERVATION
+    {
+        config.memory_reservation(slot as u64);
     }
 }

@@ -11,8 +11,7 @@
 //! - a WASI 0.3 component (one that imports or exports a `wasi:`
 //!   interface of 0.3) runs over `wasi:filesystem` 0.3 ([`crate::p3`])
 //!   and 0.2, with wasmtime-wasi's p3 and 0.2 for the rest, driven by
-//!   wasmtime's concurrent calls on an engine of its own, made at the
-//!   first such guest.
+//!   wasmtime's concurrent calls on an engine of its own.
 //!
 //! Plugin hosts with their own store data call
 //! [`p1::add_to_linker`](crate::p1::add_to_linker) or
@@ -40,7 +39,7 @@ use crate::sandbox::Sandbox;
 
 /// Making a runner: its engines' configuration, limits, pool and cache.
 mod builder;
-/// WASI 0.3 components: their engine, linker and runs.
+/// WASI 0.3 components: their engine and linker.
 #[cfg(feature = "p3")]
 mod concurrent;
 
@@ -126,7 +125,7 @@ pub struct Runner<T: 'static = ()> {
     /// that runs a module does not pay for it.
     #[cfg(feature = "p2")]
     linker: std::sync::OnceLock<Linker<GuestState<T>>>,
-    /// WASI 0.3 components' engine and linker, made at the first one.
+    /// WASI 0.3 components' engine, and their linker, made at the first.
     #[cfg(feature = "p3")]
     p3: concurrent::Concurrent<T>,
     cache: Option<GuestCache>,
@@ -135,8 +134,7 @@ pub struct Runner<T: 'static = ()> {
 
 impl<T: Send + 'static> Runner<T> {
     /// Compiles a p1 module or a component, from its bytes or its file
-    /// ([`Source`]), for the engine its [`Kind`] runs on (a WASI 0.3
-    /// component's is made at the first one), through the cache if the
+    /// ([`Source`]), for the engine its [`Kind`] runs on, through the cache if the
     /// runner has one ([`Guest::cache_status`] says whether it served it).
     ///
     /// ```
@@ -146,17 +144,17 @@ impl<T: Send + 'static> Runner<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn load<'a>(&self, source: impl Into<Source<'a>>) -> Result<Guest, LoadError> {
-        load::load(source.into(), self.cache.as_ref(), |kind| self.engine(kind).map_err(LoadError::Engine))
+        load::load(source.into(), self.cache.as_ref(), |kind| self.engine(kind))
     }
 
     /// The engine guests of `kind` are compiled for and run on: p1 modules
-    /// and 0.2 components share one; a WASI 0.3 component's, with the
-    /// component model's concurrency, is made at the first call that asks.
-    pub fn engine(&self, kind: Kind) -> wasmtime::Result<&Engine> {
+    /// and 0.2 components share one; WASI 0.3 components have one with the
+    /// component model's concurrency.
+    pub fn engine(&self, kind: Kind) -> &Engine {
         match kind {
             #[cfg(feature = "p3")]
-            Kind::P3 => self.p3.engine(),
-            _ => Ok(&self.engine),
+            Kind::P3 => &self.p3.engine,
+            _ => &self.engine,
         }
     }
 
@@ -202,7 +200,7 @@ impl<T: Send + 'static> Runner<T> {
     /// against 0.3 and 0.2. A guest loaded by another runner is refused.
     pub fn prepare(&self, guest: &Guest) -> Result<Prepared<T>, RunError> {
         let refuse = |why: &str| Err(RunError::Instantiate(wasmtime::Error::msg(why.to_owned())));
-        let engine = self.engine(guest.kind()).map_err(RunError::Instantiate)?;
+        let engine = self.engine(guest.kind());
         let loaded_here = match (guest.module(), guest.component()) {
             (Some(m), _) => Engine::same(m.engine(), engine),
             (_, Some(c)) => Engine::same(c.engine(), engine),

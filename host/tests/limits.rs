@@ -98,6 +98,40 @@ fn a_memory_limit_holds_at_the_limit_or_the_runner_is_refused() {
     assert!(matches!(run(&runner, GROW), Err(RunError::MemoryLimit(n)) if n == 2 << 20));
 }
 
+/// A time limit the clock cannot count to from now is refused when the
+/// runner is made: a deadline `Instant::now() + timeout` panicked in the
+/// run (found by review).
+#[test]
+fn a_timeout_past_the_clock_is_refused_not_a_panic() {
+    for timeout in [Duration::MAX, Duration::from_secs(u64::MAX / 2)] {
+        let limits = Limits { timeout: Some(timeout), ..Limits::default() };
+        let Err(e) = Runner::builder().limits(limits).build() else { panic!("{timeout:?} was accepted") };
+        assert_eq!(e.downcast_ref::<Unenforceable>(), Some(&Unenforceable::TimeoutPastClock(timeout)), "{e:#}");
+    }
+}
+
+/// The engine of WASI 0.3 components is made and checked with the runner:
+/// a base configuration it cannot hold the limits on is refused then, with
+/// the reason, not at the first 0.3 guest as a string (found by review).
+/// Under a pool, whose slots raise the reservation to the limit, it
+/// reserves as much.
+#[test]
+fn the_0_3_engine_is_checked_when_the_runner_is_made() {
+    let fixed = || {
+        let mut config = Config::new();
+        config.memory_may_move(false);
+        config
+    };
+    let limits = Limits { max_memory: Some(5 << 30), ..Limits::default() };
+    let Err(e) = Runner::builder().config(fixed()).limits(limits).build() else { panic!("made") };
+    assert!(matches!(e.downcast_ref::<Unenforceable>(), Some(Unenforceable::MemoryPastEngine { .. })), "{e:#}");
+    let pooled = Runner::builder().config(fixed()).limits(limits).pool(Pool { instances: 1, ..Pool::default() }).build();
+    let runner = pooled.unwrap();
+    for kind in [Kind::P1, Kind::P3] {
+        assert!(runner.engine(kind).get_memory_reservation() >= 5 << 30, "{kind:?}");
+    }
+}
+
 /// A base configuration that consumes fuel is refused when the runner is
 /// made: the runner gives its stores none, and every guest trapped at once.
 #[test]

@@ -184,7 +184,7 @@ fn the_load_finds_the_kind_and_its_engine() {
     assert_eq!(p2.kind(), Kind::P2);
     let p3 = runner.load(&component("0.3.0-rc-2025-09-16")).unwrap();
     assert_eq!(p3.kind(), Kind::P3);
-    let (main, concurrent) = (runner.engine(Kind::P1).unwrap(), runner.engine(Kind::P3).unwrap());
+    let (main, concurrent) = (runner.engine(Kind::P1), runner.engine(Kind::P3));
     assert!(wasmtime::Engine::same(p1.module().unwrap().engine(), main));
     assert!(wasmtime::Engine::same(p2.component().unwrap().engine(), main));
     assert!(wasmtime::Engine::same(p3.component().unwrap().engine(), concurrent));

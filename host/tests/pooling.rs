@@ -133,7 +133,7 @@ fn pooled(limits: Limits, instances: u32) -> Runner {
 fn many_sequential_runs_each_on_its_own_overlay() {
     let limits = Limits { max_memory: Some(16 << 20), ..Limits::default() };
     let runner = Runner::builder().limits(limits).pool(pool(4)).build().unwrap();
-    assert!(runner.engine(Kind::P1).unwrap().get_pooling_config().is_some());
+    assert!(runner.engine(Kind::P1).get_pooling_config().is_some());
     let (module, base) = (module(&runner, &wat::parse_str(GUEST).unwrap()), base());
     // 200 runs through a pool of 4: each store gives its slot back.
     for i in 0..200 {
@@ -220,7 +220,7 @@ fn a_reservation_of_the_limit_alone_holds_it_too() {
 fn a_full_pool_refuses_one_more_sandbox() {
     let limits = Limits { max_memory: Some(1 << 20), ..Limits::default() };
     let runner = Runner::builder().limits(limits).pool(pool(2)).build().unwrap();
-    let engine = runner.engine(Kind::P1).unwrap().clone();
+    let engine = runner.engine(Kind::P1).clone();
     let guest = module(&runner, &grower(0));
     // Two sandboxes alive at once, holding the pool's two memory slots.
     let held = Module::new(&engine, r#"(module (memory 1))"#).unwrap();

@@ -61,22 +61,35 @@ const DIGEST = /^blake3:[0-9a-fA-F]{64}$/;
  */
 export function checkPreopens(preopens, where, { trees, base } = {}) {
   if (preopens === undefined) return [];
-  /** @type {any} */
-  let list = preopens;
-  if (trees !== undefined && isObject(preopens) && !(preopens instanceof trees.MemFs)) {
-    // The older shape: guest path -> tree (or `{ fs, readOnly }`).
-    list = Object.entries(/** @type {Record<string, any>} */ (preopens)).map(([path, v]) =>
-      isObject(v) && !isTree(v, trees) && "fs" in v ? { path, ...v } : { path, fs: v },
-    );
-  } else if (!Array.isArray(preopens)) {
+  /** @type {any[]} */
+  let list;
+  if (trees !== undefined && isPlain(preopens)) {
+    // The older shape: guest path -> tree (or `{ fs, readOnly }`), each
+    // read once.
+    list = Object.entries(/** @type {Record<string, any>} */ (preopens)).map(([path, v]) => {
+      if (!isPlain(v)) return { path, fs: v };
+      const { fs, readOnly, ...rest } = v;
+      const extra = Object.keys(rest);
+      if (extra.length > 0) throw new TypeError(`preopens[${JSON.stringify(path)}] has no option ${JSON.stringify(extra[0])} (fs, readOnly)`);
+      return { path, fs, readOnly };
+    });
+  } else if (Array.isArray(preopens)) {
+    // A hole is an `undefined` entry, refused as one.
+    list = Array.from(preopens);
+  } else {
     throw bad("preopens", `an array of preopens ({ path, fs } or { path, kind, ... }) for ${where}`, preopens);
   }
   const checked = list.map((p, i) => preopen(p, `preopens[${i}]`, trees, base));
+  const seen = new Set();
   checked.forEach((p, i) => {
-    if (checked.findIndex((q) => q.path === p.path) < i) throw bad(`preopens[${i}].path`, "a path no other preopen has", p.path);
+    if (seen.has(p.path)) throw bad(`preopens[${i}].path`, "a path no other preopen has", p.path);
+    seen.add(p.path);
   });
   return checked;
 }
+
+/** An object of the older shape: plain, not a tree, a Map or an array. */
+const isPlain = (v) => isObject(v) && [Object.prototype, null].includes(Object.getPrototypeOf(v));
 
 /**
  * @param {unknown} v
@@ -84,11 +97,15 @@ export function checkPreopens(preopens, where, { trees, base } = {}) {
  */
 const isTree = (v, trees) => v instanceof trees.MemFs || v instanceof trees.Pack || v instanceof trees.Overlay;
 
-function preopen(p, what, trees, base) {
-  if (!isObject(p)) throw bad(what, "an object", p);
+function preopen(given, what, trees, base) {
+  if (!isObject(given)) throw bad(what, "an object", given);
+  // Each field read once: a getter cannot answer the checks one way and
+  // the worker another.
+  const p = { ...given };
   onlyKnown(p, PREOPEN, what);
-  if (typeof p.path !== "string" || !p.path.startsWith("/") || p.path.split("/").includes("..") || p.path.includes("\0")) {
-    throw bad(`${what}.path`, 'a guest path starting with "/", without ".." or NUL', p.path);
+  // packfs-web's own rule (Preview1.preopen's), wherever a preopen is given.
+  if (typeof p.path !== "string" || p.path === "" || p.path.split("/").includes("..") || p.path.includes("\0")) {
+    throw bad(`${what}.path`, 'a guest path (not empty, without ".." or NUL)', p.path);
   }
   for (const k of ["readOnly", "save"]) {
     if (p[k] !== undefined && typeof p[k] !== "boolean") throw bad(`${what}.${k}`, "a boolean", p[k]);
@@ -126,6 +143,9 @@ function described(p, what, base) {
     throw bad(`${what}.kind`, `${names.slice(0, -1).join(", ")} or ${names.at(-1)}`, p.kind);
   }
   const out = { ...p };
+  // Their fields too are read once, here.
+  if (isObject(p.pack)) out.pack = p.pack = { ...p.pack };
+  if (isObject(p.options)) out.options = p.options = { ...p.options };
   if (p.kind === "journal") {
     if (typeof p.name !== "string" || !JOURNAL_NAME.test(p.name)) {
       throw bad(`${what}.name`, "1 to 128 letters, digits, '.', '_' or '-' (not . or ..)", p.name);
@@ -155,7 +175,9 @@ function described(p, what, base) {
       onlyKnown(p.pack, PACK_OPTIONS, `${what}.pack`);
       for (const [k, v] of Object.entries(p.pack)) {
         if (v === undefined) continue;
-        if (k === "cacheSize") {
+        if (p.bytes !== undefined && (k === "persist" || k === "cacheSize")) {
+          throw new TypeError(`${what}.pack.${k} is for a pack by url, not bytes`);
+        } else if (k === "cacheSize") {
           if (!(Number.isSafeInteger(v) && v >= 0)) throw bad(`${what}.pack.${k}`, "a whole number, 0 or more", v);
         } else if (k === "digest") {
           if (typeof v !== "string" || !DIGEST.test(v)) throw bad(`${what}.pack.${k}`, "blake3: and 64 hex digits", v);

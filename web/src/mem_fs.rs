@@ -7,7 +7,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::arg;
 use crate::clock::clock;
-use crate::error::{JsResult, to_js};
+use crate::error::{JsResult, to_js, type_error};
 use crate::inner::Inner;
 use crate::methods::fs_methods;
 use crate::objects;
@@ -32,6 +32,16 @@ impl MemFs {
     pub fn new(
         #[wasm_bindgen(unchecked_optional_param_type = "MemFsOptions")] options: Option<JsValue>,
     ) -> JsResult<MemFs> {
+        // A misspelt `lower` would make an empty tree where an overlay was
+        // meant: every key is one of these.
+        if let Some(o) = options.as_ref().filter(|o| o.is_object()) {
+            let o: &js_sys::Object = o.unchecked_ref();
+            for key in js_sys::Object::keys(o).iter().filter_map(|k| k.as_string()) {
+                if !["maxBytes", "maxInodes", "lower"].contains(&key.as_str()) {
+                    return Err(type_error(&format!("options has no option {key:?} (maxBytes, maxInodes, lower)")));
+                }
+            }
+        }
         let builder = CoreMemFs::builder().quota(quota(&options)?).clock(clock());
         let lower = arg::field(&options, "lower")?;
         if lower.is_undefined() || lower.is_null() {

@@ -63,7 +63,7 @@ fn pooled_runner(n: usize) -> packfs_host::RunnerBuilder {
 /// The engine such a runner runs p1 modules on: the peer's, so that both
 /// sides compile and allocate alike.
 fn pooled_engine(n: usize) -> Engine {
-    pooled_runner(n).build().unwrap().engine(Kind::P1).unwrap().clone()
+    pooled_runner(n).build().unwrap().engine(Kind::P1).clone()
 }
 
 /// The base as a pack file and as a directory, in `dir`.

@@ -369,7 +369,7 @@ fn table(title: &str, rows: &[Row], runs: &[Vec<Run>]) -> String {
 /// differs from `Config::new()`.
 pub(crate) fn config_diff() -> String {
     let runner = Runner::builder().build().unwrap();
-    let ours = format!("{:#?}", runner.engine(packfs_host::load::Kind::P1).unwrap().config());
+    let ours = format!("{:#?}", runner.engine(packfs_host::load::Kind::P1).config());
     let theirs = format!("{:#?}", Config::new());
     let theirs: std::collections::HashSet<&str> = theirs.lines().collect();
     let diff: Vec<&str> = ours.lines().filter(|l| !theirs.contains(l)).map(str::trim).collect();

@@ -147,6 +147,10 @@ fn a_guest_that_does_not_load_is_said_once_on_one_line() {
         &["run", "bad.wasm"],
         "bad.wasm: compiling the guest: failed to parse WebAssembly module: unexpected end-of-file (at offset 0xa)",
     );
+    // A time limit no clock can count to is refused, not a panic.
+    let r = packfs(p, ["run", "--timeout", "1e19", "ok.wasm"]);
+    let message = one_line_once(&r);
+    assert!(message.contains("past what the clock can count to"), "{r:?}");
 }
 
 #[test]

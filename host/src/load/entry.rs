@@ -13,7 +13,7 @@ use wasmtime::Engine;
 use crate::load::guest::{CacheStatus, Code, Form, Guest, Kind, LoadError, compile};
 use crate::load::guest_cache::{self, Digest32, GuestCache};
 use crate::load::identity::FileId;
-use crate::load::version::speaks_wasi_p3;
+use crate::load::version::{is_wasi_p3, speaks_wasi_p3};
 
 /// Where a guest's bytes are: in memory, or in a file, which a warm load
 /// through the cache only opens and `fstat`s.
@@ -59,7 +59,7 @@ impl<'a> From<&'a PathBuf> for Source<'a> {
 pub(crate) fn load<'e>(
     source: Source<'_>,
     cache: Option<&GuestCache>,
-    engine: impl Fn(Kind) -> Result<&'e Engine, LoadError>,
+    engine: impl Fn(Kind) -> &'e Engine,
 ) -> Result<Guest, LoadError> {
     match source {
         Source::Bytes(wasm) => from_bytes(wasm, cache, engine),
@@ -81,31 +81,43 @@ fn kind_of(file: &mut (impl Read + Seek)) -> Result<Kind, LoadError> {
     })
 }
 
-/// The guest `code` is, compiled for `kind`'s engine: a module is p1
-/// whatever was read before (the file may have changed since).
-fn guest(code: Code, kind: Kind, status: CacheStatus) -> Guest {
-    let kind = match (&code, kind) {
-        (Code::Module(_), _) => Kind::P1,
-        (Code::Component(_), Kind::P3) => Kind::P3,
-        (Code::Component(_), _) => Kind::P2,
+/// The guest `code` is, compiled for `kind`'s engine, if it is that kind:
+/// a file changed between the look at its header and imports and its
+/// compile may have become another.
+fn guest(code: Code, kind: Kind, status: CacheStatus) -> Result<Guest, LoadError> {
+    let same = match (&code, kind) {
+        (Code::Module(_), Kind::P1) => true,
+        (Code::Component(c), Kind::P2 | Kind::P3) => speaks_p3(c) == (kind == Kind::P3),
+        _ => false,
     };
-    Guest::new(code, kind, status)
+    if !same {
+        return Err(LoadError::Changed);
+    }
+    Ok(Guest::new(code, kind, status))
+}
+
+/// Whether the compiled `component` imports or exports a `wasi:`
+/// interface of 0.3, as its bytes said before it was compiled.
+fn speaks_p3(component: &wasmtime::component::Component) -> bool {
+    let (ty, engine) = (component.component_type(), component.engine());
+    let mut names = ty.imports(engine).map(|(n, _)| n).chain(ty.exports(engine).map(|(n, _)| n));
+    names.any(is_wasi_p3)
 }
 
 /// A hit hashes `wasm` (SHA-256, for its key) and maps the artifact.
 fn from_bytes<'e>(
     wasm: &[u8],
     cache: Option<&GuestCache>,
-    engine: impl Fn(Kind) -> Result<&'e Engine, LoadError>,
+    engine: impl Fn(Kind) -> &'e Engine,
 ) -> Result<Guest, LoadError> {
     let kind = kind_of(&mut Cursor::new(wasm))?;
-    let engine = engine(kind)?;
+    let engine = engine(kind);
     let form = Form::of(wasm)?;
     let (code, status) = match cache {
         None => (compile(engine, form, wasm)?, CacheStatus::Off),
         Some(cache) => guest_cache::get_or_store(cache, engine, form, wasm, &Sha256::digest(wasm).into())?,
     };
-    Ok(guest(code, kind, status))
+    guest(code, kind, status)
 }
 
 /// When the cache has seen this file as it is now (same device, inode,
@@ -118,7 +130,7 @@ fn from_bytes<'e>(
 fn from_file<'e>(
     path: &Path,
     cache: Option<&GuestCache>,
-    engine: impl Fn(Kind) -> Result<&'e Engine, LoadError>,
+    engine: impl Fn(Kind) -> &'e Engine,
 ) -> Result<Guest, LoadError> {
     let file = File::open(path).map_err(LoadError::Io)?;
     let st = rustix::fs::fstat(&file).map_err(|e| LoadError::Io(e.into()))?;
@@ -126,17 +138,17 @@ fn from_file<'e>(
         return from_bytes(&read(&file)?, cache, engine);
     }
     let kind = kind_of(&mut BufReader::new(&file))?;
-    let engine = engine(kind)?;
+    let engine = engine(kind);
     (&file).seek(SeekFrom::Start(0)).map_err(LoadError::Io)?;
     let Some(cache) = cache else {
         let wasm = read(&file)?;
-        return Ok(guest(compile(engine, Form::of(&wasm)?, &wasm)?, kind, CacheStatus::Off));
+        return guest(compile(engine, Form::of(&wasm)?, &wasm)?, kind, CacheStatus::Off);
     };
     let id = FileId::of(&st);
     if let Some(digest) = guest_cache::digest_of(cache, &id)
         && let Some(code) = guest_cache::hit(cache, engine, &guest_cache::key(engine, &digest))
     {
-        return Ok(guest(code, kind, CacheStatus::Hit));
+        return guest(code, kind, CacheStatus::Hit);
     }
     let wasm = read(&file)?;
     let digest: Digest32 = Sha256::digest(&wasm).into();
@@ -146,7 +158,7 @@ fn from_file<'e>(
     if rustix::fs::fstat(&file).is_ok_and(|st| FileId::of(&st) == id) {
         guest_cache::record(cache, &id, &digest);
     }
-    Ok(guest(code, kind, status))
+    guest(code, kind, status)
 }
 
 /// The rest of the file.
@@ -154,4 +166,26 @@ fn read(mut file: &File) -> Result<Vec<u8>, LoadError> {
     let mut wasm = Vec::new();
     file.read_to_end(&mut wasm).map_err(LoadError::Io)?;
     Ok(wasm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file that changed between the look at its kind and its compile is
+    /// refused, not given a kind its code is not (found by review).
+    #[test]
+    fn code_of_another_kind_than_was_read_is_refused() {
+        let engine = Engine::default();
+        let module = Code::Module(wasmtime::Module::new(&engine, wat::parse_str("(module)").unwrap()).unwrap());
+        let p2 = wasmtime::component::Component::new(&engine, wat::parse_str("(component)").unwrap()).unwrap();
+        let p3 = wat::parse_str(r#"(component (import "wasi:cli/environment@0.3.0" (instance)))"#).unwrap();
+        let p3 = wasmtime::component::Component::new(&engine, p3).unwrap();
+        let refused = |code, kind| matches!(guest(code, kind, CacheStatus::Off), Err(LoadError::Changed));
+        assert!(refused(module.clone(), Kind::P2) && refused(module.clone(), Kind::P3));
+        assert!(refused(Code::Component(p2.clone()), Kind::P1) && refused(Code::Component(p2.clone()), Kind::P3));
+        assert!(refused(Code::Component(p3.clone()), Kind::P2));
+        assert!(!refused(module, Kind::P1) && !refused(Code::Component(p2), Kind::P2));
+        assert!(!refused(Code::Component(p3), Kind::P3));
+    }
 }

@@ -86,10 +86,11 @@ pub enum LoadError {
     /// The module file could not be opened or read.
     #[error("{0}")]
     Io(io::Error),
-    /// The engine for the guest's kind could not be made (a WASI 0.3
-    /// component's, made at the first one).
-    #[error("setting up wasmtime for it: {0:#}")]
-    Engine(wasmtime::Error),
+    /// The file changed between the look at what it is and its compile
+    /// (it was compiled as another kind than it said it was): load it
+    /// again.
+    #[error("the guest changed while it was loaded")]
+    Changed,
 }
 
 /// Whether a load used the cache.

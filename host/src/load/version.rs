@@ -19,7 +19,7 @@ const EXPORTS: u8 = 11;
 
 /// Whether `name` is an interface of a `wasi:` package at version 0.3
 /// (`wasi:filesystem/types@0.3.0`).
-fn is_wasi_p3(name: &str) -> bool {
+pub(super) fn is_wasi_p3(name: &str) -> bool {
     name.strip_prefix("wasi:")
         .and_then(|rest| rest.split_once('@'))
         .is_some_and(|(_, version)| version.starts_with("0.3."))

@@ -24,7 +24,7 @@
 //! `wasi:cli@0.2` and `wasi:filesystem@0.3.0` together. Both need an engine
 //! with the component model's concurrency
 //! ([`Config::concurrency_support`](wasmtime::Config::concurrency_support)),
-//! which a [`Runner`](crate::Runner) makes at its first 0.3 guest.
+//! which a [`Runner`](crate::Runner) makes beside its engine of the others.
 //!
 //! Deliberate differences from wasmtime-wasi's p3, beside those of 0.2
 //! ([`crate::p2`]):

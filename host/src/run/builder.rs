@@ -31,8 +31,8 @@ impl Runner<()> {
 /// each configured for what its guests and limits need: p1 modules and 0.2
 /// components share one without the component model's concurrency (which
 /// would make every host call of a component a host task, about a sixth
-/// of a small-file read); a WASI 0.3 component gets one with it, made at
-/// the first such guest; a timeout gives both epoch interruption, whose
+/// of a small-file read); WASI 0.3 components get one with it (its linker
+/// made at the first such guest); a timeout gives both epoch interruption, whose
 /// checks at every function entry and loop back-edge make compiling up to
 /// 1.4x slower (`bench/load-results.md`).
 pub struct RunnerBuilder<T = ()> {
@@ -98,9 +98,9 @@ impl<T: Send + 'static> RunnerBuilder<T> {
         RunnerBuilder { config, limits, pool, cache, data: PhantomData }
     }
 
-    /// The runner, with the engine of p1 modules and 0.2 components made
-    /// and preview1 linked. Fails when the engine cannot be made (a pool's
-    /// reservation refused) or cannot hold the limits.
+    /// The runner, with its engines made and preview1 linked. Fails when an
+    /// engine cannot be made (a pool's reservation refused) or cannot hold
+    /// the limits ([`Unenforceable`](crate::Unenforceable) in the error).
     pub fn build(self) -> wasmtime::Result<Runner<T>> {
         let mut config = self.config.clone();
         config.concurrency_support(false);
@@ -116,10 +116,17 @@ impl<T: Send + 'static> RunnerBuilder<T> {
             .expect("preview1 links into an empty linker");
         #[cfg(feature = "p3")]
         let p3 = {
+            // Not pooled (its calls run on fibers), but reserving what a
+            // pooled engine's slots do.
             let mut config = self.config;
             config.concurrency_support(true);
             config.epoch_interruption(self.limits.timeout.is_some());
-            super::concurrent::Concurrent::new(config, self.limits)
+            if self.pool.is_some() {
+                crate::pool::reserve(&mut config, self.limits.max_memory);
+            }
+            let engine = Engine::new(&config)?;
+            check(&engine, &self.limits).map_err(wasmtime::Error::new)?;
+            super::concurrent::Concurrent::new(engine)
         };
         Ok(Runner {
             engine,

@@ -11,7 +11,7 @@ use super::*;
 
 /// The runner's engine of WASI 0.3 components.
 fn p3_engine() -> &'static Engine {
-    runner().engine(Kind::P3).unwrap()
+    runner().engine(Kind::P3)
 }
 
 /// The guest on PackFS's own host over the namespace `virtualized` builds.

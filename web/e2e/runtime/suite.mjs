@@ -204,6 +204,23 @@ test("WASI: one preopen shape: a tree described, node:wasi's object kept; what c
     ["/", /preopens must be an array/],
   ];
   for (const [preopens, message] of refused) assert.throws(() => new WASI({ preopens }), (e) => e instanceof TypeError && message.test(e.message));
+  // Found by review: each field is read once (a getter cannot pass the
+  // checks as one thing and reach the worker as another); a hole is an
+  // entry refused; only a plain object is the older shape, whose values
+  // name no path; relative names (node:wasi's ".") are taken everywhere.
+  let reads = 0;
+  const shifty = { path: "/", get kind() { return reads++ === 0 ? "mem" : "journal"; } };
+  const shiftyRun = await runP1(TOOLBOX, { args: ["toolbox", "ls", "/"], preopens: [shifty] });
+  assert.equal(shiftyRun.exitCode, 0);
+  assert.equal(reads, 1);
+  const holes = [, { path: "/", fs: new MemFs() }];
+  assert.throws(() => new WASI({ preopens: holes }), /preopens\[0\] must be an object, not undefined/);
+  await assert.rejects(runP1(TOOLBOX, { preopens: [{ path: "/", kind: "mem" }, ,] }), /preopens\[1\] must be an object/);
+  assert.throws(() => new WASI({ preopens: new Map([["/", new MemFs()]]) }), /preopens must be an array/);
+  assert.throws(() => new WASI({ preopens: { "/a": { fs: new MemFs(), path: "/b" } } }), /has no option "path"/);
+  assert.deepEqual(await run({ ".": new MemFs({ lower: Pack.fromBytes(SEED) }), "/ro": Pack.fromBytes(RO) }).then(([s]) => s), 0);
+  assert.throws(() => new MemFs({ lowr: Pack.fromBytes(SEED) }), /has no option "lowr"/);
+  assert.throws(() => new WASI({ preopens: [{ path: "/", kind: "pack", bytes: SEED, pack: { persist: true } }] }), /for a pack by url, not bytes/);
   // A tree at hand cannot cross to the runner's worker: said so at the call.
   await assert.rejects(runP1(TOOLBOX, { preopens: [{ path: "/", fs: new MemFs() }] }), /cannot cross to the runner's worker/);
 });
