@@ -98,7 +98,7 @@ mod sandbox;
 #[cfg(feature = "virt")]
 pub mod virt;
 
-pub use limits::{Limits, RunError, Unenforceable};
+pub use limits::{Limits, MAX_TIMEOUT, RunError, Unenforceable};
 pub use pool::Pool;
 pub use run::{Prepared, Runner, RunnerBuilder};
 pub use sandbox::{Access, Capture, Output, Sandbox, Stdin};

@@ -2,7 +2,7 @@
 //! an engine must have for the bounds to hold ([`Unenforceable`]), and the
 //! store limiter that enforces the memory bound.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use wasmtime::{Engine, ResourceLimiter};
 
@@ -33,6 +33,10 @@ impl ResourceLimiter for Limiter {
         }
     }
 }
+
+/// The longest [`Limits::timeout`]: u32::MAX seconds (136 years), so that
+/// a deadline set from any run's start is one the clock can count to.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(u32::MAX as u64);
 
 /// What a sandbox bounds: the guest's memory and its time.
 ///
@@ -84,10 +88,10 @@ pub enum Unenforceable {
         /// How far the engine lets a memory grow.
         bound: usize,
     },
-    /// [`Limits::timeout`] past what this machine's clock can count to
-    /// from now: no deadline could be set.
-    #[error("a time limit of {0:?} is past what the clock can count to")]
-    TimeoutPastClock(Duration),
+    /// [`Limits::timeout`] past [`MAX_TIMEOUT`]: a deadline that far
+    /// from a run's start may be past what the clock can count to.
+    #[error("a time limit of {0:?} is past the longest one a run is given, u32::MAX seconds (136 years)")]
+    TimeoutTooLong(Duration),
     /// A base configuration that consumes fuel: a runner gives its stores
     /// none, so every guest would trap at its first instruction.
     #[error("the engine consumes fuel, of which a runner gives its guests none: bound their time with Limits::timeout")]
@@ -117,7 +121,7 @@ pub enum RunError {
 }
 
 /// Whether a runner's `engine` can run guests under `limits`: not one that
-/// consumes fuel, a timeout the clock can count to, and an engine that
+/// consumes fuel, a timeout of at most [`MAX_TIMEOUT`], and an engine that
 /// lets a memory grow as far as the limit.
 /// (The builder gives an engine epoch interruption whenever there is a
 /// timeout.)
@@ -126,9 +130,9 @@ pub(crate) fn check(engine: &Engine, limits: &Limits) -> Result<(), Unenforceabl
         return Err(Unenforceable::Fuel);
     }
     if let Some(timeout) = limits.timeout
-        && Instant::now().checked_add(timeout).is_none()
+        && timeout > MAX_TIMEOUT
     {
-        return Err(Unenforceable::TimeoutPastClock(timeout));
+        return Err(Unenforceable::TimeoutTooLong(timeout));
     }
     if let (Some(limit), Some(bound)) = (limits.max_memory, memory_bound(engine))
         && limit > bound

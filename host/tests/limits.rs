@@ -20,7 +20,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use packfs_host::load::Kind;
-use packfs_host::{Limits, Pool, RunError, Runner, Sandbox, Unenforceable};
+use packfs_host::{Limits, MAX_TIMEOUT, Pool, RunError, Runner, Sandbox, Unenforceable};
 use wasmtime::Config;
 
 /// Never returns.
@@ -98,16 +98,20 @@ fn a_memory_limit_holds_at_the_limit_or_the_runner_is_refused() {
     assert!(matches!(run(&runner, GROW), Err(RunError::MemoryLimit(n)) if n == 2 << 20));
 }
 
-/// A time limit the clock cannot count to from now is refused when the
-/// runner is made: a deadline `Instant::now() + timeout` panicked in the
-/// run (found by review).
+/// A time limit past MAX_TIMEOUT is refused when the runner is made: a
+/// deadline `Instant::now() + timeout` panicked in the run, at once for
+/// Duration::MAX, and, for one just below what the clock can count to
+/// when the runner was made, in a run a moment later (found by review).
 #[test]
-fn a_timeout_past_the_clock_is_refused_not_a_panic() {
-    for timeout in [Duration::MAX, Duration::from_secs(u64::MAX / 2)] {
+fn a_timeout_past_the_longest_is_refused_not_a_panic() {
+    for timeout in [Duration::MAX, Duration::from_secs(u64::MAX / 2), MAX_TIMEOUT + Duration::from_nanos(1)] {
         let limits = Limits { timeout: Some(timeout), ..Limits::default() };
         let Err(e) = Runner::builder().limits(limits).build() else { panic!("{timeout:?} was accepted") };
-        assert_eq!(e.downcast_ref::<Unenforceable>(), Some(&Unenforceable::TimeoutPastClock(timeout)), "{e:#}");
+        assert_eq!(e.downcast_ref::<Unenforceable>(), Some(&Unenforceable::TimeoutTooLong(timeout)), "{e:#}");
     }
+    let runner = Runner::builder().limits(Limits { timeout: Some(MAX_TIMEOUT), ..Limits::default() }).build().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(run(&runner, EXIT7).unwrap(), 7);
 }
 
 /// The engine of WASI 0.3 components is made and checked with the runner:
@@ -125,7 +129,8 @@ fn the_0_3_engine_is_checked_when_the_runner_is_made() {
     let limits = Limits { max_memory: Some(5 << 30), ..Limits::default() };
     let Err(e) = Runner::builder().config(fixed()).limits(limits).build() else { panic!("made") };
     assert!(matches!(e.downcast_ref::<Unenforceable>(), Some(Unenforceable::MemoryPastEngine { .. })), "{e:#}");
-    let pooled = Runner::builder().config(fixed()).limits(limits).pool(Pool { instances: 1, ..Pool::default() }).build();
+    let pooled =
+        Runner::builder().config(fixed()).limits(limits).pool(Pool { instances: 1, ..Pool::default() }).build();
     let runner = pooled.unwrap();
     for kind in [Kind::P1, Kind::P3] {
         assert!(runner.engine(kind).get_memory_reservation() >= 5 << 30, "{kind:?}");

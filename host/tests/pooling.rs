@@ -268,3 +268,18 @@ fn components_run_pooled_too() {
         assert_eq!(runner.run_prepared(&pre, Sandbox::new()).unwrap(), 0);
     }
 }
+
+/// A base configuration that pools gives the engine of p1 modules and 0.2
+/// components its pool; the 0.3 engine, made with the runner, takes none
+/// (its pool's address space would be reserved twice, and its calls run
+/// on fibers a pool reserves no stacks for). Found by review: a runner of
+/// such a configuration failed to be made where one engine fit.
+#[test]
+fn a_pooled_base_configuration_pools_only_the_synchronous_engine() {
+    let mut config = wasmtime::Config::new();
+    let pooling = wasmtime::PoolingAllocationConfig::default();
+    config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pooling));
+    let runner = Runner::builder().config(config).build().unwrap();
+    assert!(runner.engine(Kind::P1).get_pooling_config().is_some());
+    assert!(runner.engine(Kind::P3).get_pooling_config().is_none());
+}

@@ -27,6 +27,22 @@ export function onlyKnown(obj, known, what) {
   }
 }
 
+/**
+ * The `known` fields of `obj` (its own, or inherited, as a destructuring
+ * reads them), each read once; unknown own ones refused first. What the
+ * checks look at is then what is used: a getter cannot answer them one
+ * way and the run another.
+ */
+export function pick(obj, known, what) {
+  onlyKnown(obj, known, what);
+  const out = {};
+  for (const k of known) {
+    const v = obj[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
+}
+
 /** `obj` (if given): an object of `known` whole numbers, 0 or more. */
 export function checkNumbers(obj, known, what) {
   if (obj === undefined) return;
@@ -38,6 +54,8 @@ export function checkNumbers(obj, known, what) {
 }
 
 const KINDS = ["mem", "pack", "overlay", "journal"];
+/** Most preopens a guest is given: a p1 guest's descriptors are fewer. */
+const MAX_PREOPENS = 4096;
 const PREOPEN = ["path", "fs", "kind", "url", "bytes", "readOnly", "options", "pack", "save", "name"];
 /** A journal's name: what packfs-web's MemFs.openJournal takes. */
 const JOURNAL_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]{1,128}$/;
@@ -74,6 +92,7 @@ export function checkPreopens(preopens, where, { trees, base } = {}) {
       return { path, fs, readOnly };
     });
   } else if (Array.isArray(preopens)) {
+    if (preopens.length > MAX_PREOPENS) throw bad("preopens", `at most ${MAX_PREOPENS} preopens`, preopens.length);
     // A hole is an `undefined` entry, refused as one.
     list = Array.from(preopens);
   } else {
@@ -99,10 +118,7 @@ const isTree = (v, trees) => v instanceof trees.MemFs || v instanceof trees.Pack
 
 function preopen(given, what, trees, base) {
   if (!isObject(given)) throw bad(what, "an object", given);
-  // Each field read once: a getter cannot answer the checks one way and
-  // the worker another.
-  const p = { ...given };
-  onlyKnown(p, PREOPEN, what);
+  const p = pick(given, PREOPEN, what);
   // packfs-web's own rule (Preview1.preopen's), wherever a preopen is given.
   if (typeof p.path !== "string" || p.path === "" || p.path.split("/").includes("..") || p.path.includes("\0")) {
     throw bad(`${what}.path`, 'a guest path (not empty, without ".." or NUL)', p.path);
@@ -144,8 +160,8 @@ function described(p, what, base) {
   }
   const out = { ...p };
   // Their fields too are read once, here.
-  if (isObject(p.pack)) out.pack = p.pack = { ...p.pack };
-  if (isObject(p.options)) out.options = p.options = { ...p.options };
+  if (isObject(p.pack)) out.pack = p.pack = pick(p.pack, PACK_OPTIONS, `${what}.pack`);
+  if (isObject(p.options)) out.options = p.options = pick(p.options, FS_OPTIONS, `${what}.options`);
   if (p.kind === "journal") {
     if (typeof p.name !== "string" || !JOURNAL_NAME.test(p.name)) {
       throw bad(`${what}.name`, "1 to 128 letters, digits, '.', '_' or '-' (not . or ..)", p.name);

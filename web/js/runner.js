@@ -16,7 +16,7 @@
 // spinning. Every option is checked before the worker starts: a mistake is
 // a TypeError that names the option.
 
-import { bad, checkPreopens, isBytes, isObject, onlyKnown } from "./options.js";
+import { bad, checkPreopens, isBytes, isObject, pick } from "./options.js";
 import { channel, drain, pieces } from "./channel.js";
 import { checkSink, outputs } from "./output.js";
 import { nodeWorker, server, wasmSource, workingDirectory } from "./runtime.js";
@@ -61,7 +61,7 @@ function check(module, options) {
     throw bad("module", "a WebAssembly.Module, a Uint8Array or an ArrayBuffer", module);
   }
   if (!isObject(options)) throw bad("options", "an object", options);
-  onlyKnown(options, OPTIONS, "runP1");
+  options = pick(options, OPTIONS, "runP1");
   const { args, env, stdin, stdout, stderr, preopens, timeout, signal, baseUrl } = options;
   if (args !== undefined && !(Array.isArray(args) && args.every((a) => typeof a === "string"))) {
     throw bad("args", "an array of strings", args);
@@ -95,10 +95,8 @@ function check(module, options) {
   const base = String(baseUrl ?? globalThis.location?.href ?? workingDirectory() ?? "");
   const checked = checkPreopens(preopens, "runP1", { base });
   return {
-    args,
-    env,
-    stdin: stdin instanceof ArrayBuffer ? new Uint8Array(stdin) : isBytes(stdin) ? stdin : undefined,
-    preopens: checked,
+    msg: { args, env, stdin: stdin instanceof ArrayBuffer ? new Uint8Array(stdin) : isBytes(stdin) ? stdin : undefined, preopens: checked },
+    options,
   };
 }
 
@@ -220,13 +218,13 @@ class Runner {
    * @returns {Promise<import("./runner.js").RunResult>}
    */
   run(module, options = {}) {
-    let msg;
+    let checked;
     try {
-      msg = check(module, options);
+      checked = check(module, options);
     } catch (e) {
       return Promise.reject(e);
     }
-    const run = this.#turn.then(() => this.#start(module, msg, options));
+    const run = this.#turn.then(() => this.#start(module, checked.msg, checked.options));
     this.#turn = run.catch(() => {});
     return run;
   }

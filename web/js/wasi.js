@@ -15,7 +15,7 @@
 
 import { MemFs, Overlay, Pack, Preview1 } from "./packfs_web.js";
 import { importsNow } from "./imports.js";
-import { bad, checkPreopens, isObject, onlyKnown } from "./options.js";
+import { bad, checkPreopens, isObject, pick } from "./options.js";
 import { readFd, readsFiles, writeFd } from "./runtime.js";
 
 const OPTIONS = ["version", "args", "env", "preopens", "returnOnExit", "stdin", "stdout", "stderr"];
@@ -58,7 +58,7 @@ export class WASI {
    */
   constructor(options = {}) {
     if (!isObject(options)) throw bad("options", "an object", options);
-    onlyKnown(options, OPTIONS, "WASI");
+    options = pick(options, OPTIONS, "WASI");
     const { version = "preview1", args = [], env = {}, preopens, returnOnExit = true } = options;
     if (version !== "preview1") throw bad("version", '"preview1"', version);
     if (typeof returnOnExit !== "boolean") throw bad("returnOnExit", "a boolean", returnOnExit);

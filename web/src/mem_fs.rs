@@ -33,9 +33,14 @@ impl MemFs {
         #[wasm_bindgen(unchecked_optional_param_type = "MemFsOptions")] options: Option<JsValue>,
     ) -> JsResult<MemFs> {
         // A misspelt `lower` would make an empty tree where an overlay was
-        // meant: every key is one of these.
+        // meant: a plain object (what it inherits is Object's), every key
+        // one of these.
         if let Some(o) = options.as_ref().filter(|o| o.is_object()) {
             let o: &js_sys::Object = o.unchecked_ref();
+            let proto = js_sys::Object::get_prototype_of(o);
+            if !(proto.is_null() || proto == js_sys::Object::get_prototype_of(&js_sys::Object::new())) {
+                return Err(type_error("options must be a plain object"));
+            }
             for key in js_sys::Object::keys(o).iter().filter_map(|k| k.as_string()) {
                 if !["maxBytes", "maxInodes", "lower"].contains(&key.as_str()) {
                     return Err(type_error(&format!("options has no option {key:?} (maxBytes, maxInodes, lower)")));

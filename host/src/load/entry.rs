@@ -81,27 +81,45 @@ fn kind_of(file: &mut (impl Read + Seek)) -> Result<Kind, LoadError> {
     })
 }
 
-/// The guest `code` is, compiled for `kind`'s engine, if it is that kind:
-/// a file changed between the look at its header and imports and its
-/// compile may have become another.
-fn guest(code: Code, kind: Kind, status: CacheStatus) -> Result<Guest, LoadError> {
-    let same = match (&code, kind) {
-        (Code::Module(_), Kind::P1) => true,
-        (Code::Component(c), Kind::P2 | Kind::P3) => speaks_p3(c) == (kind == Kind::P3),
-        _ => false,
-    };
-    if !same {
-        return Err(LoadError::Changed);
+/// What compiled `code` is: a module is p1; a component is 0.3 when it
+/// imports or exports a `wasi:` interface of 0.3.
+fn kind_of_code(code: &Code) -> Kind {
+    match code {
+        Code::Module(_) => Kind::P1,
+        Code::Component(c) => {
+            let (ty, engine) = (c.component_type(), c.engine());
+            let mut names = ty.imports(engine).map(|(n, _)| n).chain(ty.exports(engine).map(|(n, _)| n));
+            if names.any(is_wasi_p3) { Kind::P3 } else { Kind::P2 }
+        }
     }
-    Ok(Guest::new(code, kind, status))
 }
 
-/// Whether the compiled `component` imports or exports a `wasi:`
-/// interface of 0.3, as its bytes said before it was compiled.
-fn speaks_p3(component: &wasmtime::component::Component) -> bool {
-    let (ty, engine) = (component.component_type(), component.engine());
-    let mut names = ty.imports(engine).map(|(n, _)| n).chain(ty.exports(engine).map(|(n, _)| n));
-    names.any(is_wasi_p3)
+/// `wasm` compiled (through `cache`, under `digest`) for the engine of
+/// `kind`, what its bytes were read as. A component whose code says it is
+/// the other version (a names section larger than the look reads, say) is
+/// compiled again for that one's engine: the same bytes. A module where a
+/// component was read, or the reverse, was a file that changed between the
+/// look and the read.
+fn compile_as<'e>(
+    wasm: &[u8],
+    kind: Kind,
+    cache: Option<(&GuestCache, &Digest32)>,
+    engine: &impl Fn(Kind) -> &'e Engine,
+) -> Result<Guest, LoadError> {
+    let form = Form::of(wasm)?;
+    let once = |kind: Kind| match cache {
+        None => Ok((compile(engine(kind), form, wasm)?, CacheStatus::Off)),
+        Some((cache, digest)) => guest_cache::get_or_store(cache, engine(kind), form, wasm, digest),
+    };
+    let (code, status) = once(kind)?;
+    match kind_of_code(&code) {
+        actual if actual == kind => Ok(Guest::new(code, kind, status)),
+        actual @ (Kind::P2 | Kind::P3) if kind != Kind::P1 => {
+            let (code, status) = once(actual)?;
+            Ok(Guest::new(code, actual, status))
+        }
+        _ => Err(LoadError::Changed),
+    }
 }
 
 /// A hit hashes `wasm` (SHA-256, for its key) and maps the artifact.
@@ -111,13 +129,8 @@ fn from_bytes<'e>(
     engine: impl Fn(Kind) -> &'e Engine,
 ) -> Result<Guest, LoadError> {
     let kind = kind_of(&mut Cursor::new(wasm))?;
-    let engine = engine(kind);
-    let form = Form::of(wasm)?;
-    let (code, status) = match cache {
-        None => (compile(engine, form, wasm)?, CacheStatus::Off),
-        Some(cache) => guest_cache::get_or_store(cache, engine, form, wasm, &Sha256::digest(wasm).into())?,
-    };
-    guest(code, kind, status)
+    let digest: Option<Digest32> = cache.map(|_| Sha256::digest(wasm).into());
+    compile_as(wasm, kind, cache.zip(digest.as_ref()), &engine)
 }
 
 /// When the cache has seen this file as it is now (same device, inode,
@@ -138,27 +151,26 @@ fn from_file<'e>(
         return from_bytes(&read(&file)?, cache, engine);
     }
     let kind = kind_of(&mut BufReader::new(&file))?;
-    let engine = engine(kind);
     (&file).seek(SeekFrom::Start(0)).map_err(LoadError::Io)?;
     let Some(cache) = cache else {
-        let wasm = read(&file)?;
-        return guest(compile(engine, Form::of(&wasm)?, &wasm)?, kind, CacheStatus::Off);
+        return compile_as(&read(&file)?, kind, None, &engine);
     };
     let id = FileId::of(&st);
     if let Some(digest) = guest_cache::digest_of(cache, &id)
-        && let Some(code) = guest_cache::hit(cache, engine, &guest_cache::key(engine, &digest))
+        && let Some(code) = guest_cache::hit(cache, engine(kind), &guest_cache::key(engine(kind), &digest))
+        && kind_of_code(&code) == kind
     {
-        return guest(code, kind, CacheStatus::Hit);
+        return Ok(Guest::new(code, kind, CacheStatus::Hit));
     }
     let wasm = read(&file)?;
     let digest: Digest32 = Sha256::digest(&wasm).into();
-    let (code, status) = guest_cache::get_or_store(cache, engine, Form::of(&wasm)?, &wasm, &digest)?;
+    let guest = compile_as(&wasm, kind, Some((cache, &digest)), &engine)?;
     // What was read is what the identity names only if it did not change
     // meanwhile.
     if rustix::fs::fstat(&file).is_ok_and(|st| FileId::of(&st) == id) {
         guest_cache::record(cache, &id, &digest);
     }
-    guest(code, kind, status)
+    Ok(guest)
 }
 
 /// The rest of the file.
@@ -172,20 +184,38 @@ fn read(mut file: &File) -> Result<Vec<u8>, LoadError> {
 mod tests {
     use super::*;
 
-    /// A file that changed between the look at its kind and its compile is
-    /// refused, not given a kind its code is not (found by review).
+    fn component(wat: &str) -> Vec<u8> {
+        wat::parse_str(wat).unwrap()
+    }
+
+    /// A component whose 0.3 name the look at its bytes missed (its import
+    /// section past the most the look reads) is compiled again for the
+    /// 0.3 engine, not refused as changed (found by review); and the kind
+    /// of compiled code is what its names say.
     #[test]
-    fn code_of_another_kind_than_was_read_is_refused() {
-        let engine = Engine::default();
-        let module = Code::Module(wasmtime::Module::new(&engine, wat::parse_str("(module)").unwrap()).unwrap());
-        let p2 = wasmtime::component::Component::new(&engine, wat::parse_str("(component)").unwrap()).unwrap();
-        let p3 = wat::parse_str(r#"(component (import "wasi:cli/environment@0.3.0" (instance)))"#).unwrap();
-        let p3 = wasmtime::component::Component::new(&engine, p3).unwrap();
-        let refused = |code, kind| matches!(guest(code, kind, CacheStatus::Off), Err(LoadError::Changed));
-        assert!(refused(module.clone(), Kind::P2) && refused(module.clone(), Kind::P3));
-        assert!(refused(Code::Component(p2.clone()), Kind::P1) && refused(Code::Component(p2.clone()), Kind::P3));
-        assert!(refused(Code::Component(p3.clone()), Kind::P2));
-        assert!(!refused(module, Kind::P1) && !refused(Code::Component(p2), Kind::P2));
-        assert!(!refused(Code::Component(p3), Kind::P3));
+    fn the_code_s_kind_decides_when_the_look_missed_it() {
+        let (main, concurrent) = (Engine::default(), Engine::default());
+        let engine = |kind: Kind| if kind == Kind::P3 { &concurrent } else { &main };
+        let p3 = component(r#"(component (import "wasi:cli/environment@0.3.0" (instance)))"#);
+        // Read as 0.2: compiled again for the 0.3 engine.
+        let guest = compile_as(&p3, Kind::P2, None, &engine).unwrap();
+        assert_eq!(guest.kind(), Kind::P3);
+        assert!(Engine::same(guest.component().unwrap().engine(), &concurrent));
+        let p2 = component("(component)");
+        assert_eq!(compile_as(&p2, Kind::P3, None, &engine).unwrap().kind(), Kind::P2);
+        // A module where a component was read: the file changed.
+        let module = wat::parse_str("(module)").unwrap();
+        assert!(matches!(compile_as(&module, Kind::P2, None, &engine), Err(LoadError::Changed)));
+        assert!(matches!(compile_as(&p2, Kind::P1, None, &engine), Err(LoadError::Changed)));
+        // Past the look's 16 MiB import section, from bytes and as a file.
+        let mut big = String::from("(component");
+        for i in 0..4096 {
+            big += &format!(r#" (import "x{i}-{}" (instance))"#, "n".repeat(4096));
+        }
+        big += r#" (import "wasi:cli/environment@0.3.0" (instance)))"#;
+        let big = component(&big);
+        assert!(big.len() > 16 << 20);
+        assert_eq!(kind_of(&mut Cursor::new(&big[..])).unwrap(), Kind::P2, "the look stops at the limit");
+        assert_eq!(from_bytes(&big, None, engine).unwrap().kind(), Kind::P3);
     }
 }

@@ -121,6 +121,9 @@ impl<T: Send + 'static> RunnerBuilder<T> {
             let mut config = self.config;
             config.concurrency_support(true);
             config.epoch_interruption(self.limits.timeout.is_some());
+            // Whatever the base configuration says: a pool reserves its
+            // slots when the engine is made.
+            config.allocation_strategy(wasmtime::InstanceAllocationStrategy::OnDemand);
             if self.pool.is_some() {
                 crate::pool::reserve(&mut config, self.limits.max_memory);
             }

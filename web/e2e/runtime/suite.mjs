@@ -221,6 +221,21 @@ test("WASI: one preopen shape: a tree described, node:wasi's object kept; what c
   assert.deepEqual(await run({ ".": new MemFs({ lower: Pack.fromBytes(SEED) }), "/ro": Pack.fromBytes(RO) }).then(([s]) => s), 0);
   assert.throws(() => new MemFs({ lowr: Pack.fromBytes(SEED) }), /has no option "lowr"/);
   assert.throws(() => new WASI({ preopens: [{ path: "/", kind: "pack", bytes: SEED, pack: { persist: true } }] }), /for a pack by url, not bytes/);
+  // Found by the second review: options inherited from a prototype are
+  // read (as Rust reads them), once: a pin is held, a quota kept.
+  const wrong = "blake3:" + "0".repeat(64);
+  assert.throws(() => new WASI({ preopens: [{ path: "/", kind: "pack", bytes: SEED, pack: Object.create({ digest: wrong }) }] }), /pinned/);
+  const small = [{ path: "/", kind: "mem", options: Object.create({ maxBytes: 10 }) }];
+  const quota = await runP1(TOOLBOX, { args: ["toolbox", "write", "/f", "x".repeat(100)], preopens: small });
+  assert.notEqual(quota.exitCode, 0, "a write past the inherited maxBytes was taken");
+  assert.throws(() => new MemFs(Object.create({ lowr: Pack.fromBytes(SEED) })), /options must be a plain object/);
+  let timeoutReads = 0;
+  const reread = { args: ["toolbox", "ls", "/"], preopens: [{ path: "/", kind: "mem" }], get timeout() { return timeoutReads++ === 0 ? 60_000 : "soon"; } };
+  assert.equal((await runP1(TOOLBOX, reread)).exitCode, 0);
+  assert.equal(timeoutReads, 1);
+  const sparse = [];
+  sparse.length = 1e8;
+  assert.throws(() => new WASI({ preopens: sparse }), /at most 4096 preopens/);
   // A tree at hand cannot cross to the runner's worker: said so at the call.
   await assert.rejects(runP1(TOOLBOX, { preopens: [{ path: "/", fs: new MemFs() }] }), /cannot cross to the runner's worker/);
 });
