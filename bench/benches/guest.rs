@@ -508,8 +508,7 @@ fn main() {
     let default_engine = std::env::var_os("GUEST_BENCH_DEFAULT_ENGINE").is_some();
     let cache = GuestCache::new(support::guest_cache_dir()).expect("guest cache dir");
     let runner = Arc::new(Runner::builder().cache(cache).build().unwrap());
-    let engine =
-        if default_engine { Engine::default() } else { runner.engine(packfs_host::load::Kind::P1).clone() };
+    let engine = if default_engine { Engine::default() } else { runner.engine(packfs_host::load::Kind::P1).clone() };
     let t = Instant::now();
     let guests: Vec<Guest> = targets.iter().map(|&t| load(&runner, &engine, t)).collect();
     eprintln!("guests compiled in {:.1} s", t.elapsed().as_secs_f64());
