@@ -208,11 +208,13 @@ mod tests {
         assert!(matches!(compile_as(&module, Kind::P2, None, &engine), Err(LoadError::Changed)));
         assert!(matches!(compile_as(&p2, Kind::P1, None, &engine), Err(LoadError::Changed)));
         // Past the look's 16 MiB import section, from bytes and as a file.
-        let mut big = String::from("(component");
-        for i in 0..4096 {
-            big += &format!(r#" (import "x{i}-{}" (instance))"#, "n".repeat(4096));
+        // One import section: the imports name a type defined before them.
+        let mut big = String::from("(component (type $i (instance))");
+        // (At most 1,000 instances a component: fewer, longer names.)
+        for i in 0..800 {
+            big += &format!(r#" (import "x{i}-{}" (instance (type $i)))"#, "n".repeat(22 << 10));
         }
-        big += r#" (import "wasi:cli/environment@0.3.0" (instance)))"#;
+        big += r#" (import "wasi:cli/environment@0.3.0" (instance (type $i))))"#;
         let big = component(&big);
         assert!(big.len() > 16 << 20);
         assert_eq!(kind_of(&mut Cursor::new(&big[..])).unwrap(), Kind::P2, "the look stops at the limit");
