@@ -117,7 +117,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // One engine, runner and linked guest for every plugin, with a pool
     // slot for each plugin at once; the limits hold for each run.
     let limits = Limits { max_memory: Some(MEMORY), timeout: Some(Duration::from_secs(10)) };
-    let runner = Runner::builder().limits(limits).pool(Pool { instances: PLUGINS as u32, ..Pool::default() }).build()?;
+    let runner =
+        Runner::builder().limits(limits).pool(Pool { instances: PLUGINS as u32, ..Pool::default() }).build()?;
     let plugin = runner.prepare(&runner.load(&wat::parse_str(GUEST)?)?)?;
 
     // The plugins: name, input, how the run should end.
