@@ -200,13 +200,7 @@ impl<T: Send + 'static> Runner<T> {
     /// against 0.3 and 0.2. A guest loaded by another runner is refused.
     pub fn prepare(&self, guest: &Guest) -> Result<Prepared<T>, RunError> {
         let refuse = |why: &str| Err(RunError::Instantiate(wasmtime::Error::msg(why.to_owned())));
-        let engine = self.engine(guest.kind());
-        let loaded_here = match (guest.module(), guest.component()) {
-            (Some(m), _) => Engine::same(m.engine(), engine),
-            (_, Some(c)) => Engine::same(c.engine(), engine),
-            (None, None) => false,
-        };
-        if !loaded_here {
+        if !Engine::same(guest.code.engine(), self.engine(guest.kind())) {
             return refuse("the guest was loaded by another runner");
         }
         let linked = match (guest.kind(), guest.module(), guest.component()) {

@@ -72,6 +72,16 @@ pub(crate) enum Code {
     Component(Component),
 }
 
+impl Code {
+    /// The engine it was compiled for.
+    pub(crate) fn engine(&self) -> &Engine {
+        match self {
+            Code::Module(m) => m.engine(),
+            Code::Component(c) => c.engine(),
+        }
+    }
+}
+
 /// Why a guest binary could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -112,4 +112,40 @@ mod tests {
             assert!(!speaks_wasi_p3(&mut io::Cursor::new(bytes)).unwrap());
         }
     }
+
+    /// Sections that declare any length, huge ones included, over bodies
+    /// of a few bytes: the look ends, reading no more than is there, and
+    /// never past a section's 16 MiB (what a malformed component can make
+    /// the host hold is what it is, not what it says).
+    #[test]
+    fn sections_declaring_huge_lengths_cost_what_is_there() {
+        use proptest::prelude::*;
+        let length = prop_oneof![
+            Just(u32::MAX),
+            Just(MAX_NAMES_SECTION as u32),
+            Just(MAX_NAMES_SECTION as u32 + 1),
+            Just(SMALL as u32 + 1),
+            0u32..64,
+            any::<u32>(),
+        ];
+        let section =
+            (prop_oneof![Just(IMPORTS), Just(EXPORTS), 0u8..16], length, prop::collection::vec(any::<u8>(), 0..64));
+        proptest!(|(sections in prop::collection::vec(section, 0..8), tail in prop::collection::vec(any::<u8>(), 0..16))| {
+            let mut bytes = b"\0asm\x0d\0\x01\0".to_vec();
+            for (id, len, body) in &sections {
+                bytes.push(*id);
+                let mut n = *len;
+                loop {
+                    let b = (n & 0x7f) as u8;
+                    n >>= 7;
+                    bytes.push(if n == 0 { b } else { b | 0x80 });
+                    if n == 0 { break; }
+                }
+                bytes.extend_from_slice(body);
+            }
+            bytes.extend_from_slice(&tail);
+            // Ends, without a panic; a cursor never fails to read.
+            prop_assert!(speaks_wasi_p3(&mut io::Cursor::new(&bytes[..])).is_ok());
+        });
+    }
 }

@@ -192,40 +192,42 @@ fn a_guest_cannot_reach_the_virtual_filesystems_own_interface_nor_the_hosts_file
     assert!(format!("{e:#}").contains("does not serve both yet"), "{e:#}");
     let e = Virt::new().build(&component("packfs:virt/http-bridge")).unwrap_err();
     assert!(format!("{e:#}").contains("the virtual filesystem's own interface"), "{e:#}");
-    // A middleware (a guest calling the next incoming handler, its request
-    // one of the component's own resources) is not served yet: refused,
-    // not a panic while composing.
-    let middleware = wat::parse_str(
-        r#"(component
+    // Both guests take the request and outparam types from wasi:http.
+    let http_types = |version: &str| {
+        format!(
+            r#"(component
   (import "wasi:filesystem/types@0.2.0" (instance))
-  (import "wasi:http/types@0.2.12" (instance $t
+  (import "wasi:http/types@{version}" (instance $t
     (export "incoming-request" (type (sub resource)))
     (export "response-outparam" (type (sub resource)))))
   (alias export $t "incoming-request" (type $r))
-  (alias export $t "response-outparam" (type $o))
+  (alias export $t "response-outparam" (type $o))"#
+        )
+    };
+    // A middleware (a guest calling the next incoming handler, its request
+    // one of the component's own resources) is not served yet: refused,
+    // not a panic while composing.
+    let middleware = wat::parse_str(format!(
+        r#"{}
   (import "wasi:http/incoming-handler@0.2.12" (instance
     (export "handle" (func (param "request" (own $r)) (param "response-out" (own $o)))))))"#,
-    )
+        http_types("0.2.12")
+    ))
     .unwrap();
     let e = Virt::new().build(&middleware).unwrap_err();
     assert!(format!("{e:#}").contains("does not serve a guest an incoming handler"), "{e:#}");
     // An incoming handler exporting more than `handle`: the bridge serves
     // `handle` alone, so the rest would be dropped without a word.
-    let handler = wat::parse_str(
-        r#"(component
-  (import "wasi:filesystem/types@0.2.0" (instance))
-  (import "wasi:http/types@0.2.0" (instance $t
-    (export "incoming-request" (type (sub resource)))
-    (export "response-outparam" (type (sub resource)))))
-  (alias export $t "incoming-request" (type $r))
-  (alias export $t "response-outparam" (type $o))
+    let handler = wat::parse_str(format!(
+        r#"{}
   (core module $m (func (export "h") (param i32 i32)) (func (export "x")))
   (core instance $i (instantiate $m))
   (func $h (param "request" (own $r)) (param "response-out" (own $o)) (canon lift (core func $i "h")))
   (func $x (canon lift (core func $i "x")))
   (instance $out (export "handle" (func $h)) (export "extra" (func $x)))
   (export "wasi:http/incoming-handler@0.2.0" (instance $out)))"#,
-    )
+        http_types("0.2.0")
+    ))
     .unwrap();
     let Err(e) = Virt::new().build(&handler) else { panic!("composed") };
     assert!(format!("{e:#}").contains("more than `handle`"), "{e:#}");
