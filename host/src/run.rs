@@ -90,8 +90,9 @@ enum Linked<T: 'static> {
 /// [`Limits::max_memory`] if larger) plus a 32 MiB guard each, about 4 TiB
 /// for the default 1,000 sandboxes. That is reserved, not resident, but
 /// making the runner can fail under `ulimit -v` or strict overcommit
-/// (`vm.overcommit_memory=2`): there, use fewer instances. (WASI 0.3
-/// components, whose calls run on fibers, are not pooled.)
+/// (`vm.overcommit_memory=2`): there, use fewer instances. A pooled
+/// runner refuses WASI 0.3 components (their calls run on fibers, and
+/// their engine has no pool): they would escape its limits.
 ///
 /// Such a host also links its guest once ([`Runner::prepare`]) and gives
 /// each run its own fork of one base tree
@@ -130,6 +131,8 @@ pub struct Runner<T: 'static = ()> {
     p3: concurrent::Concurrent<T>,
     cache: Option<GuestCache>,
     limits: Limits,
+    /// Its sandboxes come from a pool, which holds p1 and 0.2 guests only.
+    pooled: bool,
 }
 
 impl<T: Send + 'static> Runner<T> {
@@ -209,6 +212,11 @@ impl<T: Send + 'static> Runner<T> {
                     return refuse("the module exports no `_start` function");
                 }
                 Linked::Module(self.p1.instantiate_pre(m).map_err(RunError::Instantiate)?)
+            }
+            (Kind::P3, ..) if self.pooled => {
+                return refuse(
+                    "a pooled runner runs no WASI 0.3 component: its engine has no pool, whose limits the guest would escape",
+                );
             }
             #[cfg(feature = "p3")]
             (Kind::P3, _, Some(c)) => Linked::Concurrent(self.p3.link(c).map_err(RunError::Instantiate)?),

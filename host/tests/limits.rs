@@ -156,3 +156,15 @@ fn epochs_in_the_base_configuration_do_not_trap_an_untimed_guest() {
     let runner = Runner::builder().config(config).build().unwrap();
     assert_eq!(run(&runner, EXIT7).unwrap(), 7);
 }
+
+/// A base configuration made for WASI 0.3 guests (the component model's
+/// async on, as wasmtime's docs for them say) makes a runner: the builder
+/// turns it off on the engine without concurrency, which wasmtime refused
+/// (found by review).
+#[test]
+fn a_base_configuration_with_component_async_makes_a_runner() {
+    let mut config = Config::new();
+    config.wasm_component_model_async(true);
+    let runner = Runner::builder().config(config).build().unwrap();
+    assert_eq!(run(&runner, EXIT7).unwrap(), 7);
+}

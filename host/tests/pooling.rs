@@ -283,3 +283,17 @@ fn a_pooled_base_configuration_pools_only_the_synchronous_engine() {
     assert!(runner.engine(Kind::P1).get_pooling_config().is_some());
     assert!(runner.engine(Kind::P3).get_pooling_config().is_none());
 }
+
+/// A WASI 0.3 component runs on an engine with no pool: a pooled runner
+/// refuses it, whatever it names, where it would have escaped the pool's
+/// sandboxes and memories (found by review: one export named like a 0.3
+/// interface let a guest fill 24 memories under a pool of one).
+#[cfg(feature = "p3")]
+#[test]
+fn a_pooled_runner_refuses_a_0_3_component() {
+    let runner = pooled(Limits { max_memory: Some(16 << 20), ..Limits::default() }, 1);
+    let guest = runner.load(&wat::parse_str(r#"(component (import "wasi:x/y@0.3.0" (instance)))"#).unwrap()).unwrap();
+    assert_eq!(guest.kind(), Kind::P3);
+    let Err(e) = runner.prepare(&guest) else { panic!("a pooled runner took a 0.3 guest") };
+    assert!(e.to_string().contains("pooled runner runs no WASI 0.3"), "{e}");
+}

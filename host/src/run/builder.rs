@@ -104,6 +104,14 @@ impl<T: Send + 'static> RunnerBuilder<T> {
     pub fn build(self) -> wasmtime::Result<Runner<T>> {
         let mut config = self.config.clone();
         config.concurrency_support(false);
+        // What needs that concurrency is the 0.3 engine's (a base
+        // configuration for 0.3 guests turns it on): off here, or wasmtime
+        // refuses the engine.
+        #[cfg(feature = "p3")]
+        config
+            .wasm_component_model_async(false)
+            .wasm_component_model_async_stackful(false)
+            .wasm_component_model_threading(false);
         config.epoch_interruption(self.limits.timeout.is_some());
         if let Some(pool) = &self.pool {
             pool.apply(&mut config, self.limits.max_memory);
@@ -116,8 +124,9 @@ impl<T: Send + 'static> RunnerBuilder<T> {
             .expect("preview1 links into an empty linker");
         #[cfg(feature = "p3")]
         let p3 = {
-            // Not pooled (its calls run on fibers), but reserving what a
-            // pooled engine's slots do.
+            // Never pooled (its calls run on fibers a pool reserves no
+            // stacks for); a pooled runner refuses its guests, which would
+            // escape the pool's counts (Runner::prepare).
             let mut config = self.config;
             config.concurrency_support(true);
             config.epoch_interruption(self.limits.timeout.is_some());
@@ -140,6 +149,7 @@ impl<T: Send + 'static> RunnerBuilder<T> {
             p3,
             cache: self.cache,
             limits: self.limits,
+            pooled: self.pool.is_some(),
         })
     }
 }
