@@ -87,6 +87,10 @@ long=$(find core/src host/src host/*/src test-support/src web/src bench/src web/
     ! -name tests.rs -exec awk 'END { if (NR > 600) print FILENAME ": " NR " lines, more than 600" }' {} \;)
 [ -z "$long" ] || { echo "$long"; exit 1; }
 
+# The benchmarks' results files whose measured code changed since they
+# were measured: listed, not failed on (bench/rerun.sh refreshes them).
+cargo run -q -p packfs-bench --bin results -- stale
+
 # Every crate's tests: unit, property, model, concurrency, doc tests.
 cargo test --workspace --all-targets
 cargo test --workspace --doc

@@ -3,11 +3,14 @@
 # against `tar -cf` / `tar -xf` and `zip -0` / `unzip` (stored, like a pack)
 # on the same tree, in the same run, the tools taking turns in every round
 # (RUNS rounds, default 5); median [min–max] of each, written as a
-# Markdown table to stdout.
+# Markdown table to stdout and, on a whole run, bench/cli-results.md. All
+# on tmpfs (/dev/shm): on a disk, writeback of the last run's files made
+# extraction times spread 15-fold.
 #
 # Run: bench/cli.sh [FILES]   (default 100000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo=$PWD
 files=${1:-100000}
 command -v zip >/dev/null && command -v unzip >/dev/null || {
     sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
@@ -15,7 +18,9 @@ command -v zip >/dev/null && command -v unzip >/dev/null || {
 }
 cargo build -q --release -p packfs-cli
 packfs=$PWD/target/release/packfs
-work=$(mktemp -d /tmp/packfs-cli-bench.XXXXXX)
+shm=/dev/shm
+[ -d "$shm" ] || shm=${TMPDIR:-/tmp}
+work=$(mktemp -d "$shm/packfs-cli-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 # A tree like a source checkout: 1,000 directories, sizes 100 B to 8 KiB,
@@ -72,10 +77,17 @@ done
 size() { stat -c %s "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 
-echo "Tree: $files files, $bytes bytes, 1,000 directories (bench/cli.sh). $runs rounds, each running every tool once in turn; median [min–max], seconds."
+table() {
+echo "Tree: $files files, $bytes bytes, 1,000 directories, on $(df --output=fstype "$work" | tail -1) (bench/cli.sh). $runs rounds, each running every tool once in turn; median [min–max], seconds."
 echo
 echo "| | packfs | tar | zip -0 / unzip | tar ÷ packfs | zip ÷ packfs |"
 echo "|---|---:|---:|---:|---:|---:|"
 echo "| build archive | $(spread "${pack[@]}") | $(spread "${tar_c[@]}") | $(spread "${zip_c[@]}") | $(ratio "$(median "${tar_c[@]}")" "$(median "${pack[@]}")") | $(ratio "$(median "${zip_c[@]}")" "$(median "${pack[@]}")") |"
 echo "| extract (tar --no-same-owner) | $(spread "${unpack[@]}") | $(spread "${tar_x[@]}") | $(spread "${zip_x[@]}") | $(ratio "$(median "${tar_x[@]}")" "$(median "${unpack[@]}")") | $(ratio "$(median "${zip_x[@]}")" "$(median "${unpack[@]}")") |"
 echo "| archive bytes | $(size tree.pack) | $(size tree.tar) | $(size tree.zip) | | |"
+}
+table | tee "$work/table.md"
+if [ "$files" = 100000 ] && [ -z "${RUNS:-}" ]; then
+    cargo run -q --manifest-path "$repo/Cargo.toml" -p packfs-bench --bin results -- write cli --command bench/cli.sh \
+        --code bench/cli.sh host/cli/src/pack.rs host/cli/src/packing.rs host/cli/src/unpack.rs host/os/src core/src/pack <"$work/table.md"
+fi

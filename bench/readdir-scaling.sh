@@ -14,7 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
 raw=$(mktemp)
-trap 'rm -f "$raw"' EXIT
+table=$(mktemp)
+trap 'rm -f "$raw" "$table"' EXIT
+{
 echo "| files in the directory | PackFS \`mem\`, ms | wasmtime preview1, /dev/shm, ms | wasmtime ÷ PackFS |"
 echo "|--:|--:|--:|--:|"
 for n in 100 1000 10000 100000; do
@@ -36,3 +38,6 @@ ratio = statistics.median(theirs) / statistics.median(ours)
 print(f"| {int(sys.argv[2]):,} | {cell(ours)} | {cell(theirs)} | {ratio:.2f}x |")
 PY
 done
+} | tee "$table"
+cargo run -q -p packfs-bench --bin results -- write guest --variant readdir-scaling --command bench/readdir-scaling.sh \
+    --code bench/readdir-scaling.sh bench/benches/guest.rs guest-tests/src/bin/bench_workload.rs core/src host/src Cargo.lock <"$table"

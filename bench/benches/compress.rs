@@ -3,9 +3,10 @@
 //!
 //! - **size**: PackFS zstd and lz4 against `mksquashfs` with the same codec,
 //!   level and block size (128 KiB), without xattrs and owners
-//!   (`-no-xattrs -all-root`: a pack stores neither), `mkfs.erofs -zlz4hc`
-//!   with its default clusters and with 128 KiB ones (`-C131072`; erofs-utils
-//!   1.5 has no zstd), `tar | zstd` and `zip -9`;
+//!   (`-no-xattrs -all-root`: a pack stores neither), `mkfs.erofs` with each
+//!   codec against its own kind (lz4, lz4hc, zstd; 128 KiB clusters, with
+//!   and without `-Ededupe,ztailpacking`; erofs-utils 1.8 for zstd:
+//!   `PACKFS_MKFS_EROFS`), `tar | zstd` and `zip -9`;
 //! - **build time**: PackFS's writer (which compresses chunks on every
 //!   core) against `mksquashfs` on one processor and on all of them;
 //! - **random whole-file reads** of every file in a fixed shuffled order,
@@ -37,8 +38,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use packfs_bench::trees::Rng;
-use packfs_core::pack::{Compression, LazyOpen, OpenStep, PackOptions, ReadOptions};
+use packfs_bench::lazy::{files, lazy_fetched};
+use packfs_core::pack::{Compression, PackOptions, ReadOptions};
 use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_os::dir::DirFs;
 use packfs_os::mmap::{MappedPack, open_pack_with};
@@ -46,6 +47,12 @@ use packfs_os::mmap::{MappedPack, open_pack_with};
 const PASSES: usize = 3;
 const LEVEL: i32 = 15;
 const BLOCK: u64 = 128 * 1024;
+
+/// erofs-utils' `mkfs.erofs`: `PACKFS_MKFS_EROFS`, else the one on the
+/// path (zstd needs erofs-utils 1.8; bench/rerun.sh builds it).
+fn mkfs_erofs() -> String {
+    std::env::var("PACKFS_MKFS_EROFS").unwrap_or_else(|_| "mkfs.erofs".into())
+}
 
 /// The median of `PASSES` runs of `f`.
 fn median(mut f: impl FnMut()) -> Duration {
@@ -91,30 +98,6 @@ fn shell(script: &str) -> Option<Duration> {
     tool("sh", &["-c", script])
 }
 
-/// Every regular file under `root`, relative, in a fixed shuffled order.
-fn files(root: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        let Ok(dir) = std::fs::read_dir(root.join(&rel)) else { continue };
-        let mut names: Vec<_> = dir.filter_map(|e| e.ok()).collect();
-        names.sort_by_key(|e| e.file_name());
-        for e in names {
-            let path = rel.join(e.file_name());
-            match e.file_type() {
-                Ok(t) if t.is_dir() => stack.push(path),
-                Ok(t) if t.is_file() => out.push(path.to_string_lossy().into_owned()),
-                _ => {}
-            }
-        }
-    }
-    let mut rng = Rng::new(7);
-    for i in (1..out.len()).rev() {
-        out.swap(i, rng.below(i as u64 + 1) as usize);
-    }
-    out
-}
-
 fn size(p: &Path) -> u64 {
     std::fs::metadata(p).map_or(0, |m| m.len())
 }
@@ -137,48 +120,6 @@ fn read_pack(pack: &MappedPack, order: &[String], buf: &mut Vec<u8>) -> u64 {
     total
 }
 
-/// The bytes a lazy reader of `pack` fetches to open it and read each of
-/// `paths` whole: the open's ranges, then each read's wanted extents.
-fn lazy_fetched(pack: &[u8], paths: &[String]) -> u64 {
-    let slice = |r: &std::ops::Range<u64>| pack[r.start as usize..r.end as usize].to_vec();
-    let size = pack.len() as u64;
-    let mut fetched = 0;
-    let mut plan = LazyOpen::new();
-    loop {
-        match plan.next() {
-            OpenStep::Tail(len) => {
-                let start = size - len.min(size);
-                fetched += size - start;
-                plan.accept_tail(start, slice(&(start..size)), size).unwrap();
-            }
-            OpenStep::Fetch(ranges) => {
-                for r in &ranges {
-                    fetched += r.end - r.start;
-                    plan.accept(r.start, slice(r)).unwrap();
-                }
-            }
-            OpenStep::Open => break,
-        }
-    }
-    let p = plan.open(ReadOptions::new()).unwrap();
-    for path in paths {
-        let ino = packfs_core::resolve::resolve(&p, p.root(), path, true).unwrap();
-        loop {
-            match p.file_bytes(ino) {
-                Ok(_) => break,
-                Err(packfs_core::Error::NotLoaded) => {
-                    for r in p.take_wanted() {
-                        fetched += r.end - r.start;
-                        p.store(r.start, &slice(&r)).unwrap();
-                    }
-                }
-                Err(e) => panic!("{path}: {e}"),
-            }
-        }
-    }
-    fetched
-}
-
 fn tar_index(bytes: &[u8]) -> HashMap<String, (usize, usize)> {
     let mut archive = tar::Archive::new(bytes);
     let mut index = HashMap::new();
@@ -193,7 +134,7 @@ fn tar_index(bytes: &[u8]) -> HashMap<String, (usize, usize)> {
 fn bench_tree(root: &Path, out: &Path) {
     let order = files(root);
     let content: u64 = order.iter().map(|p| size(&root.join(p))).sum();
-    println!("\n### `{}`: {} files, {:.1} MiB\n", root.display(), order.len(), content as f64 / 1048576.0);
+    packfs_bench::outln!("\n### `{}`: {} files, {:.1} MiB\n", root.display(), order.len(), content as f64 / 1048576.0);
     let src = DirFs::open(root, true).unwrap();
     let p = |name: &str| out.join(name);
     let (zstd_pack, lz4_pack, plain_pack) = (p("zstd.pack"), p("lz4.pack"), p("plain.pack"));
@@ -209,8 +150,7 @@ fn bench_tree(root: &Path, out: &Path) {
     let no_dict = PackOptions::new().compress(Some(Compression::zstd(LEVEL))).chunk_size(BLOCK).dictionary(false);
     write(&shared_pack, no_dict);
     let r = root.to_str().unwrap();
-    let (sq_zstd, sq_lz4, erofs, tzst, zip) =
-        (p("zstd.sqfs"), p("lz4.sqfs"), p("lz4hc.erofs"), p("t.tar.zst"), p("t.zip"));
+    let (sq_zstd, sq_lz4, tzst, zip) = (p("zstd.sqfs"), p("lz4.sqfs"), p("t.tar.zst"), p("t.zip"));
     let sq = |dst: &Path, comp: &[&str], procs: &str| {
         // -no-xattrs -all-root: a pack stores neither, so squashfs keeps
         // neither either (issue 42: the peer is not charged for metadata
@@ -240,18 +180,44 @@ fn bench_tree(root: &Path, out: &Path) {
     // gives every file blocks of its own.
     let sq_nofrag = p("zstd-nofrag.sqfs");
     sq(&sq_nofrag, &["-comp", "zstd", "-Xcompression-level", &level, "-no-fragments"], &cores);
-    // 128 KiB clusters, as PackFS's chunks and squashfs's blocks, compress
-    // better than its default; both are shown.
-    tool("mkfs.erofs", &["-zlz4hc", "-Eall-fragments", erofs.to_str().unwrap(), r]);
-    let erofs_128k = p("lz4hc-128k.erofs");
-    tool("mkfs.erofs", &["-zlz4hc", "-C131072", "-Eall-fragments", erofs_128k.to_str().unwrap(), r]);
+    // erofs, each codec with its own kind: lz4 against PackFS's lz4 (which
+    // has no high-compression mode: lz4_flex offers none), lz4hc at its
+    // highest level beside it, zstd at PackFS's level; 128 KiB clusters as
+    // PackFS's chunks (its default clusters too, for lz4hc), each with and
+    // without deduplication and tail packing, whichever is smaller counted.
+    let erofs_variants: Vec<(String, &str, PathBuf)> = [
+        ("lz4", "lz4", "-C131072"),
+        ("lz4hc,level=12", "lz4hc", "-C131072"),
+        ("lz4hc,level=12", "lz4hc", ""),
+        (&*format!("zstd,level={LEVEL}"), "zstd", "-C131072"),
+    ]
+    .iter()
+    .flat_map(|&(z, codec, clusters)| {
+        ["-Eall-fragments", "-Eall-fragments,dedupe,ztailpacking"].map(move |e| {
+            let file = p(&format!("{codec}{clusters}{e}.erofs"));
+            let mut a = vec![format!("-z{z}"), e.to_string()];
+            if !clusters.is_empty() {
+                a.push(clusters.to_string());
+            }
+            a.extend([file.to_str().unwrap().to_string(), r.to_string()]);
+            let args: Vec<&str> = a.iter().map(String::as_str).collect();
+            tool(&mkfs_erofs(), &args);
+            let what = format!(
+                "mkfs.erofs {z}, {}{}",
+                if clusters.is_empty() { "its default clusters" } else { "128 KiB clusters" },
+                if e.contains("dedupe") { ", `-Ededupe,ztailpacking`" } else { "" }
+            );
+            (what, codec, file)
+        })
+    })
+    .collect();
     shell(&format!("tar -C '{r}' -cf - . | zstd -q -{LEVEL} -o '{}'", tzst.display()));
     shell(&format!("cd '{r}' && zip -q -9 -r -y '{}' .", zip.display()));
 
-    println!("| format | bytes | PackFS zstd ÷ it | PackFS lz4 ÷ it |");
-    println!("|---|--:|--:|--:|");
+    packfs_bench::outln!("| format | bytes | PackFS zstd ÷ it | PackFS lz4 ÷ it |");
+    packfs_bench::outln!("|---|--:|--:|--:|");
     let (zs, ls) = (size(&zstd_pack) as f64, size(&lz4_pack) as f64);
-    for (name, path) in [
+    let rows = [
         ("PackFS zstd:15, 128 KiB chunks (default: a dictionary, if small files hold enough)", &zstd_pack),
         ("PackFS zstd:15, 128 KiB chunks shared by small files, no dictionary", &shared_pack),
         ("PackFS lz4, 128 KiB chunks", &lz4_pack),
@@ -259,24 +225,36 @@ fn bench_tree(root: &Path, out: &Path) {
         ("mksquashfs zstd:15, 128 KiB blocks", &sq_zstd),
         ("mksquashfs lz4, 128 KiB blocks", &sq_lz4),
         ("mksquashfs zstd:15, no fragments (no block shared by files)", &sq_nofrag),
-        ("mkfs.erofs lz4hc, its default clusters", &erofs),
-        ("mkfs.erofs lz4hc, 128 KiB clusters (`-C131072`)", &erofs_128k),
-        ("tar, then zstd -15", &tzst),
-        ("zip -9", &zip),
-    ] {
+    ];
+    let erofs_rows = erofs_variants.iter().map(|(what, _, file)| (what.as_str(), file));
+    let tail = [("tar, then zstd -15", &tzst), ("zip -9", &zip)];
+    for (name, path) in rows.into_iter().chain(erofs_rows).chain(tail) {
         let s = size(path);
         if s > 0 {
-            println!("| {name} | {s} | {} | {} |", ratio(zs, s as f64), ratio(ls, s as f64));
+            packfs_bench::outln!("| {name} | {s} | {} | {} |", ratio(zs, s as f64), ratio(ls, s as f64));
         }
     }
-    println!(
+    // Like for like: each codec against erofs's smallest image of the same
+    // codec (lz4hc beside lz4: PackFS has no lz4hc).
+    let smallest =
+        |codec: &str| erofs_variants.iter().filter(|v| v.1 == codec).map(|v| size(&v.2)).filter(|&s| s > 0).min();
+    let like: Vec<String> = [("zstd", "zstd", zs), ("lz4", "lz4", ls), ("lz4hc", "lz4", ls)]
+        .iter()
+        .filter_map(|&(codec, ours, packfs)| {
+            smallest(codec).map(|s| format!("erofs {codec} ÷ PackFS {ours}: **{}**", ratio(s as f64, packfs)))
+        })
+        .collect();
+    if !like.is_empty() {
+        packfs_bench::outln!("\nLike for like (erofs's smallest image of each codec): {}", like.join(", "));
+    }
+    packfs_bench::outln!(
         "\nBuild: PackFS zstd:15 {} ({:.1} MiB/s, chunks compressed on {cores} cores), lz4 {}",
         ms(t_zstd),
         content as f64 / 1048576.0 / t_zstd.as_secs_f64(),
         ms(t_lz4)
     );
     if let (Some(a), Some(b), Some(c)) = (t_sq_zstd, t_sq_zstd_all, t_sq_lz4) {
-        println!(
+        packfs_bench::outln!(
             "mksquashfs zstd:15 on 1 processor {} (PackFS ÷ it: {}), on {cores} {} ({}); lz4 on 1 {} ({})",
             ms(a),
             ratio(t_zstd.as_secs_f64(), a.as_secs_f64()),
@@ -290,9 +268,9 @@ fn bench_tree(root: &Path, out: &Path) {
     // A lazy read of 5% of the files: the bytes it fetches.
     let picks = &order[..order.len().div_ceil(20)];
     let base = lazy_fetched(&std::fs::read(&plain_pack).unwrap(), picks) as f64;
-    println!("\nA lazy read of {} files (5%), whole: bytes fetched, the open's included:\n", picks.len());
-    println!("| pack | bytes fetched | ÷ uncompressed |");
-    println!("|---|--:|--:|");
+    packfs_bench::outln!("\nA lazy read of {} files (5%), whole: bytes fetched, the open's included:\n", picks.len());
+    packfs_bench::outln!("| pack | bytes fetched | ÷ uncompressed |");
+    packfs_bench::outln!("|---|--:|--:|");
     for (name, path) in [
         ("PackFS uncompressed (version 1)", &plain_pack),
         ("PackFS zstd:15 (default)", &zstd_pack),
@@ -300,7 +278,7 @@ fn bench_tree(root: &Path, out: &Path) {
         ("PackFS lz4", &lz4_pack),
     ] {
         let n = lazy_fetched(&std::fs::read(path).unwrap(), picks);
-        println!("| {name} | {n} | {} |", ratio(n as f64, base));
+        packfs_bench::outln!("| {name} | {n} | {} |", ratio(n as f64, base));
     }
 
     // Random whole-file reads.
@@ -404,11 +382,11 @@ fn bench_tree(root: &Path, out: &Path) {
         rows.push(("tar.zst: decompress, index and read".into(), unpack + reads));
     }
     let base = rows[0].1.as_secs_f64();
-    println!("\nRandom whole-file reads of all {} files:\n", order.len());
-    println!("| reader | time | it ÷ PackFS zstd |");
-    println!("|---|--:|--:|");
+    packfs_bench::outln!("\nRandom whole-file reads of all {} files:\n", order.len());
+    packfs_bench::outln!("| reader | time | it ÷ PackFS zstd |");
+    packfs_bench::outln!("|---|--:|--:|");
     for (name, t) in &rows {
-        println!("| {name} | {} | {} |", ms(*t), ratio(t.as_secs_f64(), base));
+        packfs_bench::outln!("| {name} | {} | {} |", ms(*t), ratio(t.as_secs_f64(), base));
     }
 }
 
@@ -444,7 +422,7 @@ fn one_range(out: &Path) {
     let (tz, decoded) = (0..PASSES).map(|_| read(&zp, &mut buf)).min().unwrap();
     assert_eq!(&buf[..], &data[mid as usize..mid as usize + 4096]);
     let (tp, _) = (0..PASSES).map(|_| read(&pp, &mut buf)).min().unwrap();
-    println!(
+    packfs_bench::outln!(
         "\nOne 4 KiB read in the middle of a 100 MiB file ({} B as zstd:15): {decoded} chunk decoded, {:.1} µs; uncompressed {:.1} µs ({})",
         size(&zp),
         tz.as_secs_f64() * 1e6,
@@ -500,7 +478,7 @@ fn main() {
     {
         trees.insert(i + 1, py.path().to_owned());
     }
-    println!("## Compressed packs (`cargo bench -p packfs-bench --bench compress`)");
+    packfs_bench::outln!("## Compressed packs (`cargo bench -p packfs-bench --bench compress`)");
     for t in trees.iter().filter(|t| t.is_dir()) {
         bench_tree(t, out.path());
         for f in std::fs::read_dir(out.path()).unwrap() {
@@ -508,4 +486,10 @@ fn main() {
         }
     }
     one_range(out.path());
+    packfs_bench::results::printed_done(
+        "compress",
+        "cargo bench -p packfs-bench --bench compress",
+        &["bench/benches/compress.rs", "core/src/pack", "host/os/src", "host/cli/src/packing.rs"],
+        None,
+    );
 }

@@ -11,7 +11,7 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use packfs_core::mem::Quota;
 use packfs_core::{FileSystem, MemFs, OpenOptions};
 use packfs_os::journal::{Journal, SyncPolicy};
@@ -92,4 +92,13 @@ fn durable_creates(c: &mut Criterion) {
 }
 
 criterion_group!(benches, durable_creates);
-criterion_main!(benches);
+fn main() {
+    let since = std::time::SystemTime::now();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    packfs_bench::results::criterion_done(
+        "journal",
+        &["bench/benches/journal.rs", "core/src", "host/os/src/journal"],
+        since,
+    );
+}

@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use packfs_core::mount::MountTable;
 use packfs_core::{FileSystem, MemFs, OpenOptions};
 
@@ -81,4 +81,9 @@ fn mounts(c: &mut Criterion) {
 }
 
 criterion_group!(benches, mounts);
-criterion_main!(benches);
+fn main() {
+    let since = std::time::SystemTime::now();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    packfs_bench::results::criterion_done("mount", &["bench/benches/mount.rs", "core/src"], since);
+}

@@ -56,9 +56,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::measurement::WallTime;
-use criterion::{
-    BatchSize, BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
-};
+use criterion::{BatchSize, BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group};
 use packfs_bench::trees::{Rng, Spec, compaction_tree, flat_memfs, memfs, read_tree};
 use packfs_core::pack::{PackFs, PackOptions};
 use packfs_core::{FileSystem, resolve};
@@ -310,4 +308,13 @@ fn open(c: &mut Criterion) {
 }
 
 criterion_group!(benches, random_read, compaction, open);
-criterion_main!(benches);
+fn main() {
+    let since = std::time::SystemTime::now();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    packfs_bench::results::criterion_done(
+        "pack",
+        &["bench/benches/pack.rs", "core/src", "host/os/src/mmap.rs", "host/os/src/pack.rs"],
+        since,
+    );
+}

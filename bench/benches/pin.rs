@@ -34,10 +34,10 @@ fn main() {
     let runs = if full { 7 } else { 1 };
     let fs = tree(files);
     let dir = tempfile::tempdir().unwrap();
-    println!("## Pinned against unpinned: a fresh open, then every file read\n");
-    println!("{} files, {} of content; medians of {runs} runs.\n", files, mib(content_len(&fs)));
-    println!("| pack | reader | unpinned | verify_on_read (xxh3) | pinned (BLAKE3) | pinned ÷ unpinned |");
-    println!("|---|---|--:|--:|--:|--:|");
+    packfs_bench::outln!("## Pinned against unpinned: a fresh open, then every file read\n");
+    packfs_bench::outln!("{} files, {} of content; medians of {runs} runs.\n", files, mib(content_len(&fs)));
+    packfs_bench::outln!("| pack | reader | unpinned | verify_on_read (xxh3) | pinned (BLAKE3) | pinned ÷ unpinned |");
+    packfs_bench::outln!("|---|---|--:|--:|--:|--:|");
     for (name, compress) in [("version 1", None), ("version 2, zstd 3", Some(Compression::zstd(3)))] {
         let path = dir.path().join("p.pack");
         let mut out = Vec::new();
@@ -77,7 +77,7 @@ fn main() {
                 &mut remote("p.pack", ReadOptions::new().pin(pin)),
             ],
         );
-        println!(
+        packfs_bench::outln!(
             "| {name} | HTTP, loopback | {} | {} (no digests: xxh3 on arrival) | {} | **{:.3}x** |",
             ms(t[0]),
             ms(t[1]),
@@ -86,9 +86,9 @@ fn main() {
         );
     }
 
-    println!("\n## Verify: one core\n");
-    println!("| pack | size | verify | GB/s |");
-    println!("|---|--:|--:|--:|");
+    packfs_bench::outln!("\n## Verify: one core\n");
+    packfs_bench::outln!("| pack | size | verify | GB/s |");
+    packfs_bench::outln!("|---|--:|--:|--:|");
     let big_fs = incompressible(big);
     for (name, digests) in [("version 1, digests (BLAKE3)", true), ("version 1, no digests (xxh3)", false)] {
         let mut bytes = Vec::new();
@@ -96,8 +96,14 @@ fn main() {
         let p = PackFs::open(&bytes[..]).unwrap();
         let t = medians(runs.min(3), &mut [&mut || assert!(p.verify().unwrap().is_ok())])[0];
         let gbs = bytes.len() as f64 / t.as_secs_f64() / 1e9;
-        println!("| {name} | {} | {} | **{gbs:.2}** |", mib(bytes.len() as u64), ms(t));
+        packfs_bench::outln!("| {name} | {} | {} | **{gbs:.2}** |", mib(bytes.len() as u64), ms(t));
     }
+    packfs_bench::results::printed_done(
+        "pin",
+        "cargo bench -p packfs-bench --bench pin",
+        &["bench/benches/pin.rs", "core/src/pack", "host/remote/src"],
+        None,
+    );
 }
 
 /// `files` files of 1 KiB to 256 KiB, one in ten of 4 MiB, half of them
@@ -200,7 +206,7 @@ fn medians(runs: usize, jobs: &mut [&mut dyn FnMut()]) -> Vec<Duration> {
 
 fn row(name: &str, reader: &str, t: &[Duration]) {
     let ratio = t[2].as_secs_f64() / t[0].as_secs_f64();
-    println!("| {name} | {reader} | {} | {} | {} | **{ratio:.3}x** |", ms(t[0]), ms(t[1]), ms(t[2]));
+    packfs_bench::outln!("| {name} | {reader} | {} | {} | {} | **{ratio:.3}x** |", ms(t[0]), ms(t[1]), ms(t[2]));
 }
 
 fn ms(d: Duration) -> String {

@@ -59,6 +59,12 @@ fn main() {
         };
     }
     Bench::new(full).run();
+    packfs_bench::results::printed_done(
+        "remote",
+        "cargo bench -p packfs-bench --bench remote",
+        &["bench/benches/remote.rs", "host/remote/src", "host/cli/src/run", "core/src/pack", "host/testnet/src"],
+        None,
+    );
 }
 
 // ---- the child: one run, as `packfs run` does it ------------------------
@@ -312,8 +318,8 @@ impl Bench {
 
     fn run(&self) {
         let _ = &self.weed;
-        println!("## Remote packs\n");
-        println!(
+        packfs_bench::outln!("## Remote packs\n");
+        packfs_bench::outln!(
             "Pack: {} ({} files, {} of content), zstd level 3, 128 KiB chunks, in SeaweedFS {}.\n",
             mib(self.pack.len() as u64),
             self.files.len(),
@@ -328,15 +334,15 @@ impl Bench {
             self.proxy.set_bandwidth(bandwidth);
             let link =
                 bandwidth.map_or("loopback's bandwidth".into(), |b| format!("{} Mbit/s shared", b * 8 / 1_000_000));
-            println!("### Added round trip {delay} ms, {link}\n");
-            println!(
+            packfs_bench::outln!("### Added round trip {delay} ms, {link}\n");
+            packfs_bench::outln!(
                 "| read | config | time [min–max] | vs the faster download | fetched | vs covered | requests | CPU: run / proxy / store |"
             );
-            println!("|---|---|---|---|---|---|---|---|");
+            packfs_bench::outln!("|---|---|---|---|---|---|---|---|");
             for pct in [1u64, 10, 100] {
                 self.table(delay, bandwidth, pct);
             }
-            println!();
+            packfs_bench::outln!();
         }
         self.proxy.set_bandwidth(None);
         self.fleet();
@@ -429,7 +435,7 @@ impl Bench {
         let download = medians[0].0.time.min(medians[1].0.time);
         for ((name, _, _), (m, lo, hi)) in configs.iter().zip(&medians) {
             let ms = |d: Duration| d.as_millis();
-            println!(
+            packfs_bench::outln!(
                 "| {pct}% | {name} | {} [{}–{}] ms | {:.2}x | {} | {:.2}x | {} | {} / {} / {} ms |",
                 ms(m.time),
                 ms(*lo),
@@ -458,10 +464,15 @@ impl Bench {
             assert!(k.wait().unwrap().success());
         }
         let (time, st) = (t.elapsed(), self.proxy.stats());
-        println!("### Fleet: 8 concurrent cold runs reading 10%, one cache, 20 ms round trip\n");
-        println!("| runs | time | fetched | requests |\n|---|---|---|---|");
-        println!("| 1 | {:.0} ms | {} | {} |", one.time.as_secs_f64() * 1e3, mib(one.net.bytes), one.net.requests);
-        println!(
+        packfs_bench::outln!("### Fleet: 8 concurrent cold runs reading 10%, one cache, 20 ms round trip\n");
+        packfs_bench::outln!("| runs | time | fetched | requests |\n|---|---|---|---|");
+        packfs_bench::outln!(
+            "| 1 | {:.0} ms | {} | {} |",
+            one.time.as_secs_f64() * 1e3,
+            mib(one.net.bytes),
+            one.net.requests
+        );
+        packfs_bench::outln!(
             "| 8 | {:.0} ms | {} ({:.2}x one run) | {} ({} opens) |\n",
             time.as_secs_f64() * 1e3,
             mib(st.bytes),
@@ -478,8 +489,8 @@ impl Bench {
         std::fs::write(self.path("all.txt"), all.join("\n")).unwrap();
         self.measure(self.child("lazy", "a.pack", Some("share"), None, None, "all.txt"));
         let b = self.measure(self.child("lazy", "b.pack", Some("share"), None, None, "all.txt"));
-        println!("### Sharing: pack b holds 90% of pack a's files; a is in the cache\n");
-        println!(
+        packfs_bench::outln!("### Sharing: pack b holds 90% of pack a's files; a is in the cache\n");
+        packfs_bench::outln!(
             "Reading all of b fetched {} of its {}: {:.1}% ({} requests).\n",
             mib(b.net.bytes),
             mib(self.shared_pack_len),

@@ -312,12 +312,14 @@ fn report(
     bytes: &BTreeMap<String, u64>,
     runs: usize,
 ) {
-    println!("## Sizes\n\n| component | bytes |\n|---|--:|");
+    packfs_bench::outln!("## Sizes\n\n| component | bytes |\n|---|--:|");
     for (name, len) in sizes {
-        println!("| {name} | {len} |");
+        packfs_bench::outln!("| {name} | {len} |");
     }
     for (host, configs) in results {
-        println!("\n## On {host} (medians of {runs} runs, ± spread; ratio: the peer's time over PackFS's)\n");
+        packfs_bench::outln!(
+            "\n## On {host} (medians of {runs} runs, ± spread; ratio: the peer's time over PackFS's)\n"
+        );
         let names: Vec<&str> = configs.keys().copied().collect();
         // Each ratio: the peer's time over the PackFS configuration's.
         const RATIOS: [(&str, &str); 4] = [
@@ -327,8 +329,8 @@ fn report(
             ("host preopen", "packfs virt, dir: passthrough"),
         ];
         let heads: Vec<String> = RATIOS.iter().map(|(peer, ours)| format!("{ours} ÷ {peer}")).collect();
-        println!("| row | {} | {} |", names.join(" | "), heads.join(" | "));
-        println!("|---|{}{}", "--:|".repeat(names.len()), "--:|".repeat(RATIOS.len()));
+        packfs_bench::outln!("| row | {} | {} |", names.join(" | "), heads.join(" | "));
+        packfs_bench::outln!("|---|{}{}", "--:|".repeat(names.len()), "--:|".repeat(RATIOS.len()));
         for row in ["start", "stat", "read", "bulk", "write"] {
             let cell =
                 |name: &str| configs.get(name).and_then(|t| t.get(row)).filter(|v| !v.is_empty()).map(|v| median(v));
@@ -343,21 +345,30 @@ fn report(
                     _ => "—".into(),
                 })
                 .collect();
-            println!("| {row} | {} | {} |", shown.join(" | "), ratios.join(" | "));
+            packfs_bench::outln!("| {row} | {} | {} |", shown.join(" | "), ratios.join(" | "));
         }
         let digests: Vec<String> = configs
             .iter()
             .flat_map(|(n, t)| t.keys().filter(|k| k.starts_with("digest")).map(move |k| format!("{n}: {k}")))
             .collect();
-        println!("\nWhat each read: {}", digests.join("; "));
+        packfs_bench::outln!("\nWhat each read: {}", digests.join("; "));
         // Every configuration read the same paths and bytes, in every run.
         let distinct: std::collections::BTreeSet<&String> =
             configs.values().flat_map(|t| t.keys().filter(|k| k.starts_with("digest"))).collect();
         assert_eq!(distinct.len(), 1, "not the same bytes read everywhere: {digests:?}");
     }
-    println!(
+    packfs_bench::outln!(
         "\nBytes read: small files {} , bulk {}",
         bytes.get("read").unwrap_or(&0),
         bytes.get("bulk").unwrap_or(&0)
+    );
+    let codec = std::env::var("VIRT_BENCH_COMPRESS").unwrap_or_else(|_| "zstd".into());
+    packfs_bench::results::printed_done(
+        "virt",
+        &format!(
+            "PACKFS_WASI_VIRT=… PACKFS_WASMTIME=… VIRT_BENCH_COMPRESS={codec} cargo bench -p packfs-bench --bench virt"
+        ),
+        &["bench/benches/virt.rs", "virt/src", "host/src/virt", "host/cli/src/virt.rs", "core/src", "Cargo.lock"],
+        Some(&codec),
     );
 }

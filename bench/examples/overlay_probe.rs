@@ -52,9 +52,18 @@ fn main() {
         assert_eq!(count, N - 1001);
         best[3] = best[3].min(t.elapsed().as_secs_f64());
     }
-    println!("overlay over a pack, one directory of {N} files (best of 5):");
-    println!("  first lookup + read of a file   {:10.1} µs", best[0] * 1e6);
-    println!("  first unlink                    {:10.1} µs", best[1] * 1e6);
-    println!("  the next 1,000 unlinks, each    {:10.2} µs", best[2] * 1e6);
-    println!("  listing all, pages of 256       {:10.2} ms", best[3] * 1e3);
+    packfs_bench::outln!("overlay over a pack, one directory of {N} files (best of 5):");
+    packfs_bench::outln!("  first lookup + read of a file   {:10.1} µs", best[0] * 1e6);
+    packfs_bench::outln!("  first unlink                    {:10.1} µs", best[1] * 1e6);
+    packfs_bench::outln!("  the next 1,000 unlinks, each    {:10.2} µs", best[2] * 1e6);
+    packfs_bench::outln!("  listing all, pages of 256       {:10.2} ms", best[3] * 1e3);
+    let mut results = packfs_bench::results::Results::new(
+        "overlay",
+        "cargo run -p packfs-bench --release --example overlay_probe",
+        &["bench/examples/overlay_probe.rs", "core/src"],
+    );
+    results.push("```text");
+    results.printed();
+    results.push("```");
+    results.write().unwrap_or_else(|e| panic!("writing bench/overlay-results.md: {e}"));
 }

@@ -19,9 +19,11 @@ import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
 import { ISOLATED, startServer } from "../e2e/server.mjs";
+import { WEB_CODE, stamped } from "./results.mjs";
 import { ENGINE, launch, pageResult } from "../e2e/browser.mjs";
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
+const GUEST_CODE = [...WEB_CODE, "guest-tests/src/bin/bench_workload.rs"];
 const root = here("../../");
 const runs = Number(process.env.RUNS ?? 10);
 const n = Number(process.env.N ?? 5000);
@@ -387,7 +389,8 @@ The workload, peers, targets and method of [BENCH-web-guest.md](BENCH-web-guest.
 web/build.sh && (cd web && npm ci && PACKFS_BROWSER=${ENGINE} npm run bench:guest)   # writes web/BENCH-web-guest-${ENGINE}.md
 \`\`\`
 ${results}${failed}`;
-  writeFileSync(here(`../BENCH-web-guest-${ENGINE}.md`), own.trimEnd() + "\n");
+  const command = `web/build.sh && (cd web && npm ci && PACKFS_BROWSER=${ENGINE} npm run bench:guest)`;
+  writeFileSync(here(`../BENCH-web-guest-${ENGINE}.md`), stamped(own.trimEnd(), command, GUEST_CODE) + "\n");
   console.log(own);
   process.exit(0);
 }
@@ -397,8 +400,9 @@ const page = here("../BENCH-web-guest.md");
 let kept = "";
 try {
   const old = readFileSync(page, "utf8");
-  const at = old.indexOf("\n## A warm runner");
-  if (at >= 0) kept = old.slice(at);
+  const at = old.indexOf("<!-- measured runner: begin -->");
+  if (at >= 0) kept = "\n" + old.slice(at);
 } catch {}
-writeFileSync(page, md.trimEnd() + "\n" + kept);
+const command = "web/build.sh && (cd web && npm ci && npm run bench:guest)";
+writeFileSync(page, stamped(md.trimEnd(), command, GUEST_CODE) + "\n" + kept);
 console.log(md);

@@ -16,6 +16,7 @@ import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 
 import { startServer } from "../e2e/server.mjs";
+import { WEB_CODE, stamped } from "./results.mjs";
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 const root = here("../../");
@@ -197,7 +198,8 @@ such files, over a \`pack\` preopen by URL (a loopback server): Node
 fetched ${lazy.node.bytesFetched} bytes in ${lazy.node.requests} requests; Chromium ${lazy.chromium.bytesFetched} bytes in
 ${lazy.chromium.requests} requests (${lazy.node.bytesFetched === lazy.chromium.bytesFetched && lazy.node.requests === lazy.chromium.requests ? "the same" : "**not the same**"}).
 `;
-writeFileSync(here("../BENCH-web-node.md"), md);
+const command = "web/build.sh && (cd web && npm ci && npm run bench:node)";
+writeFileSync(here("../BENCH-web-node.md"), stamped(md, command, [...WEB_CODE, "guest-tests/src/bin/bench_workload.rs"]));
 console.log(md);
 
 /** `cat /f/3.bin` from a lazy URL pack, in Node (this process) and in

@@ -19,6 +19,7 @@ import { createServer } from "node:http";
 import { promisify } from "node:util";
 
 import { parseRange } from "../e2e/server.mjs";
+import { WEB_CODE, stamped } from "./results.mjs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -258,7 +259,8 @@ const kept = (() => {
     return "";
   }
 })();
-writeFileSync(file, md + kept);
+const command = "web/build.sh && (cd web && npm ci && npm run bench:p2)";
+writeFileSync(file, stamped(md, command, [...WEB_CODE, "guest-tests/src/bin/bench_workload.rs"]) + kept);
 console.log(md);
 
 /** A 1 GiB pack of random files served over loopback: what opening it and

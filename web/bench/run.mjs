@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
 import { startServer } from "../e2e/server.mjs";
+import { WEB_CODE, stamped } from "./results.mjs";
 import { launch, pageResult } from "../e2e/browser.mjs";
 import { noise, packOf, packfs } from "../e2e/fixtures.mjs";
 
@@ -170,5 +171,6 @@ try {
   const at = old.indexOf("## Notes\n");
   if (at >= 0) analysis = old.slice(at + "## Notes\n".length).trim();
 } catch {}
-writeFileSync(target, md.replace("ANALYSIS", analysis || "(none yet)"));
+const command = "web/build.sh && (cd web && npm ci && npm run bench)";
+writeFileSync(target, stamped(md.replace("ANALYSIS", analysis || "(none yet)"), command, WEB_CODE));
 console.log(readFileSync(target, "utf8"));

@@ -12,6 +12,7 @@ import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 import { ISOLATED, startServer } from "../e2e/server.mjs";
+import { WEB_CODE, writeBlock } from "./results.mjs";
 
 const runs = Number(process.env.RUNS ?? 100);
 const engines = (process.env.ENGINES ?? "chromium firefox webkit").split(/\s+/).filter(Boolean);
@@ -55,10 +56,19 @@ for (const runtime of runtimes) {
 }
 
 const ms = (v) => `${v.toFixed(2)} ms`;
-console.log(`\`npm run bench:runner\` (RUNS=${runs}): a trivial guest's run by one warm createRunner(), against runP1 (a new worker each run).\n`);
-console.log("| where | later run, median [min–max] | p99 | first run | runP1, one-shot (median) | runP1 ÷ later run |");
-console.log("|---|--:|--:|--:|--:|--:|");
+const lines = [
+  `\`npm run bench:runner\` (RUNS=${runs}): a trivial guest's run by one warm createRunner(), against runP1 (a new worker each run).\n`,
+  "| where | later run, median [min–max] | p99 | first run | runP1, one-shot (median) | runP1 ÷ later run |",
+  "|---|--:|--:|--:|--:|--:|",
+];
 for (const r of rows) {
   const flag = r.warm > 5 ? " **over 5 ms**" : "";
-  console.log(`| ${r.where} | ${ms(r.warm)} [${r.min.toFixed(2)}–${r.max.toFixed(2)}]${flag} | ${ms(r.p99)} | ${ms(r.first)} | ${ms(r.once)} | ${(r.once / r.warm).toFixed(1)}x |`);
+  lines.push(`| ${r.where} | ${ms(r.warm)} [${r.min.toFixed(2)}–${r.max.toFixed(2)}]${flag} | ${ms(r.p99)} | ${ms(r.first)} | ${ms(r.once)} | ${(r.once / r.warm).toFixed(1)}x |`);
+}
+console.log(lines.join("\n"));
+// A whole run (every engine and runtime, the default runs) is the
+// results page's section.
+if (!process.env.RUNS && !process.env.ENGINES && !process.env.RUNTIMES) {
+  const block = `## A warm runner: what a run costs when the worker stays\n\n${lines.join("\n")}\n`;
+  writeBlock(fileURLToPath(new URL("../BENCH-web-guest.md", import.meta.url)), "runner", block, "web/build.sh && (cd web && npm ci && npm run bench:runner)", WEB_CODE);
 }

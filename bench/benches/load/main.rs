@@ -72,9 +72,19 @@ fn main() {
         md += &sandboxes::density(bench);
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!(
+    let md = format!(
         "{md}\n{}; {cores} cores; packfs run: {}",
         startup::config_diff(),
-        bin.map_or("not built".into(), |b| b.display().to_string())
+        bin.as_ref().map_or("not built".into(), |b| b.display().to_string())
     );
+    println!("{md}");
+    if packfs_bench::results::whole_run() && std::env::var_os("LOAD_PARTS").is_none() {
+        let mut results = packfs_bench::results::Results::new(
+            "load",
+            "cargo build --release -p packfs-cli && cargo bench -p packfs-bench --bench load",
+            &["bench/benches/load", "host/src", "host/cli/src/run", "core/src", "Cargo.lock"],
+        );
+        results.push(&md);
+        results.write().unwrap_or_else(|e| panic!("writing bench/load-results.md: {e}"));
+    }
 }

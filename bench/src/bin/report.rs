@@ -13,7 +13,9 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
+
+use packfs_bench::results::{Results, fmt_ns, fmt_time};
 
 /// One benchmark's median time per iteration, in nanoseconds.
 #[derive(Clone, Copy)]
@@ -63,45 +65,8 @@ fn load(root: &Path, id: &str) -> Option<Est> {
     Some(Est { median: point, lo, hi, written })
 }
 
-fn fmt_ns(ns: f64) -> String {
-    let (v, unit) = if ns >= 1e9 {
-        (ns / 1e9, "s")
-    } else if ns >= 1e6 {
-        (ns / 1e6, "ms")
-    } else if ns >= 1e3 {
-        (ns / 1e3, "µs")
-    } else {
-        (ns, "ns")
-    };
-    let digits = if v >= 100.0 {
-        0
-    } else if v >= 10.0 {
-        1
-    } else {
-        2
-    };
-    format!("{v:.digits$} {unit}")
-}
-
 fn fmt_ratio(r: f64) -> String {
     if r >= 10.0 { format!("{r:.1}x") } else { format!("{r:.2}x") }
-}
-
-/// UTC date and time of `t`, to the minute.
-fn fmt_time(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil from days (H. Hinnant).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
 }
 
 struct Report {
@@ -318,6 +283,14 @@ fn main() {
     let met = all.iter().filter(|t| t.4).count();
     let _ = writeln!(head, "\n{met} of {} targets met.\n", all.len());
     print!("{head}{}", r.out);
+    let mut results = Results::new(
+        "core",
+        "cargo bench -p packfs-bench --bench core && cargo run -p packfs-bench --release --bin report",
+        &["bench/benches/core", "bench/src/bin/report.rs", "core/src"],
+    );
+    results.push(&head);
+    results.push(&r.out);
+    results.write().unwrap_or_else(|e| panic!("writing bench/core-results.md: {e}"));
     if !r.missing.is_empty() {
         eprintln!("missing results (not run, or filtered out): {}", r.missing.join(", "));
     }

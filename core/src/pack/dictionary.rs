@@ -1,9 +1,9 @@
 //! A version 2 pack's zstd dictionary (`docs/pack-format.md` §19): trained
 //! by the writer on the pack's small files and stored in the index, it
 //! primes the decoder of the chunks of small files (codec 3). Small files then compress in
-//! small chunks (8 KiB or so), and a lazy reader fetches the files it reads
-//! and little of their neighbours, in about the space that 128 KiB chunks
-//! shared by many files would take.
+//! chunks of their own (files under 1 KiB share one), and a lazy reader
+//! fetches the files it reads and almost nothing else, in a few percent
+//! more space than 128 KiB chunks shared by many files would take.
 //!
 //! [`Dictionary`] is the reader's, checked once at open; [`Trained`] the
 //! writer's, which needs the C library (the pure-Rust encoder takes no

@@ -123,10 +123,11 @@ impl<H: BuildHasher> PackOptions<H> {
     }
 
     /// With zstd, trains a dictionary on the files smaller than a chunk and
-    /// compresses every chunk with it, those of small files cut at about
-    /// 8 KiB (on by default; `docs/pack-format.md` §19): a reader then
-    /// fetches and decodes the files it reads and little else, and the
-    /// pack is about as small as with 128 KiB chunks shared by small files.
+    /// compresses every chunk with it, each small file in chunks of its own
+    /// (files under 1 KiB share one; on by default; `docs/pack-format.md`
+    /// §19): a reader then fetches and decodes the files it reads and
+    /// almost nothing else, and the pack is a few percent larger than with
+    /// 128 KiB chunks shared by small files.
     /// Only the C library's encoder (feature `zstd-c`) trains one; packs
     /// whose small files hold under 256 KiB get none. Off, small files
     /// share full chunks.

@@ -18,6 +18,10 @@ const SAMPLE_BUDGET: u64 = 8 << 20;
 /// The longest dictionary trained: on trees of source files, 128 KiB
 /// gained 1–3% of the pack's size over 64 KiB.
 const MAX_DICT: u64 = 128 << 10;
+/// A dictionary is at most this fraction of its samples: a lazy reader
+/// fetches it whole (it is in the index) before any small file, so on a
+/// small tree it must stay small beside the few files a read wants.
+const DICT_FRACTION: u64 = 64;
 /// Small files must hold at least this much for a dictionary: below it,
 /// the dictionary would cost more than it saves.
 const MIN_SAMPLES: u64 = 256 << 10;
@@ -65,7 +69,7 @@ impl<H: BuildHasher, W: Write> Writer<'_, H, W> {
             read_exact(self.fs, ino, 0, &mut bytes[at..])?;
             sizes.push(n);
         }
-        let max_len = (total / 16).min(MAX_DICT);
+        let max_len = (total / DICT_FRACTION).min(MAX_DICT);
         Ok(Trained::train(&bytes, &sizes, usize::try_from(max_len).unwrap_or(0), level))
     }
 }
