@@ -104,7 +104,19 @@ fn a_dictionary_keeps_small_files_in_small_chunks() {
     assert_eq!(*fresh.file_bytes(ino).unwrap(), *files[6].1);
     assert_eq!(fresh.chunks_decoded(), 1);
 
-    // And the pack is about as small as with shared chunks and no dictionary.
+    // A small file of 1 KiB or more shares its chunk with no other file:
+    // a lazy read of it fetches it alone.
+    let sizes: Vec<(u64, std::ops::Range<u64>)> = files
+        .iter()
+        .filter(|(path, c)| path.contains('/') && c.len() >= 1024)
+        .map(|(path, c)| (c.len() as u64, p.extents_of(lookup(&p, path)).unwrap()))
+        .collect();
+    for (i, (_, a)) in sizes.iter().enumerate() {
+        assert!(sizes[i + 1..].iter().all(|(_, b)| b != a), "a small file shares its chunk");
+    }
+
+    // And the pack is a few percent larger than with shared chunks and no
+    // dictionary (on real trees 0.6–4%).
     let shared = pack(&fs, zstd().dictionary(false));
     let q = PackFs::open(&shared[..]).unwrap();
     assert_eq!(q.info().dictionary, 0);
@@ -113,7 +125,7 @@ fn a_dictionary_keeps_small_files_in_small_chunks() {
     assert_eq!(q.extents_of(small).unwrap(), neighbours, "without one, small files share a chunk");
     // (Random words: real source files, with more in common, gain more.)
     assert!(
-        bytes.len() * 100 < shared.len() * 103,
+        bytes.len() * 100 < shared.len() * 108,
         "{} bytes with a dictionary, {} without",
         bytes.len(),
         shared.len()
