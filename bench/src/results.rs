@@ -133,7 +133,7 @@ impl Results {
             if rows.is_empty() {
                 continue;
             }
-            rows.sort_by(|a, b| a.0.cmp(&b.0));
+            rows.sort_by(|a, b| natural(&a.0).cmp(&natural(&b.0)));
             let name = group.file_name().unwrap_or_default().to_string_lossy().into_owned();
             let _ = writeln!(self.body, "\n`{name}`: criterion's median per iteration [95% interval]\n");
             let _ = writeln!(self.body, "| benchmark | median | interval |\n|---|--:|--:|");
@@ -303,6 +303,20 @@ fn collect_estimates(group: &Path, dir: &Path, since: SystemTime, out: &mut Vec<
     }
 }
 
+/// `id` as a sort key in which runs of digits compare as numbers
+/// (`mount/500` before `mount/2000`).
+fn natural(id: &str) -> Vec<(String, u64)> {
+    let mut key = Vec::new();
+    let mut rest = id;
+    while !rest.is_empty() {
+        let text = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let digits = rest[text..].find(|c: char| !c.is_ascii_digit()).map_or(rest.len(), |d| text + d);
+        key.push((rest[..text].to_string(), rest[text..digits].parse().unwrap_or(0)));
+        rest = &rest[digits..];
+    }
+    key
+}
+
 /// The median's lower bound, point estimate and upper bound in criterion's
 /// `estimates.json`.
 fn median(json: &str) -> Option<[f64; 3]> {
@@ -357,6 +371,13 @@ pub fn fmt_time(t: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_in_ids_sort_as_numbers() {
+        let mut ids = ["mount/32000", "mount/500", "resolve/2000", "mount/2000", "a1b10", "a1b9"];
+        ids.sort_by_key(|id| natural(id));
+        assert_eq!(ids, ["a1b9", "a1b10", "mount/500", "mount/2000", "mount/32000", "resolve/2000"]);
+    }
 
     #[test]
     fn a_stamp_reads_back_as_written() {
