@@ -69,7 +69,11 @@ for part in "${parts[@]}"; do
     case $part in
     core) cargo bench -p packfs-bench --bench core && cargo run -q -p packfs-bench --release --bin report >/dev/null ;;
     mount | pack | journal | dir | pin | remote | guest) cargo bench -p packfs-bench --bench "$part" ;;
-    compress) mkfs_erofs && cargo bench -p packfs-bench --bench compress ;;
+    compress)
+        mkfs_erofs
+        cargo bench -p packfs-bench --bench compress
+        cargo run -q -p packfs-bench --release --example lazy_probe
+        ;;
     load) cargo build -q --release -p packfs-cli && cargo bench -p packfs-bench --bench load ;;
     readdir) bench/readdir-scaling.sh ;;
     cli) bench/cli.sh ;;

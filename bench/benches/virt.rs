@@ -192,10 +192,10 @@ fn main() {
     std::fs::create_dir(&tree).unwrap();
     make_tree(source.as_deref(), &tree, if bench { 16 << 20 } else { 2 << 20 });
     let pack = work.path().join("tree.pack");
-    let compression = match std::env::var("VIRT_BENCH_COMPRESS").as_deref() {
-        Ok("lz4") => Some(Compression::lz4()),
-        Ok("none") => None,
-        _ => Some(Compression::zstd(9)),
+    let (codec, compression) = match std::env::var("VIRT_BENCH_COMPRESS").as_deref() {
+        Ok("lz4") => ("lz4", Some(Compression::lz4())),
+        Ok("none") => ("none", None),
+        _ => ("zstd", Some(Compression::zstd(9))),
     };
     packfs_os::pack::pack_dir(&tree, &pack, &PackOptions::new().compress(compression)).unwrap();
     let pack = std::fs::read(&pack).unwrap();
@@ -304,6 +304,14 @@ fn main() {
         }
     }
     report(&sizes, &results, &bytes_of, runs);
+    packfs_bench::results::printed_done(
+        "virt",
+        &format!(
+            "PACKFS_WASI_VIRT=… PACKFS_WASMTIME=… VIRT_BENCH_COMPRESS={codec} cargo bench -p packfs-bench --bench virt"
+        ),
+        &["bench/benches/virt.rs", "virt/src", "host/src/virt", "host/cli/src/virt.rs", "core/src", "Cargo.lock"],
+        Some(codec),
+    );
 }
 
 fn report(
@@ -361,14 +369,5 @@ fn report(
         "\nBytes read: small files {} , bulk {}",
         bytes.get("read").unwrap_or(&0),
         bytes.get("bulk").unwrap_or(&0)
-    );
-    let codec = std::env::var("VIRT_BENCH_COMPRESS").unwrap_or_else(|_| "zstd".into());
-    packfs_bench::results::printed_done(
-        "virt",
-        &format!(
-            "PACKFS_WASI_VIRT=… PACKFS_WASMTIME=… VIRT_BENCH_COMPRESS={codec} cargo bench -p packfs-bench --bench virt"
-        ),
-        &["bench/benches/virt.rs", "virt/src", "host/src/virt", "host/cli/src/virt.rs", "core/src", "Cargo.lock"],
-        Some(&codec),
     );
 }

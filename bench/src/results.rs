@@ -133,7 +133,7 @@ impl Results {
             if rows.is_empty() {
                 continue;
             }
-            rows.sort_by(|a, b| natural(&a.0).cmp(&natural(&b.0)));
+            rows.sort_by_key(|a| natural(&a.0));
             let name = group.file_name().unwrap_or_default().to_string_lossy().into_owned();
             let _ = writeln!(self.body, "\n`{name}`: criterion's median per iteration [95% interval]\n");
             let _ = writeln!(self.body, "| benchmark | median | interval |\n|---|--:|--:|");

@@ -90,8 +90,10 @@ fn write(args: &[String]) -> ExitCode {
             }
         }
     }
-    let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
-    let (true, Some(command), false) = (valid, command, code.is_empty()) else {
+    // Both name a file and a block's markers: letters, digits and dashes.
+    let valid = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    let ok = valid(name) && variant.as_deref().is_none_or(valid);
+    let (true, Some(command), false) = (ok, command, code.is_empty()) else {
         eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
