@@ -14,7 +14,7 @@
 # packages as web/test.sh does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WASI_VIRT_COMMIT=19b174a
+WASI_VIRT_COMMIT=19b174a3244f81ed9b91e067b6901f71665316a8
 parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(core mount pack journal dir pin compress remote load guest readdir cli overlay virt web)
 target="$(realpath "${CARGO_TARGET_DIR:-target}")"
@@ -45,18 +45,32 @@ mkfs_erofs() {
             DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
                 autoconf automake libtool pkg-config liblz4-dev libzstd-dev uuid-dev squashfs-tools zip zstd
         local tarball="$target/erofs-utils_$EROFS_VERSION.orig.tar.gz"
+        mkdir -p "$target"
         curl -sSfL -o "$tarball" "https://deb.debian.org/debian/pool/main/e/erofs-utils/erofs-utils_$EROFS_VERSION.orig.tar.gz"
         echo "$EROFS_SHA256  $tarball" | sha256sum -c --quiet
-        rm -rf "$dir" && tar -xzf "$tarball" -C "$target"
-        (cd "$dir" && ./autogen.sh >/dev/null && ./configure -q --enable-lz4 --with-libzstd --disable-fuse --without-selinux && make -s)
+        # Built aside and moved in whole: a build cut short is never reused.
+        rm -rf "$dir" "$dir.partial" && mkdir "$dir.partial" && tar -xzf "$tarball" -C "$dir.partial" --strip-components 1
+        (cd "$dir.partial" && ./autogen.sh >/dev/null && ./configure -q --enable-lz4 --with-libzstd --disable-fuse --without-selinux && make -s)
+        mv "$dir.partial" "$dir"
     fi
     export PACKFS_MKFS_EROFS="$dir/mkfs/mkfs.erofs"
 }
 wasi_virt() {
     [ -n "${PACKFS_WASI_VIRT:-}" ] && return
-    local src=${WASI_VIRT_SRC:-$target/wasi-virt-src}
-    [ -d "$src" ] || git clone -q https://github.com/bytecodealliance/WASI-Virt "$src"
-    git -C "$src" checkout -q "$WASI_VIRT_COMMIT"
+    local src=${WASI_VIRT_SRC:-}
+    if [ -z "$src" ]; then
+        # Cloned whole before it is used, so that an interrupted clone is
+        # never taken for one; checked out at the full commit pinned above
+        # (a source given in WASI_VIRT_SRC is the caller's, as it is).
+        src=$target/wasi-virt-src
+        if [ ! -d "$src/.git" ]; then
+            rm -rf "$src.partial"
+            git clone -q https://github.com/bytecodealliance/WASI-Virt "$src.partial"
+            mv "$src.partial" "$src"
+        fi
+        git -C "$src" cat-file -e "$WASI_VIRT_COMMIT^{commit}" 2>/dev/null || git -C "$src" fetch -q origin
+        git -C "$src" checkout -q --detach "$WASI_VIRT_COMMIT"
+    fi
     # Stable: its toolchain file asks for the nightly that builds its
     # adapter, which is checked in.
     RUSTUP_TOOLCHAIN=stable cargo build -q --release --no-default-features \
@@ -67,7 +81,7 @@ wasi_virt() {
 for part in "${parts[@]}"; do
     step "$part"
     case $part in
-    core) cargo bench -p packfs-bench --bench core && cargo run -q -p packfs-bench --release --bin report >/dev/null ;;
+    core) cargo bench -p packfs-bench --bench core && cargo run -q -p packfs-bench --release --bin report -- --write >/dev/null ;;
     mount | pack | journal | dir | pin | remote | guest) cargo bench -p packfs-bench --bench "$part" ;;
     compress)
         mkfs_erofs

@@ -39,11 +39,16 @@ pub fn print_line(line: &str) {
 }
 
 /// Whether this is a whole measuring run (`cargo bench`, which passes
-/// `--bench`, and no filter), not `cargo test`'s smoke run or a partial one:
-/// only a whole run rewrites a results file.
+/// `--bench`; no filter; none of criterion's flags that list, test, profile
+/// or compare instead of measuring), in a release build: only such a run
+/// rewrites a results file.
 pub fn whole_run() -> bool {
+    const NOT_MEASURING: [&str; 5] = ["--list", "--test", "--profile-time", "--load-baseline", "--baseline"];
     let args: Vec<String> = std::env::args().skip(1).collect();
-    args.iter().any(|a| a == "--bench") && args.iter().all(|a| a.starts_with('-'))
+    !cfg!(debug_assertions)
+        && args.iter().any(|a| a == "--bench")
+        && args.iter().all(|a| a.starts_with('-'))
+        && !args.iter().any(|a| NOT_MEASURING.iter().any(|f| a == f || a.starts_with(&format!("{f}="))))
 }
 
 /// The workspace's root (this crate's parent directory).
@@ -57,7 +62,13 @@ pub fn root() -> PathBuf {
 pub fn criterion_done(name: &str, code: &[&str], since: SystemTime) {
     if whole_run() {
         let mut results = Results::new(name, &format!("cargo bench -p packfs-bench --bench {name}"), code);
-        results.criterion(since);
+        if results.criterion(since) == 0 {
+            eprintln!(
+                "bench/{name}-results.md left as it was: no criterion results of this run under {}",
+                criterion_dir().display()
+            );
+            return;
+        }
         results.write().unwrap_or_else(|e| panic!("writing bench/{name}-results.md: {e}"));
     }
 }
@@ -121,10 +132,12 @@ impl Results {
 
     /// Adds a table per criterion group of this run: the median time per
     /// iteration and its 95% interval of every benchmark whose
-    /// `target/criterion/**/new/estimates.json` was written after `since`.
-    pub fn criterion(&mut self, since: SystemTime) {
+    /// `target/criterion/**/new/estimates.json` was written after `since`;
+    /// returns how many.
+    pub fn criterion(&mut self, since: SystemTime) -> usize {
         let dir = criterion_dir();
-        let Ok(groups) = std::fs::read_dir(&dir) else { return };
+        let Ok(groups) = std::fs::read_dir(&dir) else { return 0 };
+        let mut found = 0;
         let mut groups: Vec<PathBuf> = groups.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
         groups.sort();
         for group in groups {
@@ -133,6 +146,7 @@ impl Results {
             if rows.is_empty() {
                 continue;
             }
+            found += rows.len();
             rows.sort_by_key(|a| natural(&a.0));
             let name = group.file_name().unwrap_or_default().to_string_lossy().into_owned();
             let _ = writeln!(self.body, "\n`{name}`: criterion's median per iteration [95% interval]\n");
@@ -141,11 +155,26 @@ impl Results {
                 let _ = writeln!(self.body, "| {id} | {} | {}–{} |", fmt_ns(median), fmt_ns(lo), fmt_ns(hi));
             }
         }
+        found
     }
 
     /// Rewrites the block of the results file (appending one if it has
     /// none), stamped.
     pub fn write(self) -> std::io::Result<()> {
+        let invalid = |what: String| Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, what));
+        if self.body.trim().is_empty() {
+            return invalid("nothing measured to write".into());
+        }
+        // The block's markers must be the only ones: no comment opens or
+        // closes inside what is written between them.
+        for text in [&self.command, &self.body, &self.variant].into_iter().chain(&self.code) {
+            if text.contains("<!--") || text.contains("-->") {
+                return invalid(format!("an HTML comment in what the block holds: {text:.60}"));
+            }
+        }
+        if let Some(c) = self.code.iter().find(|c| c.is_empty() || c.contains(", ") || !root().join(c).exists()) {
+            return invalid(format!("measured code `{c}`: not a path of this checkout"));
+        }
         let stamp = Stamp::now(&self.command, &self.code).render();
         let (begin, end) =
             (format!("<!-- measured{}: begin -->", self.variant), format!("<!-- measured{}: end -->", self.variant));
@@ -154,13 +183,24 @@ impl Results {
             "{begin}\n<!-- Written by the benchmark: edits here are lost. -->\n\n## {title}\n\n{stamp}\n\n{}\n{end}\n",
             self.body.trim()
         );
-        let old = std::fs::read_to_string(&self.file).unwrap_or_default();
-        let new = match (old.find(&begin), old.find(&end)) {
-            (Some(b), Some(e)) if b < e => {
-                format!("{}{block}{}", &old[..b], &old[e + end.len()..].trim_start_matches('\n'))
+        let old = match std::fs::read_to_string(&self.file) {
+            Ok(old) => old,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e),
+        };
+        // One begin marker and one end after it, or none: else the file
+        // is left for a person to mend.
+        let new = match (old.matches(&begin).count(), old.matches(&end).count()) {
+            (1, 1) => {
+                let b = old.find(&begin).unwrap_or(0);
+                let Some(e) = old[b..].find(&end).map(|e| b + e) else {
+                    return invalid(format!("{}: its end marker comes before its begin", self.file.display()));
+                };
+                format!("{}{block}{}", &old[..b], old[e + end.len()..].trim_start_matches('\n'))
             }
-            _ if old.is_empty() => block,
-            _ => format!("{}\n\n{block}", old.trim_end()),
+            (0, 0) if old.is_empty() => block,
+            (0, 0) => format!("{}\n\n{block}", old.trim_end()),
+            (b, e) => return invalid(format!("{}: {b} begin and {e} end markers of {begin}", self.file.display())),
         };
         std::fs::write(&self.file, new)?;
         eprintln!("wrote {}", self.file.display());
@@ -278,8 +318,18 @@ fn machine() -> String {
     )
 }
 
+/// Where criterion writes: `CRITERION_HOME`, else the target directory's
+/// `criterion` (one set in a cargo config file is not seen: a run whose
+/// results are not found here writes nothing).
 fn criterion_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from).join("criterion")
+    if let Some(home) = std::env::var_os("CRITERION_HOME") {
+        return PathBuf::from(home);
+    }
+    ["CARGO_TARGET_DIR", "CARGO_BUILD_TARGET_DIR"]
+        .iter()
+        .find_map(std::env::var_os)
+        .map_or_else(|| root().join("target"), PathBuf::from)
+        .join("criterion")
 }
 
 /// Every `…/new/estimates.json` under `dir` written after `since`: its
@@ -407,6 +457,31 @@ mod tests {
         assert!(text.contains("| new |") && !text.contains("old"));
         assert!(text.trim_end().ends_with("after"));
         assert_eq!(Stamp::parse(&text).unwrap().code, ["core/src"]);
+        // Markers in what is written, paths that are not, nothing to
+        // write, and markers out of order in the file are refused, the
+        // file left as it was.
+        let refused = |mut r: Results, target: &Path| {
+            r.file = target.to_path_buf();
+            r.write().is_err()
+        };
+        let with = |command: &str, code: &str, body: &str| {
+            let mut r = Results::new("x", command, &[code]);
+            r.push(body);
+            r
+        };
+        assert!(refused(with("cmd <!-- measured: end -->", "core/src", "| b |"), &file));
+        assert!(refused(with("cmd", "core/src", "| b | -->"), &file));
+        assert!(refused(with("cmd", "no/such/path", "| b |"), &file));
+        assert!(refused(with("cmd", "core/src", " \n"), &file));
+        let swapped = dir.join("swapped-results.md");
+        let out_of_order = "<!-- measured: end -->\n<!-- measured: begin -->\n";
+        std::fs::write(&swapped, out_of_order).unwrap();
+        assert!(refused(with("cmd", "core/src", "| d |"), &swapped));
+        assert_eq!(std::fs::read_to_string(&swapped).unwrap(), out_of_order);
+        std::fs::write(&swapped, format!("{out_of_order}<!-- measured: end -->\n")).unwrap();
+        assert!(refused(with("cmd", "core/src", "| d |"), &swapped));
+        assert!(std::fs::read_to_string(&file).unwrap().contains("| new |"), "the refused writes left it");
+
         // A variant's block is its own: both stay, each with its stamp.
         let mut lz4 = Results::new("x", "cmd lz4", &["host/src"]).variant("lz4");
         lz4.file = file.clone();

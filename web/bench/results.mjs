@@ -41,13 +41,28 @@ export function stamped(md, command, code) {
  *  has none): `md` under the stamp, the rest of the page kept. */
 export function writeBlock(file, name, md, command, code) {
   const [begin, end] = [`<!-- measured ${name}: begin -->`, `<!-- measured ${name}: end -->`];
+  // The markers must be the only ones: none inside what is written, one
+  // begin and one end after it (or none) in the page; else it is left.
+  for (const text of [command, md, ...code]) {
+    if (text.includes("<!--") || text.includes("-->")) throw new Error(`an HTML comment in the block: ${text.slice(0, 60)}`);
+  }
   const block = `${begin}\n<!-- Written by the benchmark: edits here are lost. -->\n\n${stamp(command, code)}\n\n${md.trim()}\n${end}\n`;
   let old = "";
   try {
     old = readFileSync(file, "utf8");
-  } catch {}
-  const [b, e] = [old.indexOf(begin), old.indexOf(end)];
-  const page = b >= 0 && e > b ? old.slice(0, b) + block + old.slice(e + end.length).replace(/^\n+/, "") : `${old.trimEnd()}\n\n${block}`;
+  } catch (e) {
+    if (e.code !== "ENOENT") throw e;
+  }
+  const count = (m) => old.split(m).length - 1;
+  let page;
+  if (count(begin) === 1 && count(end) === 1 && old.indexOf(end) > old.indexOf(begin)) {
+    const [b, e] = [old.indexOf(begin), old.indexOf(end)];
+    page = old.slice(0, b) + block + old.slice(e + end.length).replace(/^\n+/, "");
+  } else if (count(begin) === 0 && count(end) === 0) {
+    page = `${old.trimEnd()}\n\n${block}`;
+  } else {
+    throw new Error(`${file}: its ${name} markers are not one begin and one end after it`);
+  }
   writeFileSync(file, page);
 }
 

@@ -3,8 +3,13 @@
 //! a ratio against a baseline measured in the same run.
 //!
 //! ```sh
-//! cargo run -p packfs-bench --release --bin report [-- <criterion dir>]
+//! cargo run -p packfs-bench --release --bin report [-- <criterion dir>] [--write]
 //! ```
+//!
+//! With `--write` (which `bench/rerun.sh` passes right after the run) the
+//! tables become bench/core-results.md's measured block, stamped with this
+//! checkout: only when every benchmark's results are there, and only
+//! right after they were measured, which the caller vouches for.
 //!
 //! The criterion directory defaults to `$CARGO_TARGET_DIR/criterion`, else
 //! `target/criterion` of this workspace. Times are criterion's median per
@@ -186,7 +191,8 @@ impl Report {
 }
 
 fn main() {
-    let root = std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| {
+    let write = std::env::args().any(|a| a == "--write");
+    let root = std::env::args().skip(1).find(|a| a != "--write").map(PathBuf::from).unwrap_or_else(|| {
         std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
@@ -283,6 +289,13 @@ fn main() {
     let met = all.iter().filter(|t| t.4).count();
     let _ = writeln!(head, "\n{met} of {} targets met.\n", all.len());
     print!("{head}{}", r.out);
+    if !write {
+        return;
+    }
+    if !r.missing.is_empty() || r.seen.is_empty() {
+        eprintln!("bench/core-results.md left as it was: results missing");
+        std::process::exit(1);
+    }
     let mut results = Results::new(
         "core",
         "cargo bench -p packfs-bench --bench core && cargo run -p packfs-bench --release --bin report",

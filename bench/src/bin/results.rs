@@ -47,12 +47,15 @@ fn stale(stamp: &Stamp) -> Option<String> {
     }
     let mut diff = vec!["diff", "--name-only", stamp.commit.as_str(), "--"];
     diff.extend(stamp.code.iter().map(String::as_str));
-    let changed: Vec<String> = git(&diff)?.lines().map(str::to_string).collect();
+    let Some(changed) = git(&diff) else {
+        return Some(format!("measured at {short}; `git diff` of its code failed, so it may be stale"));
+    };
+    let changed: Vec<&str> = changed.lines().collect();
     match (changed.len(), stamp.dirty) {
         (0, false) => None,
         (0, true) => Some(format!("measured at {short} with uncommitted changes to its code")),
         (n, _) => {
-            let shown = changed.iter().take(4).cloned().collect::<Vec<_>>().join(", ");
+            let shown = changed[..n.min(4)].join(", ");
             let more = if n > 4 { format!(" and {} more", n - 4) } else { String::new() };
             Some(format!("measured at {short} on {}; changed since: {shown}{more}", stamp.date))
         }
@@ -83,7 +86,11 @@ fn write(args: &[String]) -> ExitCode {
         match (flag.as_str(), tail.split_first()) {
             ("--variant", Some((v, t))) => (variant, rest) = (Some(v.clone()), t),
             ("--command", Some((c, t))) => (command, rest) = (Some(c.clone()), t),
-            ("--code", Some(_)) => (code, rest) = (tail.to_vec(), &[]),
+            ("--code", Some(_)) => {
+                // Paths, up to the next flag.
+                let n = tail.iter().take_while(|a| !a.starts_with("--")).count();
+                (code, rest) = (tail[..n].to_vec(), &tail[n..]);
+            }
             _ => {
                 eprintln!("{USAGE}");
                 return ExitCode::from(2);

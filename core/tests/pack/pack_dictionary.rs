@@ -104,8 +104,9 @@ fn a_dictionary_keeps_small_files_in_small_chunks() {
     assert_eq!(*fresh.file_bytes(ino).unwrap(), *files[6].1);
     assert_eq!(fresh.chunks_decoded(), 1);
 
-    // A small file of 1 KiB or more shares its chunk with no other file:
-    // a lazy read of it fetches it alone.
+    // No two small files of 1 KiB or more share a chunk (one may share
+    // with smaller files before it, under 1 KiB in all): a lazy read of
+    // one fetches little beside it.
     let sizes: Vec<(u64, std::ops::Range<u64>)> = files
         .iter()
         .filter(|(path, c)| path.contains('/') && c.len() >= 1024)
