@@ -55,6 +55,12 @@ mkfs_erofs() {
     fi
     export PACKFS_MKFS_EROFS="$dir/mkfs/mkfs.erofs"
 }
+# The load bench's `wasmtime` command rows: wasmtime 48's CLI, as the
+# bench's docs install it.
+wasmtime_48() {
+    [ -x "$target/wasmtime-cli/bin/wasmtime" ] ||
+        cargo install -q wasmtime-cli --version 48.0.8 --locked --root "$target/wasmtime-cli"
+}
 wasi_virt() {
     [ -n "${PACKFS_WASI_VIRT:-}" ] && return
     local src=${WASI_VIRT_SRC:-}
@@ -88,7 +94,7 @@ for part in "${parts[@]}"; do
         cargo bench -p packfs-bench --bench compress
         cargo run -q -p packfs-bench --release --example lazy_probe
         ;;
-    load) cargo build -q --release -p packfs-cli && cargo bench -p packfs-bench --bench load ;;
+    load) wasmtime_48 && cargo build -q --release -p packfs-cli && cargo bench -p packfs-bench --bench load ;;
     readdir) bench/readdir-scaling.sh ;;
     cli) bench/cli.sh ;;
     overlay) cargo run -q -p packfs-bench --release --example overlay_probe ;;
