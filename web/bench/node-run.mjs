@@ -59,7 +59,7 @@ async function run() {
     const root = join(dir, "root");
     (await import("node:fs")).mkdirSync(root);
     try {
-      const wasi = new WASI({ version: "preview1", args, env: {}, preopens: [{ path: "/", fs: root }], returnOnExit: true, stdout: fo, stderr: fe });
+      const wasi = new WASI({ version: "preview1", args, env: {}, preopens: { "/": root }, returnOnExit: true, stdout: fo, stderr: fe });
       const instance = await WebAssembly.instantiate(module, wasi.getImportObject());
       const exitCode = wasi.start(instance);
       closeSync(fo);
