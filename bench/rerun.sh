@@ -72,6 +72,7 @@ wasi_virt() {
         if [ ! -d "$src/.git" ]; then
             rm -rf "$src.partial"
             git clone -q https://github.com/bytecodealliance/WASI-Virt "$src.partial"
+            rm -rf "$src"
             mv "$src.partial" "$src"
         fi
         git -C "$src" cat-file -e "$WASI_VIRT_COMMIT^{commit}" 2>/dev/null || git -C "$src" fetch -q origin

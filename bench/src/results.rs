@@ -38,17 +38,14 @@ pub fn print_line(line: &str) {
     printed.push('\n');
 }
 
-/// Whether this is a whole measuring run (`cargo bench`, which passes
-/// `--bench`; no filter; none of criterion's flags that list, test, profile
-/// or compare instead of measuring), in a release build: only such a run
-/// rewrites a results file.
+/// Whether this is a whole measuring run, in a release build: `cargo
+/// bench` passes `--bench`, and nothing else may change what is measured
+/// (a filter, or any of criterion's flags that list, test, shorten or
+/// compare); only such a run rewrites a results file.
 pub fn whole_run() -> bool {
-    const NOT_MEASURING: [&str; 5] = ["--list", "--test", "--profile-time", "--load-baseline", "--baseline"];
     let args: Vec<String> = std::env::args().skip(1).collect();
-    !cfg!(debug_assertions)
-        && args.iter().any(|a| a == "--bench")
-        && args.iter().all(|a| a.starts_with('-'))
-        && !args.iter().any(|a| NOT_MEASURING.iter().any(|f| a == f || a.starts_with(&format!("{f}="))))
+    let harmless = |a: &String| a == "--bench" || a == "--noplot" || a.starts_with("--color");
+    !cfg!(debug_assertions) && args.iter().any(|a| a == "--bench") && args.iter().all(harmless)
 }
 
 /// The workspace's root (this crate's parent directory).
@@ -172,10 +169,23 @@ impl Results {
                 return invalid(format!("an HTML comment in what the block holds: {text:.60}"));
             }
         }
-        if let Some(c) = self.code.iter().find(|c| c.is_empty() || c.contains(", ") || !root().join(c).exists()) {
-            return invalid(format!("measured code `{c}`: not a path of this checkout"));
+        // The measured code: relative paths inside this checkout.
+        let inside = |c: &str| {
+            let p = Path::new(c);
+            !c.is_empty()
+                && p.components().all(|k| matches!(k, std::path::Component::Normal(_)))
+                && root().join(p).exists()
+        };
+        if let Some(c) = self.code.iter().find(|c| !inside(c)) {
+            return invalid(format!("measured code `{c}`: not a path inside this checkout"));
         }
-        let stamp = Stamp::now(&self.command, &self.code).render();
+        let stamp = Stamp::now(&self.command, &self.code);
+        // What the stamp says must read back as written: no command or
+        // path that could pass for another stamp's parts.
+        if Stamp::parse(&format!("{}\n", stamp.render())).as_ref() != Some(&stamp) {
+            return invalid(format!("the stamp would not read back: {:.80}", stamp.render()));
+        }
+        let stamp = stamp.render();
         let (begin, end) =
             (format!("<!-- measured{}: begin -->", self.variant), format!("<!-- measured{}: end -->", self.variant));
         let title = if self.variant.is_empty() { "This run".to_string() } else { format!("This run:{}", self.variant) };
@@ -472,6 +482,9 @@ mod tests {
         assert!(refused(with("cmd <!-- measured: end -->", "core/src", "| b |"), &file));
         assert!(refused(with("cmd", "core/src", "| b | -->"), &file));
         assert!(refused(with("cmd", "no/such/path", "| b |"), &file));
+        assert!(refused(with("cmd", "/etc", "| b |"), &file));
+        assert!(refused(with("cmd", "../main/core", "| b |"), &file));
+        assert!(refused(with("x`, on m. Measured code: `README.md`. y", "core/src", "| b |"), &file));
         assert!(refused(with("cmd", "core/src", " \n"), &file));
         let swapped = dir.join("swapped-results.md");
         let out_of_order = "<!-- measured: end -->\n<!-- measured: begin -->\n";

@@ -84,9 +84,9 @@ fn write(args: &[String]) -> ExitCode {
     };
     while let Some((flag, tail)) = rest.split_first() {
         match (flag.as_str(), tail.split_first()) {
-            ("--variant", Some((v, t))) => (variant, rest) = (Some(v.clone()), t),
-            ("--command", Some((c, t))) => (command, rest) = (Some(c.clone()), t),
-            ("--code", Some(_)) => {
+            ("--variant", Some((v, t))) if variant.is_none() => (variant, rest) = (Some(v.clone()), t),
+            ("--command", Some((c, t))) if command.is_none() => (command, rest) = (Some(c.clone()), t),
+            ("--code", Some(_)) if code.is_empty() => {
                 // Paths, up to the next flag.
                 let n = tail.iter().take_while(|a| !a.starts_with("--")).count();
                 (code, rest) = (tail[..n].to_vec(), &tail[n..]);
