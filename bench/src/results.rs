@@ -352,7 +352,7 @@ fn collect_estimates(group: &Path, dir: &Path, since: SystemTime, out: &mut Vec<
             let file = path.join("estimates.json");
             let fresh = std::fs::metadata(&file).and_then(|m| m.modified()).is_ok_and(|t| t >= since);
             if let (true, Ok(json)) = (fresh, std::fs::read_to_string(&file))
-                && let Some(median) = median(&json)
+                && let Some(median) = criterion_median(&json)
             {
                 let id = dir.strip_prefix(group).unwrap_or(dir).to_string_lossy().into_owned();
                 out.push((id, median));
@@ -378,8 +378,8 @@ fn natural(id: &str) -> Vec<(String, u64)> {
 }
 
 /// The median's lower bound, point estimate and upper bound in criterion's
-/// `estimates.json`.
-fn median(json: &str) -> Option<[f64; 3]> {
+/// `estimates.json` (the one reader of it: `report` reads it here too).
+pub fn criterion_median(json: &str) -> Option<[f64; 3]> {
     let after = |from: usize, key: &str| -> Option<(f64, usize)> {
         let pat = format!("\"{key}\":");
         let at = from + json[from..].find(&pat)? + pat.len();

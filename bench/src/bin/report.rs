@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use packfs_bench::results::{Results, fmt_ns, fmt_time};
+use packfs_bench::results::{Results, criterion_median, fmt_ns, fmt_time};
 
 /// One benchmark's median time per iteration, in nanoseconds.
 #[derive(Clone, Copy)]
@@ -51,23 +51,12 @@ fn describe(backend: &str) -> &'static str {
     }
 }
 
-/// The number after `"key":` in `json`, searching from `from`.
-fn number_after(json: &str, from: usize, key: &str) -> Option<(f64, usize)> {
-    let pat = format!("\"{key}\":");
-    let at = from + json[from..].find(&pat)? + pat.len();
-    let end = json[at..].find([',', '}']).map(|e| at + e)?;
-    Some((json[at..end].trim().parse().ok()?, end))
-}
-
 fn load(root: &Path, id: &str) -> Option<Est> {
     let path = root.join(id).join("new/estimates.json");
     let json = std::fs::read_to_string(&path).ok()?;
     let written = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
-    let median = json.find("\"median\":")?;
-    let (lo, at) = number_after(&json, median, "lower_bound")?;
-    let (hi, at) = number_after(&json, at, "upper_bound")?;
-    let (point, _) = number_after(&json, at, "point_estimate")?;
-    Some(Est { median: point, lo, hi, written })
+    let [lo, median, hi] = criterion_median(&json)?;
+    Some(Est { median, lo, hi, written })
 }
 
 fn fmt_ratio(r: f64) -> String {
