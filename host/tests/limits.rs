@@ -163,8 +163,23 @@ fn epochs_in_the_base_configuration_do_not_trap_an_untimed_guest() {
 /// (found by review).
 #[test]
 fn a_base_configuration_with_component_async_makes_a_runner() {
-    let mut config = Config::new();
-    config.wasm_component_model_async(true);
-    let runner = Runner::builder().config(config).build().unwrap();
-    assert_eq!(run(&runner, EXIT7).unwrap(), 7);
+    // Each of the features wasmtime refuses without concurrency (async,
+    // and, found by the next review, its extra builtins and error context).
+    let features: [fn(&mut Config); 3] = [
+        |c| {
+            c.wasm_component_model_async(true);
+        },
+        |c| {
+            c.wasm_component_model_more_async_builtins(true);
+        },
+        |c| {
+            c.wasm_component_model_error_context(true);
+        },
+    ];
+    for turn_on in features {
+        let mut config = Config::new();
+        turn_on(&mut config);
+        let runner = Runner::builder().config(config).build().unwrap();
+        assert_eq!(run(&runner, EXIT7).unwrap(), 7);
+    }
 }

@@ -68,17 +68,29 @@ pub(crate) fn load<'e>(
 }
 
 /// What the guest in `file` is, from its header and its top-level import
-/// and export sections alone (every other section is skipped).
-fn kind_of(file: &mut (impl Read + Seek)) -> Result<Kind, LoadError> {
+/// and export sections alone (every other section is skipped), and
+/// whether the look read all of those.
+fn kind_of(file: &mut (impl Read + Seek)) -> Result<Look, LoadError> {
     let mut head = Vec::with_capacity(8);
     file.take(8).read_to_end(&mut head).map_err(LoadError::Io)?;
     let form = Form::of(&head)?;
     file.seek(SeekFrom::Start(0)).map_err(LoadError::Io)?;
     Ok(match form {
-        Form::Module => Kind::P1,
-        Form::Component if speaks_wasi_p3(file).map_err(LoadError::Io)? => Kind::P3,
-        Form::Component => Kind::P2,
+        Form::Module => Look { kind: Kind::P1, sure: true },
+        Form::Component => match speaks_wasi_p3(file).map_err(LoadError::Io)? {
+            Some(true) => Look { kind: Kind::P3, sure: true },
+            Some(false) => Look { kind: Kind::P2, sure: true },
+            None => Look { kind: Kind::P2, sure: false },
+        },
     })
+}
+
+/// What the look at a guest's bytes found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Look {
+    kind: Kind,
+    /// It read every import and export name.
+    sure: bool,
 }
 
 /// What compiled `code` is: a module is p1; a component is 0.3 when it
@@ -102,7 +114,7 @@ fn kind_of_code(code: &Code) -> Kind {
 /// look and the read.
 fn compile_as<'e>(
     wasm: &[u8],
-    kind: Kind,
+    Look { kind, sure }: Look,
     cache: Option<(&GuestCache, &Digest32)>,
     engine: &impl Fn(Kind) -> &'e Engine,
 ) -> Result<Guest, LoadError> {
@@ -111,12 +123,14 @@ fn compile_as<'e>(
         None => Ok((compile(engine(kind), form, wasm)?, CacheStatus::Off)),
         Some((cache, digest)) => guest_cache::get_or_store(cache, engine(kind), form, wasm, digest),
     };
-    // A component the look took for 0.2 that the engine without
-    // concurrency cannot compile (a 0.3 interface's async functions, past
-    // what the look reads) may be one for the other engine.
+    // A component the look took for 0.2 without reading every name, that
+    // the engine without concurrency cannot compile (a 0.3 interface's
+    // async functions, past what the look reads), may be one for the other
+    // engine; one whose names it read is refused as it is.
     let mut built_for = kind;
     let mut compiled = once(kind);
     if kind == Kind::P2
+        && !sure
         && matches!(compiled, Err(LoadError::Compile(_)))
         && let Ok(on_p3) = once(Kind::P3)
     {
@@ -139,9 +153,9 @@ fn from_bytes<'e>(
     cache: Option<&GuestCache>,
     engine: impl Fn(Kind) -> &'e Engine,
 ) -> Result<Guest, LoadError> {
-    let kind = kind_of(&mut Cursor::new(wasm))?;
+    let look = kind_of(&mut Cursor::new(wasm))?;
     let digest: Option<Digest32> = cache.map(|_| Sha256::digest(wasm).into());
-    compile_as(wasm, kind, cache.zip(digest.as_ref()), &engine)
+    compile_as(wasm, look, cache.zip(digest.as_ref()), &engine)
 }
 
 /// When the cache has seen this file as it is now (same device, inode,
@@ -161,10 +175,11 @@ fn from_file<'e>(
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
         return from_bytes(&read(&file)?, cache, engine);
     }
-    let kind = kind_of(&mut BufReader::new(&file))?;
+    let look = kind_of(&mut BufReader::new(&file))?;
+    let kind = look.kind;
     (&file).seek(SeekFrom::Start(0)).map_err(LoadError::Io)?;
     let Some(cache) = cache else {
-        return compile_as(&read(&file)?, kind, None, &engine);
+        return compile_as(&read(&file)?, look, None, &engine);
     };
     let id = FileId::of(&st);
     if let Some(digest) = guest_cache::digest_of(cache, &id)
@@ -175,7 +190,7 @@ fn from_file<'e>(
     }
     let wasm = read(&file)?;
     let digest: Digest32 = Sha256::digest(&wasm).into();
-    let guest = compile_as(&wasm, kind, Some((cache, &digest)), &engine)?;
+    let guest = compile_as(&wasm, look, Some((cache, &digest)), &engine)?;
     // What was read is what the identity names only if it did not change
     // meanwhile.
     if rustix::fs::fstat(&file).is_ok_and(|st| FileId::of(&st) == id) {
@@ -214,15 +229,16 @@ mod tests {
         let engine = |kind: Kind| if kind == Kind::P3 { &concurrent } else { &main };
         let p3 = component(r#"(component (import "wasi:cli/environment@0.3.0" (instance)))"#);
         // Read as 0.2: compiled again for the 0.3 engine.
-        let guest = compile_as(&p3, Kind::P2, None, &engine).unwrap();
+        let unsure = |kind| Look { kind, sure: false };
+        let guest = compile_as(&p3, unsure(Kind::P2), None, &engine).unwrap();
         assert_eq!(guest.kind(), Kind::P3);
         assert!(Engine::same(guest.component().unwrap().engine(), &concurrent));
         let p2 = component("(component)");
-        assert_eq!(compile_as(&p2, Kind::P3, None, &engine).unwrap().kind(), Kind::P2);
+        assert_eq!(compile_as(&p2, unsure(Kind::P3), None, &engine).unwrap().kind(), Kind::P2);
         // A module where a component was read: the file changed.
         let module = wat::parse_str("(module)").unwrap();
-        assert!(matches!(compile_as(&module, Kind::P2, None, &engine), Err(LoadError::Changed)));
-        assert!(matches!(compile_as(&p2, Kind::P1, None, &engine), Err(LoadError::Changed)));
+        assert!(matches!(compile_as(&module, unsure(Kind::P2), None, &engine), Err(LoadError::Changed)));
+        assert!(matches!(compile_as(&p2, unsure(Kind::P1), None, &engine), Err(LoadError::Changed)));
         // Past the look's 16 MiB import section, from bytes and as a file.
         // One import section: the imports name a type defined before them.
         let mut big = String::from("(component (type $i (instance))");
@@ -234,7 +250,30 @@ mod tests {
         big += r#" (import "wasi:cli/environment@0.3.0" (instance (export "f" (func async)))))"#;
         let big = component(&big);
         assert!(big.len() > 16 << 20);
-        assert_eq!(kind_of(&mut Cursor::new(&big[..])).unwrap(), Kind::P2, "the look stops at the limit");
+        let look = kind_of(&mut Cursor::new(&big[..])).unwrap();
+        assert_eq!(look, Look { kind: Kind::P2, sure: false }, "the look stops at the limit");
         assert_eq!(from_bytes(&big, None, engine).unwrap().kind(), Kind::P3);
+    }
+
+    /// A component whose names the look read whole, all of 0.2, that the
+    /// engine without concurrency refuses (an async function type) is
+    /// refused at once: never compiled whole for the 0.3 engine first,
+    /// which cost a hostile upload a full compile and a cached artifact
+    /// (found by review).
+    #[test]
+    fn a_component_the_look_read_whole_is_not_tried_on_the_other_engine() {
+        let mut config = wasmtime::Config::new();
+        config.concurrency_support(false);
+        let main = Engine::new(&config).unwrap();
+        config.concurrency_support(true).wasm_component_model_async(true);
+        let concurrent = Engine::new(&config).unwrap();
+        let asked = std::cell::RefCell::new(Vec::new());
+        let engine = |kind: Kind| {
+            asked.borrow_mut().push(kind);
+            if kind == Kind::P3 { &concurrent } else { &main }
+        };
+        let c = component(r#"(component (import "x" (instance (export "f" (func async)))))"#);
+        assert!(matches!(from_bytes(&c, None, engine), Err(LoadError::Compile(_))));
+        assert_eq!(*asked.borrow(), [Kind::P2]);
     }
 }

@@ -26,21 +26,24 @@ pub(super) fn is_wasi_p3(name: &str) -> bool {
 }
 
 /// Whether the component in `file` imports or exports an interface of
-/// WASI 0.3 ([`is_wasi_p3`]). Only its own top-level import and export
-/// sections are read; every other section is skipped, so a warm start,
-/// which does not read the module, reads only those. A core module, or
-/// bytes that are no component, are not 0.3 (the load says what they are).
-pub(crate) fn speaks_wasi_p3(file: &mut (impl Read + Seek)) -> io::Result<bool> {
+/// WASI 0.3 ([`is_wasi_p3`]): `Some` once the look knows, `None` when a
+/// names section was past what it reads, or did not parse. Only its own
+/// top-level import and export sections are read; every other section is
+/// skipped, so a warm start, which does not read the module, reads only
+/// those. A core module, or bytes that are no component, are not 0.3 (the
+/// load says what they are).
+pub(crate) fn speaks_wasi_p3(file: &mut (impl Read + Seek)) -> io::Result<Option<bool>> {
     let mut head = [0u8; 8];
     if file.read_exact(&mut head).is_err() || !Parser::is_component(&head) {
-        return Ok(false);
+        return Ok(Some(false));
     }
+    let mut read_all = true;
     loop {
         let mut id = [0u8; 1];
         if file.read(&mut id)? == 0 {
-            return Ok(false);
+            return Ok(read_all.then_some(false));
         }
-        let Some(len) = leb_u32(file)? else { return Ok(false) };
+        let Some(len) = leb_u32(file)? else { return Ok(read_all.then_some(false)) };
         let len = u64::from(len);
         if id[0] != IMPORTS && id[0] != EXPORTS {
             // Small sections (types, aliases) are read past, so a buffered
@@ -53,12 +56,14 @@ pub(crate) fn speaks_wasi_p3(file: &mut (impl Read + Seek)) -> io::Result<bool> 
             continue;
         }
         if len > MAX_NAMES_SECTION {
-            return Ok(false);
+            return Ok(None);
         }
         let mut bytes = Vec::new();
         file.by_ref().take(len).read_to_end(&mut bytes)?;
-        if names(id[0], &bytes).is_some_and(|names| names.iter().any(|n| is_wasi_p3(n))) {
-            return Ok(true);
+        match names(id[0], &bytes) {
+            Some(names) if names.iter().any(|n| is_wasi_p3(n)) => return Ok(Some(true)),
+            Some(_) => {}
+            None => read_all = false,
         }
     }
 }
@@ -109,7 +114,7 @@ mod tests {
     #[test]
     fn not_a_component_is_not_0_3() {
         for bytes in [&b""[..], b"\0asm\x01\0\0\0", b"\0asm\x0d\0\x01\0\x0a\xff\xff\xff\xff\xff", b"garbage!"] {
-            assert!(!speaks_wasi_p3(&mut io::Cursor::new(bytes)).unwrap());
+            assert_ne!(speaks_wasi_p3(&mut io::Cursor::new(bytes)).unwrap(), Some(true));
         }
     }
 

@@ -111,7 +111,9 @@ impl<T: Send + 'static> RunnerBuilder<T> {
         config
             .wasm_component_model_async(false)
             .wasm_component_model_async_stackful(false)
-            .wasm_component_model_threading(false);
+            .wasm_component_model_threading(false)
+            .wasm_component_model_more_async_builtins(false)
+            .wasm_component_model_error_context(false);
         config.epoch_interruption(self.limits.timeout.is_some());
         if let Some(pool) = &self.pool {
             pool.apply(&mut config, self.limits.max_memory);
